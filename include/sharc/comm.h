@@ -1,0 +1,148 @@
+/*
+ * sharc/comm.h: communicators. A communicator is a group of ranks created from a bootstrap
+ * (how the processes find each other) and split into sub-communicators (intra-node,
+ * inter-node, HSDP shard and replica groups). Every communicator knows each rank's node, its
+ * local rank and the local size.
+ */
+#ifndef SHARC_COMM_H
+#define SHARC_COMM_H
+
+#include <sharc/def.h>
+#include <sharc/status.h>
+#include <sharc/context.h>
+
+SHARC_BEGIN_DECLS
+
+typedef struct sharc_comm *sharc_comm_h;
+
+/** How the processes of a job find each other. */
+typedef enum {
+    /**
+     * Decide from the environment, in this order: OpenMPI's mpirun (OMPI_COMM_WORLD_SIZE;
+     * needs sharc built with MPI), torchrun / Kubeflow PyTorchJob variables (RANK and
+     * WORLD_SIZE), a Slurm job step (SLURM_PROCID and SLURM_NTASKS), else one process alone.
+     * The SHARC_BOOTSTRAP knob may name a mode instead.
+     */
+    SHARC_BOOTSTRAP_AUTO = 0,
+    /** MPI_COMM_WORLD of the MPI library sharc was built with (initialized if needed). */
+    SHARC_BOOTSTRAP_MPI = 1,
+    /**
+     * RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT (required) and LOCAL_RANK, LOCAL_WORLD_SIZE,
+     * GROUP_RANK (optional) as torchrun and Kubeflow's PyTorchJob set them; rank 0 serves a
+     * TCP store at MASTER_ADDR.
+     */
+    SHARC_BOOTSTRAP_ENV = 2,
+    /**
+     * SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_NODEID as srun sets them; the store is
+     * served by rank 0 at MASTER_ADDR, or at the first host of SLURM_STEP_NODELIST
+     * (SLURM_JOB_NODELIST) when MASTER_ADDR is unset.
+     */
+    SHARC_BOOTSTRAP_SLURM = 3,
+    /** Rank, size and store address given in sharc_comm_params_t. */
+    SHARC_BOOTSTRAP_EXPLICIT = 4,
+    /** One process alone: rank 0 of 1. */
+    SHARC_BOOTSTRAP_SINGLE = 5,
+    SHARC_BOOTSTRAP_LAST
+} sharc_bootstrap_t;
+
+/** Which fields of sharc_comm_params_t are set. */
+enum {
+    SHARC_COMM_PARAM_BOOTSTRAP = 1u << 0,  /**< bootstrap */
+    SHARC_COMM_PARAM_RANK = 1u << 1,       /**< rank and size */
+    SHARC_COMM_PARAM_STORE_ADDR = 1u << 2, /**< store_addr */
+    SHARC_COMM_PARAM_TOKEN = 1u << 3,      /**< token */
+    SHARC_COMM_PARAM_LOCAL = 1u << 4,      /**< node_id, local_rank, local_size */
+};
+
+/** Parameters of sharc_comm_create; only the fields named in field_mask are read. */
+typedef struct {
+    unsigned field_mask;         /**< SHARC_COMM_PARAM_* bits */
+    sharc_bootstrap_t bootstrap; /**< default: the SHARC_BOOTSTRAP knob (auto) */
+    int rank;                    /**< explicit: this process's rank, 0 <= rank < size */
+    int size;                    /**< explicit: number of ranks */
+    /**
+     * explicit (and an override for env/slurm): "host:port" or "[v6addr]:port" of the store,
+     * served by rank 0 and reached by every rank.
+     */
+    const char *store_addr;
+    /** Job token every rank presents to the store; default: SHARC_BOOTSTRAP_TOKEN, else
+     *  derived from the launch environment. */
+    const char *token;
+    /**
+     * This rank's node (any integer that is equal for ranks on one node), local rank and
+     * local size as the caller's launcher knows them; otherwise sharc derives them from the
+     * host names of all ranks.
+     */
+    int node_id, local_rank, local_size;
+} sharc_comm_params_t;
+
+/** Color that leaves a rank out of every group of sharc_comm_split. */
+#define SHARC_COMM_SPLIT_NOCOLOR (-1)
+
+/**
+ * Create a communicator over all ranks of the job. Collective: every rank of the job calls
+ * it. Waits at most SHARC_BOOTSTRAP_TIMEOUT for the other ranks.
+ * @param[in]  ctx     context the communicator belongs to (it holds a reference).
+ * @param[in]  params  NULL for the defaults.
+ * @param[out] comm_p  the new communicator; set only on success.
+ * @return SHARC_OK; SHARC_ERR_INVALID (missing, inconsistent or garbage launch variables,
+ *         rank >= size, duplicate ranks: the log names the variable or the rank);
+ *         SHARC_ERR_TIMEOUT (a rank did not arrive in time: the log names it);
+ *         SHARC_ERR_IO (the store could not be served or reached: the log names the address);
+ *         SHARC_ERR_UNSUPPORTED (a bootstrap that was not built in);
+ *         SHARC_ERR_REMOTE (the store rejected this rank, or a peer disagrees);
+ *         SHARC_ERR_NOMEM, SHARC_ERR_BACKEND.
+ * On failure nothing is left behind.
+ */
+SHARC_API sharc_status_t sharc_comm_create(sharc_context_h ctx, const sharc_comm_params_t *params,
+                                           sharc_comm_h *comm_p);
+
+/**
+ * Split a communicator like MPI_Comm_split: ranks that pass the same @p color form a new
+ * communicator, ordered by @p key and then by their rank in @p comm. Collective over @p comm.
+ * @param[in]  color      >= 0, or SHARC_COMM_SPLIT_NOCOLOR to join no group.
+ * @param[out] newcomm_p  the new communicator, or NULL for SHARC_COMM_SPLIT_NOCOLOR.
+ * @return as sharc_comm_create; SHARC_ERR_INVALID for a negative color other than NOCOLOR.
+ * The new communicator is independent of @p comm: either may be destroyed first.
+ */
+SHARC_API sharc_status_t sharc_comm_split(sharc_comm_h comm, int color, int key,
+                                          sharc_comm_h *newcomm_p);
+
+/**
+ * Wait until every rank of @p comm has called it, through the bootstrap (no collective
+ * backend needed; meant for startup and tests, not for hot paths).
+ * @return SHARC_OK, SHARC_ERR_TIMEOUT (the log names the ranks that did not arrive),
+ *         SHARC_ERR_IO / SHARC_ERR_REMOTE (the store went away).
+ */
+SHARC_API sharc_status_t sharc_comm_barrier(sharc_comm_h comm);
+
+/**
+ * Destroy a communicator. Not collective, but rank 0 of a store-based communicator waits
+ * (at most SHARC_BOOTSTRAP_TIMEOUT) until the other ranks have left the store before it
+ * closes it. NULL is a no-op.
+ */
+SHARC_API void sharc_comm_destroy(sharc_comm_h comm);
+
+/** This process's rank in @p comm. */
+SHARC_API int sharc_comm_rank(sharc_comm_h comm);
+/** Number of ranks in @p comm. */
+SHARC_API int sharc_comm_size(sharc_comm_h comm);
+/** Index of this rank's node among the nodes of @p comm, 0 .. nnodes-1, numbered in the
+ *  order of their lowest rank. */
+SHARC_API int sharc_comm_node(sharc_comm_h comm);
+/** Number of nodes spanned by @p comm. */
+SHARC_API int sharc_comm_nnodes(sharc_comm_h comm);
+/** This rank's index among the ranks of @p comm on its node. */
+SHARC_API int sharc_comm_local_rank(sharc_comm_h comm);
+/** Number of ranks of @p comm on this rank's node. */
+SHARC_API int sharc_comm_local_size(sharc_comm_h comm);
+/** Node of another rank of @p comm, or -1 for a rank out of range. */
+SHARC_API int sharc_comm_node_of(sharc_comm_h comm, int rank);
+/** The bootstrap the communicator was created with (never AUTO). */
+SHARC_API sharc_bootstrap_t sharc_comm_bootstrap(sharc_comm_h comm);
+/** "auto", "mpi", "env", "slurm", "explicit", "single"; NULL for an invalid value. */
+SHARC_API const char *sharc_bootstrap_name(sharc_bootstrap_t bootstrap);
+
+SHARC_END_DECLS
+
+#endif

@@ -1,0 +1,16 @@
+/*
+ * sharc/sharc.h: the whole public C API of sharc. Include this one header.
+ */
+#ifndef SHARC_SHARC_H
+#define SHARC_SHARC_H
+
+#include <sharc/def.h>
+#include <sharc/status.h>
+#include <sharc/types.h>
+#include <sharc/version.h>
+#include <sharc/log.h>
+#include <sharc/config.h>
+#include <sharc/context.h>
+#include <sharc/comm.h>
+
+#endif

@@ -1,0 +1,127 @@
+/*
+ * boot.h: the internal bootstrap API. A bootstrap connects the ranks of one communicator
+ * before any data transport exists, and carries the small exchanges every layer needs at
+ * setup: UCX worker addresses, NCCL unique ids, QP numbers, node names. It is slow by design
+ * (a TCP store or MPI) and every call is bounded by SHARC_BOOTSTRAP_TIMEOUT.
+ * All calls are collective over the bootstrap's ranks unless said otherwise.
+ */
+#ifndef SHARC_BOOT_H
+#define SHARC_BOOT_H
+
+#include <stddef.h>
+#include <sharc/comm.h>
+
+#include "../config_int.h"
+#include "../def_int.h"
+
+typedef struct sharc_boot sharc_boot_t;
+
+typedef struct {
+    const char *name;
+    /** Every rank contributes @p bytes; recvbuf gets size * bytes in rank order. */
+    sharc_status_t (*allgather)(sharc_boot_t *boot, const void *sendbuf, void *recvbuf,
+                                size_t bytes);
+    /** Block i of sendbuf (@p bytes each) goes to rank i; block j of recvbuf came from j. */
+    sharc_status_t (*alltoall)(sharc_boot_t *boot, const void *sendbuf, void *recvbuf,
+                               size_t bytes);
+    /** @p buf of @p root is copied to every rank. */
+    sharc_status_t (*bcast)(sharc_boot_t *boot, void *buf, size_t bytes, int root);
+    /** Returns once every rank has entered. */
+    sharc_status_t (*barrier)(sharc_boot_t *boot);
+    /**
+     * Make the bootstrap of a sub-group. Called by every rank of @p boot; ranks with
+     * color SHARC_COMM_SPLIT_NOCOLOR get NULL. The comm layer has already computed the
+     * group (it allgathers the colors and keys): @p new_rank and @p new_size.
+     */
+    sharc_status_t (*split)(sharc_boot_t *boot, int color, int key, int new_rank, int new_size,
+                            sharc_boot_t **new_p);
+    /** Release this rank's side. Not collective. */
+    void (*destroy)(sharc_boot_t *boot);
+} sharc_boot_ops_t;
+
+struct sharc_boot {
+    const sharc_boot_ops_t *ops;
+    sharc_bootstrap_t mode;
+    int rank, size;
+    double timeout; /* seconds, for every wait */
+};
+
+/*
+ * What the launcher told this process, parsed from the environment (or the caller's
+ * params) by sharc_launch_read. -1 marks what the launcher did not say.
+ */
+typedef struct {
+    sharc_bootstrap_t mode;
+    int rank, size;
+    int node_hint;  /* launcher's node index, or -1 */
+    int local_rank, local_size;
+    char store_host[256];
+    int store_port;
+    const char *store_from; /* where the address came from, for messages */
+    char token[256];
+} sharc_launch_t;
+
+/**
+ * Decide the bootstrap and read the launch variables for it. Errors name the variable.
+ */
+SHARC_HIDDEN sharc_status_t sharc_launch_read(const sharc_cfg_t *cfg,
+                                              const sharc_comm_params_t *params,
+                                              sharc_launch_t *launch);
+
+/** Create the bootstrap of the whole job described by @p launch. */
+SHARC_HIDDEN sharc_status_t sharc_boot_create(const sharc_cfg_t *cfg, const sharc_launch_t *launch,
+                                              sharc_boot_t **boot_p);
+
+/* Per-mode constructors, called by sharc_boot_create. */
+SHARC_HIDDEN sharc_status_t sharc_boot_single_create(const sharc_cfg_t *cfg, sharc_boot_t **boot_p);
+SHARC_HIDDEN sharc_status_t sharc_boot_store_create(const sharc_cfg_t *cfg,
+                                                    const sharc_launch_t *launch,
+                                                    sharc_boot_t **boot_p);
+SHARC_HIDDEN sharc_status_t sharc_boot_mpi_create(const sharc_cfg_t *cfg, sharc_boot_t **boot_p);
+
+static inline sharc_status_t sharc_boot_allgather(sharc_boot_t *boot, const void *sendbuf,
+                                                  void *recvbuf, size_t bytes)
+{
+    return boot->ops->allgather(boot, sendbuf, recvbuf, bytes);
+}
+
+static inline sharc_status_t sharc_boot_alltoall(sharc_boot_t *boot, const void *sendbuf,
+                                                 void *recvbuf, size_t bytes)
+{
+    return boot->ops->alltoall(boot, sendbuf, recvbuf, bytes);
+}
+
+static inline sharc_status_t sharc_boot_bcast(sharc_boot_t *boot, void *buf, size_t bytes,
+                                              int root)
+{
+    return boot->ops->bcast(boot, buf, bytes, root);
+}
+
+static inline sharc_status_t sharc_boot_barrier(sharc_boot_t *boot)
+{
+    return boot->ops->barrier(boot);
+}
+
+static inline sharc_status_t sharc_boot_split(sharc_boot_t *boot, int color, int key, int new_rank,
+                                              int new_size, sharc_boot_t **new_p)
+{
+    return boot->ops->split(boot, color, key, new_rank, new_size, new_p);
+}
+
+static inline void sharc_boot_destroy(sharc_boot_t *boot)
+{
+    if (boot != NULL) {
+        boot->ops->destroy(boot);
+    }
+}
+
+/*
+ * Slurm host lists ("node[01-04,07],gpu-a[1-2]x"): expand into *hosts_p (an array of
+ * *n_p malloc'ed strings, free with sharc_nodelist_free). At most @p max hosts.
+ * SHARC_ERR_INVALID for malformed lists (unbalanced brackets, reversed or non-numeric ranges).
+ */
+SHARC_HIDDEN sharc_status_t sharc_nodelist_expand(const char *list, size_t max, char ***hosts_p,
+                                                  size_t *n_p);
+SHARC_HIDDEN void sharc_nodelist_free(char **hosts, size_t n);
+
+#endif

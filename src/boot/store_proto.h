@@ -1,0 +1,60 @@
+/*
+ * store_proto.h: the wire format of sharc's bootstrap store (a small key-value server run by
+ * rank 0, like torch's TCPStore, with a server-side gather so an allgather costs each rank
+ * two messages). Every message is a 20-byte header in network byte order, then the key, then
+ * the value. Requests and replies share the header; a reply carries the request's op.
+ */
+#ifndef SHARC_STORE_PROTO_H
+#define SHARC_STORE_PROTO_H
+
+#include <stdint.h>
+
+#define SHARC_STORE_MAGIC 0x53485354u /* "SHST" */
+#define SHARC_STORE_VERSION 1u
+#define SHARC_STORE_MAX_KEY 1024u
+#define SHARC_STORE_HDR_SIZE 20u
+
+typedef enum {
+    /*
+     * First message of a connection. key: the job token's digest (16 hex digits).
+     * value: u32 version, i32 rank, i32 size, then the communicator's namespace.
+     * Reply: status only. A wrong token, a rank out of range, a size that differs from the
+     * namespace's, or a rank already connected are refused and the connection closed.
+     */
+    SHARC_STORE_OP_HELLO = 1,
+    /* Store value under key, replacing any old one. No reply (a failure closes the link). */
+    SHARC_STORE_OP_SET = 2,
+    /*
+     * Wait until keys "<key>/0" .. "<key>/<n-1>" all exist, then reply with n entries of
+     * (u32 length, bytes). value: u32 n, u32 readers, u32 timeout_ms. After `readers` replies
+     * the keys are deleted. On timeout the reply has status TIMEOUT and lists the missing
+     * indices as u32s.
+     */
+    SHARC_STORE_OP_GATHER = 3,
+    /* Leaving: the server stops counting this connection as a live rank. No reply. */
+    SHARC_STORE_OP_BYE = 4,
+} sharc_store_op_t;
+
+/* Reply statuses (i16 in the header). */
+enum {
+    SHARC_STORE_ST_OK = 0,
+    SHARC_STORE_ST_TIMEOUT = 1,
+    SHARC_STORE_ST_BAD_TOKEN = 2,
+    SHARC_STORE_ST_BAD_RANK = 3,
+    SHARC_STORE_ST_DUP_RANK = 4,
+    SHARC_STORE_ST_BAD_SIZE = 5,
+    SHARC_STORE_ST_BAD_VERSION = 6,
+    SHARC_STORE_ST_CLOSING = 7, /* the server is shutting down: try again (a new one comes) */
+};
+
+typedef struct {
+    uint32_t magic;
+    uint8_t op;
+    uint8_t pad;
+    int16_t status;
+    uint32_t key_len;
+    uint32_t val_len;
+    uint32_t pad2;
+} sharc_store_hdr_t;
+
+#endif

@@ -1,0 +1,407 @@
+/*
+ * comm.c: communicators: creation from a bootstrap, the node layout (which ranks share a
+ * node, local ranks), split, the bootstrap barrier, and the data transport selection.
+ */
+#include "config.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "comm.h"
+#include "log.h"
+#include "util.h"
+
+#define SHARC_COMM_PEER_MAGIC 0x73686331u /* "shc1": bump when sharc_comm_peer_t changes */
+
+/* What each rank tells the others at creation (fixed layout, same on every rank). */
+typedef struct {
+    uint32_t magic;
+    int32_t rank;
+    int32_t node_hint, local_rank, local_size; /* launcher's, or -1 */
+    char host[64];
+} sharc_comm_peer_t;
+
+static sharc_status_t sharc_comm_check(sharc_comm_h comm, const char *call)
+{
+    if (comm == NULL) {
+        sharc_error("%s: communicator is NULL", call);
+        return SHARC_ERR_INVALID;
+    }
+    return SHARC_OK;
+}
+
+/*
+ * Derive nodes and local ranks from the peers' records: the launcher's node indices when all
+ * ranks have one, else host names. Nodes are numbered by their lowest rank. The launcher's
+ * local ranks and sizes, where given, must agree with the result.
+ */
+static sharc_status_t sharc_comm_layout(sharc_comm_h comm, const sharc_comm_peer_t *peers)
+{
+    int n = comm->size, with_hint = 0, nnodes = 0;
+    int *count;
+
+    if (n <= 0) {
+        return SHARC_ERR_INVALID; /* cannot happen: bootstraps have at least one rank */
+    }
+
+    for (int i = 0; i < n; i++) {
+        if (peers[i].magic != SHARC_COMM_PEER_MAGIC || peers[i].rank != i) {
+            sharc_error("comm: rank %d sent a malformed startup record (rank field %d): "
+                        "mismatched sharc versions?",
+                        i, peers[i].rank);
+            return SHARC_ERR_REMOTE;
+        }
+        with_hint += peers[i].node_hint >= 0;
+    }
+    if (with_hint != 0 && with_hint != n) {
+        sharc_error("comm: %d of %d ranks know their node index from the launcher "
+                    "(SLURM_NODEID / GROUP_RANK / params) and the others do not",
+                    with_hint, n);
+        return SHARC_ERR_REMOTE;
+    }
+    count = calloc((size_t)n, sizeof(*count));
+    if (count == NULL) {
+        return SHARC_ERR_NOMEM;
+    }
+    for (int i = 0; i < n; i++) {
+        int j;
+
+        for (j = 0; j < i; j++) {
+            int same = with_hint ? peers[i].node_hint == peers[j].node_hint
+                                 : strcmp(peers[i].host, peers[j].host) == 0;
+            if (same) {
+                break;
+            }
+        }
+        comm->node_of[i] = (j < i) ? comm->node_of[j] : nnodes++;
+        count[comm->node_of[i]]++;
+    }
+    comm->nnodes = nnodes;
+    comm->node = comm->node_of[comm->rank];
+    comm->local_size = count[comm->node];
+    comm->local_rank = 0;
+    for (int i = 0; i < comm->rank; i++) {
+        comm->local_rank += comm->node_of[i] == comm->node;
+    }
+    /* Check the launcher's local numbering on every node, so every rank reports alike. */
+    for (int i = 0; i < n; i++) {
+        const sharc_comm_peer_t *p = &peers[i];
+        int ls = count[comm->node_of[i]];
+
+        if (p->local_size >= 0 && p->local_size != ls) {
+            sharc_error("comm: rank %d was told its node has %d ranks, but %d ranks share node %d",
+                        i, p->local_size, ls, comm->node_of[i]);
+            free(count);
+            return SHARC_ERR_REMOTE;
+        }
+        if (p->local_rank >= ls) {
+            sharc_error("comm: rank %d has local rank %d, but only %d ranks share its node", i,
+                        p->local_rank, ls);
+            free(count);
+            return SHARC_ERR_REMOTE;
+        }
+        for (int j = 0; j < i; j++) {
+            if (p->local_rank >= 0 && comm->node_of[j] == comm->node_of[i] &&
+                peers[j].local_rank == p->local_rank) {
+                sharc_error("comm: ranks %d and %d on node %d both have local rank %d", j, i,
+                            comm->node_of[i], p->local_rank);
+                free(count);
+                return SHARC_ERR_REMOTE;
+            }
+        }
+    }
+    if (peers[comm->rank].local_rank >= 0) {
+        comm->local_rank = peers[comm->rank].local_rank;
+    }
+    free(count);
+    return SHARC_OK;
+}
+
+static sharc_status_t sharc_comm_alloc(sharc_context_h ctx, int rank, int size,
+                                       sharc_comm_h *comm_p)
+{
+    sharc_comm_h comm = calloc(1, sizeof(*comm));
+
+    if (comm == NULL) {
+        return SHARC_ERR_NOMEM;
+    }
+    comm->node_of = calloc((size_t)size, sizeof(*comm->node_of));
+    if (comm->node_of == NULL) {
+        free(comm);
+        return SHARC_ERR_NOMEM;
+    }
+    comm->rank = rank;
+    comm->size = size;
+    comm->ctx = ctx;
+    sharc_context_get(ctx);
+    *comm_p = comm;
+    return SHARC_OK;
+}
+
+static void sharc_comm_free(sharc_comm_h comm)
+{
+    if (comm->tp != NULL) {
+        comm->tp_ops->comm_destroy(comm->tp);
+    }
+    sharc_boot_destroy(comm->boot);
+    sharc_context_put(comm->ctx);
+    free(comm->node_of);
+    free(comm);
+}
+
+/* Pick and set up the data transport: collective over the bootstrap. */
+static sharc_status_t sharc_comm_open_transport(sharc_comm_h comm)
+{
+    sharc_tp_comm_params_t params = {
+        .boot = comm->boot, .cfg = comm->ctx->cfg, .rank = comm->rank, .size = comm->size,
+    };
+    sharc_status_t status;
+
+    status = sharc_tp_select(comm->ctx->cfg, comm->size, &comm->tp_ops);
+    if (status != SHARC_OK || comm->tp_ops == NULL) {
+        return status;
+    }
+    status = comm->tp_ops->comm_create(&params, &comm->tp);
+    if (status != SHARC_OK) {
+        comm->tp_ops = NULL;
+    }
+    return status;
+}
+
+sharc_status_t sharc_comm_create(sharc_context_h ctx, const sharc_comm_params_t *params,
+                                 sharc_comm_h *comm_p)
+{
+    sharc_comm_peer_t me, *peers;
+    sharc_launch_t launch;
+    sharc_status_t status;
+    sharc_boot_t *boot;
+    sharc_comm_h comm;
+
+    if (ctx == NULL || comm_p == NULL) {
+        sharc_error("sharc_comm_create: %s is NULL", ctx == NULL ? "ctx" : "comm_p");
+        return SHARC_ERR_INVALID;
+    }
+    status = sharc_launch_read(ctx->cfg, params, &launch);
+    if (status != SHARC_OK) {
+        return status;
+    }
+    status = sharc_boot_create(ctx->cfg, &launch, &boot);
+    if (status != SHARC_OK) {
+        return status;
+    }
+    status = sharc_comm_alloc(ctx, boot->rank, boot->size, &comm);
+    if (status != SHARC_OK) {
+        sharc_boot_destroy(boot);
+        return status;
+    }
+    comm->boot = boot;
+    comm->mode = launch.mode;
+    sharc_log_set_rank(comm->rank);
+
+    memset(&me, 0, sizeof(me));
+    me.magic = SHARC_COMM_PEER_MAGIC;
+    me.rank = comm->rank;
+    me.node_hint = launch.node_hint;
+    me.local_rank = launch.local_rank;
+    me.local_size = launch.local_size;
+    if (gethostname(me.host, sizeof(me.host) - 1) != 0) {
+        snprintf(me.host, sizeof(me.host), "unknown-host");
+    }
+    peers = calloc((size_t)comm->size, sizeof(*peers));
+    if (peers == NULL) {
+        status = SHARC_ERR_NOMEM;
+        goto err_free_comm;
+    }
+    status = sharc_boot_allgather(boot, &me, peers, sizeof(me));
+    if (status == SHARC_OK) {
+        status = sharc_comm_layout(comm, peers);
+    }
+    free(peers);
+    if (status != SHARC_OK) {
+        goto err_free_comm;
+    }
+    status = sharc_comm_open_transport(comm);
+    if (status != SHARC_OK) {
+        goto err_free_comm;
+    }
+    sharc_info("comm: rank %d of %d, node %d of %d, local rank %d of %d (bootstrap %s, "
+               "transport %s)",
+               comm->rank, comm->size, comm->node, comm->nnodes, comm->local_rank,
+               comm->local_size, sharc_bootstrap_name(comm->mode),
+               comm->tp_ops ? comm->tp_ops->name : "none");
+    *comm_p = comm;
+    return SHARC_OK;
+
+err_free_comm:
+    sharc_comm_free(comm);
+    return status;
+}
+
+sharc_status_t sharc_comm_split(sharc_comm_h comm, int color, int key, sharc_comm_h *newcomm_p)
+{
+    int32_t mine[2] = {color, key}, (*all)[2];
+    int new_rank = 0, new_size = 0, n;
+    sharc_boot_t *boot = NULL;
+    sharc_comm_h newcomm;
+    sharc_status_t status;
+
+    if (sharc_comm_check(comm, "sharc_comm_split") != SHARC_OK || newcomm_p == NULL) {
+        if (comm != NULL) {
+            sharc_error("sharc_comm_split: newcomm_p is NULL");
+        }
+        return SHARC_ERR_INVALID;
+    }
+    if (color < 0 && color != SHARC_COMM_SPLIT_NOCOLOR) {
+        sharc_error("sharc_comm_split: color %d is negative (use SHARC_COMM_SPLIT_NOCOLOR "
+                    "to join no group)",
+                    color);
+        return SHARC_ERR_INVALID;
+    }
+    n = comm->size;
+    all = calloc((size_t)n, sizeof(*all));
+    if (all == NULL) {
+        return SHARC_ERR_NOMEM;
+    }
+    status = sharc_boot_allgather(comm->boot, mine, all, sizeof(mine));
+    if (status != SHARC_OK) {
+        goto out_free_all;
+    }
+    /* New rank: members of my color ordered by (key, old rank). */
+    for (int i = 0; i < n && color != SHARC_COMM_SPLIT_NOCOLOR; i++) {
+        if (all[i][0] != color) {
+            continue;
+        }
+        new_size++;
+        if (all[i][1] < key || (all[i][1] == key && i < comm->rank)) {
+            new_rank++;
+        }
+    }
+    status = sharc_boot_split(comm->boot, color, key, new_rank, new_size, &boot);
+    if (status != SHARC_OK || color == SHARC_COMM_SPLIT_NOCOLOR) {
+        if (status == SHARC_OK) {
+            *newcomm_p = NULL;
+        }
+        goto out_free_all;
+    }
+    status = sharc_comm_alloc(comm->ctx, new_rank, new_size, &newcomm);
+    if (status != SHARC_OK) {
+        sharc_boot_destroy(boot);
+        goto out_free_all;
+    }
+    newcomm->boot = boot;
+    newcomm->mode = comm->mode;
+    /* Nodes carry over from the parent, renumbered by their lowest new rank. */
+    {
+        int *parent_node = calloc((size_t)new_size, sizeof(int)), *map;
+
+        map = calloc((size_t)comm->nnodes, sizeof(int));
+        if (parent_node == NULL || map == NULL) {
+            free(parent_node);
+            free(map);
+            status = SHARC_ERR_NOMEM;
+            sharc_comm_free(newcomm);
+            goto out_free_all;
+        }
+        for (int i = 0; i < n; i++) {
+            int r = 0;
+
+            if (all[i][0] != color) {
+                continue;
+            }
+            for (int j = 0; j < n; j++) {
+                r += all[j][0] == color &&
+                     (all[j][1] < all[i][1] || (all[j][1] == all[i][1] && j < i));
+            }
+            parent_node[r] = comm->node_of[i];
+        }
+        newcomm->nnodes = 0;
+        for (int r = 0; r < new_size; r++) {
+            int pn = parent_node[r];
+            if (map[pn] == 0) {
+                map[pn] = ++newcomm->nnodes; /* 0 marks "not seen" */
+            }
+            newcomm->node_of[r] = map[pn] - 1;
+        }
+        newcomm->node = newcomm->node_of[new_rank];
+        newcomm->local_rank = newcomm->local_size = 0;
+        for (int r = 0; r < new_size; r++) {
+            if (newcomm->node_of[r] == newcomm->node) {
+                newcomm->local_rank += r < new_rank;
+                newcomm->local_size++;
+            }
+        }
+        free(parent_node);
+        free(map);
+    }
+    status = sharc_comm_open_transport(newcomm);
+    if (status != SHARC_OK) {
+        sharc_comm_free(newcomm);
+        goto out_free_all;
+    }
+    sharc_debug("comm: split color %d key %d: rank %d of %d, node %d of %d, local %d of %d",
+                color, key, newcomm->rank, newcomm->size, newcomm->node, newcomm->nnodes,
+                newcomm->local_rank, newcomm->local_size);
+    *newcomm_p = newcomm;
+
+out_free_all:
+    free(all);
+    return status;
+}
+
+sharc_status_t sharc_comm_barrier(sharc_comm_h comm)
+{
+    if (sharc_comm_check(comm, "sharc_comm_barrier") != SHARC_OK) {
+        return SHARC_ERR_INVALID;
+    }
+    return sharc_boot_barrier(comm->boot);
+}
+
+void sharc_comm_destroy(sharc_comm_h comm)
+{
+    if (comm != NULL) {
+        sharc_comm_free(comm);
+    }
+}
+
+int sharc_comm_rank(sharc_comm_h comm)
+{
+    return comm ? comm->rank : -1;
+}
+
+int sharc_comm_size(sharc_comm_h comm)
+{
+    return comm ? comm->size : -1;
+}
+
+int sharc_comm_node(sharc_comm_h comm)
+{
+    return comm ? comm->node : -1;
+}
+
+int sharc_comm_nnodes(sharc_comm_h comm)
+{
+    return comm ? comm->nnodes : -1;
+}
+
+int sharc_comm_local_rank(sharc_comm_h comm)
+{
+    return comm ? comm->local_rank : -1;
+}
+
+int sharc_comm_local_size(sharc_comm_h comm)
+{
+    return comm ? comm->local_size : -1;
+}
+
+int sharc_comm_node_of(sharc_comm_h comm, int rank)
+{
+    return (comm && rank >= 0 && rank < comm->size) ? comm->node_of[rank] : -1;
+}
+
+sharc_bootstrap_t sharc_comm_bootstrap(sharc_comm_h comm)
+{
+    return comm ? comm->mode : SHARC_BOOTSTRAP_AUTO;
+}

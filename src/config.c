@@ -1,0 +1,450 @@
+/*
+ * config.c: the one table of sharc's knobs (SHARC_<NAME>), their parsers and the
+ * configuration object. Add a knob here and in sharc_cfg_t; nothing else reads the
+ * environment.
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <sharc/sharc.h>
+
+#include "config_int.h"
+#include "log.h"
+#include "util.h"
+
+typedef enum {
+    SHARC_CFG_INT,    /* decimal integer within [min, max] */
+    SHARC_CFG_SIZE,   /* bytes, with an optional k/m/g/t suffix (powers of 1024) */
+    SHARC_CFG_TIME,   /* seconds, with an optional ms/s/m/h suffix */
+    SHARC_CFG_BOOL,   /* y/yes/1/on/true or n/no/0/off/false */
+    SHARC_CFG_ENUM,   /* one of names[] */
+    SHARC_CFG_STRING, /* any text */
+    SHARC_CFG_SUBSYS, /* a log subsystem list */
+} sharc_cfg_type_t;
+
+typedef struct {
+    const char *name; /* without the SHARC_ prefix */
+    const char *dflt;
+    const char *doc;
+    sharc_cfg_type_t type;
+    size_t offset; /* into sharc_cfg_t */
+    const char *const *names;
+    int nnames;
+    long min, max;
+} sharc_cfg_field_t;
+
+const char *const sharc_cfg_transport_names[SHARC_CFG_TRANSPORT_LAST] = {
+    [SHARC_CFG_TRANSPORT_AUTO] = "auto", [SHARC_CFG_TRANSPORT_SELF] = "self",
+    [SHARC_CFG_TRANSPORT_UCX] = "ucx",   [SHARC_CFG_TRANSPORT_IB] = "ib",
+    [SHARC_CFG_TRANSPORT_NCCL] = "nccl",
+};
+
+#define SHARC_CFG_OFF(_field) offsetof(sharc_cfg_t, _field)
+
+static const sharc_cfg_field_t sharc_cfg_table[] = {
+    {"LOG_LEVEL", "warn", "Log level: error, warn, info, debug or trace.", SHARC_CFG_ENUM,
+     SHARC_CFG_OFF(log_level), sharc_log_level_names, SHARC_LOG_LAST, 0, 0},
+    {"LOG_SUBSYS", "all",
+     "Subsystems to log: all, a list of core,boot,tp,coll,shard,topo,kern,perf, or ^list for "
+     "all but those. Errors are always logged.",
+     SHARC_CFG_SUBSYS, SHARC_CFG_OFF(log_subsys), NULL, 0, 0, 0},
+    {"LOG_FILE", "",
+     "Log to this file instead of stderr; %r is replaced by the rank, %h by the host name, %p "
+     "by the process id (e.g. sharc.%h.%r.log).",
+     SHARC_CFG_STRING, SHARC_CFG_OFF(log_file), NULL, 0, 0, 0},
+    {"BOOTSTRAP", "auto",
+     "How ranks find each other: auto (mpirun, then torchrun-style env, then Slurm, else a "
+     "single process), mpi, env, slurm, explicit or single.",
+     SHARC_CFG_ENUM, SHARC_CFG_OFF(bootstrap), sharc_bootstrap_names, SHARC_BOOTSTRAP_LAST, 0,
+     0},
+    {"BOOTSTRAP_TIMEOUT", "120s",
+     "Longest wait for any bootstrap step (other ranks arriving, the store answering), e.g. "
+     "500ms, 30s, 2m.",
+     SHARC_CFG_TIME, SHARC_CFG_OFF(bootstrap_timeout), NULL, 0, 0, 0},
+    {"BOOTSTRAP_TOKEN", "",
+     "Job token every rank presents to the store; empty: derived from the launch environment "
+     "(MASTER_ADDR/PORT, WORLD_SIZE, run or job id). Guards against stray and stale clients; "
+     "set a secret value to also keep out other users.",
+     SHARC_CFG_STRING, SHARC_CFG_OFF(bootstrap_token), NULL, 0, 0, 0},
+    {"BOOTSTRAP_BIND_ADDR", "",
+     "Address rank 0's store listens on: empty for the store address itself (MASTER_ADDR), "
+     "* for every interface, or an address.",
+     SHARC_CFG_STRING, SHARC_CFG_OFF(bootstrap_bind_addr), NULL, 0, 0, 0},
+    {"BOOTSTRAP_PORT", "0",
+     "Store port; 0 derives it: MASTER_PORT (MASTER_PORT+1 under torchrun, whose agent holds "
+     "MASTER_PORT), or 12000 + SLURM_JOB_ID % 20000 under Slurm without MASTER_PORT.",
+     SHARC_CFG_INT, SHARC_CFG_OFF(bootstrap_port), NULL, 0, 0, 65535},
+    {"BOOTSTRAP_MAX_MSG", "64m",
+     "Largest message the store accepts; bigger ones are rejected as garbage.", SHARC_CFG_SIZE,
+     SHARC_CFG_OFF(bootstrap_max_msg), NULL, 0, 0, 0},
+    {"TRANSPORT", "auto",
+     "Data transport of communicators: auto, self, ucx, ib or nccl (auto: self for one rank, "
+     "else the best one built in).",
+     SHARC_CFG_ENUM, SHARC_CFG_OFF(transport), sharc_cfg_transport_names,
+     SHARC_CFG_TRANSPORT_LAST, 0, 0},
+};
+
+#define SHARC_CFG_NKNOBS SHARC_ARRAY_SIZE(sharc_cfg_table)
+
+struct sharc_config {
+    char *values[SHARC_CFG_NKNOBS]; /* text of each knob, as set */
+    sharc_cfg_t parsed;
+};
+
+int sharc_cfg_parse_long(const char *s, long min, long max, long *out_p)
+{
+    char *end;
+    long v;
+
+    if (s == NULL || *s == '\0' || isspace((unsigned char)*s)) {
+        return -1;
+    }
+    errno = 0;
+    v = strtol(s, &end, 10);
+    if (errno != 0 || *end != '\0' || v < min || v > max) {
+        return -1;
+    }
+    *out_p = v;
+    return 0;
+}
+
+int sharc_cfg_parse_size(const char *s, size_t *out_p)
+{
+    static const char suffixes[] = "kmgt";
+    unsigned long long v, mult = 1;
+    char *end;
+
+    if (s == NULL || !isdigit((unsigned char)*s)) {
+        return -1; /* also rejects "-1", which strtoull would wrap */
+    }
+    errno = 0;
+    v = strtoull(s, &end, 10);
+    if (errno != 0) {
+        return -1;
+    }
+    if (*end != '\0') {
+        const char *p = strchr(suffixes, tolower((unsigned char)*end));
+
+        if (p == NULL) {
+            return -1;
+        }
+        mult = 1ull << (10 * (p - suffixes + 1));
+        end++;
+        /* optional "b" or "ib": 64k, 64kb, 64KiB */
+        if (strcasecmp(end, "b") == 0 || strcasecmp(end, "ib") == 0) {
+            end += strlen(end);
+        }
+        if (*end != '\0') {
+            return -1;
+        }
+    }
+    if (v > SIZE_MAX / mult) {
+        return -1;
+    }
+    *out_p = (size_t)(v * mult);
+    return 0;
+}
+
+int sharc_cfg_parse_time(const char *s, double *out_p)
+{
+    char *end;
+    double v, mult;
+
+    if (s == NULL || !(isdigit((unsigned char)*s) || *s == '.')) {
+        return -1; /* no sign, no "inf", no "nan", no leading blanks */
+    }
+    errno = 0;
+    v = strtod(s, &end);
+    if (errno != 0 || !isfinite(v)) {
+        return -1;
+    }
+    if (*end == '\0' || strcmp(end, "s") == 0) {
+        mult = 1.0;
+    } else if (strcmp(end, "ms") == 0) {
+        mult = 1e-3;
+    } else if (strcmp(end, "us") == 0) {
+        mult = 1e-6;
+    } else if (strcmp(end, "m") == 0) {
+        mult = 60.0;
+    } else if (strcmp(end, "h") == 0) {
+        mult = 3600.0;
+    } else {
+        return -1;
+    }
+    v *= mult;
+    /* A timeout of zero would fail everything at once; a year is surely a typo. */
+    if (v <= 0.0 || v > 365.0 * 86400.0) {
+        return -1;
+    }
+    *out_p = v;
+    return 0;
+}
+
+int sharc_cfg_parse_bool(const char *s, int *out_p)
+{
+    static const char *const yes[] = {"y", "yes", "1", "on", "true"};
+    static const char *const no[] = {"n", "no", "0", "off", "false"};
+
+    if (sharc_name_index(yes, SHARC_ARRAY_SIZE(yes), s) >= 0) {
+        *out_p = 1;
+    } else if (sharc_name_index(no, SHARC_ARRAY_SIZE(no), s) >= 0) {
+        *out_p = 0;
+    } else {
+        return -1;
+    }
+    return 0;
+}
+
+static const char *sharc_cfg_accepts(const sharc_cfg_field_t *f, char *buf, size_t size)
+{
+    size_t len = 0;
+
+    switch (f->type) {
+    case SHARC_CFG_INT: snprintf(buf, size, "an integer in [%ld, %ld]", f->min, f->max); break;
+    case SHARC_CFG_SIZE: snprintf(buf, size, "a byte count like 4096, 64k, 16m, 1g"); break;
+    case SHARC_CFG_TIME: snprintf(buf, size, "a positive time like 500ms, 30s, 2m"); break;
+    case SHARC_CFG_BOOL: snprintf(buf, size, "yes or no"); break;
+    case SHARC_CFG_SUBSYS: snprintf(buf, size, "all, or a list of core,boot,tp,coll,shard,topo,kern,perf"); break;
+    case SHARC_CFG_STRING: snprintf(buf, size, "any text"); break;
+    case SHARC_CFG_ENUM:
+        buf[0] = '\0';
+        for (int i = 0; i < f->nnames; i++) {
+            int n = snprintf(buf + len, size - len, "%s%s", i ? ", " : "one of ", f->names[i]);
+            if (n < 0 || (size_t)n >= size - len) {
+                break;
+            }
+            len += (size_t)n;
+        }
+        break;
+    }
+    return buf;
+}
+
+/* Parse @p value into the field of @p parsed; 0 or -1. Strings are stored by the caller. */
+static int sharc_cfg_parse_field(const sharc_cfg_field_t *f, const char *value, sharc_cfg_t *parsed)
+{
+    void *dst = (char *)parsed + f->offset;
+    long l;
+    int idx;
+
+    switch (f->type) {
+    case SHARC_CFG_INT:
+        if (sharc_cfg_parse_long(value, f->min, f->max, &l) != 0) {
+            return -1;
+        }
+        *(int *)dst = (int)l;
+        return 0;
+    case SHARC_CFG_SIZE: return sharc_cfg_parse_size(value, (size_t *)dst);
+    case SHARC_CFG_TIME: return sharc_cfg_parse_time(value, (double *)dst);
+    case SHARC_CFG_BOOL: return sharc_cfg_parse_bool(value, (int *)dst);
+    case SHARC_CFG_SUBSYS: return sharc_log_parse_subsys(value, (unsigned *)dst);
+    case SHARC_CFG_ENUM:
+        idx = sharc_name_index(f->names, f->nnames, value);
+        if (idx < 0) {
+            return -1;
+        }
+        *(int *)dst = idx;
+        return 0;
+    case SHARC_CFG_STRING: return 0;
+    }
+    return -1;
+}
+
+static int sharc_cfg_find(const char *name)
+{
+    if (name == NULL) {
+        return -1;
+    }
+    if (strncasecmp(name, "SHARC_", 6) == 0) {
+        name += 6;
+    }
+    for (size_t i = 0; i < SHARC_CFG_NKNOBS; i++) {
+        if (strcasecmp(sharc_cfg_table[i].name, name) == 0) {
+            return (int)i;
+        }
+    }
+    return -1;
+}
+
+/* Set knob i; on failure the knob keeps its value. @p origin says where the value came from. */
+static sharc_status_t sharc_cfg_set_index(sharc_config_h config, int i, const char *value,
+                                          const char *origin)
+{
+    const sharc_cfg_field_t *f = &sharc_cfg_table[i];
+    sharc_cfg_t parsed = config->parsed;
+    char accepts[256];
+    char *copy;
+
+    if (value == NULL || sharc_cfg_parse_field(f, value, &parsed) != 0) {
+        sharc_error("config: %s SHARC_%s='%s' is not valid: expected %s", origin, f->name,
+                    value ? value : "(null)", sharc_cfg_accepts(f, accepts, sizeof(accepts)));
+        return SHARC_ERR_INVALID;
+    }
+    copy = strdup(value);
+    if (copy == NULL) {
+        return SHARC_ERR_NOMEM;
+    }
+    free(config->values[i]);
+    config->values[i] = copy;
+    if (f->type == SHARC_CFG_STRING) {
+        *(const char **)((char *)&parsed + f->offset) = copy;
+    }
+    config->parsed = parsed;
+    return SHARC_OK;
+}
+
+sharc_status_t sharc_config_create(unsigned flags, sharc_config_h *config_p)
+{
+    sharc_config_h config;
+    sharc_status_t status;
+
+    if (config_p == NULL) {
+        sharc_error("config: sharc_config_create: config_p is NULL");
+        return SHARC_ERR_INVALID;
+    }
+    config = calloc(1, sizeof(*config));
+    if (config == NULL) {
+        return SHARC_ERR_NOMEM;
+    }
+    for (size_t i = 0; i < SHARC_CFG_NKNOBS; i++) {
+        status = sharc_cfg_set_index(config, (int)i, sharc_cfg_table[i].dflt, "default");
+        if (status != SHARC_OK) {
+            goto err_destroy;
+        }
+    }
+    if (!(flags & SHARC_CONFIG_NO_ENV)) {
+        for (size_t i = 0; i < SHARC_CFG_NKNOBS; i++) {
+            char var[64];
+            const char *value;
+
+            snprintf(var, sizeof(var), "SHARC_%s", sharc_cfg_table[i].name);
+            value = getenv(var);
+            if (value == NULL) {
+                continue;
+            }
+            status = sharc_cfg_set_index(config, (int)i, value, "environment variable");
+            if (status != SHARC_OK) {
+                goto err_destroy;
+            }
+        }
+    }
+    *config_p = config;
+    return SHARC_OK;
+
+err_destroy:
+    sharc_config_destroy(config);
+    return status;
+}
+
+sharc_status_t sharc_config_set(sharc_config_h config, const char *name, const char *value)
+{
+    int i = sharc_cfg_find(name);
+
+    if (config == NULL || i < 0) {
+        sharc_error("config: sharc_config_set: %s '%s'",
+                    config == NULL ? "NULL configuration for" : "no knob is named",
+                    name ? name : "(null)");
+        return SHARC_ERR_INVALID;
+    }
+    return sharc_cfg_set_index(config, i, value, "value for");
+}
+
+sharc_status_t sharc_config_get(sharc_config_h config, const char *name, char *value, size_t size)
+{
+    int i = sharc_cfg_find(name);
+
+    if (config == NULL || value == NULL || i < 0) {
+        sharc_error("config: sharc_config_get: bad argument (knob '%s')", name ? name : "(null)");
+        return SHARC_ERR_INVALID;
+    }
+    if (sharc_snprintf(value, size, "%s", config->values[i]) != 0) {
+        sharc_error("config: sharc_config_get: %zu bytes are too few for SHARC_%s='%s'", size,
+                    sharc_cfg_table[i].name, config->values[i]);
+        return SHARC_ERR_INVALID;
+    }
+    return SHARC_OK;
+}
+
+void sharc_config_print(sharc_config_h config, FILE *stream, unsigned flags)
+{
+    char accepts[256];
+
+    for (size_t i = 0; i < SHARC_CFG_NKNOBS; i++) {
+        const sharc_cfg_field_t *f = &sharc_cfg_table[i];
+        const char *value = config ? config->values[i] : f->dflt;
+
+        if (flags & SHARC_CONFIG_PRINT_DOC) {
+            fprintf(stream, "#\n# %s\n#\n# syntax:  %s\n# default: %s\n#\n", f->doc,
+                    sharc_cfg_accepts(f, accepts, sizeof(accepts)), f->dflt);
+        }
+        fprintf(stream, "SHARC_%s=%s\n", f->name, value);
+        if (flags & SHARC_CONFIG_PRINT_DOC) {
+            fprintf(stream, "\n");
+        }
+    }
+}
+
+void sharc_config_destroy(sharc_config_h config)
+{
+    if (config == NULL) {
+        return;
+    }
+    for (size_t i = 0; i < SHARC_CFG_NKNOBS; i++) {
+        free(config->values[i]);
+    }
+    free(config);
+}
+
+const sharc_cfg_t *sharc_config_parsed(sharc_config_h config)
+{
+    return &config->parsed;
+}
+
+sharc_status_t sharc_config_dup(sharc_config_h config, sharc_config_h *copy_p)
+{
+    sharc_config_h copy;
+    sharc_status_t status;
+
+    status = sharc_config_create(SHARC_CONFIG_NO_ENV, &copy);
+    if (status != SHARC_OK) {
+        return status;
+    }
+    for (size_t i = 0; i < SHARC_CFG_NKNOBS; i++) {
+        status = sharc_cfg_set_index(copy, (int)i, config->values[i], "copied");
+        if (status != SHARC_OK) {
+            sharc_config_destroy(copy);
+            return status;
+        }
+    }
+    *copy_p = copy;
+    return SHARC_OK;
+}
+
+void sharc_config_warn_unknown_env(void)
+{
+    extern char **environ;
+
+    for (char **e = environ; *e != NULL; e++) {
+        char name[128];
+        const char *eq = strchr(*e, '=');
+        size_t len = eq ? (size_t)(eq - *e) : strlen(*e);
+
+        if (strncmp(*e, "SHARC_", 6) != 0 || len >= sizeof(name)) {
+            continue;
+        }
+        memcpy(name, *e, len);
+        name[len] = '\0';
+        if (sharc_cfg_find(name) < 0) {
+            sharc_warn("config: environment variable %s names no sharc knob (see sharc-info -c)",
+                       name);
+        }
+    }
+}

@@ -1,0 +1,57 @@
+/*
+ * config_int.h: the parsed form of sharc's configuration, read by the rest of the library.
+ * The table that fills it (names, defaults, docs, parsers) is in config.c.
+ */
+#ifndef SHARC_CONFIG_INT_H
+#define SHARC_CONFIG_INT_H
+
+#include <stddef.h>
+#include <sharc/config.h>
+
+#include "def_int.h"
+
+/* Every knob, parsed. Strings point into the owning sharc_config's storage. */
+typedef struct {
+    int log_level;              /* sharc_log_level_t */
+    unsigned log_subsys;        /* bit mask of sharc_subsys_t */
+    const char *log_file;       /* "" for stderr */
+    int bootstrap;              /* sharc_bootstrap_t */
+    double bootstrap_timeout;   /* seconds */
+    const char *bootstrap_token;
+    const char *bootstrap_bind_addr;
+    int bootstrap_port;         /* 0: derive */
+    size_t bootstrap_max_msg;   /* bytes */
+    int transport;              /* sharc_cfg_transport_t */
+} sharc_cfg_t;
+
+/* SHARC_TRANSPORT values; the registry in transport/ maps them to backends. */
+typedef enum {
+    SHARC_CFG_TRANSPORT_AUTO = 0,
+    SHARC_CFG_TRANSPORT_SELF,
+    SHARC_CFG_TRANSPORT_UCX,
+    SHARC_CFG_TRANSPORT_IB,
+    SHARC_CFG_TRANSPORT_NCCL,
+    SHARC_CFG_TRANSPORT_LAST
+} sharc_cfg_transport_t;
+
+extern SHARC_HIDDEN const char *const sharc_cfg_transport_names[];
+
+/** The parsed view of a configuration. */
+SHARC_HIDDEN const sharc_cfg_t *sharc_config_parsed(sharc_config_h config);
+
+/** A deep copy (used by contexts so the caller may free theirs). */
+SHARC_HIDDEN sharc_status_t sharc_config_dup(sharc_config_h config, sharc_config_h *copy_p);
+
+/** Warn about SHARC_* environment variables that name no knob (typos). */
+SHARC_HIDDEN void sharc_config_warn_unknown_env(void);
+
+/*
+ * The value parsers, exposed for the unit tests. Each returns 0 and sets *out_p, or -1 for
+ * a value it does not accept: empty, garbage, trailing characters, out of range, overflow.
+ */
+SHARC_HIDDEN int sharc_cfg_parse_long(const char *s, long min, long max, long *out_p);
+SHARC_HIDDEN int sharc_cfg_parse_size(const char *s, size_t *out_p);
+SHARC_HIDDEN int sharc_cfg_parse_time(const char *s, double *out_p);
+SHARC_HIDDEN int sharc_cfg_parse_bool(const char *s, int *out_p);
+
+#endif

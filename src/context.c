@@ -1,0 +1,57 @@
+/*
+ * context.c: contexts. Creating one applies its logging settings process-wide (see
+ * sharc/log.h) and warns about SHARC_* variables that name no knob.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+
+#include "context.h"
+#include "log.h"
+
+sharc_status_t sharc_context_create(sharc_config_h config, sharc_context_h *ctx_p)
+{
+    sharc_context_h ctx;
+    sharc_status_t status;
+
+    if (ctx_p == NULL) {
+        sharc_error("sharc_context_create: ctx_p is NULL");
+        return SHARC_ERR_INVALID;
+    }
+    ctx = calloc(1, sizeof(*ctx));
+    if (ctx == NULL) {
+        return SHARC_ERR_NOMEM;
+    }
+    status = (config == NULL) ? sharc_config_create(0, &ctx->config)
+                              : sharc_config_dup(config, &ctx->config);
+    if (status != SHARC_OK) {
+        free(ctx);
+        return status;
+    }
+    ctx->cfg = sharc_config_parsed(ctx->config);
+    ctx->refs = 1;
+    sharc_log_configure(ctx->cfg->log_level, ctx->cfg->log_subsys, ctx->cfg->log_file);
+    sharc_config_warn_unknown_env();
+    *ctx_p = ctx;
+    return SHARC_OK;
+}
+
+void sharc_context_get(sharc_context_h ctx)
+{
+    __atomic_add_fetch(&ctx->refs, 1, __ATOMIC_RELAXED);
+}
+
+void sharc_context_put(sharc_context_h ctx)
+{
+    if (__atomic_sub_fetch(&ctx->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+        sharc_config_destroy(ctx->config);
+        free(ctx);
+    }
+}
+
+void sharc_context_destroy(sharc_context_h ctx)
+{
+    if (ctx != NULL) {
+        sharc_context_put(ctx);
+    }
+}

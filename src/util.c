@@ -1,0 +1,61 @@
+/*
+ * util.c: internal helpers (see util.h).
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "util.h"
+
+int sharc_name_index(const char *const *names, int n, const char *name)
+{
+    if (name == NULL) {
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        if (names[i] != NULL && strcasecmp(names[i], name) == 0) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+double sharc_time_now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+uint64_t sharc_hash64(uint64_t seed, const void *data, size_t len)
+{
+    const unsigned char *p = data;
+    uint64_t h = seed;
+
+    for (size_t i = 0; i < len; i++) {
+        h ^= p[i];
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+int sharc_snprintf(char *buf, size_t size, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    va_start(ap, fmt);
+    n = vsnprintf(buf, size, fmt, ap);
+    va_end(ap);
+    return (n < 0 || (size_t)n >= size) ? -1 : 0;
+}
+
+char *sharc_strdup_null(const char *s)
+{
+    return (s == NULL) ? NULL : strdup(s);
+}

@@ -1,0 +1,34 @@
+/*
+ * util.h: small internal helpers shared by the core: name tables, monotonic time, a 64-bit
+ * hash, and string building. Not part of the public API.
+ */
+#ifndef SHARC_UTIL_H
+#define SHARC_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdarg.h>
+
+#include "def_int.h"
+
+/** Index of @p name (case-insensitive) in @p names[0..n), or -1. NULL entries are skipped. */
+SHARC_HIDDEN int sharc_name_index(const char *const *names, int n, const char *name);
+
+/** Seconds on the monotonic clock. */
+SHARC_HIDDEN double sharc_time_now(void);
+
+/** FNV-1a 64-bit hash of @p len bytes, continuing from @p seed (use SHARC_HASH_SEED). */
+#define SHARC_HASH_SEED 0xcbf29ce484222325ull
+SHARC_HIDDEN uint64_t sharc_hash64(uint64_t seed, const void *data, size_t len);
+
+/** snprintf that reports truncation: 0 when the whole text fit, -1 otherwise. */
+SHARC_HIDDEN int sharc_snprintf(char *buf, size_t size, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/** strdup that accepts NULL (returns NULL). */
+SHARC_HIDDEN char *sharc_strdup_null(const char *s);
+
+extern SHARC_HIDDEN const char *const sharc_log_level_names[];
+extern SHARC_HIDDEN const char *const sharc_bootstrap_names[];
+
+#endif

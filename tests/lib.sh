@@ -1,0 +1,59 @@
+# lib.sh: shared helpers of sharc's shell tests (sourced, not run).
+# make check exports top_srcdir, top_builddir and MPIRUN; running a test by hand from the
+# build directory works too.
+: "${top_srcdir:=$(cd "$(dirname "$0")/.." && pwd)}"
+: "${top_builddir:=.}"
+LAUNCH="$top_srcdir/tests/launch.sh"
+BIN="$top_builddir/tests"
+failures=0
+
+# run_ok DESCRIPTION COMMAND...: the command must succeed.
+run_ok() {
+    local what=$1; shift
+    local out
+    out=$("$@" 2>&1)
+    local st=$?
+    if [ $st -ne 0 ]; then
+        echo "FAIL: $what (exit $st)"
+        echo "$out" | tail -40
+        failures=$((failures + 1))
+    else
+        echo "ok: $what"
+    fi
+}
+
+# run_fail DESCRIPTION MAX_SECONDS PATTERN COMMAND...: the command must fail within
+# MAX_SECONDS, and its output must match the extended regex PATTERN.
+run_fail() {
+    local what=$1 max=$2 pattern=$3; shift 3
+    local out t0 t1 st
+    t0=$(date +%s.%N)
+    out=$("$@" 2>&1)
+    st=$?
+    t1=$(date +%s.%N)
+    local secs
+    secs=$(echo "$t1 - $t0" | bc)
+    if [ $st -eq 0 ]; then
+        echo "FAIL: $what: succeeded, expected a failure"
+        echo "$out" | tail -40
+        failures=$((failures + 1))
+    elif [ "$(echo "$secs > $max" | bc)" = 1 ]; then
+        echo "FAIL: $what: took $secs s, limit $max s"
+        echo "$out" | tail -40
+        failures=$((failures + 1))
+    elif ! echo "$out" | grep -Eq -- "$pattern"; then
+        echo "FAIL: $what: output does not match /$pattern/"
+        echo "$out" | tail -40
+        failures=$((failures + 1))
+    else
+        echo "ok: $what (failed as expected in ${secs%??????} s)"
+    fi
+}
+
+finish() {
+    if [ $failures -ne 0 ]; then
+        echo "$failures failure(s)"
+        exit 1
+    fi
+    exit 0
+}

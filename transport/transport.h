@@ -1,0 +1,161 @@
+/*
+ * transport.h: the backend interface. One flat, versioned ops table serves both kinds of
+ * backend:
+ *  - a point-to-point transport (self, ucx, ib, shm) fills send/recv, and coll/ runs its
+ *    algorithms on it;
+ *  - a collective backend (nccl) fills coll, and runs whole collectives itself.
+ * Members marked optional may be NULL; callers test before calling. A backend never includes
+ * another backend's headers; the registry (registry.c) is the only place that knows them all.
+ */
+#ifndef SHARC_TRANSPORT_H
+#define SHARC_TRANSPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sharc/types.h>
+
+#include "../src/boot/boot.h"
+#include "../src/config_int.h"
+#include "../src/def_int.h"
+
+/* Bump when a member is added, removed or changes meaning. */
+#define SHARC_TP_OPS_VERSION 1
+
+typedef struct sharc_tp_comm sharc_tp_comm_t; /* a backend's state for one communicator */
+typedef struct sharc_tp_mem sharc_tp_mem_t;   /* a backend's registration of one buffer */
+
+/* What a backend can do (sharc_tp_ops_t.caps). */
+enum {
+    SHARC_TP_CAP_P2P = 1u << 0,      /* send/recv: coll/ algorithms run on it */
+    SHARC_TP_CAP_COLL = 1u << 1,     /* whole collectives */
+    SHARC_TP_CAP_HOST_MEM = 1u << 2, /* reads and writes host buffers */
+    SHARC_TP_CAP_CUDA_MEM = 1u << 3, /* reads and writes CUDA buffers directly */
+    SHARC_TP_CAP_REMOTE = 1u << 4,   /* reaches ranks on other hosts */
+};
+
+/*
+ * A request: embedded in the caller's task, never allocated by the backend. The backend sets
+ * status to SHARC_INPROGRESS when it accepts the operation and to the final status when it
+ * completes (from inside a post, a progress call, or the backend's own thread: read it with
+ * sharc_tp_req_status, which has acquire ordering). Then, if cb is set, it calls cb once.
+ */
+typedef struct sharc_tp_req {
+    sharc_status_t status;
+    size_t bytes; /* recv: bytes received */
+    void (*cb)(struct sharc_tp_req *req);
+    void *user;                 /* for the caller */
+    union {
+        void *ptr;
+        uint64_t u64;
+    } tp_priv[4];               /* for the backend while the request is in flight */
+    struct sharc_tp_req *next;  /* for the backend's queues */
+} sharc_tp_req_t;
+
+static inline sharc_status_t sharc_tp_req_status(const sharc_tp_req_t *req)
+{
+    return __atomic_load_n(&req->status, __ATOMIC_ACQUIRE);
+}
+
+/* For backends: finish a request. */
+static inline void sharc_tp_req_complete(sharc_tp_req_t *req, sharc_status_t status)
+{
+    __atomic_store_n(&req->status, status, __ATOMIC_RELEASE);
+    if (req->cb != NULL) {
+        req->cb(req);
+    }
+}
+
+typedef struct {
+    sharc_boot_t *boot;     /* for address exchange; collective over it */
+    const sharc_cfg_t *cfg; /* outlives the transport communicator */
+    int rank, size;
+} sharc_tp_comm_params_t;
+
+typedef enum {
+    SHARC_TP_COLL_ALLGATHER,
+    SHARC_TP_COLL_REDUCE_SCATTER,
+    SHARC_TP_COLL_ALLREDUCE,
+    SHARC_TP_COLL_BCAST,
+} sharc_tp_coll_type_t;
+
+/* One whole collective for a collective backend; buffer contracts as in sharc's API. */
+typedef struct {
+    sharc_tp_coll_type_t type;
+    const void *sendbuf;
+    void *recvbuf;
+    size_t count; /* elements per rank (allgather: sent; reduce_scatter: received) */
+    sharc_dtype_t dtype;
+    sharc_op_t op;
+    int root;
+    void *stream; /* CUDA stream of the caller, or NULL */
+} sharc_tp_coll_args_t;
+
+typedef struct sharc_tp_ops {
+    unsigned version; /* SHARC_TP_OPS_VERSION the backend was written against */
+    const char *name; /* as in SHARC_TRANSPORT */
+    unsigned caps;    /* SHARC_TP_CAP_* */
+
+    /**
+     * Optional. Can this backend run here (library loads, device present)? Local, fast,
+     * no side effects. SHARC_OK or SHARC_ERR_UNSUPPORTED with the reason logged at info.
+     */
+    sharc_status_t (*query)(const sharc_cfg_t *cfg);
+
+    /**
+     * Set up the backend for one communicator: collective over params->boot (this is where
+     * addresses are exchanged). Blocking, bounded by the bootstrap timeout.
+     */
+    sharc_status_t (*comm_create)(const sharc_tp_comm_params_t *params, sharc_tp_comm_t **tp_p);
+
+    /** Release it; every request must have completed. Not collective. */
+    void (*comm_destroy)(sharc_tp_comm_t *tp);
+
+    /**
+     * Optional (NULL: the backend needs no registration). Register @p bytes at @p addr for
+     * use in send/recv/coll; the handle stays valid until mem_dereg.
+     */
+    sharc_status_t (*mem_reg)(sharc_tp_comm_t *tp, void *addr, size_t bytes,
+                              sharc_memtype_t memtype, sharc_tp_mem_t **mem_p);
+    void (*mem_dereg)(sharc_tp_comm_t *tp, sharc_tp_mem_t *mem);
+
+    /**
+     * Point-to-point (NULL for collective backends). Messages between two ranks with the
+     * same tag match in posting order; tags match exactly. A receive buffer shorter than the
+     * message completes the receive with SHARC_ERR_INVALID. Nonblocking: returns SHARC_OK
+     * when req completed inside the call (its outcome is in req->status), SHARC_INPROGRESS
+     * when it was queued, or an error when it could not be posted (req untouched).
+     * @p mem may be NULL.
+     */
+    sharc_status_t (*send)(sharc_tp_comm_t *tp, int peer, uint64_t tag, const void *buf,
+                           size_t bytes, sharc_tp_mem_t *mem, sharc_tp_req_t *req);
+    sharc_status_t (*recv)(sharc_tp_comm_t *tp, int peer, uint64_t tag, void *buf, size_t bytes,
+                           sharc_tp_mem_t *mem, sharc_tp_req_t *req);
+
+    /** Whole collective (NULL for point-to-point transports). Nonblocking, as send. */
+    sharc_status_t (*coll)(sharc_tp_comm_t *tp, const sharc_tp_coll_args_t *args,
+                           sharc_tp_req_t *req);
+
+    /**
+     * Optional (NULL: everything completes inside the posts). Advance outstanding
+     * operations without blocking: >0 if something completed, 0 if not, or a negative
+     * sharc_status_t when the transport failed.
+     */
+    int (*progress)(sharc_tp_comm_t *tp);
+} sharc_tp_ops_t;
+
+/** Backend for a SHARC_TRANSPORT name, or NULL if it was not built in. */
+SHARC_HIDDEN const sharc_tp_ops_t *sharc_tp_find(const char *name);
+
+/**
+ * The backend a communicator of @p size ranks uses: SHARC_TRANSPORT if set (an unknown or
+ * unusable one is SHARC_ERR_UNSUPPORTED, logged), else the first usable one in the registry's
+ * order of preference. *ops_p is NULL when none fits: the communicator then has only its
+ * bootstrap.
+ */
+SHARC_HIDDEN sharc_status_t sharc_tp_select(const sharc_cfg_t *cfg, int size,
+                                            const sharc_tp_ops_t **ops_p);
+
+/** Every registered backend, for sharc-info; NULL-terminated. */
+SHARC_HIDDEN const sharc_tp_ops_t *const *sharc_tp_registry(void);
+
+#endif
