@@ -12,11 +12,12 @@
 #     --ranks "0 1 1"   start these ranks instead of 0..N-1 (fault tests)
 #     --port P          MASTER_PORT (default: a free port)
 #     --delay R:S       start rank R after S seconds
-#     --rank-env R:VAR=VALUE   an extra variable for rank R (repeatable)
+#     --rank-env R:VAR=VALUE   an extra variable for rank R (repeatable); R:-VAR unsets VAR
 #     --timeout S       kill every rank after S seconds (default 120)
 # Every rank also gets SHARCTEST_RANK, _SIZE, _NODE, _NNODES, _LOCAL_RANK, _LOCAL_SIZE: what
 # sharc should report. In explicit mode PROGRAM gets "--explicit 127.0.0.1:PORT" appended.
 set -u
+. "$(dirname "$0")/lib.sh"
 
 mode=env; n=2; nodes=1; bare=0; ranks=""; port=""; timeout_s=120
 declare -A delay rank_env
@@ -38,17 +39,6 @@ done
 [ $# -gt 0 ] || { echo "launch.sh: no program given" >&2; exit 2; }
 [ -n "$ranks" ] || ranks=$(seq 0 $((n - 1)))
 
-free_port() {
-    local p
-    for _ in $(seq 1 50); do
-        p=$((12000 + RANDOM % 20000))
-        if ! ss -Htln "sport = :$p" 2>/dev/null | grep -q . &&
-           ! ss -Htln "sport = :$((p + 1))" 2>/dev/null | grep -q .; then
-            echo "$p"; return
-        fi
-    done
-    echo $((12000 + RANDOM % 20000))
-}
 [ -n "$port" ] || port=$(free_port)
 
 # Block distribution: node i holds base (+1 for the first n % nodes nodes) ranks.
@@ -91,8 +81,13 @@ for r in $ranks; do
             args+=(--explicit "127.0.0.1:$port") ;;
         *) echo "launch.sh: unknown mode $mode" >&2; exit 2 ;;
     esac
-    # shellcheck disable=SC2206
-    extra_vars=(${rank_env[$r]:-})
+    extra_vars=(); unset_vars=()
+    for v in ${rank_env[$r]:-}; do
+        case "$v" in
+            -*) unset_vars+=(-u "${v#-}") ;;
+            *) extra_vars+=("$v") ;;
+        esac
+    done
     (
         sleep "${delay[$r]:-0}"
         exec env -u RANK -u WORLD_SIZE -u LOCAL_RANK -u LOCAL_WORLD_SIZE -u GROUP_RANK \
@@ -100,7 +95,7 @@ for r in $ranks; do
             -u OMPI_COMM_WORLD_SIZE \
             SHARC_BOOTSTRAP_TIMEOUT="${SHARC_BOOTSTRAP_TIMEOUT:-30s}" \
             "${vars[@]}" "${extra_vars[@]}" \
-            timeout -k 5 "$timeout_s" "${args[@]}"
+            env "${unset_vars[@]}" timeout -k 5 "$timeout_s" "${args[@]}"
     ) > "$outdir/out.$i" 2>&1 &
     pids[$i]=$!
     i=$((i + 1))

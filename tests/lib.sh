@@ -7,6 +7,20 @@ LAUNCH="$top_srcdir/tests/launch.sh"
 BIN="$top_builddir/tests"
 failures=0
 
+# A TCP port where nobody listens, and nobody on the next one (torchrun's rule takes
+# MASTER_PORT+1), below Linux's ephemeral range (32768+) where client sockets could hold it.
+free_port() {
+    local p
+    for _ in $(seq 1 50); do
+        p=$((12000 + RANDOM % 20000))
+        if ! ss -Htln "sport = :$p" 2>/dev/null | grep -q . &&
+           ! ss -Htln "sport = :$((p + 1))" 2>/dev/null | grep -q .; then
+            echo "$p"; return
+        fi
+    done
+    echo $((12000 + RANDOM % 20000))
+}
+
 # run_ok DESCRIPTION COMMAND...: the command must succeed.
 run_ok() {
     local what=$1; shift

@@ -3,13 +3,15 @@
  * mpirun. It checks rank, size, node and local rank against what the launcher says
  * (SHARCTEST_* variables, or OpenMPI's own), then splits: by parity, per node, reversed,
  * with ranks left out, nested, and destroys parents before children. With --expect-fail
- * STATUS it checks that creation fails with that status within SHARCTEST_MAX_SECONDS.
+ * STATUS it checks that creation fails with that status within SHARCTEST_MAX_SECONDS;
+ * SHARCTEST_CRASH_RANK makes that rank die right after creation.
  * Uses the public API only.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <sharc/sharc.h>
 
@@ -189,6 +191,10 @@ int main(int argc, char **argv)
         CHECK_MSG(status == SHARC_OK, "sharc_comm_create: %s", sharc_status_string(status));
         if (status != SHARC_OK) {
             break;
+        }
+        if (sharc_comm_rank(comm) == env_int("SHARCTEST_CRASH_RANK", NULL)) {
+            fprintf(stderr, "rank %d: crashing on purpose\n", sharc_comm_rank(comm));
+            _exit(3); /* as a crash would: no goodbye to the store */
         }
         run_checks(comm);
     }

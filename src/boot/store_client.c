@@ -298,6 +298,18 @@ sharc_status_t sharc_store_gather(sharc_store_client_t *c, const char *prefix, u
     if (status != SHARC_OK) {
         return status;
     }
+    if (st == SHARC_STORE_ST_PEER_LOST) {
+        uint32_t lost = 0;
+
+        if (reply != NULL && reply_len == 4) {
+            memcpy(&lost, reply, 4);
+        }
+        sharc_error("rank %d: %s failed: rank %u of this communicator died (its connection to "
+                    "the store at %s closed without leaving)",
+                    c->rank, what, ntohl(lost), c->addr);
+        free(reply);
+        return SHARC_ERR_REMOTE;
+    }
     if (st == SHARC_STORE_ST_TIMEOUT) {
         sharc_store_format_missing(reply ? reply : "", reply_len, missing, sizeof(missing));
         sharc_error("rank %d: timed out after %.1f s in %s: rank(s) %s of %u did not arrive "

@@ -28,7 +28,8 @@ typedef enum {
      * Wait until keys "<key>/0" .. "<key>/<n-1>" all exist, then reply with n entries of
      * (u32 length, bytes). value: u32 n, u32 readers, u32 timeout_ms. After `readers` replies
      * the keys are deleted. On timeout the reply has status TIMEOUT and lists the missing
-     * indices as u32s.
+     * indices as u32s. If a rank of the requester's communicator lost its connection without
+     * BYE (it died), pending and later gathers of that communicator fail with PEER_LOST.
      */
     SHARC_STORE_OP_GATHER = 3,
     /* Leaving: the server stops counting this connection as a live rank. No reply. */
@@ -45,6 +46,7 @@ enum {
     SHARC_STORE_ST_BAD_SIZE = 5,
     SHARC_STORE_ST_BAD_VERSION = 6,
     SHARC_STORE_ST_CLOSING = 7, /* the server is shutting down: try again (a new one comes) */
+    SHARC_STORE_ST_PEER_LOST = 8, /* a rank of the communicator died; value: its rank (u32) */
 };
 
 typedef struct {

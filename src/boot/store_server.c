@@ -65,6 +65,7 @@ typedef struct sharc_store_waiter {
 typedef struct sharc_store_ns {
     char *name;
     int size;
+    int lost_rank; /* a rank that died (closed without BYE), or -1 */
     struct sharc_store_ns *next;
 } sharc_store_ns_t;
 
@@ -229,6 +230,7 @@ static sharc_store_ns_t *sharc_store_ns(sharc_store_server_t *srv, const char *n
         return NULL;
     }
     ns->size = size;
+    ns->lost_rank = -1;
     ns->next = srv->namespaces;
     srv->namespaces = ns;
     return ns;
@@ -240,6 +242,16 @@ static int sharc_store_admits(const sharc_store_server_t *srv, const char *ns)
     size_t len = strlen(srv->root_ns);
 
     return strncmp(ns, srv->root_ns, len) == 0 && (ns[len] == '\0' || ns[len] == '.');
+}
+
+static sharc_store_ns_t *sharc_store_find_ns(sharc_store_server_t *srv, const char *name)
+{
+    for (sharc_store_ns_t *ns = srv->namespaces; ns != NULL; ns = ns->next) {
+        if (name != NULL && strcmp(ns->name, name) == 0) {
+            return ns;
+        }
+    }
+    return NULL;
 }
 
 static void sharc_store_hello(sharc_store_server_t *srv, sharc_store_conn_t *conn,
@@ -264,16 +276,17 @@ static void sharc_store_hello(sharc_store_server_t *srv, sharc_store_conn_t *con
     memcpy(ns_name, val + 12, len - 12);
     ns_name[len - 12] = '\0';
 
-    if (__atomic_load_n(&srv->stopping, __ATOMIC_ACQUIRE) || !sharc_store_admits(srv, ns_name)) {
-        st = SHARC_STORE_ST_CLOSING;
-        snprintf(why, sizeof(why), "this store is closing, or serves another generation");
-    } else if (version != SHARC_STORE_VERSION) {
+    if (version != SHARC_STORE_VERSION) {
         st = SHARC_STORE_ST_BAD_VERSION;
         snprintf(why, sizeof(why), "protocol version %u, this store speaks %u", version,
                  SHARC_STORE_VERSION);
     } else if (strcmp(key, srv->digest) != 0) {
         st = SHARC_STORE_ST_BAD_TOKEN;
         snprintf(why, sizeof(why), "wrong job token (a process of another job, or a stale one?)");
+    } else if (__atomic_load_n(&srv->stopping, __ATOMIC_ACQUIRE) ||
+               !sharc_store_admits(srv, ns_name)) {
+        st = SHARC_STORE_ST_CLOSING;
+        snprintf(why, sizeof(why), "this store is closing, or serves another generation");
     } else if (size <= 0 || rank < 0 || rank >= size) {
         st = SHARC_STORE_ST_BAD_RANK;
         snprintf(why, sizeof(why), "rank %d of size %d is out of range", rank, size);
@@ -495,6 +508,7 @@ static void sharc_store_gather_req(sharc_store_server_t *srv, sharc_store_conn_t
                                    const char *key, const char *val, size_t len)
 {
     sharc_store_waiter_t *w;
+    sharc_store_ns_t *ns;
     uint32_t args[3];
 
     if (len != sizeof(args)) {
@@ -506,6 +520,13 @@ static void sharc_store_gather_req(sharc_store_server_t *srv, sharc_store_conn_t
     if (w == NULL || (w->prefix = strdup(key)) == NULL) {
         free(w);
         conn->dead = 1;
+        return;
+    }
+    ns = sharc_store_find_ns(srv, conn->ns);
+    if (ns != NULL && ns->lost_rank >= 0) {
+        uint32_t lost = htonl((uint32_t)ns->lost_rank);
+        sharc_store_reply(conn, SHARC_STORE_OP_GATHER, SHARC_STORE_ST_PEER_LOST, &lost, 4);
+        sharc_store_free_waiter(w);
         return;
     }
     w->conn = conn;
@@ -566,6 +587,32 @@ static void sharc_store_dispatch(sharc_store_server_t *srv, sharc_store_conn_t *
     }
 }
 
+/*
+ * A rank died: its communicator cannot complete another exchange, so every pending and
+ * later gather of it fails at once, naming the rank, instead of waiting for the timeout.
+ */
+static void sharc_store_peer_lost(sharc_store_server_t *srv, sharc_store_conn_t *dead)
+{
+    sharc_store_ns_t *ns = sharc_store_find_ns(srv, dead->ns);
+    uint32_t lost = htonl((uint32_t)dead->rank);
+
+    if (ns == NULL || ns->lost_rank >= 0) {
+        return;
+    }
+    ns->lost_rank = dead->rank;
+    for (sharc_store_waiter_t **pw = &srv->waiters; *pw != NULL;) {
+        sharc_store_waiter_t *w = *pw;
+
+        if (w->conn != dead && w->conn->ns != NULL && strcmp(w->conn->ns, dead->ns) == 0) {
+            sharc_store_reply(w->conn, SHARC_STORE_OP_GATHER, SHARC_STORE_ST_PEER_LOST, &lost, 4);
+            *pw = w->next;
+            sharc_store_free_waiter(w);
+        } else {
+            pw = &w->next;
+        }
+    }
+}
+
 /* Read what is available on @p conn; dispatch each complete message. */
 static void sharc_store_read(sharc_store_server_t *srv, sharc_store_conn_t *conn)
 {
@@ -591,6 +638,7 @@ static void sharc_store_read(sharc_store_server_t *srv, sharc_store_conn_t *conn
                 if (conn->live) {
                     sharc_warn("store: rank %d of '%s' (%s) disconnected without leaving",
                                conn->rank, conn->ns, conn->peer);
+                    sharc_store_peer_lost(srv, conn);
                 }
                 conn->dead = 1;
             }
@@ -602,6 +650,7 @@ static void sharc_store_read(sharc_store_server_t *srv, sharc_store_conn_t *conn
             }
             if (conn->live) {
                 sharc_warn("store: connection of rank %d (%s) failed: %m", conn->rank, conn->peer);
+                sharc_store_peer_lost(srv, conn);
             }
             conn->dead = 1;
             return;
