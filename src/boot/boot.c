@@ -32,7 +32,18 @@ static sharc_status_t sharc_single_barrier(sharc_boot_t *boot)
 static sharc_status_t sharc_single_split(sharc_boot_t *boot, int color, int key, int new_rank,
                                          int new_size, sharc_boot_t **new_p)
 {
-    return sharc_boot_single_create(NULL, new_p);
+    sharc_status_t status;
+
+    if (color == SHARC_COMM_SPLIT_NOCOLOR) {
+        *new_p = NULL;
+        return SHARC_OK;
+    }
+    status = sharc_boot_single_create(NULL, new_p);
+    if (status == SHARC_OK) {
+        (*new_p)->mode = boot->mode;
+        (*new_p)->timeout = boot->timeout;
+    }
+    return status;
 }
 
 static void sharc_single_destroy(sharc_boot_t *boot)
