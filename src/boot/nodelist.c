@@ -103,6 +103,7 @@ static sharc_status_t sharc_expand_one(sharc_hostvec_t *v, const char *s, size_t
             memcpy(name, s, plen);
             memcpy(name + plen, num, (size_t)nlen);
             memcpy(name + plen + (size_t)nlen, close + 1, rlen);
+            name[plen + (size_t)nlen + rlen] = '\0';
             status = sharc_expand_one(v, name, plen + (size_t)nlen + rlen);
             free(name);
             if (status != SHARC_OK) {

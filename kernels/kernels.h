@@ -1,0 +1,118 @@
+/*
+ * kernels.h: sharc's compute kernels behind one ops table per memory type (kernels/cpu
+ * always, kernels/cuda when built with CUDA), and the scalar conversions between f32 and the
+ * 16-bit float types that every kernel and test shares. Internal; no layer below this one.
+ */
+#ifndef SHARC_KERNELS_H
+#define SHARC_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <sharc/types.h>
+
+#include "../src/def_int.h"
+
+typedef struct {
+    const char *name; /* "cpu", "cuda" */
+    /**
+     * dst[i] = src[i] converted from src_dtype to dst_dtype, for f32, f16 and bf16 (any
+     * pair; equal types copy). dst and src must not overlap unless the types are equal.
+     * Rounding is to nearest, ties to even; NaN stays NaN and
+     * infinities stay infinite; values beyond the target's range become infinities.
+     * @p stream: a cudaStream_t for the CUDA table (the call returns once it is queued),
+     * ignored by the CPU table. SHARC_ERR_UNSUPPORTED for other dtypes.
+     */
+    sharc_status_t (*cast)(void *dst, sharc_dtype_t dst_dtype, const void *src,
+                           sharc_dtype_t src_dtype, size_t count, void *stream);
+} sharc_kern_ops_t;
+
+extern SHARC_HIDDEN const sharc_kern_ops_t sharc_kern_cpu_ops;
+#ifdef HAVE_CUDA
+extern SHARC_HIDDEN const sharc_kern_ops_t sharc_kern_cuda_ops;
+#endif
+
+static inline uint32_t sharc_kern_f32_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+static inline float sharc_kern_bits_f32(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* f32 -> bf16, round to nearest even; NaNs are quieted and keep their sign. */
+static inline uint16_t sharc_kern_f32_to_bf16(float f)
+{
+    uint32_t u = sharc_kern_f32_bits(f);
+
+    if ((u & 0x7fffffffu) > 0x7f800000u) {
+        return (uint16_t)((u >> 16) | 0x0040u);
+    }
+    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+static inline float sharc_kern_bf16_to_f32(uint16_t h)
+{
+    return sharc_kern_bits_f32((uint32_t)h << 16);
+}
+
+/* f32 -> IEEE binary16, round to nearest even, subnormals included; NaNs are quieted. */
+static inline uint16_t sharc_kern_f32_to_f16(float f)
+{
+    uint32_t u = sharc_kern_f32_bits(f), sign = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
+    uint32_t q, rem, half, shift, m;
+
+    if (a >= 0x7f800000u) { /* Inf, NaN */
+        return (uint16_t)(sign | 0x7c00u | (a > 0x7f800000u ? 0x200u | ((a >> 13) & 0x3ffu) : 0));
+    }
+    if (a >= 0x477ff000u) { /* >= 65520 rounds past 65504 */
+        return (uint16_t)(sign | 0x7c00u);
+    }
+    if (a >= 0x38800000u) { /* normal in f16: rebias the exponent by 127 - 15 */
+        a -= 112u << 23;
+        q = a >> 13;
+        rem = a & 0x1fffu;
+        q += rem > 0x1000u || (rem == 0x1000u && (q & 1u));
+        return (uint16_t)(sign | q);
+    }
+    if (a < 0x33000000u) { /* below 2^-25: rounds to zero */
+        return (uint16_t)sign;
+    }
+    /* subnormal in f16: value / 2^-24, with the implicit bit, rounded */
+    m = (a & 0x7fffffu) | 0x800000u;
+    shift = 126u - (a >> 23);
+    q = m >> shift;
+    rem = m & ((1u << shift) - 1u);
+    half = 1u << (shift - 1u);
+    q += rem > half || (rem == half && (q & 1u));
+    return (uint16_t)(sign | q);
+}
+
+static inline float sharc_kern_f16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+
+    if (e == 0x1fu) {
+        return sharc_kern_bits_f32(sign | 0x7f800000u | (m << 13));
+    }
+    if (e == 0) {
+        if (m == 0) {
+            return sharc_kern_bits_f32(sign);
+        }
+        e = 113; /* normalize the subnormal */
+        while (!(m & 0x400u)) {
+            m <<= 1;
+            e--;
+        }
+        return sharc_kern_bits_f32(sign | (e << 23) | ((m & 0x3ffu) << 13));
+    }
+    return sharc_kern_bits_f32(sign | ((e + 112u) << 23) | (m << 13));
+}
+
+#endif
