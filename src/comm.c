@@ -240,6 +240,66 @@ err_free_comm:
     return status;
 }
 
+typedef struct {
+    int32_t key;
+    int rank; /* in the parent */
+} sharc_comm_member_t;
+
+static int sharc_comm_member_cmp(const void *a, const void *b)
+{
+    const sharc_comm_member_t *x = a, *y = b;
+
+    if (x->key != y->key) {
+        return x->key < y->key ? -1 : 1;
+    }
+    return (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+/*
+ * Nodes of a split communicator: those of the parent, renumbered by their lowest new rank.
+ * @p all holds every parent rank's (color, key); the members of @p color ordered by (key,
+ * parent rank) are the new ranks.
+ */
+static sharc_status_t sharc_comm_split_layout(sharc_comm_h parent, sharc_comm_h sub, int color,
+                                              const int32_t (*all)[2])
+{
+    sharc_comm_member_t *members = calloc((size_t)sub->size, sizeof(*members));
+    int *map = calloc((size_t)parent->nnodes, sizeof(int)); /* parent node -> new node + 1 */
+    int n = 0;
+
+    if (members == NULL || map == NULL) {
+        free(members);
+        free(map);
+        return SHARC_ERR_NOMEM;
+    }
+    for (int i = 0; i < parent->size && n < sub->size; i++) {
+        if (all[i][0] == color) {
+            members[n++] = (sharc_comm_member_t){.key = all[i][1], .rank = i};
+        }
+    }
+    qsort(members, (size_t)n, sizeof(*members), sharc_comm_member_cmp);
+    sub->nnodes = 0;
+    for (int r = 0; r < n; r++) {
+        int pn = parent->node_of[members[r].rank];
+
+        if (map[pn] == 0) {
+            map[pn] = ++sub->nnodes;
+        }
+        sub->node_of[r] = map[pn] - 1;
+    }
+    sub->node = sub->node_of[sub->rank];
+    sub->local_rank = sub->local_size = 0;
+    for (int r = 0; r < n; r++) {
+        if (sub->node_of[r] == sub->node) {
+            sub->local_rank += r < sub->rank;
+            sub->local_size++;
+        }
+    }
+    free(members);
+    free(map);
+    return SHARC_OK;
+}
+
 sharc_status_t sharc_comm_split(sharc_comm_h comm, int color, int key, sharc_comm_h *newcomm_p)
 {
     int32_t mine[2] = {color, key}, (*all)[2];
@@ -293,48 +353,10 @@ sharc_status_t sharc_comm_split(sharc_comm_h comm, int color, int key, sharc_com
     }
     newcomm->boot = boot;
     newcomm->mode = comm->mode;
-    /* Nodes carry over from the parent, renumbered by their lowest new rank. */
-    {
-        int *parent_node = calloc((size_t)new_size, sizeof(int)), *map;
-
-        map = calloc((size_t)comm->nnodes, sizeof(int));
-        if (parent_node == NULL || map == NULL) {
-            free(parent_node);
-            free(map);
-            status = SHARC_ERR_NOMEM;
-            sharc_comm_free(newcomm);
-            goto out_free_all;
-        }
-        for (int i = 0; i < n; i++) {
-            int r = 0;
-
-            if (all[i][0] != color) {
-                continue;
-            }
-            for (int j = 0; j < n; j++) {
-                r += all[j][0] == color &&
-                     (all[j][1] < all[i][1] || (all[j][1] == all[i][1] && j < i));
-            }
-            parent_node[r] = comm->node_of[i];
-        }
-        newcomm->nnodes = 0;
-        for (int r = 0; r < new_size; r++) {
-            int pn = parent_node[r];
-            if (map[pn] == 0) {
-                map[pn] = ++newcomm->nnodes; /* 0 marks "not seen" */
-            }
-            newcomm->node_of[r] = map[pn] - 1;
-        }
-        newcomm->node = newcomm->node_of[new_rank];
-        newcomm->local_rank = newcomm->local_size = 0;
-        for (int r = 0; r < new_size; r++) {
-            if (newcomm->node_of[r] == newcomm->node) {
-                newcomm->local_rank += r < new_rank;
-                newcomm->local_size++;
-            }
-        }
-        free(parent_node);
-        free(map);
+    status = sharc_comm_split_layout(comm, newcomm, color, all);
+    if (status != SHARC_OK) {
+        sharc_comm_free(newcomm);
+        goto out_free_all;
     }
     status = sharc_comm_open_transport(newcomm);
     if (status != SHARC_OK) {

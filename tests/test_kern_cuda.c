@@ -51,16 +51,20 @@ int main(void)
     static const size_t lengths[] = {0, 1, 7, 255, 256, 257, 1000, (1u << 20) + 3};
     size_t max = (1u << 20) + 3;
     cudaStream_t stream;
-    void *d_src, *d_dst;
-    float *f32 = malloc(max * 4);
-    void *src = malloc(max * 4), *gpu = malloc(max * 4), *cpu = malloc(max * 4);
+    void *d_src, *d_dst, *src, *gpu, *cpu;
+    float *f32;
     int ndev = 0;
     cudaError_t err = cudaGetDeviceCount(&ndev);
 
     if (err != cudaSuccess || ndev == 0) {
-        printf("SKIP: no CUDA device (%s)\n", err != cudaSuccess ? cudaGetErrorString(err) : "0 devices");
+        printf("SKIP: no CUDA device (%s)\n",
+               err != cudaSuccess ? cudaGetErrorString(err) : "0 devices");
         return 77;
     }
+    f32 = malloc(max * 4);
+    src = malloc(max * 4);
+    gpu = malloc(max * 4);
+    cpu = malloc(max * 4);
     CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess);
     CHECK(cudaMalloc(&d_src, max * 4) == cudaSuccess);
     CHECK(cudaMalloc(&d_dst, max * 4) == cudaSuccess);
