@@ -29,8 +29,9 @@ AC_DEFUN([SHARC_CHECK_CUDA], [
         SHARC_CUDA_ARCHS=$with_cuda_archs
         SHARC_NVCC_ARCH_FLAGS=""
         for sharc_arch in $with_cuda_archs; do
-            AS_CASE([$sharc_arch], [*[[!0-9]]*|""],
-                    [AC_MSG_ERROR([--with-cuda-archs: '$sharc_arch' is not an SM number like 90])])
+            dnl digits with an optional trailing "a" (sm_90a): anything else is refused
+            AS_CASE([$sharc_arch], [""|a*|*a?*|*@<:@!0-9a@:>@*],
+                    [AC_MSG_ERROR([--with-cuda-archs: '$sharc_arch' is not an SM number like 80, 90 or 90a])])
             SHARC_NVCC_ARCH_FLAGS="$SHARC_NVCC_ARCH_FLAGS -gencode=arch=compute_$sharc_arch,code=sm_$sharc_arch"
         done
         AC_DEFINE([HAVE_CUDA], [1], [Define if the CUDA toolkit is available])

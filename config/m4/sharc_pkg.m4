@@ -16,9 +16,15 @@ AC_DEFUN([SHARC_CHECK_PKG], [
                       [$2_CPPFLAGS=""; $2_LDFLAGS=""; sharc_$1_libs="$6"])],
             [SHARC_PREFIX_FLAGS([$2], [$sharc_with_$1])
              sharc_$1_libs="$6"])
-        SHARC_TRY_LINK([$2], [$4], [$5], [$sharc_$1_libs])
+        sharc_try_ok=no
+        AS_CASE([$sharc_with_$1],
+            [yes|auto], [SHARC_TRY_LINK([$2], [$4], [$5], [$sharc_$1_libs])],
+            [AS_IF([test -f "$sharc_with_$1/include/$4"],
+                   [SHARC_TRY_LINK([$2], [$4], [$5], [$sharc_$1_libs])],
+                   [sharc_$1_missing="$sharc_with_$1/include/$4 does not exist"])])
         AS_IF([test "x$sharc_try_ok" = xyes], [sharc_$1_found=yes],
-              [sharc_$1_missing="$4 and $5 ($sharc_$1_libs) did not compile and link; install the development package or give --with-$1=DIR"])
+              [AS_IF([test "x$sharc_$1_missing" = "x$4 or lib for $5 was not found"],
+                     [sharc_$1_missing="$4 and $5 ($sharc_$1_libs) did not compile and link; install the development package or give --with-$1=DIR"])])
     ])
     SHARC_DEP_RESULT([$1], [$sharc_$1_found], [$sharc_$1_missing])
     AS_IF([test "x$sharc_have_$1" = xyes], [

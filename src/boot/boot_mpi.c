@@ -146,8 +146,13 @@ static int sharc_mpi_count(size_t bytes, sharc_boot_mpi_t *bm)
     return (int)bytes;
 }
 
-static sharc_status_t sharc_bm_allgather(sharc_boot_t *boot, const void *sendbuf, void *recvbuf,
-                                         size_t bytes)
+/* MPI_Iallgather and MPI_Ialltoall share this signature. */
+typedef int (*sharc_mpi_xchg_fn_t)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype,
+                                   MPI_Comm, MPI_Request *);
+
+static sharc_status_t sharc_bm_exchange(sharc_boot_t *boot, sharc_mpi_xchg_fn_t fn,
+                                        const char *fn_name, const char *what,
+                                        const void *sendbuf, void *recvbuf, size_t bytes)
 {
     sharc_boot_mpi_t *bm = (sharc_boot_mpi_t *)boot;
     int count = sharc_mpi_count(bytes, bm), ret;
@@ -156,24 +161,22 @@ static sharc_status_t sharc_bm_allgather(sharc_boot_t *boot, const void *sendbuf
     if (sharc_mpi_check(bm) != SHARC_OK || count < 0) {
         return count < 0 ? SHARC_ERR_INVALID : SHARC_ERR_REMOTE;
     }
-    ret = MPI_Iallgather(sendbuf, count, MPI_BYTE, recvbuf, count, MPI_BYTE, bm->comm, &req);
-    return (ret != MPI_SUCCESS) ? sharc_mpi_error("MPI_Iallgather", ret)
-                                : sharc_mpi_wait(bm, &req, "allgather");
+    ret = fn(sendbuf, count, MPI_BYTE, recvbuf, count, MPI_BYTE, bm->comm, &req);
+    return (ret != MPI_SUCCESS) ? sharc_mpi_error(fn_name, ret) : sharc_mpi_wait(bm, &req, what);
+}
+
+static sharc_status_t sharc_bm_allgather(sharc_boot_t *boot, const void *sendbuf, void *recvbuf,
+                                         size_t bytes)
+{
+    return sharc_bm_exchange(boot, MPI_Iallgather, "MPI_Iallgather", "allgather", sendbuf,
+                             recvbuf, bytes);
 }
 
 static sharc_status_t sharc_bm_alltoall(sharc_boot_t *boot, const void *sendbuf, void *recvbuf,
                                         size_t bytes)
 {
-    sharc_boot_mpi_t *bm = (sharc_boot_mpi_t *)boot;
-    int count = sharc_mpi_count(bytes, bm), ret;
-    MPI_Request req;
-
-    if (sharc_mpi_check(bm) != SHARC_OK || count < 0) {
-        return count < 0 ? SHARC_ERR_INVALID : SHARC_ERR_REMOTE;
-    }
-    ret = MPI_Ialltoall(sendbuf, count, MPI_BYTE, recvbuf, count, MPI_BYTE, bm->comm, &req);
-    return (ret != MPI_SUCCESS) ? sharc_mpi_error("MPI_Ialltoall", ret)
-                                : sharc_mpi_wait(bm, &req, "alltoall");
+    return sharc_bm_exchange(boot, MPI_Ialltoall, "MPI_Ialltoall", "alltoall", sendbuf, recvbuf,
+                             bytes);
 }
 
 static sharc_status_t sharc_bm_bcast(sharc_boot_t *boot, void *buf, size_t bytes, int root)
