@@ -14,15 +14,40 @@
 #include "log.h"
 #include "util.h"
 
-#define SHARC_COMM_PEER_MAGIC 0x73686331u /* "shc1": bump when sharc_comm_peer_t changes */
+#define SHARC_COMM_PEER_MAGIC 0x73686332u /* "shc2": bump when sharc_comm_peer_t changes */
 
 /* What each rank tells the others at creation (fixed layout, same on every rank). */
 typedef struct {
     uint32_t magic;
     int32_t rank;
     int32_t node_hint, local_rank, local_size; /* launcher's, or -1 */
-    char host[64];
+    uint32_t pad;
+    uint64_t host; /* hash of the host's identity (sharc_comm_host_id) */
 } sharc_comm_peer_t;
+
+/*
+ * This host's identity: a hash of its full name (Kubernetes pod names run to 63 characters),
+ * or of the kernel's boot id when the name cannot be read, so that two hosts never share
+ * an identity because both failed.
+ */
+static uint64_t sharc_comm_host_id(void)
+{
+    char name[1024] = "";
+    FILE *f;
+
+    if (gethostname(name, sizeof(name) - 1) == 0 && name[0] != '\0') {
+        return sharc_hash64(SHARC_HASH_SEED, name, strlen(name));
+    }
+    f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    if (f != NULL) {
+        if (fgets(name, sizeof(name), f) == NULL) {
+            name[0] = '\0';
+        }
+        fclose(f);
+    }
+    sharc_warn("comm: cannot read the host name (%m); telling hosts apart by boot id");
+    return sharc_hash64(SHARC_HASH_SEED ^ 1, name, strlen(name));
+}
 
 static sharc_status_t sharc_comm_check(sharc_comm_h comm, const char *call)
 {
@@ -71,7 +96,7 @@ static sharc_status_t sharc_comm_layout(sharc_comm_h comm, const sharc_comm_peer
 
         for (j = 0; j < i; j++) {
             int same = with_hint ? peers[i].node_hint == peers[j].node_hint
-                                 : strcmp(peers[i].host, peers[j].host) == 0;
+                                 : peers[i].host == peers[j].host;
             if (same) {
                 break;
             }
@@ -207,9 +232,7 @@ sharc_status_t sharc_comm_create(sharc_context_h ctx, const sharc_comm_params_t 
     me.node_hint = launch.node_hint;
     me.local_rank = launch.local_rank;
     me.local_size = launch.local_size;
-    if (gethostname(me.host, sizeof(me.host) - 1) != 0) {
-        snprintf(me.host, sizeof(me.host), "unknown-host");
-    }
+    me.host = sharc_comm_host_id();
     peers = calloc((size_t)comm->size, sizeof(*peers));
     if (peers == NULL) {
         status = SHARC_ERR_NOMEM;
@@ -239,6 +262,9 @@ err_free_comm:
     sharc_comm_free(comm);
     return status;
 }
+
+/* Marks a rank's bad split arguments in the exchange (below every valid color). */
+#define SHARC_COMM_SPLIT_BAD_ARG (-2)
 
 typedef struct {
     int32_t key;
@@ -308,17 +334,19 @@ sharc_status_t sharc_comm_split(sharc_comm_h comm, int color, int key, sharc_com
     sharc_comm_h newcomm;
     sharc_status_t status;
 
-    if (sharc_comm_check(comm, "sharc_comm_split") != SHARC_OK || newcomm_p == NULL) {
-        if (comm != NULL) {
-            sharc_error("sharc_comm_split: newcomm_p is NULL");
-        }
+    if (sharc_comm_check(comm, "sharc_comm_split") != SHARC_OK) {
         return SHARC_ERR_INVALID;
     }
-    if (color < 0 && color != SHARC_COMM_SPLIT_NOCOLOR) {
-        sharc_error("sharc_comm_split: color %d is negative (use SHARC_COMM_SPLIT_NOCOLOR "
-                    "to join no group)",
-                    color);
-        return SHARC_ERR_INVALID;
+    /*
+     * Bad arguments are still taken to the exchange, marked, so that every rank fails
+     * together instead of the others waiting for this one until the timeout.
+     */
+    if (newcomm_p == NULL || (color < 0 && color != SHARC_COMM_SPLIT_NOCOLOR)) {
+        sharc_error("sharc_comm_split: %s", newcomm_p == NULL
+                                                ? "newcomm_p is NULL"
+                                                : "color is negative (use "
+                                                  "SHARC_COMM_SPLIT_NOCOLOR to join no group)");
+        mine[0] = SHARC_COMM_SPLIT_BAD_ARG;
     }
     n = comm->size;
     all = calloc((size_t)n, sizeof(*all));
@@ -328,6 +356,16 @@ sharc_status_t sharc_comm_split(sharc_comm_h comm, int color, int key, sharc_com
     status = sharc_boot_allgather(comm->boot, mine, all, sizeof(mine));
     if (status != SHARC_OK) {
         goto out_free_all;
+    }
+    for (int i = 0; i < n; i++) {
+        if (all[i][0] < SHARC_COMM_SPLIT_NOCOLOR) {
+            if (i != comm->rank) {
+                sharc_error("sharc_comm_split: rank %d passed a bad argument; every rank fails",
+                            i);
+            }
+            status = SHARC_ERR_INVALID;
+            goto out_free_all;
+        }
     }
     /* New rank: members of my color ordered by (key, old rank). */
     for (int i = 0; i < n && color != SHARC_COMM_SPLIT_NOCOLOR; i++) {

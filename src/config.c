@@ -84,7 +84,7 @@ static const sharc_cfg_field_t sharc_cfg_table[] = {
      SHARC_CFG_INT, SHARC_CFG_OFF(bootstrap_port), NULL, 0, 0, 65535},
     {"BOOTSTRAP_MAX_MSG", "64m",
      "Largest message the store accepts; bigger ones are rejected as garbage.", SHARC_CFG_SIZE,
-     SHARC_CFG_OFF(bootstrap_max_msg), NULL, 0, 0, 0},
+     SHARC_CFG_OFF(bootstrap_max_msg), NULL, 0, 4096, 1L << 30},
     {"TRANSPORT", "auto",
      "Data transport of communicators: auto, self, ucx, ib or nccl (auto: self for one rank, "
      "else the best one built in).",
@@ -209,7 +209,13 @@ static const char *sharc_cfg_accepts(const sharc_cfg_field_t *f, char *buf, size
 
     switch (f->type) {
     case SHARC_CFG_INT: snprintf(buf, size, "an integer in [%ld, %ld]", f->min, f->max); break;
-    case SHARC_CFG_SIZE: snprintf(buf, size, "a byte count like 4096, 64k, 16m, 1g"); break;
+    case SHARC_CFG_SIZE:
+        if (f->max > 0) {
+            snprintf(buf, size, "a byte count in [%ld, %ld], like 64k, 16m, 1g", f->min, f->max);
+        } else {
+            snprintf(buf, size, "a byte count like 4096, 64k, 16m, 1g");
+        }
+        break;
     case SHARC_CFG_TIME: snprintf(buf, size, "a positive time like 500ms, 30s, 2m"); break;
     case SHARC_CFG_BOOL: snprintf(buf, size, "yes or no"); break;
     case SHARC_CFG_SUBSYS: snprintf(buf, size, "all, or a list of core,boot,tp,coll,shard,topo,kern,perf"); break;
@@ -242,7 +248,15 @@ static int sharc_cfg_parse_field(const sharc_cfg_field_t *f, const char *value, 
         }
         *(int *)dst = (int)l;
         return 0;
-    case SHARC_CFG_SIZE: return sharc_cfg_parse_size(value, (size_t *)dst);
+    case SHARC_CFG_SIZE: {
+        size_t v;
+        if (sharc_cfg_parse_size(value, &v) != 0 ||
+            (f->max > 0 && (v < (size_t)f->min || v > (size_t)f->max))) {
+            return -1;
+        }
+        *(size_t *)dst = v;
+        return 0;
+    }
     case SHARC_CFG_TIME: return sharc_cfg_parse_time(value, (double *)dst);
     case SHARC_CFG_BOOL: return sharc_cfg_parse_bool(value, (int *)dst);
     case SHARC_CFG_SUBSYS: return sharc_log_parse_subsys(value, (unsigned *)dst);

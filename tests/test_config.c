@@ -127,6 +127,10 @@ static void test_object(void)
     CHECK(sharc_config_parsed(config)->bootstrap == SHARC_BOOTSTRAP_SLURM);
     CHECK(sharc_config_set(config, "BOOTSTRAP_TOKEN", "s3cret") == SHARC_OK);
     CHECK(strcmp(sharc_config_parsed(config)->bootstrap_token, "s3cret") == 0);
+    CHECK(sharc_config_set(config, "BOOTSTRAP_MAX_MSG", "4g") == SHARC_ERR_INVALID);
+    CHECK(sharc_config_set(config, "BOOTSTRAP_MAX_MSG", "100") == SHARC_ERR_INVALID);
+    CHECK(sharc_config_set(config, "BOOTSTRAP_MAX_MSG", "1g") == SHARC_OK);
+    CHECK(sharc_config_parsed(config)->bootstrap_max_msg == 1u << 30);
     CHECK(sharc_config_set(config, "NO_SUCH_KNOB", "1") == SHARC_ERR_INVALID);
     CHECK(sharc_config_set(config, NULL, "1") == SHARC_ERR_INVALID);
     CHECK(sharc_config_set(config, "LOG_LEVEL", NULL) == SHARC_ERR_INVALID);

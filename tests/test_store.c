@@ -44,7 +44,7 @@ static void *rank_main(void *p)
         a->status = sharc_store_set(c, key, &mine, sizeof(mine));
         if (a->status == SHARC_OK) {
             snprintf(key, sizeof(key), "w/ag%d", round);
-            a->status = sharc_store_gather(c, key, NRANKS, NRANKS, a->out, sizeof(int), "test");
+            a->status = sharc_store_gather(c, key, NRANKS, NRANKS, -1, a->out, sizeof(int), "test");
         }
     }
     sharc_store_close(c);
@@ -106,15 +106,27 @@ static void test_timeout(void)
     CHECK(sharc_store_set(c, "w.t/x/1", &v, sizeof(v)) == SHARC_OK);
     t0 = sharc_time_now();
     /* ranks 0 and 2 never come: the error names them (see the log) */
-    CHECK(sharc_store_gather(c, "w.t/x", 3, 3, out, sizeof(int), "a gather nobody joins") ==
+    CHECK(sharc_store_gather(c, "w.t/x", 3, 3, -1, out, sizeof(int), "a gather nobody joins") ==
           SHARC_ERR_TIMEOUT);
     CHECK(sharc_time_now() - t0 < 3.0);
+    sharc_store_close(c);
+
+    /* a value larger than the limit is refused before it is sent */
+    CHECK(sharc_store_connect("127.0.0.1", port, digest, "w.m", 0, 1, 2.0, 4096, &c) == SHARC_OK);
+    {
+        static char big[8192];
+        CHECK(sharc_store_set(c, "w.m/x/0", big, sizeof(big)) == SHARC_ERR_INVALID);
+        CHECK(sharc_store_set(c, "w.m/x/0", big, 4096) == SHARC_OK);
+    }
+    /* a gather over more ranks than the communicator has: the server drops the client */
+    CHECK(sharc_store_gather(c, "w.m/x", 5, 1, -1, out, sizeof(int), "too wide") ==
+          SHARC_ERR_REMOTE);
     sharc_store_close(c);
 
     /* a contribution of the wrong size is the remote's fault */
     CHECK(sharc_store_connect("127.0.0.1", port, digest, "w.l", 0, 1, 2.0, MAX_MSG, &c) == SHARC_OK);
     CHECK(sharc_store_set(c, "w.l/x/0", "abc", 3) == SHARC_OK);
-    CHECK(sharc_store_gather(c, "w.l/x", 1, 1, out, sizeof(int), "mismatch") == SHARC_ERR_REMOTE);
+    CHECK(sharc_store_gather(c, "w.l/x", 1, 1, -1, out, sizeof(int), "mismatch") == SHARC_ERR_REMOTE);
     sharc_store_close(c);
 }
 
@@ -141,7 +153,7 @@ int main(void)
     port = sharc_store_server_port(srv);
     CHECK(sharc_store_connect("127.0.0.1", port, digest, "w", 1, 2, 2.0, MAX_MSG, &c) == SHARC_OK);
     sharc_store_server_stop(srv, 0.1); /* rank 1 is still connected: closes after 0.1 s */
-    CHECK(sharc_store_gather(c, "w/x", 2, 2, &v, sizeof(v), "after the server left") ==
+    CHECK(sharc_store_gather(c, "w/x", 2, 2, -1, &v, sizeof(v), "after the server left") ==
           SHARC_ERR_REMOTE);
     CHECK(sharc_store_set(c, "w/y/0", &v, sizeof(v)) == SHARC_ERR_REMOTE); /* broken for good */
     sharc_store_close(c);

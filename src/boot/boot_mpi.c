@@ -15,6 +15,7 @@
 #include <mpi.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "../log.h"
@@ -137,7 +138,7 @@ static sharc_status_t sharc_mpi_check(sharc_boot_mpi_t *bm)
     return SHARC_OK;
 }
 
-static int sharc_mpi_count(size_t bytes, sharc_boot_mpi_t *bm)
+static int sharc_mpi_count(size_t bytes)
 {
     if (bytes > (size_t)INT32_MAX) {
         sharc_error("mpi bootstrap: %zu bytes are too many for one exchange", bytes);
@@ -150,47 +151,99 @@ static int sharc_mpi_count(size_t bytes, sharc_boot_mpi_t *bm)
 typedef int (*sharc_mpi_xchg_fn_t)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype,
                                    MPI_Comm, MPI_Request *);
 
+/*
+ * MPI works on private copies of the caller's buffers: a collective that times out stays
+ * pending inside MPI and may still write when a late rank arrives, long after the caller
+ * has freed its buffers. On timeout the copies are leaked with the communicator.
+ */
 static sharc_status_t sharc_bm_exchange(sharc_boot_t *boot, sharc_mpi_xchg_fn_t fn,
                                         const char *fn_name, const char *what,
-                                        const void *sendbuf, void *recvbuf, size_t bytes)
+                                        const void *sendbuf, size_t send_bytes, void *recvbuf,
+                                        size_t recv_bytes, int count)
 {
     sharc_boot_mpi_t *bm = (sharc_boot_mpi_t *)boot;
-    int count = sharc_mpi_count(bytes, bm), ret;
+    sharc_status_t status;
     MPI_Request req;
+    char *tmp;
+    int ret;
 
-    if (sharc_mpi_check(bm) != SHARC_OK || count < 0) {
-        return count < 0 ? SHARC_ERR_INVALID : SHARC_ERR_REMOTE;
+    if (sharc_mpi_check(bm) != SHARC_OK) {
+        return SHARC_ERR_REMOTE;
     }
-    ret = fn(sendbuf, count, MPI_BYTE, recvbuf, count, MPI_BYTE, bm->comm, &req);
-    return (ret != MPI_SUCCESS) ? sharc_mpi_error(fn_name, ret) : sharc_mpi_wait(bm, &req, what);
+    tmp = malloc(send_bytes + recv_bytes + 1);
+    if (tmp == NULL) {
+        return SHARC_ERR_NOMEM;
+    }
+    memcpy(tmp, sendbuf, send_bytes);
+    ret = fn(tmp, count, MPI_BYTE, tmp + send_bytes, count, MPI_BYTE, bm->comm, &req);
+    if (ret != MPI_SUCCESS) {
+        free(tmp);
+        return sharc_mpi_error(fn_name, ret);
+    }
+    status = sharc_mpi_wait(bm, &req, what);
+    if (status == SHARC_OK) {
+        memcpy(recvbuf, tmp + send_bytes, recv_bytes);
+    }
+    if (!bm->broken) {
+        free(tmp);
+    }
+    return status;
 }
 
 static sharc_status_t sharc_bm_allgather(sharc_boot_t *boot, const void *sendbuf, void *recvbuf,
                                          size_t bytes)
 {
-    return sharc_bm_exchange(boot, MPI_Iallgather, "MPI_Iallgather", "allgather", sendbuf,
-                             recvbuf, bytes);
+    int count = sharc_mpi_count(bytes);
+
+    return count < 0 ? SHARC_ERR_INVALID
+                     : sharc_bm_exchange(boot, MPI_Iallgather, "MPI_Iallgather", "allgather",
+                                         sendbuf, bytes, recvbuf, bytes * (size_t)boot->size,
+                                         count);
 }
 
 static sharc_status_t sharc_bm_alltoall(sharc_boot_t *boot, const void *sendbuf, void *recvbuf,
                                         size_t bytes)
 {
-    return sharc_bm_exchange(boot, MPI_Ialltoall, "MPI_Ialltoall", "alltoall", sendbuf, recvbuf,
-                             bytes);
+    int count = sharc_mpi_count(bytes);
+
+    return count < 0 ? SHARC_ERR_INVALID
+                     : sharc_bm_exchange(boot, MPI_Ialltoall, "MPI_Ialltoall", "alltoall",
+                                         sendbuf, bytes * (size_t)boot->size, recvbuf,
+                                         bytes * (size_t)boot->size, count);
 }
 
 static sharc_status_t sharc_bm_bcast(sharc_boot_t *boot, void *buf, size_t bytes, int root)
 {
     sharc_boot_mpi_t *bm = (sharc_boot_mpi_t *)boot;
-    int count = sharc_mpi_count(bytes, bm), ret;
+    int count = sharc_mpi_count(bytes), ret;
+    sharc_status_t status;
     MPI_Request req;
+    char *tmp;
 
-    if (sharc_mpi_check(bm) != SHARC_OK || count < 0) {
-        return count < 0 ? SHARC_ERR_INVALID : SHARC_ERR_REMOTE;
+    if (count < 0) {
+        return SHARC_ERR_INVALID;
     }
-    ret = MPI_Ibcast(buf, count, MPI_BYTE, root, bm->comm, &req);
-    return (ret != MPI_SUCCESS) ? sharc_mpi_error("MPI_Ibcast", ret)
-                                : sharc_mpi_wait(bm, &req, "broadcast");
+    if (sharc_mpi_check(bm) != SHARC_OK) {
+        return SHARC_ERR_REMOTE;
+    }
+    tmp = malloc(bytes + 1); /* a private copy, as in sharc_bm_exchange */
+    if (tmp == NULL) {
+        return SHARC_ERR_NOMEM;
+    }
+    memcpy(tmp, buf, bytes);
+    ret = MPI_Ibcast(tmp, count, MPI_BYTE, root, bm->comm, &req);
+    if (ret != MPI_SUCCESS) {
+        free(tmp);
+        return sharc_mpi_error("MPI_Ibcast", ret);
+    }
+    status = sharc_mpi_wait(bm, &req, "broadcast");
+    if (status == SHARC_OK) {
+        memcpy(buf, tmp, bytes);
+    }
+    if (!bm->broken) {
+        free(tmp);
+    }
+    return status;
 }
 
 static sharc_status_t sharc_bm_barrier(sharc_boot_t *boot)

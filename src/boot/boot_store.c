@@ -98,7 +98,7 @@ static sharc_status_t sharc_bs_allgather(sharc_boot_t *boot, const void *sendbuf
     if (status != SHARC_OK) {
         return status;
     }
-    return sharc_store_gather(bs->client, prefix, (uint32_t)boot->size, (uint32_t)boot->size,
+    return sharc_store_gather(bs->client, prefix, (uint32_t)boot->size, (uint32_t)boot->size, -1,
                               recvbuf, bytes, what);
 }
 
@@ -120,7 +120,8 @@ static sharc_status_t sharc_bs_alltoall(sharc_boot_t *boot, const void *sendbuf,
     }
     snprintf(prefix, sizeof(prefix), "%s/a2a%u/d%d", bs->ns, seq, boot->rank);
     snprintf(what, sizeof(what), "alltoall #%u of communicator '%s'", seq, bs->ns);
-    return sharc_store_gather(bs->client, prefix, (uint32_t)boot->size, 1, recvbuf, bytes, what);
+    return sharc_store_gather(bs->client, prefix, (uint32_t)boot->size, 1, -1, recvbuf, bytes,
+                              what);
 }
 
 static sharc_status_t sharc_bs_bcast(sharc_boot_t *boot, void *buf, size_t bytes, int root)
@@ -141,7 +142,7 @@ static sharc_status_t sharc_bs_bcast(sharc_boot_t *boot, void *buf, size_t bytes
     snprintf(what, sizeof(what), "broadcast #%u from rank %d of communicator '%s'", seq, root,
              bs->ns);
     /* One key, read by every rank: the root's index in the reply is 0, not its rank. */
-    return sharc_store_gather(bs->client, prefix, 1, (uint32_t)boot->size, buf, bytes, what);
+    return sharc_store_gather(bs->client, prefix, 1, (uint32_t)boot->size, root, buf, bytes, what);
 }
 
 static sharc_status_t sharc_bs_barrier(sharc_boot_t *boot)

@@ -58,10 +58,11 @@ SHARC_HIDDEN sharc_status_t sharc_store_set(sharc_store_client_t *client, const 
  * Wait for "<prefix>/0" .. "<prefix>/<n-1>" and copy them into @p out, each exactly
  * @p len bytes (a different length is SHARC_ERR_REMOTE, naming the rank). The keys are
  * deleted after @p readers gathers of them. @p what names the operation in messages; on
- * timeout the message lists the missing indices as ranks.
+ * timeout the message lists the missing indices as ranks, or names @p root when it is
+ * >= 0 (a broadcast: the one key is the root's).
  */
 SHARC_HIDDEN sharc_status_t sharc_store_gather(sharc_store_client_t *client, const char *prefix,
-                                               uint32_t n, uint32_t readers, void *out,
+                                               uint32_t n, uint32_t readers, int root, void *out,
                                                size_t len, const char *what);
 
 /** Say BYE and close. NULL is a no-op. */

@@ -82,7 +82,8 @@ static sharc_status_t sharc_store_send_msg(sharc_store_client_t *c, uint8_t op, 
  * (errno set), REMOTE for a malformed reply, NOMEM.
  */
 static sharc_status_t sharc_store_recv_raw(sharc_store_client_t *c, uint8_t op, double deadline,
-                                           int16_t *st_p, char **val_p, size_t *len_p)
+                                           size_t max_len, int16_t *st_p, char **val_p,
+                                           size_t *len_p)
 {
     unsigned char hdr[SHARC_STORE_HDR_SIZE];
     sharc_store_hdr_t h;
@@ -96,11 +97,11 @@ static sharc_status_t sharc_store_recv_raw(sharc_store_client_t *c, uint8_t op, 
     memcpy(&h, hdr, sizeof(h));
     h.val_len = ntohl(h.val_len);
     if (ntohl(h.magic) != SHARC_STORE_MAGIC || h.op != op || h.key_len != 0 ||
-        h.val_len > c->max_msg) {
+        h.val_len > max_len) {
         return SHARC_ERR_REMOTE;
     }
     if (h.val_len > 0) {
-        val = malloc(h.val_len + 1);
+        val = malloc((size_t)h.val_len + 1);
         if (val == NULL) {
             return SHARC_ERR_NOMEM;
         }
@@ -119,10 +120,10 @@ static sharc_status_t sharc_store_recv_raw(sharc_store_client_t *c, uint8_t op, 
 
 /* Receive one reply to @p what; failures are logged and break the connection. */
 static sharc_status_t sharc_store_recv_reply(sharc_store_client_t *c, uint8_t op, double deadline,
-                                             int16_t *st_p, char **val_p, size_t *len_p,
-                                             const char *what)
+                                             size_t max_len, int16_t *st_p, char **val_p,
+                                             size_t *len_p, const char *what)
 {
-    sharc_status_t status = sharc_store_recv_raw(c, op, deadline, st_p, val_p, len_p);
+    sharc_status_t status = sharc_store_recv_raw(c, op, deadline, max_len, st_p, val_p, len_p);
 
     if (status == SHARC_OK) {
         return SHARC_OK;
@@ -182,11 +183,21 @@ static sharc_status_t sharc_store_hello(sharc_store_client_t *c, const char *hos
     status = sharc_store_send_raw(c->fd, SHARC_STORE_OP_HELLO, digest, hello, 12 + ns_len,
                                   deadline);
     if (status == SHARC_OK) {
-        status = sharc_store_recv_raw(c, SHARC_STORE_OP_HELLO, deadline, &st, &reply, &len);
+        status = sharc_store_recv_raw(c, SHARC_STORE_OP_HELLO, deadline, 4096, &st, &reply, &len);
+    }
+    if (status == SHARC_ERR_TIMEOUT) {
+        sharc_error("rank %d: the store at %s did not answer this rank's HELLO before the "
+                    "timeout",
+                    c->rank, c->addr);
+    } else if (status == SHARC_ERR_REMOTE) {
+        sharc_error("rank %d: the service at %s answered, but it is not a sharc store", c->rank,
+                    c->addr);
+    } else if (status == SHARC_ERR_IO) {
+        status = SHARC_INPROGRESS; /* closed before answering: rank 0 between two stores */
     }
     if (status != SHARC_OK) {
         close(c->fd);
-        return (status == SHARC_ERR_TIMEOUT) ? status : SHARC_INPROGRESS;
+        return status;
     }
     if (st == SHARC_STORE_ST_CLOSING) {
         free(reply);
@@ -254,6 +265,11 @@ sharc_status_t sharc_store_set(sharc_store_client_t *c, const char *key, const v
     if (status != SHARC_OK) {
         return status;
     }
+    if (len > c->max_msg) {
+        sharc_error("rank %d: a %zu-byte bootstrap value exceeds SHARC_BOOTSTRAP_MAX_MSG (%zu)",
+                    c->rank, len, c->max_msg);
+        return SHARC_ERR_INVALID;
+    }
     return sharc_store_send_msg(c, SHARC_STORE_OP_SET, key, val, len,
                                 sharc_time_now() + c->timeout);
 }
@@ -275,8 +291,11 @@ static void sharc_store_format_missing(const char *val, size_t len, char *buf, s
 }
 
 sharc_status_t sharc_store_gather(sharc_store_client_t *c, const char *prefix, uint32_t n,
-                                  uint32_t readers, void *out, size_t len, const char *what)
+                                  uint32_t readers, int root, void *out, size_t len,
+                                  const char *what)
 {
+    size_t expect = (size_t)n * (4 + len);
+
     uint32_t args[3] = {htonl(n), htonl(readers),
                         htonl((uint32_t)SHARC_MIN(c->timeout * 1000.0, 4e9))};
     double deadline = sharc_time_now() + c->timeout;
@@ -289,12 +308,17 @@ sharc_status_t sharc_store_gather(sharc_store_client_t *c, const char *prefix, u
     if (status != SHARC_OK) {
         return status;
     }
+    if (len > UINT32_MAX || expect > UINT32_MAX) {
+        sharc_error("rank %d: %s would gather %zu bytes; the store carries at most 4 GiB at once",
+                    c->rank, what, expect);
+        return SHARC_ERR_INVALID;
+    }
     status = sharc_store_send_msg(c, SHARC_STORE_OP_GATHER, prefix, args, sizeof(args), deadline);
     if (status != SHARC_OK) {
         return status;
     }
     status = sharc_store_recv_reply(c, SHARC_STORE_OP_GATHER, deadline + SHARC_STORE_CLIENT_GRACE,
-                                    &st, &reply, &reply_len, what);
+                                    SHARC_MAX(expect, c->max_msg), &st, &reply, &reply_len, what);
     if (status != SHARC_OK) {
         return status;
     }
@@ -310,8 +334,19 @@ sharc_status_t sharc_store_gather(sharc_store_client_t *c, const char *prefix, u
         free(reply);
         return SHARC_ERR_REMOTE;
     }
+    if (st == SHARC_STORE_ST_TOO_BIG) {
+        sharc_error("rank %d: %s: the gathered values exceed what the store can return at once "
+                    "(ranks contributed different sizes?)",
+                    c->rank, what);
+        free(reply);
+        return SHARC_ERR_REMOTE;
+    }
     if (st == SHARC_STORE_ST_TIMEOUT) {
-        sharc_store_format_missing(reply ? reply : "", reply_len, missing, sizeof(missing));
+        if (root >= 0) { /* one value, from the root: the list can only say index 0 */
+            snprintf(missing, sizeof(missing), "%d", root);
+        } else {
+            sharc_store_format_missing(reply ? reply : "", reply_len, missing, sizeof(missing));
+        }
         sharc_error("rank %d: timed out after %.1f s in %s: rank(s) %s of %u did not arrive "
                     "(store %s)",
                     c->rank, c->timeout, what, missing, n, c->addr);

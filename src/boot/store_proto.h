@@ -47,6 +47,7 @@ enum {
     SHARC_STORE_ST_BAD_VERSION = 6,
     SHARC_STORE_ST_CLOSING = 7, /* the server is shutting down: try again (a new one comes) */
     SHARC_STORE_ST_PEER_LOST = 8, /* a rank of the communicator died; value: its rank (u32) */
+    SHARC_STORE_ST_TOO_BIG = 9,   /* the gathered values exceed what one reply can carry */
 };
 
 typedef struct {

@@ -29,6 +29,7 @@
 #include "store_proto.h"
 
 #define SHARC_STORE_REPLY_TIMEOUT 5.0 /* seconds a client gets to take a reply */
+#define SHARC_STORE_MAX_UNAUTHED 1024 /* connections at once that have not said HELLO */
 
 typedef struct sharc_store_entry {
     char *key;
@@ -62,6 +63,13 @@ typedef struct sharc_store_waiter {
     struct sharc_store_waiter *next;
 } sharc_store_waiter_t;
 
+/* The missing indices of the last gather that timed out (see sharc_store_try_gather). */
+typedef struct {
+    char *prefix;
+    uint32_t n, count;
+    uint32_t *list; /* network byte order */
+} sharc_store_missing_t;
+
 typedef struct sharc_store_ns {
     char *name;
     int size;
@@ -86,6 +94,9 @@ struct sharc_store_server {
     size_t table_size, nentries;
     sharc_store_waiter_t *waiters;
     sharc_store_ns_t *namespaces;
+    sharc_store_missing_t missing;
+    size_t unauthed;          /* connections that have not said HELLO yet */
+    double accept_paused_until; /* out of file descriptors: stop accepting for a moment */
 };
 
 void sharc_store_digest(const char *token, char digest[17])
@@ -326,6 +337,7 @@ static void sharc_store_hello(sharc_store_server_t *srv, sharc_store_conn_t *con
     }
     conn->authed = 1;
     conn->live = 1;
+    srv->unauthed--;
     conn->rank = rank;
     sharc_debug("store: rank %d of '%s' joined from %s", rank, ns_name, conn->peer);
     sharc_store_reply(conn, SHARC_STORE_OP_HELLO, SHARC_STORE_ST_OK, NULL, 0);
@@ -386,18 +398,25 @@ static int sharc_store_try_gather(sharc_store_server_t *srv, sharc_store_waiter_
         return 0;
     }
     if (timed_out) {
-        uint32_t *missing = malloc(sizeof(uint32_t) * w->n);
-        size_t nmissing = 0;
+        sharc_store_missing_t *m = &srv->missing;
 
-        for (uint32_t i = 0; missing != NULL && i < w->n; i++) {
-            snprintf(key, sizeof(key), "%s/%u", w->prefix, i);
-            if (sharc_store_lookup(srv, key) == NULL) {
-                missing[nmissing++] = htonl(i);
+        /* The waiters of one gather time out together: list the missing ranks once. */
+        if (m->prefix == NULL || strcmp(m->prefix, w->prefix) != 0 || m->n != w->n) {
+            free(m->prefix);
+            free(m->list);
+            m->prefix = strdup(w->prefix);
+            m->list = malloc(sizeof(uint32_t) * w->n);
+            m->n = w->n;
+            m->count = 0;
+            for (uint32_t i = 0; m->list != NULL && i < w->n; i++) {
+                snprintf(key, sizeof(key), "%s/%u", w->prefix, i);
+                if (sharc_store_lookup(srv, key) == NULL) {
+                    m->list[m->count++] = htonl(i);
+                }
             }
         }
-        sharc_store_reply(w->conn, SHARC_STORE_OP_GATHER, SHARC_STORE_ST_TIMEOUT, missing,
-                          nmissing * sizeof(uint32_t));
-        free(missing);
+        sharc_store_reply(w->conn, SHARC_STORE_OP_GATHER, SHARC_STORE_ST_TIMEOUT, m->list,
+                          m->list ? m->count * sizeof(uint32_t) : 0);
         return 1;
     }
     for (uint32_t i = 0; i < w->n; i++) {
@@ -409,6 +428,10 @@ static int sharc_store_try_gather(sharc_store_server_t *srv, sharc_store_waiter_
             return 0; /* the count included a key beyond n */
         }
         total += 4 + e->len;
+    }
+    if (total > UINT32_MAX) {
+        sharc_store_reply(w->conn, SHARC_STORE_OP_GATHER, SHARC_STORE_ST_TOO_BIG, NULL, 0);
+        return 1;
     }
     reply = malloc(total ? total : 1);
     if (reply == NULL) {
@@ -452,6 +475,10 @@ static void sharc_store_free_waiter(sharc_store_waiter_t *w)
 /* Check the waiters; with @p now >= 0 also expire those past their deadline. */
 static void sharc_store_scan_waiters(sharc_store_server_t *srv, const char *prefix, double now)
 {
+    if (now >= 0) { /* a new expiry pass: keys may have come since the last one */
+        free(srv->missing.prefix);
+        srv->missing.prefix = NULL;
+    }
     for (sharc_store_waiter_t **pw = &srv->waiters; *pw != NULL;) {
         sharc_store_waiter_t *w = *pw;
         int done = 0;
@@ -523,7 +550,13 @@ static void sharc_store_gather_req(sharc_store_server_t *srv, sharc_store_conn_t
         return;
     }
     ns = sharc_store_find_ns(srv, conn->ns);
-    if (ns != NULL && ns->lost_rank >= 0) {
+    if (ns == NULL || ntohl(args[0]) > (uint32_t)ns->size || ntohl(args[1]) > (uint32_t)ns->size ||
+        ntohl(args[1]) == 0) {
+        sharc_store_free_waiter(w);
+        sharc_store_reject(conn, "a GATHER larger than its communicator");
+        return;
+    }
+    if (ns->lost_rank >= 0) {
         uint32_t lost = htonl((uint32_t)ns->lost_rank);
         sharc_store_reply(conn, SHARC_STORE_OP_GATHER, SHARC_STORE_ST_PEER_LOST, &lost, 4);
         sharc_store_free_waiter(w);
@@ -623,7 +656,7 @@ static void sharc_store_read(sharc_store_server_t *srv, sharc_store_conn_t *conn
             n = recv(conn->fd, conn->hdr_buf + conn->hdr_got, SHARC_STORE_HDR_SIZE - conn->hdr_got,
                      0);
         } else {
-            size_t want = conn->hdr.key_len + conn->hdr.val_len;
+            size_t want = (size_t)conn->hdr.key_len + conn->hdr.val_len;
             n = (want == conn->payload_got)
                     ? 0
                     : recv(conn->fd, conn->payload + conn->payload_got, want - conn->payload_got, 0);
@@ -638,7 +671,6 @@ static void sharc_store_read(sharc_store_server_t *srv, sharc_store_conn_t *conn
                 if (conn->live) {
                     sharc_warn("store: rank %d of '%s' (%s) disconnected without leaving",
                                conn->rank, conn->ns, conn->peer);
-                    sharc_store_peer_lost(srv, conn);
                 }
                 conn->dead = 1;
             }
@@ -650,7 +682,6 @@ static void sharc_store_read(sharc_store_server_t *srv, sharc_store_conn_t *conn
             }
             if (conn->live) {
                 sharc_warn("store: connection of rank %d (%s) failed: %m", conn->rank, conn->peer);
-                sharc_store_peer_lost(srv, conn);
             }
             conn->dead = 1;
             return;
@@ -676,7 +707,7 @@ static void sharc_store_read(sharc_store_server_t *srv, sharc_store_conn_t *conn
                 sharc_store_reject(conn, why);
                 return;
             }
-            conn->payload = malloc(conn->hdr.key_len + conn->hdr.val_len + 1);
+            conn->payload = malloc((size_t)conn->hdr.key_len + conn->hdr.val_len + 1);
             conn->payload_got = 0;
             if (conn->payload == NULL) {
                 conn->dead = 1;
@@ -685,7 +716,7 @@ static void sharc_store_read(sharc_store_server_t *srv, sharc_store_conn_t *conn
             continue;
         }
         conn->payload_got += (size_t)n;
-        if (conn->payload_got < conn->hdr.key_len + conn->hdr.val_len) {
+        if (conn->payload_got < (size_t)conn->hdr.key_len + conn->hdr.val_len) {
             continue;
         }
 complete:
@@ -707,7 +738,16 @@ static void sharc_store_accept(sharc_store_server_t *srv)
         int fd = accept4(srv->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
         if (fd < 0) {
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                /* the backlog waits; retrying at once would spin on a readable socket */
+                sharc_warn("store: cannot accept connections: %m; pausing for 100 ms");
+                srv->accept_paused_until = sharc_time_now() + 0.1;
+            }
             return; /* EAGAIN, or a transient error: poll will tell us again */
+        }
+        if (srv->unauthed >= SHARC_STORE_MAX_UNAUTHED) {
+            close(fd); /* a flood of strangers: ranks retry their connection */
+            continue;
         }
         if (srv->nconns == srv->conns_cap) {
             size_t cap = srv->conns_cap ? srv->conns_cap * 2 : 16;
@@ -729,6 +769,7 @@ static void sharc_store_accept(sharc_store_server_t *srv)
         conn->since = sharc_time_now();
         sharc_sock_peer(fd, conn->peer, sizeof(conn->peer));
         srv->conns[srv->nconns++] = conn;
+        srv->unauthed++;
     }
 }
 
@@ -752,6 +793,12 @@ static void sharc_store_sweep(sharc_store_server_t *srv, double now)
             sharc_store_reject(conn, "no job token within the bootstrap timeout");
         }
         if (conn->dead) {
+            if (conn->live) { /* gone without BYE, however it went: its communicator is lost */
+                sharc_store_peer_lost(srv, conn);
+            }
+            if (!conn->authed) {
+                srv->unauthed--;
+            }
             sharc_store_scan_waiters(srv, "\x01", -1); /* drops this conn's waiters */
             sharc_store_close_conn(conn);
         } else {
@@ -810,12 +857,17 @@ static void *sharc_store_thread(void *arg)
             pfds = p;
             pfds_cap = srv->nconns + 16;
         }
-        pfds[0] = (struct pollfd){.fd = srv->listen_fd, .events = POLLIN};
+        pfds[0] = (struct pollfd){.fd = now < srv->accept_paused_until ? -1 : srv->listen_fd,
+                                  .events = POLLIN};
+        if (now < srv->accept_paused_until) {
+            next = SHARC_MIN(next, srv->accept_paused_until);
+        }
         pfds[1] = (struct pollfd){.fd = srv->wake[0], .events = POLLIN};
         for (size_t i = 0; i < srv->nconns; i++) {
             pfds[npfds++] = (struct pollfd){.fd = srv->conns[i]->fd, .events = POLLIN};
         }
-        ret = poll(pfds, npfds, (int)((next - now) * 1000.0) + 1);
+        /* a deadline already past (a slow reply ran over it) must not become -1: forever */
+        ret = poll(pfds, npfds, next > now ? (int)((next - now) * 1000.0) + 1 : 0);
         if (ret < 0 && errno != EINTR) {
             sharc_error("store: poll failed: %m; the store stops serving");
             break;
@@ -944,6 +996,8 @@ void sharc_store_server_stop(sharc_store_server_t *srv, double linger)
         }
     }
     free(srv->table);
+    free(srv->missing.prefix);
+    free(srv->missing.list);
     while (srv->namespaces != NULL) {
         sharc_store_ns_t *ns = srv->namespaces;
         srv->namespaces = ns->next;
