@@ -14,14 +14,13 @@
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "usage: sharc-info [-v] [-b] [-c] [-C]\n"
-            "  -v, --version  library version\n"
-            "  -b, --build    what this build includes (CUDA, NCCL, UCX, verbs, MPI, hwloc)\n"
-            "  -c, --config   every SHARC_* knob: value (from the environment), default, doc\n"
-            "  -C, --comm     create a communicator with the launcher's bootstrap, split it\n"
-            "                 per node and by parity, and print each rank's place\n"
-            "Launch -C under mpirun, srun or torchrun-style env to check a job's setup.\n");
+    fprintf(out, "usage: sharc-info [-v] [-b] [-c] [-C]\n"
+                 "  -v, --version  library version\n"
+                 "  -b, --build    what this build includes (CUDA, NCCL, UCX, verbs, MPI, hwloc)\n"
+                 "  -c, --config   every SHARC_* knob: value (from the environment), default, doc\n"
+                 "  -C, --comm     create a communicator with the launcher's bootstrap, split it\n"
+                 "                 per node and by parity, and print each rank's place\n"
+                 "Launch -C under mpirun, srun or torchrun-style env to check a job's setup.\n");
 }
 
 static int comm_smoke(void)

@@ -181,7 +181,10 @@ static void sharc_comm_free(sharc_comm_h comm)
 static sharc_status_t sharc_comm_open_transport(sharc_comm_h comm)
 {
     sharc_tp_comm_params_t params = {
-        .boot = comm->boot, .cfg = comm->ctx->cfg, .rank = comm->rank, .size = comm->size,
+        .boot = comm->boot,
+        .cfg = comm->ctx->cfg,
+        .rank = comm->rank,
+        .size = comm->size,
     };
     sharc_status_t status;
 
@@ -252,9 +255,8 @@ sharc_status_t sharc_comm_create(sharc_context_h ctx, const sharc_comm_params_t 
     }
     sharc_info("comm: rank %d of %d, node %d of %d, local rank %d of %d (bootstrap %s, "
                "transport %s)",
-               comm->rank, comm->size, comm->node, comm->nnodes, comm->local_rank,
-               comm->local_size, sharc_bootstrap_name(comm->mode),
-               comm->tp_ops ? comm->tp_ops->name : "none");
+               comm->rank, comm->size, comm->node, comm->nnodes, comm->local_rank, comm->local_size,
+               sharc_bootstrap_name(comm->mode), comm->tp_ops ? comm->tp_ops->name : "none");
     *comm_p = comm;
     return SHARC_OK;
 
@@ -360,8 +362,7 @@ sharc_status_t sharc_comm_split(sharc_comm_h comm, int color, int key, sharc_com
     for (int i = 0; i < n; i++) {
         if (all[i][0] < SHARC_COMM_SPLIT_NOCOLOR) {
             if (i != comm->rank) {
-                sharc_error("sharc_comm_split: rank %d passed a bad argument; every rank fails",
-                            i);
+                sharc_error("sharc_comm_split: rank %d passed a bad argument; every rank fails", i);
             }
             status = SHARC_ERR_INVALID;
             goto out_free_all;
@@ -401,8 +402,8 @@ sharc_status_t sharc_comm_split(sharc_comm_h comm, int color, int key, sharc_com
         sharc_comm_free(newcomm);
         goto out_free_all;
     }
-    sharc_debug("comm: split color %d key %d: rank %d of %d, node %d of %d, local %d of %d",
-                color, key, newcomm->rank, newcomm->size, newcomm->node, newcomm->nnodes,
+    sharc_debug("comm: split color %d key %d: rank %d of %d, node %d of %d, local %d of %d", color,
+                key, newcomm->rank, newcomm->size, newcomm->node, newcomm->nnodes,
                 newcomm->local_rank, newcomm->local_size);
     *newcomm_p = newcomm;
 

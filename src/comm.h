@@ -16,7 +16,7 @@ struct sharc_comm {
     sharc_bootstrap_t mode;
     int rank, size;
     int node, nnodes, local_rank, local_size;
-    int *node_of; /* [size]: node index of every rank */
+    int *node_of;                 /* [size]: node index of every rank */
     const sharc_tp_ops_t *tp_ops; /* NULL: bootstrap only */
     sharc_tp_comm_t *tp;
 };

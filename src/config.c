@@ -63,8 +63,7 @@ static const sharc_cfg_field_t sharc_cfg_table[] = {
     {"BOOTSTRAP", "auto",
      "How ranks find each other: auto (mpirun, then torchrun-style env, then Slurm, else a "
      "single process), mpi, env, slurm, explicit or single.",
-     SHARC_CFG_ENUM, SHARC_CFG_OFF(bootstrap), sharc_bootstrap_names, SHARC_BOOTSTRAP_LAST, 0,
-     0},
+     SHARC_CFG_ENUM, SHARC_CFG_OFF(bootstrap), sharc_bootstrap_names, SHARC_BOOTSTRAP_LAST, 0, 0},
     {"BOOTSTRAP_TIMEOUT", "120s",
      "Longest wait for any bootstrap step (other ranks arriving, the store answering), e.g. "
      "500ms, 30s, 2m.",
@@ -88,8 +87,8 @@ static const sharc_cfg_field_t sharc_cfg_table[] = {
     {"TRANSPORT", "auto",
      "Data transport of communicators: auto, self, ucx, ib or nccl (auto: self for one rank, "
      "else the best one built in).",
-     SHARC_CFG_ENUM, SHARC_CFG_OFF(transport), sharc_cfg_transport_names,
-     SHARC_CFG_TRANSPORT_LAST, 0, 0},
+     SHARC_CFG_ENUM, SHARC_CFG_OFF(transport), sharc_cfg_transport_names, SHARC_CFG_TRANSPORT_LAST,
+     0, 0},
 };
 
 #define SHARC_CFG_NKNOBS SHARC_ARRAY_SIZE(sharc_cfg_table)
@@ -218,7 +217,9 @@ static const char *sharc_cfg_accepts(const sharc_cfg_field_t *f, char *buf, size
         break;
     case SHARC_CFG_TIME: snprintf(buf, size, "a positive time like 500ms, 30s, 2m"); break;
     case SHARC_CFG_BOOL: snprintf(buf, size, "yes or no"); break;
-    case SHARC_CFG_SUBSYS: snprintf(buf, size, "all, or a list of core,boot,tp,coll,shard,topo,kern,perf"); break;
+    case SHARC_CFG_SUBSYS:
+        snprintf(buf, size, "all, or a list of core,boot,tp,coll,shard,topo,kern,perf");
+        break;
     case SHARC_CFG_STRING: snprintf(buf, size, "any text"); break;
     case SHARC_CFG_ENUM:
         buf[0] = '\0';

@@ -12,16 +12,16 @@
 
 /* Every knob, parsed. Strings point into the owning sharc_config's storage. */
 typedef struct {
-    int log_level;              /* sharc_log_level_t */
-    unsigned log_subsys;        /* bit mask of sharc_subsys_t */
-    const char *log_file;       /* "" for stderr */
-    int bootstrap;              /* sharc_bootstrap_t */
-    double bootstrap_timeout;   /* seconds */
+    int log_level;            /* sharc_log_level_t */
+    unsigned log_subsys;      /* bit mask of sharc_subsys_t */
+    const char *log_file;     /* "" for stderr */
+    int bootstrap;            /* sharc_bootstrap_t */
+    double bootstrap_timeout; /* seconds */
     const char *bootstrap_token;
     const char *bootstrap_bind_addr;
-    int bootstrap_port;         /* 0: derive */
-    size_t bootstrap_max_msg;   /* bytes */
-    int transport;              /* sharc_cfg_transport_t */
+    int bootstrap_port;       /* 0: derive */
+    size_t bootstrap_max_msg; /* bytes */
+    int transport;            /* sharc_cfg_transport_t */
 } sharc_cfg_t;
 
 /* SHARC_TRANSPORT values; the registry in transport/ maps them to backends. */

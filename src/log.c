@@ -20,13 +20,13 @@
 sharc_log_filter_t sharc_log_filter = {SHARC_LOG_WARN, ~0u};
 
 static const char *const sharc_subsys_names[SHARC_SUBSYS_LAST] = {
-    [SHARC_SUBSYS_CORE] = "core", [SHARC_SUBSYS_BOOT] = "boot", [SHARC_SUBSYS_TP] = "tp",
+    [SHARC_SUBSYS_CORE] = "core", [SHARC_SUBSYS_BOOT] = "boot",   [SHARC_SUBSYS_TP] = "tp",
     [SHARC_SUBSYS_COLL] = "coll", [SHARC_SUBSYS_SHARD] = "shard", [SHARC_SUBSYS_TOPO] = "topo",
     [SHARC_SUBSYS_KERN] = "kern", [SHARC_SUBSYS_PERF] = "perf",
 };
 
 static const char *const sharc_level_tags[SHARC_LOG_LAST] = {
-    [SHARC_LOG_ERROR] = "ERROR", [SHARC_LOG_WARN] = "WARN", [SHARC_LOG_INFO] = "INFO",
+    [SHARC_LOG_ERROR] = "ERROR", [SHARC_LOG_WARN] = "WARN",   [SHARC_LOG_INFO] = "INFO",
     [SHARC_LOG_DEBUG] = "DEBUG", [SHARC_LOG_TRACE] = "TRACE",
 };
 

@@ -34,25 +34,25 @@ typedef struct {
 
 extern SHARC_HIDDEN sharc_log_filter_t sharc_log_filter;
 
-#define sharc_log_enabled(_level, _subsys)                                                     \
-    ((_level) == SHARC_LOG_ERROR ||                                                            \
-     ((int)(_level) <= __atomic_load_n(&sharc_log_filter.level, __ATOMIC_RELAXED) &&           \
+#define sharc_log_enabled(_level, _subsys)                                                         \
+    ((_level) == SHARC_LOG_ERROR ||                                                                \
+     ((int)(_level) <= __atomic_load_n(&sharc_log_filter.level, __ATOMIC_RELAXED) &&               \
       (__atomic_load_n(&sharc_log_filter.mask, __ATOMIC_RELAXED) & (1u << (_subsys)))))
 
 /* errno is saved so that %m in the format names the caller's error, not the logger's. */
-#define sharc_log(_level, _fmt, ...)                                                           \
-    do {                                                                                       \
-        if (sharc_log_enabled(_level, SHARC_THIS_SUBSYS)) {                                    \
-            int sharc_log_errno_ = errno;                                                      \
-            sharc_log_emit(_level, SHARC_THIS_SUBSYS, __FILE__, __LINE__, sharc_log_errno_,   \
-                           _fmt, ##__VA_ARGS__);                                               \
-            errno = sharc_log_errno_;                                                          \
-        }                                                                                      \
+#define sharc_log(_level, _fmt, ...)                                                               \
+    do {                                                                                           \
+        if (sharc_log_enabled(_level, SHARC_THIS_SUBSYS)) {                                        \
+            int sharc_log_errno_ = errno;                                                          \
+            sharc_log_emit(_level, SHARC_THIS_SUBSYS, __FILE__, __LINE__, sharc_log_errno_, _fmt,  \
+                           ##__VA_ARGS__);                                                         \
+            errno = sharc_log_errno_;                                                              \
+        }                                                                                          \
     } while (0)
 
 #define sharc_error(_fmt, ...) sharc_log(SHARC_LOG_ERROR, _fmt, ##__VA_ARGS__)
-#define sharc_warn(_fmt, ...) sharc_log(SHARC_LOG_WARN, _fmt, ##__VA_ARGS__)
-#define sharc_info(_fmt, ...) sharc_log(SHARC_LOG_INFO, _fmt, ##__VA_ARGS__)
+#define sharc_warn(_fmt, ...)  sharc_log(SHARC_LOG_WARN, _fmt, ##__VA_ARGS__)
+#define sharc_info(_fmt, ...)  sharc_log(SHARC_LOG_INFO, _fmt, ##__VA_ARGS__)
 #define sharc_debug(_fmt, ...) sharc_log(SHARC_LOG_DEBUG, _fmt, ##__VA_ARGS__)
 #define sharc_trace(_fmt, ...) sharc_log(SHARC_LOG_TRACE, _fmt, ##__VA_ARGS__)
 

@@ -88,7 +88,8 @@ sharc_status_t sharc_op_from_name(const char *name, sharc_op_t *op_p)
 }
 
 static const char *const sharc_memtype_names[SHARC_MEMTYPE_LAST] = {
-    [SHARC_MEMTYPE_HOST] = "host", [SHARC_MEMTYPE_CUDA] = "cuda",
+    [SHARC_MEMTYPE_HOST] = "host",
+    [SHARC_MEMTYPE_CUDA] = "cuda",
     [SHARC_MEMTYPE_CUDA_MANAGED] = "cuda-managed",
 };
 
@@ -98,7 +99,7 @@ const char *sharc_memtype_name(sharc_memtype_t memtype)
 }
 
 const char *const sharc_log_level_names[SHARC_LOG_LAST] = {
-    [SHARC_LOG_ERROR] = "error", [SHARC_LOG_WARN] = "warn", [SHARC_LOG_INFO] = "info",
+    [SHARC_LOG_ERROR] = "error", [SHARC_LOG_WARN] = "warn",   [SHARC_LOG_INFO] = "info",
     [SHARC_LOG_DEBUG] = "debug", [SHARC_LOG_TRACE] = "trace",
 };
 
@@ -108,15 +109,14 @@ const char *sharc_log_level_name(sharc_log_level_t level)
 }
 
 const char *const sharc_bootstrap_names[SHARC_BOOTSTRAP_LAST] = {
-    [SHARC_BOOTSTRAP_AUTO] = "auto",   [SHARC_BOOTSTRAP_MPI] = "mpi",
-    [SHARC_BOOTSTRAP_ENV] = "env",     [SHARC_BOOTSTRAP_SLURM] = "slurm",
+    [SHARC_BOOTSTRAP_AUTO] = "auto",         [SHARC_BOOTSTRAP_MPI] = "mpi",
+    [SHARC_BOOTSTRAP_ENV] = "env",           [SHARC_BOOTSTRAP_SLURM] = "slurm",
     [SHARC_BOOTSTRAP_EXPLICIT] = "explicit", [SHARC_BOOTSTRAP_SINGLE] = "single",
 };
 
 const char *sharc_bootstrap_name(sharc_bootstrap_t bootstrap)
 {
-    return ((unsigned)bootstrap < SHARC_BOOTSTRAP_LAST) ? sharc_bootstrap_names[bootstrap]
-                                                         : NULL;
+    return ((unsigned)bootstrap < SHARC_BOOTSTRAP_LAST) ? sharc_bootstrap_names[bootstrap] : NULL;
 }
 
 const char *sharc_get_version(unsigned *major_p, unsigned *minor_p, unsigned *patch_p)

@@ -9,21 +9,21 @@
 
 static int check_failures;
 
-#define CHECK(_cond)                                                                           \
-    do {                                                                                       \
-        if (!(_cond)) {                                                                        \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #_cond);          \
-            check_failures++;                                                                  \
-        }                                                                                      \
+#define CHECK(_cond)                                                                               \
+    do {                                                                                           \
+        if (!(_cond)) {                                                                            \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #_cond);              \
+            check_failures++;                                                                      \
+        }                                                                                          \
     } while (0)
 
-#define CHECK_MSG(_cond, _fmt, ...)                                                            \
-    do {                                                                                       \
-        if (!(_cond)) {                                                                        \
-            fprintf(stderr, "%s:%d: check failed: %s: " _fmt "\n", __FILE__, __LINE__, #_cond, \
-                    ##__VA_ARGS__);                                                            \
-            check_failures++;                                                                  \
-        }                                                                                      \
+#define CHECK_MSG(_cond, _fmt, ...)                                                                \
+    do {                                                                                           \
+        if (!(_cond)) {                                                                            \
+            fprintf(stderr, "%s:%d: check failed: %s: " _fmt "\n", __FILE__, __LINE__, #_cond,     \
+                    ##__VA_ARGS__);                                                                \
+            check_failures++;                                                                      \
+        }                                                                                          \
     } while (0)
 
 static inline int check_result(const char *name)

@@ -14,13 +14,15 @@
 
 typedef float (*ref_to_f32_fn)(uint16_t);
 
-static inline double ref_value(uint16_t code, ref_to_f32_fn to_f32, uint16_t inf_code, double inf_value)
+static inline double ref_value(uint16_t code, ref_to_f32_fn to_f32, uint16_t inf_code,
+                               double inf_value)
 {
     return code == inf_code ? inf_value : (double)to_f32(code);
 }
 
 /* The code nearest to x (finite or infinite); NaN handled by the caller. */
-static inline uint16_t ref_round16(float x, ref_to_f32_fn to_f32, uint16_t inf_code, double inf_value)
+static inline uint16_t ref_round16(float x, ref_to_f32_fn to_f32, uint16_t inf_code,
+                                   double inf_value)
 {
     uint16_t sign = signbit(x) ? 0x8000 : 0, lo = 0, hi = inf_code;
     double a = fabs((double)x);
@@ -81,10 +83,9 @@ static inline float ref_rand_f32(void)
     if (kind < 7) {
         return sharc_kern_bits_f32(ref_rand32());
     }
-    static const uint32_t special[] = {0x00000000u, 0x80000000u, 0x7f800000u, 0xff800000u,
-                                       0x7fc00000u, 0x7f800001u, 0x00000001u, 0x477fe000u,
-                                       0x477ff000u, 0x477fefffu, 0x33000000u, 0x33000001u,
-                                       0x7f7fffffu, 0x387fe000u};
+    static const uint32_t special[] = {
+        0x00000000u, 0x80000000u, 0x7f800000u, 0xff800000u, 0x7fc00000u, 0x7f800001u, 0x00000001u,
+        0x477fe000u, 0x477ff000u, 0x477fefffu, 0x33000000u, 0x33000001u, 0x7f7fffffu, 0x387fe000u};
     return sharc_kern_bits_f32(special[ref_rand32() % (sizeof(special) / sizeof(special[0]))]);
 }
 

@@ -20,8 +20,10 @@
 
 static void send_hdr(int fd, uint8_t op, uint32_t klen, uint32_t vlen)
 {
-    sharc_store_hdr_t h = {.magic = htonl(SHARC_STORE_MAGIC), .op = op,
-                           .key_len = htonl(klen), .val_len = htonl(vlen)};
+    sharc_store_hdr_t h = {.magic = htonl(SHARC_STORE_MAGIC),
+                           .op = op,
+                           .key_len = htonl(klen),
+                           .val_len = htonl(vlen)};
 
     sharc_sock_send(fd, &h, sizeof(h), sharc_time_now() + 1.0);
 }
@@ -41,8 +43,8 @@ int main(int argc, char **argv)
         unsigned char hello[12] = {0};
         uint32_t v[3] = {htonl(SHARC_STORE_VERSION), htonl(0), htonl(1)};
 
-        if (sharc_sock_connect(argv[1], atoi(argv[2]), sharc_time_now() + 0.2, "the store",
-                               &fd) != SHARC_OK) {
+        if (sharc_sock_connect(argv[1], atoi(argv[2]), sharc_time_now() + 0.2, "the store", &fd) !=
+            SHARC_OK) {
             continue; /* not up yet */
         }
         switch (attempt++ % 6) {
@@ -55,9 +57,7 @@ int main(int argc, char **argv)
             sharc_sock_send(fd, "0123456789abcdef", 16, sharc_time_now() + 1);
             sharc_sock_send(fd, hello, sizeof(hello), sharc_time_now() + 1);
             break;
-        case 2: /* oversized */
-            send_hdr(fd, SHARC_STORE_OP_SET, 8, 0x7fffffffu);
-            break;
+        case 2: /* oversized */ send_hdr(fd, SHARC_STORE_OP_SET, 8, 0x7fffffffu); break;
         case 3: /* truncated: a header announcing more than is sent */
             send_hdr(fd, SHARC_STORE_OP_HELLO, 16, 12);
             sharc_sock_send(fd, "0123", 4, sharc_time_now() + 1);
@@ -66,9 +66,7 @@ int main(int argc, char **argv)
             send_hdr(fd, SHARC_STORE_OP_SET, 3, 1);
             sharc_sock_send(fd, "w/xz", 4, sharc_time_now() + 1);
             break;
-        case 5: /* connect and say nothing for a while */
-            usleep(200000);
-            break;
+        case 5: /* connect and say nothing for a while */ usleep(200000); break;
         }
         usleep(20000);
         close(fd);

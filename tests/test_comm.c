@@ -39,8 +39,10 @@ static sharc_status_t status_from_name(const char *name)
     static const struct {
         const char *name;
         sharc_status_t status;
-    } map[] = {{"invalid", SHARC_ERR_INVALID},   {"timeout", SHARC_ERR_TIMEOUT},
-               {"remote", SHARC_ERR_REMOTE},     {"io", SHARC_ERR_IO},
+    } map[] = {{"invalid", SHARC_ERR_INVALID},
+               {"timeout", SHARC_ERR_TIMEOUT},
+               {"remote", SHARC_ERR_REMOTE},
+               {"io", SHARC_ERR_IO},
                {"unsupported", SHARC_ERR_UNSUPPORTED}};
 
     for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
@@ -117,8 +119,8 @@ static void run_checks(sharc_comm_h comm)
         sharc_comm_destroy(a);
         if (b != NULL) {
             int half = as / 2, exp = ar < half ? half : as - half;
-            CHECK_MSG(sharc_comm_size(b) == exp, "nested size %d, expected %d",
-                      sharc_comm_size(b), exp);
+            CHECK_MSG(sharc_comm_size(b) == exp, "nested size %d, expected %d", sharc_comm_size(b),
+                      exp);
             CHECK(sharc_comm_barrier(b) == SHARC_OK);
         }
         sharc_comm_destroy(b);
@@ -136,8 +138,8 @@ static void run_checks(sharc_comm_h comm)
         CHECK(sharc_comm_barrier(c) == SHARC_OK);
         sharc_comm_destroy(c);
     }
-    printf("rank %d of %d: node %d of %d, local rank %d of %d: %s\n", rank, size, node,
-           exp_nnodes, lrank, lsize, check_failures ? "FAILED" : "ok");
+    printf("rank %d of %d: node %d of %d, local rank %d of %d: %s\n", rank, size, node, exp_nnodes,
+           lrank, lsize, check_failures ? "FAILED" : "ok");
 }
 
 int main(int argc, char **argv)

@@ -62,8 +62,8 @@ static void test_random(void)
                     h, ref_f32_to_f16(x));
         }
         if (b != ref_f32_to_bf16(x) && badbf++ < 5) {
-            fprintf(stderr, "f32 %a (%#x) -> bf16 %#x, reference %#x\n", x,
-                    sharc_kern_f32_bits(x), b, ref_f32_to_bf16(x));
+            fprintf(stderr, "f32 %a (%#x) -> bf16 %#x, reference %#x\n", x, sharc_kern_f32_bits(x),
+                    b, ref_f32_to_bf16(x));
         }
     }
     CHECK(bad16 == 0);
@@ -78,9 +78,9 @@ static void test_random(void)
     CHECK(sharc_kern_f32_to_f16(ldexpf(1.5f, -25)) == 0x0001);
     CHECK(sharc_kern_f32_to_f16(ldexpf(3.0f, -25)) == 0x0002); /* 1.5 ulp: tie to even 2 */
     CHECK(sharc_kern_f32_to_f16(-0.0f) == 0x8000);
-    CHECK(sharc_kern_f32_to_bf16(1.00390625f) == 0x3f80);      /* 1 + 2^-8: tie, even */
-    CHECK(sharc_kern_f32_to_bf16(1.01171875f) == 0x3f82);      /* 1 + 3*2^-8: tie, up */
-    CHECK(sharc_kern_f32_to_bf16(3.4028235e38f) == 0x7f80);    /* FLT_MAX rounds to inf */
+    CHECK(sharc_kern_f32_to_bf16(1.00390625f) == 0x3f80);   /* 1 + 2^-8: tie, even */
+    CHECK(sharc_kern_f32_to_bf16(1.01171875f) == 0x3f82);   /* 1 + 3*2^-8: tie, up */
+    CHECK(sharc_kern_f32_to_bf16(3.4028235e38f) == 0x7f80); /* FLT_MAX rounds to inf */
 }
 
 static void test_table(void)

@@ -37,10 +37,10 @@ static int same_element(const void *a, const void *b, sharc_dtype_t dt, size_t i
         return 1;
     }
     /* NaN payloads may differ between CUDA's intrinsics and the reference: NaN is enough */
-    fa = dt == SHARC_DTYPE_F32 ? ((const float *)a)[i]
+    fa = dt == SHARC_DTYPE_F32   ? ((const float *)a)[i]
          : dt == SHARC_DTYPE_F16 ? sharc_kern_f16_to_f32(((const uint16_t *)a)[i])
                                  : sharc_kern_bf16_to_f32(((const uint16_t *)a)[i]);
-    fb = dt == SHARC_DTYPE_F32 ? ((const float *)b)[i]
+    fb = dt == SHARC_DTYPE_F32   ? ((const float *)b)[i]
          : dt == SHARC_DTYPE_F16 ? sharc_kern_f16_to_f32(((const uint16_t *)b)[i])
                                  : sharc_kern_bf16_to_f32(((const uint16_t *)b)[i]);
     return isnan(fa) && isnan(fb);

@@ -10,9 +10,9 @@
 
 int main(void)
 {
-    static const sharc_status_t all[] = {SHARC_OK,         SHARC_INPROGRESS,  SHARC_ERR_INVALID,
-                                         SHARC_ERR_NOMEM,  SHARC_ERR_UNSUPPORTED, SHARC_ERR_IO,
-                                         SHARC_ERR_TIMEOUT, SHARC_ERR_BACKEND, SHARC_ERR_REMOTE};
+    static const sharc_status_t all[] = {
+        SHARC_OK,     SHARC_INPROGRESS,  SHARC_ERR_INVALID, SHARC_ERR_NOMEM, SHARC_ERR_UNSUPPORTED,
+        SHARC_ERR_IO, SHARC_ERR_TIMEOUT, SHARC_ERR_BACKEND, SHARC_ERR_REMOTE};
     const size_t n = sizeof(all) / sizeof(all[0]);
     unsigned major = 99, minor = 99, patch = 99;
     sharc_dtype_t dt;

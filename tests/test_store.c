@@ -14,7 +14,7 @@
 #include "../src/util.h"
 #include "check.h"
 
-#define NRANKS 4
+#define NRANKS  4
 #define MAX_MSG (1u << 20)
 
 static int port;
@@ -33,8 +33,8 @@ static void *rank_main(void *p)
     char key[64];
     int mine = 100 + a->rank;
 
-    a->status = sharc_store_connect("127.0.0.1", port, digest, "w", a->rank, NRANKS, 10.0,
-                                    MAX_MSG, &c);
+    a->status =
+        sharc_store_connect("127.0.0.1", port, digest, "w", a->rank, NRANKS, 10.0, MAX_MSG, &c);
     if (a->status != SHARC_OK) {
         return NULL;
     }
@@ -82,7 +82,8 @@ static void test_hello(void)
     CHECK(c == NULL);
     CHECK(sharc_store_connect("127.0.0.1", port, digest, "w.h", 2, 2, 2.0, MAX_MSG, &c) ==
           SHARC_ERR_INVALID);
-    CHECK(sharc_store_connect("127.0.0.1", port, digest, "w.h", 0, 2, 2.0, MAX_MSG, &c) == SHARC_OK);
+    CHECK(sharc_store_connect("127.0.0.1", port, digest, "w.h", 0, 2, 2.0, MAX_MSG, &c) ==
+          SHARC_OK);
     CHECK(sharc_store_connect("127.0.0.1", port, digest, "w.h", 0, 2, 2.0, MAX_MSG, &c2) ==
           SHARC_ERR_INVALID); /* duplicate rank 0 */
     CHECK(sharc_store_connect("127.0.0.1", port, digest, "w.h", 1, 3, 2.0, MAX_MSG, &c2) ==
@@ -102,7 +103,8 @@ static void test_timeout(void)
     int v = 1, out[3];
     double t0;
 
-    CHECK(sharc_store_connect("127.0.0.1", port, digest, "w.t", 1, 3, 0.5, MAX_MSG, &c) == SHARC_OK);
+    CHECK(sharc_store_connect("127.0.0.1", port, digest, "w.t", 1, 3, 0.5, MAX_MSG, &c) ==
+          SHARC_OK);
     CHECK(sharc_store_set(c, "w.t/x/1", &v, sizeof(v)) == SHARC_OK);
     t0 = sharc_time_now();
     /* ranks 0 and 2 never come: the error names them (see the log) */
@@ -124,9 +126,11 @@ static void test_timeout(void)
     sharc_store_close(c);
 
     /* a contribution of the wrong size is the remote's fault */
-    CHECK(sharc_store_connect("127.0.0.1", port, digest, "w.l", 0, 1, 2.0, MAX_MSG, &c) == SHARC_OK);
+    CHECK(sharc_store_connect("127.0.0.1", port, digest, "w.l", 0, 1, 2.0, MAX_MSG, &c) ==
+          SHARC_OK);
     CHECK(sharc_store_set(c, "w.l/x/0", "abc", 3) == SHARC_OK);
-    CHECK(sharc_store_gather(c, "w.l/x", 1, 1, -1, out, sizeof(int), "mismatch") == SHARC_ERR_REMOTE);
+    CHECK(sharc_store_gather(c, "w.l/x", 1, 1, -1, out, sizeof(int), "mismatch") ==
+          SHARC_ERR_REMOTE);
     sharc_store_close(c);
 }
 

@@ -43,12 +43,12 @@ typedef struct sharc_tp_req {
     sharc_status_t status;
     size_t bytes; /* recv: bytes received */
     void (*cb)(struct sharc_tp_req *req);
-    void *user;                 /* for the caller */
+    void *user; /* for the caller */
     union {
         void *ptr;
         uint64_t u64;
-    } tp_priv[4];               /* for the backend while the request is in flight */
-    struct sharc_tp_req *next;  /* for the backend's queues */
+    } tp_priv[4];              /* for the backend while the request is in flight */
+    struct sharc_tp_req *next; /* for the backend's queues */
 } sharc_tp_req_t;
 
 static inline sharc_status_t sharc_tp_req_status(const sharc_tp_req_t *req)

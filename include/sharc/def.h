@@ -6,7 +6,7 @@
 #define SHARC_DEF_H
 
 #if defined(__GNUC__) && __GNUC__ >= 4
-#define SHARC_API __attribute__((visibility("default")))
+#define SHARC_API                 __attribute__((visibility("default")))
 #define SHARC_PRINTF(_fmt, _args) __attribute__((format(printf, _fmt, _args)))
 #else
 #define SHARC_API
@@ -15,7 +15,7 @@
 
 #ifdef __cplusplus
 #define SHARC_BEGIN_DECLS extern "C" {
-#define SHARC_END_DECLS }
+#define SHARC_END_DECLS   }
 #else
 #define SHARC_BEGIN_DECLS
 #define SHARC_END_DECLS

@@ -35,8 +35,8 @@ typedef enum {
 
 /** Where a buffer lives. */
 typedef enum {
-    SHARC_MEMTYPE_HOST = 0, /**< pageable or pinned host memory */
-    SHARC_MEMTYPE_CUDA = 1, /**< CUDA device memory */
+    SHARC_MEMTYPE_HOST = 0,         /**< pageable or pinned host memory */
+    SHARC_MEMTYPE_CUDA = 1,         /**< CUDA device memory */
     SHARC_MEMTYPE_CUDA_MANAGED = 2, /**< CUDA managed (unified) memory */
     SHARC_MEMTYPE_LAST
 } sharc_memtype_t;

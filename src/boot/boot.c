@@ -12,8 +12,8 @@
 #include "../log.h"
 #include "boot.h"
 
-static sharc_status_t sharc_single_allgather(sharc_boot_t *boot, const void *sendbuf,
-                                             void *recvbuf, size_t bytes)
+static sharc_status_t sharc_single_allgather(sharc_boot_t *boot, const void *sendbuf, void *recvbuf,
+                                             size_t bytes)
 {
     memmove(recvbuf, sendbuf, bytes);
     return SHARC_OK;
@@ -83,8 +83,7 @@ sharc_status_t sharc_boot_create(const sharc_cfg_t *cfg, const sharc_launch_t *l
     sharc_status_t status;
 
     switch (launch->mode) {
-    case SHARC_BOOTSTRAP_MPI:
-        return sharc_boot_mpi_create(cfg, boot_p);
+    case SHARC_BOOTSTRAP_MPI: return sharc_boot_mpi_create(cfg, boot_p);
     case SHARC_BOOTSTRAP_ENV:
     case SHARC_BOOTSTRAP_SLURM:
     case SHARC_BOOTSTRAP_EXPLICIT:
@@ -97,7 +96,6 @@ sharc_status_t sharc_boot_create(const sharc_cfg_t *cfg, const sharc_launch_t *l
             (*boot_p)->mode = launch->mode;
         }
         return status;
-    default:
-        return sharc_boot_single_create(cfg, boot_p);
+    default: return sharc_boot_single_create(cfg, boot_p);
     }
 }

@@ -53,7 +53,7 @@ struct sharc_boot {
 typedef struct {
     sharc_bootstrap_t mode;
     int rank, size;
-    int node_hint;  /* launcher's node index, or -1 */
+    int node_hint; /* launcher's node index, or -1 */
     int local_rank, local_size;
     char store_host[256];
     int store_port;
@@ -91,8 +91,7 @@ static inline sharc_status_t sharc_boot_alltoall(sharc_boot_t *boot, const void 
     return boot->ops->alltoall(boot, sendbuf, recvbuf, bytes);
 }
 
-static inline sharc_status_t sharc_boot_bcast(sharc_boot_t *boot, void *buf, size_t bytes,
-                                              int root)
+static inline sharc_status_t sharc_boot_bcast(sharc_boot_t *boot, void *buf, size_t bytes, int root)
 {
     return boot->ops->bcast(boot, buf, bytes, root);
 }

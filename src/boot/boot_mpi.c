@@ -157,9 +157,9 @@ typedef int (*sharc_mpi_xchg_fn_t)(const void *, int, MPI_Datatype, void *, int,
  * has freed its buffers. On timeout the copies are leaked with the communicator.
  */
 static sharc_status_t sharc_bm_exchange(sharc_boot_t *boot, sharc_mpi_xchg_fn_t fn,
-                                        const char *fn_name, const char *what,
-                                        const void *sendbuf, size_t send_bytes, void *recvbuf,
-                                        size_t recv_bytes, int count)
+                                        const char *fn_name, const char *what, const void *sendbuf,
+                                        size_t send_bytes, void *recvbuf, size_t recv_bytes,
+                                        int count)
 {
     sharc_boot_mpi_t *bm = (sharc_boot_mpi_t *)boot;
     sharc_status_t status;
@@ -195,10 +195,10 @@ static sharc_status_t sharc_bm_allgather(sharc_boot_t *boot, const void *sendbuf
 {
     int count = sharc_mpi_count(bytes);
 
-    return count < 0 ? SHARC_ERR_INVALID
-                     : sharc_bm_exchange(boot, MPI_Iallgather, "MPI_Iallgather", "allgather",
-                                         sendbuf, bytes, recvbuf, bytes * (size_t)boot->size,
-                                         count);
+    return count < 0
+               ? SHARC_ERR_INVALID
+               : sharc_bm_exchange(boot, MPI_Iallgather, "MPI_Iallgather", "allgather", sendbuf,
+                                   bytes, recvbuf, bytes * (size_t)boot->size, count);
 }
 
 static sharc_status_t sharc_bm_alltoall(sharc_boot_t *boot, const void *sendbuf, void *recvbuf,
@@ -207,8 +207,8 @@ static sharc_status_t sharc_bm_alltoall(sharc_boot_t *boot, const void *sendbuf,
     int count = sharc_mpi_count(bytes);
 
     return count < 0 ? SHARC_ERR_INVALID
-                     : sharc_bm_exchange(boot, MPI_Ialltoall, "MPI_Ialltoall", "alltoall",
-                                         sendbuf, bytes * (size_t)boot->size, recvbuf,
+                     : sharc_bm_exchange(boot, MPI_Ialltoall, "MPI_Ialltoall", "alltoall", sendbuf,
+                                         bytes * (size_t)boot->size, recvbuf,
                                          bytes * (size_t)boot->size, count);
 }
 

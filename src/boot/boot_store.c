@@ -2,8 +2,8 @@
  * boot_store.c: the bootstrap over sharc's TCP store (env, slurm and explicit modes).
  * Rank 0 of the job serves the store; every rank, rank 0 included, talks to it through its
  * own connection per communicator. Keys are "<namespace>/<op><seq>/...": the namespace names
- * the communicator ("w0" for the job's first, "w0.3c1" for the fourth split's color 1) and seq counts
- * the calls on it, which every rank makes in the same order.
+ * the communicator ("w0" for the job's first, "w0.3c1" for the fourth split's color 1) and seq
+ * counts the calls on it, which every rank makes in the same order.
  */
 #include "config.h"
 
@@ -49,7 +49,7 @@ static struct sharc_store_gen {
     char addr[272];
     unsigned next;
     struct sharc_store_gen *next_entry;
-} *sharc_store_gens;
+} * sharc_store_gens;
 
 static int sharc_store_next_generation(const char *host, int port, unsigned *gen_p)
 {
@@ -80,9 +80,8 @@ static void sharc_store_shared_put(sharc_store_shared_t *shared, double linger)
     }
 }
 
-static sharc_status_t sharc_boot_store_open(sharc_store_shared_t *shared, const char *ns,
-                                            int rank, int size, double timeout,
-                                            sharc_boot_t **boot_p);
+static sharc_status_t sharc_boot_store_open(sharc_store_shared_t *shared, const char *ns, int rank,
+                                            int size, double timeout, sharc_boot_t **boot_p);
 
 static sharc_status_t sharc_bs_allgather(sharc_boot_t *boot, const void *sendbuf, void *recvbuf,
                                          size_t bytes)
@@ -112,8 +111,8 @@ static sharc_status_t sharc_bs_alltoall(sharc_boot_t *boot, const void *sendbuf,
 
     for (int dst = 0; dst < boot->size; dst++) {
         snprintf(key, sizeof(key), "%s/a2a%u/d%d/%d", bs->ns, seq, dst, boot->rank);
-        status = sharc_store_set(bs->client, key, (const char *)sendbuf + (size_t)dst * bytes,
-                                 bytes);
+        status =
+            sharc_store_set(bs->client, key, (const char *)sendbuf + (size_t)dst * bytes, bytes);
         if (status != SHARC_OK) {
             return status;
         }
@@ -201,9 +200,8 @@ static const sharc_boot_ops_t sharc_boot_store_ops = {
 };
 
 /* Connect one communicator's bootstrap; takes a reference on @p shared on success. */
-static sharc_status_t sharc_boot_store_open(sharc_store_shared_t *shared, const char *ns,
-                                            int rank, int size, double timeout,
-                                            sharc_boot_t **boot_p)
+static sharc_status_t sharc_boot_store_open(sharc_store_shared_t *shared, const char *ns, int rank,
+                                            int size, double timeout, sharc_boot_t **boot_p)
 {
     sharc_boot_store_t *bs = calloc(1, sizeof(*bs));
     sharc_status_t status;
@@ -252,9 +250,9 @@ sharc_status_t sharc_boot_store_create(const sharc_cfg_t *cfg, const sharc_launc
     sharc_store_digest(launch->token, shared->digest);
     if (launch->rank == 0) {
         bind = (cfg->bootstrap_bind_addr[0] != '\0') ? cfg->bootstrap_bind_addr : shared->host;
-        status = sharc_store_server_start(bind, shared->port, shared->digest, ns,
-                                          cfg->bootstrap_timeout, cfg->bootstrap_max_msg,
-                                          &shared->server);
+        status =
+            sharc_store_server_start(bind, shared->port, shared->digest, ns, cfg->bootstrap_timeout,
+                                     cfg->bootstrap_max_msg, &shared->server);
         if (status != SHARC_OK) {
             sharc_error("rank 0: cannot serve the bootstrap store at %s:%d (from %s)", bind,
                         shared->port, launch->store_from);
@@ -265,8 +263,8 @@ sharc_status_t sharc_boot_store_create(const sharc_cfg_t *cfg, const sharc_launc
     sharc_info("%s bootstrap: rank %d of %d, store %s:%d (from %s)",
                sharc_bootstrap_name(launch->mode), launch->rank, launch->size, shared->host,
                shared->port, launch->store_from);
-    status = sharc_boot_store_open(shared, ns, launch->rank, launch->size,
-                                   cfg->bootstrap_timeout, boot_p);
+    status = sharc_boot_store_open(shared, ns, launch->rank, launch->size, cfg->bootstrap_timeout,
+                                   boot_p);
     if (status == SHARC_OK) {
         (*boot_p)->mode = launch->mode;
     }

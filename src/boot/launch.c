@@ -36,7 +36,8 @@ static int sharc_launch_int(const char *mode, const char *var, long min, long ma
         return 1;
     }
     if (sharc_cfg_parse_long(s, min, max, &v) != 0) {
-        sharc_error("%s bootstrap: %s='%s' is not an integer in [%ld, %ld]", mode, var, s, min, max);
+        sharc_error("%s bootstrap: %s='%s' is not an integer in [%ld, %ld]", mode, var, s, min,
+                    max);
         return -1;
     }
     *out_p = (int)v;
@@ -176,8 +177,9 @@ static int sharc_launch_explicit(const sharc_comm_params_t *params, sharc_launch
     l->rank = params->rank;
     l->size = params->size;
     if (l->size > 1 && !(params->field_mask & SHARC_COMM_PARAM_STORE_ADDR)) {
-        sharc_error("explicit bootstrap: %d ranks need a store address (SHARC_COMM_PARAM_STORE_ADDR)",
-                    l->size);
+        sharc_error(
+            "explicit bootstrap: %d ranks need a store address (SHARC_COMM_PARAM_STORE_ADDR)",
+            l->size);
         return -1;
     }
     return 0;
@@ -199,8 +201,8 @@ static void sharc_launch_token(const sharc_cfg_t *cfg, const sharc_comm_params_t
         snprintf(l->token, sizeof(l->token), "%s", cfg->bootstrap_token);
         return;
     }
-    off = (size_t)snprintf(l->token, sizeof(l->token), "%s|%d|%s|%d",
-                           sharc_bootstrap_name(l->mode), l->size, l->store_host, l->store_port);
+    off = (size_t)snprintf(l->token, sizeof(l->token), "%s|%d|%s|%d", sharc_bootstrap_name(l->mode),
+                           l->size, l->store_host, l->store_port);
     for (size_t i = 0; i < SHARC_ARRAY_SIZE(vars) && off < sizeof(l->token); i++) {
         const char *v = getenv(vars[i]);
         off += (size_t)snprintf(l->token + off, sizeof(l->token) - off, "|%s", v ? v : "");

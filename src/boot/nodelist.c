@@ -148,8 +148,8 @@ sharc_status_t sharc_nodelist_expand(const char *list, size_t max, char ***hosts
             break;
         }
         if ((*p == ',' && depth == 0) || *p == '\0') {
-            status = (depth != 0) ? SHARC_ERR_INVALID
-                                  : sharc_expand_one(&v, item, (size_t)(p - item));
+            status =
+                (depth != 0) ? SHARC_ERR_INVALID : sharc_expand_one(&v, item, (size_t)(p - item));
             if (status != SHARC_OK || *p == '\0') {
                 break;
             }

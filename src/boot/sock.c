@@ -117,8 +117,8 @@ sharc_status_t sharc_sock_listen(const char *host, int port, const char *what, i
     if (fd < 0) {
         errno = saved;
         sharc_error("cannot listen for %s on %s:%d: %m%s", what, host ? host : "*", port,
-                    saved == EADDRINUSE ? " (another process holds the port: set "
-                                          "SHARC_BOOTSTRAP_PORT or MASTER_PORT to a free one)"
+                    saved == EADDRINUSE      ? " (another process holds the port: set "
+                                               "SHARC_BOOTSTRAP_PORT or MASTER_PORT to a free one)"
                     : saved == EADDRNOTAVAIL ? " (the address is not on this host: set "
                                                "SHARC_BOOTSTRAP_BIND_ADDR=* to listen everywhere)"
                                              : "");

@@ -28,8 +28,7 @@ SHARC_HIDDEN void sharc_store_digest(const char *token, char digest[17]);
  */
 SHARC_HIDDEN sharc_status_t sharc_store_server_start(const char *bind_host, int port,
                                                      const char *digest, const char *root_ns,
-                                                     double auth_timeout,
-                                                     size_t max_msg,
+                                                     double auth_timeout, size_t max_msg,
                                                      sharc_store_server_t **server_p);
 
 /** The port the server listens on (useful after starting it on port 0). */
@@ -46,9 +45,8 @@ SHARC_HIDDEN void sharc_store_server_stop(sharc_store_server_t *server, double l
  * Errors are logged naming @p rank, the address and the cause.
  */
 SHARC_HIDDEN sharc_status_t sharc_store_connect(const char *host, int port, const char *digest,
-                                                const char *ns, int rank, int size,
-                                                double timeout, size_t max_msg,
-                                                sharc_store_client_t **client_p);
+                                                const char *ns, int rank, int size, double timeout,
+                                                size_t max_msg, sharc_store_client_t **client_p);
 
 /** Store @p len bytes under @p key. */
 SHARC_HIDDEN sharc_status_t sharc_store_set(sharc_store_client_t *client, const char *key,

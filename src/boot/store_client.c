@@ -41,7 +41,9 @@ static sharc_status_t sharc_store_send_raw(int fd, uint8_t op, const char *key, 
     size_t klen = strlen(key);
     unsigned char hdr[SHARC_STORE_HDR_SIZE];
     sharc_store_hdr_t h = {
-        .magic = htonl(SHARC_STORE_MAGIC), .op = op, .key_len = htonl((uint32_t)klen),
+        .magic = htonl(SHARC_STORE_MAGIC),
+        .op = op,
+        .key_len = htonl((uint32_t)klen),
         .val_len = htonl((uint32_t)len),
     };
     sharc_status_t status;
@@ -138,12 +140,12 @@ static sharc_status_t sharc_store_recv_reply(sharc_store_client_t *c, uint8_t op
         return status;
     }
     if (status == SHARC_ERR_TIMEOUT) {
-        sharc_error("rank %d: no answer from the store at %s to %s within %.1f s", c->rank,
-                    c->addr, what, c->timeout + SHARC_STORE_CLIENT_GRACE);
+        sharc_error("rank %d: no answer from the store at %s to %s within %.1f s", c->rank, c->addr,
+                    what, c->timeout + SHARC_STORE_CLIENT_GRACE);
         return SHARC_ERR_TIMEOUT;
     }
-    sharc_error("rank %d: lost the store at %s during %s: %s (did rank 0 fail?)", c->rank,
-                c->addr, what, strerror(errno));
+    sharc_error("rank %d: lost the store at %s during %s: %s (did rank 0 fail?)", c->rank, c->addr,
+                what, strerror(errno));
     return SHARC_ERR_REMOTE;
 }
 
@@ -180,8 +182,8 @@ static sharc_status_t sharc_store_hello(sharc_store_client_t *c, const char *hos
     }
     memcpy(hello, v, 12);
     memcpy(hello + 12, ns, ns_len);
-    status = sharc_store_send_raw(c->fd, SHARC_STORE_OP_HELLO, digest, hello, 12 + ns_len,
-                                  deadline);
+    status =
+        sharc_store_send_raw(c->fd, SHARC_STORE_OP_HELLO, digest, hello, 12 + ns_len, deadline);
     if (status == SHARC_OK) {
         status = sharc_store_recv_raw(c, SHARC_STORE_OP_HELLO, deadline, 4096, &st, &reply, &len);
     }
@@ -372,7 +374,8 @@ sharc_status_t sharc_store_gather(sharc_store_client_t *c, const char *prefix, u
         off += 4 + len;
     }
     if (off != reply_len || i != n) {
-        sharc_error("rank %d: the store at %s sent a malformed reply to %s", c->rank, c->addr, what);
+        sharc_error("rank %d: the store at %s sent a malformed reply to %s", c->rank, c->addr,
+                    what);
         free(reply);
         c->broken = 1;
         return SHARC_ERR_REMOTE;

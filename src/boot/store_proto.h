@@ -9,9 +9,9 @@
 
 #include <stdint.h>
 
-#define SHARC_STORE_MAGIC 0x53485354u /* "SHST" */
-#define SHARC_STORE_VERSION 1u
-#define SHARC_STORE_MAX_KEY 1024u
+#define SHARC_STORE_MAGIC    0x53485354u /* "SHST" */
+#define SHARC_STORE_VERSION  1u
+#define SHARC_STORE_MAX_KEY  1024u
 #define SHARC_STORE_HDR_SIZE 20u
 
 typedef enum {
@@ -45,7 +45,7 @@ enum {
     SHARC_STORE_ST_DUP_RANK = 4,
     SHARC_STORE_ST_BAD_SIZE = 5,
     SHARC_STORE_ST_BAD_VERSION = 6,
-    SHARC_STORE_ST_CLOSING = 7, /* the server is shutting down: try again (a new one comes) */
+    SHARC_STORE_ST_CLOSING = 7,   /* the server is shutting down: try again (a new one comes) */
     SHARC_STORE_ST_PEER_LOST = 8, /* a rank of the communicator died; value: its rank (u32) */
     SHARC_STORE_ST_TOO_BIG = 9,   /* the gathered values exceed what one reply can carry */
 };

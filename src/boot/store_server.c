@@ -28,14 +28,14 @@
 #include "store.h"
 #include "store_proto.h"
 
-#define SHARC_STORE_REPLY_TIMEOUT 5.0 /* seconds a client gets to take a reply */
-#define SHARC_STORE_MAX_UNAUTHED 1024 /* connections at once that have not said HELLO */
+#define SHARC_STORE_REPLY_TIMEOUT 5.0  /* seconds a client gets to take a reply */
+#define SHARC_STORE_MAX_UNAUTHED  1024 /* connections at once that have not said HELLO */
 
 typedef struct sharc_store_entry {
     char *key;
     void *val;
     size_t len;
-    uint32_t count;  /* for "#" bookkeeping keys: keys present / readers served */
+    uint32_t count; /* bookkeeping keys ("\\x01c", "\\x01r"): keys present, readers served */
     struct sharc_store_entry *next;
 } sharc_store_entry_t;
 
@@ -85,7 +85,7 @@ struct sharc_store_server {
     char root_ns[64];
     double auth_timeout;
     size_t max_msg;
-    int stopping;   /* written by stop(), read by the thread (atomic) */
+    int stopping; /* written by stop(), read by the thread (atomic) */
     double linger_deadline;
     /* Server-thread state */
     sharc_store_conn_t **conns;
@@ -95,7 +95,7 @@ struct sharc_store_server {
     sharc_store_waiter_t *waiters;
     sharc_store_ns_t *namespaces;
     sharc_store_missing_t missing;
-    size_t unauthed;          /* connections that have not said HELLO yet */
+    size_t unauthed;            /* connections that have not said HELLO yet */
     double accept_paused_until; /* out of file descriptors: stop accepting for a moment */
 };
 
@@ -199,13 +199,16 @@ static void sharc_store_meta_key(char *buf, size_t size, char kind, const char *
 
 /* ---- connections ----------------------------------------------------------------------- */
 
-static int sharc_store_reply(sharc_store_conn_t *conn, uint8_t op, int16_t status,
-                             const void *val, size_t len)
+static int sharc_store_reply(sharc_store_conn_t *conn, uint8_t op, int16_t status, const void *val,
+                             size_t len)
 {
     unsigned char hdr[SHARC_STORE_HDR_SIZE];
     sharc_store_hdr_t h = {
-        .magic = htonl(SHARC_STORE_MAGIC), .op = op, .status = (int16_t)htons((uint16_t)status),
-        .key_len = 0, .val_len = htonl((uint32_t)len),
+        .magic = htonl(SHARC_STORE_MAGIC),
+        .op = op,
+        .status = (int16_t)htons((uint16_t)status),
+        .key_len = 0,
+        .val_len = htonl((uint32_t)len),
     };
     double deadline = sharc_time_now() + SHARC_STORE_REPLY_TIMEOUT;
 
@@ -265,8 +268,8 @@ static sharc_store_ns_t *sharc_store_find_ns(sharc_store_server_t *srv, const ch
     return NULL;
 }
 
-static void sharc_store_hello(sharc_store_server_t *srv, sharc_store_conn_t *conn,
-                              const char *key, const char *val, size_t len)
+static void sharc_store_hello(sharc_store_server_t *srv, sharc_store_conn_t *conn, const char *key,
+                              const char *val, size_t len)
 {
     uint32_t version;
     int32_t rank, size;
@@ -387,8 +390,7 @@ static int sharc_store_bump(sharc_store_server_t *srv, char kind, const char *pr
 }
 
 /* Answer @p w if complete (or @p timed_out). Returns 1 when the waiter is done. */
-static int sharc_store_try_gather(sharc_store_server_t *srv, sharc_store_waiter_t *w,
-                                  int timed_out)
+static int sharc_store_try_gather(sharc_store_server_t *srv, sharc_store_waiter_t *w, int timed_out)
 {
     char key[SHARC_STORE_MAX_KEY + 16], meta[SHARC_STORE_MAX_KEY + 4];
     size_t total = 0, off = 0;
@@ -501,7 +503,7 @@ static void sharc_store_scan_waiters(sharc_store_server_t *srv, const char *pref
 }
 
 static void sharc_store_srv_set(sharc_store_server_t *srv, sharc_store_conn_t *conn,
-                            const char *key, char *val, size_t len)
+                                const char *key, char *val, size_t len)
 {
     sharc_store_entry_t *e;
     size_t plen;
@@ -611,12 +613,8 @@ static void sharc_store_dispatch(sharc_store_server_t *srv, sharc_store_conn_t *
     case SHARC_STORE_OP_GATHER:
         sharc_store_gather_req(srv, conn, key, conn->payload + klen, vlen);
         return;
-    case SHARC_STORE_OP_BYE:
-        conn->live = 0;
-        return;
-    default:
-        sharc_store_reject(conn, "an unknown request");
-        return;
+    case SHARC_STORE_OP_BYE: conn->live = 0; return;
+    default: sharc_store_reject(conn, "an unknown request"); return;
     }
 }
 
@@ -657,9 +655,9 @@ static void sharc_store_read(sharc_store_server_t *srv, sharc_store_conn_t *conn
                      0);
         } else {
             size_t want = (size_t)conn->hdr.key_len + conn->hdr.val_len;
-            n = (want == conn->payload_got)
-                    ? 0
-                    : recv(conn->fd, conn->payload + conn->payload_got, want - conn->payload_got, 0);
+            n = (want == conn->payload_got) ? 0
+                                            : recv(conn->fd, conn->payload + conn->payload_got,
+                                                   want - conn->payload_got, 0);
             if (want == conn->payload_got) {
                 goto complete;
             }
@@ -702,7 +700,8 @@ static void sharc_store_read(sharc_store_server_t *srv, sharc_store_conn_t *conn
             if (conn->hdr.key_len > SHARC_STORE_MAX_KEY || conn->hdr.val_len > srv->max_msg ||
                 (!conn->authed && conn->hdr.val_len > 4096)) {
                 char why[160];
-                snprintf(why, sizeof(why), "an oversized message (key %u, value %u bytes; limit %zu)",
+                snprintf(why, sizeof(why),
+                         "an oversized message (key %u, value %u bytes; limit %zu)",
                          conn->hdr.key_len, conn->hdr.val_len, srv->max_msg);
                 sharc_store_reject(conn, why);
                 return;
@@ -719,7 +718,7 @@ static void sharc_store_read(sharc_store_server_t *srv, sharc_store_conn_t *conn
         if (conn->payload_got < (size_t)conn->hdr.key_len + conn->hdr.val_len) {
             continue;
         }
-complete:
+    complete:
         sharc_store_dispatch(srv, conn);
         free(conn->payload);
         conn->payload = NULL;

@@ -13,9 +13,9 @@
 #include "self.h"
 
 /* What a queued request remembers (in its tp_priv slots). */
-#define SHARC_SELF_BUF(_req) ((_req)->tp_priv[0].ptr)
+#define SHARC_SELF_BUF(_req)   ((_req)->tp_priv[0].ptr)
 #define SHARC_SELF_BYTES(_req) ((_req)->tp_priv[1].u64)
-#define SHARC_SELF_TAG(_req) ((_req)->tp_priv[2].u64)
+#define SHARC_SELF_TAG(_req)   ((_req)->tp_priv[2].u64)
 
 static sharc_tp_req_t *sharc_self_take(sharc_tp_self_queue_t *q, uint64_t tag)
 {
@@ -47,8 +47,7 @@ static void sharc_self_push(sharc_tp_self_queue_t *q, sharc_tp_req_t *req)
 
 /* Copy a matched pair and complete both requests. */
 static void sharc_self_deliver(sharc_tp_req_t *send, const void *sbuf, size_t sbytes,
-                                         sharc_tp_req_t *recv, void *rbuf, size_t rbytes,
-                                         uint64_t tag)
+                               sharc_tp_req_t *recv, void *rbuf, size_t rbytes, uint64_t tag)
 {
     sharc_status_t rstatus = SHARC_OK;
 
