@@ -35,7 +35,7 @@ typedef struct sharc_store_entry {
     char *key;
     void *val;
     size_t len;
-    uint32_t count; /* bookkeeping keys ("\\x01c", "\\x01r"): keys present, readers served */
+    uint32_t count; /* bookkeeping keys ("\x01c", "\x01r"): keys present, readers served */
     struct sharc_store_entry *next;
 } sharc_store_entry_t;
 
