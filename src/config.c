@@ -388,6 +388,29 @@ sharc_status_t sharc_config_get(sharc_config_h config, const char *name, char *v
     return SHARC_OK;
 }
 
+/* Print @p text as "# " comment lines of at most ~90 columns, broken at spaces. */
+static void sharc_cfg_print_wrapped(FILE *stream, const char *text)
+{
+    const int width = 88;
+
+    while (*text != '\0') {
+        int len = (int)strlen(text), cut = len;
+
+        if (len > width) {
+            for (cut = width; cut > 0 && text[cut] != ' '; cut--) {
+            }
+            if (cut == 0) {
+                cut = width; /* one long word */
+            }
+        }
+        fprintf(stream, "# %.*s\n", cut, text);
+        text += cut;
+        while (*text == ' ') {
+            text++;
+        }
+    }
+}
+
 void sharc_config_print(sharc_config_h config, FILE *stream, unsigned flags)
 {
     char accepts[256];
@@ -397,7 +420,9 @@ void sharc_config_print(sharc_config_h config, FILE *stream, unsigned flags)
         const char *value = config ? config->values[i] : f->dflt;
 
         if (flags & SHARC_CONFIG_PRINT_DOC) {
-            fprintf(stream, "#\n# %s\n#\n# syntax:  %s\n# default: %s\n#\n", f->doc,
+            fprintf(stream, "#\n");
+            sharc_cfg_print_wrapped(stream, f->doc);
+            fprintf(stream, "#\n# syntax:  %s\n# default: %s\n#\n",
                     sharc_cfg_accepts(f, accepts, sizeof(accepts)), f->dflt);
         }
         fprintf(stream, "SHARC_%s=%s\n", f->name, value);
