@@ -25,7 +25,29 @@ typedef struct {
      */
     sharc_status_t (*cast)(void *dst, sharc_dtype_t dst_dtype, const void *src,
                            sharc_dtype_t src_dtype, size_t count, void *stream);
+    /**
+     * dst[i] = dst[i] op src[i] for every dtype and op (dst may equal src). Integers wrap
+     * around on overflow; min and max propagate NaN, and on ties (+0 and -0) keep dst's
+     * value; f16 and bf16 are computed in f32 and
+     * rounded once. AVG accumulates like SUM: finish it with scale(1 / nranks).
+     * SHARC_ERR_INVALID for AVG on integers or an unknown dtype or op.
+     */
+    sharc_status_t (*reduce)(void *dst, const void *src, size_t count, sharc_dtype_t dtype,
+                             sharc_op_t op, void *stream);
+    /** buf[i] *= factor, for the floating-point dtypes (f16 and bf16 through f32). */
+    sharc_status_t (*scale)(void *buf, size_t count, sharc_dtype_t dtype, double factor,
+                            void *stream);
 } sharc_kern_ops_t;
+
+/** Whether @p op is defined for @p dtype (AVG is for floating-point types only). */
+static inline int sharc_kern_op_valid(sharc_dtype_t dtype, sharc_op_t op)
+{
+    int is_float = dtype == SHARC_DTYPE_F32 || dtype == SHARC_DTYPE_F64 ||
+                   dtype == SHARC_DTYPE_F16 || dtype == SHARC_DTYPE_BF16;
+
+    return (unsigned)dtype < SHARC_DTYPE_LAST && (unsigned)op < SHARC_OP_LAST &&
+           (op != SHARC_OP_AVG || is_float);
+}
 
 extern SHARC_HIDDEN const sharc_kern_ops_t sharc_kern_cpu_ops;
 #ifdef HAVE_CUDA
@@ -50,11 +72,10 @@ static inline float sharc_kern_bits_f32(uint32_t u)
 static inline uint16_t sharc_kern_f32_to_bf16(float f)
 {
     uint32_t u = sharc_kern_f32_bits(f);
+    uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16, quiet = (u >> 16) | 0x0040u;
 
-    if ((u & 0x7fffffffu) > 0x7f800000u) {
-        return (uint16_t)((u >> 16) | 0x0040u);
-    }
-    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+    /* a select, not a branch, so that loops over it vectorize */
+    return (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? quiet : rounded);
 }
 
 static inline float sharc_kern_bf16_to_f32(uint16_t h)

@@ -1,7 +1,9 @@
 /*
- * test_kern_cpu.c: f32 <-> f16 / bf16 conversions against an independent reference
- * (tests/kern_ref.h): every 16-bit code exhaustively, two million random f32 values with the
- * edges of both types, and the CPU cast table at lengths that are not multiples of a vector.
+ * test_kern_cpu.c: the host kernels against scalar references. Conversions f32 <-> f16 / bf16
+ * against an independent rounding reference (tests/kern_ref.h): every 16-bit code, two
+ * million random f32 values with the edges of both types. Reductions for every dtype and op
+ * and scaling, on random data (NaN and infinities included) at lengths that are not
+ * multiples of any vector width, in place and aliased.
  */
 #include "config.h"
 
@@ -126,8 +128,184 @@ static void test_table(void)
     free(hb);
 }
 
+/* ---- reductions: a scalar reference, one element at a time --------------------------- */
+
+static double ref_load(const void *p, sharc_dtype_t dt, size_t i)
+{
+    switch (dt) {
+    case SHARC_DTYPE_F32: return ((const float *)p)[i];
+    case SHARC_DTYPE_F64: return ((const double *)p)[i];
+    case SHARC_DTYPE_F16: return sharc_kern_f16_to_f32(((const uint16_t *)p)[i]);
+    case SHARC_DTYPE_BF16: return sharc_kern_bf16_to_f32(((const uint16_t *)p)[i]);
+    default: return 0;
+    }
+}
+
+/* The expected element i of dst op src. */
+static void ref_reduce_one(void *out, const void *d, const void *s, sharc_dtype_t dt, sharc_op_t op,
+                           size_t i)
+{
+    if (dt == SHARC_DTYPE_I32 || dt == SHARC_DTYPE_I64 || dt == SHARC_DTYPE_U8) {
+        uint64_t a, b, r,
+            mask = dt == SHARC_DTYPE_U8    ? 0xff
+                   : dt == SHARC_DTYPE_I32 ? 0xffffffffu
+                                           : ~0ull;
+        int64_t sa, sb;
+
+        a = dt == SHARC_DTYPE_U8    ? ((const uint8_t *)d)[i]
+            : dt == SHARC_DTYPE_I32 ? (uint32_t)((const int32_t *)d)[i]
+                                    : (uint64_t)((const int64_t *)d)[i];
+        b = dt == SHARC_DTYPE_U8    ? ((const uint8_t *)s)[i]
+            : dt == SHARC_DTYPE_I32 ? (uint32_t)((const int32_t *)s)[i]
+                                    : (uint64_t)((const int64_t *)s)[i];
+        sa = dt == SHARC_DTYPE_U8 ? (int64_t)a : dt == SHARC_DTYPE_I32 ? (int32_t)a : (int64_t)a;
+        sb = dt == SHARC_DTYPE_U8 ? (int64_t)b : dt == SHARC_DTYPE_I32 ? (int32_t)b : (int64_t)b;
+        switch (op) {
+        case SHARC_OP_SUM: r = a + b; break;
+        case SHARC_OP_PROD: r = a * b; break;
+        case SHARC_OP_MIN: r = sa < sb ? a : b; break;
+        default: r = sa > sb ? a : b; break;
+        }
+        r &= mask;
+        memcpy(out, &r, sharc_dtype_size(dt)); /* little endian */
+        return;
+    }
+    double a = ref_load(d, dt, i), b = ref_load(s, dt, i), r;
+    if (dt != SHARC_DTYPE_F64) { /* f32 arithmetic for f32, f16, bf16 */
+        float fa = (float)a, fb = (float)b, fr;
+        switch (op) {
+        case SHARC_OP_PROD: fr = fa * fb; break;
+        case SHARC_OP_MIN: fr = isnan(fa) || isnan(fb) ? NAN : (fb < fa ? fb : fa); break;
+        case SHARC_OP_MAX: fr = isnan(fa) || isnan(fb) ? NAN : (fb > fa ? fb : fa); break;
+        default: fr = fa + fb; break;
+        }
+        if (dt == SHARC_DTYPE_F32) {
+            memcpy(out, &fr, 4);
+        } else {
+            uint16_t h = isnan(fr)               ? 0x7e00
+                         : dt == SHARC_DTYPE_F16 ? ref_f32_to_f16(fr)
+                                                 : ref_f32_to_bf16(fr);
+            if (isnan(fr) && dt == SHARC_DTYPE_BF16) {
+                h = 0x7fc0;
+            }
+            memcpy(out, &h, 2);
+        }
+        return;
+    }
+    switch (op) {
+    case SHARC_OP_PROD: r = a * b; break;
+    case SHARC_OP_MIN: r = isnan(a) || isnan(b) ? NAN : (b < a ? b : a); break;
+    case SHARC_OP_MAX: r = isnan(a) || isnan(b) ? NAN : (b > a ? b : a); break;
+    default: r = a + b; break;
+    }
+    memcpy(out, &r, 8);
+}
+
+static int ref_is_nan(const void *p, sharc_dtype_t dt, size_t i)
+{
+    return (dt == SHARC_DTYPE_F32 || dt == SHARC_DTYPE_F64 || dt == SHARC_DTYPE_F16 ||
+            dt == SHARC_DTYPE_BF16) &&
+           isnan(ref_load(p, dt, i));
+}
+
+static void fill_random(void *p, sharc_dtype_t dt, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        float f = ref_rand_f32();
+        uint32_t r = ref_rand32();
+        switch (dt) {
+        case SHARC_DTYPE_F32: ((float *)p)[i] = f; break;
+        case SHARC_DTYPE_F64: ((double *)p)[i] = (double)f * (1.0 + r * 1e-12); break;
+        case SHARC_DTYPE_F16: ((uint16_t *)p)[i] = sharc_kern_f32_to_f16(f); break;
+        case SHARC_DTYPE_BF16: ((uint16_t *)p)[i] = sharc_kern_f32_to_bf16(f); break;
+        case SHARC_DTYPE_I32: ((int32_t *)p)[i] = (int32_t)r; break;
+        case SHARC_DTYPE_I64:
+            ((int64_t *)p)[i] = (int64_t)(((uint64_t)r << 32) | ref_rand32());
+            break;
+        default: ((uint8_t *)p)[i] = (uint8_t)r; break;
+        }
+    }
+}
+
+static void test_reduce(void)
+{
+    static const size_t lengths[] = {0,  1,  3,  7,  15,   16,   17,   31,
+                                     33, 63, 64, 65, 1000, 1023, 1025, 4099};
+    const sharc_kern_ops_t *ops = &sharc_kern_cpu_ops;
+    size_t max = 4099;
+    char *d = malloc(max * 8), *s = malloc(max * 8), *orig = malloc(max * 8), exp[8];
+
+    for (int dt = 0; dt < SHARC_DTYPE_LAST; dt++) {
+        size_t sz = sharc_dtype_size((sharc_dtype_t)dt);
+        for (int op = 0; op < SHARC_OP_LAST; op++) {
+            int valid = sharc_kern_op_valid((sharc_dtype_t)dt, (sharc_op_t)op);
+            for (size_t l = 0; l < sizeof(lengths) / sizeof(lengths[0]); l++) {
+                size_t n = lengths[l], bad = 0;
+
+                fill_random(orig, (sharc_dtype_t)dt, n);
+                fill_random(s, (sharc_dtype_t)dt, n);
+                memcpy(d, orig, n * sz);
+                if (!valid) {
+                    CHECK(ops->reduce(d, s, n, (sharc_dtype_t)dt, (sharc_op_t)op, NULL) ==
+                          SHARC_ERR_INVALID);
+                    break;
+                }
+                CHECK(ops->reduce(d, s, n, (sharc_dtype_t)dt, (sharc_op_t)op, NULL) == SHARC_OK);
+                for (size_t i = 0; i < n; i++) {
+                    ref_reduce_one(exp, orig, s, (sharc_dtype_t)dt, (sharc_op_t)op, i);
+                    if (ref_is_nan(exp, (sharc_dtype_t)dt, 0)) {
+                        bad += !ref_is_nan(d, (sharc_dtype_t)dt, i);
+                    } else {
+                        bad += memcmp(d + i * sz, exp, sz) != 0;
+                    }
+                }
+                CHECK_MSG(bad == 0, "%s %s, %zu elements: %zu wrong", sharc_dtype_name(dt),
+                          sharc_op_name(op), n, bad);
+            }
+        }
+        /* dst == src: x op x */
+        if (dt == SHARC_DTYPE_I32) {
+            int32_t x[5] = {1, -2, 3, 40000, -7};
+            CHECK(ops->reduce(x, x, 5, SHARC_DTYPE_I32, SHARC_OP_SUM, NULL) == SHARC_OK);
+            CHECK(x[0] == 2 && x[1] == -4 && x[3] == 80000 && x[4] == -14);
+        }
+    }
+    CHECK(ops->reduce(d, s, 1, SHARC_DTYPE_LAST, SHARC_OP_SUM, NULL) == SHARC_ERR_INVALID);
+    CHECK(ops->reduce(d, s, 1, SHARC_DTYPE_F32, SHARC_OP_LAST, NULL) == SHARC_ERR_INVALID);
+    free(d);
+    free(s);
+    free(orig);
+}
+
+static void test_scale(void)
+{
+    const sharc_kern_ops_t *ops = &sharc_kern_cpu_ops;
+    float f[17];
+    double g[17];
+    uint16_t h[17], b[17];
+    int32_t i[1] = {4};
+
+    for (int k = 0; k < 17; k++) {
+        f[k] = (float)(3 * k);
+        g[k] = 3.0 * k;
+        h[k] = sharc_kern_f32_to_f16((float)(3 * k));
+        b[k] = sharc_kern_f32_to_bf16((float)(3 * k));
+    }
+    CHECK(ops->scale(f, 17, SHARC_DTYPE_F32, 1.0 / 3, NULL) == SHARC_OK);
+    CHECK(ops->scale(g, 17, SHARC_DTYPE_F64, 1.0 / 3, NULL) == SHARC_OK);
+    CHECK(ops->scale(h, 17, SHARC_DTYPE_F16, 1.0 / 3, NULL) == SHARC_OK);
+    CHECK(ops->scale(b, 17, SHARC_DTYPE_BF16, 1.0 / 3, NULL) == SHARC_OK);
+    for (int k = 0; k < 17; k++) {
+        CHECK_MSG(f[k] == (float)k && g[k] == (double)k, "k=%d: %g %g", k, f[k], g[k]);
+        CHECK(sharc_kern_f16_to_f32(h[k]) == (float)k && sharc_kern_bf16_to_f32(b[k]) == (float)k);
+    }
+    CHECK(ops->scale(i, 1, SHARC_DTYPE_I32, 0.5, NULL) == SHARC_ERR_INVALID);
+}
+
 int main(void)
 {
+    test_reduce();
+    test_scale();
     test_exhaustive();
     test_random();
     test_table();

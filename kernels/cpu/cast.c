@@ -7,7 +7,7 @@
 
 #include <string.h>
 
-#include "../kernels.h"
+#include "cpu.h"
 
 static int sharc_kern_is_float16ish(sharc_dtype_t dt)
 {
@@ -23,8 +23,8 @@ static float sharc_kern_load(const void *src, sharc_dtype_t dt, size_t i)
     }
 }
 
-static sharc_status_t sharc_kern_cpu_cast(void *dst, sharc_dtype_t dst_dtype, const void *src,
-                                          sharc_dtype_t src_dtype, size_t count, void *stream)
+sharc_status_t sharc_kern_cpu_cast(void *dst, sharc_dtype_t dst_dtype, const void *src,
+                                   sharc_dtype_t src_dtype, size_t count, void *stream)
 {
     if (!sharc_kern_is_float16ish(dst_dtype) || !sharc_kern_is_float16ish(src_dtype)) {
         return SHARC_ERR_UNSUPPORTED;
@@ -52,8 +52,3 @@ static sharc_status_t sharc_kern_cpu_cast(void *dst, sharc_dtype_t dst_dtype, co
     }
     return SHARC_OK;
 }
-
-const sharc_kern_ops_t sharc_kern_cpu_ops = {
-    .name = "cpu",
-    .cast = sharc_kern_cpu_cast,
-};

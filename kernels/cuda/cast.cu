@@ -119,7 +119,10 @@ sharc_status_t sharc_kern_cuda_cast(void *dst, sharc_dtype_t dst_dtype, const vo
 
 } // namespace
 
+/* reduce and scale on device memory are not written yet: NULL, so callers can tell. */
 extern "C" const sharc_kern_ops_t sharc_kern_cuda_ops = {
     "cuda",
     sharc_kern_cuda_cast,
+    NULL,
+    NULL,
 };

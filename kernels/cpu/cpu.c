@@ -1,0 +1,13 @@
+/*
+ * cpu/cpu.c: the ops table of the host kernels.
+ */
+#include "config.h"
+
+#include "cpu.h"
+
+const sharc_kern_ops_t sharc_kern_cpu_ops = {
+    .name = "cpu",
+    .cast = sharc_kern_cpu_cast,
+    .reduce = sharc_kern_cpu_reduce,
+    .scale = sharc_kern_cpu_scale,
+};

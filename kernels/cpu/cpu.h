@@ -1,0 +1,17 @@
+/*
+ * cpu/cpu.h: the host kernels behind sharc_kern_cpu_ops (see kernels.h for each contract).
+ */
+#ifndef SHARC_KERN_CPU_H
+#define SHARC_KERN_CPU_H
+
+#include "../kernels.h"
+
+SHARC_HIDDEN sharc_status_t sharc_kern_cpu_cast(void *dst, sharc_dtype_t dst_dtype, const void *src,
+                                                sharc_dtype_t src_dtype, size_t count,
+                                                void *stream);
+SHARC_HIDDEN sharc_status_t sharc_kern_cpu_reduce(void *dst, const void *src, size_t count,
+                                                  sharc_dtype_t dtype, sharc_op_t op, void *stream);
+SHARC_HIDDEN sharc_status_t sharc_kern_cpu_scale(void *buf, size_t count, sharc_dtype_t dtype,
+                                                 double factor, void *stream);
+
+#endif
