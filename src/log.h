@@ -7,6 +7,7 @@
 #define SHARC_LOG_INT_H
 
 #include <errno.h>
+#include <stddef.h>
 #include <sharc/log.h>
 
 #include "def_int.h"

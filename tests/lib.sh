@@ -64,6 +64,21 @@ run_fail() {
     fi
 }
 
+# MPIRUN_CMD: mpirun as the tests run it (oversubscribed, as root, shared memory). In
+# sanitizer builds OpenMPI's components stay mapped so LeakSanitizer can name them and the
+# suppressions in lsan.supp apply (tests/nodlclose.c), and unwinding is slow but complete
+# (OpenMPI is built without frame pointers). Returns 1 when there is no mpirun.
+setup_mpirun() {
+    [ -n "${MPIRUN:-}" ] || return 1
+    MPIRUN_CMD=("$MPIRUN" --oversubscribe --allow-run-as-root --mca btl self,vader
+                -x SHARC_BOOTSTRAP_TIMEOUT=30s)
+    if [ -n "${SHARC_SANITIZE:-}" ]; then
+        export LD_PRELOAD="$top_builddir/tests/.libs/libnodlclose.so"
+        export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0:fast_unwind_on_malloc=0"
+    fi
+    return 0
+}
+
 finish() {
     if [ $failures -ne 0 ]; then
         echo "$failures failure(s)"

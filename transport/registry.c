@@ -14,10 +14,16 @@
 #include "transport.h"
 
 extern const sharc_tp_ops_t sharc_tp_self_ops;
+#ifdef HAVE_UCX
+extern const sharc_tp_ops_t sharc_tp_ucx_ops;
+#endif
 
-/* Later backends slot in here, guarded by their HAVE_ macro (nccl, ucx, ib). */
+/* In order of preference; later backends slot in here (nccl, ib). */
 static const sharc_tp_ops_t *const sharc_tp_backends[] = {
     &sharc_tp_self_ops,
+#ifdef HAVE_UCX
+    &sharc_tp_ucx_ops,
+#endif
     NULL,
 };
 

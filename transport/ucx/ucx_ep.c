@@ -1,0 +1,144 @@
+/*
+ * ucx_ep.c: point-to-point messages over UCP tag matching. The UCP tag carries the sender's
+ * rank above the sharc tag, and receives match it exactly, so a receive names its peer and
+ * equal tags from one peer match in order. Completion comes from UCP's callback (inside
+ * progress) or at once when UCP completes the operation inside the post.
+ */
+#include "config.h"
+
+#define SHARC_THIS_SUBSYS SHARC_SUBSYS_TP
+
+#include "../../src/log.h"
+#include "ucx.h"
+
+#define SHARC_UCX_PEER(_req) ((_req)->tp_priv[0].u64)
+
+static uint64_t sharc_tp_ucx_tag(int src, uint64_t tag)
+{
+    return ((uint64_t)src << SHARC_UCX_TAG_BITS) | tag;
+}
+
+static sharc_status_t sharc_tp_ucx_check(sharc_tp_comm_t *tp, int peer, uint64_t tag,
+                                         const char *what)
+{
+    if (peer < 0 || peer >= tp->size || tag > SHARC_UCX_TAG_MAX) {
+        sharc_error("ucx: %s with peer %d and tag %#llx: the peer must be in [0, %d) and the "
+                    "tag below 2^%d",
+                    what, peer, (unsigned long long)tag, tp->size, SHARC_UCX_TAG_BITS);
+        return SHARC_ERR_INVALID;
+    }
+    if (__atomic_load_n(&tp->peer_failed[peer], __ATOMIC_ACQUIRE)) {
+        sharc_error("ucx: rank %d cannot %s rank %d: its connection failed earlier", tp->rank, what,
+                    peer);
+        return SHARC_ERR_REMOTE;
+    }
+    return SHARC_OK;
+}
+
+static void sharc_tp_ucx_finish(sharc_tp_req_t *req, ucs_status_t ustatus, const char *what)
+{
+    sharc_status_t status = sharc_tp_ucx_status(ustatus);
+
+    if (ustatus != UCS_OK) {
+        sharc_error("ucx: %s rank %llu failed: %s", what, (unsigned long long)SHARC_UCX_PEER(req),
+                    ucs_status_string(ustatus));
+    }
+    sharc_tp_req_complete(req, status);
+}
+
+static void sharc_tp_ucx_send_cb(void *request, ucs_status_t ustatus, void *user_data)
+{
+    ucp_request_free(request);
+    sharc_tp_ucx_finish(user_data, ustatus, "a send to");
+}
+
+static void sharc_tp_ucx_recv_cb(void *request, ucs_status_t ustatus,
+                                 const ucp_tag_recv_info_t *info, void *user_data)
+{
+    sharc_tp_req_t *req = user_data;
+
+    req->bytes = (ustatus == UCS_OK) ? info->length : 0;
+    ucp_request_free(request);
+    sharc_tp_ucx_finish(req, ustatus, "a receive from");
+}
+
+/* What a post returned: completed at once, pending (callback later), or failed. */
+static sharc_status_t sharc_tp_ucx_posted(ucs_status_ptr_t sp, sharc_tp_req_t *req,
+                                          const char *what)
+{
+    if (sp == NULL) {
+        sharc_tp_req_complete(req, SHARC_OK);
+        return SHARC_OK;
+    }
+    if (UCS_PTR_IS_ERR(sp)) {
+        sharc_error("ucx: posting %s rank %llu failed: %s", what,
+                    (unsigned long long)SHARC_UCX_PEER(req), ucs_status_string(UCS_PTR_STATUS(sp)));
+        return sharc_tp_ucx_status(UCS_PTR_STATUS(sp));
+    }
+    return SHARC_INPROGRESS;
+}
+
+sharc_status_t sharc_tp_ucx_send(sharc_tp_comm_t *tp, int peer, uint64_t tag, const void *buf,
+                                 size_t bytes, sharc_tp_mem_t *mem, sharc_tp_req_t *req)
+{
+    ucp_request_param_t param = {
+        .op_attr_mask =
+            UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_DATATYPE,
+        .cb.send = sharc_tp_ucx_send_cb,
+        .user_data = req,
+        .datatype = ucp_dt_make_contig(1),
+    };
+    sharc_status_t status = sharc_tp_ucx_check(tp, peer, tag, "send to");
+    ucs_status_ptr_t sp;
+
+    if (status != SHARC_OK) {
+        return status;
+    }
+    if (mem != NULL) {
+        param.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH;
+        param.memh = mem->memh;
+    }
+    req->status = SHARC_INPROGRESS;
+    req->bytes = bytes;
+    SHARC_UCX_PEER(req) = (uint64_t)peer;
+    pthread_mutex_lock(&tp->lock);
+    sp = ucp_tag_send_nbx(tp->eps[peer], buf, bytes, sharc_tp_ucx_tag(tp->rank, tag), &param);
+    status = sharc_tp_ucx_posted(sp, req, "a send to");
+    pthread_mutex_unlock(&tp->lock);
+    return status;
+}
+
+sharc_status_t sharc_tp_ucx_recv(sharc_tp_comm_t *tp, int peer, uint64_t tag, void *buf,
+                                 size_t bytes, sharc_tp_mem_t *mem, sharc_tp_req_t *req)
+{
+    ucp_tag_recv_info_t info = {0};
+    ucp_request_param_t param = {
+        .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+                        UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_RECV_INFO,
+        .cb.recv = sharc_tp_ucx_recv_cb,
+        .user_data = req,
+        .datatype = ucp_dt_make_contig(1),
+        .recv_info.tag_info = &info,
+    };
+    sharc_status_t status = sharc_tp_ucx_check(tp, peer, tag, "receive from");
+    ucs_status_ptr_t sp;
+
+    if (status != SHARC_OK) {
+        return status;
+    }
+    if (mem != NULL) {
+        param.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH;
+        param.memh = mem->memh;
+    }
+    req->status = SHARC_INPROGRESS;
+    req->bytes = 0;
+    SHARC_UCX_PEER(req) = (uint64_t)peer;
+    pthread_mutex_lock(&tp->lock);
+    sp = ucp_tag_recv_nbx(tp->worker, buf, bytes, sharc_tp_ucx_tag(peer, tag), UINT64_MAX, &param);
+    if (sp == NULL) {
+        req->bytes = info.length; /* matched an unexpected message at once */
+    }
+    status = sharc_tp_ucx_posted(sp, req, "a receive from");
+    pthread_mutex_unlock(&tp->lock);
+    return status;
+}

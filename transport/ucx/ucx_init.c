@@ -1,0 +1,252 @@
+/*
+ * ucx_init.c: the UCX transport's ops table and per-communicator setup: a UCP context and
+ * worker, worker addresses exchanged through the bootstrap, an endpoint per peer with peer
+ * error handling (a dead peer fails its requests instead of hanging them).
+ */
+#include "config.h"
+
+#define SHARC_THIS_SUBSYS SHARC_SUBSYS_TP
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../src/log.h"
+#include "../../src/util.h"
+#include "ucx.h"
+
+sharc_status_t sharc_tp_ucx_status(ucs_status_t status)
+{
+    switch (status) {
+    case UCS_OK: return SHARC_OK;
+    case UCS_INPROGRESS: return SHARC_INPROGRESS;
+    case UCS_ERR_NO_MEMORY: return SHARC_ERR_NOMEM;
+    case UCS_ERR_INVALID_PARAM:
+    case UCS_ERR_MESSAGE_TRUNCATED: return SHARC_ERR_INVALID;
+    case UCS_ERR_UNSUPPORTED:
+    case UCS_ERR_UNREACHABLE: return SHARC_ERR_UNSUPPORTED;
+    case UCS_ERR_TIMED_OUT:
+    case UCS_ERR_ENDPOINT_TIMEOUT: return SHARC_ERR_TIMEOUT;
+    case UCS_ERR_CONNECTION_RESET:
+    case UCS_ERR_REJECTED:
+    case UCS_ERR_CANCELED: return SHARC_ERR_REMOTE;
+    default: return SHARC_ERR_BACKEND;
+    }
+}
+
+static void sharc_tp_ucx_ep_error(void *arg, ucp_ep_h ep, ucs_status_t status)
+{
+    sharc_tp_comm_t *tp = arg;
+
+    for (int p = 0; p < tp->size; p++) {
+        if (tp->eps[p] == ep) {
+            sharc_error("ucx: rank %d lost its connection to rank %d: %s", tp->rank, p,
+                        ucs_status_string(status));
+            __atomic_store_n(&tp->peer_failed[p], 1, __ATOMIC_RELEASE);
+        }
+    }
+}
+
+/* Exchange worker addresses (their lengths differ) through the bootstrap. */
+static sharc_status_t sharc_tp_ucx_exchange(sharc_tp_comm_t *tp, sharc_boot_t *boot, char **addrs_p,
+                                            size_t *stride_p)
+{
+    ucp_address_t *addr;
+    size_t len, max = 0, *lens;
+    ucs_status_t ustatus;
+    sharc_status_t status;
+    char *mine = NULL, *all = NULL;
+
+    ustatus = ucp_worker_get_address(tp->worker, &addr, &len);
+    if (ustatus != UCS_OK) {
+        sharc_error("ucx: ucp_worker_get_address failed: %s", ucs_status_string(ustatus));
+        return sharc_tp_ucx_status(ustatus);
+    }
+    lens = calloc((size_t)tp->size, sizeof(*lens));
+    status = lens ? sharc_boot_allgather(boot, &len, lens, sizeof(len)) : SHARC_ERR_NOMEM;
+    if (status != SHARC_OK) {
+        goto out;
+    }
+    for (int p = 0; p < tp->size; p++) {
+        max = SHARC_MAX(max, lens[p]);
+    }
+    mine = calloc(1, max);
+    all = calloc((size_t)tp->size, max);
+    if (mine == NULL || all == NULL) {
+        status = SHARC_ERR_NOMEM;
+        goto out;
+    }
+    memcpy(mine, addr, len);
+    status = sharc_boot_allgather(boot, mine, all, max);
+    if (status == SHARC_OK) {
+        *addrs_p = all;
+        *stride_p = max;
+        all = NULL;
+    }
+out:
+    free(all);
+    free(mine);
+    free(lens);
+    ucp_worker_release_address(tp->worker, addr);
+    return status;
+}
+
+static sharc_status_t sharc_tp_ucx_connect(sharc_tp_comm_t *tp, const char *addrs, size_t stride)
+{
+    for (int p = 0; p < tp->size; p++) {
+        ucp_ep_params_t params = {
+            .field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                          UCP_EP_PARAM_FIELD_ERR_HANDLER,
+            .address = (const ucp_address_t *)(addrs + (size_t)p * stride),
+            .err_mode = UCP_ERR_HANDLING_MODE_PEER,
+            .err_handler = {.cb = sharc_tp_ucx_ep_error, .arg = tp},
+        };
+        ucs_status_t ustatus = ucp_ep_create(tp->worker, &params, &tp->eps[p]);
+
+        if (ustatus != UCS_OK) {
+            sharc_error("ucx: rank %d cannot create an endpoint to rank %d: %s", tp->rank, p,
+                        ucs_status_string(ustatus));
+            tp->eps[p] = NULL;
+            return sharc_tp_ucx_status(ustatus);
+        }
+    }
+    return SHARC_OK;
+}
+
+/* Close every endpoint, flushing what is in flight; a peer that does not answer within the
+ * timeout gets a forced close. */
+static void sharc_tp_ucx_close_eps(sharc_tp_comm_t *tp)
+{
+    double deadline = sharc_time_now() + tp->timeout;
+
+    for (int p = 0; p < tp->size; p++) {
+        ucp_request_param_t param = {
+            .op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
+            .flags = tp->peer_failed[p] ? UCP_EP_CLOSE_FLAG_FORCE : 0,
+        };
+        void *req;
+
+        if (tp->eps[p] == NULL) {
+            continue;
+        }
+        req = ucp_ep_close_nbx(tp->eps[p], &param);
+        while (UCS_PTR_IS_PTR(req) && ucp_request_check_status(req) == UCS_INPROGRESS) {
+            ucp_worker_progress(tp->worker);
+            if (sharc_time_now() > deadline) {
+                sharc_warn("ucx: rank %d: closing the endpoint to rank %d timed out", tp->rank, p);
+                break;
+            }
+        }
+        if (UCS_PTR_IS_PTR(req)) {
+            if (ucp_request_check_status(req) == UCS_INPROGRESS) {
+                ucp_request_cancel(tp->worker, req);
+            }
+            ucp_request_free(req);
+        }
+        tp->eps[p] = NULL;
+    }
+}
+
+static void sharc_tp_ucx_comm_destroy(sharc_tp_comm_t *tp)
+{
+    if (tp->eps != NULL) {
+        sharc_tp_ucx_close_eps(tp);
+    }
+    if (tp->worker != NULL) {
+        ucp_worker_destroy(tp->worker);
+    }
+    if (tp->context != NULL) {
+        ucp_cleanup(tp->context);
+    }
+    pthread_mutex_destroy(&tp->lock);
+    free(tp->eps);
+    free(tp->peer_failed);
+    free(tp);
+}
+
+static sharc_status_t sharc_tp_ucx_comm_create(const sharc_tp_comm_params_t *params,
+                                               sharc_tp_comm_t **tp_p)
+{
+    ucp_params_t ucp_params = {
+        .field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_REQUEST_SIZE |
+                      UCP_PARAM_FIELD_MT_WORKERS_SHARED,
+        .features = UCP_FEATURE_TAG,
+        .request_size = 0,
+        .mt_workers_shared = 0,
+    };
+    ucp_worker_params_t worker_params = {
+        .field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
+        .thread_mode = UCS_THREAD_MODE_SERIALIZED, /* tp->lock serializes */
+    };
+    pthread_mutexattr_t attr;
+    sharc_tp_comm_t *tp;
+    ucs_status_t ustatus;
+    sharc_status_t status;
+    char *addrs = NULL;
+    size_t stride = 0;
+
+    if (params->size > SHARC_UCX_MAX_RANKS) {
+        sharc_error("ucx: %d ranks exceed the transport's limit of %d", params->size,
+                    SHARC_UCX_MAX_RANKS);
+        return SHARC_ERR_UNSUPPORTED;
+    }
+    tp = calloc(1, sizeof(*tp));
+    if (tp == NULL) {
+        return SHARC_ERR_NOMEM;
+    }
+    pthread_mutexattr_init(&attr);
+    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutex_init(&tp->lock, &attr);
+    pthread_mutexattr_destroy(&attr);
+    tp->rank = params->rank;
+    tp->size = params->size;
+    tp->timeout = params->cfg->bootstrap_timeout;
+    tp->eps = calloc((size_t)tp->size, sizeof(*tp->eps));
+    tp->peer_failed = calloc((size_t)tp->size, sizeof(*tp->peer_failed));
+    if (tp->eps == NULL || tp->peer_failed == NULL) {
+        status = SHARC_ERR_NOMEM;
+        goto err_destroy;
+    }
+    /* Configuration comes from UCX_* variables, read by ucp_init as UCX documents. */
+    ustatus = ucp_init(&ucp_params, NULL, &tp->context);
+    if (ustatus != UCS_OK) {
+        sharc_error("ucx: ucp_init failed: %s", ucs_status_string(ustatus));
+        status = sharc_tp_ucx_status(ustatus);
+        goto err_destroy;
+    }
+    ustatus = ucp_worker_create(tp->context, &worker_params, &tp->worker);
+    if (ustatus != UCS_OK) {
+        sharc_error("ucx: ucp_worker_create failed: %s", ucs_status_string(ustatus));
+        status = sharc_tp_ucx_status(ustatus);
+        goto err_destroy;
+    }
+    status = sharc_tp_ucx_exchange(tp, params->boot, &addrs, &stride);
+    if (status != SHARC_OK) {
+        goto err_destroy;
+    }
+    status = sharc_tp_ucx_connect(tp, addrs, stride);
+    free(addrs);
+    if (status != SHARC_OK) {
+        goto err_destroy;
+    }
+    *tp_p = tp;
+    return SHARC_OK;
+
+err_destroy:
+    sharc_tp_ucx_comm_destroy(tp);
+    return status;
+}
+
+const sharc_tp_ops_t sharc_tp_ucx_ops = {
+    .version = SHARC_TP_OPS_VERSION,
+    .name = "ucx",
+    .caps = SHARC_TP_CAP_P2P | SHARC_TP_CAP_HOST_MEM | SHARC_TP_CAP_REMOTE,
+    .query = NULL,
+    .comm_create = sharc_tp_ucx_comm_create,
+    .comm_destroy = sharc_tp_ucx_comm_destroy,
+    .mem_reg = sharc_tp_ucx_mem_reg,
+    .mem_dereg = sharc_tp_ucx_mem_dereg,
+    .send = sharc_tp_ucx_send,
+    .recv = sharc_tp_ucx_recv,
+    .coll = NULL,
+    .progress = sharc_tp_ucx_progress,
+};
