@@ -154,7 +154,8 @@ static sharc_status_t sharc_comm_alloc(sharc_context_h ctx, int rank, int size,
         return SHARC_ERR_NOMEM;
     }
     comm->node_of = calloc((size_t)size, sizeof(*comm->node_of));
-    if (comm->node_of == NULL) {
+    if (comm->node_of == NULL || sharc_coll_comm_create(&comm->coll) != SHARC_OK) {
+        free(comm->node_of);
         free(comm);
         return SHARC_ERR_NOMEM;
     }
@@ -168,6 +169,7 @@ static sharc_status_t sharc_comm_alloc(sharc_context_h ctx, int rank, int size,
 
 static void sharc_comm_free(sharc_comm_h comm)
 {
+    sharc_coll_comm_destroy(comm); /* before the transport its tasks use */
     if (comm->tp != NULL) {
         comm->tp_ops->comm_destroy(comm->tp);
     }

@@ -10,6 +10,13 @@
 #include "boot/boot.h"
 #include "context.h"
 
+/* The collective layer's per-communicator state (coll/coll.h). */
+typedef struct sharc_coll_comm sharc_coll_comm_t;
+
+/* Made and released with the communicator; destroy completes what is still in flight. */
+SHARC_HIDDEN sharc_status_t sharc_coll_comm_create(sharc_coll_comm_t **cc_p);
+SHARC_HIDDEN void sharc_coll_comm_destroy(struct sharc_comm *comm);
+
 struct sharc_comm {
     sharc_context_h ctx;
     sharc_boot_t *boot;
@@ -19,6 +26,7 @@ struct sharc_comm {
     int *node_of;                 /* [size]: node index of every rank */
     const sharc_tp_ops_t *tp_ops; /* NULL: bootstrap only */
     sharc_tp_comm_t *tp;
+    sharc_coll_comm_t *coll;
 };
 
 #endif

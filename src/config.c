@@ -89,6 +89,14 @@ static const sharc_cfg_field_t sharc_cfg_table[] = {
      "else the best one built in).",
      SHARC_CFG_ENUM, SHARC_CFG_OFF(transport), sharc_cfg_transport_names, SHARC_CFG_TRANSPORT_LAST,
      0, 0},
+    {"TIMEOUT", "10m",
+     "Longest wait for a collective; past it the wait fails with a timeout naming the peer it "
+     "waited for, and the communicator is failed.",
+     SHARC_CFG_TIME, SHARC_CFG_OFF(timeout), NULL, 0, 0, 0},
+    {"COLL_CHUNK", "256k",
+     "Bytes per chunk of the pipelined ring and chain algorithms: smaller starts forwarding "
+     "sooner, larger costs fewer messages.",
+     SHARC_CFG_SIZE, SHARC_CFG_OFF(coll_chunk), NULL, 0, 64, 1L << 30},
 };
 
 #define SHARC_CFG_NKNOBS SHARC_ARRAY_SIZE(sharc_cfg_table)

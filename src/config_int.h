@@ -22,6 +22,8 @@ typedef struct {
     int bootstrap_port;       /* 0: derive */
     size_t bootstrap_max_msg; /* bytes */
     int transport;            /* sharc_cfg_transport_t */
+    double timeout;           /* seconds a collective may take */
+    size_t coll_chunk;        /* bytes per pipelined chunk of the ring and chain algorithms */
 } sharc_cfg_t;
 
 /* SHARC_TRANSPORT values; the registry in transport/ maps them to backends. */

@@ -12,5 +12,6 @@
 #include <sharc/config.h>
 #include <sharc/context.h>
 #include <sharc/comm.h>
+#include <sharc/coll.h>
 
 #endif

@@ -1,0 +1,74 @@
+/*
+ * allreduce_ring.c: all-reduce as a ring reduce-scatter followed by a ring all-gather over
+ * the same blocks (the bandwidth-optimal pair; engine: ring.c).
+ * Computes: recvbuf = op over all ranks' sendbuf, identical bits on every rank (each block
+ * is reduced once, on its owner, then copied).
+ * Blocks: count split over n ranks, the first count % n blocks one element longer.
+ * Steps: 2 (n - 1). Bytes per rank: 2 (n-1)/n of the vector sent and received.
+ * Extra memory: 4 chunks of scratch.
+ * In place: sendbuf == recvbuf skips the initial copy.
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "../coll.h"
+
+static void sharc_allreduce_ring_layout(sharc_coll_task_t *task)
+{
+    const sharc_coll_args_t *a = &task->args;
+    sharc_coll_ring_t *ring = &task->ring;
+    size_t n = (size_t)task->comm->size, esize = sharc_dtype_size(a->dtype);
+
+    memset(ring, 0, sizeof(*ring));
+    ring->vec = a->recvbuf;
+    ring->blocks = (sharc_coll_blocks_t){.base = a->count / n, .extra = a->count % n};
+    ring->out = (char *)a->recvbuf + sharc_coll_block_off(&ring->blocks, task->comm->rank) * esize;
+    ring->chunk = task->comm->ctx->cfg->coll_chunk / esize;
+}
+
+static sharc_status_t sharc_allreduce_ring_init(sharc_coll_task_t *task)
+{
+    const sharc_coll_args_t *a = &task->args;
+
+    if (a->sendbuf != a->recvbuf && a->count > 0) {
+        memcpy(a->recvbuf, a->sendbuf, a->count * sharc_dtype_size(a->dtype));
+    }
+    sharc_allreduce_ring_layout(task);
+    task->ring.scale = (a->op == SHARC_OP_AVG) ? 1.0 / task->comm->size : 0.0;
+    task->phase = 0;
+    return sharc_coll_ring_init(task, &task->ring);
+}
+
+static sharc_status_t sharc_allreduce_ring_progress(sharc_coll_task_t *task)
+{
+    sharc_status_t status;
+
+    if (task->phase == 0) {
+        /* the reduce-scatter reads and writes recvbuf in place: own block last */
+        status = sharc_coll_ring_reduce_scatter(task, &task->ring);
+        if (status != SHARC_OK) {
+            return status;
+        }
+        sharc_coll_ring_cleanup(&task->ring);
+        sharc_allreduce_ring_layout(task);
+        status = sharc_coll_ring_init(task, &task->ring);
+        if (status != SHARC_OK) {
+            return status;
+        }
+        task->phase = 1;
+    }
+    return sharc_coll_ring_allgather(task, &task->ring);
+}
+
+static void sharc_allreduce_ring_cleanup(sharc_coll_task_t *task)
+{
+    sharc_coll_ring_cleanup(&task->ring);
+}
+
+const sharc_coll_algo_t sharc_coll_allreduce_ring = {
+    .name = "ring",
+    .init = sharc_allreduce_ring_init,
+    .progress = sharc_allreduce_ring_progress,
+    .cleanup = sharc_allreduce_ring_cleanup,
+};

@@ -1,0 +1,78 @@
+/*
+ * barrier_dissemination.c: the dissemination barrier (Hensgen, Finkel and Manber).
+ * Computes: returns on a rank only after every rank has entered.
+ * Steps: ceil(log2 n); at step k rank r sends an empty message to r + 2^k and waits for
+ * one from r - 2^k. After step k a rank has heard, directly or not, from 2^(k+1) ranks.
+ * Bytes: none (empty messages). Extra memory: 2 requests per step.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+
+#include "../coll.h"
+
+static sharc_status_t sharc_barrier_dissemination_init(sharc_coll_task_t *task)
+{
+    size_t steps = 0;
+
+    while (((size_t)1 << steps) < (size_t)task->comm->size) {
+        steps++;
+    }
+    task->nreqs = steps;
+    task->step = 0;
+    task->phase = 0; /* 1: the current step's messages are posted */
+    if (steps == 0) {
+        return SHARC_OK;
+    }
+    task->reqs = calloc(2 * steps, sizeof(*task->reqs));
+    return task->reqs ? SHARC_OK : SHARC_ERR_NOMEM;
+}
+
+static sharc_status_t sharc_barrier_dissemination_progress(sharc_coll_task_t *task)
+{
+    int n = task->comm->size, r = task->comm->rank;
+    sharc_status_t status;
+
+    while (task->step < task->nreqs) {
+        size_t k = task->step;
+        int dist = (int)(((size_t)1 << k) % (size_t)n);
+        sharc_tp_req_t *sreq = &task->reqs[2 * k], *rreq = &task->reqs[2 * k + 1];
+
+        if (!task->phase) {
+            task->await_peer = (r - dist + n) % n;
+            status = sharc_coll_recv(task, task->await_peer, NULL, 0, rreq);
+            if (status == SHARC_OK) {
+                status = sharc_coll_send(task, (r + dist) % n, NULL, 0, sreq);
+            }
+            if (status != SHARC_OK) {
+                return status;
+            }
+            task->phase = 1;
+        }
+        status = sharc_tp_req_status(rreq);
+        if (status != SHARC_OK) {
+            return status; /* INPROGRESS included */
+        }
+        task->phase = 0;
+        task->step++;
+    }
+    for (size_t k = 0; k < task->nreqs; k++) {
+        status = sharc_tp_req_status(&task->reqs[2 * k]);
+        if (status != SHARC_OK) {
+            return status;
+        }
+    }
+    return SHARC_OK;
+}
+
+static void sharc_barrier_dissemination_cleanup(sharc_coll_task_t *task)
+{
+    free(task->reqs);
+}
+
+const sharc_coll_algo_t sharc_coll_barrier_dissemination = {
+    .name = "dissemination",
+    .init = sharc_barrier_dissemination_init,
+    .progress = sharc_barrier_dissemination_progress,
+    .cleanup = sharc_barrier_dissemination_cleanup,
+};

@@ -1,0 +1,101 @@
+/*
+ * broadcast_chain.c: broadcast along a chain root -> root+1 -> ... -> root-1, pipelined in
+ * chunks: each rank forwards a chunk as soon as it has it.
+ * Computes: every rank's recvbuf = root's sendbuf.
+ * Steps: n - 1 + chunks - 1 (chunk times). Bytes per rank: count received and sent (the
+ * last rank only receives, the root only sends).
+ * Extra memory: none. In place: sendbuf == recvbuf on the root skips its copy.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "../coll.h"
+
+static sharc_status_t sharc_broadcast_chain_init(sharc_coll_task_t *task)
+{
+    const sharc_coll_args_t *a = &task->args;
+    sharc_comm_h comm = task->comm;
+    size_t esize = sharc_dtype_size(a->dtype), bytes = a->count * esize;
+    size_t chunk = SHARC_MAX(comm->ctx->cfg->coll_chunk / esize, (size_t)1) * esize;
+
+    if (comm->rank == a->root && a->sendbuf != a->recvbuf && bytes > 0) {
+        memcpy(a->recvbuf, a->sendbuf, bytes);
+    }
+    task->nreqs = (comm->size > 1 && bytes > 0) ? (bytes + chunk - 1) / chunk : 0;
+    task->step = 0;
+    task->ring.chunk = chunk; /* bytes, here */
+    if (task->nreqs == 0) {
+        return SHARC_OK;
+    }
+    task->reqs = calloc(2 * task->nreqs, sizeof(*task->reqs)); /* receives, then sends */
+    if (task->reqs == NULL) {
+        return SHARC_ERR_NOMEM;
+    }
+    task->await_peer = (comm->rank - 1 + comm->size) % comm->size;
+    return SHARC_OK;
+}
+
+static sharc_status_t sharc_broadcast_chain_progress(sharc_coll_task_t *task)
+{
+    sharc_comm_h comm = task->comm;
+    int n = comm->size, pos = (comm->rank - task->args.root + n) % n;
+    int next = (comm->rank + 1) % n, prev = (comm->rank - 1 + n) % n;
+    size_t chunk = task->ring.chunk, total = task->args.count * sharc_dtype_size(task->args.dtype);
+    sharc_tp_req_t *rreq = task->reqs, *sreq = task->reqs + task->nreqs;
+    sharc_status_t status;
+
+    if (task->nreqs == 0) {
+        return SHARC_OK;
+    }
+    if (task->phase == 0) { /* post every receive at once: each chunk has its place */
+        task->phase = 1;
+        for (size_t c = 0; pos > 0 && c < task->nreqs; c++) {
+            size_t off = c * chunk;
+            status = sharc_coll_recv(task, prev, (char *)task->args.recvbuf + off,
+                                     SHARC_MIN(chunk, total - off), &rreq[c]);
+            if (status != SHARC_OK) {
+                return status;
+            }
+        }
+    }
+    /* forward each chunk once it is here (the root has them all; the last rank sends none) */
+    for (; pos < n - 1 && task->step < task->nreqs; task->step++) {
+        size_t c = task->step, off = c * chunk;
+
+        if (pos > 0 && (status = sharc_tp_req_status(&rreq[c])) != SHARC_OK) {
+            if (status != SHARC_INPROGRESS) {
+                return status;
+            }
+            break;
+        }
+        status = sharc_coll_send(task, next, (char *)task->args.recvbuf + off,
+                                 SHARC_MIN(chunk, total - off), &sreq[c]);
+        if (status != SHARC_OK) {
+            return status;
+        }
+    }
+    for (size_t c = 0; c < task->nreqs; c++) {
+        if (pos > 0 && (status = sharc_tp_req_status(&rreq[c])) != SHARC_OK) {
+            return status;
+        }
+        if (pos < n - 1 &&
+            (c >= task->step || (status = sharc_tp_req_status(&sreq[c])) != SHARC_OK)) {
+            return c >= task->step ? SHARC_INPROGRESS : status;
+        }
+    }
+    return SHARC_OK;
+}
+
+static void sharc_broadcast_chain_cleanup(sharc_coll_task_t *task)
+{
+    free(task->reqs);
+}
+
+const sharc_coll_algo_t sharc_coll_broadcast_chain = {
+    .name = "chain",
+    .init = sharc_broadcast_chain_init,
+    .progress = sharc_broadcast_chain_progress,
+    .cleanup = sharc_broadcast_chain_cleanup,
+};

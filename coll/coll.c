@@ -1,0 +1,428 @@
+/*
+ * coll.c: the collective API: argument checks (before any communication), tasks and their
+ * queue per communicator, algorithm selection, and the progress engine that completes tasks
+ * in posting order. Blocking calls are post + wait + free.
+ */
+#include "config.h"
+
+#define SHARC_THIS_SUBSYS SHARC_SUBSYS_COLL
+
+#include <sched.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../src/log.h"
+#include "../src/util.h"
+#include "coll.h"
+
+static const char *const sharc_coll_names[SHARC_COLL_LAST] = {
+    [SHARC_COLL_ALLGATHER] = "allgather", [SHARC_COLL_REDUCE_SCATTER] = "reduce_scatter",
+    [SHARC_COLL_ALLREDUCE] = "allreduce", [SHARC_COLL_BROADCAST] = "broadcast",
+    [SHARC_COLL_BARRIER] = "barrier",
+};
+
+/*
+ * Algorithm per collective. One algorithm each today; the selection table by size and rank
+ * count (and its SHARC_<COLL>_ALGO overrides) comes with the second algorithm.
+ */
+static const sharc_coll_algo_t *const sharc_coll_algos[SHARC_COLL_LAST] = {
+    [SHARC_COLL_ALLGATHER] = &sharc_coll_allgather_ring,
+    [SHARC_COLL_REDUCE_SCATTER] = &sharc_coll_reduce_scatter_ring,
+    [SHARC_COLL_ALLREDUCE] = &sharc_coll_allreduce_ring,
+    [SHARC_COLL_BROADCAST] = &sharc_coll_broadcast_chain,
+    [SHARC_COLL_BARRIER] = &sharc_coll_barrier_dissemination,
+};
+
+sharc_status_t sharc_coll_comm_create(sharc_coll_comm_t **cc_p)
+{
+    sharc_coll_comm_t *cc = calloc(1, sizeof(*cc));
+    pthread_mutexattr_t attr;
+
+    if (cc == NULL) {
+        return SHARC_ERR_NOMEM;
+    }
+    /* recursive: transport callbacks inside progress may reach the engine again */
+    pthread_mutexattr_init(&attr);
+    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutex_init(&cc->lock, &attr);
+    pthread_mutexattr_destroy(&attr);
+    *cc_p = cc;
+    return SHARC_OK;
+}
+
+/* ---- progress ---------------------------------------------------------------------- */
+
+static void sharc_coll_release(sharc_coll_task_t *task)
+{
+    if (task->algo != NULL && task->algo->cleanup != NULL) {
+        task->algo->cleanup(task);
+    }
+    free(task);
+}
+
+/* Called with the lock held. Drives every task, then completes those at the head in order. */
+static void sharc_coll_progress(sharc_comm_h comm)
+{
+    sharc_coll_comm_t *cc = comm->coll;
+
+    if (comm->tp_ops != NULL && comm->tp_ops->progress != NULL) {
+        int ret = comm->tp_ops->progress(comm->tp);
+        if (ret < 0 && cc->failed == SHARC_OK) {
+            cc->failed = (sharc_status_t)ret;
+        }
+    }
+    for (sharc_coll_task_t *t = cc->head; t != NULL; t = t->next) {
+        if (t->done) {
+            continue;
+        }
+        t->status = (cc->failed != SHARC_OK) ? cc->failed : t->algo->progress(t);
+        if (t->status != SHARC_INPROGRESS) {
+            t->done = 1;
+            if (t->status != SHARC_OK && cc->failed == SHARC_OK) {
+                /* the ranks no longer agree on what is in flight: stop the rest */
+                cc->failed = t->status;
+            }
+        }
+    }
+    while (cc->head != NULL && cc->head->done) {
+        sharc_coll_task_t *t = cc->head;
+
+        cc->head = t->next;
+        if (cc->head == NULL) {
+            cc->tail = NULL;
+        }
+        t->next = NULL;
+        t->complete = 1;
+        if (t->freed) {
+            sharc_coll_release(t);
+        }
+    }
+}
+
+sharc_status_t sharc_request_test(sharc_request_h req)
+{
+    sharc_coll_comm_t *cc;
+    sharc_status_t status;
+
+    if (req == NULL) {
+        sharc_error("sharc_request_test: request is NULL");
+        return SHARC_ERR_INVALID;
+    }
+    cc = req->comm->coll;
+    pthread_mutex_lock(&cc->lock);
+    if (!req->complete) {
+        sharc_coll_progress(req->comm);
+    }
+    status = req->complete ? req->status : SHARC_INPROGRESS;
+    pthread_mutex_unlock(&cc->lock);
+    return status;
+}
+
+sharc_status_t sharc_request_wait(sharc_request_h req)
+{
+    double timeout, deadline;
+    sharc_status_t status;
+
+    if (req == NULL) {
+        sharc_error("sharc_request_wait: request is NULL");
+        return SHARC_ERR_INVALID;
+    }
+    timeout = req->comm->ctx->cfg->timeout;
+    deadline = sharc_time_now() + timeout;
+    while ((status = sharc_request_test(req)) == SHARC_INPROGRESS) {
+        if (sharc_time_now() > deadline) {
+            sharc_coll_comm_t *cc = req->comm->coll;
+
+            pthread_mutex_lock(&cc->lock);
+            sharc_error("rank %d: %s #%llu (%zu %s) did not complete within %.0f s "
+                        "(SHARC_TIMEOUT)%s%.0d; the communicator is failed",
+                        req->comm->rank, sharc_coll_names[req->args.type],
+                        (unsigned long long)req->seq, req->args.count,
+                        sharc_dtype_name(req->args.dtype), timeout,
+                        req->await_peer >= 0 ? ": waiting for rank " : "",
+                        req->await_peer >= 0 ? req->await_peer : 0);
+            if (cc->failed == SHARC_OK) {
+                cc->failed = SHARC_ERR_TIMEOUT;
+            }
+            pthread_mutex_unlock(&cc->lock);
+            return SHARC_ERR_TIMEOUT;
+        }
+        /* several ranks may share few cores: let the others run */
+        sched_yield();
+    }
+    return status;
+}
+
+void sharc_request_free(sharc_request_h req)
+{
+    sharc_coll_comm_t *cc;
+
+    if (req == NULL) {
+        return;
+    }
+    if (!req->complete) {
+        sharc_request_wait(req); /* its buffers must be left alone once it is freed */
+    }
+    cc = req->comm->coll;
+    pthread_mutex_lock(&cc->lock);
+    if (req->complete) {
+        sharc_coll_release(req);
+    } else {
+        req->freed = 1; /* timed out: the engine releases it if it ever completes */
+    }
+    pthread_mutex_unlock(&cc->lock);
+}
+
+void sharc_coll_comm_destroy(sharc_comm_h comm)
+{
+    sharc_coll_comm_t *cc = comm->coll;
+
+    if (cc == NULL) {
+        return;
+    }
+    if (cc->head != NULL) {
+        sharc_warn("rank %d: communicator destroyed with collectives in flight; completing them",
+                   comm->rank);
+        while (cc->head != NULL) {
+            sharc_coll_task_t *t = cc->head;
+            if (sharc_request_wait(t) != SHARC_OK) {
+                break;
+            }
+        }
+    }
+    /* Tasks the caller has not freed are the caller's leak; those freed are released. */
+    for (sharc_coll_task_t *t = cc->head, *next; t != NULL; t = next) {
+        next = t->next;
+        if (t->freed) {
+            sharc_coll_release(t);
+        }
+    }
+    pthread_mutex_destroy(&cc->lock);
+    free(cc);
+    comm->coll = NULL;
+}
+
+/* ---- transport helpers ------------------------------------------------------------- */
+
+sharc_status_t sharc_coll_send(sharc_coll_task_t *task, int peer, const void *buf, size_t bytes,
+                               sharc_tp_req_t *req)
+{
+    sharc_comm_h comm = task->comm;
+    sharc_status_t status;
+
+    memset(req, 0, sizeof(*req));
+    status = comm->tp_ops->send(comm->tp, peer, task->seq, buf, bytes, NULL, req);
+    return (status == SHARC_INPROGRESS) ? SHARC_OK : status;
+}
+
+sharc_status_t sharc_coll_recv(sharc_coll_task_t *task, int peer, void *buf, size_t bytes,
+                               sharc_tp_req_t *req)
+{
+    sharc_comm_h comm = task->comm;
+    sharc_status_t status;
+
+    memset(req, 0, sizeof(*req));
+    status = comm->tp_ops->recv(comm->tp, peer, task->seq, buf, bytes, NULL, req);
+    return (status == SHARC_INPROGRESS) ? SHARC_OK : status;
+}
+
+/* ---- posting ----------------------------------------------------------------------- */
+
+/* Do [a, a + alen) and [b, b + blen) overlap? */
+static int sharc_coll_overlap(const void *a, size_t alen, const void *b, size_t blen)
+{
+    uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+
+    return alen > 0 && blen > 0 && x < y + blen && y < x + alen;
+}
+
+/* The checks every rank makes before communicating: a bad call fails on its own rank. */
+static sharc_status_t sharc_coll_check(sharc_comm_h comm, const sharc_coll_args_t *a)
+{
+    const char *name = sharc_coll_names[a->type];
+    size_t esize = sharc_dtype_size(a->dtype), n = (size_t)comm->size;
+    size_t sbytes = 0, rbytes = 0;
+
+    if (a->type != SHARC_COLL_BARRIER) {
+        if (esize == 0) {
+            sharc_error("%s: dtype %d is not a sharc_dtype_t", name, (int)a->dtype);
+            return SHARC_ERR_INVALID;
+        }
+        if ((a->type == SHARC_COLL_REDUCE_SCATTER || a->type == SHARC_COLL_ALLREDUCE) &&
+            !sharc_kern_op_valid(a->dtype, a->op)) {
+            sharc_error("%s: op %s is not defined for %s", name,
+                        sharc_op_name(a->op) ? sharc_op_name(a->op) : "(invalid)",
+                        sharc_dtype_name(a->dtype));
+            return SHARC_ERR_INVALID;
+        }
+        if (a->count > SIZE_MAX / esize / n) {
+            sharc_error("%s: %zu elements of %s on %zu ranks overflow the address space", name,
+                        a->count, sharc_dtype_name(a->dtype), n);
+            return SHARC_ERR_INVALID;
+        }
+    }
+    switch (a->type) {
+    case SHARC_COLL_ALLGATHER:
+        sbytes = a->count * esize;
+        rbytes = sbytes * n;
+        break;
+    case SHARC_COLL_REDUCE_SCATTER:
+        rbytes = a->count * esize;
+        sbytes = rbytes * n;
+        break;
+    case SHARC_COLL_ALLREDUCE: sbytes = rbytes = a->count * esize; break;
+    case SHARC_COLL_BROADCAST:
+        if (a->root < 0 || a->root >= comm->size) {
+            sharc_error("broadcast: root %d is not a rank of this %d-rank communicator", a->root,
+                        comm->size);
+            return SHARC_ERR_INVALID;
+        }
+        rbytes = a->count * esize;
+        sbytes = (comm->rank == a->root) ? rbytes : 0;
+        break;
+    default: break;
+    }
+    if ((sbytes > 0 && a->sendbuf == NULL) || (rbytes > 0 && a->recvbuf == NULL)) {
+        sharc_error("%s: %s is NULL with %zu elements", name,
+                    a->recvbuf == NULL ? "recvbuf" : "sendbuf", a->count);
+        return SHARC_ERR_INVALID;
+    }
+    /* the only overlaps allowed are the in-place forms of the buffer contract */
+    switch (a->type) {
+    case SHARC_COLL_ALLGATHER:
+        if (a->sendbuf != (char *)a->recvbuf + (size_t)comm->rank * sbytes &&
+            sharc_coll_overlap(a->sendbuf, sbytes, a->recvbuf, rbytes)) {
+            sharc_error("allgather: sendbuf overlaps recvbuf but is not recvbuf + rank * count");
+            return SHARC_ERR_INVALID;
+        }
+        break;
+    case SHARC_COLL_REDUCE_SCATTER:
+        if (a->recvbuf != (const char *)a->sendbuf + (size_t)comm->rank * rbytes &&
+            sharc_coll_overlap(a->sendbuf, sbytes, a->recvbuf, rbytes)) {
+            sharc_error("reduce_scatter: recvbuf overlaps sendbuf but is not sendbuf + rank * "
+                        "recvcount");
+            return SHARC_ERR_INVALID;
+        }
+        break;
+    case SHARC_COLL_ALLREDUCE:
+    case SHARC_COLL_BROADCAST:
+        if (a->sendbuf != a->recvbuf &&
+            sharc_coll_overlap(a->sendbuf, sbytes, a->recvbuf, rbytes)) {
+            sharc_error("%s: sendbuf and recvbuf overlap without being equal", name);
+            return SHARC_ERR_INVALID;
+        }
+        break;
+    default: break;
+    }
+    return SHARC_OK;
+}
+
+static sharc_status_t sharc_coll_post(sharc_comm_h comm, const sharc_coll_args_t *args,
+                                      sharc_request_h *req_p)
+{
+    sharc_coll_comm_t *cc;
+    sharc_coll_task_t *task;
+    sharc_status_t status;
+
+    if (comm == NULL) {
+        sharc_error("%s: communicator is NULL", sharc_coll_names[args->type]);
+        return SHARC_ERR_INVALID;
+    }
+    status = sharc_coll_check(comm, args);
+    if (status != SHARC_OK) {
+        return status;
+    }
+    if (comm->size > 1 && (comm->tp_ops == NULL || comm->tp_ops->send == NULL)) {
+        sharc_error("%s: this communicator of %d ranks has no point-to-point transport "
+                    "(SHARC_TRANSPORT, and was sharc built with UCX?)",
+                    sharc_coll_names[args->type], comm->size);
+        return SHARC_ERR_UNSUPPORTED;
+    }
+    task = calloc(1, sizeof(*task));
+    if (task == NULL) {
+        return SHARC_ERR_NOMEM;
+    }
+    task->comm = comm;
+    task->args = *args;
+    task->algo = sharc_coll_algos[args->type];
+    task->await_peer = -1;
+    task->status = SHARC_INPROGRESS;
+    cc = comm->coll;
+    pthread_mutex_lock(&cc->lock);
+    if (cc->failed != SHARC_OK) {
+        pthread_mutex_unlock(&cc->lock);
+        free(task);
+        sharc_error("%s: an earlier collective on this communicator failed (%s)",
+                    sharc_coll_names[args->type], sharc_status_string(cc->failed));
+        return cc->failed;
+    }
+    /* tags are 40 bits in the narrowest transport; wrapping after 2^40 collectives is safe */
+    task->seq = cc->seq++ & ((1ull << 40) - 1);
+    status = task->algo->init(task);
+    if (status != SHARC_OK) {
+        pthread_mutex_unlock(&cc->lock);
+        sharc_coll_release(task);
+        return status;
+    }
+    if (cc->tail != NULL) {
+        cc->tail->next = task;
+    } else {
+        cc->head = task;
+    }
+    cc->tail = task;
+    sharc_coll_progress(comm); /* small collectives often finish here */
+    pthread_mutex_unlock(&cc->lock);
+    sharc_trace("%s #%llu posted: %zu %s", sharc_coll_names[args->type],
+                (unsigned long long)task->seq, args->count, sharc_dtype_name(args->dtype));
+    if (req_p != NULL) {
+        *req_p = task;
+        return SHARC_OK;
+    }
+    status = sharc_request_wait(task);
+    sharc_request_free(task);
+    return status;
+}
+
+sharc_status_t sharc_allgather(const void *sendbuf, void *recvbuf, size_t count,
+                               sharc_dtype_t dtype, sharc_comm_h comm, sharc_request_h *req_p)
+{
+    sharc_coll_args_t a = {SHARC_COLL_ALLGATHER, sendbuf, recvbuf, count, dtype, SHARC_OP_SUM, 0};
+
+    return sharc_coll_post(comm, &a, req_p);
+}
+
+sharc_status_t sharc_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
+                                    sharc_dtype_t dtype, sharc_op_t op, sharc_comm_h comm,
+                                    sharc_request_h *req_p)
+{
+    sharc_coll_args_t a = {SHARC_COLL_REDUCE_SCATTER, sendbuf, recvbuf, recvcount, dtype, op, 0};
+
+    return sharc_coll_post(comm, &a, req_p);
+}
+
+sharc_status_t sharc_allreduce(const void *sendbuf, void *recvbuf, size_t count,
+                               sharc_dtype_t dtype, sharc_op_t op, sharc_comm_h comm,
+                               sharc_request_h *req_p)
+{
+    sharc_coll_args_t a = {SHARC_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, 0};
+
+    return sharc_coll_post(comm, &a, req_p);
+}
+
+sharc_status_t sharc_broadcast(const void *sendbuf, void *recvbuf, size_t count,
+                               sharc_dtype_t dtype, int root, sharc_comm_h comm,
+                               sharc_request_h *req_p)
+{
+    sharc_coll_args_t a = {SHARC_COLL_BROADCAST, sendbuf, recvbuf, count, dtype,
+                           SHARC_OP_SUM,         root};
+
+    return sharc_coll_post(comm, &a, req_p);
+}
+
+sharc_status_t sharc_barrier(sharc_comm_h comm, sharc_request_h *req_p)
+{
+    sharc_coll_args_t a = {SHARC_COLL_BARRIER, NULL, NULL, 0, SHARC_DTYPE_U8, SHARC_OP_SUM, 0};
+
+    return sharc_coll_post(comm, &a, req_p);
+}

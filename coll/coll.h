@@ -1,0 +1,138 @@
+/*
+ * coll.h: the collective layer's internals. A collective is a task: its arguments, the
+ * algorithm chosen for it, and the algorithm's state. Algorithms are init + progress: the
+ * progress function keeps its place in the task, never blocks, and returns SHARC_INPROGRESS
+ * until it is done (UCC's model). Tasks run over the communicator's point-to-point
+ * transport; all messages of one task share one tag (the task's sequence number), which
+ * the transport matches in posting order between any two ranks.
+ */
+#ifndef SHARC_COLL_INT_H
+#define SHARC_COLL_INT_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sharc/coll.h>
+
+#include "../kernels/kernels.h"
+#include "../src/comm.h"
+
+typedef enum {
+    SHARC_COLL_ALLGATHER,
+    SHARC_COLL_REDUCE_SCATTER,
+    SHARC_COLL_ALLREDUCE,
+    SHARC_COLL_BROADCAST,
+    SHARC_COLL_BARRIER,
+    SHARC_COLL_LAST
+} sharc_coll_type_t;
+
+typedef struct {
+    sharc_coll_type_t type;
+    const void *sendbuf;
+    void *recvbuf;
+    size_t count; /* allgather: per rank; reduce_scatter: per rank (recvcount); else total */
+    sharc_dtype_t dtype;
+    sharc_op_t op;
+    int root;
+} sharc_coll_args_t;
+
+/*
+ * How a vector of @count elements splits into @n blocks, one per rank: the first (count % n)
+ * blocks hold one element more. Uniform when count is a multiple of n.
+ */
+typedef struct {
+    size_t base, extra;
+} sharc_coll_blocks_t;
+
+static inline size_t sharc_coll_block_off(const sharc_coll_blocks_t *b, int i)
+{
+    return (size_t)i * b->base + SHARC_MIN((size_t)i, b->extra);
+}
+
+static inline size_t sharc_coll_block_len(const sharc_coll_blocks_t *b, int i)
+{
+    return b->base + ((size_t)i < b->extra);
+}
+
+/*
+ * The ring engine shared by the ring algorithms (allgather_ring.c, reduce_scatter_ring.c,
+ * and allreduce_ring.c, which runs one after the other). Blocks are cut into chunks and the
+ * units of work are taken chunk by chunk, all ring steps of a chunk before the next chunk
+ * (as NCCL does), so a chunk moves on as soon as it arrives and scratch stays at a few
+ * chunks. Unit u is chunk u / (n-1), step u % (n-1).
+ */
+typedef struct {
+    /* set by the caller */
+    char *vec; /* the whole vector: recvbuf (allgather), or the reduction input */
+    char *out; /* reduce-scatter: where this rank's block result goes */
+    sharc_coll_blocks_t blocks;
+    size_t chunk; /* elements per chunk */
+    double scale; /* reduce-scatter: factor for the result (AVG), or 0 */
+    /* derived at init */
+    size_t esize, nchunks, units;
+    int n, rank, left, right;
+    sharc_tp_req_t *sreq, *rreq; /* [units] */
+    char *scratch;               /* reduce-scatter: SHARC_COLL_RS_SLOTS chunks */
+    size_t next_send, next_recv, next_reduce, freed;
+    int started;
+} sharc_coll_ring_t;
+
+typedef struct sharc_request sharc_coll_task_t; /* a task is what the API calls a request */
+
+typedef struct {
+    const char *name;
+    sharc_status_t (*init)(sharc_coll_task_t *task);
+    /* SHARC_INPROGRESS, SHARC_OK, or the error that ended it; never blocks */
+    sharc_status_t (*progress)(sharc_coll_task_t *task);
+    void (*cleanup)(sharc_coll_task_t *task);
+} sharc_coll_algo_t;
+
+struct sharc_request {
+    sharc_comm_h comm;
+    sharc_coll_args_t args;
+    const sharc_coll_algo_t *algo;
+    uint64_t seq;          /* per communicator; the tag of every message of the task */
+    sharc_status_t status; /* the algorithm's result once done */
+    int done;              /* the algorithm finished (possibly before earlier tasks) */
+    int complete;          /* done, and every earlier task too: visible to the caller */
+    int await_peer;        /* a peer the task waits for, for timeout messages, or -1 */
+    int freed;             /* the caller freed it; the engine releases it when complete */
+    struct sharc_request *next;
+    /* algorithm state */
+    int phase;
+    sharc_coll_ring_t ring;
+    size_t step;
+    sharc_tp_req_t *reqs;
+    size_t nreqs;
+};
+
+/* Communicator-level state of the collective layer (the communicator owns one). */
+struct sharc_coll_comm {
+    pthread_mutex_t lock; /* the queue, and the algorithms' progress; recursive */
+    uint64_t seq;
+    sharc_coll_task_t *head, *tail;
+    sharc_status_t failed; /* SHARC_OK, or why the communicator cannot run collectives */
+};
+
+/* Post the send / receive of a task over the communicator's transport. */
+SHARC_HIDDEN sharc_status_t sharc_coll_send(sharc_coll_task_t *task, int peer, const void *buf,
+                                            size_t bytes, sharc_tp_req_t *req);
+SHARC_HIDDEN sharc_status_t sharc_coll_recv(sharc_coll_task_t *task, int peer, void *buf,
+                                            size_t bytes, sharc_tp_req_t *req);
+
+/* The ring engine: init, then progress until it returns something but SHARC_INPROGRESS. */
+SHARC_HIDDEN sharc_status_t sharc_coll_ring_init(sharc_coll_task_t *task, sharc_coll_ring_t *ring);
+SHARC_HIDDEN sharc_status_t sharc_coll_ring_allgather(sharc_coll_task_t *task,
+                                                      sharc_coll_ring_t *ring);
+SHARC_HIDDEN sharc_status_t sharc_coll_ring_reduce_scatter(sharc_coll_task_t *task,
+                                                           sharc_coll_ring_t *ring);
+SHARC_HIDDEN void sharc_coll_ring_cleanup(sharc_coll_ring_t *ring);
+
+/* The algorithms, one per file. */
+extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_allgather_ring;
+extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_reduce_scatter_ring;
+extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_allreduce_ring;
+extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_broadcast_chain;
+extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_barrier_dissemination;
+
+#endif

@@ -1,0 +1,83 @@
+/*
+ * sharc/coll.h: collectives on a communicator. Every collective is nonblocking: the call
+ * posts it and returns a request, which sharc_request_test / sharc_request_wait complete and
+ * sharc_request_free releases. Passing NULL for req_p makes the call blocking instead.
+ * Several collectives may be in flight on one communicator at once; they complete in the
+ * order they were posted. Every rank of the communicator must post the same collectives in
+ * the same order, with the same count, dtype, op and root.
+ *
+ * Buffers are host memory here (device memory comes with the CUDA backend). Any count,
+ * including 0, and any alignment is accepted. The buffers must not be touched until the
+ * request completes.
+ */
+#ifndef SHARC_COLL_H
+#define SHARC_COLL_H
+
+#include <stddef.h>
+#include <sharc/def.h>
+#include <sharc/status.h>
+#include <sharc/types.h>
+#include <sharc/comm.h>
+
+SHARC_BEGIN_DECLS
+
+typedef struct sharc_request *sharc_request_h;
+
+/**
+ * All-gather: rank i's @p count elements at @p sendbuf land at recvbuf + i * count on every
+ * rank. recvbuf holds size * count elements. In place when sendbuf == recvbuf + rank * count
+ * (as in NCCL); any other overlap is SHARC_ERR_INVALID.
+ */
+SHARC_API sharc_status_t sharc_allgather(const void *sendbuf, void *recvbuf, size_t count,
+                                         sharc_dtype_t dtype, sharc_comm_h comm,
+                                         sharc_request_h *req_p);
+
+/**
+ * Reduce-scatter: sendbuf holds size * recvcount elements; block i (elements
+ * i * recvcount ..) of every rank's sendbuf is reduced with @p op into rank i's @p recvbuf
+ * (recvcount elements). In place when recvbuf == sendbuf + rank * recvcount.
+ */
+SHARC_API sharc_status_t sharc_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
+                                              sharc_dtype_t dtype, sharc_op_t op, sharc_comm_h comm,
+                                              sharc_request_h *req_p);
+
+/**
+ * All-reduce: every rank's @p count elements are reduced with @p op and the result lands in
+ * every rank's @p recvbuf. Every rank gets the same bits. In place when sendbuf == recvbuf.
+ */
+SHARC_API sharc_status_t sharc_allreduce(const void *sendbuf, void *recvbuf, size_t count,
+                                         sharc_dtype_t dtype, sharc_op_t op, sharc_comm_h comm,
+                                         sharc_request_h *req_p);
+
+/**
+ * Broadcast: @p root's sendbuf (count elements) lands in every rank's recvbuf. sendbuf is
+ * read on the root only. In place when sendbuf == recvbuf on the root.
+ */
+SHARC_API sharc_status_t sharc_broadcast(const void *sendbuf, void *recvbuf, size_t count,
+                                         sharc_dtype_t dtype, int root, sharc_comm_h comm,
+                                         sharc_request_h *req_p);
+
+/** Completes once every rank has posted it. */
+SHARC_API sharc_status_t sharc_barrier(sharc_comm_h comm, sharc_request_h *req_p);
+
+/**
+ * Progress the communicator and report the request: SHARC_INPROGRESS, SHARC_OK, or the
+ * error that ended it. Does not block. Thread safety: one thread per request.
+ */
+SHARC_API sharc_status_t sharc_request_test(sharc_request_h req);
+
+/**
+ * Progress until the request completes, or until SHARC_TIMEOUT (then SHARC_ERR_TIMEOUT,
+ * naming the collective and the peers still awaited, and the communicator is failed).
+ */
+SHARC_API sharc_status_t sharc_request_wait(sharc_request_h req);
+
+/**
+ * Release a request. A request still in progress is completed first (as by
+ * sharc_request_wait) so that its buffers are no longer used. NULL is a no-op.
+ */
+SHARC_API void sharc_request_free(sharc_request_h req);
+
+SHARC_END_DECLS
+
+#endif

@@ -1,0 +1,21 @@
+#!/bin/bash
+# Collectives between ranks: every collective, dtype, op, in place and out of place, at 1, 2,
+# 3, 4, 5 and 8 ranks; under mpirun; over UCX's TCP transport (the cross-host path); and with
+# tiny chunks, so that every block crosses the ring in many pieces.
+. "$(dirname "$0")/lib.sh"
+
+if ! "$top_builddir/perf/sharc-info" -b | grep -q "^ucx: yes"; then
+    echo "SKIP: sharc was built without UCX (no transport between ranks)"
+    exit 77
+fi
+for n in 1 2 3 4 5 8; do
+    run_ok "collectives, $n ranks" "$LAUNCH" --mode env -n $n -- "$BIN/test_coll"
+done
+run_ok "collectives over TCP, 3 ranks" env UCX_TLS=tcp,self "$LAUNCH" --mode env -n 3 \
+    -- "$BIN/test_coll" 100003
+run_ok "collectives in 4 KiB chunks, 4 ranks" env SHARC_COLL_CHUNK=4k "$LAUNCH" --mode env -n 4 \
+    -- "$BIN/test_coll" 100003
+if setup_mpirun; then
+    run_ok "collectives under mpirun, 4 ranks" "${MPIRUN_CMD[@]}" -np 4 "$BIN/test_coll"
+fi
+finish
