@@ -65,6 +65,8 @@ typedef struct {
     /* set by the caller */
     char *vec; /* the whole vector: recvbuf (allgather), or the reduction input */
     char *out; /* reduce-scatter: where this rank's block result goes */
+    const char *own; /* allgather: this rank's block while it is not yet in vec, or NULL */
+    int own_copied;  /* allgather: own has been copied into vec */
     sharc_coll_blocks_t blocks;
     size_t chunk; /* elements per chunk */
     double scale; /* reduce-scatter: factor for the result (AVG), or 0 */

@@ -142,11 +142,25 @@ sharc_status_t sharc_coll_ring_allgather(sharc_coll_task_t *task, sharc_coll_rin
         }
         sharc_ring_span(ring, sharc_ring_mod(ring->rank - s, ring->n), sharc_ring_chunk(ring, u),
                         &off, &len);
-        status = sharc_coll_send(task, ring->right, ring->vec + off, len, &ring->sreq[u]);
+        /* step 0 sends this rank's own block: from the caller's buffer when it has one, so
+         * the copy into the vector (below) overlaps the transfer instead of preceding it */
+        status = sharc_coll_send(
+            task, ring->right,
+            (s == 0 && ring->own != NULL)
+                ? ring->own + (off - sharc_coll_block_off(&ring->blocks, ring->rank) * ring->esize)
+                : ring->vec + off,
+            len, &ring->sreq[u]);
         if (status != SHARC_OK) {
             return status;
         }
         ring->next_send++;
+    }
+    if (ring->own != NULL && !ring->own_copied) {
+        size_t off0 = sharc_coll_block_off(&ring->blocks, ring->rank) * ring->esize;
+
+        memcpy(ring->vec + off0, ring->own,
+               sharc_coll_block_len(&ring->blocks, ring->rank) * ring->esize);
+        ring->own_copied = 1;
     }
     for (; ring->next_reduce < ring->units; ring->next_reduce++) { /* receives done, in order */
         status = sharc_ring_req(&ring->rreq[ring->next_reduce]);

@@ -187,6 +187,7 @@ static sharc_status_t sharc_comm_open_transport(sharc_comm_h comm)
         .cfg = comm->ctx->cfg,
         .rank = comm->rank,
         .size = comm->size,
+        .node_of = comm->node_of,
     };
     sharc_status_t status;
 

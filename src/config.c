@@ -93,7 +93,7 @@ static const sharc_cfg_field_t sharc_cfg_table[] = {
      "Longest wait for a collective; past it the wait fails with a timeout naming the peer it "
      "waited for, and the communicator is failed.",
      SHARC_CFG_TIME, SHARC_CFG_OFF(timeout), NULL, 0, 0, 0},
-    {"COLL_CHUNK", "256k",
+    {"COLL_CHUNK", "1m",
      "Bytes per chunk of the pipelined ring and chain algorithms: smaller starts forwarding "
      "sooner, larger costs fewer messages.",
      SHARC_CFG_SIZE, SHARC_CFG_OFF(coll_chunk), NULL, 0, 64, 1L << 30},

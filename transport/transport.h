@@ -69,6 +69,7 @@ typedef struct {
     sharc_boot_t *boot;     /* for address exchange; collective over it */
     const sharc_cfg_t *cfg; /* outlives the transport communicator */
     int rank, size;
+    const int *node_of;     /* [size]: node of every rank (valid during comm_create) */
 } sharc_tp_comm_params_t;
 
 typedef enum {

@@ -5,11 +5,10 @@
  * (r - s - 1) from r - 1, chunk by chunk.
  * Bytes per step and rank: count elements sent and received; (n-1) * count in all.
  * Extra memory: none (receives land in recvbuf).
- * In place: sendbuf == recvbuf + rank * count skips the initial copy.
+ * In place: sendbuf == recvbuf + rank * count skips the copy of the own block, which
+ * otherwise overlaps the first transfers.
  */
 #include "config.h"
-
-#include <string.h>
 
 #include "../coll.h"
 
@@ -20,10 +19,10 @@ static sharc_status_t sharc_allgather_ring_init(sharc_coll_task_t *task)
     sharc_coll_ring_t *ring = &task->ring;
     char *mine = (char *)a->recvbuf + (size_t)task->comm->rank * bytes;
 
-    if (a->sendbuf != mine && bytes > 0) {
-        memcpy(mine, a->sendbuf, bytes);
-    }
     ring->vec = a->recvbuf;
+    /* out of place: the engine copies sendbuf into recvbuf once the transfers are going */
+    ring->own = (a->sendbuf != mine && bytes > 0) ? a->sendbuf : NULL;
+    ring->own_copied = 0;
     ring->blocks = (sharc_coll_blocks_t){.base = a->count, .extra = 0};
     ring->chunk = task->comm->ctx->cfg->coll_chunk / sharc_dtype_size(a->dtype);
     return sharc_coll_ring_init(task, ring);

@@ -90,14 +90,22 @@ out:
     return status;
 }
 
-static sharc_status_t sharc_tp_ucx_connect(sharc_tp_comm_t *tp, const char *addrs, size_t stride)
+/*
+ * Endpoints to other nodes ask UCX to report a failed peer (error handling mode PEER). Those
+ * on this node do not: UCX's shared-memory transports cannot detect peer failure, so asking
+ * for it would push node-local traffic onto TCP; a dead local peer is caught by the
+ * collective timeout and the bootstrap store instead.
+ */
+static sharc_status_t sharc_tp_ucx_connect(sharc_tp_comm_t *tp, const char *addrs, size_t stride,
+                                           const int *node_of)
 {
     for (int p = 0; p < tp->size; p++) {
+        int remote = node_of[p] != node_of[tp->rank];
         ucp_ep_params_t params = {
             .field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
                           UCP_EP_PARAM_FIELD_ERR_HANDLER,
             .address = (const ucp_address_t *)(addrs + (size_t)p * stride),
-            .err_mode = UCP_ERR_HANDLING_MODE_PEER,
+            .err_mode = remote ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE,
             .err_handler = {.cb = sharc_tp_ucx_ep_error, .arg = tp},
         };
         ucs_status_t ustatus = ucp_ep_create(tp->worker, &params, &tp->eps[p]);
@@ -223,7 +231,7 @@ static sharc_status_t sharc_tp_ucx_comm_create(const sharc_tp_comm_params_t *par
     if (status != SHARC_OK) {
         goto err_destroy;
     }
-    status = sharc_tp_ucx_connect(tp, addrs, stride);
+    status = sharc_tp_ucx_connect(tp, addrs, stride, params->node_of);
     free(addrs);
     if (status != SHARC_OK) {
         goto err_destroy;

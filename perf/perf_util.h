@@ -1,0 +1,27 @@
+/*
+ * perf_util.h: what sharc-perf needs besides timing: inputs with a known result for -c,
+ * their expected values, element access by dtype, medians. Public API only.
+ */
+#ifndef SHARC_PERF_UTIL_H
+#define SHARC_PERF_UTIL_H
+
+#include <stddef.h>
+#include <sharc/sharc.h>
+
+#define SHARC_PERF_MAX(_a, _b) ((_a) > (_b) ? (_a) : (_b))
+
+/* Rank r's input element i: small integers (1 or 2 for products), exact in every dtype. */
+double perf_input(int r, size_t i, sharc_op_t op);
+
+/* buf[i] = perf_input(r, base + i, op), stored as dt. */
+void perf_fill(void *buf, sharc_dtype_t dt, size_t count, int r, size_t base, sharc_op_t op);
+
+/* Elements of buf (count, from global index base) that differ from the expected values:
+ * with root >= 0 the inputs of rank root, else op over n ranks' inputs. */
+size_t perf_wrong(const void *buf, sharc_dtype_t dt, size_t count, size_t base, int root, int n,
+                  sharc_op_t op);
+
+/* Median of n values (sorts them). */
+double perf_median(double *v, size_t n);
+
+#endif

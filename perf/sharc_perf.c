@@ -1,0 +1,576 @@
+/*
+ * sharc-perf: collective benchmarks in nccl-tests' language (same flags, same columns, same
+ * bus-bandwidth formulas), on sharc's public API. It adds what a cluster check needs:
+ * --vs-mpi runs the same sweep through MPI in the same job and prints sharc/MPI per size,
+ * and --vs-memcpy measures this machine's single-thread copy bandwidth for the same sizes
+ * in the same run. -J writes every iteration's time as JSON. Times are medians over the
+ * iterations of the slowest rank's time per iteration.
+ */
+#include "config.h"
+
+#include <getopt.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <sharc/sharc.h>
+
+#ifdef HAVE_MPI
+#include <mpi.h>
+#endif
+
+#include "perf_util.h"
+
+typedef enum { PERF_ALLGATHER, PERF_REDUCE_SCATTER, PERF_ALLREDUCE, PERF_BROADCAST } perf_coll_t;
+
+static const char *const perf_colls[] = {
+    [PERF_ALLGATHER] = "allgather",
+    [PERF_REDUCE_SCATTER] = "reduce_scatter",
+    [PERF_ALLREDUCE] = "allreduce",
+    [PERF_BROADCAST] = "broadcast",
+};
+
+typedef struct {
+    perf_coll_t coll;
+    size_t minbytes, maxbytes, stepbytes;
+    double stepfactor;
+    int iters, warmup, check, root, vs_mpi, vs_memcpy;
+    sharc_dtype_t dtype;
+    sharc_op_t op;
+    const char *json;
+} perf_opts_t;
+
+/* nccl-tests' bus bandwidth factors. */
+static double perf_bus_factor(perf_coll_t coll, int n)
+{
+    switch (coll) {
+    case PERF_ALLREDUCE: return 2.0 * (n - 1) / n;
+    case PERF_BROADCAST: return 1.0;
+    default: return (double)(n - 1) / n;
+    }
+}
+
+static double perf_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Buffers for one size: "size" is nccl-tests' size (the larger side of the collective). */
+typedef struct {
+    size_t size, count; /* bytes and elements of the larger side */
+    size_t sendcount, recvcount;
+    char *send, *recv;
+} perf_bufs_t;
+
+static void perf_layout(const perf_opts_t *o, int n, size_t size, perf_bufs_t *b)
+{
+    size_t esize = sharc_dtype_size(o->dtype);
+
+    b->count = size / esize;
+    switch (o->coll) {
+    case PERF_ALLGATHER:
+        b->sendcount = b->count / n;
+        b->recvcount = b->sendcount * n;
+        break;
+    case PERF_REDUCE_SCATTER:
+        b->recvcount = b->count / n;
+        b->sendcount = b->recvcount * n;
+        break;
+    default: b->sendcount = b->recvcount = b->count; break;
+    }
+    b->count = SHARC_PERF_MAX(b->sendcount, b->recvcount);
+    b->size = b->count * esize;
+}
+
+static sharc_status_t perf_run_sharc(const perf_opts_t *o, sharc_comm_h comm, perf_bufs_t *b,
+                                     int inplace)
+{
+    int rank = sharc_comm_rank(comm);
+    size_t esize = sharc_dtype_size(o->dtype);
+
+    switch (o->coll) {
+    case PERF_ALLGATHER:
+        return sharc_allgather(inplace ? b->recv + rank * b->sendcount * esize : b->send, b->recv,
+                               b->sendcount, o->dtype, comm, NULL);
+    case PERF_REDUCE_SCATTER:
+        return sharc_reduce_scatter(b->send,
+                                    inplace ? b->send + rank * b->recvcount * esize : b->recv,
+                                    b->recvcount, o->dtype, o->op, comm, NULL);
+    case PERF_ALLREDUCE:
+        return sharc_allreduce(b->send, inplace ? b->send : b->recv, b->count, o->dtype, o->op,
+                               comm, NULL);
+    default:
+        return sharc_broadcast(b->send, inplace ? b->send : b->recv, b->count, o->dtype, o->root,
+                               comm, NULL);
+    }
+}
+
+#ifdef HAVE_MPI
+static int perf_mpi_types(const perf_opts_t *o, MPI_Datatype *dt_p, MPI_Op *op_p)
+{
+    switch (o->dtype) {
+    case SHARC_DTYPE_F32: *dt_p = MPI_FLOAT; break;
+    case SHARC_DTYPE_F64: *dt_p = MPI_DOUBLE; break;
+    case SHARC_DTYPE_I32: *dt_p = MPI_INT32_T; break;
+    case SHARC_DTYPE_I64: *dt_p = MPI_INT64_T; break;
+    case SHARC_DTYPE_U8: *dt_p = MPI_UINT8_T; break;
+    default: return -1; /* MPI has no f16 / bf16 */
+    }
+    switch (o->op) {
+    case SHARC_OP_SUM: *op_p = MPI_SUM; break;
+    case SHARC_OP_PROD: *op_p = MPI_PROD; break;
+    case SHARC_OP_MIN: *op_p = MPI_MIN; break;
+    case SHARC_OP_MAX: *op_p = MPI_MAX; break;
+    default: /* MPI has no average: fine where nothing is reduced */
+        return (o->coll == PERF_ALLGATHER || o->coll == PERF_BROADCAST) ? 0 : -1;
+    }
+    return 0;
+}
+
+static int perf_run_mpi(const perf_opts_t *o, perf_bufs_t *b)
+{
+    MPI_Datatype dt = MPI_BYTE;
+    MPI_Op op = MPI_SUM;
+
+    perf_mpi_types(o, &dt, &op);
+    switch (o->coll) {
+    case PERF_ALLGATHER:
+        return MPI_Allgather(b->send, (int)b->sendcount, dt, b->recv, (int)b->sendcount, dt,
+                             MPI_COMM_WORLD);
+    case PERF_REDUCE_SCATTER:
+        return MPI_Reduce_scatter_block(b->send, b->recv, (int)b->recvcount, dt, op,
+                                        MPI_COMM_WORLD);
+    case PERF_ALLREDUCE:
+        return MPI_Allreduce(b->send, b->recv, (int)b->count, dt, op, MPI_COMM_WORLD);
+    default: return MPI_Bcast(b->send, (int)b->count, dt, o->root, MPI_COMM_WORLD);
+    }
+}
+#endif
+
+/* Fill inputs whose result is known, run once, count wrong elements (nccl-tests' -c). */
+static size_t perf_check(const perf_opts_t *o, sharc_comm_h comm, perf_bufs_t *b, int inplace)
+{
+    int n = sharc_comm_size(comm), rank = sharc_comm_rank(comm);
+    size_t esize = sharc_dtype_size(o->dtype);
+    char *mine;
+
+    switch (o->coll) {
+    case PERF_ALLGATHER:
+        mine = inplace ? b->recv + rank * b->sendcount * esize : b->send;
+        perf_fill(mine, o->dtype, b->sendcount, rank, (size_t)rank * b->sendcount, o->op);
+        if (perf_run_sharc(o, comm, b, inplace) != SHARC_OK) {
+            return b->count;
+        }
+        {
+            size_t wrong = 0;
+            for (int r = 0; r < n; r++) {
+                wrong += perf_wrong(b->recv + r * b->sendcount * esize, o->dtype, b->sendcount,
+                                    (size_t)r * b->sendcount, r, n, o->op);
+            }
+            return wrong;
+        }
+    case PERF_REDUCE_SCATTER:
+        /* block i of every rank holds the elements i * recvcount .. of the vector */
+        perf_fill(b->send, o->dtype, b->sendcount, rank, 0, o->op);
+        if (perf_run_sharc(o, comm, b, inplace) != SHARC_OK) {
+            return b->count;
+        }
+        return perf_wrong(inplace ? b->send + rank * b->recvcount * esize : b->recv, o->dtype,
+                          b->recvcount, (size_t)rank * b->recvcount, -1, n, o->op);
+    case PERF_ALLREDUCE:
+        perf_fill(b->send, o->dtype, b->count, rank, 0, o->op);
+        if (perf_run_sharc(o, comm, b, inplace) != SHARC_OK) {
+            return b->count;
+        }
+        return perf_wrong(inplace ? b->send : b->recv, o->dtype, b->count, 0, -1, n, o->op);
+    default:
+        perf_fill(b->send, o->dtype, b->count, rank, 0, o->op);
+        if (perf_run_sharc(o, comm, b, inplace) != SHARC_OK) {
+            return b->count;
+        }
+        return perf_wrong(inplace ? b->send : b->recv, o->dtype, b->count, 0, o->root, n, o->op);
+    }
+}
+
+/* Per-iteration times (seconds) of one series, the slowest rank's each iteration. */
+typedef struct {
+    double *t;
+    double median;
+    size_t wrong;
+} perf_series_t;
+
+/* Make every rank's per-iteration times the slowest rank's (max over ranks). */
+static void perf_max_over_ranks(sharc_comm_h comm, double *t, int iters)
+{
+    sharc_allreduce(t, t, (size_t)iters, SHARC_DTYPE_F64, SHARC_OP_MAX, comm, NULL);
+}
+
+static int perf_time_sharc(const perf_opts_t *o, sharc_comm_h comm, perf_bufs_t *b, int inplace,
+                           perf_series_t *out)
+{
+    double *sorted = malloc(sizeof(double) * (size_t)o->iters);
+
+    for (int i = 0; i < o->warmup; i++) {
+        if (perf_run_sharc(o, comm, b, inplace) != SHARC_OK) {
+            return -1;
+        }
+    }
+    sharc_barrier(comm, NULL);
+    for (int i = 0; i < o->iters; i++) {
+        double t0 = perf_now();
+        if (perf_run_sharc(o, comm, b, inplace) != SHARC_OK) {
+            free(sorted);
+            return -1;
+        }
+        out->t[i] = perf_now() - t0;
+    }
+    perf_max_over_ranks(comm, out->t, o->iters);
+    memcpy(sorted, out->t, sizeof(double) * (size_t)o->iters);
+    out->median = perf_median(sorted, (size_t)o->iters);
+    free(sorted);
+    out->wrong = o->check ? perf_check(o, comm, b, inplace) : 0;
+    sharc_allreduce(&out->wrong, &out->wrong, 1, SHARC_DTYPE_I64, SHARC_OP_SUM, comm, NULL);
+    return 0;
+}
+
+#ifdef HAVE_MPI
+static void perf_time_mpi(const perf_opts_t *o, sharc_comm_h comm, perf_bufs_t *b,
+                          perf_series_t *out)
+{
+    double *sorted = malloc(sizeof(double) * (size_t)o->iters);
+
+    for (int i = 0; i < o->warmup; i++) {
+        perf_run_mpi(o, b);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (int i = 0; i < o->iters; i++) {
+        double t0 = perf_now();
+        perf_run_mpi(o, b);
+        out->t[i] = perf_now() - t0;
+    }
+    perf_max_over_ranks(comm, out->t, o->iters);
+    memcpy(sorted, out->t, sizeof(double) * (size_t)o->iters);
+    out->median = perf_median(sorted, (size_t)o->iters);
+    free(sorted);
+}
+#endif
+
+/* Single-thread copy of `size` bytes on rank 0 while the others wait: this machine's
+ * memcpy bandwidth in the same run (GB/s, median). */
+static double perf_memcpy_bw(const perf_opts_t *o, sharc_comm_h comm, perf_bufs_t *b)
+{
+    double *t = malloc(sizeof(double) * (size_t)o->iters), bw = 0;
+
+    sharc_barrier(comm, NULL);
+    if (sharc_comm_rank(comm) == 0 && b->size > 0) {
+        for (int i = 0; i < o->warmup; i++) {
+            memcpy(b->recv, b->send, b->size);
+        }
+        for (int i = 0; i < o->iters; i++) {
+            double t0 = perf_now();
+            memcpy(b->recv, b->send, b->size);
+            t[i] = perf_now() - t0;
+        }
+        bw = b->size / perf_median(t, (size_t)o->iters) / 1e9;
+    }
+    sharc_barrier(comm, NULL);
+    sharc_broadcast(&bw, &bw, 1, SHARC_DTYPE_F64, 0, comm, NULL);
+    free(t);
+    return bw;
+}
+
+static void perf_json_series(FILE *f, const char *name, const perf_series_t *s, int iters,
+                             double algbw, double busbw, int last)
+{
+    fprintf(f,
+            "      \"%s\": {\"median_us\": %.3f, \"algbw_gbps\": %.4f, \"busbw_gbps\": %.4f, "
+            "\"wrong\": %zu, \"times_us\": [",
+            name, s->median * 1e6, algbw, busbw, s->wrong);
+    for (int i = 0; i < iters; i++) {
+        fprintf(f, "%s%.3f", i ? ", " : "", s->t[i] * 1e6);
+    }
+    fprintf(f, "]}%s\n", last ? "" : ",");
+}
+
+static int perf_sweep(const perf_opts_t *o, sharc_comm_h comm)
+{
+    int n = sharc_comm_size(comm), rank = sharc_comm_rank(comm), ret = 0, first = 1;
+    double factor = perf_bus_factor(o->coll, n);
+    perf_series_t oop, ip, mpi;
+    FILE *json = NULL;
+
+    oop.t = calloc((size_t)o->iters, sizeof(double));
+    ip.t = calloc((size_t)o->iters, sizeof(double));
+    mpi.t = calloc((size_t)o->iters, sizeof(double));
+    if (rank == 0 && o->json != NULL && (json = fopen(o->json, "w")) == NULL) {
+        fprintf(stderr, "sharc-perf: cannot write %s\n", o->json);
+    }
+    if (json != NULL) {
+        fprintf(json,
+                "{\n  \"collective\": \"%s\", \"nranks\": %d, \"dtype\": \"%s\", "
+                "\"op\": \"%s\", \"root\": %d, \"iters\": %d, \"warmup\": %d,\n"
+                "  \"results\": [\n",
+                perf_colls[o->coll], n, sharc_dtype_name(o->dtype), sharc_op_name(o->op), o->root,
+                o->iters, o->warmup);
+    }
+    if (rank == 0) {
+        printf("# sharc-perf %s: %d ranks, %s, %s, %d iterations (+%d warmup), median of the "
+               "slowest rank per iteration\n",
+               perf_colls[o->coll], n, sharc_dtype_name(o->dtype), sharc_op_name(o->op), o->iters,
+               o->warmup);
+        printf("#%62s%32s%s%s\n", "out-of-place", "in-place", o->vs_mpi ? "               MPI" : "",
+               o->vs_memcpy ? "  memcpy" : "");
+        printf("#%12s %12s %8s %6s %6s %9s %7s %7s %6s %9s %7s %7s %6s%s%s\n", "size", "count",
+               "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw",
+               "busbw", "#wrong", o->vs_mpi ? "      time   busbw  sharc/mpi" : "",
+               o->vs_memcpy ? "  GB/s  busbw/memcpy" : "");
+        printf("#%12s %12s %8s %6s %6s %9s %7s %7s %6s %9s %7s %7s %6s%s\n", "(B)", "(elements)",
+               "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "",
+               o->vs_mpi ? "      (us)  (GB/s)" : "");
+    }
+    for (size_t size = o->minbytes; size <= o->maxbytes;
+         size = (o->stepbytes ? size + o->stepbytes : (size_t)(size * o->stepfactor))) {
+        perf_bufs_t b;
+        double alg_oop, alg_ip, bus_oop, bus_ip, bus_mpi = 0, memcpy_bw = 0;
+
+        perf_layout(o, n, size, &b);
+        b.send = calloc(1, b.size + 64);
+        b.recv = calloc(1, b.size + 64);
+        if (perf_time_sharc(o, comm, &b, 0, &oop) != 0 ||
+            perf_time_sharc(o, comm, &b, 1, &ip) != 0) {
+            ret = 1;
+            free(b.send);
+            free(b.recv);
+            break;
+        }
+#ifdef HAVE_MPI
+        if (o->vs_mpi) {
+            perf_time_mpi(o, comm, &b, &mpi);
+            bus_mpi = mpi.median > 0 ? b.size / mpi.median / 1e9 * factor : 0;
+        }
+#endif
+        if (o->vs_memcpy) {
+            memcpy_bw = perf_memcpy_bw(o, comm, &b);
+        }
+        alg_oop = oop.median > 0 ? b.size / oop.median / 1e9 : 0;
+        alg_ip = ip.median > 0 ? b.size / ip.median / 1e9 : 0;
+        bus_oop = alg_oop * factor;
+        bus_ip = alg_ip * factor;
+        if (rank == 0) {
+            printf(" %12zu %12zu %8s %6s %6d %9.1f %7.3f %7.3f %6zu %9.1f %7.3f %7.3f %6zu", b.size,
+                   b.count, sharc_dtype_name(o->dtype),
+                   (o->coll == PERF_REDUCE_SCATTER || o->coll == PERF_ALLREDUCE)
+                       ? sharc_op_name(o->op)
+                       : "none",
+                   o->coll == PERF_BROADCAST ? o->root : -1, oop.median * 1e6, alg_oop, bus_oop,
+                   oop.wrong, ip.median * 1e6, alg_ip, bus_ip, ip.wrong);
+            if (o->vs_mpi) {
+                printf(" %9.1f %7.3f %10.2f", mpi.median * 1e6, bus_mpi,
+                       bus_mpi > 0 ? bus_oop / bus_mpi : 0);
+            }
+            if (o->vs_memcpy) {
+                printf(" %6.2f %13.2f", memcpy_bw, memcpy_bw > 0 ? bus_oop / memcpy_bw : 0);
+            }
+            printf("\n");
+            fflush(stdout);
+        }
+        if (json != NULL) {
+            fprintf(json, "%s    {\"size\": %zu, \"count\": %zu,\n", first ? "" : ",\n", b.size,
+                    b.count);
+            perf_json_series(json, "out_of_place", &oop, o->iters, alg_oop, bus_oop, 0);
+            if (o->vs_mpi) {
+                perf_json_series(json, "mpi", &mpi, o->iters, b.size / mpi.median / 1e9, bus_mpi,
+                                 0);
+            }
+            if (o->vs_memcpy) {
+                fprintf(json, "      \"memcpy_gbps\": %.4f,\n", memcpy_bw);
+            }
+            perf_json_series(json, "in_place", &ip, o->iters, alg_ip, bus_ip, 1);
+            fprintf(json, "    }");
+            first = 0;
+        }
+        ret |= (oop.wrong != 0 || ip.wrong != 0);
+        free(b.send);
+        free(b.recv);
+        if (o->stepbytes == 0 && o->stepfactor <= 1.0) {
+            break;
+        }
+    }
+    if (json != NULL) {
+        fprintf(json, "\n  ]\n}\n");
+        fclose(json);
+    }
+    free(oop.t);
+    free(ip.t);
+    free(mpi.t);
+    return ret;
+}
+
+static void perf_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: sharc-perf allgather|reduce_scatter|allreduce|broadcast [options]\n"
+            "  -b, --minbytes N     smallest size (default 32M); K, M, G suffixes\n"
+            "  -e, --maxbytes N     largest size (default 32M)\n"
+            "  -i, --stepbytes N    step between sizes (default: use -f)\n"
+            "  -f, --stepfactor F   factor between sizes (default 2)\n"
+            "  -n, --iters N        timed iterations per size (default 20)\n"
+            "  -w, --warmup_iters N untimed iterations first (default 5)\n"
+            "  -c, --check 0|1      check results like nccl-tests (default 1)\n"
+            "  -d, --datatype T     f32 f64 f16 bf16 i32 i64 u8 (or float, half, ...)\n"
+            "  -o, --op OP          sum prod min max avg (default sum)\n"
+            "  -r, --root N         broadcast root (default 0)\n"
+            "  -J, --json FILE      write every iteration's time as JSON\n"
+            "      --vs-mpi         the same sweep through MPI in this job, and sharc/MPI\n"
+            "      --vs-memcpy      single-thread memcpy bandwidth for each size, same run\n"
+            "Run it under the job's launcher: mpirun -np 2 sharc-perf allgather -b 1M -e 256M\n");
+}
+
+/* Sizes with nccl-tests' suffixes: K, M, G (powers of 1024). */
+static int perf_parse_size(const char *s, size_t *out)
+{
+    char *end;
+    double v = strtod(s, &end);
+    double mult = 1;
+
+    switch (*end) {
+    case 'k':
+    case 'K':
+        mult = 1024.0;
+        end++;
+        break;
+    case 'm':
+    case 'M':
+        mult = 1024.0 * 1024;
+        end++;
+        break;
+    case 'g':
+    case 'G':
+        mult = 1024.0 * 1024 * 1024;
+        end++;
+        break;
+    default: break;
+    }
+    if (end == s || *end != '\0' || v < 0 || !isfinite(v)) {
+        return -1;
+    }
+    *out = (size_t)(v * mult);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"minbytes", required_argument, NULL, 'b'},
+        {"maxbytes", required_argument, NULL, 'e'},
+        {"stepbytes", required_argument, NULL, 'i'},
+        {"stepfactor", required_argument, NULL, 'f'},
+        {"iters", required_argument, NULL, 'n'},
+        {"warmup_iters", required_argument, NULL, 'w'},
+        {"check", required_argument, NULL, 'c'},
+        {"datatype", required_argument, NULL, 'd'},
+        {"op", required_argument, NULL, 'o'},
+        {"root", required_argument, NULL, 'r'},
+        {"json", required_argument, NULL, 'J'},
+        {"vs-mpi", no_argument, NULL, 'M'},
+        {"vs-memcpy", no_argument, NULL, 'C'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    perf_opts_t o = {.minbytes = 32u << 20,
+                     .maxbytes = 32u << 20,
+                     .stepfactor = 2.0,
+                     .iters = 20,
+                     .warmup = 5,
+                     .check = 1,
+                     .dtype = SHARC_DTYPE_F32,
+                     .op = SHARC_OP_SUM};
+    sharc_context_h ctx;
+    sharc_comm_h comm;
+    int c, ret, bad = 0;
+
+    if (argc < 2 || argv[1][0] == '-') {
+        perf_usage(argc >= 2 && strcmp(argv[1], "-h") == 0 ? stdout : stderr);
+        return argc >= 2 && strcmp(argv[1], "-h") == 0 ? 0 : 2;
+    }
+    for (c = 0; c < 4 && strcmp(argv[1], perf_colls[c]) != 0; c++) {
+    }
+    if (c == 4) {
+        fprintf(stderr, "sharc-perf: unknown collective '%s'\n", argv[1]);
+        perf_usage(stderr);
+        return 2;
+    }
+    o.coll = (perf_coll_t)c;
+    optind = 2;
+    while ((c = getopt_long(argc, argv, "b:e:i:f:n:w:c:d:o:r:J:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'b': bad |= perf_parse_size(optarg, &o.minbytes); break;
+        case 'e': bad |= perf_parse_size(optarg, &o.maxbytes); break;
+        case 'i': bad |= perf_parse_size(optarg, &o.stepbytes); break;
+        case 'f':
+            o.stepfactor = atof(optarg);
+            bad |= o.stepfactor <= 0;
+            break;
+        case 'n':
+            o.iters = atoi(optarg);
+            bad |= o.iters < 1;
+            break;
+        case 'w':
+            o.warmup = atoi(optarg);
+            bad |= o.warmup < 0;
+            break;
+        case 'c': o.check = atoi(optarg); break;
+        case 'd': bad |= sharc_dtype_from_name(optarg, &o.dtype) != SHARC_OK; break;
+        case 'o': bad |= sharc_op_from_name(optarg, &o.op) != SHARC_OK; break;
+        case 'r': o.root = atoi(optarg); break;
+        case 'J': o.json = optarg; break;
+        case 'M': o.vs_mpi = 1; break;
+        case 'C': o.vs_memcpy = 1; break;
+        case 'h': perf_usage(stdout); return 0;
+        default: bad = 1; break;
+        }
+    }
+    if (bad || optind < argc || o.minbytes > o.maxbytes) {
+        fprintf(stderr, "sharc-perf: bad arguments\n");
+        perf_usage(stderr);
+        return 2;
+    }
+#ifdef HAVE_MPI
+    if (o.vs_mpi) {
+        MPI_Datatype dt = MPI_BYTE;
+        MPI_Op op = MPI_SUM;
+        int provided;
+
+        if (perf_mpi_types(&o, &dt, &op) != 0) {
+            fprintf(stderr, "sharc-perf: --vs-mpi: MPI has no %s or no %s reduction\n",
+                    sharc_dtype_name(o.dtype), sharc_op_name(o.op));
+            return 2;
+        }
+        MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
+    }
+#else
+    if (o.vs_mpi) {
+        fprintf(stderr, "sharc-perf: --vs-mpi needs sharc built with MPI\n");
+        return 2;
+    }
+#endif
+    if (sharc_context_create(NULL, &ctx) != SHARC_OK ||
+        sharc_comm_create(ctx, NULL, &comm) != SHARC_OK) {
+        fprintf(stderr, "sharc-perf: cannot create the communicator (see the log above)\n");
+        return 1;
+    }
+    ret = perf_sweep(&o, comm);
+    sharc_comm_destroy(comm);
+    sharc_context_destroy(ctx);
+#ifdef HAVE_MPI
+    if (o.vs_mpi) {
+        MPI_Finalize();
+    }
+#endif
+    return ret;
+}
