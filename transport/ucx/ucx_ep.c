@@ -111,15 +111,14 @@ sharc_status_t sharc_tp_ucx_send(sharc_tp_comm_t *tp, int peer, uint64_t tag, co
 sharc_status_t sharc_tp_ucx_recv(sharc_tp_comm_t *tp, int peer, uint64_t tag, void *buf,
                                  size_t bytes, sharc_tp_mem_t *mem, sharc_tp_req_t *req)
 {
-    ucp_tag_recv_info_t info = {0};
     ucp_request_param_t param = {
         .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
-                        UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_RECV_INFO,
+                        UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FLAG_NO_IMM_CMPL,
         .cb.recv = sharc_tp_ucx_recv_cb,
         .user_data = req,
         .datatype = ucp_dt_make_contig(1),
-        .recv_info.tag_info = &info,
     };
+    /* no immediate completion: UCX 1.13 does not report the received length then */
     sharc_status_t status = sharc_tp_ucx_check(tp, peer, tag, "receive from");
     ucs_status_ptr_t sp;
 
@@ -135,9 +134,6 @@ sharc_status_t sharc_tp_ucx_recv(sharc_tp_comm_t *tp, int peer, uint64_t tag, vo
     SHARC_UCX_PEER(req) = (uint64_t)peer;
     pthread_mutex_lock(&tp->lock);
     sp = ucp_tag_recv_nbx(tp->worker, buf, bytes, sharc_tp_ucx_tag(peer, tag), UINT64_MAX, &param);
-    if (sp == NULL) {
-        req->bytes = info.length; /* matched an unexpected message at once */
-    }
     status = sharc_tp_ucx_posted(sp, req, "a receive from");
     pthread_mutex_unlock(&tp->lock);
     return status;
