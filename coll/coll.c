@@ -7,6 +7,7 @@
 
 #define SHARC_THIS_SUBSYS SHARC_SUBSYS_COLL
 
+#include <errno.h>
 #include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -34,10 +35,13 @@ static const sharc_coll_algo_t *const sharc_coll_algos[SHARC_COLL_LAST] = {
     [SHARC_COLL_BARRIER] = &sharc_coll_barrier_dissemination,
 };
 
-sharc_status_t sharc_coll_comm_create(sharc_coll_comm_t **cc_p)
+static void *sharc_coll_thread(void *arg);
+
+sharc_status_t sharc_coll_comm_create(sharc_comm_h comm)
 {
     sharc_coll_comm_t *cc = calloc(1, sizeof(*cc));
     pthread_mutexattr_t attr;
+    int ret;
 
     if (cc == NULL) {
         return SHARC_ERR_NOMEM;
@@ -47,7 +51,21 @@ sharc_status_t sharc_coll_comm_create(sharc_coll_comm_t **cc_p)
     pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
     pthread_mutex_init(&cc->lock, &attr);
     pthread_mutexattr_destroy(&attr);
-    *cc_p = cc;
+    pthread_cond_init(&cc->cond, NULL);
+    comm->coll = cc;
+    if (comm->ctx->cfg->progress_thread) {
+        ret = pthread_create(&cc->thread, NULL, sharc_coll_thread, comm);
+        if (ret != 0) {
+            errno = ret;
+            sharc_error("cannot start the progress thread (SHARC_PROGRESS_THREAD): %m");
+            pthread_cond_destroy(&cc->cond);
+            pthread_mutex_destroy(&cc->lock);
+            free(cc);
+            comm->coll = NULL;
+            return SHARC_ERR_NOMEM;
+        }
+        cc->thread_running = 1;
+    }
     return SHARC_OK;
 }
 
@@ -98,6 +116,30 @@ static void sharc_coll_progress(sharc_comm_h comm)
             sharc_coll_release(t);
         }
     }
+}
+
+/*
+ * SHARC_PROGRESS_THREAD: progress the queue while it holds tasks, so that collectives
+ * complete while the caller computes; sleep on the condition variable while it is empty.
+ */
+static void *sharc_coll_thread(void *arg)
+{
+    sharc_comm_h comm = arg;
+    sharc_coll_comm_t *cc = comm->coll;
+
+    pthread_mutex_lock(&cc->lock);
+    while (!cc->stop) {
+        if (cc->head == NULL) {
+            pthread_cond_wait(&cc->cond, &cc->lock);
+            continue;
+        }
+        sharc_coll_progress(comm);
+        pthread_mutex_unlock(&cc->lock);
+        sched_yield(); /* let the caller in, and the other ranks on a crowded node */
+        pthread_mutex_lock(&cc->lock);
+    }
+    pthread_mutex_unlock(&cc->lock);
+    return NULL;
 }
 
 sharc_status_t sharc_request_test(sharc_request_h req)
@@ -181,6 +223,13 @@ void sharc_coll_comm_destroy(sharc_comm_h comm)
     if (cc == NULL) {
         return;
     }
+    if (cc->thread_running) {
+        pthread_mutex_lock(&cc->lock);
+        cc->stop = 1;
+        pthread_cond_signal(&cc->cond);
+        pthread_mutex_unlock(&cc->lock);
+        pthread_join(cc->thread, NULL);
+    }
     if (cc->head != NULL) {
         sharc_warn("rank %d: communicator destroyed with collectives in flight; completing them",
                    comm->rank);
@@ -198,6 +247,7 @@ void sharc_coll_comm_destroy(sharc_comm_h comm)
             sharc_coll_release(t);
         }
     }
+    pthread_cond_destroy(&cc->cond);
     pthread_mutex_destroy(&cc->lock);
     free(cc);
     comm->coll = NULL;
@@ -371,7 +421,8 @@ static sharc_status_t sharc_coll_post(sharc_comm_h comm, const sharc_coll_args_t
         cc->head = task;
     }
     cc->tail = task;
-    sharc_coll_progress(comm); /* small collectives often finish here */
+    pthread_cond_signal(&cc->cond); /* wakes the progress thread, if there is one */
+    sharc_coll_progress(comm);      /* small collectives often finish here */
     pthread_mutex_unlock(&cc->lock);
     sharc_trace("%s #%llu posted: %zu %s", sharc_coll_names[args->type],
                 (unsigned long long)task->seq, args->count, sharc_dtype_name(args->dtype));

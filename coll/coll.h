@@ -114,6 +114,10 @@ struct sharc_coll_comm {
     uint64_t seq;
     sharc_coll_task_t *head, *tail;
     sharc_status_t failed; /* SHARC_OK, or why the communicator cannot run collectives */
+    /* SHARC_PROGRESS_THREAD: the thread waits on cond while the queue is empty */
+    pthread_t thread;
+    pthread_cond_t cond;
+    int thread_running, stop;
 };
 
 /* Post the send / receive of a task over the communicator's transport. */

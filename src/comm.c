@@ -154,14 +154,14 @@ static sharc_status_t sharc_comm_alloc(sharc_context_h ctx, int rank, int size,
         return SHARC_ERR_NOMEM;
     }
     comm->node_of = calloc((size_t)size, sizeof(*comm->node_of));
-    if (comm->node_of == NULL || sharc_coll_comm_create(&comm->coll) != SHARC_OK) {
+    comm->rank = rank;
+    comm->size = size;
+    comm->ctx = ctx;
+    if (comm->node_of == NULL || sharc_coll_comm_create(comm) != SHARC_OK) {
         free(comm->node_of);
         free(comm);
         return SHARC_ERR_NOMEM;
     }
-    comm->rank = rank;
-    comm->size = size;
-    comm->ctx = ctx;
     sharc_context_get(ctx);
     *comm_p = comm;
     return SHARC_OK;

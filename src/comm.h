@@ -14,7 +14,7 @@
 typedef struct sharc_coll_comm sharc_coll_comm_t;
 
 /* Made and released with the communicator; destroy completes what is still in flight. */
-SHARC_HIDDEN sharc_status_t sharc_coll_comm_create(sharc_coll_comm_t **cc_p);
+SHARC_HIDDEN sharc_status_t sharc_coll_comm_create(struct sharc_comm *comm);
 SHARC_HIDDEN void sharc_coll_comm_destroy(struct sharc_comm *comm);
 
 struct sharc_comm {

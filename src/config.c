@@ -97,6 +97,10 @@ static const sharc_cfg_field_t sharc_cfg_table[] = {
      "Bytes per chunk of the pipelined ring and chain algorithms: smaller starts forwarding "
      "sooner, larger costs fewer messages.",
      SHARC_CFG_SIZE, SHARC_CFG_OFF(coll_chunk), NULL, 0, 64, 1L << 30},
+    {"PROGRESS_THREAD", "no",
+     "Progress collectives from a thread per communicator, so that a posted collective "
+     "completes while the caller computes (costs a core while collectives are in flight).",
+     SHARC_CFG_BOOL, SHARC_CFG_OFF(progress_thread), NULL, 0, 0, 0},
 };
 
 #define SHARC_CFG_NKNOBS SHARC_ARRAY_SIZE(sharc_cfg_table)

@@ -15,6 +15,8 @@ run_ok "collectives over TCP, 3 ranks" env UCX_TLS=tcp,self "$LAUNCH" --mode env
     -- "$BIN/test_coll" 100003
 run_ok "collectives in 4 KiB chunks, 4 ranks" env SHARC_COLL_CHUNK=4k "$LAUNCH" --mode env -n 4 \
     -- "$BIN/test_coll" 100003
+run_ok "collectives from a progress thread, 3 ranks" env SHARC_PROGRESS_THREAD=1 "$LAUNCH" \
+    --mode env -n 3 -- "$BIN/test_coll" 100003
 if setup_mpirun; then
     run_ok "collectives under mpirun, 4 ranks" "${MPIRUN_CMD[@]}" -np 4 "$BIN/test_coll"
 fi

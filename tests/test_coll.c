@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <sharc/sharc.h>
 
@@ -273,6 +274,39 @@ static void run_inflight(sharc_comm_h comm)
     free(bc);
 }
 
+/*
+ * With SHARC_PROGRESS_THREAD=1 a posted collective completes while the caller does not call
+ * into sharc at all (here: sleeps, as a rank waiting on its GPU would).
+ */
+static void run_background(sharc_comm_h comm)
+{
+    const char *env = getenv("SHARC_PROGRESS_THREAD");
+    size_t n = 4u << 20;
+    float *v = malloc(n * 4);
+    struct timespec pause = {1, 500000000};
+    sharc_request_h req;
+    sharc_status_t st;
+    want_arg_t a = {SHARC_DTYPE_F32, SHARC_OP_SUM, me, n};
+
+    if (env == NULL || strcmp(env, "1") != 0 || nranks == 1) {
+        free(v);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        v[i] = (float)input(me, i, SHARC_OP_SUM);
+    }
+    CHECK(sharc_allreduce(v, v, n, SHARC_DTYPE_F32, SHARC_OP_SUM, comm, &req) == SHARC_OK);
+    nanosleep(&pause, NULL);
+    st = sharc_request_test(req);
+    CHECK_MSG(st == SHARC_OK, "the progress thread did not complete a 16 MiB allreduce in 1.5 s "
+                              "(%s)",
+              sharc_status_string(st));
+    CHECK(sharc_request_wait(req) == SHARC_OK);
+    sharc_request_free(req);
+    CHECK(count_wrong(v, SHARC_DTYPE_F32, 0, n, want_reduced, &a) == 0);
+    free(v);
+}
+
 /* Bad arguments fail on the calling rank alone, before any communication. */
 static void run_bad_args(sharc_comm_h comm)
 {
@@ -339,6 +373,7 @@ int main(int argc, char **argv)
     run_allreduce(comm, SHARC_DTYPE_BF16, SHARC_OP_MAX, big, 1);
     run_broadcast(comm, SHARC_DTYPE_U8, big, nranks - 1, 0);
     run_inflight(comm);
+    run_background(comm);
     run_bad_args(comm);
     printf("rank %d of %d: collectives %s\n", me, nranks, check_failures ? "FAILED" : "ok");
     sharc_comm_destroy(comm);
