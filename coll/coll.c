@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <sched.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -176,14 +177,17 @@ sharc_status_t sharc_request_wait(sharc_request_h req)
         if (sharc_time_now() > deadline) {
             sharc_coll_comm_t *cc = req->comm->coll;
 
+            char peer[48] = "";
+
             pthread_mutex_lock(&cc->lock);
+            if (req->await_peer >= 0) {
+                snprintf(peer, sizeof(peer), ": waiting for rank %d", req->await_peer);
+            }
             sharc_error("rank %d: %s #%llu (%zu %s) did not complete within %.0f s "
-                        "(SHARC_TIMEOUT)%s%.0d; the communicator is failed",
+                        "(SHARC_TIMEOUT)%s; the communicator is failed",
                         req->comm->rank, sharc_coll_names[req->args.type],
                         (unsigned long long)req->seq, req->args.count,
-                        sharc_dtype_name(req->args.dtype), timeout,
-                        req->await_peer >= 0 ? ": waiting for rank " : "",
-                        req->await_peer >= 0 ? req->await_peer : 0);
+                        sharc_dtype_name(req->args.dtype), timeout, peer);
             if (cc->failed == SHARC_OK) {
                 cc->failed = SHARC_ERR_TIMEOUT;
             }

@@ -20,4 +20,10 @@ run_ok "collectives from a progress thread, 3 ranks" env SHARC_PROGRESS_THREAD=1
 if setup_mpirun; then
     run_ok "collectives under mpirun, 4 ranks" "${MPIRUN_CMD[@]}" -np 4 "$BIN/test_coll"
 fi
+# A rank that dies: the others fail within SHARC_TIMEOUT (3 s here), naming a rank they
+# waited for, and the communicator fails every later collective at once.
+run_fail "a rank dies before an allreduce" 8 \
+    "did not complete within 3 s \(SHARC_TIMEOUT\): waiting for rank .*the next collective: timed out" \
+    env SHARC_TIMEOUT=3s "$LAUNCH" --mode env -n 3 --rank-env 1:SHARCTEST_CRASH_RANK=1 \
+    --rank-env 0:SHARCTEST_CRASH_RANK=1 --rank-env 2:SHARCTEST_CRASH_RANK=1 -- "$BIN/test_coll"
 finish

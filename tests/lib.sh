@@ -55,7 +55,7 @@ run_fail() {
         echo "FAIL: $what: took $secs s, limit $max s"
         echo "$out" | tail -40
         failures=$((failures + 1))
-    elif ! echo "$out" | grep -Eq -- "$pattern"; then
+    elif ! echo "$out" | grep -Ezq -- "$pattern"; then
         echo "FAIL: $what: output does not match /$pattern/"
         echo "$out" | tail -40
         failures=$((failures + 1))
@@ -64,6 +64,7 @@ run_fail() {
     fi
 }
 
+# run_fail patterns may span lines (grep -z): ".*" crosses newlines.
 # MPIRUN_CMD: mpirun as the tests run it (oversubscribed, as root, shared memory). In
 # sanitizer builds OpenMPI's components stay mapped so LeakSanitizer can name them and the
 # suppressions in lsan.supp apply (tests/nodlclose.c), and unwinding is slow but complete
@@ -72,7 +73,7 @@ setup_mpirun() {
     [ -n "${MPIRUN:-}" ] || return 1
     MPIRUN_CMD=("$MPIRUN" --oversubscribe --allow-run-as-root --mca btl self,vader
                 -x SHARC_BOOTSTRAP_TIMEOUT=30s)
-    if [ -n "${SHARC_SANITIZE:-}" ]; then
+    if [ -n "${SHARCTEST_SANITIZE:-}" ]; then
         export LD_PRELOAD="$top_builddir/tests/.libs/libnodlclose.so"
         export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0:fast_unwind_on_malloc=0"
     fi

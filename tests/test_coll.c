@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <sharc/sharc.h>
 
@@ -335,6 +336,32 @@ static void run_bad_args(sharc_comm_h comm)
     CHECK(sharc_barrier(comm, NULL) == SHARC_OK); /* nobody was left waiting */
 }
 
+/*
+ * A peer dies before a collective: the others' wait ends with an error within SHARC_TIMEOUT
+ * naming a rank it waited for, and later collectives on the communicator fail at once.
+ * Returns 1 (failure) on the surviving ranks when all of that held, so the caller's script
+ * can check the message; 0 would mean the collective wrongly succeeded.
+ */
+static int run_crash(sharc_comm_h comm, int victim)
+{
+    float v[1024] = {0};
+    sharc_status_t st;
+
+    if (me == victim) {
+        fprintf(stderr, "rank %d: crashing on purpose\n", me);
+        _exit(3);
+    }
+    st = sharc_allreduce(v, v, 1024, SHARC_DTYPE_F32, SHARC_OP_SUM, comm, NULL);
+    fprintf(stderr, "rank %d: allreduce after rank %d died: %s\n", me, victim,
+            sharc_status_string(st));
+    if (st == SHARC_OK) {
+        return 0;
+    }
+    st = sharc_allreduce(v, v, 1024, SHARC_DTYPE_F32, SHARC_OP_SUM, comm, NULL);
+    fprintf(stderr, "rank %d: the next collective: %s\n", me, sharc_status_string(st));
+    return 1;
+}
+
 int main(int argc, char **argv)
 {
     static const size_t counts[] = {0, 1, 7, 4097};
@@ -350,6 +377,9 @@ int main(int argc, char **argv)
     }
     nranks = sharc_comm_size(comm);
     me = sharc_comm_rank(comm);
+    if (getenv("SHARCTEST_CRASH_RANK") != NULL) {
+        return run_crash(comm, atoi(getenv("SHARCTEST_CRASH_RANK")));
+    }
     for (int dt = 0; dt < SHARC_DTYPE_LAST; dt++) {
         for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
             for (int inplace = 0; inplace < 2; inplace++) {
