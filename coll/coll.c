@@ -372,6 +372,64 @@ static sharc_status_t sharc_coll_check(sharc_comm_h comm, const sharc_coll_args_
     return SHARC_OK;
 }
 
+/* What SHARC_CHECK compares across ranks. */
+typedef struct {
+    uint64_t seq, count;
+    int32_t type, dtype, op, root;
+} sharc_coll_sig_t;
+
+static void sharc_coll_describe(const sharc_coll_sig_t *s, char *buf, size_t size)
+{
+    const char *dt = sharc_dtype_name((sharc_dtype_t)s->dtype);
+
+    snprintf(buf, size, "%s(%llu %s", sharc_coll_names[s->type], (unsigned long long)s->count,
+             dt ? dt : "?");
+    if (s->type == SHARC_COLL_REDUCE_SCATTER || s->type == SHARC_COLL_ALLREDUCE) {
+        snprintf(buf + strlen(buf), size - strlen(buf), ", %s",
+                 sharc_op_name((sharc_op_t)s->op) ? sharc_op_name((sharc_op_t)s->op) : "?");
+    } else if (s->type == SHARC_COLL_BROADCAST) {
+        snprintf(buf + strlen(buf), size - strlen(buf), ", root %d", s->root);
+    }
+    snprintf(buf + strlen(buf), size - strlen(buf), ")");
+}
+
+/*
+ * SHARC_CHECK: every rank shows the others the collective it is about to post, through the
+ * bootstrap. Called with the lock held, before the sequence number is taken. A mismatch
+ * fails the communicator on every rank, and every rank names the same two ranks.
+ */
+static sharc_status_t sharc_coll_check_peers(sharc_comm_h comm, const sharc_coll_args_t *a)
+{
+    sharc_coll_comm_t *cc = comm->coll;
+    sharc_coll_sig_t mine = {cc->seq, a->count, a->type, a->dtype, a->op, a->root}, *all;
+    sharc_status_t status;
+    char d0[96], d1[96];
+
+    if (a->type != SHARC_COLL_BROADCAST) {
+        mine.root = 0;
+    }
+    if (a->type != SHARC_COLL_REDUCE_SCATTER && a->type != SHARC_COLL_ALLREDUCE) {
+        mine.op = 0;
+    }
+    all = calloc((size_t)comm->size, sizeof(*all));
+    if (all == NULL) {
+        return SHARC_ERR_NOMEM;
+    }
+    status = sharc_boot_allgather(comm->boot, &mine, all, sizeof(mine));
+    for (int r = 1; status == SHARC_OK && r < comm->size; r++) {
+        if (memcmp(&all[r], &all[0], sizeof(mine)) != 0) {
+            sharc_coll_describe(&all[r], d1, sizeof(d1));
+            sharc_coll_describe(&all[0], d0, sizeof(d0));
+            sharc_error("SHARC_CHECK: rank %d called %s, rank 0 called %s, seq %llu", r, d1, d0,
+                        (unsigned long long)all[0].seq);
+            status = SHARC_ERR_REMOTE;
+            cc->failed = status;
+        }
+    }
+    free(all);
+    return status;
+}
+
 static sharc_status_t sharc_coll_post(sharc_comm_h comm, const sharc_coll_args_t *args,
                                       sharc_request_h *req_p)
 {
@@ -410,6 +468,11 @@ static sharc_status_t sharc_coll_post(sharc_comm_h comm, const sharc_coll_args_t
         sharc_error("%s: an earlier collective on this communicator failed (%s)",
                     sharc_coll_names[args->type], sharc_status_string(cc->failed));
         return cc->failed;
+    }
+    if (comm->ctx->cfg->check && (status = sharc_coll_check_peers(comm, args)) != SHARC_OK) {
+        pthread_mutex_unlock(&cc->lock);
+        free(task);
+        return status;
     }
     /* tags are 40 bits in the narrowest transport; wrapping after 2^40 collectives is safe */
     task->seq = cc->seq++ & ((1ull << 40) - 1);

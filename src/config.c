@@ -101,6 +101,11 @@ static const sharc_cfg_field_t sharc_cfg_table[] = {
      "Progress collectives from a thread per communicator, so that a posted collective "
      "completes while the caller computes (costs a core while collectives are in flight).",
      SHARC_CFG_BOOL, SHARC_CFG_OFF(progress_thread), NULL, 0, 0, 0},
+    {"CHECK", "no",
+     "Before each collective, compare its kind, dtype, op, count, root and sequence number "
+     "across ranks (through the bootstrap: slow, for debugging); a mismatch fails every rank "
+     "with a message naming the ranks instead of hanging or corrupting data.",
+     SHARC_CFG_BOOL, SHARC_CFG_OFF(check), NULL, 0, 0, 0},
 };
 
 #define SHARC_CFG_NKNOBS SHARC_ARRAY_SIZE(sharc_cfg_table)

@@ -24,7 +24,8 @@ typedef struct {
     int transport;            /* sharc_cfg_transport_t */
     double timeout;           /* seconds a collective may take */
     size_t coll_chunk;        /* bytes per pipelined chunk of the ring and chain algorithms */
-    int progress_thread; /* a thread per communicator progresses its collectives */
+    int progress_thread;      /* a thread per communicator progresses its collectives */
+    int check;                /* compare every collective's arguments across ranks first */
 } sharc_cfg_t;
 
 /* SHARC_TRANSPORT values; the registry in transport/ maps them to backends. */

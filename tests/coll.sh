@@ -20,6 +20,15 @@ run_ok "collectives from a progress thread, 3 ranks" env SHARC_PROGRESS_THREAD=1
 if setup_mpirun; then
     run_ok "collectives under mpirun, 4 ranks" "${MPIRUN_CMD[@]}" -np 4 "$BIN/test_coll"
 fi
+run_ok "SHARC_CHECK=1 passes matching collectives, 3 ranks" env SHARC_CHECK=1 "$LAUNCH" \
+    --mode env -n 3 -- "$BIN/test_coll" 1003
+run_ok "SHARC_CHECK=1 fails a mismatched collective on every rank" env SHARC_CHECK=1 \
+    SHARCTEST_MISMATCH_RANK=2 "$LAUNCH" --mode env -n 3 -- "$BIN/test_coll"
+run_fail "SHARC_CHECK names the ranks and what differed" 10 \
+    "SHARC_CHECK: rank 2 called allgather\(4096 f32\), rank 0 called reduce_scatter\(4096 f32, sum\), seq 1" \
+    env SHARC_CHECK=1 SHARCTEST_MISMATCH_RANK=2 "$LAUNCH" --mode env -n 3 -- sh -c \
+    '"$0" >&2; exit 1' "$BIN/test_coll"
+
 # A rank that dies: the others fail within SHARC_TIMEOUT (3 s here), naming a rank they
 # waited for, and the communicator fails every later collective at once.
 run_fail "a rank dies before an allreduce" 8 \

@@ -299,8 +299,9 @@ static void run_background(sharc_comm_h comm)
     CHECK(sharc_allreduce(v, v, n, SHARC_DTYPE_F32, SHARC_OP_SUM, comm, &req) == SHARC_OK);
     nanosleep(&pause, NULL);
     st = sharc_request_test(req);
-    CHECK_MSG(st == SHARC_OK, "the progress thread did not complete a 16 MiB allreduce in 1.5 s "
-                              "(%s)",
+    CHECK_MSG(st == SHARC_OK,
+              "the progress thread did not complete a 16 MiB allreduce in 1.5 s "
+              "(%s)",
               sharc_status_string(st));
     CHECK(sharc_request_wait(req) == SHARC_OK);
     sharc_request_free(req);
@@ -362,6 +363,27 @@ static int run_crash(sharc_comm_h comm, int victim)
     return 1;
 }
 
+/*
+ * Under SHARC_CHECK=1 one rank posts a different collective: every rank fails with
+ * SHARC_ERR_REMOTE (the script checks the message), and nothing hangs.
+ */
+static int run_mismatch(sharc_comm_h comm, int odd)
+{
+    float v[4096 * 8] = {0};
+    sharc_status_t st;
+
+    CHECK(sharc_allreduce(v, v, 16, SHARC_DTYPE_F32, SHARC_OP_SUM, comm, NULL) == SHARC_OK);
+    if (me == odd) {
+        st = sharc_allgather(v + me * 4096, v, 4096, SHARC_DTYPE_F32, comm, NULL);
+    } else {
+        st =
+            sharc_reduce_scatter(v, v + me * 4096, 4096, SHARC_DTYPE_F32, SHARC_OP_SUM, comm, NULL);
+    }
+    CHECK_MSG(st == SHARC_ERR_REMOTE, "a mismatched collective returned %s",
+              sharc_status_string(st));
+    return check_result("test_coll");
+}
+
 int main(int argc, char **argv)
 {
     static const size_t counts[] = {0, 1, 7, 4097};
@@ -377,6 +399,9 @@ int main(int argc, char **argv)
     }
     nranks = sharc_comm_size(comm);
     me = sharc_comm_rank(comm);
+    if (getenv("SHARCTEST_MISMATCH_RANK") != NULL) {
+        return run_mismatch(comm, atoi(getenv("SHARCTEST_MISMATCH_RANK")));
+    }
     if (getenv("SHARCTEST_CRASH_RANK") != NULL) {
         return run_crash(comm, atoi(getenv("SHARCTEST_CRASH_RANK")));
     }
