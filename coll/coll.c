@@ -25,16 +25,96 @@ static const char *const sharc_coll_names[SHARC_COLL_LAST] = {
 };
 
 /*
- * Algorithm per collective. One algorithm each today; the selection table by size and rank
- * count (and its SHARC_<COLL>_ALGO overrides) comes with the second algorithm.
+ * Algorithm selection: the first rule that fits the collective, its size (nccl-tests' size:
+ * bytes of the larger side) and the rank count wins. SHARC_<COLL>_ALGO names one instead.
+ * The thresholds come from sharc-perf sweeps on shared memory (docs/perf.md): one-step
+ * algorithms win while latency dominates, the pipelined ring once bandwidth does.
  */
-static const sharc_coll_algo_t *const sharc_coll_algos[SHARC_COLL_LAST] = {
-    [SHARC_COLL_ALLGATHER] = &sharc_coll_allgather_ring,
-    [SHARC_COLL_REDUCE_SCATTER] = &sharc_coll_reduce_scatter_ring,
-    [SHARC_COLL_ALLREDUCE] = &sharc_coll_allreduce_ring,
-    [SHARC_COLL_BROADCAST] = &sharc_coll_broadcast_chain,
-    [SHARC_COLL_BARRIER] = &sharc_coll_barrier_dissemination,
+typedef struct {
+    sharc_coll_type_t type;
+    size_t max_bytes; /* the rule applies up to this size */
+    int pow2;         /* only for power-of-two rank counts */
+    const sharc_coll_algo_t *algo;
+} sharc_coll_rule_t;
+
+static const sharc_coll_rule_t sharc_coll_rules[] = {
+    {SHARC_COLL_ALLGATHER, 64 << 10, 0, &sharc_coll_allgather_direct},
+    {SHARC_COLL_ALLGATHER, 512 << 10, 1, &sharc_coll_allgather_recursive_doubling},
+    {SHARC_COLL_ALLGATHER, SIZE_MAX, 0, &sharc_coll_allgather_ring},
+    {SHARC_COLL_REDUCE_SCATTER, 64 << 10, 0, &sharc_coll_reduce_scatter_direct},
+    {SHARC_COLL_REDUCE_SCATTER, SIZE_MAX, 0, &sharc_coll_reduce_scatter_ring},
+    {SHARC_COLL_ALLREDUCE, 64 << 10, 1, &sharc_coll_allreduce_recursive_doubling},
+    {SHARC_COLL_ALLREDUCE, SIZE_MAX, 0, &sharc_coll_allreduce_ring},
+    {SHARC_COLL_BROADCAST, SIZE_MAX, 0, &sharc_coll_broadcast_chain},
+    {SHARC_COLL_BARRIER, SIZE_MAX, 0, &sharc_coll_barrier_dissemination},
 };
+
+/* Every algorithm, for SHARC_<COLL>_ALGO by name. */
+static const struct {
+    sharc_coll_type_t type;
+    const sharc_coll_algo_t *algo;
+    int pow2;
+} sharc_coll_named[] = {
+    {SHARC_COLL_ALLGATHER, &sharc_coll_allgather_ring, 0},
+    {SHARC_COLL_ALLGATHER, &sharc_coll_allgather_recursive_doubling, 1},
+    {SHARC_COLL_ALLGATHER, &sharc_coll_allgather_direct, 0},
+    {SHARC_COLL_REDUCE_SCATTER, &sharc_coll_reduce_scatter_ring, 0},
+    {SHARC_COLL_REDUCE_SCATTER, &sharc_coll_reduce_scatter_direct, 0},
+    {SHARC_COLL_ALLREDUCE, &sharc_coll_allreduce_ring, 0},
+    {SHARC_COLL_ALLREDUCE, &sharc_coll_allreduce_recursive_doubling, 1},
+};
+
+static const char *const *const sharc_coll_algo_names[] = {
+    [SHARC_COLL_ALLGATHER] = sharc_cfg_allgather_algos,
+    [SHARC_COLL_REDUCE_SCATTER] = sharc_cfg_reduce_scatter_algos,
+    [SHARC_COLL_ALLREDUCE] = sharc_cfg_allreduce_algos,
+};
+
+/* nccl-tests' size of a collective: bytes of its larger side. */
+static size_t sharc_coll_size(const sharc_comm_h comm, const sharc_coll_args_t *a)
+{
+    size_t bytes = a->count * sharc_dtype_size(a->dtype);
+
+    return (a->type == SHARC_COLL_ALLGATHER || a->type == SHARC_COLL_REDUCE_SCATTER)
+               ? bytes * (size_t)comm->size
+               : bytes;
+}
+
+static sharc_status_t sharc_coll_select(sharc_comm_h comm, const sharc_coll_args_t *a,
+                                        const sharc_coll_algo_t **algo_p)
+{
+    int pow2 = (comm->size & (comm->size - 1)) == 0, forced = 0;
+    size_t size = sharc_coll_size(comm, a);
+
+    if (a->type <= SHARC_COLL_ALLREDUCE) {
+        forced = comm->ctx->cfg->algo[a->type];
+    }
+    if (forced != 0) {
+        const char *name = sharc_coll_algo_names[a->type][forced];
+
+        for (size_t i = 0; i < SHARC_ARRAY_SIZE(sharc_coll_named); i++) {
+            if (sharc_coll_named[i].type == a->type &&
+                strcmp(sharc_coll_named[i].algo->name, name) == 0) {
+                if (sharc_coll_named[i].pow2 && !pow2) {
+                    sharc_error("%s: algorithm %s needs a power-of-two rank count, not %d",
+                                sharc_coll_names[a->type], name, comm->size);
+                    return SHARC_ERR_UNSUPPORTED;
+                }
+                *algo_p = sharc_coll_named[i].algo;
+                return SHARC_OK;
+            }
+        }
+    }
+    for (size_t i = 0; i < SHARC_ARRAY_SIZE(sharc_coll_rules); i++) {
+        const sharc_coll_rule_t *rule = &sharc_coll_rules[i];
+
+        if (rule->type == a->type && size <= rule->max_bytes && (pow2 || !rule->pow2)) {
+            *algo_p = rule->algo;
+            return SHARC_OK;
+        }
+    }
+    return SHARC_ERR_UNSUPPORTED; /* unreachable: every collective ends with a catch-all */
+}
 
 static void *sharc_coll_thread(void *arg);
 
@@ -457,7 +537,11 @@ static sharc_status_t sharc_coll_post(sharc_comm_h comm, const sharc_coll_args_t
     }
     task->comm = comm;
     task->args = *args;
-    task->algo = sharc_coll_algos[args->type];
+    status = sharc_coll_select(comm, args, &task->algo);
+    if (status != SHARC_OK) {
+        free(task);
+        return status;
+    }
     task->await_peer = -1;
     task->status = SHARC_INPROGRESS;
     cc = comm->coll;

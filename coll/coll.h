@@ -63,8 +63,8 @@ static inline size_t sharc_coll_block_len(const sharc_coll_blocks_t *b, int i)
  */
 typedef struct {
     /* set by the caller */
-    char *vec; /* the whole vector: recvbuf (allgather), or the reduction input */
-    char *out; /* reduce-scatter: where this rank's block result goes */
+    char *vec;       /* the whole vector: recvbuf (allgather), or the reduction input */
+    char *out;       /* reduce-scatter: where this rank's block result goes */
     const char *own; /* allgather: this rank's block while it is not yet in vec, or NULL */
     int own_copied;  /* allgather: own has been copied into vec */
     sharc_coll_blocks_t blocks;
@@ -136,6 +136,10 @@ SHARC_HIDDEN void sharc_coll_ring_cleanup(sharc_coll_ring_t *ring);
 
 /* The algorithms, one per file. */
 extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_allgather_ring;
+extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_allgather_recursive_doubling;
+extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_allgather_direct;
+extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_reduce_scatter_direct;
+extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_allreduce_recursive_doubling;
 extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_reduce_scatter_ring;
 extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_allreduce_ring;
 extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_broadcast_chain;

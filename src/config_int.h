@@ -26,6 +26,7 @@ typedef struct {
     size_t coll_chunk;        /* bytes per pipelined chunk of the ring and chain algorithms */
     int progress_thread;      /* a thread per communicator progresses its collectives */
     int check;                /* compare every collective's arguments across ranks first */
+    int algo[3];              /* SHARC_{ALLGATHER,REDUCE_SCATTER,ALLREDUCE}_ALGO, 0 = auto */
 } sharc_cfg_t;
 
 /* SHARC_TRANSPORT values; the registry in transport/ maps them to backends. */
@@ -39,6 +40,11 @@ typedef enum {
 } sharc_cfg_transport_t;
 
 extern SHARC_HIDDEN const char *const sharc_cfg_transport_names[];
+
+/* Algorithm names each SHARC_<COLL>_ALGO accepts ("auto" first), NULL-terminated. */
+extern SHARC_HIDDEN const char *const sharc_cfg_allgather_algos[];
+extern SHARC_HIDDEN const char *const sharc_cfg_reduce_scatter_algos[];
+extern SHARC_HIDDEN const char *const sharc_cfg_allreduce_algos[];
 
 /** The parsed view of a configuration. */
 SHARC_HIDDEN const sharc_cfg_t *sharc_config_parsed(sharc_config_h config);

@@ -1,0 +1,81 @@
+/*
+ * allgather_direct.c: all-gather in one step for small messages: every rank sends its block
+ * to every other rank and receives theirs straight into recvbuf.
+ * Computes: recvbuf[i * count ..] = rank i's sendbuf, on every rank.
+ * Steps: 1 (latency-optimal). Bytes per rank: (n-1) * count sent and received, in n-1
+ * messages each way. Extra memory: 2 (n-1) requests.
+ * In place: sendbuf == recvbuf + rank * count skips the copy of the own block.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "../coll.h"
+
+static sharc_status_t sharc_allgather_direct_init(sharc_coll_task_t *task)
+{
+    const sharc_coll_args_t *a = &task->args;
+    size_t bytes = a->count * sharc_dtype_size(a->dtype);
+    char *mine = (char *)a->recvbuf + (size_t)task->comm->rank * bytes;
+
+    if (a->sendbuf != mine && bytes > 0) {
+        memcpy(mine, a->sendbuf, bytes);
+    }
+    task->nreqs = (size_t)(task->comm->size - 1);
+    task->phase = 0;
+    if (task->nreqs == 0 || bytes == 0) {
+        task->nreqs = 0;
+        return SHARC_OK;
+    }
+    task->reqs = calloc(2 * task->nreqs, sizeof(*task->reqs));
+    return task->reqs ? SHARC_OK : SHARC_ERR_NOMEM;
+}
+
+static sharc_status_t sharc_allgather_direct_progress(sharc_coll_task_t *task)
+{
+    sharc_comm_h comm = task->comm;
+    size_t bytes = task->args.count * sharc_dtype_size(task->args.dtype);
+    char *buf = task->args.recvbuf;
+    sharc_status_t status;
+
+    if (task->nreqs == 0) {
+        return SHARC_OK; /* one rank, or nothing to send */
+    }
+    if (task->phase == 0) {
+        task->phase = 1;
+        for (int i = 1; i < comm->size; i++) { /* peers in ring order: no hot spot */
+            int to = (comm->rank + i) % comm->size,
+                from = (comm->rank - i + comm->size) % comm->size;
+            size_t k = (size_t)(i - 1);
+
+            status = sharc_coll_recv(task, from, buf + (size_t)from * bytes, bytes, &task->reqs[k]);
+            if (status == SHARC_OK) {
+                status = sharc_coll_send(task, to, buf + (size_t)comm->rank * bytes, bytes,
+                                         &task->reqs[task->nreqs + k]);
+            }
+            if (status != SHARC_OK) {
+                return status;
+            }
+        }
+    }
+    for (size_t k = 0; k < 2 * task->nreqs; k++) {
+        status = sharc_tp_req_status(&task->reqs[k]);
+        if (status != SHARC_OK) {
+            return status;
+        }
+    }
+    return SHARC_OK;
+}
+
+static void sharc_allgather_direct_cleanup(sharc_coll_task_t *task)
+{
+    free(task->reqs);
+}
+
+const sharc_coll_algo_t sharc_coll_allgather_direct = {
+    .name = "direct",
+    .init = sharc_allgather_direct_init,
+    .progress = sharc_allgather_direct_progress,
+    .cleanup = sharc_allgather_direct_cleanup,
+};

@@ -1,0 +1,82 @@
+/*
+ * allgather_recursive_doubling.c: all-gather by recursive doubling, for power-of-two rank
+ * counts.
+ * Computes: recvbuf[i * count ..] = rank i's sendbuf, on every rank.
+ * Steps: log2(n); at step k rank r swaps with r ^ 2^k the 2^k blocks it holds (the aligned
+ * group of 2^k ranks around it) for the partner's 2^k blocks.
+ * Bytes at step k: 2^k * count each way; (n-1) * count in all. Extra memory: 2 requests.
+ * In place: sendbuf == recvbuf + rank * count skips the copy of the own block.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "../coll.h"
+
+static sharc_status_t sharc_allgather_recdbl_init(sharc_coll_task_t *task)
+{
+    const sharc_coll_args_t *a = &task->args;
+    size_t bytes = a->count * sharc_dtype_size(a->dtype);
+    char *mine = (char *)a->recvbuf + (size_t)task->comm->rank * bytes;
+    int n = task->comm->size;
+
+    if (n & (n - 1)) {
+        return SHARC_ERR_UNSUPPORTED; /* the selection only picks it for powers of two */
+    }
+    if (a->sendbuf != mine && bytes > 0) {
+        memcpy(mine, a->sendbuf, bytes);
+    }
+    task->step = 0;
+    task->phase = 0;
+    task->reqs = calloc(2, sizeof(*task->reqs));
+    return task->reqs ? SHARC_OK : SHARC_ERR_NOMEM;
+}
+
+static sharc_status_t sharc_allgather_recdbl_progress(sharc_coll_task_t *task)
+{
+    sharc_comm_h comm = task->comm;
+    size_t bytes = task->args.count * sharc_dtype_size(task->args.dtype);
+    char *buf = task->args.recvbuf;
+    sharc_status_t status;
+
+    while (bytes > 0 && ((size_t)1 << task->step) < (size_t)comm->size) {
+        size_t dist = (size_t)1 << task->step;
+        int partner = comm->rank ^ (int)dist;
+        size_t mine = ((size_t)comm->rank & ~(dist - 1)) * bytes;
+        size_t theirs = ((size_t)partner & ~(dist - 1)) * bytes;
+
+        if (task->phase == 0) {
+            task->await_peer = partner;
+            status = sharc_coll_recv(task, partner, buf + theirs, dist * bytes, &task->reqs[0]);
+            if (status == SHARC_OK) {
+                status = sharc_coll_send(task, partner, buf + mine, dist * bytes, &task->reqs[1]);
+            }
+            if (status != SHARC_OK) {
+                return status;
+            }
+            task->phase = 1;
+        }
+        for (int i = 0; i < 2; i++) {
+            status = sharc_tp_req_status(&task->reqs[i]);
+            if (status != SHARC_OK) {
+                return status;
+            }
+        }
+        task->phase = 0;
+        task->step++;
+    }
+    return SHARC_OK;
+}
+
+static void sharc_allgather_recdbl_cleanup(sharc_coll_task_t *task)
+{
+    free(task->reqs);
+}
+
+const sharc_coll_algo_t sharc_coll_allgather_recursive_doubling = {
+    .name = "recursive_doubling",
+    .init = sharc_allgather_recdbl_init,
+    .progress = sharc_allgather_recdbl_progress,
+    .cleanup = sharc_allgather_recdbl_cleanup,
+};

@@ -1,0 +1,86 @@
+/*
+ * allreduce_recursive_doubling.c: all-reduce by recursive doubling, for small messages on
+ * power-of-two rank counts.
+ * Computes: recvbuf = op over all ranks' sendbuf. Every rank gets the same bits: at each
+ * step the two partners combine the same two partial results (ops are commutative).
+ * Steps: log2(n); at step k rank r swaps its whole partial result with r ^ 2^k and adds
+ * the partner's. Bytes per step: count each way. Extra memory: count elements of scratch.
+ * In place: sendbuf == recvbuf skips the initial copy.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "../coll.h"
+
+static sharc_status_t sharc_allreduce_recdbl_init(sharc_coll_task_t *task)
+{
+    const sharc_coll_args_t *a = &task->args;
+    size_t bytes = a->count * sharc_dtype_size(a->dtype);
+    int n = task->comm->size;
+
+    if (n & (n - 1)) {
+        return SHARC_ERR_UNSUPPORTED; /* the selection only picks it for powers of two */
+    }
+    if (a->sendbuf != a->recvbuf && bytes > 0) {
+        memcpy(a->recvbuf, a->sendbuf, bytes);
+    }
+    task->step = 0;
+    task->phase = 0;
+    task->reqs = calloc(2, sizeof(*task->reqs));
+    task->ring.scratch = malloc(bytes + 1);
+    return (task->reqs && task->ring.scratch) ? SHARC_OK : SHARC_ERR_NOMEM;
+}
+
+static sharc_status_t sharc_allreduce_recdbl_progress(sharc_coll_task_t *task)
+{
+    const sharc_coll_args_t *a = &task->args;
+    sharc_comm_h comm = task->comm;
+    size_t bytes = a->count * sharc_dtype_size(a->dtype);
+    sharc_status_t status;
+
+    while (bytes > 0 && ((size_t)1 << task->step) < (size_t)comm->size) {
+        int partner = comm->rank ^ (1 << task->step);
+
+        if (task->phase == 0) {
+            task->await_peer = partner;
+            status = sharc_coll_recv(task, partner, task->ring.scratch, bytes, &task->reqs[0]);
+            if (status == SHARC_OK) {
+                status = sharc_coll_send(task, partner, a->recvbuf, bytes, &task->reqs[1]);
+            }
+            if (status != SHARC_OK) {
+                return status;
+            }
+            task->phase = 1;
+        }
+        /* both done before recvbuf changes: the send reads it */
+        for (int i = 0; i < 2; i++) {
+            status = sharc_tp_req_status(&task->reqs[i]);
+            if (status != SHARC_OK) {
+                return status;
+            }
+        }
+        sharc_kern_cpu_ops.reduce(a->recvbuf, task->ring.scratch, a->count, a->dtype, a->op, NULL);
+        task->phase = 0;
+        task->step++;
+    }
+    if (a->op == SHARC_OP_AVG && task->phase == 0 && bytes > 0) {
+        sharc_kern_cpu_ops.scale(a->recvbuf, a->count, a->dtype, 1.0 / comm->size, NULL);
+        task->phase = 2; /* scaled once */
+    }
+    return SHARC_OK;
+}
+
+static void sharc_allreduce_recdbl_cleanup(sharc_coll_task_t *task)
+{
+    free(task->reqs);
+    free(task->ring.scratch);
+}
+
+const sharc_coll_algo_t sharc_coll_allreduce_recursive_doubling = {
+    .name = "recursive_doubling",
+    .init = sharc_allreduce_recdbl_init,
+    .progress = sharc_allreduce_recdbl_progress,
+    .cleanup = sharc_allreduce_recdbl_cleanup,
+};
