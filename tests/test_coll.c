@@ -402,6 +402,12 @@ int main(int argc, char **argv)
     if (getenv("SHARCTEST_MISMATCH_RANK") != NULL) {
         return run_mismatch(comm, atoi(getenv("SHARCTEST_MISMATCH_RANK")));
     }
+    if (getenv("SHARCTEST_ONE_ALLREDUCE") != NULL) { /* for checks of a single call */
+        float v[7] = {0};
+        sharc_status_t st = sharc_allreduce(v, v, 7, SHARC_DTYPE_F32, SHARC_OP_SUM, comm, NULL);
+        fprintf(stderr, "rank %d: allreduce: %s\n", me, sharc_status_string(st));
+        return st == SHARC_OK ? 0 : 1;
+    }
     if (getenv("SHARCTEST_CRASH_RANK") != NULL) {
         return run_crash(comm, atoi(getenv("SHARCTEST_CRASH_RANK")));
     }
