@@ -361,6 +361,26 @@ sharc_status_t sharc_coll_recv(sharc_coll_task_t *task, int peer, void *buf, siz
     return (status == SHARC_INPROGRESS) ? SHARC_OK : status;
 }
 
+sharc_status_t sharc_coll_sendrecv(sharc_coll_task_t *task, int to, const void *sbuf, size_t sbytes,
+                                   sharc_tp_req_t *sreq, int from, void *rbuf, size_t rbytes,
+                                   sharc_tp_req_t *rreq)
+{
+    sharc_status_t status = sharc_coll_recv(task, from, rbuf, rbytes, rreq);
+
+    return (status == SHARC_OK) ? sharc_coll_send(task, to, sbuf, sbytes, sreq) : status;
+}
+
+sharc_status_t sharc_coll_reqs_status(const sharc_tp_req_t *reqs, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        sharc_status_t status = sharc_tp_req_status(&reqs[i]);
+        if (status != SHARC_OK) {
+            return status;
+        }
+    }
+    return SHARC_OK;
+}
+
 /* ---- posting ----------------------------------------------------------------------- */
 
 /* Do [a, a + alen) and [b, b + blen) overlap? */

@@ -126,6 +126,14 @@ SHARC_HIDDEN sharc_status_t sharc_coll_send(sharc_coll_task_t *task, int peer, c
 SHARC_HIDDEN sharc_status_t sharc_coll_recv(sharc_coll_task_t *task, int peer, void *buf,
                                             size_t bytes, sharc_tp_req_t *req);
 
+/* A receive from @p from and a send to @p to, posted together (the receive first). */
+SHARC_HIDDEN sharc_status_t sharc_coll_sendrecv(sharc_coll_task_t *task, int to, const void *sbuf,
+                                                size_t sbytes, sharc_tp_req_t *sreq, int from,
+                                                void *rbuf, size_t rbytes, sharc_tp_req_t *rreq);
+
+/* SHARC_OK when all @p n requests completed fine, SHARC_INPROGRESS, or the first error. */
+SHARC_HIDDEN sharc_status_t sharc_coll_reqs_status(const sharc_tp_req_t *reqs, size_t n);
+
 /* The ring engine: init, then progress until it returns something but SHARC_INPROGRESS. */
 SHARC_HIDDEN sharc_status_t sharc_coll_ring_init(sharc_coll_task_t *task, sharc_coll_ring_t *ring);
 SHARC_HIDDEN sharc_status_t sharc_coll_ring_allgather(sharc_coll_task_t *task,

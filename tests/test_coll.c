@@ -400,12 +400,17 @@ int main(int argc, char **argv)
     nranks = sharc_comm_size(comm);
     me = sharc_comm_rank(comm);
     if (getenv("SHARCTEST_MISMATCH_RANK") != NULL) {
-        return run_mismatch(comm, atoi(getenv("SHARCTEST_MISMATCH_RANK")));
+        int ret = run_mismatch(comm, atoi(getenv("SHARCTEST_MISMATCH_RANK")));
+        sharc_comm_destroy(comm);
+        sharc_context_destroy(ctx);
+        return ret;
     }
     if (getenv("SHARCTEST_ONE_ALLREDUCE") != NULL) { /* for checks of a single call */
         float v[7] = {0};
         sharc_status_t st = sharc_allreduce(v, v, 7, SHARC_DTYPE_F32, SHARC_OP_SUM, comm, NULL);
         fprintf(stderr, "rank %d: allreduce: %s\n", me, sharc_status_string(st));
+        sharc_comm_destroy(comm);
+        sharc_context_destroy(ctx);
         return st == SHARC_OK ? 0 : 1;
     }
     if (getenv("SHARCTEST_CRASH_RANK") != NULL) {

@@ -49,23 +49,15 @@ static sharc_status_t sharc_allgather_direct_progress(sharc_coll_task_t *task)
                 from = (comm->rank - i + comm->size) % comm->size;
             size_t k = (size_t)(i - 1);
 
-            status = sharc_coll_recv(task, from, buf + (size_t)from * bytes, bytes, &task->reqs[k]);
-            if (status == SHARC_OK) {
-                status = sharc_coll_send(task, to, buf + (size_t)comm->rank * bytes, bytes,
-                                         &task->reqs[task->nreqs + k]);
-            }
+            status = sharc_coll_sendrecv(task, to, buf + (size_t)comm->rank * bytes, bytes,
+                                         &task->reqs[task->nreqs + k], from,
+                                         buf + (size_t)from * bytes, bytes, &task->reqs[k]);
             if (status != SHARC_OK) {
                 return status;
             }
         }
     }
-    for (size_t k = 0; k < 2 * task->nreqs; k++) {
-        status = sharc_tp_req_status(&task->reqs[k]);
-        if (status != SHARC_OK) {
-            return status;
-        }
-    }
-    return SHARC_OK;
+    return sharc_coll_reqs_status(task->reqs, 2 * task->nreqs);
 }
 
 static void sharc_allgather_direct_cleanup(sharc_coll_task_t *task)

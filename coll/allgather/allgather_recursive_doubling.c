@@ -48,20 +48,15 @@ static sharc_status_t sharc_allgather_recdbl_progress(sharc_coll_task_t *task)
 
         if (task->phase == 0) {
             task->await_peer = partner;
-            status = sharc_coll_recv(task, partner, buf + theirs, dist * bytes, &task->reqs[0]);
-            if (status == SHARC_OK) {
-                status = sharc_coll_send(task, partner, buf + mine, dist * bytes, &task->reqs[1]);
-            }
+            status = sharc_coll_sendrecv(task, partner, buf + mine, dist * bytes, &task->reqs[1],
+                                         partner, buf + theirs, dist * bytes, &task->reqs[0]);
             if (status != SHARC_OK) {
                 return status;
             }
             task->phase = 1;
         }
-        for (int i = 0; i < 2; i++) {
-            status = sharc_tp_req_status(&task->reqs[i]);
-            if (status != SHARC_OK) {
-                return status;
-            }
+        if ((status = sharc_coll_reqs_status(task->reqs, 2)) != SHARC_OK) {
+            return status;
         }
         task->phase = 0;
         task->step++;

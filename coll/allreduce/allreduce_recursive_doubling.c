@@ -45,21 +45,16 @@ static sharc_status_t sharc_allreduce_recdbl_progress(sharc_coll_task_t *task)
 
         if (task->phase == 0) {
             task->await_peer = partner;
-            status = sharc_coll_recv(task, partner, task->ring.scratch, bytes, &task->reqs[0]);
-            if (status == SHARC_OK) {
-                status = sharc_coll_send(task, partner, a->recvbuf, bytes, &task->reqs[1]);
-            }
+            status = sharc_coll_sendrecv(task, partner, a->recvbuf, bytes, &task->reqs[1], partner,
+                                         task->ring.scratch, bytes, &task->reqs[0]);
             if (status != SHARC_OK) {
                 return status;
             }
             task->phase = 1;
         }
         /* both done before recvbuf changes: the send reads it */
-        for (int i = 0; i < 2; i++) {
-            status = sharc_tp_req_status(&task->reqs[i]);
-            if (status != SHARC_OK) {
-                return status;
-            }
+        if ((status = sharc_coll_reqs_status(task->reqs, 2)) != SHARC_OK) {
+            return status;
         }
         sharc_kern_cpu_ops.reduce(a->recvbuf, task->ring.scratch, a->count, a->dtype, a->op, NULL);
         task->phase = 0;

@@ -40,10 +40,8 @@ static sharc_status_t sharc_barrier_dissemination_progress(sharc_coll_task_t *ta
 
         if (!task->phase) {
             task->await_peer = (r - dist + n) % n;
-            status = sharc_coll_recv(task, task->await_peer, NULL, 0, rreq);
-            if (status == SHARC_OK) {
-                status = sharc_coll_send(task, (r + dist) % n, NULL, 0, sreq);
-            }
+            status = sharc_coll_sendrecv(task, (r + dist) % n, NULL, 0, sreq, task->await_peer,
+                                         NULL, 0, rreq);
             if (status != SHARC_OK) {
                 return status;
             }
@@ -57,8 +55,7 @@ static sharc_status_t sharc_barrier_dissemination_progress(sharc_coll_task_t *ta
         task->step++;
     }
     for (size_t k = 0; k < task->nreqs; k++) {
-        status = sharc_tp_req_status(&task->reqs[2 * k]);
-        if (status != SHARC_OK) {
+        if ((status = sharc_tp_req_status(&task->reqs[2 * k])) != SHARC_OK) {
             return status;
         }
     }

@@ -43,22 +43,17 @@ static sharc_status_t sharc_reduce_scatter_direct_progress(sharc_coll_task_t *ta
         for (int i = 1; i < n; i++) {
             int to = (r + i) % n, from = (r - i + n) % n;
 
-            status = sharc_coll_recv(task, from, slots + (size_t)from * bytes, bytes,
-                                     &task->reqs[i - 1]);
-            if (status == SHARC_OK) {
-                status = sharc_coll_send(task, to, send + (size_t)to * bytes, bytes,
-                                         &task->reqs[n + i - 1]);
-            }
+            status = sharc_coll_sendrecv(task, to, send + (size_t)to * bytes, bytes,
+                                         &task->reqs[n + i - 1], from, slots + (size_t)from * bytes,
+                                         bytes, &task->reqs[i - 1]);
             if (status != SHARC_OK) {
                 return status;
             }
         }
     }
-    for (int i = 1; i < n; i++) {
-        if ((status = sharc_tp_req_status(&task->reqs[i - 1])) != SHARC_OK ||
-            (status = sharc_tp_req_status(&task->reqs[n + i - 1])) != SHARC_OK) {
-            return status;
-        }
+    if ((status = sharc_coll_reqs_status(task->reqs, (size_t)(n - 1))) != SHARC_OK ||
+        (status = sharc_coll_reqs_status(task->reqs + n, (size_t)(n - 1))) != SHARC_OK) {
+        return status;
     }
     /* rank order, the same on every rank's block: own block joins at its place */
     memcpy(sum, r == 0 ? send : slots, bytes); /* start from rank 0's block */
