@@ -74,7 +74,8 @@ SHARC_API sharc_status_t sharc_request_wait(sharc_request_h req);
 
 /**
  * Release a request. A request still in progress is completed first (as by
- * sharc_request_wait) so that its buffers are no longer used. NULL is a no-op.
+ * sharc_request_wait) so that its buffers are no longer used. NULL is a no-op. Free every
+ * request of a communicator before destroying it.
  */
 SHARC_API void sharc_request_free(sharc_request_h req);
 
