@@ -42,6 +42,7 @@ static const sharc_coll_rule_t sharc_coll_rules[] = {
     {SHARC_COLL_ALLGATHER, 512 << 10, 1, &sharc_coll_allgather_recursive_doubling},
     {SHARC_COLL_ALLGATHER, SIZE_MAX, 0, &sharc_coll_allgather_ring},
     {SHARC_COLL_REDUCE_SCATTER, 64 << 10, 0, &sharc_coll_reduce_scatter_direct},
+    {SHARC_COLL_REDUCE_SCATTER, 512 << 10, 1, &sharc_coll_reduce_scatter_recursive_halving},
     {SHARC_COLL_REDUCE_SCATTER, SIZE_MAX, 0, &sharc_coll_reduce_scatter_ring},
     {SHARC_COLL_ALLREDUCE, 64 << 10, 1, &sharc_coll_allreduce_recursive_doubling},
     {SHARC_COLL_ALLREDUCE, SIZE_MAX, 0, &sharc_coll_allreduce_ring},
@@ -60,6 +61,7 @@ static const struct {
     {SHARC_COLL_ALLGATHER, &sharc_coll_allgather_direct, 0},
     {SHARC_COLL_REDUCE_SCATTER, &sharc_coll_reduce_scatter_ring, 0},
     {SHARC_COLL_REDUCE_SCATTER, &sharc_coll_reduce_scatter_direct, 0},
+    {SHARC_COLL_REDUCE_SCATTER, &sharc_coll_reduce_scatter_recursive_halving, 1},
     {SHARC_COLL_ALLREDUCE, &sharc_coll_allreduce_ring, 0},
     {SHARC_COLL_ALLREDUCE, &sharc_coll_allreduce_recursive_doubling, 1},
 };

@@ -147,6 +147,7 @@ extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_allgather_ring;
 extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_allgather_recursive_doubling;
 extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_allgather_direct;
 extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_reduce_scatter_direct;
+extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_reduce_scatter_recursive_halving;
 extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_allreduce_recursive_doubling;
 extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_reduce_scatter_ring;
 extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_allreduce_ring;

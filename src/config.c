@@ -49,7 +49,8 @@ const char *const sharc_cfg_transport_names[SHARC_CFG_TRANSPORT_LAST] = {
 
 const char *const sharc_cfg_allgather_algos[] = {"auto", "ring", "recursive_doubling", "direct",
                                                  NULL};
-const char *const sharc_cfg_reduce_scatter_algos[] = {"auto", "ring", "direct", NULL};
+const char *const sharc_cfg_reduce_scatter_algos[] = {"auto", "ring", "recursive_halving", "direct",
+                                                      NULL};
 const char *const sharc_cfg_allreduce_algos[] = {"auto", "ring", "recursive_doubling", NULL};
 
 #define SHARC_CFG_OFF(_field) offsetof(sharc_cfg_t, _field)
@@ -115,8 +116,9 @@ static const sharc_cfg_field_t sharc_cfg_table[] = {
      "All-gather algorithm: auto (by size and rank count), ring, recursive_doubling (powers "
      "of two) or direct.",
      SHARC_CFG_ENUM, SHARC_CFG_OFF(algo[0]), sharc_cfg_allgather_algos, 4, 0, 0},
-    {"REDUCE_SCATTER_ALGO", "auto", "Reduce-scatter algorithm: auto, ring or direct.",
-     SHARC_CFG_ENUM, SHARC_CFG_OFF(algo[1]), sharc_cfg_reduce_scatter_algos, 3, 0, 0},
+    {"REDUCE_SCATTER_ALGO", "auto",
+     "Reduce-scatter algorithm: auto, ring, recursive_halving (powers of two) or direct.",
+     SHARC_CFG_ENUM, SHARC_CFG_OFF(algo[1]), sharc_cfg_reduce_scatter_algos, 4, 0, 0},
     {"ALLREDUCE_ALGO", "auto",
      "All-reduce algorithm: auto, ring or recursive_doubling (powers of two).", SHARC_CFG_ENUM,
      SHARC_CFG_OFF(algo[2]), sharc_cfg_allreduce_algos, 3, 0, 0},

@@ -21,8 +21,9 @@ run_ok "forced rings, 3 ranks" env SHARC_ALLGATHER_ALGO=ring SHARC_REDUCE_SCATTE
 run_ok "forced direct, 5 ranks" env SHARC_ALLGATHER_ALGO=direct \
     SHARC_REDUCE_SCATTER_ALGO=direct "$LAUNCH" --mode env -n 5 -- "$BIN/test_coll" 100003
 for n in 2 4 8; do
-    run_ok "forced recursive doubling, $n ranks" env SHARC_ALLGATHER_ALGO=recursive_doubling \
-        SHARC_ALLREDUCE_ALGO=recursive_doubling "$LAUNCH" --mode env -n $n \
+    run_ok "forced recursive doubling and halving, $n ranks" \
+        env SHARC_ALLGATHER_ALGO=recursive_doubling SHARC_ALLREDUCE_ALGO=recursive_doubling \
+        SHARC_REDUCE_SCATTER_ALGO=recursive_halving "$LAUNCH" --mode env -n $n \
         -- "$BIN/test_coll" 100003
 done
 run_fail "recursive doubling refused on 3 ranks" 10 "needs a power-of-two rank count, not 3" \
