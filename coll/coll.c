@@ -46,6 +46,7 @@ static const sharc_coll_rule_t sharc_coll_rules[] = {
     {SHARC_COLL_REDUCE_SCATTER, SIZE_MAX, 0, &sharc_coll_reduce_scatter_ring},
     {SHARC_COLL_ALLREDUCE, 64 << 10, 1, &sharc_coll_allreduce_recursive_doubling},
     {SHARC_COLL_ALLREDUCE, SIZE_MAX, 0, &sharc_coll_allreduce_ring},
+    {SHARC_COLL_BROADCAST, 64 << 10, 0, &sharc_coll_broadcast_binomial},
     {SHARC_COLL_BROADCAST, SIZE_MAX, 0, &sharc_coll_broadcast_chain},
     {SHARC_COLL_BARRIER, SIZE_MAX, 0, &sharc_coll_barrier_dissemination},
 };
@@ -64,12 +65,15 @@ static const struct {
     {SHARC_COLL_REDUCE_SCATTER, &sharc_coll_reduce_scatter_recursive_halving, 1},
     {SHARC_COLL_ALLREDUCE, &sharc_coll_allreduce_ring, 0},
     {SHARC_COLL_ALLREDUCE, &sharc_coll_allreduce_recursive_doubling, 1},
+    {SHARC_COLL_BROADCAST, &sharc_coll_broadcast_chain, 0},
+    {SHARC_COLL_BROADCAST, &sharc_coll_broadcast_binomial, 0},
 };
 
 static const char *const *const sharc_coll_algo_names[] = {
     [SHARC_COLL_ALLGATHER] = sharc_cfg_allgather_algos,
     [SHARC_COLL_REDUCE_SCATTER] = sharc_cfg_reduce_scatter_algos,
     [SHARC_COLL_ALLREDUCE] = sharc_cfg_allreduce_algos,
+    [SHARC_COLL_BROADCAST] = sharc_cfg_broadcast_algos,
 };
 
 /* nccl-tests' size of a collective: bytes of its larger side. */
@@ -88,7 +92,7 @@ static sharc_status_t sharc_coll_select(sharc_comm_h comm, const sharc_coll_args
     int pow2 = (comm->size & (comm->size - 1)) == 0, forced = 0;
     size_t size = sharc_coll_size(comm, a);
 
-    if (a->type <= SHARC_COLL_ALLREDUCE) {
+    if (a->type <= SHARC_COLL_BROADCAST) { /* the collectives with a SHARC_<COLL>_ALGO knob */
         forced = comm->ctx->cfg->algo[a->type];
     }
     if (forced != 0) {

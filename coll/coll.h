@@ -152,6 +152,7 @@ extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_allreduce_recursive_doubl
 extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_reduce_scatter_ring;
 extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_allreduce_ring;
 extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_broadcast_chain;
+extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_broadcast_binomial;
 extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_barrier_dissemination;
 
 #endif

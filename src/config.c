@@ -52,6 +52,7 @@ const char *const sharc_cfg_allgather_algos[] = {"auto", "ring", "recursive_doub
 const char *const sharc_cfg_reduce_scatter_algos[] = {"auto", "ring", "recursive_halving", "direct",
                                                       NULL};
 const char *const sharc_cfg_allreduce_algos[] = {"auto", "ring", "recursive_doubling", NULL};
+const char *const sharc_cfg_broadcast_algos[] = {"auto", "chain", "binomial", NULL};
 
 #define SHARC_CFG_OFF(_field) offsetof(sharc_cfg_t, _field)
 
@@ -122,6 +123,9 @@ static const sharc_cfg_field_t sharc_cfg_table[] = {
     {"ALLREDUCE_ALGO", "auto",
      "All-reduce algorithm: auto, ring or recursive_doubling (powers of two).", SHARC_CFG_ENUM,
      SHARC_CFG_OFF(algo[2]), sharc_cfg_allreduce_algos, 3, 0, 0},
+    {"BROADCAST_ALGO", "auto",
+     "Broadcast algorithm: auto, chain (pipelined, large messages) or binomial (small).",
+     SHARC_CFG_ENUM, SHARC_CFG_OFF(algo[3]), sharc_cfg_broadcast_algos, 3, 0, 0},
 };
 
 #define SHARC_CFG_NKNOBS SHARC_ARRAY_SIZE(sharc_cfg_table)

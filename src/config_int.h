@@ -26,7 +26,7 @@ typedef struct {
     size_t coll_chunk;        /* bytes per pipelined chunk of the ring and chain algorithms */
     int progress_thread;      /* a thread per communicator progresses its collectives */
     int check;                /* compare every collective's arguments across ranks first */
-    int algo[3];              /* SHARC_{ALLGATHER,REDUCE_SCATTER,ALLREDUCE}_ALGO, 0 = auto */
+    int algo[4]; /* SHARC_{ALLGATHER,REDUCE_SCATTER,ALLREDUCE,BROADCAST}_ALGO, 0 = auto */
 } sharc_cfg_t;
 
 /* SHARC_TRANSPORT values; the registry in transport/ maps them to backends. */
@@ -45,6 +45,7 @@ extern SHARC_HIDDEN const char *const sharc_cfg_transport_names[];
 extern SHARC_HIDDEN const char *const sharc_cfg_allgather_algos[];
 extern SHARC_HIDDEN const char *const sharc_cfg_reduce_scatter_algos[];
 extern SHARC_HIDDEN const char *const sharc_cfg_allreduce_algos[];
+extern SHARC_HIDDEN const char *const sharc_cfg_broadcast_algos[];
 
 /** The parsed view of a configuration. */
 SHARC_HIDDEN const sharc_cfg_t *sharc_config_parsed(sharc_config_h config);

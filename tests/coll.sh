@@ -16,10 +16,12 @@ run_ok "collectives over TCP, 3 ranks" env UCX_TLS=tcp,self "$LAUNCH" --mode env
 run_ok "collectives in 4 KiB chunks, 4 ranks" env SHARC_COLL_CHUNK=4k "$LAUNCH" --mode env -n 4 \
     -- "$BIN/test_coll" 100003
 # every algorithm, forced (auto picks one-step algorithms for small sizes, rings for large)
-run_ok "forced rings, 3 ranks" env SHARC_ALLGATHER_ALGO=ring SHARC_REDUCE_SCATTER_ALGO=ring \
-    SHARC_ALLREDUCE_ALGO=ring "$LAUNCH" --mode env -n 3 -- "$BIN/test_coll" 100003
-run_ok "forced direct, 5 ranks" env SHARC_ALLGATHER_ALGO=direct \
-    SHARC_REDUCE_SCATTER_ALGO=direct "$LAUNCH" --mode env -n 5 -- "$BIN/test_coll" 100003
+run_ok "forced rings and chain, 3 ranks" env SHARC_ALLGATHER_ALGO=ring \
+    SHARC_REDUCE_SCATTER_ALGO=ring SHARC_ALLREDUCE_ALGO=ring SHARC_BROADCAST_ALGO=chain \
+    "$LAUNCH" --mode env -n 3 -- "$BIN/test_coll" 100003
+run_ok "forced direct and binomial, 5 ranks" env SHARC_ALLGATHER_ALGO=direct \
+    SHARC_REDUCE_SCATTER_ALGO=direct SHARC_BROADCAST_ALGO=binomial \
+    "$LAUNCH" --mode env -n 5 -- "$BIN/test_coll" 100003
 for n in 2 4 8; do
     run_ok "forced recursive doubling and halving, $n ranks" \
         env SHARC_ALLGATHER_ALGO=recursive_doubling SHARC_ALLREDUCE_ALGO=recursive_doubling \
