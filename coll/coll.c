@@ -160,9 +160,9 @@ sharc_status_t sharc_coll_comm_create(sharc_comm_h comm)
 
 static void sharc_coll_release(sharc_coll_task_t *task)
 {
-    if (task->algo != NULL && task->algo->cleanup != NULL) {
-        task->algo->cleanup(task);
-    }
+    /* whatever state the algorithm allocated lives in these fields (NULL when unused) */
+    free(task->reqs);
+    sharc_coll_ring_cleanup(&task->ring);
     free(task);
 }
 

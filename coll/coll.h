@@ -86,7 +86,7 @@ typedef struct {
     sharc_status_t (*init)(sharc_coll_task_t *task);
     /* SHARC_INPROGRESS, SHARC_OK, or the error that ended it; never blocks */
     sharc_status_t (*progress)(sharc_coll_task_t *task);
-    void (*cleanup)(sharc_coll_task_t *task);
+    /* No cleanup member: the engine frees a task's reqs and ring arrays and scratch. */
 } sharc_coll_algo_t;
 
 struct sharc_request {

@@ -89,25 +89,13 @@ void sharc_coll_ring_cleanup(sharc_coll_ring_t *ring)
     ring->scratch = NULL;
 }
 
-/* Status of a request that has been posted: INPROGRESS, OK or its error. */
-static sharc_status_t sharc_ring_req(const sharc_tp_req_t *req)
-{
-    return sharc_tp_req_status(req);
-}
-
 /* Done when every send has been posted and has completed (receives are checked by callers). */
 static sharc_status_t sharc_ring_sends_done(sharc_coll_ring_t *ring)
 {
     if (ring->next_send < ring->units) {
         return SHARC_INPROGRESS;
     }
-    for (size_t u = 0; u < ring->units; u++) {
-        sharc_status_t st = sharc_ring_req(&ring->sreq[u]);
-        if (st != SHARC_OK) {
-            return st;
-        }
-    }
-    return SHARC_OK;
+    return sharc_coll_reqs_status(ring->sreq, ring->units);
 }
 
 sharc_status_t sharc_coll_ring_allgather(sharc_coll_task_t *task, sharc_coll_ring_t *ring)
@@ -134,7 +122,7 @@ sharc_status_t sharc_coll_ring_allgather(sharc_coll_task_t *task, sharc_coll_rin
         int s = sharc_ring_step(ring, u);
 
         /* step s > 0 forwards what step s-1 of the same chunk received */
-        if (s > 0 && (status = sharc_ring_req(&ring->rreq[u - 1])) != SHARC_OK) {
+        if (s > 0 && (status = sharc_tp_req_status(&ring->rreq[u - 1])) != SHARC_OK) {
             if (status != SHARC_INPROGRESS) {
                 return status;
             }
@@ -163,7 +151,7 @@ sharc_status_t sharc_coll_ring_allgather(sharc_coll_task_t *task, sharc_coll_rin
         ring->own_copied = 1;
     }
     for (; ring->next_reduce < ring->units; ring->next_reduce++) { /* receives done, in order */
-        status = sharc_ring_req(&ring->rreq[ring->next_reduce]);
+        status = sharc_tp_req_status(&ring->rreq[ring->next_reduce]);
         if (status != SHARC_OK) {
             return status;
         }
@@ -182,7 +170,7 @@ static int sharc_ring_released(const sharc_coll_ring_t *ring, size_t u)
     if (sharc_ring_step(ring, u) == ring->n - 2) {
         return ring->next_reduce > u;
     }
-    return ring->next_send > u + 1 && sharc_ring_req(&ring->sreq[u + 1]) != SHARC_INPROGRESS;
+    return ring->next_send > u + 1 && sharc_tp_req_status(&ring->sreq[u + 1]) != SHARC_INPROGRESS;
 }
 
 sharc_status_t sharc_coll_ring_reduce_scatter(sharc_coll_task_t *task, sharc_coll_ring_t *ring)
@@ -215,7 +203,7 @@ sharc_status_t sharc_coll_ring_reduce_scatter(sharc_coll_task_t *task, sharc_col
             int s = sharc_ring_step(ring, u), b = sharc_ring_mod(ring->rank - s - 2, ring->n);
             char *slot = sharc_ring_slot(ring, u);
 
-            status = sharc_ring_req(&ring->rreq[u]);
+            status = sharc_tp_req_status(&ring->rreq[u]);
             if (status == SHARC_INPROGRESS) {
                 break;
             } else if (status != SHARC_OK) {

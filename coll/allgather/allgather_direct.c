@@ -60,14 +60,8 @@ static sharc_status_t sharc_allgather_direct_progress(sharc_coll_task_t *task)
     return sharc_coll_reqs_status(task->reqs, 2 * task->nreqs);
 }
 
-static void sharc_allgather_direct_cleanup(sharc_coll_task_t *task)
-{
-    free(task->reqs);
-}
-
 const sharc_coll_algo_t sharc_coll_allgather_direct = {
     .name = "direct",
     .init = sharc_allgather_direct_init,
     .progress = sharc_allgather_direct_progress,
-    .cleanup = sharc_allgather_direct_cleanup,
 };

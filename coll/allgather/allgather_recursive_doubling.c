@@ -64,14 +64,8 @@ static sharc_status_t sharc_allgather_recdbl_progress(sharc_coll_task_t *task)
     return SHARC_OK;
 }
 
-static void sharc_allgather_recdbl_cleanup(sharc_coll_task_t *task)
-{
-    free(task->reqs);
-}
-
 const sharc_coll_algo_t sharc_coll_allgather_recursive_doubling = {
     .name = "recursive_doubling",
     .init = sharc_allgather_recdbl_init,
     .progress = sharc_allgather_recdbl_progress,
-    .cleanup = sharc_allgather_recdbl_cleanup,
 };

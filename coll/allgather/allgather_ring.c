@@ -33,14 +33,8 @@ static sharc_status_t sharc_allgather_ring_progress(sharc_coll_task_t *task)
     return sharc_coll_ring_allgather(task, &task->ring);
 }
 
-static void sharc_allgather_ring_cleanup(sharc_coll_task_t *task)
-{
-    sharc_coll_ring_cleanup(&task->ring);
-}
-
 const sharc_coll_algo_t sharc_coll_allgather_ring = {
     .name = "ring",
     .init = sharc_allgather_ring_init,
     .progress = sharc_allgather_ring_progress,
-    .cleanup = sharc_allgather_ring_cleanup,
 };

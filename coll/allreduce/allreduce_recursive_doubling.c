@@ -67,15 +67,8 @@ static sharc_status_t sharc_allreduce_recdbl_progress(sharc_coll_task_t *task)
     return SHARC_OK;
 }
 
-static void sharc_allreduce_recdbl_cleanup(sharc_coll_task_t *task)
-{
-    free(task->reqs);
-    free(task->ring.scratch);
-}
-
 const sharc_coll_algo_t sharc_coll_allreduce_recursive_doubling = {
     .name = "recursive_doubling",
     .init = sharc_allreduce_recdbl_init,
     .progress = sharc_allreduce_recdbl_progress,
-    .cleanup = sharc_allreduce_recdbl_cleanup,
 };

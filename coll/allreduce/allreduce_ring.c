@@ -61,14 +61,8 @@ static sharc_status_t sharc_allreduce_ring_progress(sharc_coll_task_t *task)
     return sharc_coll_ring_allgather(task, &task->ring);
 }
 
-static void sharc_allreduce_ring_cleanup(sharc_coll_task_t *task)
-{
-    sharc_coll_ring_cleanup(&task->ring);
-}
-
 const sharc_coll_algo_t sharc_coll_allreduce_ring = {
     .name = "ring",
     .init = sharc_allreduce_ring_init,
     .progress = sharc_allreduce_ring_progress,
-    .cleanup = sharc_allreduce_ring_cleanup,
 };

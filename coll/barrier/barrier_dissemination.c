@@ -62,14 +62,8 @@ static sharc_status_t sharc_barrier_dissemination_progress(sharc_coll_task_t *ta
     return SHARC_OK;
 }
 
-static void sharc_barrier_dissemination_cleanup(sharc_coll_task_t *task)
-{
-    free(task->reqs);
-}
-
 const sharc_coll_algo_t sharc_coll_barrier_dissemination = {
     .name = "dissemination",
     .init = sharc_barrier_dissemination_init,
     .progress = sharc_barrier_dissemination_progress,
-    .cleanup = sharc_barrier_dissemination_cleanup,
 };

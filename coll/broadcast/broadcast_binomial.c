@@ -75,14 +75,8 @@ static sharc_status_t sharc_broadcast_binomial_progress(sharc_coll_task_t *task)
     return sharc_coll_reqs_status(task->reqs + 1, task->nreqs);
 }
 
-static void sharc_broadcast_binomial_cleanup(sharc_coll_task_t *task)
-{
-    free(task->reqs);
-}
-
 const sharc_coll_algo_t sharc_coll_broadcast_binomial = {
     .name = "binomial",
     .init = sharc_broadcast_binomial_init,
     .progress = sharc_broadcast_binomial_progress,
-    .cleanup = sharc_broadcast_binomial_cleanup,
 };

@@ -88,14 +88,8 @@ static sharc_status_t sharc_broadcast_chain_progress(sharc_coll_task_t *task)
     return SHARC_OK;
 }
 
-static void sharc_broadcast_chain_cleanup(sharc_coll_task_t *task)
-{
-    free(task->reqs);
-}
-
 const sharc_coll_algo_t sharc_coll_broadcast_chain = {
     .name = "chain",
     .init = sharc_broadcast_chain_init,
     .progress = sharc_broadcast_chain_progress,
-    .cleanup = sharc_broadcast_chain_cleanup,
 };

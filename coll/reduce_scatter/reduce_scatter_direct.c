@@ -69,15 +69,8 @@ static sharc_status_t sharc_reduce_scatter_direct_progress(sharc_coll_task_t *ta
     return SHARC_OK;
 }
 
-static void sharc_reduce_scatter_direct_cleanup(sharc_coll_task_t *task)
-{
-    free(task->reqs);
-    free(task->ring.scratch);
-}
-
 const sharc_coll_algo_t sharc_coll_reduce_scatter_direct = {
     .name = "direct",
     .init = sharc_reduce_scatter_direct_init,
     .progress = sharc_reduce_scatter_direct_progress,
-    .cleanup = sharc_reduce_scatter_direct_cleanup,
 };

@@ -77,15 +77,8 @@ static sharc_status_t sharc_reduce_scatter_rechalf_progress(sharc_coll_task_t *t
     return SHARC_OK;
 }
 
-static void sharc_reduce_scatter_rechalf_cleanup(sharc_coll_task_t *task)
-{
-    free(task->reqs);
-    free(task->ring.scratch);
-}
-
 const sharc_coll_algo_t sharc_coll_reduce_scatter_recursive_halving = {
     .name = "recursive_halving",
     .init = sharc_reduce_scatter_rechalf_init,
     .progress = sharc_reduce_scatter_rechalf_progress,
-    .cleanup = sharc_reduce_scatter_rechalf_cleanup,
 };

@@ -38,14 +38,8 @@ static sharc_status_t sharc_reduce_scatter_ring_progress(sharc_coll_task_t *task
     return sharc_coll_ring_reduce_scatter(task, &task->ring);
 }
 
-static void sharc_reduce_scatter_ring_cleanup(sharc_coll_task_t *task)
-{
-    sharc_coll_ring_cleanup(&task->ring);
-}
-
 const sharc_coll_algo_t sharc_coll_reduce_scatter_ring = {
     .name = "ring",
     .init = sharc_reduce_scatter_ring_init,
     .progress = sharc_reduce_scatter_ring_progress,
-    .cleanup = sharc_reduce_scatter_ring_cleanup,
 };
