@@ -78,6 +78,26 @@ static sharc_status_t sharc_tp_ucx_posted(ucs_status_ptr_t sp, sharc_tp_req_t *r
     return SHARC_INPROGRESS;
 }
 
+/* What a send and a receive share before the post: checks, the memory handle, the request. */
+static sharc_status_t sharc_tp_ucx_prepare(sharc_tp_comm_t *tp, int peer, uint64_t tag,
+                                           sharc_tp_mem_t *mem, sharc_tp_req_t *req,
+                                           ucp_request_param_t *param, const char *what)
+{
+    sharc_status_t status = sharc_tp_ucx_check(tp, peer, tag, what);
+
+    if (status != SHARC_OK) {
+        return status;
+    }
+    if (mem != NULL) {
+        param->op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH;
+        param->memh = mem->memh;
+    }
+    req->status = SHARC_INPROGRESS;
+    req->bytes = 0;
+    SHARC_UCX_PEER(req) = (uint64_t)peer;
+    return SHARC_OK;
+}
+
 sharc_status_t sharc_tp_ucx_send(sharc_tp_comm_t *tp, int peer, uint64_t tag, const void *buf,
                                  size_t bytes, sharc_tp_mem_t *mem, sharc_tp_req_t *req)
 {
@@ -88,19 +108,13 @@ sharc_status_t sharc_tp_ucx_send(sharc_tp_comm_t *tp, int peer, uint64_t tag, co
         .user_data = req,
         .datatype = ucp_dt_make_contig(1),
     };
-    sharc_status_t status = sharc_tp_ucx_check(tp, peer, tag, "send to");
+    sharc_status_t status = sharc_tp_ucx_prepare(tp, peer, tag, mem, req, &param, "send to");
     ucs_status_ptr_t sp;
 
     if (status != SHARC_OK) {
         return status;
     }
-    if (mem != NULL) {
-        param.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH;
-        param.memh = mem->memh;
-    }
-    req->status = SHARC_INPROGRESS;
     req->bytes = bytes;
-    SHARC_UCX_PEER(req) = (uint64_t)peer;
     pthread_mutex_lock(&tp->lock);
     sp = ucp_tag_send_nbx(tp->eps[peer], buf, bytes, sharc_tp_ucx_tag(tp->rank, tag), &param);
     status = sharc_tp_ucx_posted(sp, req, "a send to");
@@ -111,6 +125,7 @@ sharc_status_t sharc_tp_ucx_send(sharc_tp_comm_t *tp, int peer, uint64_t tag, co
 sharc_status_t sharc_tp_ucx_recv(sharc_tp_comm_t *tp, int peer, uint64_t tag, void *buf,
                                  size_t bytes, sharc_tp_mem_t *mem, sharc_tp_req_t *req)
 {
+    /* no immediate completion: UCX 1.13 does not report the received length then */
     ucp_request_param_t param = {
         .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
                         UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FLAG_NO_IMM_CMPL,
@@ -118,20 +133,12 @@ sharc_status_t sharc_tp_ucx_recv(sharc_tp_comm_t *tp, int peer, uint64_t tag, vo
         .user_data = req,
         .datatype = ucp_dt_make_contig(1),
     };
-    /* no immediate completion: UCX 1.13 does not report the received length then */
-    sharc_status_t status = sharc_tp_ucx_check(tp, peer, tag, "receive from");
+    sharc_status_t status = sharc_tp_ucx_prepare(tp, peer, tag, mem, req, &param, "receive from");
     ucs_status_ptr_t sp;
 
     if (status != SHARC_OK) {
         return status;
     }
-    if (mem != NULL) {
-        param.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH;
-        param.memh = mem->memh;
-    }
-    req->status = SHARC_INPROGRESS;
-    req->bytes = 0;
-    SHARC_UCX_PEER(req) = (uint64_t)peer;
     pthread_mutex_lock(&tp->lock);
     sp = ucp_tag_recv_nbx(tp->worker, buf, bytes, sharc_tp_ucx_tag(peer, tag), UINT64_MAX, &param);
     status = sharc_tp_ucx_posted(sp, req, "a receive from");
