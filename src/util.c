@@ -54,8 +54,3 @@ int sharc_snprintf(char *buf, size_t size, const char *fmt, ...)
     va_end(ap);
     return (n < 0 || (size_t)n >= size) ? -1 : 0;
 }
-
-char *sharc_strdup_null(const char *s)
-{
-    return (s == NULL) ? NULL : strdup(s);
-}

@@ -1,6 +1,6 @@
 /*
  * util.h: small internal helpers shared by the core: name tables, monotonic time, a 64-bit
- * hash, and string building. Not part of the public API.
+ * hash, and bounded formatting. Not part of the public API.
  */
 #ifndef SHARC_UTIL_H
 #define SHARC_UTIL_H
@@ -24,9 +24,6 @@ SHARC_HIDDEN uint64_t sharc_hash64(uint64_t seed, const void *data, size_t len);
 /** snprintf that reports truncation: 0 when the whole text fit, -1 otherwise. */
 SHARC_HIDDEN int sharc_snprintf(char *buf, size_t size, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-
-/** strdup that accepts NULL (returns NULL). */
-SHARC_HIDDEN char *sharc_strdup_null(const char *s);
 
 extern SHARC_HIDDEN const char *const sharc_log_level_names[];
 extern SHARC_HIDDEN const char *const sharc_bootstrap_names[];

@@ -27,11 +27,6 @@ static const sharc_tp_ops_t *const sharc_tp_backends[] = {
     NULL,
 };
 
-const sharc_tp_ops_t *const *sharc_tp_registry(void)
-{
-    return sharc_tp_backends;
-}
-
 const sharc_tp_ops_t *sharc_tp_find(const char *name)
 {
     for (size_t i = 0; sharc_tp_backends[i] != NULL; i++) {

@@ -156,7 +156,4 @@ SHARC_HIDDEN const sharc_tp_ops_t *sharc_tp_find(const char *name);
 SHARC_HIDDEN sharc_status_t sharc_tp_select(const sharc_cfg_t *cfg, int size,
                                             const sharc_tp_ops_t **ops_p);
 
-/** Every registered backend, for sharc-info; NULL-terminated. */
-SHARC_HIDDEN const sharc_tp_ops_t *const *sharc_tp_registry(void);
-
 #endif
