@@ -76,16 +76,13 @@ static sharc_status_t sharc_broadcast_chain_progress(sharc_coll_task_t *task)
             return status;
         }
     }
-    for (size_t c = 0; c < task->nreqs; c++) {
-        if (pos > 0 && (status = sharc_tp_req_status(&rreq[c])) != SHARC_OK) {
-            return status;
-        }
-        if (pos < n - 1 &&
-            (c >= task->step || (status = sharc_tp_req_status(&sreq[c])) != SHARC_OK)) {
-            return c >= task->step ? SHARC_INPROGRESS : status;
-        }
+    if (pos < n - 1 && task->step < task->nreqs) {
+        return SHARC_INPROGRESS; /* chunks still to forward */
     }
-    return SHARC_OK;
+    if (pos > 0 && (status = sharc_coll_reqs_status(rreq, task->nreqs)) != SHARC_OK) {
+        return status;
+    }
+    return (pos < n - 1) ? sharc_coll_reqs_status(sreq, task->nreqs) : SHARC_OK;
 }
 
 const sharc_coll_algo_t sharc_coll_broadcast_chain = {
