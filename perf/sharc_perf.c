@@ -38,6 +38,7 @@ typedef struct {
     size_t minbytes, maxbytes, stepbytes;
     double stepfactor;
     int iters, warmup, check, root, vs_mpi, vs_memcpy;
+    int registered; /* -R 1: buffers from sharc_mem_alloc */
     sharc_dtype_t dtype;
     sharc_op_t op;
     const char *json;
@@ -297,7 +298,27 @@ static void perf_json_series(FILE *f, const char *name, const perf_series_t *s, 
     fprintf(f, "]}%s\n", last ? "" : ",");
 }
 
-static int perf_sweep(const perf_opts_t *o, sharc_comm_h comm)
+/* A zeroed buffer of @p bytes: from sharc_mem_alloc with -R 1, else from the heap. */
+static char *perf_alloc(const perf_opts_t *o, sharc_context_h ctx, size_t bytes)
+{
+    void *p = NULL;
+
+    if (!o->registered) {
+        return calloc(1, bytes);
+    }
+    return sharc_mem_alloc(ctx, bytes, &p) == SHARC_OK ? p : NULL;
+}
+
+static void perf_free(const perf_opts_t *o, sharc_context_h ctx, char *p)
+{
+    if (o->registered) {
+        sharc_mem_free(ctx, p);
+    } else {
+        free(p);
+    }
+}
+
+static int perf_sweep(const perf_opts_t *o, sharc_context_h ctx, sharc_comm_h comm)
 {
     int n = sharc_comm_size(comm), rank = sharc_comm_rank(comm), ret = 0, first = 1;
     double factor = perf_bus_factor(o->coll, n);
@@ -320,9 +341,9 @@ static int perf_sweep(const perf_opts_t *o, sharc_comm_h comm)
     }
     if (rank == 0) {
         printf("# sharc-perf %s: %d ranks, %s, %s, %d iterations (+%d warmup), median of the "
-               "slowest rank per iteration\n",
+               "slowest rank per iteration; buffers from %s\n",
                perf_colls[o->coll], n, sharc_dtype_name(o->dtype), sharc_op_name(o->op), o->iters,
-               o->warmup);
+               o->warmup, o->registered ? "sharc_mem_alloc (-R 1)" : "the heap");
         printf("#%62s%32s%s%s\n", "out-of-place", "in-place", o->vs_mpi ? "               MPI" : "",
                o->vs_memcpy ? "  memcpy" : "");
         printf("#%12s %12s %8s %6s %6s %9s %7s %7s %6s %9s %7s %7s %6s%s%s\n", "size", "count",
@@ -339,13 +360,13 @@ static int perf_sweep(const perf_opts_t *o, sharc_comm_h comm)
         double alg_oop, alg_ip, bus_oop, bus_ip, bus_mpi = 0, memcpy_bw = 0;
 
         perf_layout(o, n, size, &b);
-        b.send = calloc(1, b.size + 64);
-        b.recv = calloc(1, b.size + 64);
-        if (perf_time_sharc(o, comm, &b, 0, &oop) != 0 ||
+        b.send = perf_alloc(o, ctx, b.size + 64);
+        b.recv = perf_alloc(o, ctx, b.size + 64);
+        if (b.send == NULL || b.recv == NULL || perf_time_sharc(o, comm, &b, 0, &oop) != 0 ||
             perf_time_sharc(o, comm, &b, 1, &ip) != 0) {
             ret = 1;
-            free(b.send);
-            free(b.recv);
+            perf_free(o, ctx, b.send);
+            perf_free(o, ctx, b.recv);
             break;
         }
 #ifdef HAVE_MPI
@@ -395,8 +416,8 @@ static int perf_sweep(const perf_opts_t *o, sharc_comm_h comm)
             first = 0;
         }
         ret |= (oop.wrong != 0 || ip.wrong != 0);
-        free(b.send);
-        free(b.recv);
+        perf_free(o, ctx, b.send);
+        perf_free(o, ctx, b.recv);
         if (o->stepbytes == 0 && o->stepfactor <= 1.0) {
             break;
         }
@@ -425,6 +446,8 @@ static void perf_usage(FILE *out)
             "  -d, --datatype T     f32 f64 f16 bf16 i32 i64 u8 (or float, half, ...)\n"
             "  -o, --op OP          sum prod min max avg (default sum)\n"
             "  -r, --root N         broadcast root (default 0)\n"
+            "  -R, --registered 0|1 1: buffers from sharc_mem_alloc, which peers on the node\n"
+            "                       map and copy from directly (default 0: the heap)\n"
             "  -J, --json FILE      write every iteration's time as JSON\n"
             "      --vs-mpi         the same sweep through MPI in this job, and sharc/MPI\n"
             "      --vs-memcpy      single-thread memcpy bandwidth for each size, same run\n"
@@ -477,6 +500,7 @@ int main(int argc, char **argv)
         {"op", required_argument, NULL, 'o'},
         {"root", required_argument, NULL, 'r'},
         {"json", required_argument, NULL, 'J'},
+        {"registered", required_argument, NULL, 'R'},
         {"vs-mpi", no_argument, NULL, 'M'},
         {"vs-memcpy", no_argument, NULL, 'C'},
         {"help", no_argument, NULL, 'h'},
@@ -507,7 +531,7 @@ int main(int argc, char **argv)
     }
     o.coll = (perf_coll_t)c;
     optind = 2;
-    while ((c = getopt_long(argc, argv, "b:e:i:f:n:w:c:d:o:r:J:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "b:e:i:f:n:w:c:d:o:r:R:J:h", opts, NULL)) != -1) {
         switch (c) {
         case 'b': bad |= perf_parse_size(optarg, &o.minbytes); break;
         case 'e': bad |= perf_parse_size(optarg, &o.maxbytes); break;
@@ -528,6 +552,10 @@ int main(int argc, char **argv)
         case 'd': bad |= sharc_dtype_from_name(optarg, &o.dtype) != SHARC_OK; break;
         case 'o': bad |= sharc_op_from_name(optarg, &o.op) != SHARC_OK; break;
         case 'r': o.root = atoi(optarg); break;
+        case 'R':
+            o.registered = atoi(optarg);
+            bad |= o.registered != 0 && o.registered != 1;
+            break;
         case 'J': o.json = optarg; break;
         case 'M': o.vs_mpi = 1; break;
         case 'C': o.vs_memcpy = 1; break;
@@ -564,7 +592,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "sharc-perf: cannot create the communicator (see the log above)\n");
         return 1;
     }
-    ret = perf_sweep(&o, comm);
+    ret = perf_sweep(&o, ctx, comm);
     sharc_comm_destroy(comm);
     sharc_context_destroy(ctx);
 #ifdef HAVE_MPI

@@ -188,16 +188,13 @@ static sharc_status_t sharc_comm_open_transport(sharc_comm_h comm)
         .rank = comm->rank,
         .size = comm->size,
         .node_of = comm->node_of,
+        .mem = comm->ctx->mem,
     };
-    sharc_status_t status;
+    sharc_status_t status = sharc_tp_open(&params, &comm->tp_ops, &comm->tp);
 
-    status = sharc_tp_select(comm->ctx->cfg, comm->size, &comm->tp_ops);
-    if (status != SHARC_OK || comm->tp_ops == NULL) {
-        return status;
-    }
-    status = comm->tp_ops->comm_create(&params, &comm->tp);
     if (status != SHARC_OK) {
         comm->tp_ops = NULL;
+        comm->tp = NULL;
     }
     return status;
 }

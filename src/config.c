@@ -43,8 +43,8 @@ typedef struct {
 
 const char *const sharc_cfg_transport_names[SHARC_CFG_TRANSPORT_LAST] = {
     [SHARC_CFG_TRANSPORT_AUTO] = "auto", [SHARC_CFG_TRANSPORT_SELF] = "self",
-    [SHARC_CFG_TRANSPORT_UCX] = "ucx",   [SHARC_CFG_TRANSPORT_IB] = "ib",
-    [SHARC_CFG_TRANSPORT_NCCL] = "nccl",
+    [SHARC_CFG_TRANSPORT_UCX] = "ucx",   [SHARC_CFG_TRANSPORT_SHM] = "shm",
+    [SHARC_CFG_TRANSPORT_IB] = "ib",     [SHARC_CFG_TRANSPORT_NCCL] = "nccl",
 };
 
 const char *const sharc_cfg_allgather_algos[] = {"auto", "ring", "recursive_doubling", "direct",
@@ -92,10 +92,17 @@ static const sharc_cfg_field_t sharc_cfg_table[] = {
      "Largest message the store accepts; bigger ones are rejected as garbage.", SHARC_CFG_SIZE,
      SHARC_CFG_OFF(bootstrap_max_msg), NULL, 0, 4096, 1L << 30},
     {"TRANSPORT", "auto",
-     "Data transport of communicators: auto, self, ucx, ib or nccl (auto: self for one rank, "
-     "else the best one built in).",
+     "Data transport of communicators: auto, self, ucx, shm, ib or nccl (auto: self for one "
+     "rank; shm between ranks of one node and ucx between nodes; ucx alone where shm cannot "
+     "attach).",
      SHARC_CFG_ENUM, SHARC_CFG_OFF(transport), sharc_cfg_transport_names, SHARC_CFG_TRANSPORT_LAST,
      0, 0},
+    {"SHM_CMA", "yes",
+     "Let the shm transport copy large messages straight from the sender's memory with "
+     "process_vm_readv (one copy). It makes the process readable by other processes of its "
+     "user (PR_SET_PTRACER), as Open MPI does; no streams every message through the shared "
+     "FIFO (two copies).",
+     SHARC_CFG_BOOL, SHARC_CFG_OFF(shm_cma), NULL, 0, 0, 0},
     {"TIMEOUT", "10m",
      "Longest wait for a collective; past it the wait fails with a timeout naming the peer it "
      "waited for, and the communicator is failed.",

@@ -22,6 +22,7 @@ typedef struct {
     int bootstrap_port;       /* 0: derive */
     size_t bootstrap_max_msg; /* bytes */
     int transport;            /* sharc_cfg_transport_t */
+    int shm_cma;              /* the shm transport may copy with process_vm_readv */
     double timeout;           /* seconds a collective may take */
     size_t coll_chunk;        /* bytes per pipelined chunk of the ring and chain algorithms */
     int progress_thread;      /* a thread per communicator progresses its collectives */
@@ -34,6 +35,7 @@ typedef enum {
     SHARC_CFG_TRANSPORT_AUTO = 0,
     SHARC_CFG_TRANSPORT_SELF,
     SHARC_CFG_TRANSPORT_UCX,
+    SHARC_CFG_TRANSPORT_SHM,
     SHARC_CFG_TRANSPORT_IB,
     SHARC_CFG_TRANSPORT_NCCL,
     SHARC_CFG_TRANSPORT_LAST

@@ -28,6 +28,12 @@ sharc_status_t sharc_context_create(sharc_config_h config, sharc_context_h *ctx_
         free(ctx);
         return status;
     }
+    status = sharc_mem_table_create(&ctx->mem);
+    if (status != SHARC_OK) {
+        sharc_config_destroy(ctx->config);
+        free(ctx);
+        return status;
+    }
     ctx->cfg = sharc_config_parsed(ctx->config);
     ctx->refs = 1;
     sharc_log_configure(ctx->cfg->log_level, ctx->cfg->log_subsys, ctx->cfg->log_file);
@@ -44,6 +50,7 @@ void sharc_context_get(sharc_context_h ctx)
 void sharc_context_put(sharc_context_h ctx)
 {
     if (__atomic_sub_fetch(&ctx->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+        sharc_mem_table_destroy(ctx->mem);
         sharc_config_destroy(ctx->config);
         free(ctx);
     }

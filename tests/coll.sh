@@ -11,8 +11,21 @@ fi
 for n in 1 2 3 4 5 8; do
     run_ok "collectives, $n ranks" "$LAUNCH" --mode env -n $n -- "$BIN/test_coll"
 done
-run_ok "collectives over TCP, 3 ranks" env UCX_TLS=tcp,self "$LAUNCH" --mode env -n 3 \
-    -- "$BIN/test_coll" 100003
+# the transports: shm is the default on one node; UCX (its shared memory, and TCP as between
+# hosts); shm streaming through its FIFO without CMA; buffers peers map (sharc_mem_alloc);
+# shm within and UCX between two pretended nodes
+run_ok "collectives over UCX TCP, 3 ranks" env SHARC_TRANSPORT=ucx UCX_TLS=tcp,self "$LAUNCH" \
+    --mode env -n 3 -- "$BIN/test_coll" 100003
+run_ok "collectives over UCX shared memory, 4 ranks" env SHARC_TRANSPORT=ucx "$LAUNCH" \
+    --mode env -n 4 -- "$BIN/test_coll" 100003
+run_ok "collectives over shm without CMA, 3 ranks" env SHARC_SHM_CMA=no "$LAUNCH" --mode env \
+    -n 3 -- "$BIN/test_coll" 100003
+run_ok_match "collectives on sharc_mem_alloc buffers, 4 ranks" \
+    "maps rank [0-9]+'s [0-9]+-byte shared buffer.*collectives ok" \
+    env SHARCTEST_MEM_ALLOC=1 SHARC_LOG_LEVEL=debug SHARC_LOG_SUBSYS=tp "$LAUNCH" --mode env \
+    -n 4 -- "$BIN/test_coll"
+run_ok "collectives over shm + UCX on 2 nodes, 5 ranks" env UCX_TLS=tcp,self "$LAUNCH" \
+    --mode env --nodes 2 -n 5 -- "$BIN/test_coll" 100003
 run_ok "collectives in 4 KiB chunks, 4 ranks" env SHARC_COLL_CHUNK=4k "$LAUNCH" --mode env -n 4 \
     -- "$BIN/test_coll" 100003
 # every algorithm, forced (auto picks one-step algorithms for small sizes, rings for large)
@@ -45,10 +58,17 @@ run_fail "SHARC_CHECK names the ranks and what differed" 10 \
     env SHARC_CHECK=1 SHARCTEST_MISMATCH_RANK=2 "$LAUNCH" --mode env -n 3 -- sh -c \
     '"$0" >&2; exit 1' "$BIN/test_coll"
 
-# A rank that dies: the others fail within SHARC_TIMEOUT (3 s here), naming a rank they
-# waited for, and the communicator fails every later collective at once.
-run_fail "a rank dies before an allreduce" 8 \
+# A rank that dies: the others fail, and the communicator fails every later collective at
+# once. Over shm a dead peer on the node is noticed (its pid is gone) within about a second;
+# over UCX's shared memory, which cannot tell, SHARC_TIMEOUT (3 s here) fails the wait, naming
+# a rank it waited for.
+crash_ranks=(--rank-env 0:SHARCTEST_CRASH_RANK=1 --rank-env 1:SHARCTEST_CRASH_RANK=1
+    --rank-env 2:SHARCTEST_CRASH_RANK=1)
+run_fail "a rank dies before an allreduce (shm)" 8 \
+    "peer rank [0-9] \(pid [0-9]+, this node\) has exited.*: remote peer error.*the next collective: remote peer error" \
+    env SHARC_TIMEOUT=30s "$LAUNCH" --mode env -n 3 "${crash_ranks[@]}" -- "$BIN/test_coll"
+run_fail "a rank dies before an allreduce (ucx)" 8 \
     "did not complete within 3 s \(SHARC_TIMEOUT\): waiting for rank .*the next collective: timed out" \
-    env SHARC_TIMEOUT=3s "$LAUNCH" --mode env -n 3 --rank-env 1:SHARCTEST_CRASH_RANK=1 \
-    --rank-env 0:SHARCTEST_CRASH_RANK=1 --rank-env 2:SHARCTEST_CRASH_RANK=1 -- "$BIN/test_coll"
+    env SHARC_TIMEOUT=3s SHARC_TRANSPORT=ucx "$LAUNCH" --mode env -n 3 "${crash_ranks[@]}" \
+    -- "$BIN/test_coll"
 finish

@@ -36,6 +36,26 @@ run_ok() {
     fi
 }
 
+# run_ok_match DESCRIPTION PATTERN COMMAND...: the command must succeed and its output match
+# the extended regex PATTERN (to show which path it took).
+run_ok_match() {
+    local what=$1 pattern=$2; shift 2
+    local out st
+    out=$("$@" 2>&1)
+    st=$?
+    if [ $st -ne 0 ]; then
+        echo "FAIL: $what (exit $st)"
+        echo "$out" | tail -40
+        failures=$((failures + 1))
+    elif ! echo "$out" | grep -Ezq -- "$pattern"; then
+        echo "FAIL: $what: output does not match /$pattern/"
+        echo "$out" | tail -40
+        failures=$((failures + 1))
+    else
+        echo "ok: $what"
+    fi
+}
+
 # run_fail DESCRIPTION MAX_SECONDS PATTERN COMMAND...: the command must fail within
 # MAX_SECONDS, and its output must match the extended regex PATTERN.
 run_fail() {

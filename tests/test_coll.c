@@ -73,13 +73,30 @@ static double expected(sharc_dtype_t dt, sharc_op_t op, size_t i)
     return acc;
 }
 
+/* SHARCTEST_MEM_ALLOC=1: buffers come from sharc_mem_alloc (peers map them) */
+static sharc_context_h shared_ctx;
+
 /* A buffer of n elements with guard bytes on both sides. */
 static char *alloc_guarded(size_t bytes)
 {
-    char *p = malloc(bytes + 2 * GUARD);
+    char *p = NULL;
 
+    if (shared_ctx != NULL) {
+        CHECK(sharc_mem_alloc(shared_ctx, bytes + 2 * GUARD, (void **)&p) == SHARC_OK);
+    } else {
+        p = malloc(bytes + 2 * GUARD);
+    }
     memset(p, GUARD_BYTE, bytes + 2 * GUARD);
     return p + GUARD;
+}
+
+static void free_guarded(char *p)
+{
+    if (shared_ctx != NULL) {
+        CHECK(sharc_mem_free(shared_ctx, p - GUARD) == SHARC_OK);
+    } else {
+        free(p - GUARD);
+    }
 }
 
 static int guards_ok(const char *p, size_t bytes)
@@ -146,9 +163,9 @@ static void run_allgather(sharc_comm_h comm, sharc_dtype_t dt, size_t count, int
               sharc_dtype_name(dt), count, inplace ? "in place" : "");
     CHECK_MSG(guards_ok(recv, total * esize), "allgather %s %zu wrote outside recvbuf",
               sharc_dtype_name(dt), count);
-    free(recv - GUARD);
+    free_guarded(recv);
     if (send != NULL) {
-        free(send - GUARD);
+        free_guarded(send);
     }
 }
 
@@ -172,9 +189,9 @@ static void run_reduce_scatter(sharc_comm_h comm, sharc_dtype_t dt, sharc_op_t o
               inplace ? "in place" : "");
     CHECK_MSG(guards_ok(send, total * esize) && (inplace || guards_ok(recv, count * esize)),
               "reduce_scatter %s %zu wrote outside its buffers", sharc_dtype_name(dt), count);
-    free(send - GUARD);
+    free_guarded(send);
     if (!inplace) {
-        free(recv - GUARD);
+        free_guarded(recv);
     }
 }
 
@@ -198,9 +215,9 @@ static void run_allreduce(sharc_comm_h comm, sharc_dtype_t dt, sharc_op_t op, si
               inplace ? "in place" : "");
     CHECK_MSG(guards_ok(recv, count * esize), "allreduce %s %zu wrote outside recvbuf",
               sharc_dtype_name(dt), count);
-    free(recv - GUARD);
+    free_guarded(recv);
     if (!inplace) {
-        free(send - GUARD);
+        free_guarded(send);
     }
 }
 
@@ -227,9 +244,9 @@ static void run_broadcast(sharc_comm_h comm, sharc_dtype_t dt, size_t count, int
     CHECK_MSG(count_wrong(recv, dt, 0, count, want_root, &a) == 0, "broadcast %s %zu root %d wrong",
               sharc_dtype_name(dt), count, root);
     CHECK(guards_ok(recv, count * esize));
-    free(recv - GUARD);
+    free_guarded(recv);
     if (!inplace) {
-        free(send - GUARD);
+        free_guarded(send);
     }
 }
 
@@ -398,6 +415,9 @@ int main(int argc, char **argv)
         return check_result("test_coll");
     }
     nranks = sharc_comm_size(comm);
+    if (getenv("SHARCTEST_MEM_ALLOC") != NULL) {
+        shared_ctx = ctx;
+    }
     me = sharc_comm_rank(comm);
     if (getenv("SHARCTEST_MISMATCH_RANK") != NULL) {
         int ret = run_mismatch(comm, atoi(getenv("SHARCTEST_MISMATCH_RANK")));

@@ -23,19 +23,24 @@ int main(void)
     const sharc_tp_ops_t *ops = NULL;
     sharc_tp_comm_t *tp = NULL;
     sharc_tp_comm_params_t params = {0};
+    static const int node_of[2] = {0, 0};
     sharc_tp_req_t s1 = {0}, s2 = {0}, r1 = {0}, r2 = {0};
     char a[16] = "first", b[16] = "second", x[16], y[16], small[4];
 
     CHECK(sharc_config_create(SHARC_CONFIG_NO_ENV, &config) == SHARC_OK);
     params.cfg = sharc_config_parsed(config);
-    CHECK(sharc_tp_select(params.cfg, 1, &ops) == SHARC_OK && ops != NULL);
+    params.node_of = node_of;
+    params.size = 1;
+    CHECK(sharc_tp_open(&params, &ops, &tp) == SHARC_OK && ops != NULL && tp != NULL);
     CHECK(ops == sharc_tp_find("self") && ops->version == SHARC_TP_OPS_VERSION);
     CHECK(ops->send != NULL && ops->recv != NULL && ops->coll == NULL);
-    /* self never serves more than one rank; with nothing else built in there is no transport */
-    CHECK(sharc_tp_select(params.cfg, 2, &ops) == SHARC_OK);
-    CHECK(ops == NULL || strcmp(ops->name, "self") != 0);
-    ops = sharc_tp_find("self");
+    ops->comm_destroy(tp);
+    /* self never serves more than one rank, chosen by name or not */
+    CHECK(sharc_config_set(config, "TRANSPORT", "self") == SHARC_OK);
+    params.cfg = sharc_config_parsed(config);
     params.size = 2;
+    CHECK(sharc_tp_open(&params, &ops, &tp) == SHARC_ERR_UNSUPPORTED && ops == NULL);
+    ops = sharc_tp_find("self");
     CHECK(ops->comm_create(&params, &tp) == SHARC_ERR_INVALID);
     params.size = 1;
     CHECK(ops->comm_create(&params, &tp) == SHARC_OK);

@@ -11,9 +11,11 @@
 
 #include "../src/log.h"
 #include "../src/util.h"
+#include "hybrid.h"
 #include "transport.h"
 
 extern const sharc_tp_ops_t sharc_tp_self_ops;
+extern const sharc_tp_ops_t sharc_tp_shm_ops;
 #ifdef HAVE_UCX
 extern const sharc_tp_ops_t sharc_tp_ucx_ops;
 #endif
@@ -21,6 +23,7 @@ extern const sharc_tp_ops_t sharc_tp_ucx_ops;
 /* In order of preference; later backends slot in here (nccl, ib). */
 static const sharc_tp_ops_t *const sharc_tp_backends[] = {
     &sharc_tp_self_ops,
+    &sharc_tp_shm_ops,
 #ifdef HAVE_UCX
     &sharc_tp_ucx_ops,
 #endif
@@ -51,34 +54,116 @@ static int sharc_tp_fits(const sharc_tp_ops_t *ops, const sharc_cfg_t *cfg, int 
     return ops->query == NULL || ops->query(cfg) == SHARC_OK;
 }
 
-sharc_status_t sharc_tp_select(const sharc_cfg_t *cfg, int size, const sharc_tp_ops_t **ops_p)
+/* The first usable backend in order of preference that reaches other nodes, or NULL. */
+static const sharc_tp_ops_t *sharc_tp_remote(const sharc_cfg_t *cfg, int size)
 {
-    const char *name = sharc_cfg_transport_names[cfg->transport];
-    const sharc_tp_ops_t *ops;
+    for (size_t i = 0; sharc_tp_backends[i] != NULL; i++) {
+        const sharc_tp_ops_t *ops = sharc_tp_backends[i];
 
-    if (cfg->transport != SHARC_CFG_TRANSPORT_AUTO) {
-        ops = sharc_tp_find(name);
-        if (ops == NULL) {
-            sharc_error("SHARC_TRANSPORT=%s: this sharc was built without it", name);
-            return SHARC_ERR_UNSUPPORTED;
+        if ((ops->caps & SHARC_TP_CAP_REMOTE) && (ops->caps & SHARC_TP_CAP_P2P) &&
+            sharc_tp_fits(ops, cfg, size)) {
+            return ops;
         }
-        if (!sharc_tp_fits(ops, cfg, size)) {
-            sharc_error("SHARC_TRANSPORT=%s cannot serve a communicator of %d ranks here", name,
-                        size);
-            return SHARC_ERR_UNSUPPORTED;
+    }
+    return NULL;
+}
+
+/* The communicator's layout, the same on every rank: is any node shared, any rank remote? */
+static void sharc_tp_layout(const sharc_tp_comm_params_t *params, int *shared_p, int *remote_p)
+{
+    *shared_p = *remote_p = 0;
+    for (int r = 1; r < params->size; r++) {
+        *remote_p |= params->node_of[r] != params->node_of[0];
+        for (int q = 0; q < r && !*shared_p; q++) {
+            *shared_p = params->node_of[q] == params->node_of[r];
         }
-        *ops_p = ops;
+    }
+}
+
+/* SHARC_TRANSPORT names one backend: it serves every rank or the communicator fails. */
+static sharc_status_t sharc_tp_open_named(const sharc_tp_comm_params_t *params,
+                                          const sharc_tp_ops_t **ops_p, sharc_tp_comm_t **tp_p)
+{
+    const char *name = sharc_cfg_transport_names[params->cfg->transport];
+    const sharc_tp_ops_t *ops = sharc_tp_find(name);
+    int shared, remote;
+
+    if (ops == NULL) {
+        sharc_error("SHARC_TRANSPORT=%s: this sharc was built without it", name);
+        return SHARC_ERR_UNSUPPORTED;
+    }
+    sharc_tp_layout(params, &shared, &remote);
+    if (!sharc_tp_fits(ops, params->cfg, params->size) ||
+        (remote && !(ops->caps & SHARC_TP_CAP_REMOTE))) {
+        sharc_error("SHARC_TRANSPORT=%s cannot serve this communicator of %d ranks%s", name,
+                    params->size, remote ? " on several nodes" : "");
+        return SHARC_ERR_UNSUPPORTED;
+    }
+    *ops_p = ops;
+    return ops->comm_create(params, tp_p);
+}
+
+sharc_status_t sharc_tp_open(const sharc_tp_comm_params_t *params, const sharc_tp_ops_t **ops_p,
+                             sharc_tp_comm_t **tp_p)
+{
+    const sharc_tp_ops_t *local = NULL, *remote_ops;
+    sharc_tp_comm_t *local_tp = NULL, *remote_tp;
+    sharc_status_t status;
+    int shared, remote;
+
+    *ops_p = NULL;
+    *tp_p = NULL;
+    if (params->cfg->transport != SHARC_CFG_TRANSPORT_AUTO) {
+        status = sharc_tp_open_named(params, ops_p, tp_p);
+        if (status != SHARC_OK) {
+            *ops_p = NULL;
+        }
+        return status;
+    }
+    if (params->size == 1) {
+        *ops_p = &sharc_tp_self_ops;
+        return sharc_tp_self_ops.comm_create(params, tp_p);
+    }
+    /* Every rank takes the same steps: each comm_create below is collective. */
+    sharc_tp_layout(params, &shared, &remote);
+    if (shared) {
+        status = sharc_tp_shm_ops.comm_create(params, &local_tp);
+        if (status == SHARC_OK) {
+            local = &sharc_tp_shm_ops;
+        } else if (status != SHARC_ERR_UNSUPPORTED) {
+            return status;
+        }
+    }
+    if (local != NULL && !remote) {
+        *ops_p = local;
+        *tp_p = local_tp;
         return SHARC_OK;
     }
-    /* self is first in the list, so one rank alone always gets it */
-    for (size_t i = 0; sharc_tp_backends[i] != NULL; i++) {
-        if (sharc_tp_fits(sharc_tp_backends[i], cfg, size)) {
-            *ops_p = sharc_tp_backends[i];
+    remote_ops = sharc_tp_remote(params->cfg, params->size);
+    if (remote_ops == NULL) {
+        if (local != NULL) {
+            local->comm_destroy(local_tp);
+        }
+        sharc_info("no data transport reaches every rank of this communicator of %d ranks; it "
+                   "has its bootstrap only",
+                   params->size);
+        return SHARC_OK;
+    }
+    status = remote_ops->comm_create(params, &remote_tp);
+    if (status == SHARC_OK && local != NULL) {
+        status = sharc_tp_hybrid_create(params, local, local_tp, remote_ops, remote_tp, tp_p);
+        if (status == SHARC_OK) {
+            *ops_p = &sharc_tp_hybrid_ops;
             return SHARC_OK;
         }
+        remote_ops->comm_destroy(remote_tp);
     }
-    sharc_info("no data transport fits a communicator of %d ranks; it has its bootstrap only",
-               size);
-    *ops_p = NULL;
-    return SHARC_OK;
+    if (local != NULL) {
+        local->comm_destroy(local_tp);
+    }
+    if (status == SHARC_OK) {
+        *ops_p = remote_ops;
+        *tp_p = remote_tp;
+    }
+    return status;
 }

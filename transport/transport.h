@@ -17,12 +17,17 @@
 #include "../src/boot/boot.h"
 #include "../src/config_int.h"
 #include "../src/def_int.h"
+#include "../src/mem.h"
 
 /* Bump when a member is added, removed or changes meaning. */
 #define SHARC_TP_OPS_VERSION 1
 
 typedef struct sharc_tp_comm sharc_tp_comm_t; /* a backend's state for one communicator */
 typedef struct sharc_tp_mem sharc_tp_mem_t;   /* a backend's registration of one buffer */
+
+/* Point-to-point tags are below 2^SHARC_TP_TAG_BITS on every transport. */
+#define SHARC_TP_TAG_BITS 40
+#define SHARC_TP_TAG_MAX  ((1ull << SHARC_TP_TAG_BITS) - 1)
 
 /* What a backend can do (sharc_tp_ops_t.caps). */
 enum {
@@ -70,6 +75,7 @@ typedef struct {
     const sharc_cfg_t *cfg; /* outlives the transport communicator */
     int rank, size;
     const int *node_of;     /* [size]: node of every rank (valid during comm_create) */
+    sharc_mem_table_t *mem; /* the context's shareable buffers (outlives the transport) */
 } sharc_tp_comm_params_t;
 
 typedef enum {
@@ -148,12 +154,14 @@ typedef struct sharc_tp_ops {
 SHARC_HIDDEN const sharc_tp_ops_t *sharc_tp_find(const char *name);
 
 /**
- * The backend a communicator of @p size ranks uses: SHARC_TRANSPORT if set (an unknown or
- * unusable one is SHARC_ERR_UNSUPPORTED, logged), else the first usable one in the registry's
- * order of preference. *ops_p is NULL when none fits: the communicator then has only its
- * bootstrap.
+ * Choose and set up the data transport of a communicator: collective over params->boot.
+ * SHARC_TRANSPORT names one backend (an unknown or unusable one is SHARC_ERR_UNSUPPORTED,
+ * logged). Auto: self for one rank; shm between the ranks of a node and the preferred remote
+ * backend (ucx) between nodes, joined per peer (hybrid.h) when there are both; the remote
+ * backend alone where shm cannot attach. *ops_p is NULL when no backend fits: the
+ * communicator then has only its bootstrap.
  */
-SHARC_HIDDEN sharc_status_t sharc_tp_select(const sharc_cfg_t *cfg, int size,
-                                            const sharc_tp_ops_t **ops_p);
+SHARC_HIDDEN sharc_status_t sharc_tp_open(const sharc_tp_comm_params_t *params,
+                                          const sharc_tp_ops_t **ops_p, sharc_tp_comm_t **tp_p);
 
 #endif

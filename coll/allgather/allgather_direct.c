@@ -4,7 +4,9 @@
  * Computes: recvbuf[i * count ..] = rank i's sendbuf, on every rank.
  * Steps: 1 (latency-optimal). Bytes per rank: (n-1) * count sent and received, in n-1
  * messages each way. Extra memory: 2 (n-1) requests.
- * In place: sendbuf == recvbuf + rank * count skips the copy of the own block.
+ * In place: sendbuf == recvbuf + rank * count skips the copy of the own block. Out of place
+ * the block is sent from sendbuf and copied into recvbuf after the transfers are posted, so
+ * that the peers read it while this rank copies.
  */
 #include "config.h"
 
@@ -19,12 +21,12 @@ static sharc_status_t sharc_allgather_direct_init(sharc_coll_task_t *task)
     size_t bytes = a->count * sharc_dtype_size(a->dtype);
     char *mine = (char *)a->recvbuf + (size_t)task->comm->rank * bytes;
 
-    if (a->sendbuf != mine && bytes > 0) {
-        memcpy(mine, a->sendbuf, bytes);
-    }
     task->nreqs = (size_t)(task->comm->size - 1);
     task->phase = 0;
     if (task->nreqs == 0 || bytes == 0) {
+        if (a->sendbuf != mine && bytes > 0) {
+            memcpy(mine, a->sendbuf, bytes);
+        }
         task->nreqs = 0;
         return SHARC_OK;
     }
@@ -36,7 +38,7 @@ static sharc_status_t sharc_allgather_direct_progress(sharc_coll_task_t *task)
 {
     sharc_comm_h comm = task->comm;
     size_t bytes = task->args.count * sharc_dtype_size(task->args.dtype);
-    char *buf = task->args.recvbuf;
+    char *buf = task->args.recvbuf, *mine = buf + (size_t)comm->rank * bytes;
     sharc_status_t status;
 
     if (task->nreqs == 0) {
@@ -49,12 +51,15 @@ static sharc_status_t sharc_allgather_direct_progress(sharc_coll_task_t *task)
                 from = (comm->rank - i + comm->size) % comm->size;
             size_t k = (size_t)(i - 1);
 
-            status = sharc_coll_sendrecv(task, to, buf + (size_t)comm->rank * bytes, bytes,
+            status = sharc_coll_sendrecv(task, to, task->args.sendbuf, bytes,
                                          &task->reqs[task->nreqs + k], from,
                                          buf + (size_t)from * bytes, bytes, &task->reqs[k]);
             if (status != SHARC_OK) {
                 return status;
             }
+        }
+        if (task->args.sendbuf != mine) {
+            memcpy(mine, task->args.sendbuf, bytes);
         }
     }
     return sharc_coll_reqs_status(task->reqs, 2 * task->nreqs);

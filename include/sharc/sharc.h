@@ -11,6 +11,7 @@
 #include <sharc/log.h>
 #include <sharc/config.h>
 #include <sharc/context.h>
+#include <sharc/mem.h>
 #include <sharc/comm.h>
 #include <sharc/coll.h>
 

@@ -13,9 +13,8 @@
 #include "../transport.h"
 
 /* UCP tag = source rank (24 bits) | sharc tag (40 bits). */
-#define SHARC_UCX_TAG_BITS  40
-#define SHARC_UCX_TAG_MAX   ((1ull << SHARC_UCX_TAG_BITS) - 1)
-#define SHARC_UCX_MAX_RANKS (1 << 24)
+#define SHARC_UCX_TAG_BITS  SHARC_TP_TAG_BITS
+#define SHARC_UCX_MAX_RANKS (1 << (64 - SHARC_TP_TAG_BITS))
 
 struct sharc_tp_comm {
     /*

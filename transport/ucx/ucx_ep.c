@@ -21,7 +21,7 @@ static uint64_t sharc_tp_ucx_tag(int src, uint64_t tag)
 static sharc_status_t sharc_tp_ucx_check(sharc_tp_comm_t *tp, int peer, uint64_t tag,
                                          const char *what)
 {
-    if (peer < 0 || peer >= tp->size || tag > SHARC_UCX_TAG_MAX) {
+    if (peer < 0 || peer >= tp->size || tag > SHARC_TP_TAG_MAX) {
         sharc_error("ucx: %s with peer %d and tag %#llx: the peer must be in [0, %d) and the "
                     "tag below 2^%d",
                     what, peer, (unsigned long long)tag, tp->size, SHARC_UCX_TAG_BITS);

@@ -1,0 +1,151 @@
+/*
+ * shm.h: the `shm` transport: point-to-point messages between ranks on one node, with no
+ * library in between.
+ *
+ * Each rank owns one POSIX shared-memory segment holding an inbound FIFO per rank of its node
+ * (the sender writes, the owner reads: single producer, single consumer). A FIFO has a fixed
+ * number of slots; a slot is a header and up to SHARC_SHM_EAGER bytes of payload.
+ *
+ * Protocols, chosen by message size:
+ *  - eager (<= SHARC_SHM_EAGER bytes): the payload travels in the slot; the send completes
+ *    when the slot is written.
+ *  - rendezvous: the sender posts RTS (size, its buffer's address, a cookie, and where the
+ *    buffer came from sharc_mem_alloc, the shared file behind it). When the receive is
+ *    matched, the receiver copies the data straight from the sender's memory into the receive
+ *    buffer, then answers FIN, which completes the send. A sharc_mem_alloc buffer is mapped
+ *    (once; the mapping is cached) and copied with memcpy at memory speed; any other buffer is
+ *    copied by the kernel with process_vm_readv (cross-memory attach, CMA), about half as fast
+ *    but still one copy. Where the kernel refuses CMA (ptrace restrictions, seccomp,
+ *    SHARC_SHM_CMA=no) the receiver answers CTS instead and the sender streams the data as
+ *    FRAG slots (two copies, pipelined through the FIFO).
+ *
+ * Messages between two ranks travel through one FIFO in posting order, and receives match the
+ * oldest message with their tag, so equal tags match in order. Messages that arrive before
+ * their receive is posted are kept: eager ones with a copy of the payload, rendezvous ones as
+ * the RTS alone (no data moves until the receive exists).
+ */
+#ifndef SHARC_TP_SHM_H
+#define SHARC_TP_SHM_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "../transport.h"
+
+#define SHARC_SHM_SLOTS      64
+#define SHARC_SHM_SLOT_BYTES 8192
+#define SHARC_SHM_HDR_BYTES  128
+#define SHARC_SHM_MAP_CACHE  16 /* peer buffers kept mapped, per peer */
+#define SHARC_SHM_EAGER      (SHARC_SHM_SLOT_BYTES - SHARC_SHM_HDR_BYTES)
+#define SHARC_SHM_MAGIC      0x73686172632d6d32ull /* "sharc-m2": segment layout version */
+
+typedef enum {
+    SHARC_SHM_EAGER_MSG = 1, /* payload in the slot */
+    SHARC_SHM_RTS,           /* rendezvous request: bytes, addr, scookie */
+    SHARC_SHM_CTS,           /* receiver cannot read the sender: stream FRAGs to rcookie */
+    SHARC_SHM_FRAG,          /* a piece of a rendezvous message: rcookie, offset, bytes */
+    SHARC_SHM_FIN,           /* receiver has read the data (status): the send is complete */
+} sharc_shm_type_t;
+
+typedef struct {
+    uint32_t type;    /* sharc_shm_type_t */
+    int32_t status;   /* FIN: how the receive ended */
+    uint64_t tag;     /* EAGER_MSG, RTS */
+    uint64_t bytes;   /* EAGER_MSG, FRAG: payload bytes; RTS: message bytes */
+    uint64_t addr;    /* RTS: the sender's buffer */
+    uint64_t scookie; /* RTS, CTS, FIN: names the send */
+    uint64_t rcookie; /* CTS, FRAG: names the receive */
+    uint64_t offset;  /* FRAG: where the payload goes in the message; RTS: offset in region */
+    uint64_t region;  /* RTS: sharc_mem_alloc buffer holding the data (its id), or 0 */
+    uint64_t region_bytes, region_ino;
+    int32_t region_fd; /* in the sender's process */
+} sharc_shm_hdr_t;
+
+_Static_assert(sizeof(sharc_shm_hdr_t) <= SHARC_SHM_HDR_BYTES, "slot header too large");
+
+typedef struct {
+    _Alignas(64) uint64_t head; /* slots written, by the sender */
+    _Alignas(64) uint64_t tail; /* slots consumed, by the owner */
+    _Alignas(64) unsigned char slot[SHARC_SHM_SLOTS][SHARC_SHM_SLOT_BYTES];
+} sharc_shm_fifo_t;
+
+/* The start of every segment; the FIFOs follow, one per local rank. */
+typedef struct {
+    _Alignas(64) uint64_t magic;
+    uint64_t nfifos;
+} sharc_shm_seg_hdr_t;
+
+/* A queue of requests linked through their next member. */
+typedef struct {
+    sharc_tp_req_t *head, *tail;
+} sharc_shm_queue_t;
+
+/* A message that arrived before its receive was posted. */
+typedef struct sharc_shm_unexp {
+    sharc_shm_hdr_t hdr; /* EAGER_MSG (payload follows) or RTS */
+    struct sharc_shm_unexp *next;
+    unsigned char payload[];
+} sharc_shm_unexp_t;
+
+/* A control message (CTS, FIN) waiting for space in the peer's FIFO. */
+typedef struct sharc_shm_ctrl {
+    sharc_shm_hdr_t hdr;
+    struct sharc_shm_ctrl *next;
+} sharc_shm_ctrl_t;
+
+/* A peer's sharc_mem_alloc buffer, mapped here. */
+typedef struct {
+    uint64_t id; /* 0: free entry */
+    const unsigned char *base;
+    size_t bytes;
+    uint64_t last_use;
+} sharc_shm_map_t;
+
+/* Everything about one rank of this node. */
+typedef struct {
+    int rank;
+    pid_t pid;
+    int cma;    /* this rank may read the peer's memory with process_vm_readv */
+    int failed; /* the peer exited: its requests have failed */
+    int no_map; /* its buffers cannot be mapped here: do not try again */
+    sharc_shm_map_t map[SHARC_SHM_MAP_CACHE];
+    sharc_shm_fifo_t *in;    /* the peer writes, this rank reads */
+    sharc_shm_fifo_t *out;   /* this rank writes, the peer reads */
+    sharc_shm_queue_t sendq; /* sends not yet in the FIFO (it was full), in posting order */
+    sharc_shm_ctrl_t *ctrl_head, *ctrl_tail;
+    sharc_shm_queue_t wait_fin;  /* rendezvous sends waiting for FIN or CTS */
+    sharc_shm_queue_t streaming; /* rendezvous sends writing FRAGs */
+    sharc_shm_queue_t posted;    /* unmatched receives, in posting order */
+    sharc_shm_queue_t frag_recv; /* matched receives waiting for FRAGs */
+    sharc_shm_unexp_t *unexp_head, *unexp_tail;
+} sharc_shm_peer_t;
+
+struct sharc_tp_comm {
+    pthread_mutex_t lock; /* recursive: completion callbacks may post */
+    int rank, size;
+    int nlocal;
+    int *local_of;           /* [size]: index into peers, or -1 for ranks on other nodes */
+    sharc_shm_peer_t *peers; /* [nlocal] */
+    void *seg;               /* this rank's segment (inbound FIFOs) */
+    size_t seg_bytes;
+    void **maps;            /* [nlocal]: the peers' segments */
+    int same_pidns;         /* the node's ranks share a PID namespace: pids are comparable */
+    sharc_mem_table_t *mem; /* the context's sharc_mem_alloc buffers */
+    uint64_t next_cookie, map_clock;
+    double next_liveness;    /* time of the next check that peers with work are alive */
+    volatile uint64_t probe; /* read by the peers' CMA probe */
+};
+
+SHARC_HIDDEN sharc_status_t sharc_tp_shm_send(sharc_tp_comm_t *tp, int peer, uint64_t tag,
+                                              const void *buf, size_t bytes, sharc_tp_mem_t *mem,
+                                              sharc_tp_req_t *req);
+SHARC_HIDDEN sharc_status_t sharc_tp_shm_recv(sharc_tp_comm_t *tp, int peer, uint64_t tag,
+                                              void *buf, size_t bytes, sharc_tp_mem_t *mem,
+                                              sharc_tp_req_t *req);
+SHARC_HIDDEN int sharc_tp_shm_progress(sharc_tp_comm_t *tp);
+
+/* Free what the peer queues still hold (at destroy, after every request completed). */
+SHARC_HIDDEN void sharc_tp_shm_peer_cleanup(sharc_shm_peer_t *peer);
+
+#endif
