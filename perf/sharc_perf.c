@@ -334,10 +334,11 @@ static int perf_sweep(const perf_opts_t *o, sharc_context_h ctx, sharc_comm_h co
     if (json != NULL) {
         fprintf(json,
                 "{\n  \"collective\": \"%s\", \"nranks\": %d, \"dtype\": \"%s\", "
-                "\"op\": \"%s\", \"root\": %d, \"iters\": %d, \"warmup\": %d,\n"
+                "\"op\": \"%s\", \"root\": %d, \"iters\": %d, \"warmup\": %d, "
+                "\"registered\": %d,\n"
                 "  \"results\": [\n",
                 perf_colls[o->coll], n, sharc_dtype_name(o->dtype), sharc_op_name(o->op), o->root,
-                o->iters, o->warmup);
+                o->iters, o->warmup, o->registered);
     }
     if (rank == 0) {
         printf("# sharc-perf %s: %d ranks, %s, %s, %d iterations (+%d warmup), median of the "
