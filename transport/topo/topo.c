@@ -239,7 +239,7 @@ static int sharc_topo_nic_in_fabric(const sharc_topo_t *topo, int k)
     const sharc_topo_nic_t *nic = &topo->nics[k];
 
     if (topo->fabric == SHARC_TOPO_FABRIC_UNKNOWN) {
-        return nic->fabric == SHARC_TOPO_FABRIC_UNKNOWN;
+        return nic->fabric == SHARC_TOPO_FABRIC_UNKNOWN && nic->captured;
     }
     return nic->fabric == topo->fabric && sharc_topo_nic_active(nic);
 }
@@ -353,7 +353,7 @@ static sharc_topo_fabric_t sharc_topo_classify_fabric(const sharc_topo_t *topo)
         const sharc_topo_nic_t *nic = &topo->nics[k];
 
         if (nic->fabric == SHARC_TOPO_FABRIC_UNKNOWN) {
-            unknown++;
+            unknown += nic->captured; /* a sysfs device of no known kind is no fabric */
         } else if (sharc_topo_nic_active(nic)) {
             active[nic->fabric]++;
             gbps[nic->fabric] += sharc_topo_nic_gbps(nic);

@@ -104,6 +104,7 @@ typedef struct {
     char name[SHARC_TOPO_NAME_MAX]; /* mlx5_0, rdmap16s27 */
     char driver[32];                /* mlx5_core, efa; "" unknown */
     sharc_topo_fabric_t fabric;
+    int captured;    /* known from a capture (nvidia-smi, XML), not from sysfs */
     char netdev[16]; /* Ethernet interface on the same PCI function, or "" */
     sharc_topo_pci_t pci;
     sharc_topo_port_t ports[SHARC_TOPO_MAX_PORTS];

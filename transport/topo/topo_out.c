@@ -73,7 +73,8 @@ static void sharc_topo_print_matrix(const sharc_topo_t *topo, FILE *out)
         if (numa >= 0 && numa < SHARC_TOPO_MAX_NUMA && topo->cpu.cpulist[numa][0] != '\0') {
             fprintf(out, "%-14s%d\n", topo->cpu.cpulist[numa], numa);
         } else {
-            fprintf(out, "%-14s%s\n", "N/A", numa >= 0 ? "" : "N/A");
+            fprintf(out, "%-14s", "N/A");
+            fprintf(out, numa >= 0 ? "%d\n" : "N/A\n", numa);
         }
     }
     for (int k = 0; k < topo->nnics; k++) {
@@ -118,13 +119,16 @@ static void sharc_topo_print_text(const sharc_topo_t *topo, const sharc_topo_rec
                 nic->driver[0] ? ", driver " : "", nic->driver, nic->netdev[0] ? ", " : "",
                 nic->netdev);
     }
-    fprintf(out, "Ethernet: %d\n", topo->nnetdevs);
+    fprintf(out, "network interfaces: %d\n", topo->nnetdevs);
     for (int d = 0; d < topo->nnetdevs; d++) {
         const sharc_topo_netdev_t *nd = &topo->netdevs[d];
+        char speed[32] = "speed unknown";
 
-        fprintf(out, "  %-12s %s, %d Mb/s, driver %s%s%s\n", nd->name, nd->up ? "up" : "down",
-                nd->speed_mbps, nd->driver[0] ? nd->driver : "?", nd->rdma[0] ? ", RDMA " : "",
-                nd->rdma);
+        if (nd->speed_mbps >= 0) {
+            snprintf(speed, sizeof(speed), "%d Mb/s", nd->speed_mbps);
+        }
+        fprintf(out, "  %-12s %s, %s, driver %s%s%s\n", nd->name, nd->up ? "up" : "down", speed,
+                nd->driver[0] ? nd->driver : "?", nd->rdma[0] ? ", RDMA " : "", nd->rdma);
     }
     fprintf(out, "CPU: %d socket(s), %d NUMA node(s); NVSwitches: %d\n", topo->cpu.nsockets,
             topo->cpu.nnuma, topo->nvswitches);

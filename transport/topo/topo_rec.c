@@ -116,10 +116,13 @@ static void sharc_topo_recommend_roce(const sharc_topo_t *topo, sharc_topo_recs_
 void sharc_topo_recommend(const sharc_topo_t *topo, sharc_topo_recs_t *recs)
 {
     const sharc_topo_netdev_t *eth = topo->eth_best >= 0 ? &topo->netdevs[topo->eth_best] : NULL;
-    char ports[512], value[520];
+    char ports[512], value[520], speed[32] = "speed unknown";
     int nports = sharc_topo_port_list(topo, ports, sizeof(ports));
 
     memset(recs, 0, sizeof(*recs));
+    if (eth != NULL && eth->speed_mbps >= 0) {
+        snprintf(speed, sizeof(speed), "%d Mb/s", eth->speed_mbps);
+    }
     snprintf(recs->gpu_backend, sizeof(recs->gpu_backend), "%s", topo->ngpus > 0 ? "nccl" : "-");
     snprintf(recs->host_backend, sizeof(recs->host_backend), "ucx");
 
@@ -150,9 +153,8 @@ void sharc_topo_recommend(const sharc_topo_t *topo, sharc_topo_recs_t *recs)
                            "latency");
         if (eth != NULL) {
             sharc_topo_rec_add(recs, "UCX_NET_DEVICES", 0, eth->name,
-                               "UCX has no EFA transport: host buffers go over TCP on %s "
-                               "(%d Mb/s)",
-                               eth->name, eth->speed_mbps);
+                               "UCX has no EFA transport: host buffers go over TCP on %s (%s)",
+                               eth->name, speed);
             sharc_topo_rec_add(recs, "UCX_TLS", 0, "tcp,sm,self",
                                "TCP between nodes, shared memory inside one");
         }
@@ -160,9 +162,9 @@ void sharc_topo_recommend(const sharc_topo_t *topo, sharc_topo_recs_t *recs)
     case SHARC_TOPO_FABRIC_ETH:
         snprintf(value, sizeof(value), "=%s", eth->name);
         sharc_topo_rec_add(recs, "NCCL_SOCKET_IFNAME", 0, value,
-                           "%s is the fastest interface that is up (%d Mb/s, %s); NCCL would "
+                           "%s is the fastest interface that is up (%s, %s); NCCL would "
                            "otherwise take the first non-loopback one",
-                           eth->name, eth->speed_mbps, eth->driver[0] ? eth->driver : "driver ?");
+                           eth->name, speed, eth->driver[0] ? eth->driver : "driver ?");
         sharc_topo_rec_add(recs, "NCCL_IB_DISABLE", 0, "1",
                            "no active RDMA port: skip the verbs probe and use sockets");
         sharc_topo_rec_add(recs, "UCX_NET_DEVICES", 0, eth->name,
@@ -599,6 +601,9 @@ int sharc_topo_parse_conf(const char *text, const char *source, sharc_topo_setti
         }
         *eq = '\0';
         value = eq + 1;
+        while (isspace((unsigned char)*value)) {
+            value++;
+        }
         for (e = eq - 1; e >= key && isspace((unsigned char)*e); e--) {
             *e = '\0';
         }

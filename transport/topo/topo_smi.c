@@ -179,6 +179,7 @@ static int sharc_smi_nic_index(sharc_topo_t *topo, const char *name)
     memset(&topo->nics[topo->nnics], 0, sizeof(topo->nics[0]));
     snprintf(topo->nics[topo->nnics].name, SHARC_TOPO_NAME_MAX, "%s", name);
     topo->nics[topo->nnics].fabric = SHARC_TOPO_FABRIC_UNKNOWN;
+    topo->nics[topo->nnics].captured = 1;
     topo->nics[topo->nnics].pci.numa = -1;
     return topo->nnics++;
 }
@@ -230,12 +231,16 @@ static void sharc_smi_read_row(sharc_topo_t *topo, sharc_smi_line_t *line, int g
         return;
     }
     /* CPU affinity ("0-55,112-167"), then NUMA affinity ("0", or "N/A") */
-    if (sharc_smi_token(line, tok, &trunc) && sharc_smi_token(line, tok, &trunc)) {
+    char cpus[SHARC_SMI_TOKEN_MAX];
+    if (sharc_smi_token(line, cpus, &trunc) && sharc_smi_token(line, tok, &trunc)) {
         char *end;
         long numa = strtol(tok, &end, 10);
 
-        if (end != tok && *end == '\0' && numa >= 0 && numa < 1024) {
+        if (end != tok && *end == '\0' && numa >= 0 && numa < SHARC_TOPO_MAX_NUMA) {
             topo->gpus[gpu].pci.numa = (int)numa;
+            if (topo->cpu.cpulist[numa][0] == '\0') {
+                snprintf(topo->cpu.cpulist[numa], sizeof(topo->cpu.cpulist[numa]), "%s", cpus);
+            }
         }
     }
 }

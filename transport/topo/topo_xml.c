@@ -155,6 +155,7 @@ static void sharc_xml_nic(sharc_xml_import_t *im, xmlNodePtr node, const sharc_t
             memset(nic, 0, sizeof(*nic));
             snprintf(nic->name, sizeof(nic->name), "%s", name);
             nic->fabric = SHARC_TOPO_FABRIC_UNKNOWN; /* the XML does not say */
+            nic->captured = 1;
             nic->pci = *pci;
         }
         if (nic->nports == SHARC_TOPO_MAX_PORTS) {
