@@ -61,7 +61,7 @@ sharc_status_t sharc_topo_create(sharc_topo_t **topo_p)
     sharc_topo_t *topo = calloc(1, sizeof(*topo));
 
     if (topo == NULL) {
-        sharc_error("topo: cannot allocate %zu bytes for a topology", sizeof(*topo));
+        sharc_error("cannot allocate %zu bytes for a topology", sizeof(*topo));
         return SHARC_ERR_NOMEM;
     }
     for (int i = 0; i < SHARC_TOPO_MAX_GPUS; i++) {
@@ -98,7 +98,7 @@ void sharc_topo_warn(sharc_topo_t *topo, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(line, sizeof(line), fmt, ap);
     va_end(ap);
-    sharc_debug("topo: %s", line);
+    sharc_debug("%s", line);
     if (topo->nwarnings >= SHARC_TOPO_MAX_WARNINGS) {
         return;
     }
@@ -120,24 +120,24 @@ sharc_status_t sharc_topo_read_file(const char *path, size_t max, char **text_p,
     size_t len;
 
     if (f == NULL) {
-        sharc_error("topo: cannot open %s: %m", path);
+        sharc_error("cannot open %s: %m", path);
         return SHARC_ERR_IO;
     }
     text = malloc(max + 1);
     if (text == NULL) {
-        sharc_error("topo: cannot allocate %zu bytes to read %s", max + 1, path);
+        sharc_error("cannot allocate %zu bytes to read %s", max + 1, path);
         fclose(f);
         return SHARC_ERR_NOMEM;
     }
     len = fread(text, 1, max, f);
     if (ferror(f)) {
-        sharc_error("topo: cannot read %s: %m", path);
+        sharc_error("cannot read %s: %m", path);
         free(text);
         fclose(f);
         return SHARC_ERR_IO;
     }
     if (len == max && fgetc(f) != EOF) {
-        sharc_warn("topo: %s is longer than %zu bytes; the rest is ignored", path, max);
+        sharc_warn("%s is longer than %zu bytes; the rest is ignored", path, max);
     }
     fclose(f);
     text[len] = '\0';

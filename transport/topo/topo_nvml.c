@@ -65,7 +65,7 @@ sharc_status_t sharc_topo_read_nvml(sharc_topo_t *topo)
     }
     lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
     if (lib == NULL) {
-        sharc_debug("topo: NVML not loaded (%s); NVLinks are taken from the PCI view", dlerror());
+        sharc_debug("NVML not loaded (%s); NVLinks are taken from the PCI view", dlerror());
         return SHARC_ERR_UNSUPPORTED;
     }
     init = (sharc_nvml_init_fn_t)dlsym(lib, "nvmlInit_v2");

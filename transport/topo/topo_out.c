@@ -362,7 +362,7 @@ sharc_status_t sharc_topo_print(const sharc_topo_t *topo, const sharc_topo_recs_
         json_object_put(root);
         break;
 #else
-        sharc_error("topo: JSON output needs json-c, which this build lacks");
+        sharc_error("JSON output needs json-c, which this build lacks");
         return SHARC_ERR_UNSUPPORTED;
 #endif
     }
@@ -393,7 +393,7 @@ sharc_status_t sharc_topo_print_doctor(const sharc_topo_finding_t *findings, int
         json_object_put(arr);
         return ferror(out) ? SHARC_ERR_IO : SHARC_OK;
 #else
-        sharc_error("topo: JSON output needs json-c, which this build lacks");
+        sharc_error("JSON output needs json-c, which this build lacks");
         return SHARC_ERR_UNSUPPORTED;
 #endif
     }

@@ -255,7 +255,7 @@ sharc_status_t sharc_topo_parse_smi(sharc_topo_t *topo, const char *text, size_t
 
     legend = calloc(SHARC_SMI_MAX_NICS, sizeof(*legend));
     if (legend == NULL) {
-        sharc_error("topo: out of memory parsing nvidia-smi text");
+        sharc_error("out of memory parsing nvidia-smi text");
         return SHARC_ERR_NOMEM;
     }
     sharc_smi_read_legend(topo, text, end, legend);
@@ -317,7 +317,7 @@ sharc_status_t sharc_topo_parse_smi(sharc_topo_t *topo, const char *text, size_t
     }
     free(legend);
     if (!header || rows == 0) {
-        sharc_error("topo: no nvidia-smi topo -m matrix found (a header row 'GPU0 ...' and "
+        sharc_error("no nvidia-smi topo -m matrix found (a header row 'GPU0 ...' and "
                     "GPU rows)");
         return SHARC_ERR_INVALID;
     }

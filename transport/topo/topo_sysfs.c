@@ -663,17 +663,17 @@ sharc_status_t sharc_topo_read_sysfs(sharc_topo_t *topo, const char *root)
     struct stat st;
 
     if (stat(root, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        sharc_error("topo: sysfs root %s is not a directory", root);
+        sharc_error("sysfs root %s is not a directory", root);
         return SHARC_ERR_INVALID;
     }
     s = calloc(1, sizeof(*s));
     if (s == NULL) {
-        sharc_error("topo: out of memory reading %s", root);
+        sharc_error("out of memory reading %s", root);
         return SHARC_ERR_NOMEM;
     }
     s->topo = topo;
     if (realpath(root, s->root) == NULL) {
-        sharc_error("topo: cannot resolve sysfs root %s: %m", root);
+        sharc_error("cannot resolve sysfs root %s: %m", root);
         free(s);
         return SHARC_ERR_INVALID;
     }

@@ -262,26 +262,26 @@ sharc_status_t sharc_topo_parse_nccl_xml(sharc_topo_t *topo, const char *text, s
     xmlNodePtr root;
 
     if (len > (size_t)0x7fffffff) {
-        sharc_error("topo: NCCL XML of %zu bytes is too large", len);
+        sharc_error("NCCL XML of %zu bytes is too large", len);
         return SHARC_ERR_INVALID;
     }
     /* XML_PARSE_NONET: no fetching of DTDs; entities stay unexpanded (no XML_PARSE_NOENT) */
     doc = xmlReadMemory(text, (int)len, "nccl-topo.xml", NULL,
                         XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
     if (doc == NULL) {
-        sharc_error("topo: not well-formed XML: %s",
+        sharc_error("not well-formed XML: %s",
                     xmlGetLastError() != NULL ? xmlGetLastError()->message : "parse error");
         return SHARC_ERR_INVALID;
     }
     root = xmlDocGetRootElement(doc);
     if (root == NULL || !sharc_xml_is(root, "system")) {
-        sharc_error("topo: XML root element is not <system>: not an NCCL topology");
+        sharc_error("XML root element is not <system>: not an NCCL topology");
         xmlFreeDoc(doc);
         return SHARC_ERR_INVALID;
     }
     im = calloc(1, sizeof(*im));
     if (im == NULL) {
-        sharc_error("topo: out of memory importing NCCL XML");
+        sharc_error("out of memory importing NCCL XML");
         xmlFreeDoc(doc);
         return SHARC_ERR_NOMEM;
     }
@@ -440,7 +440,7 @@ sharc_status_t sharc_topo_write_nccl_xml(const sharc_topo_t *topo, FILE *out)
     int n = 0;
 
     if (devs == NULL || sel == NULL) {
-        sharc_error("topo: out of memory writing NCCL XML");
+        sharc_error("out of memory writing NCCL XML");
         free(devs);
         free(sel);
         return SHARC_ERR_NOMEM;
@@ -454,8 +454,7 @@ sharc_status_t sharc_topo_write_nccl_xml(const sharc_topo_t *topo, FILE *out)
             continue; /* NCCL lists the NICs of its network only */
         }
         if (sharc_xml_chain(pci, &devs[n]) != 0) {
-            sharc_warn("topo: %s %s has no PCI position; left out of the XML",
-                       is_nic ? "NIC" : "GPU",
+            sharc_warn("%s %s has no PCI position; left out of the XML", is_nic ? "NIC" : "GPU",
                        is_nic ? topo->nics[i - topo->ngpus].name : pci->busid);
             continue;
         }
@@ -492,13 +491,13 @@ sharc_status_t sharc_topo_write_nccl_xml(const sharc_topo_t *topo, FILE *out)
 
 sharc_status_t sharc_topo_parse_nccl_xml(sharc_topo_t *topo, const char *text, size_t len)
 {
-    sharc_error("topo: NCCL XML import needs libxml2, which this build lacks");
+    sharc_error("NCCL XML import needs libxml2, which this build lacks");
     return SHARC_ERR_UNSUPPORTED;
 }
 
 sharc_status_t sharc_topo_write_nccl_xml(const sharc_topo_t *topo, FILE *out)
 {
-    sharc_error("topo: NCCL XML export needs libxml2, which this build lacks");
+    sharc_error("NCCL XML export needs libxml2, which this build lacks");
     return SHARC_ERR_UNSUPPORTED;
 }
 
