@@ -10,9 +10,10 @@ packages=(
     gcc make autoconf automake libtool libtool-bin pkg-config
     # transports, bootstrap, topology
     libucx-dev ucx-utils libibverbs-dev ibverbs-providers rdma-core
-    libopenmpi-dev openmpi-bin libhwloc-dev
-    # tests: ss (free ports), network namespaces later
-    iproute2 procps
+    libopenmpi-dev openmpi-bin libhwloc-dev libxml2-dev libjson-c-dev
+    # tests: ss (free ports), network namespaces later; python3 builds topology fixtures;
+    # clang + libFuzzer fuzz the topology parsers (tools/fuzz-topo.sh)
+    iproute2 procps python3 clang libclang-rt-dev
 )
 
 missing=()

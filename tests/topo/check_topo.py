@@ -1,0 +1,195 @@
+#!/usr/bin/python3
+"""check_topo.py CASE FILE: asserts what `sharc-topo --json` said about one fixture (GPUs,
+NICs, fabric, rails, distances, recommendations). Prints each failed check and exits 1."""
+import json
+import sys
+
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+
+
+def rec(t, key):
+    """The recommendation for key: its value, "unset", or None."""
+    for r in t["recommendations"]:
+        if r["key"] == key:
+            check(r["reason"] != "", "%s has a reason" % key)
+            return "unset" if r["unset"] else r["value"]
+    return None
+
+
+def nic_names(t):
+    return [n["name"] for n in t["nics"]]
+
+
+def p5(t):
+    check(len(t["gpus"]) == 8, "8 GPUs")
+    check(all(g["model"] == "H100 SXM5 80GB" and g["sm"] == 90 for g in t["gpus"]), "H100 model")
+    check(len(t["nics"]) == 32, "32 EFA devices, got %d" % len(t["nics"]))
+    check(all(n["fabric"] == "EFA" and n["driver"] == "efa" for n in t["nics"]), "EFA by driver")
+    check(t["nvswitches"] == 4, "4 NVSwitches")
+    check(t["intra"] == "NVSwitch" and t["fabric"] == "EFA", "NVSwitch + EFA")
+    check(t["gpu_gpu"][0][7] == "NV18" and t["gpu_gpu"][3][3] == "X", "NV18 between GPUs")
+    g0 = t["gpus"][0]
+    check(len(g0["nearest_nics"]) == 4 and len(g0["rails"]) == 32, "GPU0: 4 nearest of 32")
+    check(g0["nearest_nics"] == ["rdmap20s0", "rdmap21s0", "rdmap22s0", "rdmap23s0"],
+          "GPU0 rails: %s" % g0["nearest_nics"])
+    check(abs(g0["net_gbps"] - 400) < 1e-6, "400 Gb/s per GPU, got %s" % g0["net_gbps"])
+    names = nic_names(t)
+    check(t["gpu_nic"][0][names.index("rdmap20s0")] == "PIX", "GPU0-own EFA PIX")
+    check(t["gpu_nic"][0][names.index("rdmap36s0")] == "NODE", "GPU0-GPU1's EFA NODE")
+    check(t["gpu_nic"][0][names.index("rdmap84s0")] == "SYS", "GPU0-GPU4's EFA SYS")
+    check(rec(t, "FI_EFA_USE_DEVICE_RDMA") == "unset", "FI_EFA_USE_DEVICE_RDMA unset")
+    check(rec(t, "NCCL_PROTO") == "unset", "NCCL_PROTO unset")
+    check(rec(t, "NCCL_IB_HCA") is None, "no NCCL_IB_HCA on EFA")
+    check(rec(t, "UCX_NET_DEVICES") == "ens32", "UCX over ENA")
+    check(t["backend"] == {"gpu": "nccl", "host": "shm+ucx"}, "backends")
+    check(t["cpu"] == {"sockets": 2, "numa_nodes": 2}, "2 sockets, 2 NUMA nodes")
+    check([n["name"] for n in t["netdevs"]] == ["ens32"], "virtual interfaces skipped: %s"
+          % [n["name"] for n in t["netdevs"]])
+
+
+def p4de(t):
+    check(len(t["gpus"]) == 8 and len(t["nics"]) == 4, "8 GPUs, 4 NICs")
+    check(all(g["model"] == "A100 SXM4 80GB" for g in t["gpus"]), "A100 model")
+    check(t["intra"] == "NVSwitch" and t["fabric"] == "EFA", "NVSwitch + EFA")
+    check(t["gpu_gpu"][1][6] == "NV12", "NV12")
+    for g in range(8):
+        gpu = t["gpus"][g]
+        check(gpu["nearest_nics"] == [t["nics"][g // 2]["name"]], "GPU%d rail" % g)
+        check(abs(gpu["net_gbps"] - 50) < 1e-6, "GPU%d: 100 Gb/s shared by 2 GPUs" % g)
+    check(t["gpu_nic"][0][0] == "PIX" and t["gpu_nic"][0][1] == "NODE"
+          and t["gpu_nic"][0][2] == "SYS", "GPU0 distances")
+    check(rec(t, "NCCL_PROTO") == "unset", "NCCL_PROTO unset")
+
+
+def dgx_h100(t):
+    check(len(t["gpus"]) == 8 and len(t["nics"]) == 12, "8 GPUs, 12 RDMA devices")
+    fabrics = [n["fabric"] for n in t["nics"]]
+    check(fabrics.count("InfiniBand") == 10 and fabrics.count("RoCE") == 2, "8+2 IB, 2 RoCE")
+    check(t["fabric"] == "InfiniBand" and t["intra"] == "NVSwitch", "IB + NVSwitch")
+    for g in range(8):
+        check(t["gpus"][g]["nearest_nics"] == ["mlx5_%d" % g], "GPU%d rail mlx5_%d" % (g, g))
+        check(abs(t["gpus"][g]["net_gbps"] - 400) < 1e-6, "GPU%d 400 Gb/s" % g)
+    check(t["gpu_nic"][0][0] == "PIX", "GPU0-mlx5_0 PIX")
+    hca = rec(t, "NCCL_IB_HCA")
+    check(hca == "=" + ",".join("mlx5_%d:1" % i for i in range(8)),
+          "NCCL_IB_HCA exact, active IB ports only: %s" % hca)
+    check(rec(t, "UCX_TLS") == "rc,sm,self", "UCX_TLS rc")
+    check(rec(t, "NCCL_IB_GID_INDEX") is None, "no GID index on IB")
+    net = {n["name"]: n for n in t["netdevs"]}
+    check("bond0" not in net and "br0" not in net and "docker0" not in net, "virtual skipped")
+    check(net["enp170s0f0np0"]["rdma"] == "mlx5_8", "RoCE netdev paired with mlx5_8")
+
+
+def roce(t):
+    check(len(t["gpus"]) == 2 and t["gpus"][0]["model"] == "A100 PCIe 80GB", "2 A100 PCIe")
+    check(t["fabric"] == "RoCE", "RoCE fabric")
+    check(t["intra"] == "host memory", "GPUs on two sockets: host memory")
+    check(t["gpu_gpu"][0][1] == "SYS", "GPU0-GPU1 SYS")
+    port = t["nics"][0]["ports"][0]
+    check(len(port["gids"]) == 4, "4 GIDs")
+    check([g["type"] for g in port["gids"]] == ["IB/RoCE v1", "RoCE v2"] * 2, "GID types")
+    check(port["gids"][3]["ipv4"] and not port["gids"][1]["ipv4"], "IPv4-mapped GID")
+    check(rec(t, "NCCL_IB_GID_INDEX") == "3", "GID index 3 (RoCE v2, IPv4)")
+    check(rec(t, "NCCL_IB_HCA") == "=mlx5_0:1,mlx5_1:1", "NCCL_IB_HCA")
+    check(t["gpus"][1]["nearest_nics"] == ["mlx5_1"], "GPU1 rail")
+    check(abs(t["gpus"][0]["net_gbps"] - 100) < 1e-6, "100 Gb/s")
+
+
+def cloud_vm(t):
+    check(len(t["gpus"]) == 1 and t["gpus"][0]["model"] == "L4", "one L4")
+    check(len(t["nics"]) == 0, "no RDMA")
+    check(t["intra"] == "single GPU" and t["fabric"] == "Ethernet", "single GPU, Ethernet")
+    check(t["eth_best"] == "ens4", "ens4 (up) beats ens5 (down)")
+    check(rec(t, "NCCL_SOCKET_IFNAME") == "=ens4" and rec(t, "NCCL_IB_DISABLE") == "1",
+          "socket recommendations")
+    check(rec(t, "UCX_TLS") == "tcp,sm,self", "UCX over TCP")
+    check(abs(t["gpus"][0]["net_gbps"] - 50) < 1e-6, "50 Gb/s")
+    check({n["name"]: n["driver"] for n in t["netdevs"]} == {"ens4": "gve", "ens5": "gve"},
+          "gve interfaces")
+
+
+def cpu_only(t):
+    check(len(t["gpus"]) == 0 and t["intra"] == "none", "no GPU")
+    check(t["fabric"] == "Ethernet" and t["eth_best"] == "enp2s0", "Ethernet on enp2s0")
+    check(rec(t, "SHARC_TRANSPORT") == "auto" and t["backend"]["gpu"] == "-", "host transports only")
+    check(t["cpu"] == {"sockets": 1, "numa_nodes": 1}, "1 socket")
+
+
+def broken(t):
+    check(len(t["warnings"]) >= 8, "warnings for the damage: %d" % len(t["warnings"]))
+    check(len(t["gpus"]) == 2, "two readable GPUs of four")
+    check(t["gpus"][0]["model"] == "H100 SXM5 80GB", "the good GPU is whole")
+    check(t["gpus"][1]["numa"] == -1 and t["gpus"][1]["model"] == "", "garbage numa/device")
+    check(all("escape0" != n["name"] for n in t["netdevs"]), "no escape from the tree")
+    w = "\n".join(t["warnings"])
+    for needle in ["cannot resolve", "outside the tree", "rate unreadable", "no readable state",
+                   "no readable vendor", "without a readable class"]:
+        check(needle in w, "warning '%s'" % needle)
+
+
+def smi_nvswitch(t):
+    check(len(t["gpus"]) == 8 and nic_names(t) == ["mlx5_%d" % i for i in range(4)],
+          "8 GPUs, NIC legend names")
+    check(t["intra"] == "NVSwitch", "NVSwitch inferred from NV18 to all 7 peers")
+    check(t["gpu_gpu"][2][5] == "NV18", "NV18")
+    check(t["gpus"][5]["nearest_nics"] == ["mlx5_2"], "GPU5 rail mlx5_2")
+    check(t["gpus"][5]["rails"][:3] == ["mlx5_2", "mlx5_3", "mlx5_0"], "rails nearest first: %s"
+          % t["gpus"][5]["rails"])
+    check(t["gpus"][4]["numa"] == 1, "NUMA affinity column")
+    check(t["fabric"] == "unknown", "fabric not in the text")
+
+
+def smi_pcie(t):
+    check(len(t["gpus"]) == 4 and nic_names(t) == ["mlx5_0"], "4 GPUs, old-style NIC column")
+    check(t["intra"] == "host memory", "PCIe-only across sockets: host memory")
+    check(t["gpu_gpu"][2][3] == "PHB" and t["gpu_gpu"][0][2] == "SYS", "PHB/SYS cells")
+    check(t["gpu_nic"][1][0] == "NODE", "GPU1-NIC NODE")
+
+
+def smi_shared_switch(t):
+    check(len(t["gpus"]) == 2 and nic_names(t) == ["mlx5_0", "mlx5_bond_0"], "legend")
+    check(t["intra"] == "PCIe P2P", "PCIe P2P under one switch")
+    for g in range(2):
+        check(t["gpus"][g]["nearest_nics"] == ["mlx5_0"], "GPU%d shares mlx5_0" % g)
+        check(t["gpus"][g]["rails"] == ["mlx5_0", "mlx5_bond_0"], "rails order")
+
+
+def nccl_xml(t):
+    check(len(t["gpus"]) == 3 and nic_names(t) == ["mlx5_0", "mlx5_1"], "3 GPUs, 2 NICs")
+    check(t["intra"] == "NVSwitch" and t["nvswitches"] == 1, "NVSwitch from nvlink tclass")
+    check(t["gpu_gpu"][0][2] == "NV18", "NV18 through the switch")
+    check(t["gpu_nic"][0][0] == "PIX" and t["gpu_nic"][1][0] == "PHB"
+          and t["gpu_nic"][0][1] == "SYS", "distances from nesting")
+    check(t["gpus"][0]["nearest_nics"] == ["mlx5_0"], "GPU0 rail")
+    check(t["gpus"][0]["sm"] == 90 and t["gpus"][2]["numa"] == 1, "sm, numa")
+    check(abs(t["gpus"][2]["net_gbps"] - 400) < 1e-6, "400 Gb/s from speed=400000")
+
+
+def xml_roundtrip(t):
+    """p5 exported as NCCL XML and read back: distances and rails survive."""
+    check(len(t["gpus"]) == 8 and len(t["nics"]) == 32, "8 GPUs, 32 NICs back")
+    check(t["intra"] == "NVSwitch", "NVSwitch back")
+    check(t["gpus"][0]["nearest_nics"] == ["rdmap20s0", "rdmap21s0", "rdmap22s0", "rdmap23s0"],
+          "GPU0 rails back: %s" % t["gpus"][0]["nearest_nics"])
+    names = nic_names(t)
+    check(t["gpu_nic"][0][names.index("rdmap20s0")] == "PIX", "PIX back")
+    check(t["gpu_nic"][0][names.index("rdmap84s0")] == "SYS", "SYS back")
+    check(abs(t["gpus"][0]["net_gbps"] - 400) < 1e-6, "bandwidth back")
+
+
+CASES = {f.__name__.replace("_", "-"): f for f in [
+    p5, p4de, dgx_h100, roce, cloud_vm, cpu_only, broken, smi_nvswitch, smi_pcie,
+    smi_shared_switch, nccl_xml, xml_roundtrip]}
+
+if __name__ == "__main__":
+    case, path = sys.argv[1], sys.argv[2]
+    with open(path) as f:
+        CASES[case](json.load(f))
+    for what in failures:
+        print("FAIL: %s: %s" % (case, what))
+    sys.exit(1 if failures else 0)

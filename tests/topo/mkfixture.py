@@ -1,0 +1,281 @@
+#!/usr/bin/python3
+"""mkfixture.py MACHINE DIR: writes a tree laid out like /sys for one machine type into DIR.
+
+Devices live under devices/pciDDDD:BB/<root port>/<switch ports>/<function>, and the class
+entries (bus/pci/devices, class/infiniband, class/net, driver links) are relative symlinks
+into that tree, as on a real machine. Machines: p5 (8 H100, NVSwitch, 32 EFA), p4de (8 A100,
+NVSwitch, 4 EFA), dgx-h100 (8 H100, 8 InfiniBand HCAs, 2 RoCE storage ports, 2 IB ports
+down), roce (2 A100 PCIe, 2 RoCE NICs with GID tables), cloud-vm (1 L4, gve Ethernet),
+cpu-only (one Ethernet port), broken (malformed entries of every kind).
+"""
+import os
+import sys
+
+NVIDIA = 0x10DE
+MELLANOX = 0x15B3
+AMAZON = 0x1D0F
+
+
+class Tree:
+    def __init__(self, root):
+        self.root = root
+        os.makedirs(root, exist_ok=True)
+
+    def write(self, rel, text):
+        path = os.path.join(self.root, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write(text + "\n")
+
+    def link(self, rel, target_rel):
+        """Symlink root/rel -> root/target_rel, written relative like sysfs does."""
+        path = os.path.join(self.root, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        target = os.path.relpath(os.path.join(self.root, target_rel), os.path.dirname(path))
+        if os.path.lexists(path):
+            os.remove(path)
+        os.symlink(target, path)
+
+    def pci(self, host, chain, vendor, device, cls, numa, driver=None):
+        """A PCI function at devices/<host>/<chain...>; bridges on the way get bridge files."""
+        rel = "devices/" + host
+        for i, busid in enumerate(chain):
+            rel += "/" + busid
+            last = i == len(chain) - 1
+            if not os.path.exists(os.path.join(self.root, rel, "class")) or last:
+                self.write(rel + "/vendor", "0x%04x" % (vendor if last else 0x1000))
+                self.write(rel + "/device", "0x%04x" % (device if last else 0xC030))
+                self.write(rel + "/class", "0x%06x" % (cls if last else 0x060400))
+                self.write(rel + "/numa_node", str(numa))
+                self.link("bus/pci/devices/" + busid, rel)
+        if driver:
+            os.makedirs(os.path.join(self.root, "bus/pci/drivers", driver), exist_ok=True)
+            self.link(rel + "/driver", "bus/pci/drivers/" + driver)
+        return rel
+
+    def rdma(self, pcirel, name, ports):
+        rel = pcirel + "/infiniband/" + name
+        for num, port in enumerate(ports, 1):
+            prel = "%s/ports/%d" % (rel, num)
+            self.write(prel + "/state", port.get("state", "4: ACTIVE"))
+            self.write(prel + "/link_layer", port["link_layer"])
+            self.write(prel + "/rate", port["rate"])
+            for index, gid, gtype, ndev in port.get("gids", []):
+                self.write("%s/gids/%d" % (prel, index), gid)
+                self.write("%s/gid_attrs/types/%d" % (prel, index), gtype)
+                self.write("%s/gid_attrs/ndevs/%d" % (prel, index), ndev)
+        self.link(rel + "/device", pcirel)
+        self.link("class/infiniband/" + name, rel)
+
+    def net(self, pcirel, name, speed, up=True):
+        if pcirel is None:
+            rel = "devices/virtual/net/" + name
+        else:
+            rel = pcirel + "/net/" + name
+            self.link(rel + "/device", pcirel)
+        if speed is not None:
+            self.write(rel + "/speed", str(speed))
+        self.write(rel + "/operstate", "up" if up else "down")
+        self.link("class/net/" + name, rel)
+        return rel
+
+    def cpus(self, sockets, per_socket, numa_lists):
+        for cpu in range(sockets * per_socket):
+            self.write("devices/system/cpu/cpu%d/topology/physical_package_id" % cpu,
+                       str(cpu // per_socket))
+        for node, cpulist in enumerate(numa_lists):
+            self.write("devices/system/node/node%d/cpulist" % node, cpulist)
+
+    def virtual_ifaces(self):
+        self.net(None, "lo", None)
+        self.net(None, "docker0", None, up=False)
+        self.net(None, "veth1a2b3c", 10000)
+        bridge = self.net(None, "br0", None)
+        os.makedirs(os.path.join(self.root, bridge, "bridge"), exist_ok=True)
+
+
+def gid_v4(a, b, c, d):
+    return "0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x" % (a, b, c, d)
+
+
+def ena(t, numa=0):
+    rel = t.pci("pci0000:00", ["0000:00:05.0"], AMAZON, 0xEC20, 0x020000, numa, "ena")
+    t.net(rel, "ens32", None)  # ena does not report a speed: reading it fails
+
+
+def efa_port():
+    return [{"link_layer": "Unspecified", "rate": "100 Gb/sec (4X EDR)",
+             "gids": [(0, "fe80:0000:0000:0000:0000:0000:0000:0001", "", "")]}]
+
+
+def nvswitches(t, count, device):
+    for s in range(count):
+        busid = "0000:%02x:00.0" % (0xC0 + s)
+        t.pci("pci0000:%02x" % (0xC0 + s), ["0000:%02x:01.0" % (0xC0 + s), busid], NVIDIA,
+              device, 0x068000, 1)
+
+
+def p5(t):
+    """8 H100: each behind its own PCIe switch with 4 EFA devices, one host bridge each."""
+    t.cpus(2, 4, ["0-47,96-143", "48-95,144-191"])
+    for g in range(8):
+        base = 0x10 + g * 0x10
+        host, rp, up = "pci0000:%02x" % base, "0000:%02x:01.0" % base, "0000:%02x:00.0" % (base + 1)
+        numa = g // 4
+        gpu_bus = base + 3
+        t.pci(host, [rp, up, "0000:%02x:00.0" % (base + 2), "0000:%02x:00.0" % gpu_bus], NVIDIA,
+              0x2330, 0x030200, numa, "nvidia")
+        for n in range(4):
+            bus = base + 4 + n
+            rel = t.pci(host, [rp, up, "0000:%02x:%02x.0" % (base + 2, n + 1),
+                               "0000:%02x:00.0" % bus], AMAZON, 0xEFA2, 0x020000, numa, "efa")
+            t.rdma(rel, "rdmap%ds0" % bus, efa_port())
+    nvswitches(t, 4, 0x22A3)
+    ena(t)
+    t.virtual_ifaces()
+
+
+def p4de(t):
+    """8 A100 in pairs behind 4 PCIe switches, one EFA device per switch."""
+    t.cpus(2, 4, ["0-23,48-71", "24-47,72-95"])
+    for s in range(4):
+        base = 0x10 + s * 0x20
+        host, rp, up = "pci0000:%02x" % base, "0000:%02x:01.0" % base, "0000:%02x:00.0" % (base + 1)
+        numa = s // 2
+        for g in range(2):
+            t.pci(host, [rp, up, "0000:%02x:%02x.0" % (base + 2, g),
+                         "0000:%02x:00.0" % (base + 3 + g)], NVIDIA, 0x20B2, 0x030200, numa,
+                  "nvidia")
+        bus = base + 8
+        rel = t.pci(host, [rp, up, "0000:%02x:08.0" % (base + 2), "0000:%02x:00.0" % bus], AMAZON,
+                    0xEFA1, 0x020000, numa, "efa")
+        t.rdma(rel, "rdmap%ds0" % bus, efa_port())
+    nvswitches(t, 6, 0x1AF1)
+    ena(t)
+
+
+def dgx_h100(t):
+    """8 H100 each sharing a switch with one NDR HCA; a dual-port RoCE storage NIC; two
+    more IB HCAs whose ports are down; a bond over the storage ports."""
+    t.cpus(2, 4, ["0-55,112-167", "56-111,168-223"])
+    for g in range(8):
+        base = 0x10 + g * 0x10
+        host, rp, up = "pci0000:%02x" % base, "0000:%02x:01.0" % base, "0000:%02x:00.0" % (base + 1)
+        numa = g // 4
+        t.pci(host, [rp, up, "0000:%02x:00.0" % (base + 2), "0000:%02x:00.0" % (base + 3)], NVIDIA,
+              0x2330, 0x030200, numa, "nvidia")
+        rel = t.pci(host, [rp, up, "0000:%02x:01.0" % (base + 2), "0000:%02x:00.0" % (base + 4)],
+                    MELLANOX, 0x1021, 0x020700, numa, "mlx5_core")
+        t.rdma(rel, "mlx5_%d" % g, [{"link_layer": "InfiniBand", "rate": "400 Gb/sec (4X NDR)",
+                                     "gids": [(0, "fe80:0000:0000:0000:a088:c203:0012:3450",
+                                               "IB/RoCE v1", "")]}])
+        t.net(rel, "ibp%ds0" % (base + 4), 400000)  # IPoIB
+    for f in range(2):
+        rel = t.pci("pci0000:a0", ["0000:a0:01.0", "0000:aa:00.%d" % f], MELLANOX, 0x1021,
+                    0x020000, 1, "mlx5_core")
+        ifname = "enp170s0f%dnp%d" % (f, f)
+        t.rdma(rel, "mlx5_%d" % (8 + f), [{"link_layer": "Ethernet", "rate": "200 Gb/sec (2X NDR)",
+                                           "gids": [(3, gid_v4(10, 1, 0, 10 + f), "RoCE v2",
+                                                     ifname)]}])
+        t.net(rel, ifname, 200000)
+    for d in range(2):
+        rel = t.pci("pci0000:b0", ["0000:b0:01.0", "0000:b%d:00.0" % (1 + d)], MELLANOX, 0x1021,
+                    0x020700, 1, "mlx5_core")
+        t.rdma(rel, "mlx5_%d" % (10 + d), [{"link_layer": "InfiniBand", "state": "1: DOWN",
+                                            "rate": "10 Gb/sec (4X SDR)"}])
+    nvswitches(t, 4, 0x22A3)
+    t.net(None, "bond0", None)
+    t.virtual_ifaces()
+
+
+def roce(t):
+    """2 A100 PCIe on two sockets, each with a 100G RoCE NIC on its switch."""
+    t.cpus(2, 2, ["0-31", "32-63"])
+    for g in range(2):
+        base = 0x20 + g * 0x60
+        host, rp, up = "pci0000:%02x" % base, "0000:%02x:01.0" % base, "0000:%02x:00.0" % (base + 1)
+        t.pci(host, [rp, up, "0000:%02x:00.0" % (base + 2), "0000:%02x:00.0" % (base + 3)], NVIDIA,
+              0x20B5, 0x030200, g, "nvidia")
+        rel = t.pci(host, [rp, up, "0000:%02x:01.0" % (base + 2), "0000:%02x:00.0" % (base + 4)],
+                    MELLANOX, 0x101D, 0x020000, g, "mlx5_core")
+        ifname = "ens%df0np0" % (g + 1)
+        ll = "fe80:0000:0000:0000:0e42:a1ff:fe00:%04x" % g
+        t.rdma(rel, "mlx5_%d" % g, [{"link_layer": "Ethernet", "rate": "100 Gb/sec (4X EDR)",
+                                     "gids": [(0, ll, "IB/RoCE v1", ifname),
+                                              (1, ll, "RoCE v2", ifname),
+                                              (2, gid_v4(192, 168, 10 + g, 5), "IB/RoCE v1", ifname),
+                                              (3, gid_v4(192, 168, 10 + g, 5), "RoCE v2", ifname)]}])
+        t.net(rel, ifname, 100000)
+    rel = t.pci("pci0000:00", ["0000:00:1f.6"], 0x8086, 0x15B8, 0x020000, 0, "e1000e")
+    t.net(rel, "eno1", 1000)
+    t.virtual_ifaces()
+
+
+def cloud_vm(t):
+    """One L4 and a gVNIC, as on a cloud VM; a second interface that is down."""
+    t.cpus(1, 4, ["0-3"])
+    t.pci("pci0000:00", ["0000:00:03.0"], NVIDIA, 0x27B8, 0x030200, -1, "nvidia")
+    t.net(t.pci("pci0000:00", ["0000:00:04.0"], 0x1AE0, 0x0042, 0x020000, -1, "gve"), "ens4",
+          50000)
+    t.net(t.pci("pci0000:00", ["0000:00:05.0"], 0x1AE0, 0x0042, 0x020000, -1, "gve"), "ens5",
+          50000, up=False)
+    t.virtual_ifaces()
+
+
+def cpu_only(t):
+    t.cpus(1, 8, ["0-7"])
+    t.net(t.pci("pci0000:00", ["0000:00:19.0", "0000:02:00.0"], 0x8086, 0x10FB, 0x020000, 0,
+                "ixgbe"), "enp2s0", 10000)
+    t.net(None, "lo", None)
+
+
+def broken(t):
+    """Every kind of damage: garbage values, dangling and escaping links, unreadable
+    entries (directories where files belong), a huge attribute, a truncated tree."""
+    t.cpus(1, 2, ["0-1"])
+    t.write("devices/system/node/node1/cpulist/oops", "a directory, not a file")
+    # a good GPU, so the result is partial rather than empty
+    t.pci("pci0000:00", ["0000:00:01.0", "0000:01:00.0"], NVIDIA, 0x2330, 0x030200, 0, "nvidia")
+    # garbage numa node and a device id that is not hex
+    rel = t.pci("pci0000:00", ["0000:00:02.0", "0000:02:00.0"], NVIDIA, 0x2330, 0x030200, 0)
+    t.write(rel + "/numa_node", "banana")
+    t.write(rel + "/device", "0xZZZZ")
+    # an NVIDIA device whose class is a directory (unreadable)
+    rel = t.pci("pci0000:00", ["0000:00:03.0", "0000:03:00.0"], NVIDIA, 0x2330, 0x030200, 0)
+    os.remove(os.path.join(t.root, rel, "class"))
+    os.makedirs(os.path.join(t.root, rel, "class"))
+    # a vendor file with a megabyte on one line
+    rel = t.pci("pci0000:00", ["0000:00:04.0", "0000:04:00.0"], NVIDIA, 0x2330, 0x030200, 0)
+    t.write(rel + "/vendor", "0x10de" + "f" * (1 << 20))
+    # dangling PCI and RDMA entries; a class/net entry pointing out of the tree
+    os.symlink("../../../devices/pci0000:00/0000:00:09.0/0000:09:00.0",
+               os.path.join(t.root, "bus/pci/devices/0000:09:00.0"))
+    os.makedirs(os.path.join(t.root, "class/infiniband"), exist_ok=True)
+    os.symlink("../../devices/pci0000:00/nowhere/infiniband/mlx5_9",
+               os.path.join(t.root, "class/infiniband/mlx5_9"))
+    os.makedirs(os.path.join(t.root, "class/net"), exist_ok=True)
+    os.symlink("/sys/devices/virtual/net/lo", os.path.join(t.root, "class/net/escape0"))
+    # an RDMA device with a garbage rate, a state that is a directory, garbage GIDs
+    rel = t.pci("pci0000:00", ["0000:00:05.0", "0000:05:00.0"], MELLANOX, 0x1017, 0x020000, 0,
+                "mlx5_core")
+    t.rdma(rel, "mlx5_0", [{"link_layer": "Ethernet", "rate": "fast",
+                            "gids": [(0, "zz" * 200, "RoCE v9", ""), (70000, "x", "y", "")]}])
+    os.remove(os.path.join(t.root, rel, "infiniband/mlx5_0/ports/1/state"))
+    os.makedirs(os.path.join(t.root, rel, "infiniband/mlx5_0/ports/1/state"))
+    # an RDMA device with neither ports nor a device link
+    os.makedirs(os.path.join(t.root, "devices/virtual/infiniband/rxe0"))
+    t.link("class/infiniband/rxe0", "devices/virtual/infiniband/rxe0")
+    # an interface with a garbage speed and no operstate
+    rel = t.net(t.pci("pci0000:00", ["0000:00:06.0"], 0x8086, 0x1533, 0x020000, 0, "igb"), "eth0",
+                None)
+    t.write(rel + "/speed", "-" * 5000)
+    os.remove(os.path.join(t.root, rel, "operstate"))
+
+
+MACHINES = {"p5": p5, "p4de": p4de, "dgx-h100": dgx_h100, "roce": roce, "cloud-vm": cloud_vm,
+            "cpu-only": cpu_only, "broken": broken}
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3 or sys.argv[1] not in MACHINES:
+        sys.exit("usage: mkfixture.py {%s} DIR" % ",".join(MACHINES))
+    MACHINES[sys.argv[1]](Tree(sys.argv[2]))

@@ -1,0 +1,78 @@
+#!/bin/bash
+# sharc-topo on fixture trees laid out like /sys (built by tests/topo/mkfixture.py), on
+# nvidia-smi topo -m captures and on NCCL topology XML; tests/topo/check_topo.py asserts the
+# JSON. Also the other output formats and malformed input that must not crash.
+. "$(dirname "$0")/lib.sh"
+
+TOPO="$top_builddir/perf/sharc-topo"
+PY=/usr/bin/python3
+FIX="$top_srcdir/tests/topo"
+if [ ! -x "$PY" ]; then
+    echo "SKIP: no $PY to build the fixtures"
+    exit 77
+fi
+if ! "$TOPO" --json --sysfs-root / > /dev/null 2>&1; then
+    echo "SKIP: sharc-topo was built without json-c"
+    exit 77
+fi
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# check_json CASE ARGS...: sharc-topo --json ARGS must succeed and pass CASE's checks
+check_json() {
+    local case=$1; shift
+    if ! "$TOPO" --json "$@" > "$work/$case.json" 2> "$work/$case.err"; then
+        echo "FAIL: $case: sharc-topo exited $?"
+        cat "$work/$case.err"
+        failures=$((failures + 1))
+    elif ! "$PY" "$FIX/check_topo.py" "$case" "$work/$case.json"; then
+        failures=$((failures + 1))
+    else
+        echo "ok: $case"
+    fi
+}
+
+for m in p5 p4de dgx-h100 roce cloud-vm cpu-only broken; do
+    "$PY" "$FIX/mkfixture.py" "$m" "$work/$m" || { echo "FAIL: mkfixture $m"; exit 1; }
+    check_json "$m" --sysfs-root "$work/$m"
+done
+for s in smi_nvswitch smi_pcie smi_shared_switch; do
+    check_json "${s//_/-}" --nvidia-smi-topo "$FIX/$s.txt"
+done
+check_json nccl-xml --nccl-xml "$FIX/nccl_topo.xml"
+if "$TOPO" --export-xml --sysfs-root "$work/p5" > "$work/p5.xml"; then
+    check_json xml-roundtrip --nccl-xml "$work/p5.xml"
+else
+    echo "FAIL: --export-xml"
+    failures=$((failures + 1))
+fi
+
+# the other formats carry the same recommendations
+run_ok "shell exports parse" bash -n <("$TOPO" --shell --sysfs-root "$work/roce")
+out=$("$TOPO" --shell --sysfs-root "$work/roce")
+echo "$out" | grep -qx "export NCCL_IB_GID_INDEX='3'" && echo "ok: shell format" ||
+    { echo "FAIL: shell format"; echo "$out"; failures=$((failures + 1)); }
+out=$("$TOPO" --env --sysfs-root "$work/cloud-vm")
+echo "$out" | grep -qx "NCCL_SOCKET_IFNAME==ens4" && echo "$out" | grep -qx "NCCL_IB_DISABLE=1" &&
+    echo "ok: env-file format" || { echo "FAIL: env format"; echo "$out"; failures=$((failures + 1)); }
+out=$("$TOPO" --sysfs-root "$work/p4de")
+echo "$out" | grep -Eq '^GPU0 +X +NV12' && echo "$out" | grep -q "inter-node: EFA" &&
+    echo "ok: text matrix" || { echo "FAIL: text matrix"; echo "$out"; failures=$((failures + 1)); }
+
+# malformed input: partial results or a clean error, never a crash
+head -c 300 "$FIX/smi_nvswitch.txt" > "$work/trunc.txt"
+run_ok "truncated nvidia-smi text" "$TOPO" --json --nvidia-smi-topo "$work/trunc.txt"
+{ printf '\tGPU0\tGPU1\n'; printf 'GPU0\t X \t%s\n' "$(head -c 2000000 /dev/zero | tr '\0' 'N')";
+  printf 'GPU1\tNV4\t X \n'; } > "$work/huge.txt"
+run_ok "huge line in nvidia-smi text" "$TOPO" --json --nvidia-smi-topo "$work/huge.txt"
+printf 'no matrix here\n' > "$work/none.txt"
+run_fail "text without a matrix" 10 "no nvidia-smi topo -m matrix" \
+    "$TOPO" --nvidia-smi-topo "$work/none.txt"
+head -c 700 "$FIX/nccl_topo.xml" > "$work/trunc.xml"
+run_fail "truncated XML" 10 "not well-formed" "$TOPO" --nccl-xml "$work/trunc.xml"
+printf '<html/>' > "$work/html.xml"
+run_fail "XML that is no topology" 10 "not an NCCL topology" "$TOPO" --nccl-xml "$work/html.xml"
+run_fail "missing file" 10 "cannot open" "$TOPO" --nccl-xml "$work/absent.xml"
+run_fail "sysfs root that is no directory" 10 "not a directory" \
+    "$TOPO" --sysfs-root "$work/absent"
+finish

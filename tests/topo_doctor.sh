@@ -1,0 +1,116 @@
+#!/bin/bash
+# sharc-topo doctor on fixture trees with a controlled environment (env -i) and conf file:
+# every rule both flagged and clean, the exit status (1 = harmful found), and the conf file
+# (NCCL_CONF_FILE, --nccl-conf) with the environment taking precedence.
+. "$(dirname "$0")/lib.sh"
+
+TOPO="$top_builddir/perf/sharc-topo"
+PY=/usr/bin/python3
+FIX="$top_srcdir/tests/topo"
+[ -x "$PY" ] || { echo "SKIP: no $PY to build the fixtures"; exit 77; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+for m in p5 dgx-h100 roce cloud-vm; do
+    "$PY" "$FIX/mkfixture.py" "$m" "$work/$m" || { echo "FAIL: mkfixture $m"; exit 1; }
+done
+: > "$work/empty.conf"
+
+# doc RC SEVERITY KEY MACHINE [VAR=VALUE...]: the doctor, on MACHINE with only the given
+# environment, exits RC and reports KEY with SEVERITY (ok, stale, HARMFUL, suggest).
+doc() {
+    local rc=$1 sev=$2 key=$3 machine=$4; shift 4
+    local out st
+    out=$(env -i PATH="$PATH" "$@" "$TOPO" doctor --sysfs-root "$work/$machine" \
+        --nccl-conf "$work/empty.conf" 2>&1)
+    st=$?
+    if [ $st -ne "$rc" ]; then
+        echo "FAIL: $machine $*: exit $st, expected $rc"
+        echo "$out"
+        failures=$((failures + 1))
+    elif ! echo "$out" | grep -Eq "^$sev +$key="; then
+        echo "FAIL: $machine $*: no '$sev $key' finding"
+        echo "$out"
+        failures=$((failures + 1))
+    else
+        echo "ok: $machine $* -> $sev $key"
+    fi
+}
+
+# NCCL_IB_DISABLE
+doc 1 HARMFUL NCCL_IB_DISABLE dgx-h100 NCCL_IB_DISABLE=1
+doc 1 HARMFUL NCCL_IB_DISABLE roce NCCL_IB_DISABLE=1
+doc 0 ok NCCL_IB_DISABLE dgx-h100 NCCL_IB_DISABLE=0
+doc 0 ok NCCL_IB_DISABLE cloud-vm NCCL_IB_DISABLE=1
+# NCCL_SOCKET_IFNAME: absent, down, prefix, exact, exclusion, bonds (virtual) count
+doc 1 HARMFUL NCCL_SOCKET_IFNAME cloud-vm NCCL_SOCKET_IFNAME=eth0
+doc 1 HARMFUL NCCL_SOCKET_IFNAME cloud-vm NCCL_SOCKET_IFNAME==ens5
+doc 1 HARMFUL NCCL_SOCKET_IFNAME cloud-vm NCCL_SOCKET_IFNAME==ens
+doc 0 ok NCCL_SOCKET_IFNAME cloud-vm NCCL_SOCKET_IFNAME=ens
+doc 0 ok NCCL_SOCKET_IFNAME cloud-vm NCCL_SOCKET_IFNAME==ens4
+doc 0 stale NCCL_SOCKET_IFNAME cloud-vm NCCL_SOCKET_IFNAME=^eth
+doc 0 ok NCCL_SOCKET_IFNAME cloud-vm NCCL_SOCKET_IFNAME=^docker,lo
+doc 0 ok NCCL_SOCKET_IFNAME dgx-h100 NCCL_SOCKET_IFNAME=bond0
+# NCCL_IB_HCA: absent device, absent port, down port, prefix pitfall, exact, exclusion
+doc 1 HARMFUL NCCL_IB_HCA dgx-h100 NCCL_IB_HCA=mlx4_0
+doc 1 HARMFUL NCCL_IB_HCA dgx-h100 NCCL_IB_HCA==mlx5_0:2
+doc 1 HARMFUL NCCL_IB_HCA dgx-h100 NCCL_IB_HCA==mlx5_0:1,mlx5_10:1
+doc 0 stale NCCL_IB_HCA dgx-h100 NCCL_IB_HCA=mlx5_1
+doc 0 ok NCCL_IB_HCA dgx-h100 NCCL_IB_HCA==mlx5_0:1,mlx5_1:1
+doc 0 ok NCCL_IB_HCA dgx-h100 NCCL_IB_HCA=^mlx5_8,mlx5_9
+doc 0 stale NCCL_IB_HCA dgx-h100 NCCL_IB_HCA=^mlx4
+doc 0 stale NCCL_IB_HCA cloud-vm NCCL_IB_HCA=mlx5
+# NCCL_IB_GID_INDEX: RoCE v1, link-local only, empty entry, garbage, right one, on IB
+doc 1 HARMFUL NCCL_IB_GID_INDEX roce NCCL_IB_GID_INDEX=2
+doc 1 HARMFUL NCCL_IB_GID_INDEX roce NCCL_IB_GID_INDEX=1
+doc 1 HARMFUL NCCL_IB_GID_INDEX roce NCCL_IB_GID_INDEX=7
+doc 1 HARMFUL NCCL_IB_GID_INDEX roce NCCL_IB_GID_INDEX=three
+doc 0 ok NCCL_IB_GID_INDEX roce NCCL_IB_GID_INDEX=3
+doc 0 stale NCCL_IB_GID_INDEX dgx-h100 NCCL_IB_GID_INDEX=3
+# EFA: NCCL_PROTO=simple, FI_EFA_USE_DEVICE_RDMA
+doc 1 HARMFUL NCCL_PROTO p5 NCCL_PROTO=simple
+doc 0 ok NCCL_PROTO p5 NCCL_PROTO=LL128,Simple
+doc 0 ok NCCL_PROTO dgx-h100 NCCL_PROTO=Simple
+doc 0 stale FI_EFA_USE_DEVICE_RDMA p5 FI_EFA_USE_DEVICE_RDMA=1
+doc 1 HARMFUL FI_EFA_USE_DEVICE_RDMA p5 FI_EFA_USE_DEVICE_RDMA=0
+doc 0 stale FI_EFA_USE_DEVICE_RDMA dgx-h100 FI_EFA_USE_DEVICE_RDMA=1
+# NCCL_DEBUG
+doc 0 stale NCCL_DEBUG p5 NCCL_DEBUG=INFO
+doc 0 ok NCCL_DEBUG p5 NCCL_DEBUG=WARN
+# CUDA_VISIBLE_DEVICES
+doc 1 HARMFUL CUDA_VISIBLE_DEVICES p5 CUDA_VISIBLE_DEVICES=0,8
+doc 1 HARMFUL CUDA_VISIBLE_DEVICES p5 CUDA_VISIBLE_DEVICES=
+doc 1 HARMFUL CUDA_VISIBLE_DEVICES p5 CUDA_VISIBLE_DEVICES=1,1
+doc 0 stale CUDA_VISIBLE_DEVICES p5 CUDA_VISIBLE_DEVICES=0,1
+doc 0 ok CUDA_VISIBLE_DEVICES p5 CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7
+# recommended settings that are missing are suggested; a clean environment exits 0
+doc 0 suggest NCCL_IB_GID_INDEX roce
+doc 0 suggest NCCL_SOCKET_IFNAME cloud-vm
+
+# the conf file: NCCL_CONF_FILE and --nccl-conf, '#' comments, the environment wins
+printf '# site defaults\nNCCL_IB_DISABLE = 1\nNCCL_DEBUG=WARN\n' > "$work/nccl.conf"
+out=$(env -i PATH="$PATH" NCCL_CONF_FILE="$work/nccl.conf" "$TOPO" doctor \
+    --sysfs-root "$work/dgx-h100" 2>&1)
+st=$?
+if [ $st -eq 1 ] && echo "$out" | grep -q "^HARMFUL NCCL_IB_DISABLE=1 ($work/nccl.conf)"; then
+    echo "ok: NCCL_CONF_FILE read"
+else
+    echo "FAIL: NCCL_CONF_FILE (exit $st)"; echo "$out"; failures=$((failures + 1))
+fi
+out=$(env -i PATH="$PATH" NCCL_IB_DISABLE=0 "$TOPO" doctor --sysfs-root "$work/dgx-h100" \
+    --nccl-conf "$work/nccl.conf" 2>&1)
+st=$?
+if [ $st -eq 0 ] && echo "$out" | grep -q "^ok *NCCL_IB_DISABLE=0 (environment)"; then
+    echo "ok: the environment overrides the conf file"
+else
+    echo "FAIL: precedence (exit $st)"; echo "$out"; failures=$((failures + 1))
+fi
+if env -i PATH="$PATH" NCCL_DEBUG=INFO "$TOPO" doctor --json --sysfs-root "$work/p5" \
+    --nccl-conf "$work/empty.conf" | "$PY" -c '
+import json, sys
+f = json.load(sys.stdin)
+sys.exit(0 if any(x["key"] == "NCCL_DEBUG" and x["severity"] == "stale" for x in f) else 1)'; then
+    echo "ok: doctor --json"
+else
+    echo "FAIL: doctor --json"; failures=$((failures + 1))
+fi
+finish

@@ -1,0 +1,448 @@
+/*
+ * topo.c: the topology object (lifecycle, warnings, file reading) and its classification:
+ * PCI distances from device paths, the intra-node GPU path, the inter-node fabric, each
+ * GPU's rails and expected network bandwidth. Input readers and output live elsewhere.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SHARC_THIS_SUBSYS SHARC_SUBSYS_TOPO
+#include "../../src/log.h"
+#include "../../src/util.h"
+#include "topo.h"
+
+/* Beyond this many warnings the input is garbage; keep the report readable. */
+#define SHARC_TOPO_MAX_WARNINGS 200
+/* NVLinks per GPU on the largest parts (Hopper, Blackwell). A GPU that reaches every peer
+ * with more links than this in total must go through NVSwitches. */
+#define SHARC_TOPO_NVLINKS_PER_GPU 18
+
+static const char *const sharc_topo_link_names[SHARC_TOPO_LINK_LAST] = {
+    [SHARC_TOPO_LINK_X] = "X",     [SHARC_TOPO_LINK_NV] = "NV",     [SHARC_TOPO_LINK_PIX] = "PIX",
+    [SHARC_TOPO_LINK_PXB] = "PXB", [SHARC_TOPO_LINK_PHB] = "PHB",   [SHARC_TOPO_LINK_NODE] = "NODE",
+    [SHARC_TOPO_LINK_SYS] = "SYS", [SHARC_TOPO_LINK_UNKNOWN] = "?",
+};
+
+static const char *const sharc_topo_fabric_names[SHARC_TOPO_FABRIC_LAST] = {
+    [SHARC_TOPO_FABRIC_NONE] = "none",    [SHARC_TOPO_FABRIC_IB] = "InfiniBand",
+    [SHARC_TOPO_FABRIC_ROCE] = "RoCE",    [SHARC_TOPO_FABRIC_EFA] = "EFA",
+    [SHARC_TOPO_FABRIC_ETH] = "Ethernet", [SHARC_TOPO_FABRIC_UNKNOWN] = "unknown",
+};
+
+static const char *const sharc_topo_intra_names[SHARC_TOPO_INTRA_LAST] = {
+    [SHARC_TOPO_INTRA_NONE] = "none",         [SHARC_TOPO_INTRA_SINGLE] = "single GPU",
+    [SHARC_TOPO_INTRA_NVSWITCH] = "NVSwitch", [SHARC_TOPO_INTRA_NVLINK] = "NVLink",
+    [SHARC_TOPO_INTRA_PCIE] = "PCIe P2P",     [SHARC_TOPO_INTRA_HOST] = "host memory",
+};
+
+const char *sharc_topo_link_name(sharc_topo_link_t link)
+{
+    return (link >= 0 && link < SHARC_TOPO_LINK_LAST) ? sharc_topo_link_names[link] : "?";
+}
+
+const char *sharc_topo_fabric_name(sharc_topo_fabric_t fabric)
+{
+    return (fabric >= 0 && fabric < SHARC_TOPO_FABRIC_LAST) ? sharc_topo_fabric_names[fabric]
+                                                            : "unknown";
+}
+
+const char *sharc_topo_intra_name(sharc_topo_intra_t intra)
+{
+    return (intra >= 0 && intra < SHARC_TOPO_INTRA_LAST) ? sharc_topo_intra_names[intra] : "?";
+}
+
+sharc_status_t sharc_topo_create(sharc_topo_t **topo_p)
+{
+    sharc_topo_t *topo = calloc(1, sizeof(*topo));
+
+    if (topo == NULL) {
+        sharc_error("cannot allocate %zu bytes for a topology", sizeof(*topo));
+        return SHARC_ERR_NOMEM;
+    }
+    for (int i = 0; i < SHARC_TOPO_MAX_GPUS; i++) {
+        for (int j = 0; j < SHARC_TOPO_MAX_GPUS; j++) {
+            topo->gpu_gpu[i][j] = (i == j) ? SHARC_TOPO_LINK_X : SHARC_TOPO_LINK_UNKNOWN;
+        }
+        for (int k = 0; k < SHARC_TOPO_MAX_NICS; k++) {
+            topo->gpu_nic[i][k] = SHARC_TOPO_LINK_UNKNOWN;
+        }
+    }
+    topo->eth_best = -1;
+    *topo_p = topo;
+    return SHARC_OK;
+}
+
+void sharc_topo_destroy(sharc_topo_t *topo)
+{
+    if (topo == NULL) {
+        return;
+    }
+    for (int i = 0; i < topo->nwarnings; i++) {
+        free(topo->warnings[i]);
+    }
+    free(topo->warnings);
+    free(topo);
+}
+
+void sharc_topo_warn(sharc_topo_t *topo, const char *fmt, ...)
+{
+    char line[512];
+    char **grown;
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    sharc_debug("%s", line);
+    if (topo->nwarnings >= SHARC_TOPO_MAX_WARNINGS) {
+        return;
+    }
+    grown = realloc(topo->warnings, (topo->nwarnings + 1) * sizeof(*grown));
+    if (grown == NULL) {
+        return; /* a lost warning is not worth failing the report for */
+    }
+    topo->warnings = grown;
+    topo->warnings[topo->nwarnings] = strdup(line);
+    if (topo->warnings[topo->nwarnings] != NULL) {
+        topo->nwarnings++;
+    }
+}
+
+sharc_status_t sharc_topo_read_file(const char *path, size_t max, char **text_p, size_t *len_p)
+{
+    FILE *f = fopen(path, "r");
+    char *text;
+    size_t len;
+
+    if (f == NULL) {
+        sharc_error("cannot open %s: %m", path);
+        return SHARC_ERR_IO;
+    }
+    text = malloc(max + 1);
+    if (text == NULL) {
+        sharc_error("cannot allocate %zu bytes to read %s", max + 1, path);
+        fclose(f);
+        return SHARC_ERR_NOMEM;
+    }
+    len = fread(text, 1, max, f);
+    if (ferror(f)) {
+        sharc_error("cannot read %s: %m", path);
+        free(text);
+        fclose(f);
+        return SHARC_ERR_IO;
+    }
+    if (len == max && fgetc(f) != EOF) {
+        sharc_warn("%s is longer than %zu bytes; the rest is ignored", path, max);
+    }
+    fclose(f);
+    text[len] = '\0';
+    *text_p = text;
+    *len_p = len;
+    return SHARC_OK;
+}
+
+/* Split a PCI path into its components; returns how many (at most max). */
+static int sharc_topo_split_path(const char *path, char comps[][24], int max)
+{
+    int n = 0;
+
+    while (*path != '\0' && n < max) {
+        const char *slash = strchr(path, '/');
+        size_t len = (slash != NULL) ? (size_t)(slash - path) : strlen(path);
+
+        if (len > 0) {
+            snprintf(comps[n++], 24, "%.*s", (int)SHARC_MIN(len, 23), path);
+        }
+        path += len;
+        if (*path == '/') {
+            path++;
+        }
+    }
+    return n;
+}
+
+/*
+ * The rule, in nvidia-smi's terms, from the two devices' paths (host bridge, bridges,
+ * device): different host bridges are NODE when both sit on one NUMA node (or neither
+ * node is known) and SYS otherwise; one host bridge but no bridge in common is PHB; below a
+ * common bridge, the two are PIX when the path stays inside one PCIe switch (the common
+ * ancestor is a switch's upstream port or deeper and each side is at most its downstream
+ * port and the device), or when they are functions of one device; PXB otherwise.
+ */
+sharc_topo_link_t sharc_topo_pci_distance(const sharc_topo_pci_t *a, const sharc_topo_pci_t *b)
+{
+    char ca[32][24], cb[32][24];
+    int na, nb, common = 0, below_a, below_b;
+
+    if (a->path[0] == '\0' || b->path[0] == '\0') {
+        return SHARC_TOPO_LINK_UNKNOWN;
+    }
+    na = sharc_topo_split_path(a->path, ca, 32);
+    nb = sharc_topo_split_path(b->path, cb, 32);
+    if (na < 2 || nb < 2) {
+        return SHARC_TOPO_LINK_UNKNOWN;
+    }
+    if (strcmp(ca[0], cb[0]) != 0) {
+        return (a->numa == b->numa) ? SHARC_TOPO_LINK_NODE : SHARC_TOPO_LINK_SYS;
+    }
+    while (1 + common < na && 1 + common < nb && strcmp(ca[1 + common], cb[1 + common]) == 0) {
+        common++;
+    }
+    if (common == 0) {
+        return SHARC_TOPO_LINK_PHB;
+    }
+    below_a = na - 1 - common;
+    below_b = nb - 1 - common;
+    if (below_a == 0 || below_b == 0) {
+        return SHARC_TOPO_LINK_PIX; /* one is behind the other */
+    }
+    if (below_a == 1 && below_b == 1) {
+        return SHARC_TOPO_LINK_PIX; /* siblings on one bus */
+    }
+    if (common >= 2 && below_a <= 2 && below_b <= 2) {
+        return SHARC_TOPO_LINK_PIX;
+    }
+    return SHARC_TOPO_LINK_PXB;
+}
+
+static double sharc_topo_nic_gbps(const sharc_topo_nic_t *nic)
+{
+    double gbps = 0;
+
+    for (int p = 0; p < nic->nports; p++) {
+        if (nic->ports[p].active) {
+            gbps += nic->ports[p].rate_gbps;
+        }
+    }
+    return gbps;
+}
+
+static int sharc_topo_nic_active(const sharc_topo_nic_t *nic)
+{
+    for (int p = 0; p < nic->nports; p++) {
+        if (nic->ports[p].active) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Whether NIC k carries the node's fabric: an active port of that fabric, or, for NICs
+ * known only by name from a capture, any NIC when the fabric is unknown. */
+static int sharc_topo_nic_in_fabric(const sharc_topo_t *topo, int k)
+{
+    const sharc_topo_nic_t *nic = &topo->nics[k];
+
+    if (topo->fabric == SHARC_TOPO_FABRIC_UNKNOWN) {
+        return nic->fabric == SHARC_TOPO_FABRIC_UNKNOWN && nic->captured;
+    }
+    return nic->fabric == topo->fabric && sharc_topo_nic_active(nic);
+}
+
+static void sharc_topo_fill_distances(sharc_topo_t *topo)
+{
+    /* NVSwitches on the PCI bus but no NVML to count links: every GPU of a model made for
+     * NVSwitch baseboards (SXM) is taken to use all its links, as on every HGX board. */
+    if (topo->nvswitches > 0 && !topo->nvml) {
+        for (int i = 0; i < topo->ngpus; i++) {
+            if (topo->gpus[i].nvlinks_switch == 0 && topo->gpus[i].nvlinks_max > 0) {
+                topo->gpus[i].nvlinks_switch = topo->gpus[i].nvlinks_max;
+            }
+        }
+    }
+    for (int i = 0; i < topo->ngpus; i++) {
+        for (int j = 0; j < topo->ngpus; j++) {
+            if (i == j || topo->gpu_gpu[i][j] != SHARC_TOPO_LINK_UNKNOWN) {
+                continue;
+            }
+            if (topo->nvlinks[i][j] > 0) {
+                topo->gpu_gpu[i][j] = SHARC_TOPO_LINK_NV;
+            } else if (topo->gpus[i].nvlinks_switch > 0 && topo->gpus[j].nvlinks_switch > 0) {
+                topo->gpu_gpu[i][j] = SHARC_TOPO_LINK_NV;
+                topo->nvlinks[i][j] =
+                    SHARC_MIN(topo->gpus[i].nvlinks_switch, topo->gpus[j].nvlinks_switch);
+            } else {
+                topo->gpu_gpu[i][j] =
+                    sharc_topo_pci_distance(&topo->gpus[i].pci, &topo->gpus[j].pci);
+            }
+        }
+        for (int k = 0; k < topo->nnics; k++) {
+            if (topo->gpu_nic[i][k] == SHARC_TOPO_LINK_UNKNOWN) {
+                topo->gpu_nic[i][k] =
+                    sharc_topo_pci_distance(&topo->gpus[i].pci, &topo->nics[k].pci);
+            }
+        }
+    }
+}
+
+/* More links per GPU than one GPU has, to every peer: only NVSwitches do that. */
+static int sharc_topo_nvswitch_inferred(const sharc_topo_t *topo)
+{
+    if (topo->ngpus < 3) {
+        return 0;
+    }
+    for (int i = 0; i < topo->ngpus; i++) {
+        int total = 0;
+
+        for (int j = 0; j < topo->ngpus; j++) {
+            if (i != j) {
+                if (topo->gpu_gpu[i][j] != SHARC_TOPO_LINK_NV) {
+                    return 0;
+                }
+                total += topo->nvlinks[i][j];
+            }
+        }
+        if (total <= SHARC_TOPO_NVLINKS_PER_GPU) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static sharc_topo_intra_t sharc_topo_classify_intra(const sharc_topo_t *topo)
+{
+    int all_nv = 1;
+    sharc_topo_link_t worst_pci = SHARC_TOPO_LINK_X;
+
+    if (topo->ngpus == 0) {
+        return SHARC_TOPO_INTRA_NONE;
+    }
+    if (topo->ngpus == 1) {
+        return SHARC_TOPO_INTRA_SINGLE;
+    }
+    for (int i = 0; i < topo->ngpus; i++) {
+        for (int j = 0; j < topo->ngpus; j++) {
+            if (i == j) {
+                continue;
+            }
+            if (topo->gpu_gpu[i][j] != SHARC_TOPO_LINK_NV) {
+                all_nv = 0;
+                worst_pci = SHARC_MAX(worst_pci, topo->gpu_gpu[i][j]);
+            }
+        }
+    }
+    if (all_nv) {
+        if (topo->nvswitches > 0 || sharc_topo_nvswitch_inferred(topo)) {
+            return SHARC_TOPO_INTRA_NVSWITCH;
+        }
+        return SHARC_TOPO_INTRA_NVLINK;
+    }
+    /* Peer-to-peer across the host bridge is off by default in NCCL (NCCL_P2P_LEVEL). */
+    return (worst_pci <= SHARC_TOPO_LINK_PXB) ? SHARC_TOPO_INTRA_PCIE : SHARC_TOPO_INTRA_HOST;
+}
+
+/*
+ * The fabric with the most active bandwidth among RDMA NICs (EFA, InfiniBand, RoCE; a
+ * DGX's RoCE storage ports lose to its InfiniBand compute ports), else TCP on the fastest
+ * Ethernet interface. NICs known only by name leave the fabric unknown.
+ */
+static sharc_topo_fabric_t sharc_topo_classify_fabric(const sharc_topo_t *topo)
+{
+    static const sharc_topo_fabric_t order[] = {SHARC_TOPO_FABRIC_EFA, SHARC_TOPO_FABRIC_IB,
+                                                SHARC_TOPO_FABRIC_ROCE};
+    double gbps[SHARC_TOPO_FABRIC_LAST] = {0};
+    int active[SHARC_TOPO_FABRIC_LAST] = {0}, unknown = 0;
+    sharc_topo_fabric_t best = SHARC_TOPO_FABRIC_NONE;
+
+    for (int k = 0; k < topo->nnics; k++) {
+        const sharc_topo_nic_t *nic = &topo->nics[k];
+
+        if (nic->fabric == SHARC_TOPO_FABRIC_UNKNOWN) {
+            unknown += nic->captured; /* a sysfs device of no known kind is no fabric */
+        } else if (sharc_topo_nic_active(nic)) {
+            active[nic->fabric]++;
+            gbps[nic->fabric] += sharc_topo_nic_gbps(nic);
+        }
+    }
+    for (size_t i = 0; i < SHARC_ARRAY_SIZE(order); i++) {
+        if (active[order[i]] > 0 &&
+            (best == SHARC_TOPO_FABRIC_NONE || gbps[order[i]] > gbps[best])) {
+            best = order[i];
+        }
+    }
+    if (best != SHARC_TOPO_FABRIC_NONE) {
+        return best;
+    }
+    if (unknown > 0) {
+        return SHARC_TOPO_FABRIC_UNKNOWN;
+    }
+    return (topo->eth_best >= 0) ? SHARC_TOPO_FABRIC_ETH : SHARC_TOPO_FABRIC_NONE;
+}
+
+static int sharc_topo_find_eth_best(const sharc_topo_t *topo)
+{
+    int best = -1;
+
+    for (int n = 0; n < topo->nnetdevs; n++) {
+        const sharc_topo_netdev_t *dev = &topo->netdevs[n];
+
+        if (!dev->up) {
+            continue;
+        }
+        if (best < 0 || dev->speed_mbps > topo->netdevs[best].speed_mbps) {
+            best = n; /* netdevs are sorted by name, so ties keep the first */
+        }
+    }
+    return best;
+}
+
+static void sharc_topo_assign_rails(sharc_topo_t *topo)
+{
+    int share[SHARC_TOPO_MAX_NICS] = {0};
+
+    for (int i = 0; i < topo->ngpus; i++) {
+        sharc_topo_gpu_t *gpu = &topo->gpus[i];
+
+        gpu->nrails = 0;
+        for (int k = 0; k < topo->nnics; k++) {
+            int pos = gpu->nrails;
+
+            if (!sharc_topo_nic_in_fabric(topo, k)) {
+                continue;
+            }
+            /* insertion sort by distance, then by name (nics[] is in name order) */
+            while (pos > 0 && topo->gpu_nic[i][gpu->rails[pos - 1]] > topo->gpu_nic[i][k]) {
+                gpu->rails[pos] = gpu->rails[pos - 1];
+                pos--;
+            }
+            gpu->rails[pos] = k;
+            gpu->nrails++;
+        }
+        gpu->nnearest = 0;
+        while (gpu->nnearest < gpu->nrails &&
+               topo->gpu_nic[i][gpu->rails[gpu->nnearest]] == topo->gpu_nic[i][gpu->rails[0]]) {
+            share[gpu->rails[gpu->nnearest]]++;
+            gpu->nnearest++;
+        }
+    }
+    /* A NIC that is nearest to several GPUs is shared between them. */
+    for (int i = 0; i < topo->ngpus; i++) {
+        sharc_topo_gpu_t *gpu = &topo->gpus[i];
+
+        gpu->net_gbps = 0;
+        if (topo->fabric == SHARC_TOPO_FABRIC_ETH) {
+            gpu->net_gbps =
+                SHARC_MAX(topo->netdevs[topo->eth_best].speed_mbps, 0) / 1000.0 / topo->ngpus;
+            continue;
+        }
+        for (int r = 0; r < gpu->nnearest; r++) {
+            int k = gpu->rails[r];
+
+            gpu->net_gbps += sharc_topo_nic_gbps(&topo->nics[k]) / share[k];
+        }
+    }
+}
+
+void sharc_topo_classify(sharc_topo_t *topo)
+{
+    sharc_topo_fill_distances(topo);
+    topo->intra = sharc_topo_classify_intra(topo);
+    topo->eth_best = sharc_topo_find_eth_best(topo);
+    topo->fabric = sharc_topo_classify_fabric(topo);
+    sharc_topo_assign_rails(topo);
+}

@@ -1,0 +1,308 @@
+/*
+ * topo.h: sharc's view of the machine it runs on (internal). GPUs, NVLink/NVSwitch, RDMA
+ * NICs (InfiniBand, RoCE, EFA), Ethernet interfaces, CPU sockets and NUMA nodes, the PCI
+ * distance between each pair in nvidia-smi topo's terms, and what follows from them: the
+ * intra-node path, the inter-node fabric, the NICs of each GPU (rails), the settings to use
+ * and a doctor that checks the settings in force. Filled live from sysfs (+NVML, hwloc) or
+ * offline from a sysfs-shaped tree, an `nvidia-smi topo -m` capture or NCCL topology XML.
+ * Malformed input gives a partial result plus warnings (topo->warnings), never a failure.
+ */
+#ifndef SHARC_TOPO_H
+#define SHARC_TOPO_H
+
+#include <stdio.h>
+
+#include <sharc/status.h>
+
+#include "../../src/def_int.h"
+
+#define SHARC_TOPO_MAX_GPUS    32
+#define SHARC_TOPO_MAX_NICS    64 /* RDMA devices; a p5.48xlarge has 32 */
+#define SHARC_TOPO_MAX_NETDEVS 32
+#define SHARC_TOPO_MAX_PORTS   2
+#define SHARC_TOPO_MAX_GIDS    16 /* non-empty GID entries kept per port */
+#define SHARC_TOPO_MAX_NUMA    16
+#define SHARC_TOPO_MAX_RECS    24
+#define SHARC_TOPO_NAME_MAX    64
+#define SHARC_TOPO_PATH_MAX    512
+
+/* PCI distance in nvidia-smi topo's terms, nearest first (the order matters: rails sort on
+ * it). NV means NVLink, directly or through NVSwitches; its link count is kept beside it. */
+typedef enum {
+    SHARC_TOPO_LINK_X = 0, /* self */
+    SHARC_TOPO_LINK_NV,    /* NVLink */
+    SHARC_TOPO_LINK_PIX,   /* at most one PCIe bridge (one switch) */
+    SHARC_TOPO_LINK_PXB,   /* several PCIe bridges, no host bridge */
+    SHARC_TOPO_LINK_PHB,   /* through a PCIe host bridge (the CPU) */
+    SHARC_TOPO_LINK_NODE,  /* between host bridges of one NUMA node */
+    SHARC_TOPO_LINK_SYS,   /* across the SMP interconnect between NUMA nodes */
+    SHARC_TOPO_LINK_UNKNOWN,
+    SHARC_TOPO_LINK_LAST
+} sharc_topo_link_t;
+
+typedef enum {
+    SHARC_TOPO_FABRIC_NONE = 0, /* nothing usable between nodes */
+    SHARC_TOPO_FABRIC_IB,
+    SHARC_TOPO_FABRIC_ROCE,
+    SHARC_TOPO_FABRIC_EFA,
+    SHARC_TOPO_FABRIC_ETH, /* TCP sockets */
+    SHARC_TOPO_FABRIC_UNKNOWN,
+    SHARC_TOPO_FABRIC_LAST
+} sharc_topo_fabric_t;
+
+typedef enum {
+    SHARC_TOPO_INTRA_NONE = 0, /* no GPU */
+    SHARC_TOPO_INTRA_SINGLE,   /* one GPU: nothing to connect */
+    SHARC_TOPO_INTRA_NVSWITCH,
+    SHARC_TOPO_INTRA_NVLINK, /* direct NVLink between every pair */
+    SHARC_TOPO_INTRA_PCIE,   /* PCIe peer-to-peer (every pair within PXB) */
+    SHARC_TOPO_INTRA_HOST,   /* staged through host memory for some pairs */
+    SHARC_TOPO_INTRA_LAST
+} sharc_topo_intra_t;
+
+/* Where a device sits: its PCI address and its path from the root, with components
+ * separated by '/': the host bridge (sysfs "pci0000:00", XML "cpu0") and then each bridge
+ * and the device itself. Empty path: unknown position. */
+typedef struct {
+    char busid[16]; /* "0000:05:00.0", lower case */
+    char path[SHARC_TOPO_PATH_MAX];
+    int numa; /* -1 unknown */
+} sharc_topo_pci_t;
+
+typedef struct {
+    sharc_topo_pci_t pci;
+    unsigned vendor, device;        /* PCI ids, 0 unknown */
+    char model[48];                 /* "H100 SXM5 80GB", or "" */
+    int sm;                         /* compute capability x10 (90 for Hopper), 0 unknown */
+    int nvlinks_max;                /* NVLinks of the model (SXM parts), 0 unknown or none */
+    int nvlinks_switch;             /* active NVLinks ending at NVSwitches */
+    int rails[SHARC_TOPO_MAX_NICS]; /* nics[] indices of the fabric, nearest first */
+    int nrails;
+    int nnearest;    /* the first nnearest rails are at the nearest distance */
+    double net_gbps; /* expected network bandwidth of this GPU, Gb/s */
+} sharc_topo_gpu_t;
+
+typedef struct {
+    int index;
+    char gid[48];  /* "fe80:0000:...", as sysfs prints it */
+    char type[16]; /* "RoCE v2", "IB/RoCE v1" */
+    char ndev[16]; /* netdev the GID belongs to, or "" */
+    int ipv4;      /* an IPv4-mapped address (::ffff:a.b.c.d) */
+} sharc_topo_gid_t;
+
+typedef struct {
+    int num;
+    int active;          /* state ACTIVE */
+    char state[24];      /* "4: ACTIVE" */
+    char link_layer[24]; /* "InfiniBand", "Ethernet", "Unspecified" */
+    double rate_gbps;    /* 0 unknown */
+    sharc_topo_gid_t gids[SHARC_TOPO_MAX_GIDS];
+    int ngids;
+} sharc_topo_port_t;
+
+typedef struct {
+    char name[SHARC_TOPO_NAME_MAX]; /* mlx5_0, rdmap16s27 */
+    char driver[32];                /* mlx5_core, efa; "" unknown */
+    sharc_topo_fabric_t fabric;
+    int captured;    /* known from a capture (nvidia-smi, XML), not from sysfs */
+    char netdev[16]; /* Ethernet interface on the same PCI function, or "" */
+    sharc_topo_pci_t pci;
+    sharc_topo_port_t ports[SHARC_TOPO_MAX_PORTS];
+    int nports;
+} sharc_topo_nic_t;
+
+typedef struct {
+    char name[16];
+    char driver[32];
+    int speed_mbps;                 /* -1 unknown */
+    int up;                         /* operstate up */
+    char rdma[SHARC_TOPO_NAME_MAX]; /* RDMA device on the same PCI function, or "" */
+    sharc_topo_pci_t pci;
+} sharc_topo_netdev_t;
+
+typedef struct {
+    int nsockets; /* 0 unknown */
+    int nnuma;
+    char cpulist[SHARC_TOPO_MAX_NUMA][128]; /* per NUMA node */
+} sharc_topo_cpu_t;
+
+typedef struct sharc_topo {
+    char source[SHARC_TOPO_PATH_MAX]; /* what it was read from, for reports */
+    sharc_topo_gpu_t gpus[SHARC_TOPO_MAX_GPUS];
+    int ngpus;
+    sharc_topo_nic_t nics[SHARC_TOPO_MAX_NICS];
+    int nnics;
+    sharc_topo_netdev_t netdevs[SHARC_TOPO_MAX_NETDEVS];
+    int nnetdevs;
+    struct { /* every interface in class/net, virtual ones (bonds) too, for the doctor */
+        char name[16];
+        int up;
+    } ifaces[SHARC_TOPO_MAX_NETDEVS * 2];
+    int nifaces;
+    sharc_topo_cpu_t cpu;
+    int nvswitches;          /* NVSwitch PCI devices, or NVML/nvidia-smi evidence of them */
+    char nvswitch_busid[16]; /* the first NVSwitch's PCI address, for XML export */
+    int nvml;                /* NVML was used */
+
+    /* distances; filled from PCI paths by sharc_topo_classify() unless a capture set them */
+    sharc_topo_link_t gpu_gpu[SHARC_TOPO_MAX_GPUS][SHARC_TOPO_MAX_GPUS];
+    int nvlinks[SHARC_TOPO_MAX_GPUS][SHARC_TOPO_MAX_GPUS]; /* NV# per pair */
+    sharc_topo_link_t gpu_nic[SHARC_TOPO_MAX_GPUS][SHARC_TOPO_MAX_NICS];
+    int links_given; /* gpu_gpu, nvlinks and gpu_nic came from a capture */
+
+    /* classification */
+    sharc_topo_intra_t intra;
+    sharc_topo_fabric_t fabric;
+    int eth_best; /* netdevs[] index of the fastest up interface with a device, or -1 */
+
+    char **warnings; /* malformed or missing input, one line each */
+    int nwarnings;
+} sharc_topo_t;
+
+/* One recommended setting: set KEY=VALUE, or unset KEY, with the reason. */
+typedef struct {
+    char key[48];
+    char value[512];
+    char reason[320];
+    int unset;
+} sharc_topo_rec_t;
+
+typedef struct {
+    sharc_topo_rec_t recs[SHARC_TOPO_MAX_RECS];
+    int nrecs;
+    char gpu_backend[8];  /* sharc transport for GPU buffers */
+    char host_backend[8]; /* and for host buffers */
+} sharc_topo_recs_t;
+
+typedef enum {
+    SHARC_TOPO_FINDING_OK = 0, /* a rule looked at the setting and found it fine */
+    SHARC_TOPO_FINDING_STALE,  /* unneeded or noisy here, not harmful */
+    SHARC_TOPO_FINDING_HARMFUL,
+    SHARC_TOPO_FINDING_SUGGEST, /* a recommended setting that is not set */
+} sharc_topo_severity_t;
+
+typedef struct {
+    sharc_topo_severity_t severity;
+    char key[48];
+    char value[256];
+    char source[SHARC_TOPO_PATH_MAX]; /* "environment" or the conf file */
+    char reason[384];
+} sharc_topo_finding_t;
+
+/* A setting in force: the environment overrides the NCCL conf file, as in NCCL. */
+typedef struct {
+    char key[48];
+    char value[256];
+    char source[SHARC_TOPO_PATH_MAX];
+} sharc_topo_setting_t;
+
+/* ---- lifecycle and input (topo.c, topo_sysfs.c, topo_nvml.c, topo_smi.c, topo_xml.c) */
+
+/** Allocate an empty topology. */
+SHARC_HIDDEN sharc_status_t sharc_topo_create(sharc_topo_t **topo_p);
+/** Free it; NULL is a no-op. */
+SHARC_HIDDEN void sharc_topo_destroy(sharc_topo_t *topo);
+/** Record a warning about the input (also logged). */
+SHARC_HIDDEN void sharc_topo_warn(sharc_topo_t *topo, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/**
+ * Read GPUs, NVSwitches, RDMA NICs, Ethernet interfaces and CPU/NUMA from a tree laid out
+ * like /sys (root "/sys" for the live machine; symlinks are resolved inside the tree). Missing
+ * or garbled entries are skipped with a warning. Fails only for a root that is not a
+ * directory or for lack of memory.
+ */
+SHARC_HIDDEN sharc_status_t sharc_topo_read_sysfs(sharc_topo_t *topo, const char *root);
+
+/**
+ * Add NVLink counts from NVML (dlopen of libnvidia-ml.so.1) for the GPUs already found.
+ * Returns SHARC_ERR_UNSUPPORTED, quietly, when NVML is absent or finds no GPU.
+ */
+SHARC_HIDDEN sharc_status_t sharc_topo_read_nvml(sharc_topo_t *topo);
+
+/** Live CPU sockets and NUMA nodes through hwloc; SHARC_ERR_UNSUPPORTED without hwloc. */
+SHARC_HIDDEN sharc_status_t sharc_topo_read_hwloc(sharc_topo_t *topo);
+
+/**
+ * Parse the text of `nvidia-smi topo -m` (@p len bytes, need not be NUL-terminated): GPU
+ * and NIC rows, NV#/PIX/PXB/PHB/NODE/SYS/X cells, the NIC legend. GPUs and NICs not yet in
+ * @p topo are added (by index for GPUs, by name for NICs); the capture's distances replace
+ * computed ones. Unparseable lines give warnings. SHARC_ERR_INVALID if no matrix is found.
+ */
+SHARC_HIDDEN sharc_status_t sharc_topo_parse_smi(sharc_topo_t *topo, const char *text, size_t len);
+
+/** Import NCCL topology XML (NCCL_TOPO_FILE format) from memory. SHARC_ERR_UNSUPPORTED
+ * without libxml2, SHARC_ERR_INVALID when it is not such a document. */
+SHARC_HIDDEN sharc_status_t sharc_topo_parse_nccl_xml(sharc_topo_t *topo, const char *text,
+                                                      size_t len);
+
+/** Write @p topo as NCCL topology XML. */
+SHARC_HIDDEN sharc_status_t sharc_topo_write_nccl_xml(const sharc_topo_t *topo, FILE *out);
+
+/** Read a whole file (at most @p max bytes) into a NUL-terminated buffer to free(). */
+SHARC_HIDDEN sharc_status_t sharc_topo_read_file(const char *path, size_t max, char **text_p,
+                                                 size_t *len_p);
+
+/* ---- classification and recommendations (topo.c, topo_rec.c) */
+
+/** Distances from PCI paths (unless captured), intra-node path, fabric, rails, bandwidth. */
+SHARC_HIDDEN void sharc_topo_classify(sharc_topo_t *topo);
+
+/** Distance between two PCI positions (the path rule is in topo.c). */
+SHARC_HIDDEN sharc_topo_link_t sharc_topo_pci_distance(const sharc_topo_pci_t *a,
+                                                       const sharc_topo_pci_t *b);
+
+SHARC_HIDDEN void sharc_topo_recommend(const sharc_topo_t *topo, sharc_topo_recs_t *recs);
+
+/**
+ * Check @p settings against the topology and the recommendation. Fills up to @p max
+ * findings and returns how many; *harmful_p is set to whether any is harmful.
+ */
+SHARC_HIDDEN int sharc_topo_doctor(const sharc_topo_t *topo, const sharc_topo_recs_t *recs,
+                                   const sharc_topo_setting_t *settings, int nsettings,
+                                   sharc_topo_finding_t *findings, int max, int *harmful_p);
+
+/**
+ * Parse an NCCL conf file's text (KEY=VALUE lines, '#' comments) into @p settings after
+ * the @p n already there, without replacing keys that are already set. Returns the new count.
+ */
+SHARC_HIDDEN int sharc_topo_parse_conf(const char *text, const char *source,
+                                       sharc_topo_setting_t *settings, int n, int max);
+
+/* An NCCL device list (NCCL_IB_HCA, NCCL_SOCKET_IFNAME): "^" excludes, "=" matches names
+ * exactly instead of as prefixes, entries are comma-separated, ":N" selects a port. */
+#define SHARC_TOPO_SPEC_MAX 32
+typedef struct {
+    int exclude, exact;
+    struct {
+        char name[SHARC_TOPO_NAME_MAX];
+        int port; /* -1: any */
+    } entries[SHARC_TOPO_SPEC_MAX];
+    int nentries;
+} sharc_topo_spec_t;
+
+SHARC_HIDDEN void sharc_topo_spec_parse(const char *value, sharc_topo_spec_t *spec);
+/** Whether entry @p i of @p spec names device @p name (port not considered). */
+SHARC_HIDDEN int sharc_topo_spec_entry_matches(const sharc_topo_spec_t *spec, int i,
+                                               const char *name);
+
+/* ---- output (topo_out.c) */
+
+typedef enum {
+    SHARC_TOPO_FMT_TEXT = 0, /* matrix, NICs, classification, recommendations */
+    SHARC_TOPO_FMT_SHELL,    /* export KEY=VALUE lines */
+    SHARC_TOPO_FMT_ENV,      /* KEY=VALUE lines, the /etc/nccl.conf format */
+    SHARC_TOPO_FMT_JSON,
+} sharc_topo_fmt_t;
+
+SHARC_HIDDEN sharc_status_t sharc_topo_print(const sharc_topo_t *topo,
+                                             const sharc_topo_recs_t *recs, sharc_topo_fmt_t fmt,
+                                             FILE *out);
+SHARC_HIDDEN sharc_status_t sharc_topo_print_doctor(const sharc_topo_finding_t *findings, int n,
+                                                    int json, FILE *out);
+
+SHARC_HIDDEN const char *sharc_topo_link_name(sharc_topo_link_t link);
+SHARC_HIDDEN const char *sharc_topo_fabric_name(sharc_topo_fabric_t fabric);
+SHARC_HIDDEN const char *sharc_topo_intra_name(sharc_topo_intra_t intra);
+
+#endif

@@ -1,0 +1,405 @@
+/*
+ * topo_out.c: printing a topology and its recommendations: a matrix like
+ * `nvidia-smi topo -m` with the NICs, fabric and rails; shell exports; an env file in the
+ * /etc/nccl.conf format; JSON (json-c). Also the doctor's findings.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#ifdef HAVE_JSONC
+#include <json-c/json.h>
+#endif
+
+#define SHARC_THIS_SUBSYS SHARC_SUBSYS_TOPO
+#include "../../src/log.h"
+#include "topo.h"
+
+static const char *const sharc_topo_severity_names[] = {
+    [SHARC_TOPO_FINDING_OK] = "ok",
+    [SHARC_TOPO_FINDING_STALE] = "stale",
+    [SHARC_TOPO_FINDING_HARMFUL] = "HARMFUL",
+    [SHARC_TOPO_FINDING_SUGGEST] = "suggest",
+};
+
+static const char *sharc_topo_cell(sharc_topo_link_t link, int nvlinks, char *buf, size_t size)
+{
+    if (link == SHARC_TOPO_LINK_NV && nvlinks > 0) {
+        snprintf(buf, size, "NV%d", nvlinks);
+    } else {
+        snprintf(buf, size, "%s", sharc_topo_link_name(link));
+    }
+    return buf;
+}
+
+static double sharc_topo_nic_rate(const sharc_topo_nic_t *nic, int *active_p)
+{
+    double gbps = 0;
+
+    *active_p = 0;
+    for (int p = 0; p < nic->nports; p++) {
+        if (nic->ports[p].active) {
+            gbps += nic->ports[p].rate_gbps;
+            (*active_p)++;
+        }
+    }
+    return gbps;
+}
+
+static void sharc_topo_print_matrix(const sharc_topo_t *topo, FILE *out)
+{
+    char cell[16];
+
+    fprintf(out, "%-7s", "");
+    for (int j = 0; j < topo->ngpus; j++) {
+        fprintf(out, "GPU%-4d", j);
+    }
+    for (int k = 0; k < topo->nnics; k++) {
+        fprintf(out, "NIC%-4d", k);
+    }
+    fprintf(out, "CPU Affinity  NUMA\n");
+    for (int i = 0; i < topo->ngpus; i++) {
+        int numa = topo->gpus[i].pci.numa;
+
+        fprintf(out, "GPU%-4d", i);
+        for (int j = 0; j < topo->ngpus; j++) {
+            fprintf(out, "%-7s",
+                    sharc_topo_cell(topo->gpu_gpu[i][j], topo->nvlinks[i][j], cell, sizeof(cell)));
+        }
+        for (int k = 0; k < topo->nnics; k++) {
+            fprintf(out, "%-7s", sharc_topo_link_name(topo->gpu_nic[i][k]));
+        }
+        if (numa >= 0 && numa < SHARC_TOPO_MAX_NUMA && topo->cpu.cpulist[numa][0] != '\0') {
+            fprintf(out, "%-14s%d\n", topo->cpu.cpulist[numa], numa);
+        } else {
+            fprintf(out, "%-14s", "N/A");
+            fprintf(out, numa >= 0 ? "%d\n" : "N/A\n", numa);
+        }
+    }
+    for (int k = 0; k < topo->nnics; k++) {
+        fprintf(out, "NIC%-4d", k);
+        for (int j = 0; j < topo->ngpus; j++) {
+            fprintf(out, "%-7s", sharc_topo_link_name(topo->gpu_nic[j][k]));
+        }
+        for (int l = 0; l < topo->nnics; l++) {
+            fprintf(out, "%-7s",
+                    l == k ? "X"
+                           : sharc_topo_link_name(
+                                 sharc_topo_pci_distance(&topo->nics[k].pci, &topo->nics[l].pci)));
+        }
+        fprintf(out, "\n");
+    }
+}
+
+static void sharc_topo_print_text(const sharc_topo_t *topo, const sharc_topo_recs_t *recs,
+                                  FILE *out)
+{
+    fprintf(out, "source: %s\n\n", topo->source[0] ? topo->source : "?");
+    if (topo->ngpus + topo->nnics > 0) {
+        sharc_topo_print_matrix(topo, out);
+        fprintf(out, "\n");
+    }
+    fprintf(out, "GPUs: %d", topo->ngpus);
+    for (int i = 0; i < topo->ngpus; i++) {
+        const sharc_topo_gpu_t *gpu = &topo->gpus[i];
+
+        fprintf(out, "%s GPU%d %s %s", i == 0 ? "\n" : "\n", i,
+                gpu->pci.busid[0] ? gpu->pci.busid : "(bus id ?)",
+                gpu->model[0] ? gpu->model : "(model ?)");
+    }
+    fprintf(out, "\nNICs: %d\n", topo->nnics);
+    for (int k = 0; k < topo->nnics; k++) {
+        const sharc_topo_nic_t *nic = &topo->nics[k];
+        int active;
+        double gbps = sharc_topo_nic_rate(nic, &active);
+
+        fprintf(out, "  NIC%d: %-12s %-10s %d/%d ports active, %.0f Gb/s%s%s%s%s\n", k, nic->name,
+                sharc_topo_fabric_name(nic->fabric), active, nic->nports, gbps,
+                nic->driver[0] ? ", driver " : "", nic->driver, nic->netdev[0] ? ", " : "",
+                nic->netdev);
+    }
+    fprintf(out, "network interfaces: %d\n", topo->nnetdevs);
+    for (int d = 0; d < topo->nnetdevs; d++) {
+        const sharc_topo_netdev_t *nd = &topo->netdevs[d];
+        char speed[32] = "speed unknown";
+
+        if (nd->speed_mbps >= 0) {
+            snprintf(speed, sizeof(speed), "%d Mb/s", nd->speed_mbps);
+        }
+        fprintf(out, "  %-12s %s, %s, driver %s%s%s\n", nd->name, nd->up ? "up" : "down", speed,
+                nd->driver[0] ? nd->driver : "?", nd->rdma[0] ? ", RDMA " : "", nd->rdma);
+    }
+    fprintf(out, "CPU: %d socket(s), %d NUMA node(s); NVSwitches: %d\n", topo->cpu.nsockets,
+            topo->cpu.nnuma, topo->nvswitches);
+    fprintf(out, "intra-node: %s\ninter-node: %s", sharc_topo_intra_name(topo->intra),
+            sharc_topo_fabric_name(topo->fabric));
+    if (topo->fabric == SHARC_TOPO_FABRIC_ETH) {
+        fprintf(out, " (TCP on %s)", topo->netdevs[topo->eth_best].name);
+    }
+    fprintf(out, "\n");
+    for (int i = 0; i < topo->ngpus; i++) {
+        const sharc_topo_gpu_t *gpu = &topo->gpus[i];
+
+        fprintf(out, "  GPU%d rails:", i);
+        for (int r = 0; r < gpu->nnearest; r++) {
+            fprintf(out, " %s", topo->nics[gpu->rails[r]].name);
+        }
+        if (gpu->nrails > 0) {
+            fprintf(out, " (%s)", sharc_topo_link_name(topo->gpu_nic[i][gpu->rails[0]]));
+        }
+        fprintf(out, ", %.0f Gb/s expected\n", gpu->net_gbps);
+    }
+    fprintf(out, "\nbackend: %s for GPU buffers, %s for host buffers\nrecommended:\n",
+            recs->gpu_backend, recs->host_backend);
+    for (int r = 0; r < recs->nrecs; r++) {
+        const sharc_topo_rec_t *rec = &recs->recs[r];
+
+        if (rec->unset) {
+            fprintf(out, "  unset %s\n      # %s\n", rec->key, rec->reason);
+        } else {
+            fprintf(out, "  %s=%s\n      # %s\n", rec->key, rec->value, rec->reason);
+        }
+    }
+    if (topo->nwarnings > 0) {
+        fprintf(out, "\nwarnings (%d):\n", topo->nwarnings);
+        for (int w = 0; w < topo->nwarnings; w++) {
+            fprintf(out, "  %s\n", topo->warnings[w]);
+        }
+    }
+}
+
+/* Single quotes for the shell: ' becomes '\'' */
+static void sharc_topo_print_quoted(const char *value, FILE *out)
+{
+    fputc('\'', out);
+    for (; *value != '\0'; value++) {
+        if (*value == '\'') {
+            fputs("'\\''", out);
+        } else {
+            fputc(*value, out);
+        }
+    }
+    fputc('\'', out);
+}
+
+static void sharc_topo_print_env(const sharc_topo_recs_t *recs, int shell, FILE *out)
+{
+    for (int r = 0; r < recs->nrecs; r++) {
+        const sharc_topo_rec_t *rec = &recs->recs[r];
+
+        fprintf(out, "# %s\n", rec->reason);
+        if (rec->unset) {
+            fprintf(out, shell ? "unset %s\n" : "# %s: leave unset\n", rec->key);
+        } else if (shell) {
+            fprintf(out, "export %s=", rec->key);
+            sharc_topo_print_quoted(rec->value, out);
+            fputc('\n', out);
+        } else {
+            fprintf(out, "%s=%s\n", rec->key, rec->value);
+        }
+    }
+}
+
+#ifdef HAVE_JSONC
+static json_object *sharc_topo_json_str(const char *s)
+{
+    return json_object_new_string(s);
+}
+
+static json_object *sharc_topo_json_pci(json_object *obj, const sharc_topo_pci_t *pci)
+{
+    json_object_object_add(obj, "busid", sharc_topo_json_str(pci->busid));
+    json_object_object_add(obj, "numa", json_object_new_int(pci->numa));
+    json_object_object_add(obj, "pci_path", sharc_topo_json_str(pci->path));
+    return obj;
+}
+
+static json_object *sharc_topo_json_nic(const sharc_topo_nic_t *nic)
+{
+    json_object *obj = json_object_new_object(), *ports = json_object_new_array();
+
+    json_object_object_add(obj, "name", sharc_topo_json_str(nic->name));
+    json_object_object_add(obj, "driver", sharc_topo_json_str(nic->driver));
+    json_object_object_add(obj, "fabric", sharc_topo_json_str(sharc_topo_fabric_name(nic->fabric)));
+    json_object_object_add(obj, "netdev", sharc_topo_json_str(nic->netdev));
+    sharc_topo_json_pci(obj, &nic->pci);
+    for (int p = 0; p < nic->nports; p++) {
+        const sharc_topo_port_t *port = &nic->ports[p];
+        json_object *po = json_object_new_object(), *gids = json_object_new_array();
+
+        json_object_object_add(po, "port", json_object_new_int(port->num));
+        json_object_object_add(po, "active", json_object_new_boolean(port->active));
+        json_object_object_add(po, "state", sharc_topo_json_str(port->state));
+        json_object_object_add(po, "link_layer", sharc_topo_json_str(port->link_layer));
+        json_object_object_add(po, "rate_gbps", json_object_new_double(port->rate_gbps));
+        for (int g = 0; g < port->ngids; g++) {
+            json_object *go = json_object_new_object();
+
+            json_object_object_add(go, "index", json_object_new_int(port->gids[g].index));
+            json_object_object_add(go, "gid", sharc_topo_json_str(port->gids[g].gid));
+            json_object_object_add(go, "type", sharc_topo_json_str(port->gids[g].type));
+            json_object_object_add(go, "ndev", sharc_topo_json_str(port->gids[g].ndev));
+            json_object_object_add(go, "ipv4", json_object_new_boolean(port->gids[g].ipv4));
+            json_object_array_add(gids, go);
+        }
+        json_object_object_add(po, "gids", gids);
+        json_object_array_add(ports, po);
+    }
+    json_object_object_add(obj, "ports", ports);
+    return obj;
+}
+
+static json_object *sharc_topo_json(const sharc_topo_t *topo, const sharc_topo_recs_t *recs)
+{
+    json_object *root = json_object_new_object();
+    json_object *gpus = json_object_new_array(), *nics = json_object_new_array();
+    json_object *netdevs = json_object_new_array(), *gg = json_object_new_array();
+    json_object *gn = json_object_new_array(), *recs_json = json_object_new_array();
+    json_object *warnings = json_object_new_array(), *cpu = json_object_new_object();
+    json_object *backend = json_object_new_object();
+    char cell[16];
+
+    json_object_object_add(root, "source", sharc_topo_json_str(topo->source));
+    for (int i = 0; i < topo->ngpus; i++) {
+        const sharc_topo_gpu_t *gpu = &topo->gpus[i];
+        json_object *obj = json_object_new_object(), *rails = json_object_new_array();
+        json_object *nearest = json_object_new_array(), *row = json_object_new_array();
+        json_object *nrow = json_object_new_array();
+
+        json_object_object_add(obj, "index", json_object_new_int(i));
+        sharc_topo_json_pci(obj, &gpu->pci);
+        json_object_object_add(obj, "model", sharc_topo_json_str(gpu->model));
+        json_object_object_add(obj, "sm", json_object_new_int(gpu->sm));
+        json_object_object_add(obj, "nvlinks_switch", json_object_new_int(gpu->nvlinks_switch));
+        for (int r = 0; r < gpu->nrails; r++) {
+            json_object *name = sharc_topo_json_str(topo->nics[gpu->rails[r]].name);
+
+            json_object_array_add(rails, name);
+            if (r < gpu->nnearest) {
+                json_object_array_add(nearest, json_object_get(name));
+            }
+        }
+        json_object_object_add(obj, "rails", rails);
+        json_object_object_add(obj, "nearest_nics", nearest);
+        json_object_object_add(obj, "net_gbps", json_object_new_double(gpu->net_gbps));
+        json_object_array_add(gpus, obj);
+        for (int j = 0; j < topo->ngpus; j++) {
+            json_object_array_add(
+                row, sharc_topo_json_str(sharc_topo_cell(topo->gpu_gpu[i][j], topo->nvlinks[i][j],
+                                                         cell, sizeof(cell))));
+        }
+        json_object_array_add(gg, row);
+        for (int k = 0; k < topo->nnics; k++) {
+            json_object_array_add(nrow,
+                                  sharc_topo_json_str(sharc_topo_link_name(topo->gpu_nic[i][k])));
+        }
+        json_object_array_add(gn, nrow);
+    }
+    for (int k = 0; k < topo->nnics; k++) {
+        json_object_array_add(nics, sharc_topo_json_nic(&topo->nics[k]));
+    }
+    for (int d = 0; d < topo->nnetdevs; d++) {
+        const sharc_topo_netdev_t *nd = &topo->netdevs[d];
+        json_object *obj = json_object_new_object();
+
+        json_object_object_add(obj, "name", sharc_topo_json_str(nd->name));
+        json_object_object_add(obj, "driver", sharc_topo_json_str(nd->driver));
+        json_object_object_add(obj, "speed_mbps", json_object_new_int(nd->speed_mbps));
+        json_object_object_add(obj, "up", json_object_new_boolean(nd->up));
+        json_object_object_add(obj, "rdma", sharc_topo_json_str(nd->rdma));
+        sharc_topo_json_pci(obj, &nd->pci);
+        json_object_array_add(netdevs, obj);
+    }
+    for (int r = 0; r < recs->nrecs; r++) {
+        json_object *obj = json_object_new_object();
+
+        json_object_object_add(obj, "key", sharc_topo_json_str(recs->recs[r].key));
+        json_object_object_add(obj, "value", sharc_topo_json_str(recs->recs[r].value));
+        json_object_object_add(obj, "unset", json_object_new_boolean(recs->recs[r].unset));
+        json_object_object_add(obj, "reason", sharc_topo_json_str(recs->recs[r].reason));
+        json_object_array_add(recs_json, obj);
+    }
+    for (int w = 0; w < topo->nwarnings; w++) {
+        json_object_array_add(warnings, sharc_topo_json_str(topo->warnings[w]));
+    }
+    json_object_object_add(cpu, "sockets", json_object_new_int(topo->cpu.nsockets));
+    json_object_object_add(cpu, "numa_nodes", json_object_new_int(topo->cpu.nnuma));
+    json_object_object_add(backend, "gpu", sharc_topo_json_str(recs->gpu_backend));
+    json_object_object_add(backend, "host", sharc_topo_json_str(recs->host_backend));
+    json_object_object_add(root, "gpus", gpus);
+    json_object_object_add(root, "nics", nics);
+    json_object_object_add(root, "netdevs", netdevs);
+    json_object_object_add(root, "cpu", cpu);
+    json_object_object_add(root, "nvswitches", json_object_new_int(topo->nvswitches));
+    json_object_object_add(root, "gpu_gpu", gg);
+    json_object_object_add(root, "gpu_nic", gn);
+    json_object_object_add(root, "intra", sharc_topo_json_str(sharc_topo_intra_name(topo->intra)));
+    json_object_object_add(root, "fabric",
+                           sharc_topo_json_str(sharc_topo_fabric_name(topo->fabric)));
+    json_object_object_add(
+        root, "eth_best",
+        sharc_topo_json_str(topo->eth_best >= 0 ? topo->netdevs[topo->eth_best].name : ""));
+    json_object_object_add(root, "backend", backend);
+    json_object_object_add(root, "recommendations", recs_json);
+    json_object_object_add(root, "warnings", warnings);
+    return root;
+}
+#endif
+
+sharc_status_t sharc_topo_print(const sharc_topo_t *topo, const sharc_topo_recs_t *recs,
+                                sharc_topo_fmt_t fmt, FILE *out)
+{
+    switch (fmt) {
+    case SHARC_TOPO_FMT_TEXT: sharc_topo_print_text(topo, recs, out); break;
+    case SHARC_TOPO_FMT_SHELL: sharc_topo_print_env(recs, 1, out); break;
+    case SHARC_TOPO_FMT_ENV: sharc_topo_print_env(recs, 0, out); break;
+    case SHARC_TOPO_FMT_JSON: {
+#ifdef HAVE_JSONC
+        json_object *root = sharc_topo_json(topo, recs);
+
+        fprintf(out, "%s\n", json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY));
+        json_object_put(root);
+        break;
+#else
+        sharc_error("JSON output needs json-c, which this build lacks");
+        return SHARC_ERR_UNSUPPORTED;
+#endif
+    }
+    }
+    return ferror(out) ? SHARC_ERR_IO : SHARC_OK;
+}
+
+sharc_status_t sharc_topo_print_doctor(const sharc_topo_finding_t *findings, int n, int json,
+                                       FILE *out)
+{
+    if (json) {
+#ifdef HAVE_JSONC
+        json_object *arr = json_object_new_array();
+
+        for (int i = 0; i < n; i++) {
+            json_object *obj = json_object_new_object();
+
+            json_object_object_add(
+                obj, "severity",
+                json_object_new_string(sharc_topo_severity_names[findings[i].severity]));
+            json_object_object_add(obj, "key", json_object_new_string(findings[i].key));
+            json_object_object_add(obj, "value", json_object_new_string(findings[i].value));
+            json_object_object_add(obj, "source", json_object_new_string(findings[i].source));
+            json_object_object_add(obj, "reason", json_object_new_string(findings[i].reason));
+            json_object_array_add(arr, obj);
+        }
+        fprintf(out, "%s\n", json_object_to_json_string_ext(arr, JSON_C_TO_STRING_PRETTY));
+        json_object_put(arr);
+        return ferror(out) ? SHARC_ERR_IO : SHARC_OK;
+#else
+        sharc_error("JSON output needs json-c, which this build lacks");
+        return SHARC_ERR_UNSUPPORTED;
+#endif
+    }
+    for (int i = 0; i < n; i++) {
+        fprintf(out, "%-7s %s=%s (%s): %s\n", sharc_topo_severity_names[findings[i].severity],
+                findings[i].key, findings[i].value, findings[i].source, findings[i].reason);
+    }
+    return ferror(out) ? SHARC_ERR_IO : SHARC_OK;
+}

@@ -1,0 +1,690 @@
+/*
+ * topo_sysfs.c: reads a tree laid out like /sys: GPUs and NVSwitches from bus/pci/devices,
+ * RDMA devices from class/infiniband (ports, rates, states, GID tables), Ethernet from
+ * class/net, NUMA nodes and sockets from devices/system. The live machine is root "/sys";
+ * a fixture or a copied tree works the same, its symlinks resolved inside it. Anything
+ * missing or garbled is skipped with a warning.
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define SHARC_THIS_SUBSYS SHARC_SUBSYS_TOPO
+#include "../../src/log.h"
+#include "../../src/util.h"
+#include "topo.h"
+
+#define SHARC_TOPO_PCI_VENDOR_NVIDIA 0x10de
+
+typedef struct {
+    sharc_topo_t *topo;
+    char root[PATH_MAX]; /* real path of the tree's root, no trailing '/' ("" for "/") */
+} sharc_topo_sysfs_t;
+
+/* GPU models by PCI device id: the datacenter parts people build clusters from. */
+static const struct {
+    unsigned device;
+    const char *model;
+    int sm;
+    int nvlinks; /* on an NVSwitch baseboard; 0 for PCIe cards */
+} sharc_topo_gpu_models[] = {
+    {0x1db1, "V100 SXM2 16GB", 70, 6},
+    {0x1db5, "V100 SXM2 32GB", 70, 6},
+    {0x1db4, "V100 PCIe 16GB", 70, 0},
+    {0x1eb8, "T4", 75, 0},
+    {0x20b0, "A100 SXM4 40GB", 80, 12},
+    {0x20b2, "A100 SXM4 80GB", 80, 12},
+    {0x20b3, "A100 SXM 64GB", 80, 12},
+    {0x20b5, "A100 PCIe 80GB", 80, 0},
+    {0x20f1, "A100 PCIe 40GB", 80, 0},
+    {0x20b7, "A30", 80, 0},
+    {0x2236, "A10", 86, 0},
+    {0x26b9, "L40S", 89, 0},
+    {0x27b8, "L4", 89, 0},
+    {0x2330, "H100 SXM5 80GB", 90, 18},
+    {0x2331, "H100 PCIe", 90, 0},
+    {0x2321, "H100 NVL", 90, 0},
+    {0x2324, "H800 SXM5", 90, 8},
+    {0x2335, "H200 SXM 141GB", 90, 18},
+    {0x2901, "B200", 100, 18},
+};
+
+/* Read a small sysfs attribute, trailing whitespace stripped. Returns 0, or -1. */
+static int sharc_topo_attr(const char *dir, const char *name, char *buf, size_t size)
+{
+    char path[PATH_MAX];
+    FILE *f;
+    size_t len;
+
+    if (sharc_snprintf(path, sizeof(path), "%s/%s", dir, name) != 0) {
+        return -1;
+    }
+    f = fopen(path, "r");
+    if (f == NULL) {
+        return -1;
+    }
+    len = fread(buf, 1, size - 1, f);
+    if (ferror(f)) {
+        fclose(f);
+        return -1;
+    }
+    fclose(f);
+    buf[len] = '\0';
+    while (len > 0 && isspace((unsigned char)buf[len - 1])) {
+        buf[--len] = '\0';
+    }
+    return 0;
+}
+
+static int sharc_topo_attr_hex(const char *dir, const char *name, unsigned *value_p)
+{
+    char buf[32], *end;
+    unsigned long v;
+
+    if (sharc_topo_attr(dir, name, buf, sizeof(buf)) != 0) {
+        return -1;
+    }
+    errno = 0;
+    v = strtoul(buf, &end, 16);
+    if (errno != 0 || end == buf || *end != '\0' || v > 0xffffffUL) {
+        return -1;
+    }
+    *value_p = (unsigned)v;
+    return 0;
+}
+
+static int sharc_topo_attr_int(const char *dir, const char *name, long *value_p)
+{
+    char buf[32], *end;
+    long v;
+
+    if (sharc_topo_attr(dir, name, buf, sizeof(buf)) != 0) {
+        return -1;
+    }
+    errno = 0;
+    v = strtol(buf, &end, 10);
+    if (errno != 0 || end == buf || *end != '\0') {
+        return -1;
+    }
+    *value_p = v;
+    return 0;
+}
+
+/* "0000:05:00.0" */
+static int sharc_topo_is_busid(const char *s)
+{
+    static const char shape[] = "xxxx:xx:xx.x";
+
+    for (int i = 0; shape[i] != '\0'; i++) {
+        if (shape[i] == 'x' ? !isxdigit((unsigned char)s[i]) : s[i] != shape[i]) {
+            return 0;
+        }
+    }
+    return s[12] == '\0';
+}
+
+/*
+ * Resolve root/rel inside the tree: the real path of a class entry or device. Fails (with
+ * a warning) for dangling links and for links that leave the tree, which would otherwise
+ * read the live machine's /sys in place of a fixture's.
+ */
+static int sharc_topo_resolve(sharc_topo_sysfs_t *s, const char *rel, char *out)
+{
+    char path[PATH_MAX];
+    size_t rootlen = strlen(s->root);
+
+    if (sharc_snprintf(path, sizeof(path), "%s/%s", s->root, rel) != 0) {
+        sharc_topo_warn(s->topo, "%s: path too long", rel);
+        return -1;
+    }
+    if (realpath(path, out) == NULL) {
+        sharc_topo_warn(s->topo, "%s: cannot resolve (%s); skipped", rel, strerror(errno));
+        return -1;
+    }
+    if (rootlen > 0 && (strncmp(out, s->root, rootlen) != 0 || out[rootlen] != '/')) {
+        sharc_topo_warn(s->topo, "%s: links outside the tree (to %s); skipped", rel, out);
+        return -1;
+    }
+    return 0;
+}
+
+/*
+ * The PCI position of a resolved device path: from its host bridge ("pci0000:00") to the
+ * last PCI function on the way (an Ethernet interface sits below its function, sometimes
+ * behind a virtio device). Returns -1 for devices not on PCI.
+ */
+static int sharc_topo_pci_from_path(sharc_topo_sysfs_t *s, const char *real, sharc_topo_pci_t *pci)
+{
+    const char *start = strstr(real, "/devices/pci");
+    const char *p, *last_end = NULL;
+    char dir[PATH_MAX];
+    long numa;
+
+    if (start == NULL) {
+        return -1;
+    }
+    start += strlen("/devices/");
+    for (p = start; *p != '\0';) {
+        const char *slash = strchr(p, '/');
+        size_t len = (slash != NULL) ? (size_t)(slash - p) : strlen(p);
+
+        if (len == 12) {
+            char comp[13];
+
+            memcpy(comp, p, 12);
+            comp[12] = '\0';
+            if (sharc_topo_is_busid(comp)) {
+                last_end = p + len;
+                memcpy(pci->busid, comp, 13);
+            }
+        }
+        p += len;
+        if (*p == '/') {
+            p++;
+        }
+    }
+    if (last_end == NULL || (size_t)(last_end - start) >= sizeof(pci->path)) {
+        return -1;
+    }
+    sharc_snprintf(pci->path, sizeof(pci->path), "%.*s", (int)(last_end - start), start);
+    for (char *c = pci->busid; *c != '\0'; c++) {
+        *c = (char)tolower((unsigned char)*c);
+    }
+    sharc_snprintf(dir, sizeof(dir), "%.*s", (int)(last_end - real), real);
+    pci->numa = -1;
+    if (sharc_topo_attr_int(dir, "numa_node", &numa) == 0 && numa >= 0 &&
+        numa < SHARC_TOPO_MAX_NUMA * 16) {
+        pci->numa = (int)numa;
+    }
+    (void)s;
+    return 0;
+}
+
+/* Name of the driver bound to a device: the last component of its driver link. */
+static void sharc_topo_driver(const char *dir, char *out, size_t size)
+{
+    char path[PATH_MAX], target[PATH_MAX];
+    ssize_t len;
+    const char *base;
+
+    out[0] = '\0';
+    if (sharc_snprintf(path, sizeof(path), "%s/driver", dir) != 0) {
+        return;
+    }
+    len = readlink(path, target, sizeof(target) - 1);
+    if (len <= 0) {
+        return;
+    }
+    target[len] = '\0';
+    base = strrchr(target, '/');
+    sharc_snprintf(out, size, "%s", (base != NULL) ? base + 1 : target);
+}
+
+static int sharc_topo_list(const char *dir, struct dirent ***list_p)
+{
+    return scandir(dir, list_p, NULL, versionsort);
+}
+
+static void sharc_topo_free_list(struct dirent **list, int n)
+{
+    for (int i = 0; i < n; i++) {
+        free(list[i]);
+    }
+    free(list);
+}
+
+static void sharc_topo_add_pci_device(sharc_topo_sysfs_t *s, const char *name)
+{
+    sharc_topo_t *topo = s->topo;
+    char rel[PATH_MAX], real[PATH_MAX];
+    unsigned vendor, cls, device = 0;
+    sharc_topo_gpu_t *gpu;
+
+    sharc_snprintf(rel, sizeof(rel), "bus/pci/devices/%s", name);
+    if (sharc_topo_resolve(s, rel, real) != 0) {
+        return;
+    }
+    if (sharc_topo_attr_hex(real, "vendor", &vendor) != 0) {
+        sharc_topo_warn(topo, "%s: no readable vendor; skipped", rel);
+        return;
+    }
+    if (vendor != SHARC_TOPO_PCI_VENDOR_NVIDIA) {
+        return;
+    }
+    if (sharc_topo_attr_hex(real, "class", &cls) != 0) {
+        sharc_topo_warn(topo, "%s: NVIDIA device without a readable class; skipped", rel);
+        return;
+    }
+    if ((cls >> 8) == 0x0680) { /* "other bridge": the NVSwitches of HGX boards */
+        if (topo->nvswitches++ == 0) {
+            sharc_snprintf(topo->nvswitch_busid, sizeof(topo->nvswitch_busid), "%.12s", name);
+        }
+        return;
+    }
+    if ((cls >> 8) != 0x0302 && (cls >> 8) != 0x0300) {
+        return; /* the GPUs' audio functions, USB controllers of consumer cards */
+    }
+    if (topo->ngpus == SHARC_TOPO_MAX_GPUS) {
+        sharc_topo_warn(topo, "%s: more than %d GPUs; the rest are ignored", rel,
+                        SHARC_TOPO_MAX_GPUS);
+        return;
+    }
+    gpu = &topo->gpus[topo->ngpus];
+    memset(gpu, 0, sizeof(*gpu));
+    if (sharc_topo_pci_from_path(s, real, &gpu->pci) != 0) {
+        sharc_topo_warn(topo, "%s: not below a PCI host bridge; position unknown", rel);
+        sharc_snprintf(gpu->pci.busid, sizeof(gpu->pci.busid), "%.12s", name);
+        gpu->pci.numa = -1;
+    }
+    if (sharc_topo_attr_hex(real, "device", &device) != 0) {
+        sharc_topo_warn(topo, "%s: no readable device id", rel);
+    }
+    gpu->vendor = vendor;
+    gpu->device = device;
+    for (size_t m = 0; m < SHARC_ARRAY_SIZE(sharc_topo_gpu_models); m++) {
+        if (sharc_topo_gpu_models[m].device == device) {
+            sharc_snprintf(gpu->model, sizeof(gpu->model), "%s", sharc_topo_gpu_models[m].model);
+            gpu->sm = sharc_topo_gpu_models[m].sm;
+            gpu->nvlinks_max = sharc_topo_gpu_models[m].nvlinks;
+        }
+    }
+    topo->ngpus++;
+}
+
+static void sharc_topo_read_pci(sharc_topo_sysfs_t *s)
+{
+    struct dirent **list;
+    char dir[PATH_MAX];
+    int n;
+
+    sharc_snprintf(dir, sizeof(dir), "%s/bus/pci/devices", s->root);
+    n = sharc_topo_list(dir, &list);
+    if (n < 0) {
+        sharc_topo_warn(s->topo, "bus/pci/devices: %s; no GPUs found", strerror(errno));
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        if (list[i]->d_name[0] != '.') {
+            sharc_topo_add_pci_device(s, list[i]->d_name);
+        }
+    }
+    sharc_topo_free_list(list, n);
+}
+
+/* "0000:0000:0000:0000:0000:ffff:0a00:0001" */
+static int sharc_topo_gid_is_ipv4(const char *gid)
+{
+    return strncmp(gid, "0000:0000:0000:0000:0000:ffff:", 30) == 0 && strlen(gid) == 39;
+}
+
+static void sharc_topo_read_gids(sharc_topo_sysfs_t *s, const char *nic, const char *portdir,
+                                 sharc_topo_port_t *port)
+{
+    struct dirent **list;
+    char dir[PATH_MAX], attrs[PATH_MAX];
+    int n;
+
+    sharc_snprintf(dir, sizeof(dir), "%s/gids", portdir);
+    n = sharc_topo_list(dir, &list);
+    if (n < 0) {
+        return; /* EFA ports have no GID table */
+    }
+    for (int i = 0; i < n; i++) {
+        const char *name = list[i]->d_name;
+        sharc_topo_gid_t *gid;
+        char *end;
+        long index;
+
+        if (name[0] == '.') {
+            continue;
+        }
+        index = strtol(name, &end, 10);
+        if (*end != '\0' || index < 0 || index > 65535) {
+            continue;
+        }
+        if (port->ngids == SHARC_TOPO_MAX_GIDS) {
+            sharc_topo_warn(s->topo, "%s port %d: more than %d GIDs; the rest are ignored", nic,
+                            port->num, SHARC_TOPO_MAX_GIDS);
+            break;
+        }
+        gid = &port->gids[port->ngids];
+        memset(gid, 0, sizeof(*gid));
+        if (sharc_topo_attr(dir, name, gid->gid, sizeof(gid->gid)) != 0) {
+            sharc_topo_warn(s->topo, "%s port %d: GID %ld unreadable", nic, port->num, index);
+            continue;
+        }
+        if (strcmp(gid->gid, "0000:0000:0000:0000:0000:0000:0000:0000") == 0) {
+            continue; /* unused entry */
+        }
+        gid->index = (int)index;
+        gid->ipv4 = sharc_topo_gid_is_ipv4(gid->gid);
+        sharc_snprintf(attrs, sizeof(attrs), "%s/gid_attrs/types", portdir);
+        if (sharc_topo_attr(attrs, name, gid->type, sizeof(gid->type)) != 0) {
+            gid->type[0] = '\0';
+        }
+        sharc_snprintf(attrs, sizeof(attrs), "%s/gid_attrs/ndevs", portdir);
+        if (sharc_topo_attr(attrs, name, gid->ndev, sizeof(gid->ndev)) != 0) {
+            gid->ndev[0] = '\0';
+        }
+        port->ngids++;
+    }
+    sharc_topo_free_list(list, n);
+}
+
+static void sharc_topo_read_port(sharc_topo_sysfs_t *s, sharc_topo_nic_t *nic, const char *portdir,
+                                 int num)
+{
+    sharc_topo_port_t *port = &nic->ports[nic->nports];
+    char rate[64];
+    long state;
+
+    memset(port, 0, sizeof(*port));
+    port->num = num;
+    if (sharc_topo_attr(portdir, "state", port->state, sizeof(port->state)) != 0) {
+        sharc_topo_warn(s->topo, "%s port %d: no readable state; taken as down", nic->name, num);
+        sharc_snprintf(port->state, sizeof(port->state), "unknown");
+    }
+    /* "4: ACTIVE" */
+    state = strtol(port->state, NULL, 10);
+    port->active = (state == 4);
+    if (sharc_topo_attr(portdir, "link_layer", port->link_layer, sizeof(port->link_layer)) != 0) {
+        sharc_topo_warn(s->topo, "%s port %d: no readable link_layer", nic->name, num);
+    }
+    /* "400 Gb/sec (4X NDR)" */
+    if (sharc_topo_attr(portdir, "rate", rate, sizeof(rate)) != 0 ||
+        sscanf(rate, "%lf Gb/sec", &port->rate_gbps) != 1 || !(port->rate_gbps >= 0) ||
+        port->rate_gbps > 1e6) {
+        sharc_topo_warn(s->topo, "%s port %d: rate unreadable; bandwidth unknown", nic->name, num);
+        port->rate_gbps = 0;
+    }
+    sharc_topo_read_gids(s, nic->name, portdir, port);
+    nic->nports++;
+}
+
+static void sharc_topo_add_rdma(sharc_topo_sysfs_t *s, const char *name)
+{
+    sharc_topo_t *topo = s->topo;
+    char rel[PATH_MAX], real[PATH_MAX], dir[PATH_MAX];
+    struct dirent **ports;
+    sharc_topo_nic_t *nic;
+    int n;
+
+    if (topo->nnics == SHARC_TOPO_MAX_NICS) {
+        sharc_topo_warn(topo, "class/infiniband/%s: more than %d RDMA devices; ignored", name,
+                        SHARC_TOPO_MAX_NICS);
+        return;
+    }
+    sharc_snprintf(rel, sizeof(rel), "class/infiniband/%s", name);
+    if (sharc_topo_resolve(s, rel, real) != 0) {
+        return;
+    }
+    nic = &topo->nics[topo->nnics];
+    memset(nic, 0, sizeof(*nic));
+    sharc_snprintf(nic->name, sizeof(nic->name), "%s", name);
+    nic->pci.numa = -1;
+    sharc_snprintf(rel, sizeof(rel), "class/infiniband/%s/device", name);
+    if (sharc_topo_resolve(s, rel, dir) != 0 || sharc_topo_pci_from_path(s, dir, &nic->pci) != 0) {
+        sharc_topo_warn(topo, "%s: no PCI device; distances unknown", name);
+    } else {
+        sharc_topo_driver(dir, nic->driver, sizeof(nic->driver));
+    }
+    sharc_snprintf(dir, sizeof(dir), "%s/ports", real);
+    n = sharc_topo_list(dir, &ports);
+    if (n < 0) {
+        sharc_topo_warn(topo, "%s: no ports directory", name);
+        n = 0;
+        ports = NULL;
+    }
+    for (int i = 0; i < n; i++) {
+        char portdir[PATH_MAX], *end;
+        long num = strtol(ports[i]->d_name, &end, 10);
+
+        if (ports[i]->d_name[0] == '.' || *end != '\0' || num <= 0 || num > 255) {
+            continue;
+        }
+        if (nic->nports == SHARC_TOPO_MAX_PORTS) {
+            sharc_topo_warn(topo, "%s: more than %d ports; the rest are ignored", name,
+                            SHARC_TOPO_MAX_PORTS);
+            break;
+        }
+        sharc_snprintf(portdir, sizeof(portdir), "%s/%s", dir, ports[i]->d_name);
+        sharc_topo_read_port(s, nic, portdir, (int)num);
+    }
+    sharc_topo_free_list(ports, n);
+    /* EFA by its driver: its devices are named after their PCI slot (rdmap16s27), and
+     * its link layer reads "Unspecified". */
+    if (strcmp(nic->driver, "efa") == 0) {
+        nic->fabric = SHARC_TOPO_FABRIC_EFA;
+    } else if (nic->nports > 0 && strcmp(nic->ports[0].link_layer, "InfiniBand") == 0) {
+        nic->fabric = SHARC_TOPO_FABRIC_IB;
+    } else if (nic->nports > 0 && strcmp(nic->ports[0].link_layer, "Ethernet") == 0) {
+        nic->fabric = SHARC_TOPO_FABRIC_ROCE;
+    } else {
+        nic->fabric = SHARC_TOPO_FABRIC_UNKNOWN;
+        nic->nports = SHARC_MAX(nic->nports, 0);
+        sharc_topo_warn(topo, "%s: link layer '%s' and driver '%s' say no known fabric", name,
+                        nic->nports > 0 ? nic->ports[0].link_layer : "", nic->driver);
+    }
+    topo->nnics++;
+}
+
+static void sharc_topo_read_rdma(sharc_topo_sysfs_t *s)
+{
+    struct dirent **list;
+    char dir[PATH_MAX];
+    int n;
+
+    sharc_snprintf(dir, sizeof(dir), "%s/class/infiniband", s->root);
+    n = sharc_topo_list(dir, &list);
+    if (n < 0) {
+        return; /* no RDMA devices (or no driver loaded): nothing to say */
+    }
+    for (int i = 0; i < n; i++) {
+        if (list[i]->d_name[0] != '.') {
+            sharc_topo_add_rdma(s, list[i]->d_name);
+        }
+    }
+    sharc_topo_free_list(list, n);
+}
+
+/* Interfaces that are not a way off the node. */
+static int sharc_topo_netdev_skipped(const char *name)
+{
+    static const char *const prefixes[] = {"lo",      "veth", "docker", "br-", "virbr", "cni",
+                                           "flannel", "cali", "vxlan",  "tun", "tap"};
+
+    for (size_t i = 0; i < SHARC_ARRAY_SIZE(prefixes); i++) {
+        if (strncmp(name, prefixes[i], strlen(prefixes[i])) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void sharc_topo_add_netdev(sharc_topo_sysfs_t *s, const char *name)
+{
+    sharc_topo_t *topo = s->topo;
+    char rel[PATH_MAX], real[PATH_MAX], dev[PATH_MAX], state[32];
+    sharc_topo_netdev_t *nd;
+    struct stat st;
+    long speed;
+
+    if (strlen(name) >= sizeof(nd->name)) {
+        return;
+    }
+    sharc_snprintf(rel, sizeof(rel), "class/net/%s", name);
+    if (topo->nifaces < (int)SHARC_ARRAY_SIZE(topo->ifaces)) {
+        sharc_snprintf(dev, sizeof(dev), "%s/%s", s->root, rel);
+        sharc_snprintf(topo->ifaces[topo->nifaces].name, sizeof(topo->ifaces[0].name), "%s", name);
+        topo->ifaces[topo->nifaces].up =
+            (sharc_topo_attr(dev, "operstate", state, sizeof(state)) == 0 &&
+             (strcmp(state, "up") == 0 || strcmp(state, "unknown") == 0));
+        topo->nifaces++;
+    }
+    if (sharc_topo_netdev_skipped(name)) {
+        return;
+    }
+    if (sharc_topo_resolve(s, rel, real) != 0) {
+        return;
+    }
+    sharc_snprintf(dev, sizeof(dev), "%s/bridge", real);
+    if (stat(dev, &st) == 0) {
+        return; /* a bridge: its ports are listed themselves */
+    }
+    sharc_snprintf(dev, sizeof(dev), "%s/device", real);
+    if (lstat(dev, &st) != 0) {
+        return; /* virtual: no device behind it */
+    }
+    if (topo->nnetdevs == SHARC_TOPO_MAX_NETDEVS) {
+        sharc_topo_warn(topo, "%s: more than %d interfaces; ignored", rel, SHARC_TOPO_MAX_NETDEVS);
+        return;
+    }
+    nd = &topo->netdevs[topo->nnetdevs];
+    memset(nd, 0, sizeof(*nd));
+    sharc_snprintf(nd->name, sizeof(nd->name), "%s", name);
+    nd->pci.numa = -1;
+    if (sharc_topo_pci_from_path(s, real, &nd->pci) != 0) {
+        sharc_topo_warn(topo, "%s: not on PCI; position unknown", name);
+    }
+    sharc_topo_driver(dev, nd->driver, sizeof(nd->driver));
+    /* Reading speed fails (EINVAL) on a link that is down; -1 means unknown. */
+    nd->speed_mbps = -1;
+    if (sharc_topo_attr_int(real, "speed", &speed) == 0 && speed > 0 && speed < 10000000) {
+        nd->speed_mbps = (int)speed;
+    }
+    nd->up =
+        (sharc_topo_attr(real, "operstate", state, sizeof(state)) == 0 && strcmp(state, "up") == 0);
+    topo->nnetdevs++;
+}
+
+static void sharc_topo_read_net(sharc_topo_sysfs_t *s)
+{
+    sharc_topo_t *topo = s->topo;
+    struct dirent **list;
+    char dir[PATH_MAX];
+    int n;
+
+    sharc_snprintf(dir, sizeof(dir), "%s/class/net", s->root);
+    n = sharc_topo_list(dir, &list);
+    if (n < 0) {
+        sharc_topo_warn(topo, "class/net: %s; no Ethernet interfaces found", strerror(errno));
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        if (list[i]->d_name[0] != '.') {
+            sharc_topo_add_netdev(s, list[i]->d_name);
+        }
+    }
+    sharc_topo_free_list(list, n);
+    /* An RDMA device and an interface on one PCI function are one port (RoCE, IPoIB). */
+    for (int d = 0; d < topo->nnetdevs; d++) {
+        for (int k = 0; k < topo->nnics; k++) {
+            if (topo->netdevs[d].pci.busid[0] != '\0' &&
+                strcmp(topo->netdevs[d].pci.busid, topo->nics[k].pci.busid) == 0) {
+                sharc_snprintf(topo->netdevs[d].rdma, sizeof(topo->netdevs[d].rdma), "%s",
+                               topo->nics[k].name);
+                if (topo->nics[k].netdev[0] == '\0') {
+                    sharc_snprintf(topo->nics[k].netdev, sizeof(topo->nics[k].netdev), "%s",
+                                   topo->netdevs[d].name);
+                }
+            }
+        }
+    }
+}
+
+static void sharc_topo_read_cpus(sharc_topo_sysfs_t *s)
+{
+    sharc_topo_t *topo = s->topo;
+    unsigned char seen[256] = {0};
+    struct dirent **list;
+    char dir[PATH_MAX];
+    int n;
+
+    sharc_snprintf(dir, sizeof(dir), "%s/devices/system/node", s->root);
+    n = sharc_topo_list(dir, &list);
+    for (int i = 0; i < n; i++) {
+        char *end, node[PATH_MAX];
+        long num;
+
+        if (strncmp(list[i]->d_name, "node", 4) != 0) {
+            continue;
+        }
+        num = strtol(list[i]->d_name + 4, &end, 10);
+        if (*end != '\0' || num < 0 || num >= SHARC_TOPO_MAX_NUMA) {
+            continue;
+        }
+        sharc_snprintf(node, sizeof(node), "%s/%s", dir, list[i]->d_name);
+        if (sharc_topo_attr(node, "cpulist", topo->cpu.cpulist[num],
+                            sizeof(topo->cpu.cpulist[num])) != 0) {
+            sharc_topo_warn(topo, "NUMA node %ld: no readable cpulist", num);
+        }
+        topo->cpu.nnuma = SHARC_MAX(topo->cpu.nnuma, (int)num + 1);
+    }
+    if (n >= 0) {
+        sharc_topo_free_list(list, n);
+    }
+
+    sharc_snprintf(dir, sizeof(dir), "%s/devices/system/cpu", s->root);
+    n = sharc_topo_list(dir, &list);
+    for (int i = 0; i < n; i++) {
+        char topodir[PATH_MAX];
+        long pkg;
+
+        if (strncmp(list[i]->d_name, "cpu", 3) != 0 ||
+            !isdigit((unsigned char)list[i]->d_name[3])) {
+            continue;
+        }
+        sharc_snprintf(topodir, sizeof(topodir), "%s/%s/topology", dir, list[i]->d_name);
+        if (sharc_topo_attr_int(topodir, "physical_package_id", &pkg) == 0 && pkg >= 0 &&
+            pkg < (long)sizeof(seen)) {
+            topo->cpu.nsockets += !seen[pkg];
+            seen[pkg] = 1;
+        }
+    }
+    if (n >= 0) {
+        sharc_topo_free_list(list, n);
+    }
+    if (topo->cpu.nnuma == 0) {
+        sharc_topo_warn(topo, "devices/system/node: no NUMA nodes found");
+    }
+}
+
+sharc_status_t sharc_topo_read_sysfs(sharc_topo_t *topo, const char *root)
+{
+    sharc_topo_sysfs_t *s;
+    struct stat st;
+
+    if (stat(root, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        sharc_error("sysfs root %s is not a directory", root);
+        return SHARC_ERR_INVALID;
+    }
+    s = calloc(1, sizeof(*s));
+    if (s == NULL) {
+        sharc_error("out of memory reading %s", root);
+        return SHARC_ERR_NOMEM;
+    }
+    s->topo = topo;
+    if (realpath(root, s->root) == NULL) {
+        sharc_error("cannot resolve sysfs root %s: %m", root);
+        free(s);
+        return SHARC_ERR_INVALID;
+    }
+    if (strcmp(s->root, "/") == 0) {
+        s->root[0] = '\0';
+    }
+    sharc_snprintf(topo->source, sizeof(topo->source), "sysfs %s", root);
+    sharc_topo_read_pci(s);
+    sharc_topo_read_rdma(s);
+    sharc_topo_read_net(s);
+    sharc_topo_read_cpus(s);
+    free(s);
+    return SHARC_OK;
+}
