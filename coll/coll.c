@@ -21,7 +21,7 @@
 static const char *const sharc_coll_names[SHARC_COLL_LAST] = {
     [SHARC_COLL_ALLGATHER] = "allgather", [SHARC_COLL_REDUCE_SCATTER] = "reduce_scatter",
     [SHARC_COLL_ALLREDUCE] = "allreduce", [SHARC_COLL_BROADCAST] = "broadcast",
-    [SHARC_COLL_BARRIER] = "barrier",
+    [SHARC_COLL_ALLTOALL] = "alltoall",   [SHARC_COLL_BARRIER] = "barrier",
 };
 
 /*
@@ -48,6 +48,10 @@ static const sharc_coll_rule_t sharc_coll_rules[] = {
     {SHARC_COLL_ALLREDUCE, SIZE_MAX, 0, &sharc_coll_allreduce_ring},
     {SHARC_COLL_BROADCAST, 64 << 10, 0, &sharc_coll_broadcast_binomial},
     {SHARC_COLL_BROADCAST, SIZE_MAX, 0, &sharc_coll_broadcast_chain},
+    /* alltoall: equal up to ~256 KiB on 2 and 4 ranks; above, pairwise's few messages in
+     * flight (and, in place, its few blocks of scratch) win */
+    {SHARC_COLL_ALLTOALL, 256 << 10, 0, &sharc_coll_alltoall_direct},
+    {SHARC_COLL_ALLTOALL, SIZE_MAX, 0, &sharc_coll_alltoall_pairwise},
     {SHARC_COLL_BARRIER, SIZE_MAX, 0, &sharc_coll_barrier_dissemination},
 };
 
@@ -67,6 +71,8 @@ static const struct {
     {SHARC_COLL_ALLREDUCE, &sharc_coll_allreduce_recursive_doubling, 1},
     {SHARC_COLL_BROADCAST, &sharc_coll_broadcast_chain, 0},
     {SHARC_COLL_BROADCAST, &sharc_coll_broadcast_binomial, 0},
+    {SHARC_COLL_ALLTOALL, &sharc_coll_alltoall_direct, 0},
+    {SHARC_COLL_ALLTOALL, &sharc_coll_alltoall_pairwise, 0},
 };
 
 static const char *const *const sharc_coll_algo_names[] = {
@@ -74,14 +80,21 @@ static const char *const *const sharc_coll_algo_names[] = {
     [SHARC_COLL_REDUCE_SCATTER] = sharc_cfg_reduce_scatter_algos,
     [SHARC_COLL_ALLREDUCE] = sharc_cfg_allreduce_algos,
     [SHARC_COLL_BROADCAST] = sharc_cfg_broadcast_algos,
+    [SHARC_COLL_ALLTOALL] = sharc_cfg_alltoall_algos,
 };
 
-/* nccl-tests' size of a collective: bytes of its larger side. */
+/* sharc_cfg_t.algo is indexed by sharc_coll_type_t: every collective before the barrier */
+_Static_assert(SHARC_ARRAY_SIZE(((sharc_cfg_t *)0)->algo) == SHARC_COLL_BARRIER &&
+                   SHARC_ARRAY_SIZE(sharc_coll_algo_names) == SHARC_COLL_BARRIER,
+               "SHARC_<COLL>_ALGO knobs and sharc_coll_type_t disagree");
+
+/* nccl-tests' size of a collective: bytes of its larger side (alltoall: all blocks). */
 static size_t sharc_coll_size(const sharc_comm_h comm, const sharc_coll_args_t *a)
 {
     size_t bytes = a->count * sharc_dtype_size(a->dtype);
 
-    return (a->type == SHARC_COLL_ALLGATHER || a->type == SHARC_COLL_REDUCE_SCATTER)
+    return (a->type == SHARC_COLL_ALLGATHER || a->type == SHARC_COLL_REDUCE_SCATTER ||
+            a->type == SHARC_COLL_ALLTOALL)
                ? bytes * (size_t)comm->size
                : bytes;
 }
@@ -92,7 +105,7 @@ static sharc_status_t sharc_coll_select(sharc_comm_h comm, const sharc_coll_args
     int pow2 = (comm->size & (comm->size - 1)) == 0, forced = 0;
     size_t size = sharc_coll_size(comm, a);
 
-    if (a->type <= SHARC_COLL_BROADCAST) { /* the collectives with a SHARC_<COLL>_ALGO knob */
+    if (a->type < SHARC_COLL_BARRIER) { /* the collectives with a SHARC_<COLL>_ALGO knob */
         forced = comm->ctx->cfg->algo[a->type];
     }
     if (forced != 0) {
@@ -162,6 +175,7 @@ static void sharc_coll_release(sharc_coll_task_t *task)
 {
     /* whatever state the algorithm allocated lives in these fields (NULL when unused) */
     free(task->reqs);
+    free(task->scratch);
     sharc_coll_ring_cleanup(&task->ring);
     free(task);
 }
@@ -432,6 +446,7 @@ static sharc_status_t sharc_coll_check(sharc_comm_h comm, const sharc_coll_args_
         sbytes = rbytes * n;
         break;
     case SHARC_COLL_ALLREDUCE: sbytes = rbytes = a->count * esize; break;
+    case SHARC_COLL_ALLTOALL: sbytes = rbytes = a->count * esize * n; break;
     case SHARC_COLL_BROADCAST:
         if (a->root < 0 || a->root >= comm->size) {
             sharc_error("broadcast: root %d is not a rank of this %d-rank communicator", a->root,
@@ -467,6 +482,7 @@ static sharc_status_t sharc_coll_check(sharc_comm_h comm, const sharc_coll_args_
         break;
     case SHARC_COLL_ALLREDUCE:
     case SHARC_COLL_BROADCAST:
+    case SHARC_COLL_ALLTOALL:
         if (a->sendbuf != a->recvbuf &&
             sharc_coll_overlap(a->sendbuf, sbytes, a->recvbuf, rbytes)) {
             sharc_error("%s: sendbuf and recvbuf overlap without being equal", name);
@@ -644,6 +660,14 @@ sharc_status_t sharc_broadcast(const void *sendbuf, void *recvbuf, size_t count,
 {
     sharc_coll_args_t a = {SHARC_COLL_BROADCAST, sendbuf, recvbuf, count, dtype,
                            SHARC_OP_SUM,         root};
+
+    return sharc_coll_post(comm, &a, req_p);
+}
+
+sharc_status_t sharc_alltoall(const void *sendbuf, void *recvbuf, size_t count, sharc_dtype_t dtype,
+                              sharc_comm_h comm, sharc_request_h *req_p)
+{
+    sharc_coll_args_t a = {SHARC_COLL_ALLTOALL, sendbuf, recvbuf, count, dtype, SHARC_OP_SUM, 0};
 
     return sharc_coll_post(comm, &a, req_p);
 }

@@ -22,7 +22,8 @@ typedef enum {
     SHARC_COLL_REDUCE_SCATTER,
     SHARC_COLL_ALLREDUCE,
     SHARC_COLL_BROADCAST,
-    SHARC_COLL_BARRIER,
+    SHARC_COLL_ALLTOALL,
+    SHARC_COLL_BARRIER, /* the one collective without a SHARC_<COLL>_ALGO knob */
     SHARC_COLL_LAST
 } sharc_coll_type_t;
 
@@ -30,7 +31,9 @@ typedef struct {
     sharc_coll_type_t type;
     const void *sendbuf;
     void *recvbuf;
-    size_t count; /* allgather: per rank; reduce_scatter: per rank (recvcount); else total */
+    /* allgather: per rank; alltoall: per block (peer); reduce_scatter: per rank (recvcount);
+     * else total */
+    size_t count;
     sharc_dtype_t dtype;
     sharc_op_t op;
     int root;
@@ -104,8 +107,10 @@ struct sharc_request {
     int phase;
     sharc_coll_ring_t ring;
     size_t step;
+    size_t retired; /* windowed algorithms: steps whose requests have all completed */
     sharc_tp_req_t *reqs;
     size_t nreqs;
+    char *scratch; /* the algorithm's own scratch, or NULL; freed with the task */
 };
 
 /* Communicator-level state of the collective layer (the communicator owns one). */
@@ -153,6 +158,8 @@ extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_reduce_scatter_ring;
 extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_allreduce_ring;
 extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_broadcast_chain;
 extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_broadcast_binomial;
+extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_alltoall_direct;
+extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_alltoall_pairwise;
 extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_barrier_dissemination;
 
 #endif

@@ -24,13 +24,19 @@
 
 #include "perf_util.h"
 
-typedef enum { PERF_ALLGATHER, PERF_REDUCE_SCATTER, PERF_ALLREDUCE, PERF_BROADCAST } perf_coll_t;
+typedef enum {
+    PERF_ALLGATHER,
+    PERF_REDUCE_SCATTER,
+    PERF_ALLREDUCE,
+    PERF_BROADCAST,
+    PERF_ALLTOALL,
+    PERF_LAST
+} perf_coll_t;
 
 static const char *const perf_colls[] = {
-    [PERF_ALLGATHER] = "allgather",
-    [PERF_REDUCE_SCATTER] = "reduce_scatter",
-    [PERF_ALLREDUCE] = "allreduce",
-    [PERF_BROADCAST] = "broadcast",
+    [PERF_ALLGATHER] = "allgather", [PERF_REDUCE_SCATTER] = "reduce_scatter",
+    [PERF_ALLREDUCE] = "allreduce", [PERF_BROADCAST] = "broadcast",
+    [PERF_ALLTOALL] = "alltoall",
 };
 
 typedef struct {
@@ -44,7 +50,7 @@ typedef struct {
     const char *json;
 } perf_opts_t;
 
-/* nccl-tests' bus bandwidth factors. */
+/* nccl-tests' bus bandwidth factors (alltoall: (n-1)/n, as all-gather). */
 static double perf_bus_factor(perf_coll_t coll, int n)
 {
     switch (coll) {
@@ -61,10 +67,14 @@ static double perf_now(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* Buffers for one size: "size" is nccl-tests' size (the larger side of the collective). */
+/*
+ * Buffers for one size: "size" is nccl-tests' size (the larger side of the collective;
+ * alltoall: the bytes each rank sends in all, n blocks of blockcount elements).
+ */
 typedef struct {
     size_t size, count; /* bytes and elements of the larger side */
     size_t sendcount, recvcount;
+    size_t blockcount; /* alltoall: elements per peer */
     char *send, *recv;
 } perf_bufs_t;
 
@@ -81,6 +91,10 @@ static void perf_layout(const perf_opts_t *o, int n, size_t size, perf_bufs_t *b
     case PERF_REDUCE_SCATTER:
         b->recvcount = b->count / n;
         b->sendcount = b->recvcount * n;
+        break;
+    case PERF_ALLTOALL:
+        b->blockcount = b->count / n;
+        b->sendcount = b->recvcount = b->blockcount * n;
         break;
     default: b->sendcount = b->recvcount = b->count; break;
     }
@@ -105,6 +119,9 @@ static sharc_status_t perf_run_sharc(const perf_opts_t *o, sharc_comm_h comm, pe
     case PERF_ALLREDUCE:
         return sharc_allreduce(b->send, inplace ? b->send : b->recv, b->count, o->dtype, o->op,
                                comm, NULL);
+    case PERF_ALLTOALL:
+        return sharc_alltoall(b->send, inplace ? b->send : b->recv, b->blockcount, o->dtype, comm,
+                              NULL);
     default:
         return sharc_broadcast(b->send, inplace ? b->send : b->recv, b->count, o->dtype, o->root,
                                comm, NULL);
@@ -128,7 +145,9 @@ static int perf_mpi_types(const perf_opts_t *o, MPI_Datatype *dt_p, MPI_Op *op_p
     case SHARC_OP_MIN: *op_p = MPI_MIN; break;
     case SHARC_OP_MAX: *op_p = MPI_MAX; break;
     default: /* MPI has no average: fine where nothing is reduced */
-        return (o->coll == PERF_ALLGATHER || o->coll == PERF_BROADCAST) ? 0 : -1;
+        return (o->coll == PERF_ALLGATHER || o->coll == PERF_BROADCAST || o->coll == PERF_ALLTOALL)
+                   ? 0
+                   : -1;
     }
     return 0;
 }
@@ -148,6 +167,9 @@ static int perf_run_mpi(const perf_opts_t *o, perf_bufs_t *b)
                                         MPI_COMM_WORLD);
     case PERF_ALLREDUCE:
         return MPI_Allreduce(b->send, b->recv, (int)b->count, dt, op, MPI_COMM_WORLD);
+    case PERF_ALLTOALL:
+        return MPI_Alltoall(b->send, (int)b->blockcount, dt, b->recv, (int)b->blockcount, dt,
+                            MPI_COMM_WORLD);
     default: return MPI_Bcast(b->send, (int)b->count, dt, o->root, MPI_COMM_WORLD);
     }
 }
@@ -189,6 +211,25 @@ static size_t perf_check(const perf_opts_t *o, sharc_comm_h comm, perf_bufs_t *b
             return b->count;
         }
         return perf_wrong(inplace ? b->send : b->recv, o->dtype, b->count, 0, -1, n, o->op);
+    case PERF_ALLTOALL:
+        /* block j of rank r's sendbuf holds perf_input(r, j * (blockcount + 1) + k): the
+         * sender and the destination both show in the values (perf_input has period 4) */
+        for (int j = 0; j < n; j++) {
+            perf_fill(b->send + j * b->blockcount * esize, o->dtype, b->blockcount, rank,
+                      (size_t)j * (b->blockcount + 1), o->op);
+        }
+        if (perf_run_sharc(o, comm, b, inplace) != SHARC_OK) {
+            return b->count;
+        }
+        {
+            size_t wrong = 0;
+            for (int r = 0; r < n; r++) {
+                wrong +=
+                    perf_wrong((inplace ? b->send : b->recv) + r * b->blockcount * esize, o->dtype,
+                               b->blockcount, (size_t)rank * (b->blockcount + 1), r, n, o->op);
+            }
+            return wrong;
+        }
     default:
         perf_fill(b->send, o->dtype, b->count, rank, 0, o->op);
         if (perf_run_sharc(o, comm, b, inplace) != SHARC_OK) {
@@ -436,9 +477,11 @@ static int perf_sweep(const perf_opts_t *o, sharc_context_h ctx, sharc_comm_h co
 static void perf_usage(FILE *out)
 {
     fprintf(out,
-            "usage: sharc-perf allgather|reduce_scatter|allreduce|broadcast [options]\n"
+            "usage: sharc-perf allgather|reduce_scatter|allreduce|broadcast|alltoall [options]\n"
             "  -b, --minbytes N     smallest size (default 32M); K, M, G suffixes\n"
             "  -e, --maxbytes N     largest size (default 32M)\n"
+            "                       a size is a rank's larger buffer, as in nccl-tests (alltoall:\n"
+            "                       all n blocks a rank sends)\n"
             "  -i, --stepbytes N    step between sizes (default: use -f)\n"
             "  -f, --stepfactor F   factor between sizes (default 2)\n"
             "  -n, --iters N        timed iterations per size (default 20)\n"
@@ -523,9 +566,9 @@ int main(int argc, char **argv)
         perf_usage(argc >= 2 && strcmp(argv[1], "-h") == 0 ? stdout : stderr);
         return argc >= 2 && strcmp(argv[1], "-h") == 0 ? 0 : 2;
     }
-    for (c = 0; c < 4 && strcmp(argv[1], perf_colls[c]) != 0; c++) {
+    for (c = 0; c < PERF_LAST && strcmp(argv[1], perf_colls[c]) != 0; c++) {
     }
-    if (c == 4) {
+    if (c == PERF_LAST) {
         fprintf(stderr, "sharc-perf: unknown collective '%s'\n", argv[1]);
         perf_usage(stderr);
         return 2;

@@ -53,6 +53,7 @@ const char *const sharc_cfg_reduce_scatter_algos[] = {"auto", "ring", "recursive
                                                       NULL};
 const char *const sharc_cfg_allreduce_algos[] = {"auto", "ring", "recursive_doubling", NULL};
 const char *const sharc_cfg_broadcast_algos[] = {"auto", "chain", "binomial", NULL};
+const char *const sharc_cfg_alltoall_algos[] = {"auto", "direct", "pairwise", NULL};
 
 #define SHARC_CFG_OFF(_field) offsetof(sharc_cfg_t, _field)
 
@@ -133,6 +134,10 @@ static const sharc_cfg_field_t sharc_cfg_table[] = {
     {"BROADCAST_ALGO", "auto",
      "Broadcast algorithm: auto, chain (pipelined, large messages) or binomial (small).",
      SHARC_CFG_ENUM, SHARC_CFG_OFF(algo[3]), sharc_cfg_broadcast_algos, 3, 0, 0},
+    {"ALLTOALL_ALGO", "auto",
+     "All-to-all algorithm: auto, direct (every exchange posted at once) or pairwise (one peer "
+     "per step, a few steps in flight; in place through a few blocks of scratch).",
+     SHARC_CFG_ENUM, SHARC_CFG_OFF(algo[4]), sharc_cfg_alltoall_algos, 3, 0, 0},
 };
 
 #define SHARC_CFG_NKNOBS SHARC_ARRAY_SIZE(sharc_cfg_table)

@@ -27,7 +27,9 @@ typedef struct {
     size_t coll_chunk;        /* bytes per pipelined chunk of the ring and chain algorithms */
     int progress_thread;      /* a thread per communicator progresses its collectives */
     int check;                /* compare every collective's arguments across ranks first */
-    int algo[4]; /* SHARC_{ALLGATHER,REDUCE_SCATTER,ALLREDUCE,BROADCAST}_ALGO, 0 = auto */
+    /* SHARC_{ALLGATHER,REDUCE_SCATTER,ALLREDUCE,BROADCAST,ALLTOALL}_ALGO, indexed by
+     * sharc_coll_type_t; 0 = auto */
+    int algo[5];
 } sharc_cfg_t;
 
 /* SHARC_TRANSPORT values; the registry in transport/ maps them to backends. */
@@ -48,6 +50,7 @@ extern SHARC_HIDDEN const char *const sharc_cfg_allgather_algos[];
 extern SHARC_HIDDEN const char *const sharc_cfg_reduce_scatter_algos[];
 extern SHARC_HIDDEN const char *const sharc_cfg_allreduce_algos[];
 extern SHARC_HIDDEN const char *const sharc_cfg_broadcast_algos[];
+extern SHARC_HIDDEN const char *const sharc_cfg_alltoall_algos[];
 
 /** The parsed view of a configuration. */
 SHARC_HIDDEN const sharc_cfg_t *sharc_config_parsed(sharc_config_h config);

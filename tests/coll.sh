@@ -29,12 +29,14 @@ run_ok "collectives over shm + UCX on 2 nodes, 5 ranks" env UCX_TLS=tcp,self "$L
 run_ok "collectives in 4 KiB chunks, 4 ranks" env SHARC_COLL_CHUNK=4k "$LAUNCH" --mode env -n 4 \
     -- "$BIN/test_coll" 100003
 # every algorithm, forced (auto picks one-step algorithms for small sizes, rings for large)
-run_ok "forced rings and chain, 3 ranks" env SHARC_ALLGATHER_ALGO=ring \
+run_ok "forced rings, chain and pairwise, 3 ranks" env SHARC_ALLGATHER_ALGO=ring \
     SHARC_REDUCE_SCATTER_ALGO=ring SHARC_ALLREDUCE_ALGO=ring SHARC_BROADCAST_ALGO=chain \
-    "$LAUNCH" --mode env -n 3 -- "$BIN/test_coll" 100003
+    SHARC_ALLTOALL_ALGO=pairwise "$LAUNCH" --mode env -n 3 -- "$BIN/test_coll" 100003
 run_ok "forced direct and binomial, 5 ranks" env SHARC_ALLGATHER_ALGO=direct \
-    SHARC_REDUCE_SCATTER_ALGO=direct SHARC_BROADCAST_ALGO=binomial \
+    SHARC_REDUCE_SCATTER_ALGO=direct SHARC_BROADCAST_ALGO=binomial SHARC_ALLTOALL_ALGO=direct \
     "$LAUNCH" --mode env -n 5 -- "$BIN/test_coll" 100003
+run_ok "forced pairwise alltoall, 4 ranks" env SHARC_ALLTOALL_ALGO=pairwise "$LAUNCH" \
+    --mode env -n 4 -- "$BIN/test_coll" 100003
 for n in 2 4 8; do
     run_ok "forced recursive doubling and halving, $n ranks" \
         env SHARC_ALLGATHER_ALGO=recursive_doubling SHARC_ALLREDUCE_ALGO=recursive_doubling \
@@ -57,6 +59,10 @@ run_fail "SHARC_CHECK names the ranks and what differed" 10 \
     "SHARC_CHECK: rank 2 called allgather\(4096 f32\), rank 0 called reduce_scatter\(4096 f32, sum\), seq 1" \
     env SHARC_CHECK=1 SHARCTEST_MISMATCH_RANK=2 "$LAUNCH" --mode env -n 3 -- sh -c \
     '"$0" >&2; exit 1' "$BIN/test_coll"
+run_fail "SHARC_CHECK describes an alltoall" 10 \
+    "SHARC_CHECK: rank 1 called alltoall\(4096 f32\), rank 0 called reduce_scatter\(4096 f32, sum\)" \
+    env SHARC_CHECK=1 SHARCTEST_MISMATCH_RANK=1 SHARCTEST_MISMATCH_ALLTOALL=1 "$LAUNCH" \
+    --mode env -n 2 -- sh -c '"$0" >&2; exit 1' "$BIN/test_coll"
 
 # A rank that dies: the others fail, and the communicator fails every later collective at
 # once. Over shm a dead peer on the node is noticed (its pid is gone) within about a second;

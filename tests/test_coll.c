@@ -1,10 +1,11 @@
 /*
  * test_coll.c: one rank of the multi-rank collective test (public API only). Every
- * collective x dtype x op x in-place/out-of-place at counts 0, 1, 7, 4097 (and 1M + 3 for
- * some), with inputs whose exact result is known (small integers, so float sums are exact;
- * AVG checked against the same one rounding the library promises), guard bytes around every
- * output, several collectives in flight at once, and bad arguments refused on the calling
- * rank before any communication.
+ * collective (alltoall included) x dtype x op x in-place/out-of-place at counts 0, 1, 7,
+ * 4097 (and 1M + 3 for some), with inputs whose exact result is known (small integers, so
+ * float sums are exact; AVG checked against the same one rounding the library promises; each
+ * alltoall block marked with its source and destination), guard bytes around every output,
+ * several collectives in flight at once, and bad arguments refused on the calling rank before
+ * any communication.
  */
 #include <math.h>
 #include <stdint.h>
@@ -250,13 +251,63 @@ static void run_broadcast(sharc_comm_h comm, sharc_dtype_t dt, size_t count, int
     }
 }
 
+/*
+ * All-to-all element i of the block rank src sends to rank dst: a small integer (exact in
+ * every dtype, u8 and bf16 included) that differs between the blocks of any two (src, dst)
+ * pairs of up to 8 ranks at the same i, and between neighbouring elements of one block.
+ */
+static double a2a_value(int src, int dst, size_t i)
+{
+    return 1.0 + (double)(((size_t)src * 8 + (size_t)dst + i * 5) % 251);
+}
+
+static double want_a2a(size_t i, void *arg)
+{
+    want_arg_t *a = arg;
+    /* recvbuf element i of rank a->rank: block i / count came from rank i / count */
+    return a2a_value((int)(i / a->count), a->rank, i % a->count);
+}
+
+static double want_a2a_sent(size_t i, void *arg)
+{
+    want_arg_t *a = arg;
+    return a2a_value(a->rank, (int)(i / a->count), i % a->count);
+}
+
+static void run_alltoall(sharc_comm_h comm, sharc_dtype_t dt, size_t count, int inplace)
+{
+    size_t esize = sharc_dtype_size(dt), total = count * (size_t)nranks;
+    char *recv = alloc_guarded(total * esize),
+         *send = inplace ? recv : alloc_guarded(total * esize);
+    want_arg_t a = {dt, SHARC_OP_SUM, me, count};
+    sharc_status_t st;
+
+    for (size_t i = 0; i < total; i++) {
+        put(send, dt, i, a2a_value(me, (int)(i / count), i % count));
+    }
+    st = sharc_alltoall(send, recv, count, dt, comm, NULL);
+    CHECK_MSG(st == SHARC_OK, "alltoall %s %zu: %s", sharc_dtype_name(dt), count,
+              sharc_status_string(st));
+    CHECK_MSG(count_wrong(recv, dt, 0, total, want_a2a, &a) == 0, "alltoall %s %zu %s wrong",
+              sharc_dtype_name(dt), count, inplace ? "in place" : "");
+    CHECK_MSG(guards_ok(recv, total * esize), "alltoall %s %zu wrote outside recvbuf",
+              sharc_dtype_name(dt), count);
+    if (!inplace) {
+        CHECK_MSG(count_wrong(send, dt, 0, total, want_a2a_sent, &a) == 0 &&
+                      guards_ok(send, total * esize),
+                  "alltoall %s %zu changed sendbuf", sharc_dtype_name(dt), count);
+        free_guarded(send);
+    }
+    free_guarded(recv);
+}
+
 /* Four collectives in flight, waited for in reverse: they still complete in posting order. */
 static void run_inflight(sharc_comm_h comm)
 {
     size_t n = 10007;
     float *ag = malloc(n * nranks * 4), *ar = malloc(n * 4), *rs = malloc(n * nranks * 4);
-    float *rsout = malloc(n * 4), *bc = malloc(n * 4);
-    sharc_request_h req[5];
+    float *rsout = malloc(n * 4), *bc = malloc(n * 4), *aa = malloc(n * nranks * 4);
+    sharc_request_h req[6];
     want_arg_t a = {SHARC_DTYPE_F32, SHARC_OP_SUM, me, n};
 
     for (size_t i = 0; i < n; i++) {
@@ -266,18 +317,20 @@ static void run_inflight(sharc_comm_h comm)
     }
     for (size_t i = 0; i < n * nranks; i++) {
         rs[i] = (float)input(me, i % n, SHARC_OP_SUM);
+        aa[i] = (float)a2a_value(me, (int)(i / n), i % n);
     }
     CHECK(sharc_allgather(ag + me * n, ag, n, SHARC_DTYPE_F32, comm, &req[0]) == SHARC_OK);
     CHECK(sharc_allreduce(ar, ar, n, SHARC_DTYPE_F32, SHARC_OP_SUM, comm, &req[1]) == SHARC_OK);
     CHECK(sharc_reduce_scatter(rs, rsout, n, SHARC_DTYPE_F32, SHARC_OP_SUM, comm, &req[2]) ==
           SHARC_OK);
     CHECK(sharc_broadcast(bc, bc, n, SHARC_DTYPE_F32, 0, comm, &req[3]) == SHARC_OK);
-    CHECK(sharc_barrier(comm, &req[4]) == SHARC_OK);
-    CHECK(sharc_request_wait(req[4]) == SHARC_OK);
-    for (int k = 0; k < 4; k++) { /* posted earlier, so complete already */
+    CHECK(sharc_alltoall(aa, aa, n, SHARC_DTYPE_F32, comm, &req[4]) == SHARC_OK);
+    CHECK(sharc_barrier(comm, &req[5]) == SHARC_OK);
+    CHECK(sharc_request_wait(req[5]) == SHARC_OK);
+    for (int k = 0; k < 5; k++) { /* posted earlier, so complete already */
         CHECK_MSG(sharc_request_test(req[k]) == SHARC_OK, "request %d not complete", k);
     }
-    for (int k = 4; k >= 0; k--) {
+    for (int k = 5; k >= 0; k--) {
         sharc_request_free(req[k]);
     }
     CHECK(count_wrong(ag, SHARC_DTYPE_F32, 0, n * nranks, want_input, &a) == 0);
@@ -285,6 +338,9 @@ static void run_inflight(sharc_comm_h comm)
     CHECK(count_wrong(rsout, SHARC_DTYPE_F32, 0, n, want_reduced, &a) == 0);
     a.rank = 0;
     CHECK(count_wrong(bc, SHARC_DTYPE_F32, 0, n, want_root, &a) == 0);
+    a.rank = me;
+    CHECK(count_wrong(aa, SHARC_DTYPE_F32, 0, n * nranks, want_a2a, &a) == 0);
+    free(aa);
     free(ag);
     free(ar);
     free(rs);
@@ -347,6 +403,14 @@ static void run_bad_args(sharc_comm_h comm)
             CHECK(sharc_allgather(buf + 1, buf, 4, SHARC_DTYPE_F32, comm, NULL) ==
                   SHARC_ERR_INVALID);
         }
+        /* alltoall: in place only when equal; an overlap of one element is refused */
+        CHECK(sharc_alltoall(buf + 1, buf, 64 / (size_t)nranks - 1, SHARC_DTYPE_F32, comm, NULL) ==
+              SHARC_ERR_INVALID);
+        CHECK(sharc_alltoall(NULL, buf, 1, SHARC_DTYPE_F32, comm, NULL) == SHARC_ERR_INVALID);
+        CHECK(sharc_alltoall(buf, NULL, 1, SHARC_DTYPE_F32, comm, NULL) == SHARC_ERR_INVALID);
+        CHECK(sharc_alltoall(buf, buf, 1, (sharc_dtype_t)42, comm, NULL) == SHARC_ERR_INVALID);
+        CHECK(sharc_alltoall(buf, buf + 32, SIZE_MAX / 2, SHARC_DTYPE_F32, comm, NULL) ==
+              SHARC_ERR_INVALID);
         CHECK(sharc_request_wait(NULL) == SHARC_ERR_INVALID);
         CHECK(sharc_allreduce(buf, buf, 4, SHARC_DTYPE_F32, SHARC_OP_SUM, NULL, NULL) ==
               SHARC_ERR_INVALID);
@@ -390,7 +454,9 @@ static int run_mismatch(sharc_comm_h comm, int odd)
     sharc_status_t st;
 
     CHECK(sharc_allreduce(v, v, 16, SHARC_DTYPE_F32, SHARC_OP_SUM, comm, NULL) == SHARC_OK);
-    if (me == odd) {
+    if (me == odd && getenv("SHARCTEST_MISMATCH_ALLTOALL") != NULL) {
+        st = sharc_alltoall(v, v, 4096, SHARC_DTYPE_F32, comm, NULL);
+    } else if (me == odd) {
         st = sharc_allgather(v + me * 4096, v, 4096, SHARC_DTYPE_F32, comm, NULL);
     } else {
         st =
@@ -441,6 +507,7 @@ int main(int argc, char **argv)
             for (int inplace = 0; inplace < 2; inplace++) {
                 run_allgather(comm, (sharc_dtype_t)dt, counts[c], inplace);
                 run_broadcast(comm, (sharc_dtype_t)dt, counts[c], iter++ % nranks, inplace);
+                run_alltoall(comm, (sharc_dtype_t)dt, counts[c], inplace);
                 for (int op = 0; op < SHARC_OP_LAST; op++) {
                     if (op == SHARC_OP_AVG && !is_float((sharc_dtype_t)dt)) {
                         continue; /* refused: see run_bad_args */
@@ -458,6 +525,8 @@ int main(int argc, char **argv)
     run_allreduce(comm, SHARC_DTYPE_F32, SHARC_OP_SUM, big, 0);
     run_allreduce(comm, SHARC_DTYPE_BF16, SHARC_OP_MAX, big, 1);
     run_broadcast(comm, SHARC_DTYPE_U8, big, nranks - 1, 0);
+    run_alltoall(comm, SHARC_DTYPE_F32, big, 0);
+    run_alltoall(comm, SHARC_DTYPE_U8, big, 1);
     run_inflight(comm);
     run_background(comm);
     run_bad_args(comm);

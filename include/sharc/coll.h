@@ -57,6 +57,28 @@ SHARC_API sharc_status_t sharc_broadcast(const void *sendbuf, void *recvbuf, siz
                                          sharc_dtype_t dtype, int root, sharc_comm_h comm,
                                          sharc_request_h *req_p);
 
+/**
+ * All-to-all: sendbuf and recvbuf each hold size * @p count elements, one block of @p count
+ * per rank. Block j of rank i's sendbuf (elements j * count ..) lands in block i of rank j's
+ * recvbuf (as ncclAlltoAll); a rank's own block is copied locally. In place when
+ * sendbuf == recvbuf: every block is sent before the block that replaces it is written (sharc
+ * copies the outgoing blocks to scratch: the whole buffer for small messages, a few blocks
+ * otherwise); any other overlap is SHARC_ERR_INVALID.
+ *
+ * @param[in]  sendbuf  size * count elements; block j goes to rank j
+ * @param[out] recvbuf  size * count elements; block i comes from rank i
+ * @param[in]  count    elements per block (per peer); 0 is valid
+ * @param[in]  dtype    any sharc_dtype_t (the data are moved, not combined)
+ * @param[in]  comm     the communicator; every rank posts the same count and dtype
+ * @param[out] req_p    the request, or NULL to block until the collective completes
+ * @return SHARC_OK (posted, or done when blocking); SHARC_ERR_INVALID for a bad argument, on
+ *         the calling rank alone and before any communication; SHARC_ERR_NOMEM; or the error
+ *         that ended the collective (a blocking call).
+ */
+SHARC_API sharc_status_t sharc_alltoall(const void *sendbuf, void *recvbuf, size_t count,
+                                        sharc_dtype_t dtype, sharc_comm_h comm,
+                                        sharc_request_h *req_p);
+
 /** Completes once every rank has posted it. */
 SHARC_API sharc_status_t sharc_barrier(sharc_comm_h comm, sharc_request_h *req_p);
 
