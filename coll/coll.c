@@ -171,11 +171,44 @@ sharc_status_t sharc_coll_comm_create(sharc_comm_h comm)
 
 /* ---- progress ---------------------------------------------------------------------- */
 
+char *sharc_coll_scratch(sharc_coll_task_t *task, size_t bytes)
+{
+    sharc_coll_comm_t *cc = task->comm->coll;
+
+    if (!cc->scratch_busy) {
+        if (cc->scratch_bytes < bytes) {
+            free(cc->scratch);
+            cc->scratch = malloc(bytes);
+            cc->scratch_bytes = (cc->scratch != NULL) ? bytes : 0;
+        }
+        if (cc->scratch != NULL) {
+            cc->scratch_busy = 1;
+            task->scratch_cached = 1;
+            task->scratch = cc->scratch;
+            return task->scratch;
+        }
+    }
+    task->scratch = malloc(bytes);
+    return task->scratch;
+}
+
+/* The task no longer needs its scratch (lock held). */
+static void sharc_coll_scratch_put(sharc_coll_task_t *task)
+{
+    if (task->scratch_cached) {
+        task->comm->coll->scratch_busy = 0;
+        task->scratch_cached = 0;
+    } else {
+        free(task->scratch);
+    }
+    task->scratch = NULL;
+}
+
 static void sharc_coll_release(sharc_coll_task_t *task)
 {
     /* whatever state the algorithm allocated lives in these fields (NULL when unused) */
     free(task->reqs);
-    free(task->scratch);
+    free(task->scratch); /* a done task's is NULL: sharc_coll_scratch_put took it */
     sharc_coll_ring_cleanup(&task->ring);
     free(task);
 }
@@ -198,6 +231,7 @@ static void sharc_coll_progress(sharc_comm_h comm)
         t->status = (cc->failed != SHARC_OK) ? cc->failed : t->algo->progress(t);
         if (t->status != SHARC_INPROGRESS) {
             t->done = 1;
+            sharc_coll_scratch_put(t);
             if (t->status != SHARC_OK && cc->failed == SHARC_OK) {
                 /* the ranks no longer agree on what is in flight: stop the rest */
                 cc->failed = t->status;
@@ -353,6 +387,9 @@ void sharc_coll_comm_destroy(sharc_comm_h comm)
     }
     pthread_cond_destroy(&cc->cond);
     pthread_mutex_destroy(&cc->lock);
+    if (!cc->scratch_busy) { /* else a task that never finished holds it: leaked with it */
+        free(cc->scratch);
+    }
     free(cc);
     comm->coll = NULL;
 }
@@ -604,6 +641,7 @@ static sharc_status_t sharc_coll_post(sharc_comm_h comm, const sharc_coll_args_t
     task->seq = cc->seq++ & ((1ull << 40) - 1);
     status = task->algo->init(task);
     if (status != SHARC_OK) {
+        sharc_coll_scratch_put(task);
         pthread_mutex_unlock(&cc->lock);
         sharc_coll_release(task);
         return status;

@@ -110,7 +110,8 @@ struct sharc_request {
     size_t retired; /* windowed algorithms: steps whose requests have all completed */
     sharc_tp_req_t *reqs;
     size_t nreqs;
-    char *scratch; /* the algorithm's own scratch, or NULL; freed with the task */
+    char *scratch;      /* from sharc_coll_scratch, or NULL; returned when the task is done */
+    int scratch_cached; /* scratch is the communicator's cached buffer */
 };
 
 /* Communicator-level state of the collective layer (the communicator owns one). */
@@ -123,7 +124,20 @@ struct sharc_coll_comm {
     pthread_t thread;
     pthread_cond_t cond;
     int thread_running, stop;
+    /* scratch kept between collectives (sharc_coll_scratch); under lock */
+    char *scratch;
+    size_t scratch_bytes;
+    int scratch_busy;
 };
+
+/**
+ * Scratch of @p bytes for a task's algorithm (from its init or progress, lock held): the
+ * communicator's kept buffer when no other task holds it, grown as needed, so that repeated
+ * large collectives do not fault fresh pages in on every call; else a buffer of its own.
+ * Sets and returns task->scratch (NULL: no memory). The engine takes it back when the task
+ * is done.
+ */
+SHARC_HIDDEN char *sharc_coll_scratch(sharc_coll_task_t *task, size_t bytes);
 
 /* Post the send / receive of a task over the communicator's transport. */
 SHARC_HIDDEN sharc_status_t sharc_coll_send(sharc_coll_task_t *task, int peer, const void *buf,

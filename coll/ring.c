@@ -146,8 +146,8 @@ sharc_status_t sharc_coll_ring_allgather(sharc_coll_task_t *task, sharc_coll_rin
     if (ring->own != NULL && !ring->own_copied) {
         size_t off0 = sharc_coll_block_off(&ring->blocks, ring->rank) * ring->esize;
 
-        memcpy(ring->vec + off0, ring->own,
-               sharc_coll_block_len(&ring->blocks, ring->rank) * ring->esize);
+        sharc_kern_copy(ring->vec + off0, ring->own,
+                        sharc_coll_block_len(&ring->blocks, ring->rank) * ring->esize);
         ring->own_copied = 1;
     }
     for (; ring->next_reduce < ring->units; ring->next_reduce++) { /* receives done, in order */
@@ -216,8 +216,8 @@ sharc_status_t sharc_coll_ring_reduce_scatter(sharc_coll_task_t *task, sharc_col
                 if (ring->scale != 0.0) {
                     kern->scale(slot, len / ring->esize, task->args.dtype, ring->scale, NULL);
                 }
-                memcpy(ring->out + sharc_ring_chunk(ring, u) * ring->chunk * ring->esize, slot,
-                       len);
+                sharc_kern_copy(ring->out + sharc_ring_chunk(ring, u) * ring->chunk * ring->esize,
+                                slot, len);
             }
             ring->next_reduce++;
             progressed = 1;

@@ -39,6 +39,15 @@ typedef struct {
                             void *stream);
 } sharc_kern_ops_t;
 
+/* Copies of at least this many bytes stream past the cache (kernels/cpu/copy.c). */
+#define SHARC_KERN_STREAM_MIN (256u << 10)
+
+/**
+ * Copy @p bytes of host memory (no overlap), for message data: large copies use streaming
+ * stores and bypass the cache, small ones are memcpy.
+ */
+SHARC_HIDDEN void sharc_kern_copy(void *dst, const void *src, size_t bytes);
+
 /** Whether @p op is defined for @p dtype (AVG is for floating-point types only). */
 static inline int sharc_kern_op_valid(sharc_dtype_t dtype, sharc_op_t op)
 {

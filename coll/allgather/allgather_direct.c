@@ -25,7 +25,7 @@ static sharc_status_t sharc_allgather_direct_init(sharc_coll_task_t *task)
     task->phase = 0;
     if (task->nreqs == 0 || bytes == 0) {
         if (a->sendbuf != mine && bytes > 0) {
-            memcpy(mine, a->sendbuf, bytes);
+            sharc_kern_copy(mine, a->sendbuf, bytes);
         }
         task->nreqs = 0;
         return SHARC_OK;
@@ -59,7 +59,7 @@ static sharc_status_t sharc_allgather_direct_progress(sharc_coll_task_t *task)
             }
         }
         if (task->args.sendbuf != mine) {
-            memcpy(mine, task->args.sendbuf, bytes);
+            sharc_kern_copy(mine, task->args.sendbuf, bytes);
         }
     }
     return sharc_coll_reqs_status(task->reqs, 2 * task->nreqs);

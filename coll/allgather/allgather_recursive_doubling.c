@@ -25,7 +25,7 @@ static sharc_status_t sharc_allgather_recdbl_init(sharc_coll_task_t *task)
         return SHARC_ERR_UNSUPPORTED; /* the selection only picks it for powers of two */
     }
     if (a->sendbuf != mine && bytes > 0) {
-        memcpy(mine, a->sendbuf, bytes);
+        sharc_kern_copy(mine, a->sendbuf, bytes);
     }
     task->step = 0;
     task->phase = 0;

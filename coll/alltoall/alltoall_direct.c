@@ -31,8 +31,7 @@ static sharc_status_t sharc_alltoall_direct_init(sharc_coll_task_t *task)
     }
     if (task->nreqs > 0 && a->sendbuf == a->recvbuf) {
         /* the blocks are sent from this copy; the receives overwrite the originals */
-        task->scratch = malloc(n * bytes);
-        if (task->scratch == NULL) {
+        if (sharc_coll_scratch(task, n * bytes) == NULL) {
             return SHARC_ERR_NOMEM;
         }
         memcpy(task->scratch, a->sendbuf, n * bytes);

@@ -43,8 +43,7 @@ static sharc_status_t sharc_alltoall_pairwise_init(sharc_coll_task_t *task)
         return SHARC_ERR_NOMEM;
     }
     if (a->sendbuf == a->recvbuf && n > 1) {
-        task->scratch = malloc(SHARC_MIN(n, (size_t)SHARC_ALLTOALL_WINDOW) * bytes);
-        if (task->scratch == NULL) {
+        if (sharc_coll_scratch(task, SHARC_MIN(n, (size_t)SHARC_ALLTOALL_WINDOW) * bytes) == NULL) {
             return SHARC_ERR_NOMEM;
         }
     }

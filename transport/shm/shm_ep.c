@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <sys/uio.h>
 
+#include "../../kernels/kernels.h"
 #include "../../src/log.h"
 #include "../../src/util.h"
 #include "shm.h"
@@ -331,7 +332,7 @@ static void shm_recv_rndv(sharc_tp_comm_t *tp, sharc_shm_peer_t *p, sharc_tp_req
                     (unsigned long long)SHM_BYTES(req));
         status = SHARC_ERR_INVALID;
     } else if ((src = shm_peer_region(tp, p, rts)) != NULL) {
-        memcpy(SHM_BUF(req), src + rts->offset, rts->bytes);
+        sharc_kern_copy(SHM_BUF(req), src + rts->offset, rts->bytes);
         status = SHARC_OK;
     } else if (p->cma) {
         status = shm_cma_read(tp, p, SHM_BUF(req), rts->addr, rts->bytes);
