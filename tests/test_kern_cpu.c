@@ -3,12 +3,14 @@
  * against an independent rounding reference (tests/kern_ref.h): every 16-bit code, two
  * million random f32 values with the edges of both types. Reductions for every dtype and op
  * and scaling, on random data (NaN and infinities included) at lengths that are not
- * multiples of any vector width, in place and aliased.
+ * multiples of any vector width, in place and aliased. The bulk copy at sizes around its
+ * streaming threshold, from and to every alignment, with guard bytes.
  */
 #include "config.h"
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../kernels/kernels.h"
 #include "check.h"
@@ -302,8 +304,46 @@ static void test_scale(void)
     CHECK(ops->scale(i, 1, SHARC_DTYPE_I32, 0.5, NULL) == SHARC_ERR_INVALID);
 }
 
+static void test_copy(void)
+{
+    static const size_t sizes[] = {0,
+                                   1,
+                                   15,
+                                   16,
+                                   63,
+                                   64,
+                                   65,
+                                   SHARC_KERN_STREAM_MIN - 1,
+                                   SHARC_KERN_STREAM_MIN,
+                                   SHARC_KERN_STREAM_MIN + 13,
+                                   (1u << 20) + 7};
+    size_t max = (1u << 20) + 7 + 64;
+    unsigned char *src = malloc(max), *dst = malloc(max);
+
+    for (size_t i = 0; i < max; i++) {
+        src[i] = (unsigned char)(i * 131 + 7);
+    }
+    for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+        for (size_t so = 0; so < 16; so += 5) {
+            for (size_t d = 1; d < 33; d += 7) { /* dst offset >= 1: a guard byte before */
+                size_t bad = 0;
+
+                memset(dst, 0xee, max);
+                sharc_kern_copy(dst + d, src + so, sizes[s]);
+                bad += memcmp(dst + d, src + so, sizes[s]) != 0;
+                bad += dst[d - 1] != 0xee || dst[d + sizes[s]] != 0xee;
+                CHECK_MSG(bad == 0, "copy of %zu bytes from offset %zu to offset %zu", sizes[s], so,
+                          d);
+            }
+        }
+    }
+    free(src);
+    free(dst);
+}
+
 int main(void)
 {
+    test_copy();
     test_reduce();
     test_scale();
     test_exhaustive();
