@@ -231,6 +231,7 @@ static void sharc_coll_progress(sharc_comm_h comm)
         t->status = (cc->failed != SHARC_OK) ? cc->failed : t->algo->progress(t);
         if (t->status != SHARC_INPROGRESS) {
             t->done = 1;
+            t->t_done = sharc_time_now();
             sharc_coll_scratch_put(t);
             if (t->status != SHARC_OK && cc->failed == SHARC_OK) {
                 /* the ranks no longer agree on what is in flight: stop the rest */

@@ -121,6 +121,22 @@ static const sharc_cfg_field_t sharc_cfg_table[] = {
      "across ranks (through the bootstrap: slow, for debugging); a mismatch fails every rank "
      "with a message naming the ranks instead of hanging or corrupting data.",
      SHARC_CFG_BOOL, SHARC_CFG_OFF(check), NULL, 0, 0, 0},
+    {"SHARD_BUCKET", "64m",
+     "Sharding engine: bytes of gathered parameters per unit when units are packed "
+     "automatically (a larger parameter gets a unit of its own).",
+     SHARC_CFG_SIZE, SHARC_CFG_OFF(shard_bucket), NULL, 0, 4096, 1L << 40},
+    {"SHARD_PREFETCH", "1",
+     "Sharding engine: units gathered ahead of the one in use, along the schedule recorded in "
+     "the first step (0: gather each unit when it begins).",
+     SHARC_CFG_INT, SHARC_CFG_OFF(shard_prefetch), NULL, 0, 0, 1024},
+    {"SHARD_MAX_UNSHARDED", "0",
+     "Sharding engine: most units with gathered parameters at once, the bound on unsharded "
+     "memory; 0: prefetch + 1 when units are resharded after forward, else every unit.",
+     SHARC_CFG_INT, SHARC_CFG_OFF(shard_max_unsharded), NULL, 0, 0, 1 << 20},
+    {"SHARD_RESHARD_AFTER_FORWARD", "yes",
+     "Sharding engine: release a unit's gathered parameters after its forward and gather them "
+     "again for its backward (no: keep them, trading memory for one all-gather per unit).",
+     SHARC_CFG_BOOL, SHARC_CFG_OFF(shard_reshard_after_forward), NULL, 0, 0, 0},
     {"ALLGATHER_ALGO", "auto",
      "All-gather algorithm: auto (by size and rank count), ring, recursive_doubling (powers "
      "of two) or direct.",

@@ -11,6 +11,8 @@ packages=(
     # transports, bootstrap, topology
     libucx-dev ucx-utils libibverbs-dev ibverbs-providers rdma-core
     libopenmpi-dev openmpi-bin libhwloc-dev libxml2-dev libjson-c-dev
+    # shard checkpoints (checksums); GEMM compute in benchmarks and the trainer
+    libxxhash-dev libopenblas-dev
     # tests: ss (free ports), network namespaces later; python3 builds topology fixtures;
     # clang + libFuzzer fuzz the topology parsers (tools/fuzz-topo.sh)
     iproute2 procps python3 clang libclang-rt-dev

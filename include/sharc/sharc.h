@@ -14,5 +14,6 @@
 #include <sharc/mem.h>
 #include <sharc/comm.h>
 #include <sharc/coll.h>
+#include <sharc/shard.h>
 
 #endif

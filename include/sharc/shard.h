@@ -1,0 +1,391 @@
+/*
+ * sharc/shard.h: the sharding engine (FSDP / ZeRO-3). A shard group owns a model's
+ * parameters as units: one flat buffer per unit (a transformer block, say), sharded evenly
+ * over the data-parallel ranks. Each rank keeps its shard of every unit as f32 master
+ * weights with an f32 gradient shard; the engine gathers a unit's parameters before the
+ * caller computes with them, releases them afterwards, and reduce-scatters the unit's
+ * gradients into the gradient shards, overlapping all of it with the caller's compute by
+ * prefetching along the order it recorded in the first step.
+ *
+ * The lifecycle of one training step:
+ *
+ *     for each unit u in forward order:   sharc_shard_forward_begin(g, u);
+ *                                         ... compute with sharc_shard_param_ptr() views ...
+ *                                         sharc_shard_forward_end(g, u);
+ *     for each unit u in backward order:  sharc_shard_backward_begin(g, u);
+ *                                         ... write gradients through sharc_shard_grad_ptr() ...
+ *                                         sharc_shard_backward_end(g, u);
+ *     sharc_shard_finish(g);              every gradient shard is reduced
+ *     ... optimizer on sharc_shard_local() shards ...;  sharc_shard_zero_grads(g);
+ *
+ * The primitives under those calls (unshard, wait, reshard, reduce_grads) are public too,
+ * for callers that schedule for themselves. A group is driven by one thread at a time; its
+ * communication progresses in that thread's calls, or meanwhile in the communicator's
+ * progress thread (SHARC_PROGRESS_THREAD=1), which host-memory overlap needs.
+ */
+#ifndef SHARC_SHARD_H
+#define SHARC_SHARD_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sharc/def.h>
+#include <sharc/status.h>
+#include <sharc/types.h>
+#include <sharc/comm.h>
+
+SHARC_BEGIN_DECLS
+
+typedef struct sharc_shard_group *sharc_shard_group_h;
+
+/** Most dimensions a parameter's shape may have. */
+#define SHARC_SHARD_MAX_DIMS 8
+
+/** A parameter's unit: packed automatically by the group's bucket size. */
+#define SHARC_SHARD_UNIT_AUTO (-1)
+
+/**
+ * Elements every parameter's offset in its unit, and every shard's length, is a multiple of
+ * (so each parameter and each shard starts 64-byte aligned in f32, 32-byte in bf16).
+ */
+#define SHARC_SHARD_ALIGN 16
+
+/** One parameter, as the caller describes it to sharc_shard_create. */
+typedef struct {
+    const char *name; /**< unique within the group (copied) */
+    size_t count;     /**< elements, > 0 */
+    int ndim;         /**< 0 for a flat parameter, else the dimensions in shape[] */
+    size_t shape[SHARC_SHARD_MAX_DIMS]; /**< their product is count */
+    /**
+     * Unit id, 0 .. num_units-1 (params.num_units; a unit's parameters are listed together,
+     * and every unit has some), or SHARC_SHARD_UNIT_AUTO for every parameter of the group:
+     * then consecutive parameters are packed into units of at most bucket_bytes each (a
+     * larger parameter gets a unit of its own).
+     */
+    int unit;
+    /**
+     * count initial values, or NULL for zeros. Read during sharc_shard_create only; each rank
+     * keeps its shard. With HSDP the shard group whose replica rank is 0 sets the values of
+     * every replica (they are broadcast over the replica group).
+     */
+    const float *init;
+} sharc_shard_param_t;
+
+/** Which fields of sharc_shard_params_t are set. */
+enum {
+    SHARC_SHARD_PARAM_NUM_UNITS = 1u << 0,
+    SHARC_SHARD_PARAM_PARAM_DTYPE = 1u << 1,
+    SHARC_SHARD_PARAM_REDUCE_DTYPE = 1u << 2,
+    SHARC_SHARD_PARAM_GRAD_OP = 1u << 3,
+    SHARC_SHARD_PARAM_BUCKET_BYTES = 1u << 4,
+    SHARC_SHARD_PARAM_PREFETCH = 1u << 5,
+    SHARC_SHARD_PARAM_MAX_UNSHARDED = 1u << 6,
+    SHARC_SHARD_PARAM_RESHARD_AFTER_FORWARD = 1u << 7,
+    SHARC_SHARD_PARAM_SHARD_SIZE = 1u << 8,
+};
+
+/** How a group is built; only the fields named in field_mask are read, the rest default. */
+typedef struct {
+    unsigned field_mask;
+    /** Units when parameters carry unit ids (required then). */
+    int num_units;
+    /** dtype of the gathered parameters: f32 (default), bf16 or f16. Masters stay f32. */
+    sharc_dtype_t param_dtype;
+    /** dtype of the unsharded gradients and their reduction: f32 (default) or bf16. */
+    sharc_dtype_t reduce_dtype;
+    /** SHARC_OP_AVG (default: mean over every data-parallel rank) or SHARC_OP_SUM. */
+    sharc_op_t grad_op;
+    /** Automatic packing: bytes of param dtype per unit. Default SHARC_SHARD_BUCKET. */
+    size_t bucket_bytes;
+    /** Units gathered ahead of the one in use. Default SHARC_SHARD_PREFETCH (1). */
+    int prefetch;
+    /**
+     * Most units whose parameters are unsharded (gathered or being gathered) at once, >= 1.
+     * Default SHARC_SHARD_MAX_UNSHARDED; 0 there means prefetch + 1 when units are resharded
+     * after forward, and every unit when they are not.
+     */
+    int max_unsharded;
+    /** Release a unit's parameters at the end of its forward (default: yes). */
+    int reshard_after_forward;
+    /**
+     * HSDP: ranks per shard group, a divisor of the communicator's size. Consecutive ranks
+     * form a shard group (rank / shard_size); the ranks with the same place in their groups
+     * form a replica group. Gradients are reduce-scattered within the shard group and
+     * all-reduced across replicas. Default: every rank (plain FSDP, one replica).
+     */
+    int shard_size;
+} sharc_shard_params_t;
+
+/** Facts about one unit. Counts are elements. */
+typedef struct {
+    int first_param, nparams; /**< its parameters are first_param .. first_param+nparams-1 */
+    size_t count;             /**< end of its last parameter (padding between them included) */
+    size_t padded_count;      /**< shard_count * shard_size: the unsharded buffer's length */
+    size_t shard_count;       /**< elements each rank holds */
+    size_t shard_offset;      /**< this rank's first element in the unit */
+} sharc_shard_unit_info_t;
+
+/** Facts about one parameter. */
+typedef struct {
+    const char *name; /**< owned by the group */
+    int unit;
+    size_t offset; /**< elements from the start of its unit */
+    size_t count;
+    int ndim;
+    size_t shape[SHARC_SHARD_MAX_DIMS];
+} sharc_shard_param_info_t;
+
+/** The phases of a step, for the schedule. */
+typedef enum {
+    SHARC_SHARD_FORWARD = 0,
+    SHARC_SHARD_BACKWARD = 1,
+    SHARC_SHARD_PHASE_LAST
+} sharc_shard_phase_t;
+
+/**
+ * Counters of one step (from one sharc_shard_finish to the next), for the whole group or
+ * one unit. Bytes are those of the unsharded buffers the collectives produced (a unit's
+ * padded count times its dtype size), per rank.
+ */
+typedef struct {
+    uint64_t allgathers, reduce_scatters, allreduces;
+    uint64_t bytes_gathered, bytes_reduced;
+    uint64_t prefetches; /**< all-gathers issued ahead of their unit's begin */
+    uint64_t evictions;  /**< prefetched units released unused, to stay within the bound */
+    double step_s;       /**< wall time of the step (whole group only) */
+    /** time at least one collective was in flight (the union of their intervals) */
+    double comm_s;
+    /** time the caller spent blocked in sharc waiting for communication */
+    double exposed_s;
+    /** comm_s - exposed_s: communication that ran while the caller computed */
+    double hidden_s;
+    size_t peak_unsharded_bytes; /**< gathered parameters plus unreduced gradients */
+    int peak_units_alive;        /**< most units with unsharded parameters at once */
+    int units_alive;             /**< now */
+} sharc_shard_stats_t;
+
+/**
+ * Create a shard group over @p comm. Collective over @p comm: every rank passes the same
+ * parameter list (names, counts, units) and parameters; a rank that disagrees fails every
+ * rank with SHARC_ERR_REMOTE, naming the first difference.
+ * @param[in]  comm     data-parallel communicator (the group splits it, @p comm stays the
+ *                      caller's).
+ * @param[in]  params   @p nparams parameters, in the order units lay them out.
+ * @param[in]  cfg      NULL for the defaults.
+ * @param[out] group_p  the group; set only on success.
+ * @return SHARC_OK; SHARC_ERR_INVALID (a name twice, an empty name, count 0, a unit id out
+ *         of range or a unit with no parameters, a unit's parameters not listed together, a mix of
+ *         unit ids and AUTO, a shape whose
+ *         product is not count, an unsupported dtype, a shard_size that does not divide
+ *         the communicator: the log says which); SHARC_ERR_NOMEM; SHARC_ERR_REMOTE; or a
+ *         communication error. On failure nothing is left behind.
+ */
+SHARC_API sharc_status_t sharc_shard_create(sharc_comm_h comm, const sharc_shard_param_t *params,
+                                            int nparams, const sharc_shard_params_t *cfg,
+                                            sharc_shard_group_h *group_p);
+
+/**
+ * Destroy a group. Communication still in flight is completed first (bounded by
+ * SHARC_TIMEOUT) with a warning. Not collective. NULL is a no-op.
+ */
+SHARC_API void sharc_shard_destroy(sharc_shard_group_h group);
+
+/** Number of units and parameters. */
+SHARC_API int sharc_shard_num_units(sharc_shard_group_h group);
+SHARC_API int sharc_shard_num_params(sharc_shard_group_h group);
+
+/** Unit facts. SHARC_ERR_INVALID for a unit out of range. */
+SHARC_API sharc_status_t sharc_shard_unit_info(sharc_shard_group_h group, int unit,
+                                               sharc_shard_unit_info_t *info_p);
+
+/** Parameter facts by index (0 .. nparams-1). SHARC_ERR_INVALID when out of range. */
+SHARC_API sharc_status_t sharc_shard_param_info(sharc_shard_group_h group, int index,
+                                                sharc_shard_param_info_t *info_p);
+
+/** Index of the parameter called @p name, or SHARC_ERR_INVALID (not logged: a query). */
+SHARC_API sharc_status_t sharc_shard_param_find(sharc_shard_group_h group, const char *name,
+                                                int *index_p);
+
+/* ---- per unit ------------------------------------------------------------------------ */
+
+/**
+ * Start gathering a unit's parameters: its f32 master shard is cast to the param dtype and
+ * all-gathered into the unit's unsharded buffer. Nonblocking. Nothing to do when the unit
+ * is gathered or on its way. Counts against max_unsharded: when that many units are
+ * unsharded already, a unit that was prefetched but not yet used is released first; if
+ * every one is in use, SHARC_ERR_INVALID (reshard one first).
+ */
+SHARC_API sharc_status_t sharc_shard_unshard(sharc_shard_group_h group, int unit);
+
+/**
+ * Wait until the unit's parameters are gathered; sharc_shard_param_ptr views are valid from
+ * then until the unit is resharded. SHARC_ERR_INVALID when the unit is not being gathered.
+ */
+SHARC_API sharc_status_t sharc_shard_wait(sharc_shard_group_h group, int unit);
+
+/** Release a unit's unsharded parameters (a no-op when it holds none). Waits for a gather
+ *  still in flight. */
+SHARC_API sharc_status_t sharc_shard_reshard(sharc_shard_group_h group, int unit);
+
+/**
+ * Start reducing the unit's gradients (written through sharc_shard_grad_ptr): a
+ * reduce-scatter in the reduce dtype within the shard group (then, with HSDP, an all-reduce
+ * of the shard across replicas), whose result is added to the f32 gradient shard, divided
+ * by the number of data-parallel ranks for SHARC_OP_AVG. Nonblocking; the unsharded
+ * gradients are released when it completes. SHARC_ERR_INVALID when the unit has no
+ * gradients since its last reduction.
+ */
+SHARC_API sharc_status_t sharc_shard_reduce_grads(sharc_shard_group_h group, int unit);
+
+/**
+ * End the step's communication: wait for every reduction in flight and apply it to the
+ * gradient shards, and take the step's statistics. Parameters still gathered stay so
+ * (reshard_after_forward off). Then the optimizer may read sharc_shard_local().
+ */
+SHARC_API sharc_status_t sharc_shard_finish(sharc_shard_group_h group);
+
+/** Zero every gradient shard (after the optimizer step, before the next accumulation). */
+SHARC_API sharc_status_t sharc_shard_zero_grads(sharc_shard_group_h group);
+
+/* ---- the step, with prefetch ------------------------------------------------------- */
+
+/**
+ * Before a unit's forward compute: gather it (unless it was prefetched), start gathering
+ * the next `prefetch` units of the schedule within max_unsharded, and wait for this one.
+ * The first step records the order of the begin calls as the schedule; later steps follow
+ * it, and a step whose order differs is recorded anew (logged at info).
+ */
+SHARC_API sharc_status_t sharc_shard_forward_begin(sharc_shard_group_h group, int unit);
+
+/** After a unit's forward compute: reshard it if reshard_after_forward (kept when it is
+ *  the first unit of the backward). */
+SHARC_API sharc_status_t sharc_shard_forward_end(sharc_shard_group_h group, int unit);
+
+/** Before a unit's backward compute: as forward_begin, and its gradient buffer is ready. */
+SHARC_API sharc_status_t sharc_shard_backward_begin(sharc_shard_group_h group, int unit);
+
+/**
+ * After a unit's backward compute: reshard it, and reduce its gradients unless gradient
+ * synchronization is off (sharc_shard_set_sync), in which case they stay in the unit's
+ * unsharded gradient buffer and the next micro-batch adds to them.
+ */
+SHARC_API sharc_status_t sharc_shard_backward_end(sharc_shard_group_h group, int unit);
+
+/**
+ * Gradient accumulation without communication: with @p sync 0, backward_end keeps each
+ * unit's gradients unsharded for the next micro-batch to add to; set it back to 1 for the
+ * last micro-batch, whose backward_end reduces the sum. Default 1.
+ */
+SHARC_API sharc_status_t sharc_shard_set_sync(sharc_shard_group_h group, int sync);
+
+/**
+ * Set the schedule of a phase explicitly (instead of recording it): @p n units, each at most
+ * once. SHARC_ERR_INVALID for a unit out of range or repeated.
+ */
+SHARC_API sharc_status_t sharc_shard_set_order(sharc_shard_group_h group, sharc_shard_phase_t phase,
+                                               const int *units, int n);
+
+/**
+ * The schedule of a phase: up to @p max units into @p units, and their number (which may be
+ * larger than @p max) into *n_p. 0 while nothing is recorded.
+ */
+SHARC_API sharc_status_t sharc_shard_get_order(sharc_shard_group_h group, sharc_shard_phase_t phase,
+                                               int *units, int max, int *n_p);
+
+/** Print the schedule: each phase's units, with the prefetch depth and the memory bound. */
+SHARC_API void sharc_shard_schedule_print(sharc_shard_group_h group, FILE *stream);
+
+/** Advance the group's communication without blocking (for callers with no progress
+ *  thread, between pieces of compute). */
+SHARC_API sharc_status_t sharc_shard_progress(sharc_shard_group_h group);
+
+/* ---- buffers ------------------------------------------------------------------------- */
+
+/**
+ * Pointer to a parameter inside its unit's unsharded buffer (param dtype), valid from
+ * sharc_shard_wait (or a begin) until the unit is resharded. SHARC_ERR_INVALID when the unit
+ * is not gathered.
+ */
+SHARC_API sharc_status_t sharc_shard_param_ptr(sharc_shard_group_h group, int index, void **ptr_p);
+
+/**
+ * Pointer to a parameter's gradient inside its unit's unsharded gradient buffer (reduce
+ * dtype). The buffer is created zeroed at the first call after the unit's last reduction
+ * (which needs the unit gathered: gradients come from a backward), and the caller adds to
+ * it; it is released when its reduction completes.
+ */
+SHARC_API sharc_status_t sharc_shard_grad_ptr(sharc_shard_group_h group, int index, void **ptr_p);
+
+/**
+ * This rank's shard of a unit: f32 master weights and f32 gradients, @p count_p elements
+ * each (shard_count; elements past the unit's parameters, and between them, are padding:
+ * zero, with zero gradients, so an optimizer may update them as it likes). Valid for the
+ * group's lifetime. Any output may be NULL.
+ */
+SHARC_API sharc_status_t sharc_shard_local(sharc_shard_group_h group, int unit, float **master_p,
+                                           float **grad_p, size_t *count_p);
+
+/**
+ * Re-broadcast every master shard from replica rank 0 over its replica group, so that the
+ * replicas of an HSDP group hold the same parameters after the caller wrote shards
+ * directly. Collective over the group. No-op without replicas.
+ */
+SHARC_API sharc_status_t sharc_shard_sync_replicas(sharc_shard_group_h group);
+
+/* ---- statistics ---------------------------------------------------------------------- */
+
+/**
+ * Statistics of the last finished step: the whole group (@p unit -1) or one unit. Before any
+ * step has finished, the current one's counters so far.
+ */
+SHARC_API sharc_status_t sharc_shard_stats(sharc_shard_group_h group, int unit,
+                                           sharc_shard_stats_t *stats_p);
+
+/** Print the last step's statistics, the group's and then one line per unit. */
+SHARC_API void sharc_shard_stats_print(sharc_shard_group_h group, FILE *stream);
+
+/* ---- sharded state (checkpoints) ----------------------------------------------------- */
+
+/**
+ * Add a per-element f32 optimizer state (AdamW's "exp_avg", say) to every unit, shaped like
+ * the master shard and zero-filled; it is saved and loaded with the masters. Not collective,
+ * but every rank must add the same states in the same order. *index_p is its index for
+ * sharc_shard_state_ptr. SHARC_ERR_INVALID for a NULL, empty or repeated name.
+ */
+SHARC_API sharc_status_t sharc_shard_state_add(sharc_shard_group_h group, const char *name,
+                                               int *index_p);
+
+/** This rank's shard of state @p index for @p unit (shard_count f32 elements). */
+SHARC_API sharc_status_t sharc_shard_state_ptr(sharc_shard_group_h group, int index, int unit,
+                                               float **ptr_p);
+
+/**
+ * Save every master shard and optimizer state into directory @p dir (created if needed),
+ * one file per shard rank (written by the replica-0 copy) and a metadata file that makes the
+ * set self-describing: world and shard-group size, units, parameters with their shapes, the
+ * states, each file's size and checksum, and @p step. Collective over the group. Atomic: the
+ * files of this save get a new generation, and the metadata file, replaced by rename once
+ * every file is on disk, is what makes them the checkpoint; a save that dies or fails
+ * leaves the previous checkpoint in @p dir loadable. Needs no reduction in flight.
+ * @return SHARC_OK on every rank, or the same error on every rank (the log names the rank
+ *         and file); SHARC_ERR_UNSUPPORTED when sharc was built without json-c.
+ */
+SHARC_API sharc_status_t sharc_shard_save(sharc_shard_group_h group, const char *dir,
+                                          uint64_t step);
+
+/**
+ * Load a checkpoint written by sharc_shard_save into this group's master shards and states,
+ * re-sharding when it was saved with another shard-group size. Collective over the group.
+ * The parameters (names, counts, shapes, units) and states must match the group's; files
+ * are checked against the metadata's sizes and checksums. *step_p (may be NULL) receives
+ * the saved step.
+ * @return SHARC_OK on every rank; SHARC_ERR_INVALID on every rank for a corrupt, truncated
+ *         or mismatched checkpoint (the log says what and where), SHARC_ERR_IO for a missing
+ *         one; nothing in the group changes on failure.
+ */
+SHARC_API sharc_status_t sharc_shard_load(sharc_shard_group_h group, const char *dir,
+                                          uint64_t *step_p);
+
+SHARC_END_DECLS
+
+#endif

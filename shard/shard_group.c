@@ -1,0 +1,469 @@
+/*
+ * shard_group.c: a shard group's life: settings, layout agreement across ranks, the shard
+ * and replica communicators (HSDP), master and gradient shards and their initial values,
+ * optimizer states, and the queries of sharc/shard.h. Communication during steps is in
+ * shard_unit.c and shard_sched.c.
+ */
+#include "config.h"
+
+#define SHARC_THIS_SUBSYS SHARC_SUBSYS_SHARD
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <sharc/mem.h>
+
+#include "../src/log.h"
+#include "../src/util.h"
+#include "shard.h"
+
+/* The group's settings: cfg's fields where set, else the configuration knobs. */
+static sharc_status_t sharc_shard_settings(sharc_shard_group_t *g, const sharc_shard_params_t *cfg,
+                                           size_t *bucket_p, int *num_units_p)
+{
+    const sharc_cfg_t *k = g->ctx->cfg;
+    unsigned mask = (cfg != NULL) ? cfg->field_mask : 0;
+
+    g->pdtype = (mask & SHARC_SHARD_PARAM_PARAM_DTYPE) ? cfg->param_dtype : SHARC_DTYPE_F32;
+    g->rdtype = (mask & SHARC_SHARD_PARAM_REDUCE_DTYPE) ? cfg->reduce_dtype : SHARC_DTYPE_F32;
+    g->grad_op = (mask & SHARC_SHARD_PARAM_GRAD_OP) ? cfg->grad_op : SHARC_OP_AVG;
+    g->prefetch = (mask & SHARC_SHARD_PARAM_PREFETCH) ? cfg->prefetch : k->shard_prefetch;
+    g->max_unsharded =
+        (mask & SHARC_SHARD_PARAM_MAX_UNSHARDED) ? cfg->max_unsharded : k->shard_max_unsharded;
+    g->reshard_after_forward = (mask & SHARC_SHARD_PARAM_RESHARD_AFTER_FORWARD)
+                                   ? cfg->reshard_after_forward != 0
+                                   : k->shard_reshard_after_forward;
+    g->shard_size = (mask & SHARC_SHARD_PARAM_SHARD_SIZE) ? cfg->shard_size : g->size;
+    *bucket_p = (mask & SHARC_SHARD_PARAM_BUCKET_BYTES) ? cfg->bucket_bytes : k->shard_bucket;
+    *num_units_p = (mask & SHARC_SHARD_PARAM_NUM_UNITS) ? cfg->num_units : 0;
+
+    if (g->pdtype != SHARC_DTYPE_F32 && g->pdtype != SHARC_DTYPE_BF16 &&
+        g->pdtype != SHARC_DTYPE_F16) {
+        sharc_error("param dtype must be f32, bf16 or f16, not %s",
+                    sharc_dtype_name(g->pdtype) ? sharc_dtype_name(g->pdtype) : "(invalid)");
+        return SHARC_ERR_INVALID;
+    }
+    if (g->rdtype != SHARC_DTYPE_F32 && g->rdtype != SHARC_DTYPE_BF16) {
+        sharc_error("reduce dtype must be f32 or bf16, not %s",
+                    sharc_dtype_name(g->rdtype) ? sharc_dtype_name(g->rdtype) : "(invalid)");
+        return SHARC_ERR_INVALID;
+    }
+    if (g->grad_op != SHARC_OP_AVG && g->grad_op != SHARC_OP_SUM) {
+        sharc_error("gradients are averaged or summed, not %s",
+                    sharc_op_name(g->grad_op) ? sharc_op_name(g->grad_op) : "(invalid)");
+        return SHARC_ERR_INVALID;
+    }
+    if (g->prefetch < 0 || g->max_unsharded < 0 || *bucket_p == 0) {
+        sharc_error("prefetch (%d), max_unsharded (%d) and bucket_bytes (%zu) must not "
+                    "be negative or zero",
+                    g->prefetch, g->max_unsharded, *bucket_p);
+        return SHARC_ERR_INVALID;
+    }
+    if (g->shard_size <= 0 || g->size % g->shard_size != 0) {
+        sharc_error("shard_size %d does not divide the communicator's %d ranks", g->shard_size,
+                    g->size);
+        return SHARC_ERR_INVALID;
+    }
+    g->pesize = sharc_dtype_size(g->pdtype);
+    g->resize = sharc_dtype_size(g->rdtype);
+    g->replicas = g->size / g->shard_size;
+    g->shard_rank = g->rank % g->shard_size;
+    g->replica_rank = g->rank / g->shard_size;
+    g->sync = 1;
+    return SHARC_OK;
+}
+
+static uint64_t sharc_shard_hash(const sharc_shard_group_t *g)
+{
+    int32_t settings[] = {g->pdtype,     g->rdtype,        g->grad_op,
+                          g->prefetch,   g->max_unsharded, g->reshard_after_forward,
+                          g->shard_size, g->nparams,       g->nunits};
+    uint64_t h = sharc_hash64(SHARC_HASH_SEED, settings, sizeof(settings));
+
+    for (int i = 0; i < g->nparams; i++) {
+        const sharc_shard_param_info_t *p = &g->params[i];
+        uint64_t fields[3 + SHARC_SHARD_MAX_DIMS] = {p->unit, p->count, (uint64_t)p->ndim};
+
+        for (int d = 0; d < p->ndim; d++) {
+            fields[3 + d] = p->shape[d];
+        }
+        h = sharc_hash64(h, p->name, strlen(p->name) + 1);
+        h = sharc_hash64(h, fields, sizeof(fields));
+    }
+    return h;
+}
+
+sharc_status_t sharc_shard_exchange(sharc_shard_group_t *g, sharc_status_t mine,
+                                    sharc_shard_vote_t *vote, sharc_shard_vote_t *all,
+                                    const char *what)
+{
+    sharc_status_t status;
+
+    vote->status = mine;
+    status = sharc_boot_allgather(g->comm->boot, vote, all, sizeof(*vote));
+    if (status != SHARC_OK || mine != SHARC_OK) {
+        return (status != SHARC_OK) ? status : mine; /* this rank's own error is logged */
+    }
+    for (int r = 0; r < g->size; r++) {
+        if (all[r].status != SHARC_OK) {
+            sharc_error("%s failed on rank %d (%s)", what, r,
+                        sharc_status_string((sharc_status_t)all[r].status));
+            return SHARC_ERR_REMOTE;
+        }
+    }
+    return SHARC_OK;
+}
+
+/*
+ * Every rank's checks and layout against every other's: a rank that failed on its own, or
+ * built another group, fails all of them together instead of leaving the others to wait in
+ * the first collective.
+ */
+static sharc_status_t sharc_shard_agree(sharc_shard_group_t *g, sharc_status_t mine)
+{
+    sharc_shard_vote_t vote = {.a = (mine == SHARC_OK) ? sharc_shard_hash(g) : 0}, *all;
+    sharc_status_t status;
+
+    all = calloc((size_t)g->size, sizeof(*all));
+    if (all == NULL) {
+        return SHARC_ERR_NOMEM;
+    }
+    status = sharc_shard_exchange(g, mine, &vote, all, "creating the shard group");
+    for (int r = 0; status == SHARC_OK && r < g->size; r++) {
+        if (all[r].a != all[0].a) {
+            sharc_error("rank %d passed other parameters or settings than rank 0 "
+                        "(names, counts, shapes, units, dtypes, prefetch, bounds)",
+                        r);
+            status = SHARC_ERR_REMOTE;
+        }
+    }
+    free(all);
+    return status;
+}
+
+/* This rank's shard of every unit, from the caller's initial values (zeros without). */
+static sharc_status_t sharc_shard_alloc_shards(sharc_shard_group_t *g,
+                                               const sharc_shard_param_t *in)
+{
+    size_t max_shard = 0;
+
+    for (int ui = 0; ui < g->nunits; ui++) {
+        sharc_shard_unit_t *u = &g->units[ui];
+        size_t lo = (size_t)g->shard_rank * u->shard, hi = lo + u->shard;
+
+        u->master = calloc(u->shard, sizeof(float));
+        u->grad = calloc(u->shard, sizeof(float));
+        if (u->master == NULL || u->grad == NULL) {
+            return SHARC_ERR_NOMEM;
+        }
+        max_shard = SHARC_MAX(max_shard, u->shard);
+        for (int i = u->first_param; i < u->first_param + u->nparams; i++) {
+            const sharc_shard_param_info_t *p = &g->params[i];
+            size_t a = SHARC_MAX(lo, p->offset), b = SHARC_MIN(hi, p->offset + p->count);
+
+            if (in[i].init != NULL && a < b) {
+                memcpy(u->master + (a - lo), in[i].init + (a - p->offset), (b - a) * sizeof(float));
+            }
+        }
+    }
+    if (g->rdtype != SHARC_DTYPE_F32) {
+        g->scratch = malloc(max_shard * sizeof(float));
+        if (g->scratch == NULL) {
+            return SHARC_ERR_NOMEM;
+        }
+    }
+    return SHARC_OK;
+}
+
+sharc_status_t sharc_shard_sync_replicas(sharc_shard_group_h g)
+{
+    sharc_status_t status = sharc_shard_enter(g, SHARC_SHARD_ALL, "sharc_shard_sync_replicas");
+
+    for (int ui = 0; status == SHARC_OK && g->replica_comm != NULL && ui < g->nunits; ui++) {
+        sharc_shard_unit_t *u = &g->units[ui];
+
+        status = sharc_broadcast(u->master, u->master, u->shard, SHARC_DTYPE_F32, 0,
+                                 g->replica_comm, NULL);
+    }
+    return status;
+}
+
+static void sharc_shard_free(sharc_shard_group_t *g)
+{
+    for (int ui = 0; g->units != NULL && ui < g->nunits; ui++) {
+        sharc_shard_unit_t *u = &g->units[ui];
+
+        free(u->master);
+        free(u->grad);
+        for (int s = 0; u->state != NULL && s < g->nstates; s++) {
+            free(u->state[s]);
+        }
+        free(u->state);
+    }
+    for (int i = 0; i < g->npool; i++) {
+        sharc_mem_free(g->ctx, g->pool[i].ptr);
+    }
+    for (int s = 0; s < g->nstates; s++) {
+        free(g->state_names[s]);
+    }
+    free(g->state_names);
+    free(g->pool);
+    free(g->scratch);
+    free(g->spans);
+    free(g->units);
+    sharc_shard_sched_free(g);
+    sharc_shard_layout_free(g->params, g->nparams);
+    sharc_comm_destroy(g->replica_comm);
+    sharc_comm_destroy(g->shard_comm);
+    free(g);
+}
+
+sharc_status_t sharc_shard_create(sharc_comm_h comm, const sharc_shard_param_t *params, int nparams,
+                                  const sharc_shard_params_t *cfg, sharc_shard_group_h *group_p)
+{
+    sharc_shard_group_t *g;
+    sharc_status_t status;
+    size_t bucket = 0;
+    int num_units = 0;
+
+    if (comm == NULL || group_p == NULL) {
+        sharc_error("sharc_shard_create: %s is NULL", comm == NULL ? "comm" : "group_p");
+        return SHARC_ERR_INVALID;
+    }
+    g = calloc(1, sizeof(*g));
+    if (g == NULL) {
+        return SHARC_ERR_NOMEM;
+    }
+    g->comm = comm;
+    g->ctx = comm->ctx;
+    g->rank = comm->rank;
+    g->size = comm->size;
+    g->kern = &sharc_kern_cpu_ops;
+    status = sharc_shard_settings(g, cfg, &bucket, &num_units);
+    if (status == SHARC_OK) {
+        status = sharc_shard_layout(params, nparams, num_units, bucket, g->pesize, g->shard_size,
+                                    &g->params, &g->units, &g->nunits);
+        g->nparams = (status == SHARC_OK) ? nparams : 0;
+    }
+    status = sharc_shard_agree(g, status);
+    if (status != SHARC_OK) {
+        goto err_free;
+    }
+    if (g->max_unsharded == 0) {
+        g->max_unsharded = g->reshard_after_forward ? g->prefetch + 1 : g->nunits;
+    }
+    g->pool_max = g->max_unsharded + 2;
+    g->pool = calloc((size_t)g->pool_max, sizeof(*g->pool));
+    status = (g->pool == NULL) ? SHARC_ERR_NOMEM : sharc_shard_sched_init(g);
+    if (status == SHARC_OK) {
+        status = sharc_shard_alloc_shards(g, params);
+    }
+    /* the communicators are the group's own: its collectives, posted from inside progress
+     * calls (HSDP's all-reduces), never interleave with the caller's on comm */
+    if (status == SHARC_OK) {
+        status = sharc_comm_split(comm, g->rank / g->shard_size, g->rank, &g->shard_comm);
+    }
+    if (status == SHARC_OK && g->replicas > 1) {
+        status = sharc_comm_split(comm, g->shard_rank, g->rank, &g->replica_comm);
+    }
+    if (status == SHARC_OK) {
+        /* HSDP: the replicas start from the same parameters, replica 0's */
+        status = sharc_shard_sync_replicas(g);
+    }
+    if (status != SHARC_OK) {
+        goto err_free;
+    }
+    g->step_t0 = sharc_time_now();
+    sharc_info("%d parameters in %d units over %d ranks (%d per shard group, %d "
+               "replicas); param %s, reduce %s, prefetch %d, at most %d unsharded",
+               g->nparams, g->nunits, g->size, g->shard_size, g->replicas,
+               sharc_dtype_name(g->pdtype), sharc_dtype_name(g->rdtype), g->prefetch,
+               g->max_unsharded);
+    *group_p = g;
+    return SHARC_OK;
+
+err_free:
+    sharc_shard_free(g);
+    return status;
+}
+
+void sharc_shard_destroy(sharc_shard_group_h g)
+{
+    if (g == NULL) {
+        return;
+    }
+    if (g->alive > 0 || g->rhead != NULL) {
+        sharc_shard_unit_t *r = g->rhead;
+        int reducing = 0;
+
+        for (; r != NULL; r = r->next_reduction) {
+            reducing++;
+        }
+        if (reducing > 0 || g->failed == SHARC_OK) {
+            sharc_warn("group destroyed with %d unit(s) unsharded and %d reduction(s) in "
+                       "flight; completing them",
+                       g->alive, reducing);
+        }
+    }
+    sharc_shard_drain(g);
+    sharc_shard_free(g);
+}
+
+/* ---- queries ------------------------------------------------------------------------- */
+
+sharc_status_t sharc_shard_enter(sharc_shard_group_t *g, int unit, const char *what)
+{
+    if (g == NULL) {
+        sharc_error("%s: group is NULL", what);
+        return SHARC_ERR_INVALID;
+    }
+    if (unit != SHARC_SHARD_ALL && (unit < 0 || unit >= g->nunits)) {
+        sharc_error("%s: unit %d is out of range (the group has %d)", what, unit, g->nunits);
+        return SHARC_ERR_INVALID;
+    }
+    if (g->failed != SHARC_OK) {
+        sharc_error("%s: the group's communication failed earlier (%s)", what,
+                    sharc_status_string(g->failed));
+        return g->failed;
+    }
+    return SHARC_OK;
+}
+
+int sharc_shard_num_units(sharc_shard_group_h g)
+{
+    return g ? g->nunits : -1;
+}
+
+int sharc_shard_num_params(sharc_shard_group_h g)
+{
+    return g ? g->nparams : -1;
+}
+
+sharc_status_t sharc_shard_unit_info(sharc_shard_group_h g, int unit,
+                                     sharc_shard_unit_info_t *info_p)
+{
+    const sharc_shard_unit_t *u;
+
+    if (g == NULL || unit < 0 || unit >= g->nunits || info_p == NULL) {
+        sharc_error("sharc_shard_unit_info: no group, no output, or unit %d out of range", unit);
+        return SHARC_ERR_INVALID;
+    }
+    u = &g->units[unit];
+    info_p->first_param = u->first_param;
+    info_p->nparams = u->nparams;
+    info_p->count = u->count;
+    info_p->padded_count = u->padded;
+    info_p->shard_count = u->shard;
+    info_p->shard_offset = (size_t)g->shard_rank * u->shard;
+    return SHARC_OK;
+}
+
+sharc_status_t sharc_shard_param_info(sharc_shard_group_h g, int index,
+                                      sharc_shard_param_info_t *info_p)
+{
+    if (g == NULL || index < 0 || index >= g->nparams || info_p == NULL) {
+        sharc_error("sharc_shard_param_info: no group, no output, or parameter %d out of range",
+                    index);
+        return SHARC_ERR_INVALID;
+    }
+    *info_p = g->params[index];
+    return SHARC_OK;
+}
+
+sharc_status_t sharc_shard_param_find(sharc_shard_group_h g, const char *name, int *index_p)
+{
+    for (int i = 0; g != NULL && name != NULL && i < g->nparams; i++) {
+        if (strcmp(g->params[i].name, name) == 0) {
+            if (index_p != NULL) {
+                *index_p = i;
+            }
+            return SHARC_OK;
+        }
+    }
+    return SHARC_ERR_INVALID;
+}
+
+sharc_status_t sharc_shard_local(sharc_shard_group_h g, int unit, float **master_p, float **grad_p,
+                                 size_t *count_p)
+{
+    if (g == NULL || unit < 0 || unit >= g->nunits) {
+        sharc_error("sharc_shard_local: no group, or unit %d out of range", unit);
+        return SHARC_ERR_INVALID;
+    }
+    if (master_p != NULL) {
+        *master_p = g->units[unit].master;
+    }
+    if (grad_p != NULL) {
+        *grad_p = g->units[unit].grad;
+    }
+    if (count_p != NULL) {
+        *count_p = g->units[unit].shard;
+    }
+    return SHARC_OK;
+}
+
+/* ---- optimizer states ------------------------------------------------------------------ */
+
+sharc_status_t sharc_shard_state_add(sharc_shard_group_h g, const char *name, int *index_p)
+{
+    char **names, *copy;
+
+    if (g == NULL || name == NULL || name[0] == '\0' || strcmp(name, "master") == 0) {
+        sharc_error("sharc_shard_state_add: %s", g == NULL ? "group is NULL"
+                                                 : (name == NULL || name[0] == '\0')
+                                                     ? "the state needs a name"
+                                                     : "'master' is the master weights' name");
+        return SHARC_ERR_INVALID;
+    }
+    for (int s = 0; s < g->nstates; s++) {
+        if (strcmp(g->state_names[s], name) == 0) {
+            sharc_error("sharc_shard_state_add: state '%s' exists already", name);
+            return SHARC_ERR_INVALID;
+        }
+    }
+    names = realloc(g->state_names, sizeof(*names) * (size_t)(g->nstates + 1));
+    if (names == NULL) {
+        return SHARC_ERR_NOMEM;
+    }
+    g->state_names = names;
+    copy = strdup(name);
+    if (copy == NULL) {
+        return SHARC_ERR_NOMEM;
+    }
+    /* every unit gets the new state before the count goes up, so a failure changes nothing */
+    for (int ui = 0; ui < g->nunits; ui++) {
+        sharc_shard_unit_t *u = &g->units[ui];
+        float **states = realloc(u->state, sizeof(*states) * (size_t)(g->nstates + 1));
+
+        if (states != NULL) {
+            u->state = states;
+            states[g->nstates] = calloc(u->shard, sizeof(float));
+        }
+        if (states == NULL || states[g->nstates] == NULL) {
+            for (int vi = 0; vi < ui; vi++) {
+                free(g->units[vi].state[g->nstates]);
+            }
+            free(copy);
+            return SHARC_ERR_NOMEM;
+        }
+    }
+    g->state_names[g->nstates] = copy;
+    if (index_p != NULL) {
+        *index_p = g->nstates;
+    }
+    g->nstates++;
+    return SHARC_OK;
+}
+
+sharc_status_t sharc_shard_state_ptr(sharc_shard_group_h g, int index, int unit, float **ptr_p)
+{
+    if (g == NULL || index < 0 || index >= g->nstates || unit < 0 || unit >= g->nunits ||
+        ptr_p == NULL) {
+        sharc_error("sharc_shard_state_ptr: no group or output, or state %d / unit %d out of "
+                    "range",
+                    index, unit);
+        return SHARC_ERR_INVALID;
+    }
+    *ptr_p = g->units[unit].state[index];
+    return SHARC_OK;
+}

@@ -1,0 +1,873 @@
+/*
+ * shard_state.c: sharded checkpoints. A checkpoint is a directory: one file per shard rank
+ * (master shards and optimizer states of every unit, written by the replica-0 copy of that
+ * shard) and sharc-shard.json, which describes the set (layout, states, each file's size
+ * and XXH3 checksum). Saves are atomic through generations: a save writes files of a new
+ * generation, then replaces the metadata by rename, which is the commit, and only then
+ * removes the previous generation. Loads re-shard by element index, since a unit's layout
+ * does not depend on the number of ranks; only its shard size does.
+ */
+#include "config.h"
+
+#define SHARC_THIS_SUBSYS SHARC_SUBSYS_SHARD
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../src/log.h"
+#include "shard.h"
+
+#if defined(HAVE_JSONC) && defined(HAVE_XXHASH)
+#include <json-c/json.h>
+#include <xxhash.h>
+
+#define SHARC_CKPT_META    "sharc-shard.json"
+#define SHARC_CKPT_FORMAT  "sharc-shard-checkpoint"
+#define SHARC_CKPT_VERSION 1
+#define SHARC_CKPT_MAGIC   "SHARCSHD"
+#define SHARC_CKPT_HEADER  64 /* bytes before the payload of a shard file */
+
+/* The header of a shard file; the payload follows: per unit, per state, shard f32 values. */
+typedef struct {
+    char magic[8];
+    uint32_t version, shard_rank, shard_size, nunits, nstates, pad;
+    uint64_t generation, payload_bytes;
+    char reserved[SHARC_CKPT_HEADER - 48];
+} sharc_ckpt_header_t;
+
+_Static_assert(sizeof(sharc_ckpt_header_t) == SHARC_CKPT_HEADER, "shard file header size");
+
+static void sharc_ckpt_file_name(char *buf, size_t size, uint64_t gen, int shard_rank)
+{
+    snprintf(buf, size, "shard-g%" PRIu64 "-r%d.bin", gen, shard_rank);
+}
+
+static char *sharc_ckpt_path(const char *dir, const char *name)
+{
+    size_t len = strlen(dir) + strlen(name) + 2;
+    char *path = malloc(len);
+
+    if (path != NULL) {
+        snprintf(path, len, "%s/%s", dir, name);
+    }
+    return path;
+}
+
+/* write(2) all of it. */
+static int sharc_ckpt_write_all(int fd, const void *buf, size_t bytes)
+{
+    const char *p = buf;
+
+    while (bytes > 0) {
+        ssize_t n = write(fd, p, bytes);
+
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            return -1;
+        }
+        p += n;
+        bytes -= (size_t)n;
+    }
+    return 0;
+}
+
+/* pread(2) all of it: 0, or -1 (errno set; EIO for a file that ends early). */
+static int sharc_ckpt_read_at(int fd, void *buf, size_t bytes, off_t off)
+{
+    char *p = buf;
+
+    while (bytes > 0) {
+        ssize_t n = pread(fd, p, bytes, off);
+
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            if (n == 0) {
+                errno = EIO;
+            }
+            return -1;
+        }
+        p += n;
+        off += n;
+        bytes -= (size_t)n;
+    }
+    return 0;
+}
+
+/* Make the directory entry of a rename durable. */
+static void sharc_ckpt_sync_dir(const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY);
+
+    if (fd >= 0) {
+        fsync(fd);
+        close(fd);
+    }
+}
+
+/*
+ * Write @p n buffers to dir/name atomically: into a temporary file, fsync, rename. The
+ * XXH3 of everything written goes to *hash_p.
+ */
+static sharc_status_t sharc_ckpt_write_file(const char *dir, const char *name,
+                                            const void *const *bufs, const size_t *lens, int n,
+                                            uint64_t *hash_p)
+{
+    char *path = sharc_ckpt_path(dir, name), *tmp = NULL;
+    XXH3_state_t *xxh = XXH3_createState();
+    sharc_status_t status = SHARC_ERR_NOMEM;
+    int fd = -1;
+
+    if (path == NULL || xxh == NULL || (tmp = malloc(strlen(path) + 32)) == NULL) {
+        goto out;
+    }
+    sprintf(tmp, "%s.tmp.%d", path, (int)getpid());
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        sharc_error("cannot create %s: %m", tmp);
+        status = SHARC_ERR_IO;
+        goto out;
+    }
+    XXH3_64bits_reset(xxh);
+    for (int i = 0; i < n; i++) {
+        XXH3_64bits_update(xxh, bufs[i], lens[i]);
+        if (sharc_ckpt_write_all(fd, bufs[i], lens[i]) != 0) {
+            sharc_error("cannot write %s: %m", tmp);
+            status = SHARC_ERR_IO;
+            goto out_unlink;
+        }
+    }
+    if (fsync(fd) != 0 || close(fd) != 0) {
+        fd = -1;
+        sharc_error("cannot write %s to disk: %m", tmp);
+        status = SHARC_ERR_IO;
+        goto out_unlink;
+    }
+    fd = -1;
+    if (rename(tmp, path) != 0) {
+        sharc_error("cannot rename %s to %s: %m", tmp, path);
+        status = SHARC_ERR_IO;
+        goto out_unlink;
+    }
+    *hash_p = XXH3_64bits_digest(xxh);
+    status = SHARC_OK;
+    goto out;
+
+out_unlink:
+    if (fd >= 0) {
+        close(fd);
+    }
+    unlink(tmp);
+out:
+    XXH3_freeState(xxh);
+    free(tmp);
+    free(path);
+    return status;
+}
+
+/* ---- save ---------------------------------------------------------------------------- */
+
+/* The generation of the checkpoint in @p dir, or 0 when there is none (or it is garbage). */
+static uint64_t sharc_ckpt_last_generation(const char *dir)
+{
+    char *path = sharc_ckpt_path(dir, SHARC_CKPT_META);
+    json_object *meta = (path != NULL) ? json_object_from_file(path) : NULL, *gen;
+    uint64_t g = 0;
+
+    if (meta != NULL && json_object_object_get_ex(meta, "generation", &gen)) {
+        g = json_object_get_uint64(gen);
+    }
+    json_object_put(meta);
+    free(path);
+    return g;
+}
+
+/* This rank's shard file: header, then every unit's master and states. */
+static sharc_status_t sharc_ckpt_write_shard(sharc_shard_group_t *g, const char *dir, uint64_t gen,
+                                             uint64_t *bytes_p, uint64_t *hash_p)
+{
+    int nstates = 1 + g->nstates, n = 1 + g->nunits * nstates, k = 0;
+    const void **bufs = calloc((size_t)n, sizeof(*bufs));
+    size_t *lens = calloc((size_t)n, sizeof(*lens));
+    sharc_ckpt_header_t h = {.version = SHARC_CKPT_VERSION,
+                             .shard_rank = (uint32_t)g->shard_rank,
+                             .shard_size = (uint32_t)g->shard_size,
+                             .nunits = (uint32_t)g->nunits,
+                             .nstates = (uint32_t)nstates,
+                             .generation = gen};
+    char name[64];
+    sharc_status_t status;
+
+    if (bufs == NULL || lens == NULL) {
+        free(bufs);
+        free(lens);
+        return SHARC_ERR_NOMEM;
+    }
+    memcpy(h.magic, SHARC_CKPT_MAGIC, sizeof(h.magic));
+    bufs[k] = &h;
+    lens[k++] = sizeof(h);
+    for (int ui = 0; ui < g->nunits; ui++) {
+        for (int s = 0; s < nstates; s++) {
+            sharc_shard_unit_t *u = &g->units[ui];
+
+            bufs[k] = (s == 0) ? u->master : u->state[s - 1];
+            lens[k] = u->shard * sizeof(float);
+            h.payload_bytes += lens[k++];
+        }
+    }
+    sharc_ckpt_file_name(name, sizeof(name), gen, g->shard_rank);
+    status = sharc_ckpt_write_file(dir, name, bufs, lens, n, hash_p);
+    *bytes_p = sizeof(h) + h.payload_bytes;
+    free(bufs);
+    free(lens);
+    return status;
+}
+
+static json_object *sharc_ckpt_describe(sharc_shard_group_t *g, uint64_t gen, uint64_t step,
+                                        const sharc_shard_vote_t *files)
+{
+    json_object *meta = json_object_new_object(), *units = json_object_new_array();
+    json_object *states = json_object_new_array(), *list = json_object_new_array();
+    char name[64], hex[20];
+
+    json_object_object_add(meta, "format", json_object_new_string(SHARC_CKPT_FORMAT));
+    json_object_object_add(meta, "version", json_object_new_int(SHARC_CKPT_VERSION));
+    json_object_object_add(meta, "generation", json_object_new_uint64(gen));
+    json_object_object_add(meta, "step", json_object_new_uint64(step));
+    json_object_object_add(meta, "world_size", json_object_new_int(g->size));
+    json_object_object_add(meta, "shard_size", json_object_new_int(g->shard_size));
+    json_object_object_add(meta, "replicas", json_object_new_int(g->replicas));
+    json_object_object_add(meta, "align", json_object_new_int(SHARC_SHARD_ALIGN));
+    json_object_object_add(meta, "dtype", json_object_new_string("f32"));
+    json_object_array_add(states, json_object_new_string("master"));
+    for (int s = 0; s < g->nstates; s++) {
+        json_object_array_add(states, json_object_new_string(g->state_names[s]));
+    }
+    json_object_object_add(meta, "states", states);
+    for (int ui = 0; ui < g->nunits; ui++) {
+        const sharc_shard_unit_t *u = &g->units[ui];
+        json_object *unit = json_object_new_object(), *params = json_object_new_array();
+
+        json_object_object_add(unit, "count", json_object_new_uint64(u->count));
+        json_object_object_add(unit, "shard_count", json_object_new_uint64(u->shard));
+        for (int i = u->first_param; i < u->first_param + u->nparams; i++) {
+            const sharc_shard_param_info_t *p = &g->params[i];
+            json_object *param = json_object_new_object(), *shape = json_object_new_array();
+
+            json_object_object_add(param, "name", json_object_new_string(p->name));
+            json_object_object_add(param, "offset", json_object_new_uint64(p->offset));
+            json_object_object_add(param, "count", json_object_new_uint64(p->count));
+            for (int d = 0; d < p->ndim; d++) {
+                json_object_array_add(shape, json_object_new_uint64(p->shape[d]));
+            }
+            json_object_object_add(param, "shape", shape);
+            json_object_array_add(params, param);
+        }
+        json_object_object_add(unit, "params", params);
+        json_object_array_add(units, unit);
+    }
+    json_object_object_add(meta, "units", units);
+    /* the shard files: rank r of the first shard group wrote shard r */
+    for (int r = 0; r < g->shard_size; r++) {
+        json_object *file = json_object_new_object();
+
+        sharc_ckpt_file_name(name, sizeof(name), gen, r);
+        snprintf(hex, sizeof(hex), "%016" PRIx64, files[r].b);
+        json_object_object_add(file, "shard_rank", json_object_new_int(r));
+        json_object_object_add(file, "name", json_object_new_string(name));
+        json_object_object_add(file, "bytes", json_object_new_uint64(files[r].a));
+        json_object_object_add(file, "xxh3", json_object_new_string(hex));
+        json_object_array_add(list, file);
+    }
+    json_object_object_add(meta, "files", list);
+    return meta;
+}
+
+/* After the commit: this rank's files of other generations go. */
+static void sharc_ckpt_remove_old(const char *dir, uint64_t gen, int shard_rank)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+
+    while (d != NULL && (e = readdir(d)) != NULL) {
+        uint64_t g;
+        int r, len = 0;
+
+        if (sscanf(e->d_name, "shard-g%" SCNu64 "-r%d.bin%n", &g, &r, &len) == 2 &&
+            e->d_name[len] == '\0' && r == shard_rank && g != gen) {
+            char *path = sharc_ckpt_path(dir, e->d_name);
+
+            if (path != NULL && unlink(path) != 0) {
+                sharc_warn("cannot remove the old checkpoint file %s: %m", path);
+            }
+            free(path);
+        }
+    }
+    if (d != NULL) {
+        closedir(d);
+    }
+}
+
+sharc_status_t sharc_shard_save(sharc_shard_group_h g, const char *dir, uint64_t step)
+{
+    sharc_status_t status = sharc_shard_enter(g, SHARC_SHARD_ALL, "sharc_shard_save"), mine;
+    sharc_shard_vote_t vote = {0}, *all = NULL;
+    uint64_t gen = 0;
+    int writer;
+
+    if (status != SHARC_OK) {
+        return status;
+    }
+    mine = SHARC_OK;
+    if (dir == NULL || dir[0] == '\0' || g->rhead != NULL) {
+        sharc_error("sharc_shard_save: %s", g->rhead != NULL
+                                                ? "reductions are in flight (sharc_shard_finish "
+                                                  "first)"
+                                                : "no directory given");
+        mine = SHARC_ERR_INVALID;
+    } else if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+        sharc_error("sharc_shard_save: cannot create %s: %m", dir);
+        mine = SHARC_ERR_IO;
+    }
+    all = calloc((size_t)g->size, sizeof(*all));
+    if (all == NULL) {
+        mine = SHARC_ERR_NOMEM; /* still voted, so the others do not wait for this rank */
+        all = &vote;            /* a one-element stand-in: the exchange reads g->size */
+    }
+    if (mine == SHARC_OK && g->rank == 0) {
+        vote.a = sharc_ckpt_last_generation(dir) + 1;
+    }
+    if (all == &vote) {
+        return SHARC_ERR_NOMEM;
+    }
+    status = sharc_shard_exchange(g, mine, &vote, all, "starting a checkpoint save");
+    if (status != SHARC_OK) {
+        goto out;
+    }
+    gen = all[0].a;
+    /* one copy of each shard: the first shard group's ranks write (shard rank == rank) */
+    writer = g->replica_rank == 0;
+    memset(&vote, 0, sizeof(vote));
+    mine = writer ? sharc_ckpt_write_shard(g, dir, gen, &vote.a, &vote.b) : SHARC_OK;
+    status = sharc_shard_exchange(g, mine, &vote, all, "writing a checkpoint shard");
+    if (status == SHARC_OK) {
+        mine = SHARC_OK;
+        if (g->rank == 0) {
+            json_object *meta = sharc_ckpt_describe(g, gen, step, all);
+            const char *text = json_object_to_json_string_ext(meta, JSON_C_TO_STRING_PRETTY);
+            const void *buf = text;
+            size_t len = strlen(text);
+            uint64_t hash;
+
+            /* the commit: from here the new generation is the checkpoint */
+            mine = sharc_ckpt_write_file(dir, SHARC_CKPT_META, &buf, &len, 1, &hash);
+            sharc_ckpt_sync_dir(dir);
+            json_object_put(meta);
+        }
+        memset(&vote, 0, sizeof(vote));
+        status = sharc_shard_exchange(g, mine, &vote, all, "committing a checkpoint");
+    }
+    if (writer) {
+        /* committed: older generations go; failed: this generation's file goes */
+        if (status == SHARC_OK) {
+            sharc_ckpt_remove_old(dir, gen, g->shard_rank);
+        } else {
+            char name[64], *path;
+
+            sharc_ckpt_file_name(name, sizeof(name), gen, g->shard_rank);
+            path = sharc_ckpt_path(dir, name);
+            if (path != NULL) {
+                unlink(path);
+            }
+            free(path);
+        }
+    }
+    if (status == SHARC_OK) {
+        sharc_info("saved step %" PRIu64 " to %s (generation %" PRIu64 ")", step, dir, gen);
+    }
+out:
+    free(all);
+    return status;
+}
+
+/* ---- load ---------------------------------------------------------------------------- */
+
+/* A shard file of the checkpoint, as the metadata describes it. */
+typedef struct {
+    char *path;
+    uint64_t bytes, hash;
+    int fd;       /* open once verified, else -1 */
+    int verified; /* size, checksum and header checked */
+} sharc_ckpt_file_t;
+
+/* What a load reads, checked against the group. */
+typedef struct {
+    uint64_t generation, step;
+    int shard_size, nstates;
+    int *state_of; /* [1 + g->nstates]: the checkpoint's index of each of the group's states */
+    sharc_ckpt_file_t *files;
+} sharc_ckpt_t;
+
+static void sharc_ckpt_free(sharc_ckpt_t *c)
+{
+    for (int r = 0; c->files != NULL && r < c->shard_size; r++) {
+        if (c->files[r].fd >= 0) {
+            close(c->files[r].fd);
+        }
+        free(c->files[r].path);
+    }
+    free(c->files);
+    free(c->state_of);
+}
+
+/* Field @p key of @p obj with type @p type, or NULL (logged as a corrupt metadata file). */
+static json_object *sharc_ckpt_get(json_object *obj, const char *key, json_type type,
+                                   const char *where)
+{
+    json_object *v;
+
+    if (!json_object_object_get_ex(obj, key, &v) || !json_object_is_type(v, type)) {
+        sharc_error("checkpoint metadata: %s has no %s '%s'", where, json_type_to_name(type), key);
+        return NULL;
+    }
+    return v;
+}
+
+/* The units and parameters of the checkpoint against the group's. */
+static sharc_status_t sharc_ckpt_check_layout(sharc_shard_group_t *g, json_object *units)
+{
+    if ((int)json_object_array_length(units) != g->nunits) {
+        sharc_error("the checkpoint has %zu units, this group %d", json_object_array_length(units),
+                    g->nunits);
+        return SHARC_ERR_INVALID;
+    }
+    for (int ui = 0; ui < g->nunits; ui++) {
+        const sharc_shard_unit_t *u = &g->units[ui];
+        json_object *unit = json_object_array_get_idx(units, (size_t)ui), *params;
+
+        json_object *count = sharc_ckpt_get(unit, "count", json_type_int, "a unit");
+
+        params = sharc_ckpt_get(unit, "params", json_type_array, "a unit");
+        if (params == NULL || count == NULL) {
+            return SHARC_ERR_INVALID;
+        }
+        if (json_object_get_uint64(count) != u->count) {
+            sharc_error("unit %d has %" PRIu64 " elements in the checkpoint, %zu in this "
+                        "group",
+                        ui, json_object_get_uint64(count), u->count);
+            return SHARC_ERR_INVALID;
+        }
+        if ((int)json_object_array_length(params) != u->nparams) {
+            sharc_error("unit %d has %zu parameters in the checkpoint, %d in this group", ui,
+                        json_object_array_length(params), u->nparams);
+            return SHARC_ERR_INVALID;
+        }
+        for (int i = 0; i < u->nparams; i++) {
+            const sharc_shard_param_info_t *p = &g->params[u->first_param + i];
+            json_object *param = json_object_array_get_idx(params, (size_t)i);
+            json_object *name = sharc_ckpt_get(param, "name", json_type_string, "a parameter");
+            json_object *off = sharc_ckpt_get(param, "offset", json_type_int, "a parameter");
+            json_object *cnt = sharc_ckpt_get(param, "count", json_type_int, "a parameter");
+            json_object *shape = sharc_ckpt_get(param, "shape", json_type_array, "a parameter");
+            int same_shape;
+
+            if (name == NULL || off == NULL || cnt == NULL || shape == NULL) {
+                return SHARC_ERR_INVALID;
+            }
+            same_shape = (int)json_object_array_length(shape) == p->ndim;
+            for (int d = 0; same_shape && d < p->ndim; d++) {
+                same_shape = json_object_get_uint64(json_object_array_get_idx(shape, (size_t)d)) ==
+                             p->shape[d];
+            }
+            if (strcmp(json_object_get_string(name), p->name) != 0 ||
+                json_object_get_uint64(cnt) != p->count || !same_shape ||
+                json_object_get_uint64(off) != p->offset) {
+                sharc_error("parameter %d of unit %d is '%s' with %" PRIu64
+                            " elements in the checkpoint, '%s' with %zu (and maybe another "
+                            "shape) in this group",
+                            i, ui, json_object_get_string(name), json_object_get_uint64(cnt),
+                            p->name, p->count);
+                return SHARC_ERR_INVALID;
+            }
+        }
+    }
+    return SHARC_OK;
+}
+
+/* The group's states (master first) in the checkpoint's list. */
+static sharc_status_t sharc_ckpt_check_states(sharc_shard_group_t *g, json_object *states,
+                                              sharc_ckpt_t *c)
+{
+    c->nstates = (int)json_object_array_length(states);
+    c->state_of = calloc((size_t)(1 + g->nstates), sizeof(int));
+    if (c->state_of == NULL) {
+        return SHARC_ERR_NOMEM;
+    }
+    for (int s = 0; s <= g->nstates; s++) {
+        const char *want = (s == 0) ? "master" : g->state_names[s - 1];
+
+        c->state_of[s] = -1;
+        for (int k = 0; k < c->nstates; k++) {
+            const char *have = json_object_get_string(json_object_array_get_idx(states, (size_t)k));
+
+            if (have != NULL && strcmp(have, want) == 0) {
+                c->state_of[s] = k;
+            }
+        }
+        if (c->state_of[s] < 0) {
+            sharc_error("the checkpoint has no state '%s'", want);
+            return SHARC_ERR_INVALID;
+        }
+    }
+    return SHARC_OK;
+}
+
+static sharc_status_t sharc_ckpt_parse(sharc_shard_group_t *g, const char *dir, const char *text,
+                                       sharc_ckpt_t *c)
+{
+    enum json_tokener_error err = json_tokener_success;
+    json_object *meta = json_tokener_parse_verbose(text, &err), *v, *files;
+    sharc_status_t status = SHARC_ERR_INVALID;
+
+    if (meta == NULL || !json_object_is_type(meta, json_type_object)) {
+        sharc_error("%s/%s is not a JSON object (%s)", dir, SHARC_CKPT_META,
+                    meta == NULL ? json_tokener_error_desc(err) : "another type");
+        goto out;
+    }
+    if ((v = sharc_ckpt_get(meta, "format", json_type_string, "the file")) == NULL ||
+        strcmp(json_object_get_string(v), SHARC_CKPT_FORMAT) != 0 ||
+        (v = sharc_ckpt_get(meta, "version", json_type_int, "the file")) == NULL ||
+        json_object_get_int(v) != SHARC_CKPT_VERSION) {
+        sharc_error("%s/%s is not a version-%d sharc checkpoint", dir, SHARC_CKPT_META,
+                    SHARC_CKPT_VERSION);
+        goto out;
+    }
+    if ((v = sharc_ckpt_get(meta, "generation", json_type_int, "the file")) == NULL) {
+        goto out;
+    }
+    c->generation = json_object_get_uint64(v);
+    if ((v = sharc_ckpt_get(meta, "step", json_type_int, "the file")) == NULL) {
+        goto out;
+    }
+    c->step = json_object_get_uint64(v);
+    if ((v = sharc_ckpt_get(meta, "shard_size", json_type_int, "the file")) == NULL) {
+        goto out;
+    }
+    c->shard_size = json_object_get_int(v);
+    if ((v = sharc_ckpt_get(meta, "units", json_type_array, "the file")) == NULL ||
+        (status = sharc_ckpt_check_layout(g, v)) != SHARC_OK) {
+        status = SHARC_ERR_INVALID;
+        goto out;
+    }
+    status = SHARC_ERR_INVALID;
+    if ((v = sharc_ckpt_get(meta, "states", json_type_array, "the file")) == NULL ||
+        (status = sharc_ckpt_check_states(g, v, c)) != SHARC_OK) {
+        goto out;
+    }
+    status = SHARC_ERR_INVALID;
+    files = sharc_ckpt_get(meta, "files", json_type_array, "the file");
+    if (files == NULL || c->shard_size <= 0 ||
+        (int)json_object_array_length(files) != c->shard_size) {
+        sharc_error("the checkpoint lists %zu shard files for a shard size of %d",
+                    files ? json_object_array_length(files) : 0, c->shard_size);
+        goto out;
+    }
+    c->files = calloc((size_t)c->shard_size, sizeof(*c->files));
+    if (c->files == NULL) {
+        status = SHARC_ERR_NOMEM;
+        goto out;
+    }
+    for (int r = 0; r < c->shard_size; r++) {
+        c->files[r].fd = -1;
+    }
+    for (int r = 0; r < c->shard_size; r++) {
+        json_object *file = json_object_array_get_idx(files, (size_t)r), *name, *bytes, *hash;
+        const char *n;
+        char *end;
+
+        name = sharc_ckpt_get(file, "name", json_type_string, "a file");
+        bytes = sharc_ckpt_get(file, "bytes", json_type_int, "a file");
+        hash = sharc_ckpt_get(file, "xxh3", json_type_string, "a file");
+        if (name == NULL || bytes == NULL || hash == NULL) {
+            goto out;
+        }
+        n = json_object_get_string(name);
+        if (strchr(n, '/') != NULL || n[0] == '.') {
+            sharc_error("the checkpoint names a file outside its directory: '%s'", n);
+            goto out;
+        }
+        c->files[r].path = sharc_ckpt_path(dir, n);
+        c->files[r].bytes = json_object_get_uint64(bytes);
+        c->files[r].hash = strtoull(json_object_get_string(hash), &end, 16);
+        if (c->files[r].path == NULL || *end != '\0') {
+            sharc_error("the checkpoint's checksum of '%s' is not hexadecimal", n);
+            goto out;
+        }
+    }
+    status = SHARC_OK;
+out:
+    json_object_put(meta);
+    return status;
+}
+
+/* Size, checksum and header of shard file @p r, once; it stays open for the reads. */
+static sharc_status_t sharc_ckpt_verify(sharc_shard_group_t *g, sharc_ckpt_t *c, int r)
+{
+    sharc_ckpt_file_t *f = &c->files[r];
+    sharc_ckpt_header_t h;
+    XXH3_state_t *xxh;
+    struct stat st;
+    char *buf;
+    uint64_t hash;
+    off_t off = 0;
+
+    if (f->verified) {
+        return SHARC_OK;
+    }
+    f->fd = open(f->path, O_RDONLY | O_CLOEXEC);
+    if (f->fd < 0 || fstat(f->fd, &st) != 0) {
+        sharc_error("cannot open checkpoint file %s: %m", f->path);
+        return SHARC_ERR_IO;
+    }
+    if ((uint64_t)st.st_size != f->bytes) {
+        sharc_error("checkpoint file %s has %lld bytes, the metadata says %" PRIu64
+                    " (truncated or replaced)",
+                    f->path, (long long)st.st_size, f->bytes);
+        return SHARC_ERR_INVALID;
+    }
+    buf = malloc(1 << 20);
+    xxh = XXH3_createState();
+    if (buf == NULL || xxh == NULL) {
+        free(buf);
+        XXH3_freeState(xxh);
+        return SHARC_ERR_NOMEM;
+    }
+    XXH3_64bits_reset(xxh);
+    while ((uint64_t)off < f->bytes) {
+        size_t n = (size_t)SHARC_MIN((uint64_t)(1 << 20), f->bytes - (uint64_t)off);
+
+        if (sharc_ckpt_read_at(f->fd, buf, n, off) != 0) {
+            sharc_error("cannot read checkpoint file %s: %m", f->path);
+            free(buf);
+            XXH3_freeState(xxh);
+            return SHARC_ERR_IO;
+        }
+        XXH3_64bits_update(xxh, buf, n);
+        off += (off_t)n;
+    }
+    hash = XXH3_64bits_digest(xxh);
+    free(buf);
+    XXH3_freeState(xxh);
+    if (hash != f->hash) {
+        sharc_error("checkpoint file %s has checksum %016" PRIx64 ", the metadata says "
+                    "%016" PRIx64 " (corrupt)",
+                    f->path, hash, f->hash);
+        return SHARC_ERR_INVALID;
+    }
+    if (sharc_ckpt_read_at(f->fd, &h, sizeof(h), 0) != 0 ||
+        memcmp(h.magic, SHARC_CKPT_MAGIC, sizeof(h.magic)) != 0 ||
+        h.version != SHARC_CKPT_VERSION || h.shard_rank != (uint32_t)r ||
+        h.shard_size != (uint32_t)c->shard_size || h.nunits != (uint32_t)g->nunits ||
+        h.nstates != (uint32_t)c->nstates || h.generation != c->generation) {
+        sharc_error("checkpoint file %s does not belong to this checkpoint (its header "
+                    "says shard %u of %u, generation %" PRIu64 ")",
+                    f->path, h.shard_rank, h.shard_size, h.generation);
+        return SHARC_ERR_INVALID;
+    }
+    f->verified = 1;
+    return SHARC_OK;
+}
+
+/*
+ * This rank's new shard of state @p s of unit @p ui, from the old shards that cover it:
+ * elements [lo, hi) of the unit, old shards of old_shard elements each.
+ */
+static sharc_status_t sharc_ckpt_read_shard(sharc_shard_group_t *g, sharc_ckpt_t *c, int ui, int s,
+                                            float *out)
+{
+    const sharc_shard_unit_t *u = &g->units[ui];
+    size_t old_shard = sharc_shard_count(u->count, c->shard_size);
+    size_t lo = (size_t)g->shard_rank * u->shard, hi = SHARC_MIN(lo + u->shard, u->count);
+    off_t base = SHARC_CKPT_HEADER;
+    sharc_status_t status;
+
+    for (int v = 0; v < ui; v++) { /* the old file's payload: per unit, per state */
+        base += (off_t)(sharc_shard_count(g->units[v].count, c->shard_size) * sizeof(float) *
+                        (size_t)c->nstates);
+    }
+    base += (off_t)(old_shard * sizeof(float) * (size_t)c->state_of[s]);
+    memset(out, 0, u->shard * sizeof(float)); /* padding stays zero */
+    for (size_t x = lo; x < hi;) {
+        int r = (int)(x / old_shard);
+        size_t end = SHARC_MIN(hi, (size_t)(r + 1) * old_shard);
+
+        status = sharc_ckpt_verify(g, c, r);
+        if (status != SHARC_OK) {
+            return status;
+        }
+        if (sharc_ckpt_read_at(c->files[r].fd, out + (x - lo), (end - x) * sizeof(float),
+                               base + (off_t)((x - (size_t)r * old_shard) * sizeof(float))) != 0) {
+            sharc_error("cannot read checkpoint file %s: %m", c->files[r].path);
+            return SHARC_ERR_IO;
+        }
+        x = end;
+    }
+    return SHARC_OK;
+}
+
+/* The metadata text, read by rank 0 and broadcast, so every rank loads the same. */
+static sharc_status_t sharc_ckpt_read_meta(sharc_shard_group_t *g, const char *dir, char **text_p)
+{
+    sharc_shard_vote_t vote = {0}, *all = calloc((size_t)g->size, sizeof(*all));
+    sharc_status_t status, mine = SHARC_OK;
+    char *text = NULL;
+    FILE *f = NULL;
+    long len = 0;
+
+    if (all == NULL) {
+        return SHARC_ERR_NOMEM;
+    }
+    if (g->rank == 0) {
+        char *path = (dir != NULL) ? sharc_ckpt_path(dir, SHARC_CKPT_META) : NULL;
+
+        f = (path != NULL) ? fopen(path, "rb") : NULL;
+        if (f == NULL || fseek(f, 0, SEEK_END) != 0 || (len = ftell(f)) < 0 ||
+            fseek(f, 0, SEEK_SET) != 0) {
+            sharc_error("cannot read the checkpoint %s: %m", path ? path : "(no directory)");
+            mine = SHARC_ERR_IO;
+        } else if ((size_t)len > g->ctx->cfg->bootstrap_max_msg) {
+            sharc_error("%s is %ld bytes, more than SHARC_BOOTSTRAP_MAX_MSG", path, len);
+            mine = SHARC_ERR_INVALID;
+        }
+        free(path);
+        vote.a = (uint64_t)len;
+    }
+    status = sharc_shard_exchange(g, mine, &vote, all, "reading the checkpoint metadata");
+    if (status == SHARC_OK) {
+        len = (long)all[0].a;
+        text = calloc((size_t)len + 1, 1);
+        mine = (text == NULL) ? SHARC_ERR_NOMEM : SHARC_OK;
+        if (g->rank == 0 && text != NULL && fread(text, 1, (size_t)len, f) != (size_t)len) {
+            sharc_error("cannot read the checkpoint metadata of %s: %m", dir);
+            mine = SHARC_ERR_IO;
+        }
+        status = sharc_shard_exchange(g, mine, &vote, all, "reading the checkpoint metadata");
+    }
+    if (status == SHARC_OK) {
+        status = sharc_boot_bcast(g->comm->boot, text, (size_t)len, 0);
+    }
+    if (f != NULL) {
+        fclose(f);
+    }
+    free(all);
+    if (status != SHARC_OK) {
+        free(text);
+        return status;
+    }
+    *text_p = text;
+    return SHARC_OK;
+}
+
+sharc_status_t sharc_shard_load(sharc_shard_group_h g, const char *dir, uint64_t *step_p)
+{
+    sharc_status_t status = sharc_shard_enter(g, SHARC_SHARD_ALL, "sharc_shard_load"), mine;
+    sharc_ckpt_t c = {0};
+    sharc_shard_vote_t vote = {0}, *all;
+    float **fresh = NULL; /* [nunits * (1 + nstates)]: loaded here first, kept on success */
+    int per_unit;
+    char *text = NULL;
+
+    if (status != SHARC_OK) {
+        return status;
+    }
+    per_unit = 1 + g->nstates;
+    mine = SHARC_OK;
+    if (g->alive > 0 || g->rhead != NULL) {
+        sharc_error("sharc_shard_load: %s", g->rhead != NULL
+                                                ? "reductions are in flight (sharc_shard_finish "
+                                                  "first)"
+                                                : "units are gathered (reshard them first)");
+        mine = SHARC_ERR_INVALID;
+    }
+    all = calloc((size_t)g->size, sizeof(*all));
+    if (all == NULL) {
+        return SHARC_ERR_NOMEM;
+    }
+    status = sharc_shard_exchange(g, mine, &vote, all, "starting a checkpoint load");
+    if (status == SHARC_OK) {
+        status = sharc_ckpt_read_meta(g, dir, &text);
+    }
+    if (status == SHARC_OK) {
+        mine = sharc_ckpt_parse(g, dir, text, &c);
+        fresh = calloc((size_t)(g->nunits * per_unit), sizeof(*fresh));
+        if (fresh == NULL && mine == SHARC_OK) {
+            mine = SHARC_ERR_NOMEM;
+        }
+        for (int ui = 0; mine == SHARC_OK && ui < g->nunits; ui++) {
+            for (int s = 0; mine == SHARC_OK && s < per_unit; s++) {
+                float **slot = &fresh[ui * per_unit + s];
+
+                *slot = malloc(g->units[ui].shard * sizeof(float));
+                mine =
+                    (*slot == NULL) ? SHARC_ERR_NOMEM : sharc_ckpt_read_shard(g, &c, ui, s, *slot);
+            }
+        }
+        status = sharc_shard_exchange(g, mine, &vote, all, "loading a checkpoint");
+    }
+    if (status == SHARC_OK) {
+        /* every rank has its new shards: swap them in */
+        for (int ui = 0; ui < g->nunits; ui++) {
+            sharc_shard_unit_t *u = &g->units[ui];
+
+            for (int s = 0; s < per_unit; s++) {
+                float **dst = (s == 0) ? &u->master : &u->state[s - 1], *old = *dst;
+
+                *dst = fresh[ui * per_unit + s];
+                fresh[ui * per_unit + s] = old;
+            }
+            memset(u->grad, 0, u->shard * sizeof(float));
+        }
+        if (step_p != NULL) {
+            *step_p = c.step;
+        }
+        sharc_info("loaded step %" PRIu64 " from %s (generation %" PRIu64
+                   ", saved with shard size %d)",
+                   c.step, dir, c.generation, c.shard_size);
+    }
+    for (int i = 0; fresh != NULL && i < g->nunits * per_unit; i++) {
+        free(fresh[i]);
+    }
+    free(fresh);
+    free(text);
+    free(all);
+    sharc_ckpt_free(&c);
+    return status;
+}
+
+#else /* without json-c or xxHash */
+
+sharc_status_t sharc_shard_save(sharc_shard_group_h g, const char *dir, uint64_t step)
+{
+    sharc_error("sharc_shard_save: sharc was built without json-c or xxHash (checkpoints need "
+                "both)");
+    return SHARC_ERR_UNSUPPORTED;
+}
+
+sharc_status_t sharc_shard_load(sharc_shard_group_h g, const char *dir, uint64_t *step_p)
+{
+    sharc_error("sharc_shard_load: sharc was built without json-c or xxHash (checkpoints need "
+                "both)");
+    return SHARC_ERR_UNSUPPORTED;
+}
+
+#endif
