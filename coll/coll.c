@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../src/log.h"
 #include "../src/util.h"
@@ -213,16 +214,22 @@ static void sharc_coll_release(sharc_coll_task_t *task)
     free(task);
 }
 
-/* Called with the lock held. Drives every task, then completes those at the head in order. */
-static void sharc_coll_progress(sharc_comm_h comm)
+/*
+ * Called with the lock held. Drives every task, then completes those at the head in order.
+ * Returns whether anything moved (messages in the transport, a task finishing): pollers
+ * back off when nothing does.
+ */
+static int sharc_coll_progress(sharc_comm_h comm)
 {
     sharc_coll_comm_t *cc = comm->coll;
+    int moved = 0;
 
     if (comm->tp_ops != NULL && comm->tp_ops->progress != NULL) {
         int ret = comm->tp_ops->progress(comm->tp);
         if (ret < 0 && cc->failed == SHARC_OK) {
             cc->failed = (sharc_status_t)ret;
         }
+        moved = ret > 0;
     }
     for (sharc_coll_task_t *t = cc->head; t != NULL; t = t->next) {
         if (t->done) {
@@ -230,6 +237,7 @@ static void sharc_coll_progress(sharc_comm_h comm)
         }
         t->status = (cc->failed != SHARC_OK) ? cc->failed : t->algo->progress(t);
         if (t->status != SHARC_INPROGRESS) {
+            moved = 1;
             t->done = 1;
             t->t_done = sharc_time_now();
             sharc_coll_scratch_put(t);
@@ -252,6 +260,32 @@ static void sharc_coll_progress(sharc_comm_h comm)
             sharc_coll_release(t);
         }
     }
+    return moved;
+}
+
+/*
+ * A poller's pause when a pass moved nothing: a few yields, then sleeps that grow to
+ * SHARC_COLL_IDLE_MAX_US. Ranks often outnumber cores (and the progress thread doubles the
+ * pollers); a poller that spins on nothing takes the core from the thread that has work:
+ * the caller computing, or the peer it waits for.
+ */
+#define SHARC_COLL_IDLE_SPINS  32
+#define SHARC_COLL_IDLE_MAX_US 200
+
+static void sharc_coll_idle(int moved, int *idle)
+{
+    if (moved) {
+        *idle = 0;
+        return;
+    }
+    if (++*idle <= SHARC_COLL_IDLE_SPINS) {
+        sched_yield();
+    } else {
+        int shift = SHARC_MIN(*idle - SHARC_COLL_IDLE_SPINS, 5);
+        struct timespec ts = {0, 1000L * SHARC_MIN(SHARC_COLL_IDLE_MAX_US, 10 << shift)};
+
+        nanosleep(&ts, NULL);
+    }
 }
 
 /*
@@ -262,20 +296,36 @@ static void *sharc_coll_thread(void *arg)
 {
     sharc_comm_h comm = arg;
     sharc_coll_comm_t *cc = comm->coll;
+    int idle = 0, moved;
 
     pthread_mutex_lock(&cc->lock);
     while (!cc->stop) {
         if (cc->head == NULL) {
             pthread_cond_wait(&cc->cond, &cc->lock);
+            idle = 0;
             continue;
         }
-        sharc_coll_progress(comm);
+        moved = sharc_coll_progress(comm);
         pthread_mutex_unlock(&cc->lock);
-        sched_yield(); /* let the caller in, and the other ranks on a crowded node */
+        sharc_coll_idle(moved, &idle);
+        /* A mutex is not fair: relocking at once would starve a caller that waits to post
+         * or test, for as long as there is work. Callers first. */
+        while (__atomic_load_n(&cc->waiters, __ATOMIC_ACQUIRE) > 0 &&
+               !__atomic_load_n(&cc->stop, __ATOMIC_ACQUIRE)) {
+            sched_yield();
+        }
         pthread_mutex_lock(&cc->lock);
     }
     pthread_mutex_unlock(&cc->lock);
     return NULL;
+}
+
+/* The lock, for callers: the progress thread lets them in ahead of its next pass. */
+static void sharc_coll_lock(sharc_coll_comm_t *cc)
+{
+    __atomic_add_fetch(&cc->waiters, 1, __ATOMIC_ACQ_REL);
+    pthread_mutex_lock(&cc->lock);
+    __atomic_sub_fetch(&cc->waiters, 1, __ATOMIC_ACQ_REL);
 }
 
 sharc_status_t sharc_request_test(sharc_request_h req)
@@ -288,10 +338,25 @@ sharc_status_t sharc_request_test(sharc_request_h req)
         return SHARC_ERR_INVALID;
     }
     cc = req->comm->coll;
-    pthread_mutex_lock(&cc->lock);
-    if (!req->complete) {
+    sharc_coll_lock(cc);
+    /* With a progress thread, a test only looks: progressing here would move message data
+     * (copies, reductions) on the caller's time, which the thread exists to take off it. */
+    if (!req->complete && !cc->thread_running) {
         sharc_coll_progress(req->comm);
     }
+    status = req->complete ? req->status : SHARC_INPROGRESS;
+    pthread_mutex_unlock(&cc->lock);
+    return status;
+}
+
+/* Progress from a caller that blocks anyway (sharc_request_wait): it may as well help. */
+static sharc_status_t sharc_coll_wait_step(sharc_request_h req, int *moved_p)
+{
+    sharc_coll_comm_t *cc = req->comm->coll;
+    sharc_status_t status;
+
+    sharc_coll_lock(cc);
+    *moved_p = !req->complete ? sharc_coll_progress(req->comm) : 1;
     status = req->complete ? req->status : SHARC_INPROGRESS;
     pthread_mutex_unlock(&cc->lock);
     return status;
@@ -301,6 +366,7 @@ sharc_status_t sharc_request_wait(sharc_request_h req)
 {
     double timeout, deadline;
     sharc_status_t status;
+    int moved, idle = 0;
 
     if (req == NULL) {
         sharc_error("sharc_request_wait: request is NULL");
@@ -308,13 +374,13 @@ sharc_status_t sharc_request_wait(sharc_request_h req)
     }
     timeout = req->comm->ctx->cfg->timeout;
     deadline = sharc_time_now() + timeout;
-    while ((status = sharc_request_test(req)) == SHARC_INPROGRESS) {
+    while ((status = sharc_coll_wait_step(req, &moved)) == SHARC_INPROGRESS) {
         if (sharc_time_now() > deadline) {
             sharc_coll_comm_t *cc = req->comm->coll;
 
             char peer[48] = "";
 
-            pthread_mutex_lock(&cc->lock);
+            sharc_coll_lock(cc);
             if (req->await_peer >= 0) {
                 snprintf(peer, sizeof(peer), ": waiting for rank %d", req->await_peer);
             }
@@ -329,8 +395,7 @@ sharc_status_t sharc_request_wait(sharc_request_h req)
             pthread_mutex_unlock(&cc->lock);
             return SHARC_ERR_TIMEOUT;
         }
-        /* several ranks may share few cores: let the others run */
-        sched_yield();
+        sharc_coll_idle(moved, &idle); /* several ranks may share few cores */
     }
     return status;
 }
@@ -346,7 +411,7 @@ void sharc_request_free(sharc_request_h req)
         sharc_request_wait(req); /* its buffers must be left alone once it is freed */
     }
     cc = req->comm->coll;
-    pthread_mutex_lock(&cc->lock);
+    sharc_coll_lock(cc);
     if (req->complete) {
         sharc_coll_release(req);
     } else {
@@ -363,7 +428,7 @@ void sharc_coll_comm_destroy(sharc_comm_h comm)
         return;
     }
     if (cc->thread_running) {
-        pthread_mutex_lock(&cc->lock);
+        sharc_coll_lock(cc);
         cc->stop = 1;
         pthread_cond_signal(&cc->cond);
         pthread_mutex_unlock(&cc->lock);
@@ -625,7 +690,7 @@ static sharc_status_t sharc_coll_post(sharc_comm_h comm, const sharc_coll_args_t
     task->await_peer = -1;
     task->status = SHARC_INPROGRESS;
     cc = comm->coll;
-    pthread_mutex_lock(&cc->lock);
+    sharc_coll_lock(cc);
     if (cc->failed != SHARC_OK) {
         pthread_mutex_unlock(&cc->lock);
         free(task);
@@ -653,8 +718,11 @@ static sharc_status_t sharc_coll_post(sharc_comm_h comm, const sharc_coll_args_t
         cc->head = task;
     }
     cc->tail = task;
-    pthread_cond_signal(&cc->cond); /* wakes the progress thread, if there is one */
-    sharc_coll_progress(comm);      /* small collectives often finish here */
+    if (cc->thread_running) {
+        pthread_cond_signal(&cc->cond); /* the thread moves it, off the caller's time */
+    } else {
+        sharc_coll_progress(comm); /* small collectives often finish here */
+    }
     pthread_mutex_unlock(&cc->lock);
     sharc_trace("%s #%llu posted: %zu %s", sharc_coll_names[args->type],
                 (unsigned long long)task->seq, args->count, sharc_dtype_name(args->dtype));

@@ -125,6 +125,7 @@ struct sharc_coll_comm {
     pthread_t thread;
     pthread_cond_t cond;
     int thread_running, stop;
+    int waiters; /* callers waiting for the lock (atomic): the thread lets them in first */
     /* scratch kept between collectives (sharc_coll_scratch); under lock */
     char *scratch;
     size_t scratch_bytes;

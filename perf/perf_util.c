@@ -1,5 +1,6 @@
 /*
- * perf_util.c: known inputs and expected results for sharc-perf -c, and medians.
+ * perf_util.c: known inputs and expected results for sharc-perf -c, medians, the clock and
+ * size arguments.
  */
 #include "config.h"
 
@@ -7,6 +8,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "perf_util.h"
 
@@ -144,4 +146,42 @@ double perf_median(double *v, size_t n)
     }
     qsort(v, n, sizeof(*v), perf_cmp);
     return (n % 2) ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+double perf_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+int perf_parse_size(const char *s, size_t *out)
+{
+    char *end;
+    double v = strtod(s, &end);
+    double mult = 1;
+
+    switch (*end) {
+    case 'k':
+    case 'K':
+        mult = 1024.0;
+        end++;
+        break;
+    case 'm':
+    case 'M':
+        mult = 1024.0 * 1024;
+        end++;
+        break;
+    case 'g':
+    case 'G':
+        mult = 1024.0 * 1024 * 1024;
+        end++;
+        break;
+    default: break;
+    }
+    if (end == s || *end != '\0' || v < 0 || !isfinite(v)) {
+        return -1;
+    }
+    *out = (size_t)(v * mult);
+    return 0;
 }

@@ -24,4 +24,13 @@ size_t perf_wrong(const void *buf, sharc_dtype_t dt, size_t count, size_t base, 
 /* Median of n values (sorts them). */
 double perf_median(double *v, size_t n);
 
+/* sharc-perf overlap (perf_overlap.c): argv[1] is "overlap". */
+int perf_overlap_main(int argc, char **argv);
+
+/* Seconds on the monotonic clock. */
+double perf_now(void);
+
+/* A size with nccl-tests' suffixes K, M, G (powers of 1024): 0, or -1 for garbage. */
+int perf_parse_size(const char *s, size_t *out);
+
 #endif

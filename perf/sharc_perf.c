@@ -60,13 +60,6 @@ static double perf_bus_factor(perf_coll_t coll, int n)
     }
 }
 
-static double perf_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /*
  * Buffers for one size: "size" is nccl-tests' size (the larger side of the collective;
  * alltoall: the bytes each rank sends in all, n blocks of blockcount elements).
@@ -478,6 +471,7 @@ static void perf_usage(FILE *out)
 {
     fprintf(out,
             "usage: sharc-perf allgather|reduce_scatter|allreduce|broadcast|alltoall [options]\n"
+            "       sharc-perf overlap [options]   (the sharding engine; overlap -h)\n"
             "  -b, --minbytes N     smallest size (default 32M); K, M, G suffixes\n"
             "  -e, --maxbytes N     largest size (default 32M)\n"
             "                       a size is a rank's larger buffer, as in nccl-tests (alltoall:\n"
@@ -496,38 +490,6 @@ static void perf_usage(FILE *out)
             "      --vs-mpi         the same sweep through MPI in this job, and sharc/MPI\n"
             "      --vs-memcpy      single-thread memcpy bandwidth for each size, same run\n"
             "Run it under the job's launcher: mpirun -np 2 sharc-perf allgather -b 1M -e 256M\n");
-}
-
-/* Sizes with nccl-tests' suffixes: K, M, G (powers of 1024). */
-static int perf_parse_size(const char *s, size_t *out)
-{
-    char *end;
-    double v = strtod(s, &end);
-    double mult = 1;
-
-    switch (*end) {
-    case 'k':
-    case 'K':
-        mult = 1024.0;
-        end++;
-        break;
-    case 'm':
-    case 'M':
-        mult = 1024.0 * 1024;
-        end++;
-        break;
-    case 'g':
-    case 'G':
-        mult = 1024.0 * 1024 * 1024;
-        end++;
-        break;
-    default: break;
-    }
-    if (end == s || *end != '\0' || v < 0 || !isfinite(v)) {
-        return -1;
-    }
-    *out = (size_t)(v * mult);
-    return 0;
 }
 
 int main(int argc, char **argv)
@@ -562,6 +524,9 @@ int main(int argc, char **argv)
     sharc_comm_h comm;
     int c, ret, bad = 0;
 
+    if (argc >= 2 && strcmp(argv[1], "overlap") == 0) {
+        return perf_overlap_main(argc, argv);
+    }
     if (argc < 2 || argv[1][0] == '-') {
         perf_usage(argc >= 2 && strcmp(argv[1], "-h") == 0 ? stdout : stderr);
         return argc >= 2 && strcmp(argv[1], "-h") == 0 ? 0 : 2;

@@ -45,6 +45,7 @@ typedef struct sharc_shard_unit {
     size_t padded;        /* shard * shard_size */
     size_t shard;         /* elements per rank */
     float *master, *grad; /* [shard] each, f32 */
+    int grad_zero;        /* grad is all zeros (sharc_shard_zero_grads, creation, load) */
     float **state;        /* [group->nstates][shard] */
 
     sharc_shard_pstate_t pstate;
@@ -56,6 +57,7 @@ typedef struct sharc_shard_unit {
     sharc_shard_gstate_t gstate;
     void *gbuf; /* [padded] reduce dtype, while not NONE */
     sharc_shard_op_t rs, ar;
+    int rs_direct; /* the reduce-scatter writes the gradient shard itself */
     struct sharc_shard_unit *next_reduction; /* the group's queue of reductions in flight */
 
     size_t unsharded_bytes;          /* pbuf and gbuf */
@@ -88,7 +90,8 @@ struct sharc_shard_group {
     size_t pesize, resize;
     sharc_op_t grad_op;
     int prefetch, max_unsharded, reshard_after_forward;
-    int sync; /* backward_end reduces (set_sync) */
+    int sync;         /* backward_end reduces (set_sync) */
+    int assign_grads; /* the caller writes fresh gradient buffers: only gaps are zeroed */
 
     int nparams;
     sharc_shard_param_info_t *params; /* names owned */
@@ -215,6 +218,9 @@ SHARC_HIDDEN void sharc_shard_stats_op(sharc_shard_group_t *g, sharc_shard_unit_
 /* The caller was blocked on communication for unit @p u (or -1) from t0 to now. */
 SHARC_HIDDEN void sharc_shard_stats_exposed(sharc_shard_group_t *g, sharc_shard_unit_t *u,
                                             double t0);
+
+/* The caller spent from t0 to now in a step call of the engine. */
+SHARC_HIDDEN void sharc_shard_stats_engine(sharc_shard_group_t *g, double t0);
 
 /* Unit @p u's unsharded bytes went up or down by @p delta. */
 SHARC_HIDDEN void sharc_shard_stats_mem(sharc_shard_group_t *g, sharc_shard_unit_t *u,

@@ -34,6 +34,7 @@ static sharc_status_t sharc_shard_settings(sharc_shard_group_t *g, const sharc_s
                                    ? cfg->reshard_after_forward != 0
                                    : k->shard_reshard_after_forward;
     g->shard_size = (mask & SHARC_SHARD_PARAM_SHARD_SIZE) ? cfg->shard_size : g->size;
+    g->assign_grads = (mask & SHARC_SHARD_PARAM_ASSIGN_GRADS) ? cfg->assign_grads != 0 : 0;
     *bucket_p = (mask & SHARC_SHARD_PARAM_BUCKET_BYTES) ? cfg->bucket_bytes : k->shard_bucket;
     *num_units_p = (mask & SHARC_SHARD_PARAM_NUM_UNITS) ? cfg->num_units : 0;
 
@@ -151,9 +152,14 @@ static sharc_status_t sharc_shard_alloc_shards(sharc_shard_group_t *g,
         sharc_shard_unit_t *u = &g->units[ui];
         size_t lo = (size_t)g->shard_rank * u->shard, hi = lo + u->shard;
 
-        u->master = calloc(u->shard, sizeof(float));
+        /* shareable, like the unsharded buffers: the all-gather sends straight from it, and
+         * peers on the node copy it through a mapping rather than through the kernel */
+        if (sharc_mem_alloc(g->ctx, u->shard * sizeof(float), (void **)&u->master) != SHARC_OK) {
+            return SHARC_ERR_NOMEM;
+        }
         u->grad = calloc(u->shard, sizeof(float));
-        if (u->master == NULL || u->grad == NULL) {
+        u->grad_zero = 1;
+        if (u->grad == NULL) {
             return SHARC_ERR_NOMEM;
         }
         max_shard = SHARC_MAX(max_shard, u->shard);
@@ -193,7 +199,7 @@ static void sharc_shard_free(sharc_shard_group_t *g)
     for (int ui = 0; g->units != NULL && ui < g->nunits; ui++) {
         sharc_shard_unit_t *u = &g->units[ui];
 
-        free(u->master);
+        sharc_mem_free(g->ctx, u->master);
         free(u->grad);
         for (int s = 0; u->state != NULL && s < g->nstates; s++) {
             free(u->state[s]);

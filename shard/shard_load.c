@@ -454,13 +454,16 @@ sharc_status_t sharc_shard_load(sharc_shard_group_h g, const char *dir, uint64_t
         for (int ui = 0; ui < g->nunits; ui++) {
             sharc_shard_unit_t *u = &g->units[ui];
 
-            for (int s = 0; s < per_unit; s++) {
-                float **dst = (s == 0) ? &u->master : &u->state[s - 1], *old = *dst;
+            /* the master keeps its shareable buffer; the states take the fresh ones */
+            memcpy(u->master, fresh[ui * per_unit], u->shard * sizeof(float));
+            for (int s = 1; s < per_unit; s++) {
+                float *old = u->state[s - 1];
 
-                *dst = fresh[ui * per_unit + s];
+                u->state[s - 1] = fresh[ui * per_unit + s];
                 fresh[ui * per_unit + s] = old;
             }
             memset(u->grad, 0, u->shard * sizeof(float));
+            u->grad_zero = 1;
         }
         if (step_p != NULL) {
             *step_p = c.step;

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "../src/log.h"
+#include "../src/util.h"
 #include "shard.h"
 
 static const char *const sharc_shard_phase_names[] = {"forward", "backward"};
@@ -113,8 +114,8 @@ static void sharc_shard_sched_seen(sharc_shard_group_t *g, int phase, int unit)
     g->cursor = e + 1;
 }
 
-static sharc_status_t sharc_shard_begin(sharc_shard_group_t *g, int phase, int unit,
-                                        const char *what)
+static sharc_status_t sharc_shard_begin_(sharc_shard_group_t *g, int phase, int unit,
+                                         const char *what)
 {
     sharc_status_t status = sharc_shard_enter(g, unit, what);
     sharc_shard_unit_t *u;
@@ -150,7 +151,8 @@ static sharc_status_t sharc_shard_begin(sharc_shard_group_t *g, int phase, int u
     return status;
 }
 
-static sharc_status_t sharc_shard_end(sharc_shard_group_t *g, int phase, int unit, const char *what)
+static sharc_status_t sharc_shard_end_(sharc_shard_group_t *g, int phase, int unit,
+                                       const char *what)
 {
     sharc_status_t status = sharc_shard_enter(g, unit, what);
     sharc_shard_unit_t *u;
@@ -190,6 +192,26 @@ static sharc_status_t sharc_shard_end(sharc_shard_group_t *g, int phase, int uni
         status = sharc_shard_sched_prefetch(g);
     }
     return (status == SHARC_OK) ? sharc_shard_poll(g) : status;
+}
+
+/* begin and end, timed: the engine's cost on the caller's thread (engine_s) */
+static sharc_status_t sharc_shard_begin(sharc_shard_group_t *g, int phase, int unit,
+                                        const char *what)
+{
+    double t0 = sharc_time_now();
+    sharc_status_t status = sharc_shard_begin_(g, phase, unit, what);
+
+    sharc_shard_stats_engine(g, t0);
+    return status;
+}
+
+static sharc_status_t sharc_shard_end(sharc_shard_group_t *g, int phase, int unit, const char *what)
+{
+    double t0 = sharc_time_now();
+    sharc_status_t status = sharc_shard_end_(g, phase, unit, what);
+
+    sharc_shard_stats_engine(g, t0);
+    return status;
 }
 
 sharc_status_t sharc_shard_forward_begin(sharc_shard_group_h g, int unit)

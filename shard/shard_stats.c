@@ -60,6 +60,13 @@ void sharc_shard_stats_exposed(sharc_shard_group_t *g, sharc_shard_unit_t *u, do
     }
 }
 
+void sharc_shard_stats_engine(sharc_shard_group_t *g, double t0)
+{
+    if (g != NULL) {
+        g->stats.engine_s += sharc_time_now() - t0;
+    }
+}
+
 void sharc_shard_stats_mem(sharc_shard_group_t *g, sharc_shard_unit_t *u, long long delta)
 {
     g->unsharded_bytes += delta;
@@ -170,10 +177,11 @@ void sharc_shard_stats_print(sharc_shard_group_h g, FILE *f)
     }
     s = g->have_last ? &g->last : &g->stats;
     fprintf(f,
-            "shard step: %.2f ms; %llu prefetched, %llu evicted; peak %d units unsharded, "
-            "%.1f MiB; %d unsharded now\n",
-            s->step_s * 1e3, (unsigned long long)s->prefetches, (unsigned long long)s->evictions,
-            s->peak_units_alive, s->peak_unsharded_bytes / 1048576.0, g->alive);
+            "shard step: %.2f ms, %.2f ms of it in the engine's calls; %llu prefetched, %llu "
+            "evicted; peak %d units unsharded, %.1f MiB; %d unsharded now\n",
+            s->step_s * 1e3, s->engine_s * 1e3, (unsigned long long)s->prefetches,
+            (unsigned long long)s->evictions, s->peak_units_alive,
+            s->peak_unsharded_bytes / 1048576.0, g->alive);
     fprintf(f, "%-6s %4s %10s %4s %4s %10s %8s %8s %8s %5s %10s\n", "unit", "ag", "gath MiB", "rs",
             "ar", "red MiB", "comm ms", "expo ms", "hidn ms", "hid%", "peak MiB");
     sharc_shard_stats_line(f, "all", s);

@@ -87,11 +87,18 @@ sharc_status_t sharc_shard_gather(sharc_shard_group_t *g, sharc_shard_unit_t *u)
         sharc_error("no memory for unit %d's %zu-byte unsharded parameters", u->id, bytes);
         return SHARC_ERR_NOMEM;
     }
-    /* this rank's block first, in the param dtype: then the all-gather runs in place */
-    g->kern->cast((char *)u->pbuf + off, g->pdtype, u->master, SHARC_DTYPE_F32, u->shard, NULL);
     u->ag.t_post = sharc_time_now();
-    status = sharc_allgather((char *)u->pbuf + off, u->pbuf, u->shard, g->pdtype, g->shard_comm,
-                             &u->ag.req);
+    if (g->pdtype == SHARC_DTYPE_F32) {
+        /* straight from the master: the collective copies this rank's block itself, in the
+         * progress thread when there is one, not on the caller's time */
+        status =
+            sharc_allgather(u->master, u->pbuf, u->shard, g->pdtype, g->shard_comm, &u->ag.req);
+    } else {
+        /* this rank's block first, in the param dtype: then the all-gather runs in place */
+        g->kern->cast((char *)u->pbuf + off, g->pdtype, u->master, SHARC_DTYPE_F32, u->shard, NULL);
+        status = sharc_allgather((char *)u->pbuf + off, u->pbuf, u->shard, g->pdtype, g->shard_comm,
+                                 &u->ag.req);
+    }
     if (status != SHARC_OK) {
         sharc_shard_buf_put(g, u->pbuf, bytes);
         u->pbuf = NULL;
@@ -250,11 +257,19 @@ sharc_status_t sharc_shard_reduce_grads(sharc_shard_group_h g, int unit)
                         : "a reduction in flight already");
         return SHARC_ERR_INVALID;
     }
-    /* sums only: AVG is one scaling of the final sum, so HSDP's two reductions round once */
-    off = (size_t)g->shard_rank * u->shard * g->resize;
     u->rs.t_post = sharc_time_now();
-    status = sharc_reduce_scatter(u->gbuf, (char *)u->gbuf + off, u->shard, g->rdtype, SHARC_OP_SUM,
-                                  g->shard_comm, &u->rs.req);
+    u->rs_direct = g->rdtype == SHARC_DTYPE_F32 && g->replica_comm == NULL && u->grad_zero;
+    if (u->rs_direct) {
+        /* the first reduction into a zero f32 shard, no replicas: the collective writes the
+         * shard itself, AVG's one scaling included (the same rounding as below) */
+        status = sharc_reduce_scatter(u->gbuf, u->grad, u->shard, SHARC_DTYPE_F32, g->grad_op,
+                                      g->shard_comm, &u->rs.req);
+    } else {
+        /* sums only: AVG is one scaling of the final sum, so HSDP's two reductions round once */
+        off = (size_t)g->shard_rank * u->shard * g->resize;
+        status = sharc_reduce_scatter(u->gbuf, (char *)u->gbuf + off, u->shard, g->rdtype,
+                                      SHARC_OP_SUM, g->shard_comm, &u->rs.req);
+    }
     if (status != SHARC_OK) {
         return sharc_shard_fail(g, status, u, "reduce-scatter");
     }
@@ -269,20 +284,26 @@ sharc_status_t sharc_shard_reduce_grads(sharc_shard_group_h g, int unit)
     return sharc_shard_poll(g);
 }
 
-/* The reduced shard of gbuf goes into the f32 gradient shard, scaled once for AVG. */
+/*
+ * The reduced shard of gbuf goes into the f32 gradient shard, scaled once for AVG (unless the
+ * reduce-scatter wrote the shard itself), and gbuf is released.
+ */
 static void sharc_shard_accumulate(sharc_shard_group_t *g, sharc_shard_unit_t *u)
 {
     void *part = (char *)u->gbuf + (size_t)g->shard_rank * u->shard * g->resize;
     float *f32 = part;
 
-    if (g->rdtype != SHARC_DTYPE_F32) {
-        g->kern->cast(g->scratch, SHARC_DTYPE_F32, part, g->rdtype, u->shard, NULL);
-        f32 = g->scratch;
+    if (!u->rs_direct) {
+        if (g->rdtype != SHARC_DTYPE_F32) {
+            g->kern->cast(g->scratch, SHARC_DTYPE_F32, part, g->rdtype, u->shard, NULL);
+            f32 = g->scratch;
+        }
+        if (g->grad_op == SHARC_OP_AVG) {
+            g->kern->scale(f32, u->shard, SHARC_DTYPE_F32, 1.0 / g->size, NULL);
+        }
+        g->kern->reduce(u->grad, f32, u->shard, SHARC_DTYPE_F32, SHARC_OP_SUM, NULL);
     }
-    if (g->grad_op == SHARC_OP_AVG) {
-        g->kern->scale(f32, u->shard, SHARC_DTYPE_F32, 1.0 / g->size, NULL);
-    }
-    g->kern->reduce(u->grad, f32, u->shard, SHARC_DTYPE_F32, SHARC_OP_SUM, NULL);
+    u->grad_zero = 0;
     sharc_shard_buf_put(g, u->gbuf, u->padded * g->resize);
     sharc_shard_stats_mem(g, u, -(long long)(u->padded * g->resize));
     u->gbuf = NULL;
@@ -388,6 +409,7 @@ sharc_status_t sharc_shard_progress(sharc_shard_group_h g)
 sharc_status_t sharc_shard_finish(sharc_shard_group_h g)
 {
     sharc_status_t status = sharc_shard_enter(g, SHARC_SHARD_ALL, "sharc_shard_finish");
+    double t0 = sharc_time_now();
 
     while (status == SHARC_OK && g->rhead != NULL) {
         status = sharc_shard_reduce_step(g, g->rhead, 1);
@@ -401,6 +423,7 @@ sharc_status_t sharc_shard_finish(sharc_shard_group_h g)
         return status;
     }
     sharc_shard_sched_step(g);
+    sharc_shard_stats_engine(g, t0);
     sharc_shard_stats_step(g);
     return SHARC_OK;
 }
@@ -419,6 +442,7 @@ sharc_status_t sharc_shard_zero_grads(sharc_shard_group_h g)
     }
     for (int i = 0; i < g->nunits; i++) {
         memset(g->units[i].grad, 0, g->units[i].shard * sizeof(float));
+        g->units[i].grad_zero = 1;
     }
     return SHARC_OK;
 }
@@ -465,7 +489,19 @@ sharc_status_t sharc_shard_open_grads(sharc_shard_group_t *g, sharc_shard_unit_t
         sharc_error("no memory for unit %d's %zu-byte gradients", u->id, bytes);
         return SHARC_ERR_NOMEM;
     }
-    memset(u->gbuf, 0, bytes); /* padding and gaps between parameters reduce as zeros */
+    if (!g->assign_grads) {
+        memset(u->gbuf, 0, bytes);
+    } else { /* the caller writes every parameter: only gaps and padding, which reduce as zeros */
+        size_t end = 0;
+
+        for (int i = u->first_param; i < u->first_param + u->nparams; i++) {
+            const sharc_shard_param_info_t *p = &g->params[i];
+
+            memset((char *)u->gbuf + end * g->resize, 0, (p->offset - end) * g->resize);
+            end = p->offset + p->count;
+        }
+        memset((char *)u->gbuf + end * g->resize, 0, (u->padded - end) * g->resize);
+    }
     u->gstate = SHARC_SHARD_GRAD_OPEN;
     sharc_shard_stats_mem(g, u, (long long)bytes);
     return SHARC_OK;

@@ -25,6 +25,7 @@
 static sharc_context_h ctx;
 static sharc_comm_h comm;
 static int me, nranks;
+static int assign_grads; /* groups made with assign_grads: gradients written, then added */
 
 /* A model: units of parameters with odd sizes (some below the rank count), a few shaped. */
 typedef struct {
@@ -90,7 +91,7 @@ static sharc_shard_group_h make_group(model_t *m, sharc_dtype_t pdt, sharc_dtype
         .field_mask = SHARC_SHARD_PARAM_NUM_UNITS | SHARC_SHARD_PARAM_PARAM_DTYPE |
                       SHARC_SHARD_PARAM_REDUCE_DTYPE | SHARC_SHARD_PARAM_GRAD_OP |
                       SHARC_SHARD_PARAM_SHARD_SIZE | SHARC_SHARD_PARAM_PREFETCH |
-                      SHARC_SHARD_PARAM_MAX_UNSHARDED,
+                      SHARC_SHARD_PARAM_MAX_UNSHARDED | SHARC_SHARD_PARAM_ASSIGN_GRADS,
         .num_units = m->nunits,
         .param_dtype = pdt,
         .reduce_dtype = rdt,
@@ -98,6 +99,7 @@ static sharc_shard_group_h make_group(model_t *m, sharc_dtype_t pdt, sharc_dtype
         .shard_size = shard_size,
         .prefetch = prefetch,
         .max_unsharded = max_unsharded,
+        .assign_grads = assign_grads,
     };
     sharc_shard_group_h g = NULL;
     sharc_status_t status = sharc_shard_create(comm, m->p, m->nparams, &cfg, &g);
@@ -213,8 +215,12 @@ static void run_step(sharc_shard_group_h g, model_t *m, int mbs, int nosync, sha
                 void *gp = NULL;
 
                 CHECK(sharc_shard_grad_ptr(g, i, &gp) == SHARC_OK);
+                /* a fresh buffer (sync every micro-batch, or the first of an accumulation) is
+                 * written, later micro-batches add */
+                int assign = assign_grads && (!nosync || mb == 0);
                 for (size_t j = 0; gp != NULL && j < m->p[i].count; j++) {
-                    store_elem(gp, rdt, j, load_elem(gp, rdt, j) + grad_value(me, mb, i, j));
+                    float old = assign ? 0.0f : load_elem(gp, rdt, j);
+                    store_elem(gp, rdt, j, old + grad_value(me, mb, i, j));
                 }
             }
             if (compute_us > 0) {
@@ -381,6 +387,14 @@ static void test_steps(void)
                         cases[c].nosync);
         }
     }
+    /* gradients written rather than added: buffers are not zeroed, and reused dirty */
+    assign_grads = 1;
+    test_config(nranks, SHARC_DTYPE_F32, SHARC_DTYPE_F32, SHARC_OP_AVG, 3, 0);
+    test_config(nranks, SHARC_DTYPE_BF16, SHARC_DTYPE_BF16, SHARC_OP_AVG, 3, 1);
+    if (hsdp > 0) {
+        test_config(hsdp, SHARC_DTYPE_F32, SHARC_DTYPE_F32, SHARC_OP_SUM, 2, 1);
+    }
+    assign_grads = 0;
     if (nranks > 1) { /* every rank its own shard group: pure replication */
         test_config(1, SHARC_DTYPE_F32, SHARC_DTYPE_F32, SHARC_OP_AVG, 2, 0);
     }

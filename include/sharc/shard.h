@@ -82,6 +82,7 @@ enum {
     SHARC_SHARD_PARAM_MAX_UNSHARDED = 1u << 6,
     SHARC_SHARD_PARAM_RESHARD_AFTER_FORWARD = 1u << 7,
     SHARC_SHARD_PARAM_SHARD_SIZE = 1u << 8,
+    SHARC_SHARD_PARAM_ASSIGN_GRADS = 1u << 9,
 };
 
 /** How a group is built; only the fields named in field_mask are read, the rest default. */
@@ -114,6 +115,14 @@ typedef struct {
      * all-reduced across replicas. Default: every rank (plain FSDP, one replica).
      */
     int shard_size;
+    /**
+     * 0 (default): a unit's gradient buffer comes zeroed and the caller adds its gradients
+     * to it. 1: the caller assigns every parameter's gradient in the first backward after
+     * the unit's last reduction (adding only in later micro-batches of an accumulation), as
+     * PyTorch does after zero_grad(set_to_none=True); the buffer is then not zeroed, which
+     * saves a pass over it (only the gaps between parameters and the padding are).
+     */
+    int assign_grads;
 } sharc_shard_params_t;
 
 /** Facts about one unit. Counts are elements. */
@@ -159,6 +168,11 @@ typedef struct {
     double exposed_s;
     /** comm_s - exposed_s: communication that ran while the caller computed */
     double hidden_s;
+    /**
+     * time the caller spent inside the step calls (begins, ends, finish), exposed_s
+     * included: the engine's whole cost on the caller's thread
+     */
+    double engine_s;
     size_t peak_unsharded_bytes; /**< gathered parameters plus unreduced gradients */
     int peak_units_alive;        /**< most units with unsharded parameters at once */
     int units_alive;             /**< now */
@@ -244,7 +258,11 @@ SHARC_API sharc_status_t sharc_shard_reduce_grads(sharc_shard_group_h group, int
  */
 SHARC_API sharc_status_t sharc_shard_finish(sharc_shard_group_h group);
 
-/** Zero every gradient shard (after the optimizer step, before the next accumulation). */
+/**
+ * Zero every gradient shard (after the optimizer step, before the next accumulation). From
+ * then until the step's reductions have landed, the gradient shards are sharc's: the first
+ * reduction of a unit may write its shard instead of adding to it.
+ */
 SHARC_API sharc_status_t sharc_shard_zero_grads(sharc_shard_group_h group);
 
 /* ---- the step, with prefetch ------------------------------------------------------- */
@@ -310,9 +328,10 @@ SHARC_API sharc_status_t sharc_shard_param_ptr(sharc_shard_group_h group, int in
 
 /**
  * Pointer to a parameter's gradient inside its unit's unsharded gradient buffer (reduce
- * dtype). The buffer is created zeroed at the first call after the unit's last reduction
- * (which needs the unit gathered: gradients come from a backward), and the caller adds to
- * it; it is released when its reduction completes.
+ * dtype). The buffer is created at the first call after the unit's last reduction (which
+ * needs the unit gathered: gradients come from a backward), zeroed for the caller to add to
+ * (or, with assign_grads, for the caller to write first), and released when its reduction
+ * completes. A reduction still in flight from the last micro-batch is waited for first.
  */
 SHARC_API sharc_status_t sharc_shard_grad_ptr(sharc_shard_group_h group, int index, void **ptr_p);
 
