@@ -243,7 +243,7 @@ SHARC_HIDDEN sharc_status_t sharc_topo_write_nccl_xml(const sharc_topo_t *topo, 
 SHARC_HIDDEN sharc_status_t sharc_topo_read_file(const char *path, size_t max, char **text_p,
                                                  size_t *len_p);
 
-/* ---- classification and recommendations (topo.c, topo_rec.c) */
+/* ---- classification, recommendations and the doctor (topo.c, topo_rec.c, topo_doctor.c) */
 
 /** Distances from PCI paths (unless captured), intra-node path, fabric, rails, bandwidth. */
 SHARC_HIDDEN void sharc_topo_classify(sharc_topo_t *topo);
@@ -253,6 +253,9 @@ SHARC_HIDDEN sharc_topo_link_t sharc_topo_pci_distance(const sharc_topo_pci_t *a
                                                        const sharc_topo_pci_t *b);
 
 SHARC_HIDDEN void sharc_topo_recommend(const sharc_topo_t *topo, sharc_topo_recs_t *recs);
+
+/** Index of the RoCE v2 GID with an IPv4 address on a port, or -1. */
+SHARC_HIDDEN int sharc_topo_roce_v2_ipv4(const sharc_topo_port_t *port);
 
 /**
  * Check @p settings against the topology and the recommendation. Fills up to @p max

@@ -1,0 +1,457 @@
+/*
+ * topo_doctor.c: the doctor: the rules that check the settings in force (environment over
+ * the NCCL conf file) against the topology and the recommendation, the NCCL device-list
+ * syntax they share, and the conf-file parser. Pure functions of their inputs; printing is
+ * in topo_out.c.
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define SHARC_THIS_SUBSYS SHARC_SUBSYS_TOPO
+#include "../../src/log.h"
+#include "../../src/util.h"
+#include "topo.h"
+
+/* ---- NCCL device lists */
+
+void sharc_topo_spec_parse(const char *value, sharc_topo_spec_t *spec)
+{
+    const char *p = value;
+
+    memset(spec, 0, sizeof(*spec));
+    if (*p == '^') {
+        spec->exclude = 1;
+        p++;
+    }
+    if (*p == '=') {
+        spec->exact = 1;
+        p++;
+    }
+    while (*p != '\0' && spec->nentries < SHARC_TOPO_SPEC_MAX) {
+        const char *comma = strchr(p, ',');
+        size_t len = (comma != NULL) ? (size_t)(comma - p) : strlen(p);
+        char item[SHARC_TOPO_NAME_MAX + 16];
+        char *colon;
+
+        snprintf(item, sizeof(item), "%.*s", (int)SHARC_MIN(len, sizeof(item) - 1), p);
+        p += len + (comma != NULL);
+        if (item[0] == '\0') {
+            continue;
+        }
+        spec->entries[spec->nentries].port = -1;
+        colon = strchr(item, ':');
+        if (colon != NULL) {
+            *colon = '\0';
+            spec->entries[spec->nentries].port = atoi(colon + 1);
+        }
+        sharc_snprintf(spec->entries[spec->nentries].name, SHARC_TOPO_NAME_MAX, "%s", item);
+        spec->nentries++;
+    }
+}
+
+int sharc_topo_spec_entry_matches(const sharc_topo_spec_t *spec, int i, const char *name)
+{
+    const char *entry = spec->entries[i].name;
+
+    return spec->exact ? strcmp(name, entry) == 0 : strncmp(name, entry, strlen(entry)) == 0;
+}
+
+/* ---- the doctor */
+
+typedef struct {
+    const sharc_topo_t *topo;
+    sharc_topo_finding_t *findings;
+    int n, max, harmful;
+} sharc_topo_doc_t;
+
+static void sharc_topo_find(sharc_topo_doc_t *doc, sharc_topo_severity_t severity,
+                            const sharc_topo_setting_t *set, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void sharc_topo_find(sharc_topo_doc_t *doc, sharc_topo_severity_t severity,
+                            const sharc_topo_setting_t *set, const char *fmt, ...)
+{
+    sharc_topo_finding_t *f;
+    va_list ap;
+
+    doc->harmful |= (severity == SHARC_TOPO_FINDING_HARMFUL);
+    if (doc->n == doc->max) {
+        return;
+    }
+    f = &doc->findings[doc->n++];
+    memset(f, 0, sizeof(*f));
+    f->severity = severity;
+    snprintf(f->key, sizeof(f->key), "%s", set->key);
+    snprintf(f->value, sizeof(f->value), "%s", set->value);
+    snprintf(f->source, sizeof(f->source), "%s", set->source);
+    va_start(ap, fmt);
+    vsnprintf(f->reason, sizeof(f->reason), fmt, ap);
+    va_end(ap);
+}
+
+static int sharc_topo_truthy(const char *v)
+{
+    return strcmp(v, "1") == 0 || strcasecmp(v, "y") == 0 || strcasecmp(v, "yes") == 0 ||
+           strcasecmp(v, "true") == 0 || strcasecmp(v, "on") == 0;
+}
+
+static int sharc_topo_rdma_fabric(sharc_topo_fabric_t f)
+{
+    return f == SHARC_TOPO_FABRIC_IB || f == SHARC_TOPO_FABRIC_ROCE;
+}
+
+static void sharc_topo_doc_ib_disable(sharc_topo_doc_t *doc, const sharc_topo_setting_t *set)
+{
+    int rdma = sharc_topo_rdma_fabric(doc->topo->fabric);
+
+    if (sharc_topo_truthy(set->value) && rdma) {
+        sharc_topo_find(doc, SHARC_TOPO_FINDING_HARMFUL, set,
+                        "this is a %s node: NCCL falls back to TCP sockets, a fraction of the "
+                        "RDMA bandwidth",
+                        sharc_topo_fabric_name(doc->topo->fabric));
+    } else {
+        sharc_topo_find(doc, SHARC_TOPO_FINDING_OK, set, "fits a %s node",
+                        sharc_topo_fabric_name(doc->topo->fabric));
+    }
+}
+
+static void sharc_topo_doc_ifname(sharc_topo_doc_t *doc, const sharc_topo_setting_t *set)
+{
+    const sharc_topo_t *topo = doc->topo;
+    sharc_topo_spec_t spec;
+    int bad = 0;
+
+    if (topo->nifaces == 0) {
+        return; /* the input did not list interfaces: nothing to judge by */
+    }
+    sharc_topo_spec_parse(set->value, &spec);
+    for (int e = 0; e < spec.nentries; e++) {
+        int matched = 0, up = 0;
+
+        for (int i = 0; i < topo->nifaces; i++) {
+            if (sharc_topo_spec_entry_matches(&spec, e, topo->ifaces[i].name)) {
+                matched++;
+                up += topo->ifaces[i].up;
+            }
+        }
+        if (matched == 0) {
+            sharc_topo_find(
+                doc, spec.exclude ? SHARC_TOPO_FINDING_STALE : SHARC_TOPO_FINDING_HARMFUL, set,
+                "no interface %s '%s' exists here%s", spec.exact ? "named" : "starting with",
+                spec.entries[e].name, spec.exclude ? " (nothing to exclude)" : "");
+            bad = 1;
+        } else if (up == 0 && !spec.exclude) {
+            sharc_topo_find(doc, SHARC_TOPO_FINDING_HARMFUL, set,
+                            "every interface matching '%s' is down", spec.entries[e].name);
+            bad = 1;
+        }
+    }
+    if (!bad) {
+        sharc_topo_find(doc, SHARC_TOPO_FINDING_OK, set, "names existing interfaces that are up");
+    }
+}
+
+static void sharc_topo_doc_hca(sharc_topo_doc_t *doc, const sharc_topo_setting_t *set)
+{
+    const sharc_topo_t *topo = doc->topo;
+    sharc_topo_severity_t missing =
+        topo->nnics > 0 ? SHARC_TOPO_FINDING_HARMFUL : SHARC_TOPO_FINDING_STALE;
+    sharc_topo_spec_t spec;
+    int bad = 0;
+
+    sharc_topo_spec_parse(set->value, &spec);
+    for (int e = 0; e < spec.nentries; e++) {
+        int matched = 0, port_found = 0, active = 0;
+
+        for (int k = 0; k < topo->nnics; k++) {
+            const sharc_topo_nic_t *nic = &topo->nics[k];
+
+            if (!sharc_topo_spec_entry_matches(&spec, e, nic->name)) {
+                continue;
+            }
+            matched++;
+            for (int p = 0; p < nic->nports; p++) {
+                if (spec.entries[e].port < 0 || spec.entries[e].port == nic->ports[p].num) {
+                    port_found++;
+                    active += nic->ports[p].active;
+                }
+            }
+        }
+        if (matched == 0) {
+            sharc_topo_find(doc, spec.exclude ? SHARC_TOPO_FINDING_STALE : missing, set,
+                            "no RDMA device %s '%s' exists here%s",
+                            spec.exact ? "named" : "starting with", spec.entries[e].name,
+                            topo->nnics == 0 ? " (there are none: NCCL uses sockets)" : "");
+            bad = 1;
+        } else if (spec.exclude) {
+            continue;
+        } else if (port_found == 0) {
+            sharc_topo_find(doc, SHARC_TOPO_FINDING_HARMFUL, set, "%s has no port %d",
+                            spec.entries[e].name, spec.entries[e].port);
+            bad = 1;
+        } else if (active == 0) {
+            sharc_topo_find(doc, SHARC_TOPO_FINDING_HARMFUL, set, "the port(s) of '%s' are down",
+                            spec.entries[e].name);
+            bad = 1;
+        } else if (!spec.exact && matched > 1 &&
+                   isdigit((unsigned char)spec.entries[e].name[strlen(spec.entries[e].name) - 1])) {
+            sharc_topo_find(doc, SHARC_TOPO_FINDING_STALE, set,
+                            "'%s' is a prefix and selects %d devices (e.g. %s1x too); put '=' "
+                            "in front for exact names",
+                            spec.entries[e].name, matched, spec.entries[e].name);
+            bad = 1;
+        }
+    }
+    if (!bad) {
+        sharc_topo_find(doc, SHARC_TOPO_FINDING_OK, set, "names existing, active ports");
+    }
+}
+
+static void sharc_topo_doc_gid(sharc_topo_doc_t *doc, const sharc_topo_setting_t *set)
+{
+    const sharc_topo_t *topo = doc->topo;
+    char *end;
+    long index = strtol(set->value, &end, 10);
+    int bad = 0, checked = 0;
+
+    if (end == set->value || *end != '\0') {
+        sharc_topo_find(doc, SHARC_TOPO_FINDING_HARMFUL, set, "not a number");
+        return;
+    }
+    if (topo->fabric == SHARC_TOPO_FABRIC_IB) {
+        sharc_topo_find(doc, SHARC_TOPO_FINDING_STALE, set,
+                        "InfiniBand ports route by LID; the GID index matters only on RoCE");
+        return;
+    }
+    if (topo->fabric != SHARC_TOPO_FABRIC_ROCE || index < 0) {
+        sharc_topo_find(doc, SHARC_TOPO_FINDING_OK, set, "no RoCE port to check it against");
+        return;
+    }
+    for (int k = 0; k < topo->nnics && !bad; k++) {
+        const sharc_topo_nic_t *nic = &topo->nics[k];
+
+        for (int p = 0; p < nic->nports && nic->fabric == SHARC_TOPO_FABRIC_ROCE; p++) {
+            const sharc_topo_port_t *port = &nic->ports[p];
+            const sharc_topo_gid_t *gid = NULL;
+
+            if (!port->active) {
+                continue;
+            }
+            checked++;
+            for (int g = 0; g < port->ngids; g++) {
+                if (port->gids[g].index == index) {
+                    gid = &port->gids[g];
+                }
+            }
+            if (gid == NULL) {
+                sharc_topo_find(doc, SHARC_TOPO_FINDING_HARMFUL, set,
+                                "%s port %d has no GID %ld (empty entry: no address)", nic->name,
+                                port->num, index);
+                bad = 1;
+            } else if (strcmp(gid->type, "RoCE v2") != 0) {
+                sharc_topo_find(doc, SHARC_TOPO_FINDING_HARMFUL, set,
+                                "GID %ld of %s port %d is %s, not RoCE v2: not routable across "
+                                "subnets; RoCE v2 with IPv4 is at %d",
+                                index, nic->name, port->num, gid->type[0] ? gid->type : "untyped",
+                                sharc_topo_roce_v2_ipv4(port));
+                bad = 1;
+            } else if (strncmp(gid->gid, "fe80:", 5) == 0) {
+                sharc_topo_find(doc, SHARC_TOPO_FINDING_HARMFUL, set,
+                                "GID %ld of %s port %d has only a link-local address; the "
+                                "RoCE v2 IPv4 one is at %d",
+                                index, nic->name, port->num, sharc_topo_roce_v2_ipv4(port));
+                bad = 1;
+            }
+            if (bad) {
+                break;
+            }
+        }
+    }
+    if (!bad && checked > 0) {
+        sharc_topo_find(doc, SHARC_TOPO_FINDING_OK, set,
+                        "a RoCE v2 GID with an address on every active port");
+    }
+}
+
+static void sharc_topo_doc_efa(sharc_topo_doc_t *doc, const sharc_topo_setting_t *set)
+{
+    int efa = (doc->topo->fabric == SHARC_TOPO_FABRIC_EFA);
+
+    if (strcmp(set->key, "NCCL_PROTO") == 0) {
+        if (efa && strcasecmp(set->value, "simple") == 0) {
+            sharc_topo_find(doc, SHARC_TOPO_FINDING_HARMFUL, set,
+                            "advice for old aws-ofi-nccl; current plugins support LL128 and "
+                            "forcing Simple costs small-message latency");
+        } else {
+            sharc_topo_find(doc, SHARC_TOPO_FINDING_OK, set, "no EFA rule applies");
+        }
+        return;
+    }
+    if (!efa) {
+        sharc_topo_find(doc, SHARC_TOPO_FINDING_STALE, set, "no EFA device on this node");
+    } else if (strcmp(set->value, "0") == 0) {
+        sharc_topo_find(doc, SHARC_TOPO_FINDING_HARMFUL, set,
+                        "turns GPUDirect RDMA off: GPU buffers are staged through host memory");
+    } else {
+        sharc_topo_find(doc, SHARC_TOPO_FINDING_STALE, set,
+                        "libfabric 1.18+ enables device RDMA by itself on EFA that supports it");
+    }
+}
+
+static void sharc_topo_doc_debug(sharc_topo_doc_t *doc, const sharc_topo_setting_t *set)
+{
+    if (strcasecmp(set->value, "INFO") == 0 || strcasecmp(set->value, "TRACE") == 0) {
+        sharc_topo_find(doc, SHARC_TOPO_FINDING_STALE, set,
+                        "left on from debugging: every rank logs its setup and each "
+                        "communicator, slowing start-up and flooding the job's log");
+    } else {
+        sharc_topo_find(doc, SHARC_TOPO_FINDING_OK, set, "warnings only");
+    }
+}
+
+static void sharc_topo_doc_cuda_visible(sharc_topo_doc_t *doc, const sharc_topo_setting_t *set)
+{
+    int ngpus = doc->topo->ngpus, count = 0, bad = 0;
+    unsigned char seen[1024] = {0};
+    char buf[256], *save = NULL;
+
+    snprintf(buf, sizeof(buf), "%s", set->value);
+    for (char *tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
+        char *end;
+        long idx = strtol(tok, &end, 10);
+
+        count++;
+        if (end == tok || *end != '\0') {
+            continue; /* GPU-/MIG- UUIDs: cannot be checked against PCI */
+        }
+        if (idx < 0) {
+            /* CUDA stops at the first invalid index */
+            sharc_topo_find(doc, SHARC_TOPO_FINDING_HARMFUL, set,
+                            "'%ld' hides every GPU from that point on", idx);
+            return;
+        }
+        if (idx >= ngpus) {
+            sharc_topo_find(doc, SHARC_TOPO_FINDING_HARMFUL, set,
+                            "names GPU %ld; this node has %d, so CUDA stops at it", idx, ngpus);
+            return;
+        }
+        if (idx < (long)sizeof(seen) && seen[idx]++) {
+            sharc_topo_find(doc, SHARC_TOPO_FINDING_HARMFUL, set, "names GPU %ld twice", idx);
+            return;
+        }
+    }
+    if (count == 0) {
+        sharc_topo_find(doc, SHARC_TOPO_FINDING_HARMFUL, set, "empty: hides every GPU");
+        bad = 1;
+    } else if (count < ngpus) {
+        sharc_topo_find(doc, SHARC_TOPO_FINDING_STALE, set,
+                        "hides %d of the %d GPUs: fine when a launcher sets it per rank, stale "
+                        "when exported for the whole job",
+                        ngpus - count, ngpus);
+        bad = 1;
+    }
+    if (!bad) {
+        sharc_topo_find(doc, SHARC_TOPO_FINDING_OK, set, "shows every GPU");
+    }
+}
+
+int sharc_topo_doctor(const sharc_topo_t *topo, const sharc_topo_recs_t *recs,
+                      const sharc_topo_setting_t *settings, int nsettings,
+                      sharc_topo_finding_t *findings, int max, int *harmful_p)
+{
+    static const struct {
+        const char *key;
+        void (*check)(sharc_topo_doc_t *doc, const sharc_topo_setting_t *set);
+    } rules[] = {
+        {"NCCL_IB_DISABLE", sharc_topo_doc_ib_disable},
+        {"NCCL_SOCKET_IFNAME", sharc_topo_doc_ifname},
+        {"NCCL_IB_HCA", sharc_topo_doc_hca},
+        {"NCCL_IB_GID_INDEX", sharc_topo_doc_gid},
+        {"NCCL_PROTO", sharc_topo_doc_efa},
+        {"FI_EFA_USE_DEVICE_RDMA", sharc_topo_doc_efa},
+        {"NCCL_DEBUG", sharc_topo_doc_debug},
+        {"CUDA_VISIBLE_DEVICES", sharc_topo_doc_cuda_visible},
+    };
+    sharc_topo_doc_t doc = {topo, findings, 0, max, 0};
+
+    for (int s = 0; s < nsettings; s++) {
+        for (size_t r = 0; r < SHARC_ARRAY_SIZE(rules); r++) {
+            if (strcmp(settings[s].key, rules[r].key) == 0) {
+                rules[r].check(&doc, &settings[s]);
+            }
+        }
+    }
+    for (int r = 0; r < recs->nrecs; r++) {
+        const sharc_topo_rec_t *rec = &recs->recs[r];
+        int set = 0;
+
+        for (int s = 0; s < nsettings; s++) {
+            set |= (strcmp(settings[s].key, rec->key) == 0);
+        }
+        if (!set && !rec->unset) {
+            sharc_topo_setting_t missing;
+
+            snprintf(missing.key, sizeof(missing.key), "%s", rec->key);
+            snprintf(missing.value, sizeof(missing.value), "%s", rec->value);
+            snprintf(missing.source, sizeof(missing.source), "recommendation");
+            sharc_topo_find(&doc, SHARC_TOPO_FINDING_SUGGEST, &missing, "%s", rec->reason);
+        }
+    }
+    *harmful_p = doc.harmful;
+    return doc.n;
+}
+
+int sharc_topo_parse_conf(const char *text, const char *source, sharc_topo_setting_t *settings,
+                          int n, int max)
+{
+    const char *p = text;
+
+    while (*p != '\0' && n < max) {
+        const char *nl = strchr(p, '\n');
+        size_t len = (nl != NULL) ? (size_t)(nl - p) : strlen(p);
+        char line[512], *eq, *key, *value, *e;
+        int dup = 0;
+
+        snprintf(line, sizeof(line), "%.*s", (int)SHARC_MIN(len, sizeof(line) - 1), p);
+        p += len + (nl != NULL);
+        key = line;
+        while (isspace((unsigned char)*key)) {
+            key++;
+        }
+        eq = strchr(key, '=');
+        if (*key == '#' || eq == NULL) {
+            continue;
+        }
+        *eq = '\0';
+        value = eq + 1;
+        while (isspace((unsigned char)*value)) {
+            value++;
+        }
+        for (e = eq - 1; e >= key && isspace((unsigned char)*e); e--) {
+            *e = '\0';
+        }
+        for (e = value + strlen(value) - 1; e >= value && isspace((unsigned char)*e); e--) {
+            *e = '\0';
+        }
+        if (*key == '\0' || strlen(key) >= sizeof(settings[0].key)) {
+            continue;
+        }
+        for (int s = 0; s < n; s++) {
+            dup |= (strcmp(settings[s].key, key) == 0);
+        }
+        if (dup) {
+            continue; /* the environment wins, as in NCCL */
+        }
+        snprintf(settings[n].key, sizeof(settings[n].key), "%s", key);
+        snprintf(settings[n].value, sizeof(settings[n].value), "%s", value);
+        snprintf(settings[n].source, sizeof(settings[n].source), "%s", source);
+        n++;
+    }
+    return n;
+}
