@@ -10,7 +10,7 @@ FIX="$top_srcdir/tests/topo"
 [ -x "$PY" ] || { echo "SKIP: no $PY to build the fixtures"; exit 77; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-for m in p5 dgx-h100 roce cloud-vm; do
+for m in p5 dgx-h100 roce cloud-vm cpu-only; do
     "$PY" "$FIX/mkfixture.py" "$m" "$work/$m" || { echo "FAIL: mkfixture $m"; exit 1; }
 done
 : > "$work/empty.conf"
@@ -82,6 +82,16 @@ doc 1 HARMFUL CUDA_VISIBLE_DEVICES p5 CUDA_VISIBLE_DEVICES=
 doc 1 HARMFUL CUDA_VISIBLE_DEVICES p5 CUDA_VISIBLE_DEVICES=1,1
 doc 0 stale CUDA_VISIBLE_DEVICES p5 CUDA_VISIBLE_DEVICES=0,1
 doc 0 ok CUDA_VISIBLE_DEVICES p5 CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7
+# SHARC_TRANSPORT: auto everywhere; nccl (GPU buffers only), self, unknown names are harmful
+doc 1 HARMFUL SHARC_TRANSPORT dgx-h100 SHARC_TRANSPORT=nccl
+doc 1 HARMFUL SHARC_TRANSPORT cloud-vm SHARC_TRANSPORT=NCCL
+doc 1 HARMFUL SHARC_TRANSPORT cpu-only SHARC_TRANSPORT=nccl
+doc 1 HARMFUL SHARC_TRANSPORT p5 SHARC_TRANSPORT=self
+doc 1 HARMFUL SHARC_TRANSPORT p5 SHARC_TRANSPORT=verbs
+doc 0 stale SHARC_TRANSPORT dgx-h100 SHARC_TRANSPORT=shm
+doc 0 ok SHARC_TRANSPORT dgx-h100 SHARC_TRANSPORT=auto
+doc 0 ok SHARC_TRANSPORT cpu-only SHARC_TRANSPORT=auto
+doc 0 suggest SHARC_TRANSPORT dgx-h100
 # recommended settings that are missing are suggested; a clean environment exits 0
 doc 0 suggest NCCL_IB_GID_INDEX roce
 doc 0 suggest NCCL_SOCKET_IFNAME cloud-vm

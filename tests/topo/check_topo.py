@@ -21,6 +21,29 @@ def rec(t, key):
     return None
 
 
+def rec_reason(t, key):
+    for r in t["recommendations"]:
+        if r["key"] == key:
+            return r["reason"]
+    return ""
+
+
+def transport_auto(t):
+    """SHARC_TRANSPORT=auto everywhere; on GPU nodes the reason says what auto does there."""
+    check(rec(t, "SHARC_TRANSPORT") == "auto", "SHARC_TRANSPORT=auto, got %s"
+          % rec(t, "SHARC_TRANSPORT"))
+    check(t["backend"]["transport"] == "auto", "backend line under SHARC_TRANSPORT=auto")
+    check(t["backend"]["host"] == "shm+ucx", "host buffers through shm+ucx")
+    why = rec_reason(t, "SHARC_TRANSPORT")
+    if t["gpus"]:
+        check(t["backend"]["gpu"] == "nccl", "GPU buffers through nccl")
+        check("GPU buffers through NCCL" in why and "host buffers through shm" in why,
+              "the reason says what auto does: %s" % why)
+    else:
+        check(t["backend"]["gpu"] == "-", "no GPU buffers")
+    check(isinstance(t["backend"]["not_built"], list), "backends not built are listed")
+
+
 def nic_names(t):
     return [n["name"] for n in t["nics"]]
 
@@ -46,7 +69,7 @@ def p5(t):
     check(rec(t, "NCCL_PROTO") == "unset", "NCCL_PROTO unset")
     check(rec(t, "NCCL_IB_HCA") is None, "no NCCL_IB_HCA on EFA")
     check(rec(t, "UCX_NET_DEVICES") == "ens32", "UCX over ENA")
-    check(t["backend"] == {"gpu": "nccl", "host": "shm+ucx"}, "backends")
+    transport_auto(t)
     check(t["cpu"] == {"sockets": 2, "numa_nodes": 2}, "2 sockets, 2 NUMA nodes")
     check([n["name"] for n in t["netdevs"]] == ["ens32"], "virtual interfaces skipped: %s"
           % [n["name"] for n in t["netdevs"]])
@@ -83,6 +106,7 @@ def dgx_h100(t):
     net = {n["name"]: n for n in t["netdevs"]}
     check("bond0" not in net and "br0" not in net and "docker0" not in net, "virtual skipped")
     check(net["enp170s0f0np0"]["rdma"] == "mlx5_8", "RoCE netdev paired with mlx5_8")
+    transport_auto(t)
 
 
 def roce(t):
@@ -111,12 +135,13 @@ def cloud_vm(t):
     check(abs(t["gpus"][0]["net_gbps"] - 50) < 1e-6, "50 Gb/s")
     check({n["name"]: n["driver"] for n in t["netdevs"]} == {"ens4": "gve", "ens5": "gve"},
           "gve interfaces")
+    transport_auto(t)
 
 
 def cpu_only(t):
     check(len(t["gpus"]) == 0 and t["intra"] == "none", "no GPU")
     check(t["fabric"] == "Ethernet" and t["eth_best"] == "enp2s0", "Ethernet on enp2s0")
-    check(rec(t, "SHARC_TRANSPORT") == "auto" and t["backend"]["gpu"] == "-", "host transports only")
+    transport_auto(t)
     check(t["cpu"] == {"sockets": 1, "numa_nodes": 1}, "1 socket")
 
 

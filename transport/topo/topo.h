@@ -170,8 +170,10 @@ typedef struct {
 typedef struct {
     sharc_topo_rec_t recs[SHARC_TOPO_MAX_RECS];
     int nrecs;
-    char gpu_backend[8];  /* sharc transport for GPU buffers */
+    char transport[8];    /* SHARC_TRANSPORT to set: "auto" */
+    char gpu_backend[8];  /* the backend auto picks for GPU buffers, "-" without GPUs */
     char host_backend[8]; /* and for host buffers */
+    char not_built[32];   /* those of them this sharc was built without, comma-separated */
 } sharc_topo_recs_t;
 
 typedef enum {

@@ -15,7 +15,9 @@
 
 #define SHARC_THIS_SUBSYS SHARC_SUBSYS_TOPO
 #include "../../src/log.h"
+#include "../../src/config_int.h"
 #include "../../src/util.h"
+#include "../transport.h"
 #include "topo.h"
 
 /* ---- NCCL device lists */
@@ -361,6 +363,49 @@ static void sharc_topo_doc_cuda_visible(sharc_topo_doc_t *doc, const sharc_topo_
     }
 }
 
+/*
+ * SHARC_TRANSPORT names one backend for every buffer and every peer. auto is right
+ * everywhere; a name is harmful when that backend cannot serve a job here at all (not built
+ * in, self, or nccl, which carries GPU buffers only), stale when it works for some jobs only.
+ * Forcing ucx works, so it gets no rule: the generic comparison says it differs.
+ */
+static void sharc_topo_doc_transport(sharc_topo_doc_t *doc, const sharc_topo_setting_t *set)
+{
+    int ngpus = doc->topo->ngpus;
+    int idx = sharc_name_index(sharc_cfg_transport_names, SHARC_CFG_TRANSPORT_LAST, set->value);
+
+    if (idx < 0) {
+        sharc_topo_find(doc, SHARC_TOPO_FINDING_HARMFUL, set,
+                        "not a transport sharc knows (auto, self, shm, ucx, ib, nccl): creating "
+                        "a context fails");
+    } else if (idx == SHARC_CFG_TRANSPORT_AUTO) {
+        sharc_topo_find(doc, SHARC_TOPO_FINDING_OK, set,
+                        "%s host buffers through shm inside the node and ucx between nodes",
+                        ngpus > 0 ? "GPU buffers through NCCL," : "no GPU:");
+    } else if (idx == SHARC_CFG_TRANSPORT_NCCL) {
+        sharc_topo_find(doc, SHARC_TOPO_FINDING_HARMFUL, set,
+                        "forces NCCL on every buffer, but NCCL carries GPU buffers only: %s%s; "
+                        "auto sends GPU buffers through NCCL and host buffers through shm+ucx",
+                        ngpus > 0 ? "host buffers have no transport"
+                                  : "this node has no GPU, so nothing can use it",
+                        sharc_tp_find("nccl") == NULL
+                            ? ", and this sharc has no nccl backend yet: every communicator fails"
+                            : "");
+    } else if (sharc_tp_find(set->value) == NULL) {
+        sharc_topo_find(doc, SHARC_TOPO_FINDING_HARMFUL, set,
+                        "this sharc was built without %s: every communicator fails", set->value);
+    } else if (idx == SHARC_CFG_TRANSPORT_SELF) {
+        sharc_topo_find(doc, SHARC_TOPO_FINDING_HARMFUL, set,
+                        "self reaches only the calling rank: every communicator of two or more "
+                        "ranks fails");
+    } else if (idx == SHARC_CFG_TRANSPORT_SHM) {
+        sharc_topo_find(doc, SHARC_TOPO_FINDING_STALE, set,
+                        "shm reaches the ranks of this node only: a job over several nodes fails "
+                        "to create its communicators%s; auto uses shm inside the node anyway",
+                        ngpus > 0 ? ", and GPU buffers miss NCCL" : "");
+    }
+}
+
 int sharc_topo_doctor(const sharc_topo_t *topo, const sharc_topo_recs_t *recs,
                       const sharc_topo_setting_t *settings, int nsettings,
                       sharc_topo_finding_t *findings, int max, int *harmful_p)
@@ -377,6 +422,7 @@ int sharc_topo_doctor(const sharc_topo_t *topo, const sharc_topo_recs_t *recs,
         {"FI_EFA_USE_DEVICE_RDMA", sharc_topo_doc_efa},
         {"NCCL_DEBUG", sharc_topo_doc_debug},
         {"CUDA_VISIBLE_DEVICES", sharc_topo_doc_cuda_visible},
+        {"SHARC_TRANSPORT", sharc_topo_doc_transport},
     };
     sharc_topo_doc_t doc = {topo, findings, 0, max, 0};
 

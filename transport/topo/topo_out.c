@@ -150,8 +150,13 @@ static void sharc_topo_print_text(const sharc_topo_t *topo, const sharc_topo_rec
         }
         fprintf(out, ", %.0f Gb/s expected\n", gpu->net_gbps);
     }
-    fprintf(out, "\nbackend: %s for GPU buffers, %s for host buffers\nrecommended:\n",
-            recs->gpu_backend, recs->host_backend);
+    fprintf(out, "\nbackend (SHARC_TRANSPORT=%s): %s for GPU buffers, %s for host buffers",
+            recs->transport, topo->ngpus > 0 ? recs->gpu_backend : "none (no GPU)",
+            recs->host_backend);
+    if (recs->not_built[0] != '\0') {
+        fprintf(out, "; not in this build: %s", recs->not_built);
+    }
+    fprintf(out, "\nrecommended:\n");
     for (int r = 0; r < recs->nrecs; r++) {
         const sharc_topo_rec_t *rec = &recs->recs[r];
 
@@ -205,6 +210,20 @@ static void sharc_topo_print_env(const sharc_topo_recs_t *recs, int shell, FILE 
 static json_object *sharc_topo_json_str(const char *s)
 {
     return json_object_new_string(s);
+}
+
+/* "a,b" as ["a", "b"]; "" as [] */
+static json_object *sharc_topo_json_list(const char *csv)
+{
+    json_object *arr = json_object_new_array();
+
+    while (*csv != '\0') {
+        size_t len = strcspn(csv, ",");
+
+        json_object_array_add(arr, json_object_new_string_len(csv, (int)len));
+        csv += len + (csv[len] == ',');
+    }
+    return arr;
 }
 
 static json_object *sharc_topo_json_pci(json_object *obj, const sharc_topo_pci_t *pci)
@@ -325,8 +344,10 @@ static json_object *sharc_topo_json(const sharc_topo_t *topo, const sharc_topo_r
     }
     json_object_object_add(cpu, "sockets", json_object_new_int(topo->cpu.nsockets));
     json_object_object_add(cpu, "numa_nodes", json_object_new_int(topo->cpu.nnuma));
+    json_object_object_add(backend, "transport", sharc_topo_json_str(recs->transport));
     json_object_object_add(backend, "gpu", sharc_topo_json_str(recs->gpu_backend));
     json_object_object_add(backend, "host", sharc_topo_json_str(recs->host_backend));
+    json_object_object_add(backend, "not_built", sharc_topo_json_list(recs->not_built));
     json_object_object_add(root, "gpus", gpus);
     json_object_object_add(root, "nics", nics);
     json_object_object_add(root, "netdevs", netdevs);

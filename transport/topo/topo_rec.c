@@ -12,6 +12,7 @@
 #define SHARC_THIS_SUBSYS SHARC_SUBSYS_TOPO
 #include "../../src/log.h"
 #include "../../src/util.h"
+#include "../transport.h"
 #include "topo.h"
 
 static void sharc_topo_rec_add(sharc_topo_recs_t *recs, const char *key, int unset,
@@ -108,6 +109,43 @@ static void sharc_topo_recommend_roce(const sharc_topo_t *topo, sharc_topo_recs_
     sharc_topo_rec_add(recs, "UCX_IB_GID_INDEX", 0, value, "the same GID for UCX");
 }
 
+/*
+ * SHARC_TRANSPORT=auto on every node: sharc picks the backend per buffer (GPU buffers through
+ * NCCL, host buffers through shm inside the node and ucx between nodes). Naming one backend
+ * forces it on both kinds of buffer, which no single backend carries well. The backends named
+ * are checked against this build's registry, so the report says when one is not built in.
+ */
+static void sharc_topo_recommend_transport(const sharc_topo_t *topo, sharc_topo_recs_t *recs)
+{
+    static const char *const used[] = {"nccl", "shm", "ucx"};
+    int rdma = topo->fabric == SHARC_TOPO_FABRIC_IB || topo->fabric == SHARC_TOPO_FABRIC_ROCE;
+    size_t len = 0;
+
+    snprintf(recs->transport, sizeof(recs->transport), "auto");
+    snprintf(recs->gpu_backend, sizeof(recs->gpu_backend), "%s", topo->ngpus > 0 ? "nccl" : "-");
+    snprintf(recs->host_backend, sizeof(recs->host_backend), "shm+ucx");
+    for (size_t i = topo->ngpus > 0 ? 0 : 1; i < SHARC_ARRAY_SIZE(used); i++) {
+        if (sharc_tp_find(used[i]) == NULL && len < sizeof(recs->not_built)) {
+            len += (size_t)snprintf(recs->not_built + len, sizeof(recs->not_built) - len, "%s%s",
+                                    len > 0 ? "," : "", used[i]);
+        }
+    }
+    if (topo->ngpus == 0) {
+        sharc_topo_rec_add(recs, "SHARC_TRANSPORT", 0, "auto",
+                           "no GPU: auto sends host buffers through shm inside the node and ucx "
+                           "(%s) between nodes",
+                           rdma ? "verbs" : "TCP");
+        return;
+    }
+    sharc_topo_rec_add(recs, "SHARC_TRANSPORT", 0, "auto",
+                       "%d GPU(s): auto sends GPU buffers through NCCL (%s inside the node, %s "
+                       "between nodes) and host buffers through shm inside the node and ucx "
+                       "(%s) between nodes; naming one backend forces it on both kinds%s",
+                       topo->ngpus, sharc_topo_intra_name(topo->intra),
+                       sharc_topo_fabric_name(topo->fabric), rdma ? "verbs" : "TCP",
+                       sharc_tp_find("nccl") == NULL ? "; this sharc has no nccl backend yet" : "");
+}
+
 void sharc_topo_recommend(const sharc_topo_t *topo, sharc_topo_recs_t *recs)
 {
     const sharc_topo_netdev_t *eth = topo->eth_best >= 0 ? &topo->netdevs[topo->eth_best] : NULL;
@@ -118,8 +156,6 @@ void sharc_topo_recommend(const sharc_topo_t *topo, sharc_topo_recs_t *recs)
     if (eth != NULL && eth->speed_mbps >= 0) {
         snprintf(speed, sizeof(speed), "%d Mb/s", eth->speed_mbps);
     }
-    snprintf(recs->gpu_backend, sizeof(recs->gpu_backend), "%s", topo->ngpus > 0 ? "nccl" : "-");
-    snprintf(recs->host_backend, sizeof(recs->host_backend), "shm+ucx");
 
     switch (topo->fabric) {
     case SHARC_TOPO_FABRIC_IB:
@@ -169,18 +205,5 @@ void sharc_topo_recommend(const sharc_topo_t *topo, sharc_topo_recs_t *recs)
         break;
     default: break;
     }
-    if (topo->ngpus > 0) {
-        sharc_topo_rec_add(recs, "SHARC_TRANSPORT", 0, "nccl",
-                           "%d GPU(s): NCCL moves GPU buffers (%s inside the node, %s between "
-                           "nodes); host buffers go through shm inside the node and ucx "
-                           "between nodes",
-                           topo->ngpus, sharc_topo_intra_name(topo->intra),
-                           sharc_topo_fabric_name(topo->fabric));
-    } else {
-        sharc_topo_rec_add(
-            recs, "SHARC_TRANSPORT", 0, "auto",
-            "no GPU: host buffers go through shm inside the node and UCX (%s) between nodes",
-            topo->fabric == SHARC_TOPO_FABRIC_IB || topo->fabric == SHARC_TOPO_FABRIC_ROCE ? "verbs"
-                                                                                           : "TCP");
-    }
+    sharc_topo_recommend_transport(topo, recs);
 }
