@@ -181,6 +181,7 @@ typedef enum {
     SHARC_TOPO_FINDING_STALE,  /* unneeded or noisy here, not harmful */
     SHARC_TOPO_FINDING_HARMFUL,
     SHARC_TOPO_FINDING_SUGGEST, /* a recommended setting that is not set */
+    SHARC_TOPO_FINDING_DIFFERS, /* set to another value than the recommended one, valid */
 } sharc_topo_severity_t;
 
 typedef struct {
@@ -188,7 +189,7 @@ typedef struct {
     char key[48];
     char value[256];
     char source[SHARC_TOPO_PATH_MAX]; /* "environment" or the conf file */
-    char reason[384];
+    char reason[1024];
 } sharc_topo_finding_t;
 
 /* A setting in force: the environment overrides the NCCL conf file, as in NCCL. */
@@ -261,7 +262,10 @@ SHARC_HIDDEN int sharc_topo_roce_v2_ipv4(const sharc_topo_port_t *port);
 
 /**
  * Check @p settings against the topology and the recommendation. Fills up to @p max
- * findings and returns how many; *harmful_p is set to whether any is harmful.
+ * findings and returns how many; *harmful_p is set to whether any is harmful. Each setting
+ * gets the findings of the rules for its key; one set to another value than recommended
+ * also gets the recommended value and its reason (DIFFERS, or added to the rule's finding
+ * when the rule found something wrong); a recommended key that is not set is a SUGGEST.
  */
 SHARC_HIDDEN int sharc_topo_doctor(const sharc_topo_t *topo, const sharc_topo_recs_t *recs,
                                    const sharc_topo_setting_t *settings, int nsettings,

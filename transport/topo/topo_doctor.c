@@ -215,6 +215,97 @@ static void sharc_topo_doc_hca(sharc_topo_doc_t *doc, const sharc_topo_setting_t
     }
 }
 
+/* An RDMA port named by UCX ("mlx5_0:1"): 0 found and active, else a finding was made. */
+static int sharc_topo_doc_ucx_port(sharc_topo_doc_t *doc, const sharc_topo_setting_t *set,
+                                   const char *name, int num)
+{
+    const sharc_topo_t *topo = doc->topo;
+
+    for (int k = 0; k < topo->nnics; k++) {
+        const sharc_topo_nic_t *nic = &topo->nics[k];
+
+        if (strcmp(nic->name, name) != 0) {
+            continue;
+        }
+        if (nic->captured && nic->nports == 0) {
+            return 0; /* known by name only: nothing to judge by */
+        }
+        for (int p = 0; p < nic->nports; p++) {
+            if (nic->ports[p].num == num) {
+                if (nic->ports[p].active) {
+                    return 0;
+                }
+                sharc_topo_find(doc, SHARC_TOPO_FINDING_HARMFUL, set,
+                                "%s port %d is down (%s): UCX finds no usable device there", name,
+                                num, nic->ports[p].state);
+                return -1;
+            }
+        }
+        sharc_topo_find(doc, SHARC_TOPO_FINDING_HARMFUL, set, "%s has no port %d", name, num);
+        return -1;
+    }
+    sharc_topo_find(doc, SHARC_TOPO_FINDING_HARMFUL, set, "no RDMA device named '%s' exists here",
+                    name);
+    return -1;
+}
+
+/* An interface named by UCX ("eth0"): 0 found and up, else a finding was made. */
+static int sharc_topo_doc_ucx_iface(sharc_topo_doc_t *doc, const sharc_topo_setting_t *set,
+                                    const char *name)
+{
+    const sharc_topo_t *topo = doc->topo;
+
+    for (int i = 0; i < topo->nifaces; i++) {
+        if (strcmp(topo->ifaces[i].name, name) == 0) {
+            if (topo->ifaces[i].up) {
+                return 0;
+            }
+            sharc_topo_find(doc, SHARC_TOPO_FINDING_HARMFUL, set, "interface %s is down", name);
+            return -1;
+        }
+    }
+    for (int k = 0; k < topo->nnics; k++) {
+        if (strcmp(topo->nics[k].name, name) == 0) {
+            sharc_topo_find(doc, SHARC_TOPO_FINDING_HARMFUL, set,
+                            "UCX names RDMA devices with their port (%s:1): '%s' matches "
+                            "nothing",
+                            name, name);
+            return -1;
+        }
+    }
+    if (topo->nifaces == 0) {
+        return 0; /* the input did not list interfaces: nothing to judge by */
+    }
+    sharc_topo_find(doc, SHARC_TOPO_FINDING_HARMFUL, set, "no interface named '%s' exists here",
+                    name);
+    return -1;
+}
+
+/* UCX_NET_DEVICES: "all", or RDMA ports (mlx5_0:1) and interfaces (eth0), exact names. */
+static void sharc_topo_doc_ucx_devices(sharc_topo_doc_t *doc, const sharc_topo_setting_t *set)
+{
+    sharc_topo_spec_t spec;
+    int bad = 0;
+
+    if (strcmp(set->value, "all") == 0) {
+        sharc_topo_find(doc, SHARC_TOPO_FINDING_OK, set, "UCX's default: every device");
+        return;
+    }
+    sharc_topo_spec_parse(set->value, &spec);
+    for (int e = 0; e < spec.nentries; e++) {
+        if (spec.entries[e].port >= 0) {
+            bad |= sharc_topo_doc_ucx_port(doc, set, spec.entries[e].name, spec.entries[e].port);
+        } else {
+            bad |= sharc_topo_doc_ucx_iface(doc, set, spec.entries[e].name);
+        }
+    }
+    if (spec.nentries == 0) {
+        sharc_topo_find(doc, SHARC_TOPO_FINDING_HARMFUL, set, "empty: UCX has no device to use");
+    } else if (!bad) {
+        sharc_topo_find(doc, SHARC_TOPO_FINDING_OK, set, "names existing devices that are up");
+    }
+}
+
 static void sharc_topo_doc_gid(sharc_topo_doc_t *doc, const sharc_topo_setting_t *set)
 {
     const sharc_topo_t *topo = doc->topo;
@@ -406,6 +497,98 @@ static void sharc_topo_doc_transport(sharc_topo_doc_t *doc, const sharc_topo_set
     }
 }
 
+/* A value as a sorted list of its comma-separated items after the NCCL prefixes ^ and =,
+ * so that "a,b" and "b,a" compare equal. */
+typedef struct {
+    char prefix[3];
+    char items[SHARC_TOPO_SPEC_MAX][SHARC_TOPO_NAME_MAX + 8];
+    int nitems;
+} sharc_topo_items_t;
+
+static int sharc_topo_item_cmp(const void *a, const void *b)
+{
+    return strcmp(a, b);
+}
+
+static void sharc_topo_items(const char *value, int nocase, sharc_topo_items_t *items)
+{
+    size_t np = strspn(value, "^=");
+
+    memset(items, 0, sizeof(*items));
+    snprintf(items->prefix, sizeof(items->prefix), "%.*s", (int)SHARC_MIN(np, 2), value);
+    for (const char *p = value + np; *p != '\0' && items->nitems < SHARC_TOPO_SPEC_MAX;) {
+        size_t len = strcspn(p, ",");
+        char *item = items->items[items->nitems];
+
+        snprintf(item, sizeof(items->items[0]), "%.*s",
+                 (int)SHARC_MIN(len, sizeof(items->items[0]) - 1), p);
+        for (char *c = item; nocase && *c != '\0'; c++) {
+            *c = (char)tolower((unsigned char)*c);
+        }
+        items->nitems += (item[0] != '\0');
+        p += len + (p[len] == ',');
+    }
+    qsort(items->items, (size_t)items->nitems, sizeof(items->items[0]), sharc_topo_item_cmp);
+}
+
+static int sharc_topo_same_value(const char *key, const char *a, const char *b)
+{
+    /* sharc's own knobs take names in any case */
+    int nocase = strncmp(key, "SHARC_", 6) == 0;
+    sharc_topo_items_t *x = malloc(2 * sizeof(*x)), *y = x + 1;
+    int same;
+
+    if (x == NULL) {
+        return strcmp(a, b) == 0;
+    }
+    sharc_topo_items(a, nocase, x);
+    sharc_topo_items(b, nocase, y);
+    same = strcmp(x->prefix, y->prefix) == 0 && x->nitems == y->nitems &&
+           memcmp(x->items, y->items, (size_t)x->nitems * sizeof(x->items[0])) == 0;
+    free(x);
+    return same;
+}
+
+/*
+ * A setting against its recommendation, after the rules for its key made the findings from
+ * index @p first on. Where a rule found something wrong, its finding gains the recommended
+ * value; where the rules found it fine or there is no rule, a value other than the
+ * recommended one is a DIFFERS finding, which keeps the rule's remark.
+ */
+static void sharc_topo_doc_compare(sharc_topo_doc_t *doc, const sharc_topo_setting_t *set,
+                                   const sharc_topo_rec_t *rec, int first)
+{
+    char want[sizeof(rec->key) + sizeof(rec->value) + 8], remark[sizeof(doc->findings[0].reason)];
+
+    if (!rec->unset && sharc_topo_same_value(set->key, set->value, rec->value)) {
+        if (doc->n == first) {
+            sharc_topo_find(doc, SHARC_TOPO_FINDING_OK, set, "as recommended: %s", rec->reason);
+        }
+        return;
+    }
+    if (rec->unset) {
+        snprintf(want, sizeof(want), "to leave %s unset", rec->key);
+    } else {
+        snprintf(want, sizeof(want), "%s=%s", rec->key, rec->value);
+    }
+    for (int i = first; i < doc->n; i++) {
+        sharc_topo_finding_t *f = &doc->findings[i];
+        size_t len = strlen(f->reason);
+
+        if (f->severity != SHARC_TOPO_FINDING_OK) {
+            snprintf(f->reason + len, sizeof(f->reason) - len, "; recommended: %s", want);
+            return;
+        }
+    }
+    remark[0] = '\0';
+    if (doc->n > first) {
+        (void)sharc_snprintf(remark, sizeof(remark), "%s; ", doc->findings[first].reason);
+        doc->n = first; /* the rules' "ok" gives way to the comparison */
+    }
+    sharc_topo_find(doc, SHARC_TOPO_FINDING_DIFFERS, set, "%srecommended %s: %s", remark, want,
+                    rec->reason);
+}
+
 int sharc_topo_doctor(const sharc_topo_t *topo, const sharc_topo_recs_t *recs,
                       const sharc_topo_setting_t *settings, int nsettings,
                       sharc_topo_finding_t *findings, int max, int *harmful_p)
@@ -423,13 +606,21 @@ int sharc_topo_doctor(const sharc_topo_t *topo, const sharc_topo_recs_t *recs,
         {"NCCL_DEBUG", sharc_topo_doc_debug},
         {"CUDA_VISIBLE_DEVICES", sharc_topo_doc_cuda_visible},
         {"SHARC_TRANSPORT", sharc_topo_doc_transport},
+        {"UCX_NET_DEVICES", sharc_topo_doc_ucx_devices},
     };
     sharc_topo_doc_t doc = {topo, findings, 0, max, 0};
 
     for (int s = 0; s < nsettings; s++) {
+        int first = doc.n;
+
         for (size_t r = 0; r < SHARC_ARRAY_SIZE(rules); r++) {
             if (strcmp(settings[s].key, rules[r].key) == 0) {
                 rules[r].check(&doc, &settings[s]);
+            }
+        }
+        for (int r = 0; r < recs->nrecs; r++) {
+            if (strcmp(recs->recs[r].key, settings[s].key) == 0) {
+                sharc_topo_doc_compare(&doc, &settings[s], &recs->recs[r], first);
             }
         }
     }
