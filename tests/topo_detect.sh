@@ -32,7 +32,7 @@ check_json() {
     fi
 }
 
-for m in p5 p4de dgx-h100 roce cloud-vm cpu-only broken; do
+for m in p5 p4de dgx-h100 roce roce-nogid cloud-vm cpu-only broken; do
     "$PY" "$FIX/mkfixture.py" "$m" "$work/$m" || { echo "FAIL: mkfixture $m"; exit 1; }
     check_json "$m" --sysfs-root "$work/$m"
 done
@@ -52,6 +52,14 @@ run_ok "shell exports parse" bash -n <("$TOPO" --shell --sysfs-root "$work/roce"
 out=$("$TOPO" --shell --sysfs-root "$work/roce")
 echo "$out" | grep -qx "export NCCL_IB_GID_INDEX='3'" && echo "ok: shell format" ||
     { echo "FAIL: shell format"; echo "$out"; failures=$((failures + 1)); }
+out=$("$TOPO" --sysfs-root "$work/roce-nogid")
+echo "$out" | grep -Eq '^notes:$' && echo "$out" | grep -Eq '^  NCCL_IB_GID_INDEX: no active RoCE port' &&
+    echo "ok: notes in the text report" ||
+    { echo "FAIL: notes in the text report"; echo "$out"; failures=$((failures + 1)); }
+out=$("$TOPO" --shell --sysfs-root "$work/roce-nogid")
+echo "$out" | grep -q '^# note on NCCL_IB_GID_INDEX: ' && ! echo "$out" | grep -q GID_INDEX= &&
+    echo "ok: notes in shell exports" ||
+    { echo "FAIL: notes in shell exports"; echo "$out"; failures=$((failures + 1)); }
 out=$("$TOPO" --env --sysfs-root "$work/cloud-vm")
 echo "$out" | grep -qx "NCCL_SOCKET_IFNAME==ens4" && echo "$out" | grep -qx "NCCL_IB_DISABLE=1" &&
     echo "ok: env-file format" || { echo "FAIL: env format"; echo "$out"; failures=$((failures + 1)); }

@@ -10,7 +10,7 @@ FIX="$top_srcdir/tests/topo"
 [ -x "$PY" ] || { echo "SKIP: no $PY to build the fixtures"; exit 77; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-for m in p5 dgx-h100 roce cloud-vm cpu-only; do
+for m in p5 dgx-h100 roce roce-nogid cloud-vm cpu-only; do
     "$PY" "$FIX/mkfixture.py" "$m" "$work/$m" || { echo "FAIL: mkfixture $m"; exit 1; }
 done
 : > "$work/empty.conf"
@@ -73,6 +73,24 @@ doc 1 HARMFUL NCCL_IB_GID_INDEX roce NCCL_IB_GID_INDEX=7
 doc 1 HARMFUL NCCL_IB_GID_INDEX roce NCCL_IB_GID_INDEX=three
 doc 0 ok NCCL_IB_GID_INDEX roce NCCL_IB_GID_INDEX=3
 doc 0 stale NCCL_IB_GID_INDEX dgx-h100 NCCL_IB_GID_INDEX=3
+# a RoCE node without a RoCE v2 IPv4 GID: a warning whatever is set; link-local RoCE v2 is
+# then the best there is (stale, not harmful), RoCE v1 still harmful
+docm 0 '^warn +NCCL_IB_GID_INDEX \(topology\): no active RoCE port has a RoCE v2 GID with an IPv4 address \(mlx5_0 port 1 on ens1f0np0, mlx5_1 port 1 on ens2f0np0\).*configure an IPv4 address' \
+    roce-nogid
+docm 0 '^stale +NCCL_IB_GID_INDEX=1 .*no RoCE v2 GID with an IPv4 address' roce-nogid \
+    NCCL_IB_GID_INDEX=1
+docm 1 '^HARMFUL +NCCL_IB_GID_INDEX=2 .*not RoCE v2.*no RoCE v2 GID with an IPv4 address' \
+    roce-nogid NCCL_IB_GID_INDEX=2
+docm 1 '^warn +NCCL_IB_GID_INDEX \(topology\)' roce-nogid NCCL_IB_GID_INDEX=2
+if env -i PATH="$PATH" "$TOPO" doctor --json --sysfs-root "$work/roce-nogid" \
+    --nccl-conf "$work/empty.conf" | "$PY" -c '
+import json, sys
+f = [x for x in json.load(sys.stdin) if x["severity"] == "warn"]
+sys.exit(0 if len(f) == 1 and f[0]["value"] is None and f[0]["source"] == "topology" else 1)'; then
+    echo "ok: doctor --json warning"
+else
+    echo "FAIL: doctor --json warning"; failures=$((failures + 1))
+fi
 # EFA: NCCL_PROTO=simple, FI_EFA_USE_DEVICE_RDMA
 doc 1 HARMFUL NCCL_PROTO p5 NCCL_PROTO=simple
 doc 0 differs NCCL_PROTO p5 NCCL_PROTO=LL128,Simple

@@ -122,6 +122,22 @@ def roce(t):
     check(rec(t, "NCCL_IB_HCA") == "=mlx5_0:1,mlx5_1:1", "NCCL_IB_HCA")
     check(t["gpus"][1]["nearest_nics"] == ["mlx5_1"], "GPU1 rail")
     check(abs(t["gpus"][0]["net_gbps"] - 100) < 1e-6, "100 Gb/s")
+    check(t["notes"] == [], "no notes: %s" % t["notes"])
+
+
+def roce_nogid(t):
+    """The RoCE node whose interfaces have no IPv4 address: no GID index to recommend, and a
+    note that says why and what to do."""
+    check(t["fabric"] == "RoCE" and len(t["nics"][0]["ports"][0]["gids"]) == 3, "RoCE, 3 GIDs")
+    check(rec(t, "NCCL_IB_GID_INDEX") is None and rec(t, "UCX_IB_GID_INDEX") is None,
+          "no GID index recommended")
+    check(rec(t, "NCCL_IB_HCA") == "=mlx5_0:1,mlx5_1:1", "NCCL_IB_HCA still")
+    notes = [n for n in t["notes"] if n["key"] == "NCCL_IB_GID_INDEX"]
+    check(len(notes) == 1, "a note on NCCL_IB_GID_INDEX: %s" % t["notes"])
+    text = notes[0]["text"] if notes else ""
+    for needle in ["RoCE v2 GID with an IPv4 address", "mlx5_0 port 1 on ens1f0np0",
+                   "mlx5_1 port 1 on ens2f0np0", "configure an IPv4 address"]:
+        check(needle in text, "note says '%s': %s" % (needle, text))
 
 
 def cloud_vm(t):
@@ -208,7 +224,7 @@ def xml_roundtrip(t):
 
 
 CASES = {f.__name__.replace("_", "-"): f for f in [
-    p5, p4de, dgx_h100, roce, cloud_vm, cpu_only, broken, smi_nvswitch, smi_pcie,
+    p5, p4de, dgx_h100, roce, roce_nogid, cloud_vm, cpu_only, broken, smi_nvswitch, smi_pcie,
     smi_shared_switch, nccl_xml, xml_roundtrip]}
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@ Devices live under devices/pciDDDD:BB/<root port>/<switch ports>/<function>, and
 entries (bus/pci/devices, class/infiniband, class/net, driver links) are relative symlinks
 into that tree, as on a real machine. Machines: p5 (8 H100, NVSwitch, 32 EFA), p4de (8 A100,
 NVSwitch, 4 EFA), dgx-h100 (8 H100, 8 InfiniBand HCAs, 2 RoCE storage ports, 2 IB ports
-down), roce (2 A100 PCIe, 2 RoCE NICs with GID tables), cloud-vm (1 L4, gve Ethernet),
+down), roce (2 A100 PCIe, 2 RoCE NICs with GID tables), roce-nogid (the same without the
+RoCE v2 IPv4 GIDs), cloud-vm (1 L4, gve Ethernet),
 cpu-only (one Ethernet port), broken (malformed entries of every kind).
 """
 import os
@@ -188,8 +189,10 @@ def dgx_h100(t):
     t.virtual_ifaces()
 
 
-def roce(t):
-    """2 A100 PCIe on two sockets, each with a 100G RoCE NIC on its switch."""
+def roce(t, v2_ipv4=True):
+    """2 A100 PCIe on two sockets, each with a 100G RoCE NIC on its switch. Without v2_ipv4
+    the RoCE v2 GIDs with an IPv4 address are missing, as when the interfaces have no IPv4
+    address."""
     t.cpus(2, 2, ["0-31", "32-63"])
     for g in range(2):
         base = 0x20 + g * 0x60
@@ -200,11 +203,12 @@ def roce(t):
                     MELLANOX, 0x101D, 0x020000, g, "mlx5_core")
         ifname = "ens%df0np0" % (g + 1)
         ll = "fe80:0000:0000:0000:0e42:a1ff:fe00:%04x" % g
+        gids = [(0, ll, "IB/RoCE v1", ifname), (1, ll, "RoCE v2", ifname),
+                (2, gid_v4(192, 168, 10 + g, 5), "IB/RoCE v1", ifname)]
+        if v2_ipv4:
+            gids.append((3, gid_v4(192, 168, 10 + g, 5), "RoCE v2", ifname))
         t.rdma(rel, "mlx5_%d" % g, [{"link_layer": "Ethernet", "rate": "100 Gb/sec (4X EDR)",
-                                     "gids": [(0, ll, "IB/RoCE v1", ifname),
-                                              (1, ll, "RoCE v2", ifname),
-                                              (2, gid_v4(192, 168, 10 + g, 5), "IB/RoCE v1", ifname),
-                                              (3, gid_v4(192, 168, 10 + g, 5), "RoCE v2", ifname)]}])
+                                     "gids": gids}])
         t.net(rel, ifname, 100000)
     rel = t.pci("pci0000:00", ["0000:00:1f.6"], 0x8086, 0x15B8, 0x020000, 0, "e1000e")
     t.net(rel, "eno1", 1000)
@@ -272,7 +276,8 @@ def broken(t):
     os.remove(os.path.join(t.root, rel, "operstate"))
 
 
-MACHINES = {"p5": p5, "p4de": p4de, "dgx-h100": dgx_h100, "roce": roce, "cloud-vm": cloud_vm,
+MACHINES = {"p5": p5, "p4de": p4de, "dgx-h100": dgx_h100, "roce": roce,
+            "roce-nogid": lambda t: roce(t, v2_ipv4=False), "cloud-vm": cloud_vm,
             "cpu-only": cpu_only, "broken": broken}
 
 if __name__ == "__main__":

@@ -167,9 +167,20 @@ typedef struct {
     int unset;
 } sharc_topo_rec_t;
 
+/* Something about the node that no setting fixes (a missing address), under the key it
+ * concerns; the doctor repeats it as a WARN finding. */
+typedef struct {
+    char key[48];
+    char text[512];
+} sharc_topo_note_t;
+
+#define SHARC_TOPO_MAX_NOTES 8
+
 typedef struct {
     sharc_topo_rec_t recs[SHARC_TOPO_MAX_RECS];
     int nrecs;
+    sharc_topo_note_t notes[SHARC_TOPO_MAX_NOTES];
+    int nnotes;
     char transport[8];    /* SHARC_TRANSPORT to set: "auto" */
     char gpu_backend[8];  /* the backend auto picks for GPU buffers, "-" without GPUs */
     char host_backend[8]; /* and for host buffers */
@@ -182,14 +193,16 @@ typedef enum {
     SHARC_TOPO_FINDING_HARMFUL,
     SHARC_TOPO_FINDING_SUGGEST, /* a recommended setting that is not set */
     SHARC_TOPO_FINDING_DIFFERS, /* set to another value than the recommended one, valid */
+    SHARC_TOPO_FINDING_WARN,    /* a note of the recommendation: the node needs fixing */
 } sharc_topo_severity_t;
 
 typedef struct {
     sharc_topo_severity_t severity;
     char key[48];
     char value[256];
-    char source[SHARC_TOPO_PATH_MAX]; /* "environment" or the conf file */
+    char source[SHARC_TOPO_PATH_MAX]; /* "environment", the conf file, or "topology" */
     char reason[1024];
+    int no_value; /* about the key, not about a value set (WARN) */
 } sharc_topo_finding_t;
 
 /* A setting in force: the environment overrides the NCCL conf file, as in NCCL. */
@@ -265,7 +278,8 @@ SHARC_HIDDEN int sharc_topo_roce_v2_ipv4(const sharc_topo_port_t *port);
  * findings and returns how many; *harmful_p is set to whether any is harmful. Each setting
  * gets the findings of the rules for its key; one set to another value than recommended
  * also gets the recommended value and its reason (DIFFERS, or added to the rule's finding
- * when the rule found something wrong); a recommended key that is not set is a SUGGEST.
+ * when the rule found something wrong); a recommended key that is not set is a SUGGEST;
+ * each note of the recommendation is a WARN.
  */
 SHARC_HIDDEN int sharc_topo_doctor(const sharc_topo_t *topo, const sharc_topo_recs_t *recs,
                                    const sharc_topo_setting_t *settings, int nsettings,

@@ -306,10 +306,25 @@ static void sharc_topo_doc_ucx_devices(sharc_topo_doc_t *doc, const sharc_topo_s
     }
 }
 
+/* Where the GID to use is, or that there is none. */
+static const char *sharc_topo_gid_hint(const sharc_topo_port_t *port, char *buf, size_t size)
+{
+    int v2 = sharc_topo_roce_v2_ipv4(port);
+
+    if (v2 >= 0) {
+        snprintf(buf, size, "RoCE v2 with IPv4 is at %d", v2);
+    } else {
+        snprintf(buf, size,
+                 "the port has no RoCE v2 GID with an IPv4 address: configure an "
+                 "IPv4 address on its interface");
+    }
+    return buf;
+}
+
 static void sharc_topo_doc_gid(sharc_topo_doc_t *doc, const sharc_topo_setting_t *set)
 {
     const sharc_topo_t *topo = doc->topo;
-    char *end;
+    char *end, hint[160];
     long index = strtol(set->value, &end, 10);
     int bad = 0, checked = 0;
 
@@ -350,15 +365,20 @@ static void sharc_topo_doc_gid(sharc_topo_doc_t *doc, const sharc_topo_setting_t
             } else if (strcmp(gid->type, "RoCE v2") != 0) {
                 sharc_topo_find(doc, SHARC_TOPO_FINDING_HARMFUL, set,
                                 "GID %ld of %s port %d is %s, not RoCE v2: not routable across "
-                                "subnets; RoCE v2 with IPv4 is at %d",
+                                "subnets; %s",
                                 index, nic->name, port->num, gid->type[0] ? gid->type : "untyped",
-                                sharc_topo_roce_v2_ipv4(port));
+                                sharc_topo_gid_hint(port, hint, sizeof(hint)));
                 bad = 1;
             } else if (strncmp(gid->gid, "fe80:", 5) == 0) {
-                sharc_topo_find(doc, SHARC_TOPO_FINDING_HARMFUL, set,
-                                "GID %ld of %s port %d has only a link-local address; the "
-                                "RoCE v2 IPv4 one is at %d",
-                                index, nic->name, port->num, sharc_topo_roce_v2_ipv4(port));
+                /* with no IPv4 GID on the port, link-local RoCE v2 is the best there is */
+                sharc_topo_find(doc,
+                                sharc_topo_roce_v2_ipv4(port) < 0 ? SHARC_TOPO_FINDING_STALE
+                                                                  : SHARC_TOPO_FINDING_HARMFUL,
+                                set,
+                                "GID %ld of %s port %d has only a link-local address, which "
+                                "does not route beyond the subnet; %s",
+                                index, nic->name, port->num,
+                                sharc_topo_gid_hint(port, hint, sizeof(hint)));
                 bad = 1;
             }
             if (bad) {
@@ -638,6 +658,15 @@ int sharc_topo_doctor(const sharc_topo_t *topo, const sharc_topo_recs_t *recs,
             snprintf(missing.value, sizeof(missing.value), "%s", rec->value);
             snprintf(missing.source, sizeof(missing.source), "recommendation");
             sharc_topo_find(&doc, SHARC_TOPO_FINDING_SUGGEST, &missing, "%s", rec->reason);
+        }
+    }
+    for (int i = 0; i < recs->nnotes; i++) {
+        sharc_topo_setting_t about = {"", "", "topology"};
+
+        snprintf(about.key, sizeof(about.key), "%s", recs->notes[i].key);
+        sharc_topo_find(&doc, SHARC_TOPO_FINDING_WARN, &about, "%s", recs->notes[i].text);
+        if (doc.n > 0 && doc.findings[doc.n - 1].severity == SHARC_TOPO_FINDING_WARN) {
+            doc.findings[doc.n - 1].no_value = 1;
         }
     }
     *harmful_p = doc.harmful;

@@ -19,7 +19,7 @@
 static const char *const sharc_topo_severity_names[] = {
     [SHARC_TOPO_FINDING_OK] = "ok",           [SHARC_TOPO_FINDING_STALE] = "stale",
     [SHARC_TOPO_FINDING_HARMFUL] = "HARMFUL", [SHARC_TOPO_FINDING_SUGGEST] = "suggest",
-    [SHARC_TOPO_FINDING_DIFFERS] = "differs",
+    [SHARC_TOPO_FINDING_DIFFERS] = "differs", [SHARC_TOPO_FINDING_WARN] = "warn",
 };
 
 static const char *sharc_topo_cell(sharc_topo_link_t link, int nvlinks, char *buf, size_t size)
@@ -165,6 +165,12 @@ static void sharc_topo_print_text(const sharc_topo_t *topo, const sharc_topo_rec
             fprintf(out, "  %s=%s\n      # %s\n", rec->key, rec->value, rec->reason);
         }
     }
+    if (recs->nnotes > 0) {
+        fprintf(out, "notes:\n");
+        for (int i = 0; i < recs->nnotes; i++) {
+            fprintf(out, "  %s: %s\n", recs->notes[i].key, recs->notes[i].text);
+        }
+    }
     if (topo->nwarnings > 0) {
         fprintf(out, "\nwarnings (%d):\n", topo->nwarnings);
         for (int w = 0; w < topo->nwarnings; w++) {
@@ -189,6 +195,9 @@ static void sharc_topo_print_quoted(const char *value, FILE *out)
 
 static void sharc_topo_print_env(const sharc_topo_recs_t *recs, int shell, FILE *out)
 {
+    for (int i = 0; i < recs->nnotes; i++) {
+        fprintf(out, "# note on %s: %s\n", recs->notes[i].key, recs->notes[i].text);
+    }
     for (int r = 0; r < recs->nrecs; r++) {
         const sharc_topo_rec_t *rec = &recs->recs[r];
 
@@ -275,7 +284,7 @@ static json_object *sharc_topo_json(const sharc_topo_t *topo, const sharc_topo_r
     json_object *netdevs = json_object_new_array(), *gg = json_object_new_array();
     json_object *gn = json_object_new_array(), *recs_json = json_object_new_array();
     json_object *warnings = json_object_new_array(), *cpu = json_object_new_object();
-    json_object *backend = json_object_new_object();
+    json_object *backend = json_object_new_object(), *notes = json_object_new_array();
     char cell[16];
 
     json_object_object_add(root, "source", sharc_topo_json_str(topo->source));
@@ -338,6 +347,13 @@ static json_object *sharc_topo_json(const sharc_topo_t *topo, const sharc_topo_r
         json_object_object_add(obj, "reason", sharc_topo_json_str(recs->recs[r].reason));
         json_object_array_add(recs_json, obj);
     }
+    for (int i = 0; i < recs->nnotes; i++) {
+        json_object *obj = json_object_new_object();
+
+        json_object_object_add(obj, "key", sharc_topo_json_str(recs->notes[i].key));
+        json_object_object_add(obj, "text", sharc_topo_json_str(recs->notes[i].text));
+        json_object_array_add(notes, obj);
+    }
     for (int w = 0; w < topo->nwarnings; w++) {
         json_object_array_add(warnings, sharc_topo_json_str(topo->warnings[w]));
     }
@@ -362,6 +378,7 @@ static json_object *sharc_topo_json(const sharc_topo_t *topo, const sharc_topo_r
         sharc_topo_json_str(topo->eth_best >= 0 ? topo->netdevs[topo->eth_best].name : ""));
     json_object_object_add(root, "backend", backend);
     json_object_object_add(root, "recommendations", recs_json);
+    json_object_object_add(root, "notes", notes);
     json_object_object_add(root, "warnings", warnings);
     return root;
 }
@@ -404,7 +421,9 @@ sharc_status_t sharc_topo_print_doctor(const sharc_topo_finding_t *findings, int
                 obj, "severity",
                 json_object_new_string(sharc_topo_severity_names[findings[i].severity]));
             json_object_object_add(obj, "key", json_object_new_string(findings[i].key));
-            json_object_object_add(obj, "value", json_object_new_string(findings[i].value));
+            json_object_object_add(
+                obj, "value",
+                findings[i].no_value ? NULL : json_object_new_string(findings[i].value));
             json_object_object_add(obj, "source", json_object_new_string(findings[i].source));
             json_object_object_add(obj, "reason", json_object_new_string(findings[i].reason));
             json_object_array_add(arr, obj);
@@ -418,8 +437,10 @@ sharc_status_t sharc_topo_print_doctor(const sharc_topo_finding_t *findings, int
 #endif
     }
     for (int i = 0; i < n; i++) {
-        fprintf(out, "%-7s %s=%s (%s): %s\n", sharc_topo_severity_names[findings[i].severity],
-                findings[i].key, findings[i].value, findings[i].source, findings[i].reason);
+        const sharc_topo_finding_t *f = &findings[i];
+
+        fprintf(out, "%-7s %s%s%s (%s): %s\n", sharc_topo_severity_names[f->severity], f->key,
+                f->no_value ? "" : "=", f->no_value ? "" : f->value, f->source, f->reason);
     }
     return ferror(out) ? SHARC_ERR_IO : SHARC_OK;
 }

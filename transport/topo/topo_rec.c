@@ -74,10 +74,48 @@ int sharc_topo_roce_v2_ipv4(const sharc_topo_port_t *port)
     return -1;
 }
 
+static void sharc_topo_note(sharc_topo_recs_t *recs, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void sharc_topo_note(sharc_topo_recs_t *recs, const char *key, const char *fmt, ...)
+{
+    sharc_topo_note_t *note;
+    va_list ap;
+
+    if (recs->nnotes == SHARC_TOPO_MAX_NOTES) {
+        return;
+    }
+    note = &recs->notes[recs->nnotes++];
+    snprintf(note->key, sizeof(note->key), "%s", key);
+    va_start(ap, fmt);
+    vsnprintf(note->text, sizeof(note->text), fmt, ap);
+    va_end(ap);
+}
+
+/* The interface a RoCE port's GIDs belong to, for telling where an address is missing. */
+static const char *sharc_topo_port_netdev(const sharc_topo_nic_t *nic,
+                                          const sharc_topo_port_t *port)
+{
+    for (int g = 0; g < port->ngids; g++) {
+        if (port->gids[g].ndev[0] != '\0') {
+            return port->gids[g].ndev;
+        }
+    }
+    return nic->netdev[0] != '\0' ? nic->netdev : "its interface";
+}
+
+/*
+ * NCCL_IB_GID_INDEX: the RoCE v2 GID with an IPv4 address, the one that routes (UDP/IP) and
+ * that every node has at the same index when configured alike. Active ports without one get a
+ * note (and the doctor a warning): the kernel adds that GID when the interface gets an IPv4
+ * address, and without it NCCL and UCX fall back to a link-local or RoCE v1 GID that does not
+ * leave the subnet. No port with one: nothing to recommend.
+ */
 static void sharc_topo_recommend_roce(const sharc_topo_t *topo, sharc_topo_recs_t *recs)
 {
-    int index = -1, agree = 1;
-    char first[SHARC_TOPO_NAME_MAX + 8] = "";
+    int index = -1, agree = 1, nmissing = 0;
+    char first[SHARC_TOPO_NAME_MAX + 8] = "", missing[384] = "";
+    size_t len = 0;
     char value[16];
 
     for (int k = 0; k < topo->nnics; k++) {
@@ -86,10 +124,18 @@ static void sharc_topo_recommend_roce(const sharc_topo_t *topo, sharc_topo_recs_
         for (int p = 0; p < nic->nports && nic->fabric == SHARC_TOPO_FABRIC_ROCE; p++) {
             int gid = sharc_topo_roce_v2_ipv4(&nic->ports[p]);
 
-            if (!nic->ports[p].active || gid < 0) {
+            if (!nic->ports[p].active) {
                 continue;
             }
-            if (index < 0) {
+            if (gid < 0) {
+                if (len < sizeof(missing)) {
+                    len +=
+                        (size_t)snprintf(missing + len, sizeof(missing) - len, "%s%s port %d on %s",
+                                         nmissing > 0 ? ", " : "", nic->name, nic->ports[p].num,
+                                         sharc_topo_port_netdev(nic, &nic->ports[p]));
+                }
+                nmissing++;
+            } else if (index < 0) {
                 index = gid;
                 snprintf(first, sizeof(first), "%s port %d", nic->name, nic->ports[p].num);
             } else if (gid != index) {
@@ -97,8 +143,17 @@ static void sharc_topo_recommend_roce(const sharc_topo_t *topo, sharc_topo_recs_
             }
         }
     }
+    if (nmissing > 0) {
+        sharc_topo_note(recs, "NCCL_IB_GID_INDEX",
+                        "%s RoCE v2 GID with an IPv4 address (%s): NCCL and UCX fall back to a "
+                        "link-local or RoCE v1 GID, which does not route beyond the subnet; "
+                        "configure an IPv4 address on the interface and the kernel adds the "
+                        "GID%s",
+                        index < 0 ? "no active RoCE port has a" : "some active RoCE ports have no",
+                        missing, index < 0 ? ", then sharc-topo recommends its index" : "");
+    }
     if (index < 0) {
-        return; /* nothing to pin; the doctor flags the missing address */
+        return; /* nothing to pin; the note above says why */
     }
     snprintf(value, sizeof(value), "%d", index);
     sharc_topo_rec_add(recs, "NCCL_IB_GID_INDEX", 0, value,
