@@ -194,6 +194,7 @@ typedef enum {
     SHARC_TOPO_FINDING_SUGGEST, /* a recommended setting that is not set */
     SHARC_TOPO_FINDING_DIFFERS, /* set to another value than the recommended one, valid */
     SHARC_TOPO_FINDING_WARN,    /* a note of the recommendation: the node needs fixing */
+    SHARC_TOPO_FINDING_NOTE,    /* has no effect here; worth knowing, nothing to do */
 } sharc_topo_severity_t;
 
 typedef struct {

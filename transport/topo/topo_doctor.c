@@ -434,6 +434,11 @@ static void sharc_topo_doc_cuda_visible(sharc_topo_doc_t *doc, const sharc_topo_
     unsigned char seen[1024] = {0};
     char buf[256], *save = NULL;
 
+    if (ngpus == 0) {
+        /* a launcher may set it on every node; with no GPU it hides nothing */
+        sharc_topo_find(doc, SHARC_TOPO_FINDING_NOTE, set, "no GPU on this node: it hides nothing");
+        return;
+    }
     snprintf(buf, sizeof(buf), "%s", set->value);
     for (char *tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
         char *end;

@@ -20,6 +20,7 @@ static const char *const sharc_topo_severity_names[] = {
     [SHARC_TOPO_FINDING_OK] = "ok",           [SHARC_TOPO_FINDING_STALE] = "stale",
     [SHARC_TOPO_FINDING_HARMFUL] = "HARMFUL", [SHARC_TOPO_FINDING_SUGGEST] = "suggest",
     [SHARC_TOPO_FINDING_DIFFERS] = "differs", [SHARC_TOPO_FINDING_WARN] = "warn",
+    [SHARC_TOPO_FINDING_NOTE] = "note",
 };
 
 static const char *sharc_topo_cell(sharc_topo_link_t link, int nvlinks, char *buf, size_t size)
