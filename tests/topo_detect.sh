@@ -67,6 +67,18 @@ out=$("$TOPO" --sysfs-root "$work/p4de")
 echo "$out" | grep -Eq '^GPU0 +X +NV12' && echo "$out" | grep -q "inter-node: EFA" &&
     echo "ok: text matrix" || { echo "FAIL: text matrix"; echo "$out"; failures=$((failures + 1)); }
 
+# the CPU affinity column holds the longest list and stays apart from NUMA: dgx-h100's second
+# socket has 56-111,168-223 (14 characters), and NUMA sits under its header on every row
+out=$("$TOPO" --sysfs-root "$work/dgx-h100")
+if echo "$out" | grep -Eq '^GPU4 .* 56-111,168-223 +1$' && echo "$out" | awk '
+        /^ +GPU0 / { col = index($0, "NUMA"); hdr = 1; next }
+        hdr && /^GPU[0-9]/ { if (substr($0, col) !~ /^[0-9]+$/ || substr($0, col - 1, 1) != " ") bad = 1; n++ }
+        END { exit !(hdr && n == 8 && !bad) }'; then
+    echo "ok: CPU affinity and NUMA columns apart"
+else
+    echo "FAIL: CPU affinity runs into NUMA"; echo "$out" | head -10; failures=$((failures + 1))
+fi
+
 # malformed input: partial results or a clean error, never a crash
 head -c 300 "$FIX/smi_nvswitch.txt" > "$work/trunc.txt"
 run_ok "truncated nvidia-smi text" "$TOPO" --json --nvidia-smi-topo "$work/trunc.txt"

@@ -14,6 +14,7 @@
 
 #define SHARC_THIS_SUBSYS SHARC_SUBSYS_TOPO
 #include "../../src/log.h"
+#include "../../src/util.h"
 #include "topo.h"
 
 static const char *const sharc_topo_severity_names[] = {
@@ -47,10 +48,31 @@ static double sharc_topo_nic_rate(const sharc_topo_nic_t *nic, int *active_p)
     return gbps;
 }
 
+/* The CPU list of a GPU's NUMA node, or NULL. */
+static const char *sharc_topo_gpu_cpus(const sharc_topo_t *topo, int i)
+{
+    int numa = topo->gpus[i].pci.numa;
+
+    if (numa >= 0 && numa < SHARC_TOPO_MAX_NUMA && topo->cpu.cpulist[numa][0] != '\0') {
+        return topo->cpu.cpulist[numa];
+    }
+    return NULL;
+}
+
 static void sharc_topo_print_matrix(const sharc_topo_t *topo, FILE *out)
 {
+    /* the CPU affinity column is as wide as its longest list, plus two spaces before NUMA */
+    int cpus_width = (int)strlen("CPU Affinity");
     char cell[16];
 
+    for (int i = 0; i < topo->ngpus; i++) {
+        const char *cpus = sharc_topo_gpu_cpus(topo, i);
+
+        if (cpus != NULL) {
+            cpus_width = SHARC_MAX(cpus_width, (int)strlen(cpus));
+        }
+    }
+    cpus_width += 2;
     fprintf(out, "%-7s", "");
     for (int j = 0; j < topo->ngpus; j++) {
         fprintf(out, "GPU%-4d", j);
@@ -58,8 +80,9 @@ static void sharc_topo_print_matrix(const sharc_topo_t *topo, FILE *out)
     for (int k = 0; k < topo->nnics; k++) {
         fprintf(out, "NIC%-4d", k);
     }
-    fprintf(out, "CPU Affinity  NUMA\n");
+    fprintf(out, "%-*sNUMA\n", cpus_width, "CPU Affinity");
     for (int i = 0; i < topo->ngpus; i++) {
+        const char *cpus = sharc_topo_gpu_cpus(topo, i);
         int numa = topo->gpus[i].pci.numa;
 
         fprintf(out, "GPU%-4d", i);
@@ -70,12 +93,8 @@ static void sharc_topo_print_matrix(const sharc_topo_t *topo, FILE *out)
         for (int k = 0; k < topo->nnics; k++) {
             fprintf(out, "%-7s", sharc_topo_link_name(topo->gpu_nic[i][k]));
         }
-        if (numa >= 0 && numa < SHARC_TOPO_MAX_NUMA && topo->cpu.cpulist[numa][0] != '\0') {
-            fprintf(out, "%-14s%d\n", topo->cpu.cpulist[numa], numa);
-        } else {
-            fprintf(out, "%-14s", "N/A");
-            fprintf(out, numa >= 0 ? "%d\n" : "N/A\n", numa);
-        }
+        fprintf(out, "%-*s", cpus_width, cpus != NULL ? cpus : "N/A");
+        fprintf(out, numa >= 0 ? "%d\n" : "N/A\n", numa);
     }
     for (int k = 0; k < topo->nnics; k++) {
         fprintf(out, "NIC%-4d", k);
