@@ -67,6 +67,11 @@ out=$("$TOPO" --sysfs-root "$work/p4de")
 echo "$out" | grep -Eq '^GPU0 +X +NV12' && echo "$out" | grep -q "inter-node: EFA" &&
     echo "ok: text matrix" || { echo "FAIL: text matrix"; echo "$out"; failures=$((failures + 1)); }
 
+out=$("$TOPO" --sysfs-root "$work/dgx-h100")
+echo "$out" | grep -q "^ GPU0 0000:13:00.0 \[10de:2330\] H100 SXM5 80GB$" &&
+    echo "ok: GPU PCI ids in the text report" ||
+    { echo "FAIL: GPU PCI ids in the text report"; echo "$out"; failures=$((failures + 1)); }
+
 # the CPU affinity column holds the longest list and stays apart from NUMA: dgx-h100's second
 # socket has 56-111,168-223 (14 characters), and NUMA sits under its header on every row
 out=$("$TOPO" --sysfs-root "$work/dgx-h100")

@@ -51,6 +51,7 @@ def nic_names(t):
 def p5(t):
     check(len(t["gpus"]) == 8, "8 GPUs")
     check(all(g["model"] == "H100 SXM5 80GB" and g["sm"] == 90 for g in t["gpus"]), "H100 model")
+    check(all(g["pci_id"] == "10de:2330" for g in t["gpus"]), "PCI ids")
     check(len(t["nics"]) == 32, "32 EFA devices, got %d" % len(t["nics"]))
     check(all(n["fabric"] == "EFA" and n["driver"] == "efa" for n in t["nics"]), "EFA by driver")
     check(t["nvswitches"] == 4, "4 NVSwitches")
@@ -183,6 +184,7 @@ def smi_nvswitch(t):
           % t["gpus"][5]["rails"])
     check(t["gpus"][4]["numa"] == 1, "NUMA affinity column")
     check(t["fabric"] == "unknown", "fabric not in the text")
+    check(all(g["pci_id"] == "" and g["model"] == "" for g in t["gpus"]), "no PCI ids in the text")
 
 
 def smi_pcie(t):
@@ -208,6 +210,8 @@ def nccl_xml(t):
           and t["gpu_nic"][0][1] == "SYS", "distances from nesting")
     check(t["gpus"][0]["nearest_nics"] == ["mlx5_0"], "GPU0 rail")
     check(t["gpus"][0]["sm"] == 90 and t["gpus"][2]["numa"] == 1, "sm, numa")
+    check(all(g["pci_id"] == "10de:2330" and g["model"] == "H100 SXM5 80GB" for g in t["gpus"]),
+          "PCI ids and model from the <pci> elements")
     check(abs(t["gpus"][2]["net_gbps"] - 400) < 1e-6, "400 Gb/s from speed=400000")
 
 
@@ -215,6 +219,7 @@ def xml_roundtrip(t):
     """p5 exported as NCCL XML and read back: distances and rails survive."""
     check(len(t["gpus"]) == 8 and len(t["nics"]) == 32, "8 GPUs, 32 NICs back")
     check(t["intra"] == "NVSwitch", "NVSwitch back")
+    check(all(g["pci_id"] == "10de:2330" for g in t["gpus"]), "PCI ids back")
     check(t["gpus"][0]["nearest_nics"] == ["rdmap20s0", "rdmap21s0", "rdmap22s0", "rdmap23s0"],
           "GPU0 rails back: %s" % t["gpus"][0]["nearest_nics"])
     names = nic_names(t)

@@ -40,6 +40,50 @@ static const char *const sharc_topo_intra_names[SHARC_TOPO_INTRA_LAST] = {
     [SHARC_TOPO_INTRA_PCIE] = "PCIe P2P",     [SHARC_TOPO_INTRA_HOST] = "host memory",
 };
 
+/* GPU models by PCI device id: the datacenter parts people build clusters from. */
+static const struct {
+    unsigned device;
+    const char *model;
+    int sm;
+    int nvlinks; /* on an NVSwitch baseboard; 0 for PCIe cards */
+} sharc_topo_gpu_models[] = {
+    {0x1db1, "V100 SXM2 16GB", 70, 6},
+    {0x1db5, "V100 SXM2 32GB", 70, 6},
+    {0x1db4, "V100 PCIe 16GB", 70, 0},
+    {0x1eb8, "T4", 75, 0},
+    {0x20b0, "A100 SXM4 40GB", 80, 12},
+    {0x20b2, "A100 SXM4 80GB", 80, 12},
+    {0x20b3, "A100 SXM 64GB", 80, 12},
+    {0x20b5, "A100 PCIe 80GB", 80, 0},
+    {0x20f1, "A100 PCIe 40GB", 80, 0},
+    {0x20b7, "A30", 80, 0},
+    {0x2236, "A10", 86, 0},
+    {0x26b9, "L40S", 89, 0},
+    {0x27b8, "L4", 89, 0},
+    {0x2330, "H100 SXM5 80GB", 90, 18},
+    {0x2331, "H100 PCIe", 90, 0},
+    {0x2321, "H100 NVL", 90, 0},
+    {0x2324, "H800 SXM5", 90, 8},
+    {0x2335, "H200 SXM 141GB", 90, 18},
+    {0x2901, "B200", 100, 18},
+};
+
+void sharc_topo_gpu_identify(sharc_topo_gpu_t *gpu)
+{
+    if (gpu->vendor != SHARC_TOPO_PCI_VENDOR_NVIDIA) {
+        return;
+    }
+    for (size_t m = 0; m < SHARC_ARRAY_SIZE(sharc_topo_gpu_models); m++) {
+        if (sharc_topo_gpu_models[m].device == gpu->device) {
+            snprintf(gpu->model, sizeof(gpu->model), "%s", sharc_topo_gpu_models[m].model);
+            if (gpu->sm == 0) {
+                gpu->sm = sharc_topo_gpu_models[m].sm;
+            }
+            gpu->nvlinks_max = sharc_topo_gpu_models[m].nvlinks;
+        }
+    }
+}
+
 const char *sharc_topo_link_name(sharc_topo_link_t link)
 {
     return (link >= 0 && link < SHARC_TOPO_LINK_LAST) ? sharc_topo_link_names[link] : "?";

@@ -262,6 +262,11 @@ SHARC_HIDDEN sharc_status_t sharc_topo_read_file(const char *path, size_t max, c
 
 /* ---- classification, recommendations and the doctor (topo.c, topo_rec.c, topo_doctor.c) */
 
+#define SHARC_TOPO_PCI_VENDOR_NVIDIA 0x10de
+
+/** Model, compute capability and NVLink count of a GPU from its PCI ids, where known. */
+SHARC_HIDDEN void sharc_topo_gpu_identify(sharc_topo_gpu_t *gpu);
+
 /** Distances from PCI paths (unless captured), intra-node path, fabric, rails, bandwidth. */
 SHARC_HIDDEN void sharc_topo_classify(sharc_topo_t *topo);
 

@@ -123,9 +123,13 @@ static void sharc_topo_print_text(const sharc_topo_t *topo, const sharc_topo_rec
     for (int i = 0; i < topo->ngpus; i++) {
         const sharc_topo_gpu_t *gpu = &topo->gpus[i];
 
-        fprintf(out, "%s GPU%d %s %s", i == 0 ? "\n" : "\n", i,
-                gpu->pci.busid[0] ? gpu->pci.busid : "(bus id ?)",
-                gpu->model[0] ? gpu->model : "(model ?)");
+        char ids[16] = "id ?";
+
+        if (gpu->vendor != 0 && gpu->device != 0) {
+            snprintf(ids, sizeof(ids), "%04x:%04x", gpu->vendor & 0xffff, gpu->device & 0xffff);
+        }
+        fprintf(out, "\n GPU%d %s [%s] %s", i, gpu->pci.busid[0] ? gpu->pci.busid : "(bus id ?)",
+                ids, gpu->model[0] ? gpu->model : "(model ?)");
     }
     fprintf(out, "\nNICs: %d\n", topo->nnics);
     for (int k = 0; k < topo->nnics; k++) {
@@ -305,7 +309,7 @@ static json_object *sharc_topo_json(const sharc_topo_t *topo, const sharc_topo_r
     json_object *gn = json_object_new_array(), *recs_json = json_object_new_array();
     json_object *warnings = json_object_new_array(), *cpu = json_object_new_object();
     json_object *backend = json_object_new_object(), *notes = json_object_new_array();
-    char cell[16];
+    char cell[16], ids[16];
 
     json_object_object_add(root, "source", sharc_topo_json_str(topo->source));
     for (int i = 0; i < topo->ngpus; i++) {
@@ -316,6 +320,9 @@ static json_object *sharc_topo_json(const sharc_topo_t *topo, const sharc_topo_r
 
         json_object_object_add(obj, "index", json_object_new_int(i));
         sharc_topo_json_pci(obj, &gpu->pci);
+        snprintf(ids, sizeof(ids), "%04x:%04x", gpu->vendor & 0xffff, gpu->device & 0xffff);
+        json_object_object_add(
+            obj, "pci_id", sharc_topo_json_str(gpu->vendor != 0 && gpu->device != 0 ? ids : ""));
         json_object_object_add(obj, "model", sharc_topo_json_str(gpu->model));
         json_object_object_add(obj, "sm", json_object_new_int(gpu->sm));
         json_object_object_add(obj, "nvlinks_switch", json_object_new_int(gpu->nvlinks_switch));

@@ -22,40 +22,10 @@
 #include "../../src/util.h"
 #include "topo.h"
 
-#define SHARC_TOPO_PCI_VENDOR_NVIDIA 0x10de
-
 typedef struct {
     sharc_topo_t *topo;
     char root[PATH_MAX]; /* real path of the tree's root, no trailing '/' ("" for "/") */
 } sharc_topo_sysfs_t;
-
-/* GPU models by PCI device id: the datacenter parts people build clusters from. */
-static const struct {
-    unsigned device;
-    const char *model;
-    int sm;
-    int nvlinks; /* on an NVSwitch baseboard; 0 for PCIe cards */
-} sharc_topo_gpu_models[] = {
-    {0x1db1, "V100 SXM2 16GB", 70, 6},
-    {0x1db5, "V100 SXM2 32GB", 70, 6},
-    {0x1db4, "V100 PCIe 16GB", 70, 0},
-    {0x1eb8, "T4", 75, 0},
-    {0x20b0, "A100 SXM4 40GB", 80, 12},
-    {0x20b2, "A100 SXM4 80GB", 80, 12},
-    {0x20b3, "A100 SXM 64GB", 80, 12},
-    {0x20b5, "A100 PCIe 80GB", 80, 0},
-    {0x20f1, "A100 PCIe 40GB", 80, 0},
-    {0x20b7, "A30", 80, 0},
-    {0x2236, "A10", 86, 0},
-    {0x26b9, "L40S", 89, 0},
-    {0x27b8, "L4", 89, 0},
-    {0x2330, "H100 SXM5 80GB", 90, 18},
-    {0x2331, "H100 PCIe", 90, 0},
-    {0x2321, "H100 NVL", 90, 0},
-    {0x2324, "H800 SXM5", 90, 8},
-    {0x2335, "H200 SXM 141GB", 90, 18},
-    {0x2901, "B200", 100, 18},
-};
 
 /* Read a small sysfs attribute, trailing whitespace stripped. Returns 0, or -1. */
 static int sharc_topo_attr(const char *dir, const char *name, char *buf, size_t size)
@@ -289,13 +259,7 @@ static void sharc_topo_add_pci_device(sharc_topo_sysfs_t *s, const char *name)
     }
     gpu->vendor = vendor;
     gpu->device = device;
-    for (size_t m = 0; m < SHARC_ARRAY_SIZE(sharc_topo_gpu_models); m++) {
-        if (sharc_topo_gpu_models[m].device == device) {
-            sharc_snprintf(gpu->model, sizeof(gpu->model), "%s", sharc_topo_gpu_models[m].model);
-            gpu->sm = sharc_topo_gpu_models[m].sm;
-            gpu->nvlinks_max = sharc_topo_gpu_models[m].nvlinks;
-        }
-    }
+    sharc_topo_gpu_identify(gpu);
     topo->ngpus++;
 }
 

@@ -82,6 +82,7 @@ static void sharc_xml_gpu(sharc_xml_import_t *im, xmlNodePtr node, const sharc_t
     sharc_topo_t *topo = im->topo;
     sharc_topo_gpu_t *gpu;
     char tclass[16];
+    long vendor, device;
 
     if (topo->ngpus == SHARC_TOPO_MAX_GPUS) {
         sharc_topo_warn(topo, "NCCL XML: more than %d GPUs; %s ignored", SHARC_TOPO_MAX_GPUS,
@@ -91,12 +92,19 @@ static void sharc_xml_gpu(sharc_xml_import_t *im, xmlNodePtr node, const sharc_t
     gpu = &topo->gpus[topo->ngpus];
     memset(gpu, 0, sizeof(*gpu));
     gpu->pci = *pci;
-    gpu->vendor = 0x10de;
     gpu->sm = (int)sharc_xml_attr_long(node, "sm", 0);
     if (gpu->sm < 0 || gpu->sm > 1000) {
         sharc_topo_warn(topo, "NCCL XML: GPU %s: sm out of range", pci->busid);
         gpu->sm = 0;
     }
+    /* the PCI ids are on the enclosing <pci> element (vendor="0x10de" device="0x2330") */
+    vendor = sharc_xml_attr_long(node->parent, "vendor", SHARC_TOPO_PCI_VENDOR_NVIDIA);
+    device = sharc_xml_attr_long(node->parent, "device", 0);
+    gpu->vendor =
+        (vendor > 0 && vendor <= 0xffff) ? (unsigned)vendor : SHARC_TOPO_PCI_VENDOR_NVIDIA;
+    gpu->device = (device > 0 && device <= 0xffff) ? (unsigned)device : 0;
+    sharc_topo_gpu_identify(gpu);
+    gpu->nvlinks_max = 0; /* the XML lists the links there are: none are to be assumed */
     for (xmlNodePtr link = node->children; link != NULL; link = link->next) {
         long count;
 
@@ -419,9 +427,14 @@ static void sharc_xml_write_cpu(const sharc_topo_t *topo, sharc_xml_dev_t *devs,
         for (; open < devs[i].ncomps; open++) {
             int leaf = (open == devs[i].ncomps - 1);
             const char *cls = !leaf ? "0x060400" : devs[i].gpu >= 0 ? "0x030200" : "0x020700";
+            char ids[48] = "";
 
-            fprintf(out, "%*s<pci busid=\"%s\" class=\"%s\">\n", open * 2 + 4, "",
-                    devs[i].comps[open], cls);
+            if (leaf && devs[i].gpu >= 0 && topo->gpus[devs[i].gpu].device != 0) {
+                snprintf(ids, sizeof(ids), " vendor=\"0x%04x\" device=\"0x%04x\"",
+                         topo->gpus[devs[i].gpu].vendor, topo->gpus[devs[i].gpu].device);
+            }
+            fprintf(out, "%*s<pci busid=\"%s\" class=\"%s\"%s>\n", open * 2 + 4, "",
+                    devs[i].comps[open], cls, ids);
         }
         sharc_xml_write_dev(topo, &devs[i], out, open + 2);
         fprintf(out, "%*s</pci>\n", open * 2 + 2, "");
