@@ -32,7 +32,7 @@ check_json() {
     fi
 }
 
-for m in p5 p4de dgx-h100 roce roce-nogid cloud-vm cpu-only broken; do
+for m in p5 p4de dgx-h100 roce roce-nogid cloud-vm eth-bond cpu-only broken; do
     "$PY" "$FIX/mkfixture.py" "$m" "$work/$m" || { echo "FAIL: mkfixture $m"; exit 1; }
     check_json "$m" --sysfs-root "$work/$m"
 done

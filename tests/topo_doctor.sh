@@ -10,7 +10,7 @@ FIX="$top_srcdir/tests/topo"
 [ -x "$PY" ] || { echo "SKIP: no $PY to build the fixtures"; exit 77; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-for m in p5 dgx-h100 roce roce-nogid cloud-vm cpu-only; do
+for m in p5 dgx-h100 roce roce-nogid cloud-vm eth-bond cpu-only; do
     "$PY" "$FIX/mkfixture.py" "$m" "$work/$m" || { echo "FAIL: mkfixture $m"; exit 1; }
 done
 : > "$work/empty.conf"
@@ -57,6 +57,14 @@ doc 0 ok NCCL_SOCKET_IFNAME cloud-vm NCCL_SOCKET_IFNAME==ens4
 doc 0 stale NCCL_SOCKET_IFNAME cloud-vm NCCL_SOCKET_IFNAME=^eth
 doc 0 differs NCCL_SOCKET_IFNAME cloud-vm NCCL_SOCKET_IFNAME=^docker,lo
 doc 0 ok NCCL_SOCKET_IFNAME dgx-h100 NCCL_SOCKET_IFNAME=bond0
+# ports of a bond or bridge have no address: naming one is harmful, the bond is as recommended
+doc 1 HARMFUL NCCL_SOCKET_IFNAME eth-bond NCCL_SOCKET_IFNAME==enp3s0f0
+doc 1 HARMFUL NCCL_SOCKET_IFNAME eth-bond NCCL_SOCKET_IFNAME=enp3s0
+doc 1 HARMFUL NCCL_SOCKET_IFNAME eth-bond NCCL_SOCKET_IFNAME==eno2
+doc 0 ok NCCL_SOCKET_IFNAME eth-bond NCCL_SOCKET_IFNAME==bond0
+doc 0 differs NCCL_SOCKET_IFNAME eth-bond NCCL_SOCKET_IFNAME==eno1
+doc 1 HARMFUL UCX_NET_DEVICES eth-bond UCX_NET_DEVICES=enp3s0f1
+doc 0 ok UCX_NET_DEVICES eth-bond UCX_NET_DEVICES=bond0
 # NCCL_IB_HCA: absent device, absent port, down port, prefix pitfall, exact, exclusion
 doc 1 HARMFUL NCCL_IB_HCA dgx-h100 NCCL_IB_HCA=mlx4_0
 doc 1 HARMFUL NCCL_IB_HCA dgx-h100 NCCL_IB_HCA==mlx5_0:2

@@ -155,6 +155,25 @@ def cloud_vm(t):
     transport_auto(t)
 
 
+def eth_bond(t):
+    """Ethernet with a bond and a bridge: their ports are never the interface to use."""
+    net = {n["name"]: n for n in t["netdevs"]}
+    check(sorted(net) == ["bond0", "eno1", "eno2", "enp3s0f0", "enp3s0f1", "enp5s0", "vmbr0"],
+          "ports, bond and bridge listed; empty bridges and container interfaces not: %s"
+          % sorted(net))
+    check(net["bond0"]["kind"] == "bond" and net["bond0"]["speed_mbps"] == 50000, "bond0 50G")
+    check(net["vmbr0"]["kind"] == "bridge" and net["vmbr0"]["speed_mbps"] == 10000,
+          "vmbr0 at its port's 10G")
+    check(net["enp3s0f0"]["master"] == "bond0" and net["eno2"]["master"] == "vmbr0"
+          and net["eno1"]["master"] == "", "masters")
+    check(all(n["ipv4"] is None for n in t["netdevs"]), "addresses unknown in a fixture")
+    check(t["fabric"] == "Ethernet" and t["eth_best"] == "bond0",
+          "TCP on bond0, not on a port of it: %s" % t["eth_best"])
+    check(rec(t, "NCCL_SOCKET_IFNAME") == "=bond0" and rec(t, "UCX_NET_DEVICES") == "bond0",
+          "bond0 recommended")
+    check(t["gpus"][0]["numa"] == 0 and t["gpus"][1]["numa"] == -1, "GPU1 without a NUMA node")
+
+
 def cpu_only(t):
     check(len(t["gpus"]) == 0 and t["intra"] == "none", "no GPU")
     check(t["fabric"] == "Ethernet" and t["eth_best"] == "enp2s0", "Ethernet on enp2s0")
@@ -229,7 +248,7 @@ def xml_roundtrip(t):
 
 
 CASES = {f.__name__.replace("_", "-"): f for f in [
-    p5, p4de, dgx_h100, roce, roce_nogid, cloud_vm, cpu_only, broken, smi_nvswitch, smi_pcie,
+    p5, p4de, dgx_h100, roce, roce_nogid, cloud_vm, eth_bond, cpu_only, broken, smi_nvswitch, smi_pcie,
     smi_shared_switch, nccl_xml, xml_roundtrip]}
 
 if __name__ == "__main__":

@@ -418,6 +418,20 @@ static sharc_topo_fabric_t sharc_topo_classify_fabric(const sharc_topo_t *topo)
     return (topo->eth_best >= 0) ? SHARC_TOPO_FABRIC_ETH : SHARC_TOPO_FABRIC_NONE;
 }
 
+/* Whether interface a serves TCP better than b: one with an IPv4 address first (NCCL and
+ * UCX bind to an address; known only on the live machine), then the faster one. */
+static int sharc_topo_eth_better(const sharc_topo_netdev_t *a, const sharc_topo_netdev_t *b)
+{
+    if ((a->ipv4 == 1) != (b->ipv4 == 1)) {
+        return a->ipv4 == 1;
+    }
+    return a->speed_mbps > b->speed_mbps;
+}
+
+/*
+ * The interface for TCP between nodes: up, and not a port of a bond or bridge (a port has no
+ * address of its own; its bond or bridge, listed as an interface too, is the one to name).
+ */
 static int sharc_topo_find_eth_best(const sharc_topo_t *topo)
 {
     int best = -1;
@@ -425,11 +439,11 @@ static int sharc_topo_find_eth_best(const sharc_topo_t *topo)
     for (int n = 0; n < topo->nnetdevs; n++) {
         const sharc_topo_netdev_t *dev = &topo->netdevs[n];
 
-        if (!dev->up) {
+        if (!dev->up || dev->master[0] != '\0') {
             continue;
         }
-        if (best < 0 || dev->speed_mbps > topo->netdevs[best].speed_mbps) {
-            best = n; /* netdevs are sorted by name, so ties keep the first */
+        if (best < 0 || sharc_topo_eth_better(dev, &topo->netdevs[best])) {
+            best = n; /* ports are in name order, then bonds and bridges; ties keep the first */
         }
     }
     return best;

@@ -111,13 +111,22 @@ typedef struct {
     int nports;
 } sharc_topo_nic_t;
 
+typedef enum {
+    SHARC_TOPO_NETDEV_PORT = 0, /* a physical port: a device behind it */
+    SHARC_TOPO_NETDEV_BOND,     /* a bond over ports; listed when one of them is listed */
+    SHARC_TOPO_NETDEV_BRIDGE,   /* a bridge over ports; the same */
+} sharc_topo_netdev_kind_t;
+
 typedef struct {
     char name[16];
-    char driver[32];
+    char driver[32]; /* "bonding" and "bridge" for those */
+    sharc_topo_netdev_kind_t kind;
+    char master[16];                /* the bond or bridge this port belongs to, or "" */
     int speed_mbps;                 /* -1 unknown */
     int up;                         /* operstate up */
+    int ipv4;                       /* has an IPv4 address: 1, 0, -1 unknown (offline input) */
     char rdma[SHARC_TOPO_NAME_MAX]; /* RDMA device on the same PCI function, or "" */
-    sharc_topo_pci_t pci;
+    sharc_topo_pci_t pci;           /* bonds and bridges: only the NUMA node of a port */
 } sharc_topo_netdev_t;
 
 typedef struct {
@@ -137,6 +146,7 @@ typedef struct sharc_topo {
     struct { /* every interface in class/net, virtual ones (bonds) too, for the doctor */
         char name[16];
         int up;
+        char master[16]; /* the bond or bridge it is a port of, or "" */
     } ifaces[SHARC_TOPO_MAX_NETDEVS * 2];
     int nifaces;
     sharc_topo_cpu_t cpu;
@@ -153,7 +163,7 @@ typedef struct sharc_topo {
     /* classification */
     sharc_topo_intra_t intra;
     sharc_topo_fabric_t fabric;
-    int eth_best; /* netdevs[] index of the fastest up interface with a device, or -1 */
+    int eth_best; /* netdevs[] index of the interface for TCP (sharc_topo_classify), or -1 */
 
     char **warnings; /* malformed or missing input, one line each */
     int nwarnings;

@@ -134,12 +134,18 @@ static void sharc_topo_doc_ifname(sharc_topo_doc_t *doc, const sharc_topo_settin
     }
     sharc_topo_spec_parse(set->value, &spec);
     for (int e = 0; e < spec.nentries; e++) {
-        int matched = 0, up = 0;
+        int matched = 0, up = 0, usable = 0;
+        const char *master = NULL;
 
         for (int i = 0; i < topo->nifaces; i++) {
             if (sharc_topo_spec_entry_matches(&spec, e, topo->ifaces[i].name)) {
                 matched++;
                 up += topo->ifaces[i].up;
+                if (topo->ifaces[i].up && topo->ifaces[i].master[0] != '\0') {
+                    master = topo->ifaces[i].master;
+                } else {
+                    usable += topo->ifaces[i].up;
+                }
             }
         }
         if (matched == 0) {
@@ -151,6 +157,12 @@ static void sharc_topo_doc_ifname(sharc_topo_doc_t *doc, const sharc_topo_settin
         } else if (up == 0 && !spec.exclude) {
             sharc_topo_find(doc, SHARC_TOPO_FINDING_HARMFUL, set,
                             "every interface matching '%s' is down", spec.entries[e].name);
+            bad = 1;
+        } else if (usable == 0 && !spec.exclude) {
+            sharc_topo_find(doc, SHARC_TOPO_FINDING_HARMFUL, set,
+                            "'%s' names a port of %s, which has no address of its own: NCCL "
+                            "finds nothing to bind to; name %s",
+                            spec.entries[e].name, master, master);
             bad = 1;
         }
     }
@@ -257,11 +269,17 @@ static int sharc_topo_doc_ucx_iface(sharc_topo_doc_t *doc, const sharc_topo_sett
 
     for (int i = 0; i < topo->nifaces; i++) {
         if (strcmp(topo->ifaces[i].name, name) == 0) {
-            if (topo->ifaces[i].up) {
-                return 0;
+            if (!topo->ifaces[i].up) {
+                sharc_topo_find(doc, SHARC_TOPO_FINDING_HARMFUL, set, "interface %s is down", name);
+                return -1;
             }
-            sharc_topo_find(doc, SHARC_TOPO_FINDING_HARMFUL, set, "interface %s is down", name);
-            return -1;
+            if (topo->ifaces[i].master[0] != '\0') {
+                sharc_topo_find(doc, SHARC_TOPO_FINDING_HARMFUL, set,
+                                "%s is a port of %s and has no address of its own: name %s", name,
+                                topo->ifaces[i].master, topo->ifaces[i].master);
+                return -1;
+            }
+            return 0;
         }
     }
     for (int k = 0; k < topo->nnics; k++) {

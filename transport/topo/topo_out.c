@@ -150,8 +150,12 @@ static void sharc_topo_print_text(const sharc_topo_t *topo, const sharc_topo_rec
         if (nd->speed_mbps >= 0) {
             snprintf(speed, sizeof(speed), "%d Mb/s", nd->speed_mbps);
         }
-        fprintf(out, "  %-12s %s, %s, driver %s%s%s\n", nd->name, nd->up ? "up" : "down", speed,
-                nd->driver[0] ? nd->driver : "?", nd->rdma[0] ? ", RDMA " : "", nd->rdma);
+        fprintf(out, "  %-12s %s, %s, driver %s%s%s%s%s%s\n", nd->name, nd->up ? "up" : "down",
+                speed, nd->driver[0] ? nd->driver : "?", nd->rdma[0] ? ", RDMA " : "", nd->rdma,
+                nd->master[0] ? ", port of " : "", nd->master,
+                nd->ipv4 < 0 ? ""
+                : nd->ipv4   ? ", IPv4"
+                             : ", no IPv4");
     }
     fprintf(out, "CPU: %d socket(s), %d NUMA node(s); NVSwitches: %d\n", topo->cpu.nsockets,
             topo->cpu.nnuma, topo->nvswitches);
@@ -239,6 +243,12 @@ static void sharc_topo_print_env(const sharc_topo_recs_t *recs, int shell, FILE 
 }
 
 #ifdef HAVE_JSONC
+static const char *const sharc_topo_netdev_kinds[] = {
+    [SHARC_TOPO_NETDEV_PORT] = "port",
+    [SHARC_TOPO_NETDEV_BOND] = "bond",
+    [SHARC_TOPO_NETDEV_BRIDGE] = "bridge",
+};
+
 static json_object *sharc_topo_json_str(const char *s)
 {
     return json_object_new_string(s);
@@ -362,6 +372,10 @@ static json_object *sharc_topo_json(const sharc_topo_t *topo, const sharc_topo_r
         json_object_object_add(obj, "speed_mbps", json_object_new_int(nd->speed_mbps));
         json_object_object_add(obj, "up", json_object_new_boolean(nd->up));
         json_object_object_add(obj, "rdma", sharc_topo_json_str(nd->rdma));
+        json_object_object_add(obj, "kind", sharc_topo_json_str(sharc_topo_netdev_kinds[nd->kind]));
+        json_object_object_add(obj, "master", sharc_topo_json_str(nd->master));
+        json_object_object_add(obj, "ipv4",
+                               nd->ipv4 < 0 ? NULL : json_object_new_boolean(nd->ipv4));
         sharc_topo_json_pci(obj, &nd->pci);
         json_object_array_add(netdevs, obj);
     }

@@ -248,9 +248,13 @@ void sharc_topo_recommend(const sharc_topo_t *topo, sharc_topo_recs_t *recs)
     case SHARC_TOPO_FABRIC_ETH:
         snprintf(value, sizeof(value), "=%s", eth->name);
         sharc_topo_rec_add(recs, "NCCL_SOCKET_IFNAME", 0, value,
-                           "%s is the fastest interface that is up (%s, %s); NCCL would "
+                           "%s is the fastest interface that is up%s (%s, %s)%s; NCCL would "
                            "otherwise take the first non-loopback one",
-                           eth->name, speed, eth->driver[0] ? eth->driver : "driver ?");
+                           eth->name, eth->ipv4 == 1 ? " with an IPv4 address" : "", speed,
+                           eth->driver[0] ? eth->driver : "driver ?",
+                           eth->kind == SHARC_TOPO_NETDEV_PORT
+                               ? ""
+                               : "; its ports have no address of their own and stay out");
         sharc_topo_rec_add(recs, "NCCL_IB_DISABLE", 0, "1",
                            "no active RDMA port: skip the verbs probe and use sockets");
         sharc_topo_rec_add(recs, "UCX_NET_DEVICES", 0, eth->name,

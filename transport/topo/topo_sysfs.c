@@ -535,6 +535,7 @@ sharc_status_t sharc_topo_read_sysfs(sharc_topo_t *topo, const char *root)
     if (strcmp(s->root, "/") == 0) {
         s->root[0] = '\0';
     }
+    s->live = (strcmp(s->root, "/sys") == 0);
     sharc_snprintf(topo->source, sizeof(topo->source), "sysfs %s", root);
     sharc_topo_read_pci(s);
     sharc_topo_read_rdma(s);

@@ -14,6 +14,7 @@
 typedef struct {
     sharc_topo_t *topo;
     char root[PATH_MAX]; /* real path of the tree's root, no trailing '/' ("" for "/") */
+    int live;            /* the root is this machine's /sys: its addresses are this tree's */
 } sharc_topo_sysfs_t;
 
 /** Read a small attribute, trailing whitespace stripped. Returns 0, or -1. */
