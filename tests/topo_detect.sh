@@ -20,9 +20,11 @@ trap 'rm -rf "$work"' EXIT
 
 # check_json CASE ARGS...: sharc-topo --json ARGS must succeed and pass CASE's checks
 check_json() {
-    local case=$1; shift
-    if ! "$TOPO" --json "$@" > "$work/$case.json" 2> "$work/$case.err"; then
-        echo "FAIL: $case: sharc-topo exited $?"
+    local case=$1 st; shift
+    "$TOPO" --json "$@" > "$work/$case.json" 2> "$work/$case.err"
+    st=$?
+    if [ $st -ne 0 ]; then
+        echo "FAIL: $case: sharc-topo exited $st"
         cat "$work/$case.err"
         failures=$((failures + 1))
     elif ! "$PY" "$FIX/check_topo.py" "$case" "$work/$case.json"; then
@@ -94,9 +96,10 @@ printf 'no matrix here\n' > "$work/none.txt"
 run_fail "text without a matrix" 10 "no nvidia-smi topo -m matrix" \
     "$TOPO" --nvidia-smi-topo "$work/none.txt"
 head -c 700 "$FIX/nccl_topo.xml" > "$work/trunc.xml"
-run_fail "truncated XML" 10 "not well-formed" "$TOPO" --nccl-xml "$work/trunc.xml"
+check_json xml-truncated --nccl-xml "$work/trunc.xml"
 printf '<html/>' > "$work/html.xml"
 run_fail "XML that is no topology" 10 "not an NCCL topology" "$TOPO" --nccl-xml "$work/html.xml"
+run_fail "text that is no XML" 10 "not XML" "$TOPO" --nccl-xml "$FIX/smi_pcie.txt"
 run_fail "missing file" 10 "cannot open" "$TOPO" --nccl-xml "$work/absent.xml"
 run_fail "sysfs root that is no directory" 10 "not a directory" \
     "$TOPO" --sysfs-root "$work/absent"

@@ -234,6 +234,15 @@ def nccl_xml(t):
     check(abs(t["gpus"][2]["net_gbps"] - 400) < 1e-6, "400 Gb/s from speed=400000")
 
 
+def xml_truncated(t):
+    """nccl_topo.xml cut inside the first NIC: what came before it, and a warning."""
+    check(len(t["gpus"]) == 1 and t["gpus"][0]["busid"] == "0000:11:00.0", "the first GPU")
+    check(nic_names(t) == ["mlx5_0"], "the NIC cut short, by name: %s" % nic_names(t))
+    check(t["gpu_nic"][0][0] == "PIX", "its distance")
+    check(any("not well-formed" in w and "line" in w for w in t["warnings"]),
+          "a warning that says where: %s" % t["warnings"])
+
+
 def xml_roundtrip(t):
     """p5 exported as NCCL XML and read back: distances and rails survive."""
     check(len(t["gpus"]) == 8 and len(t["nics"]) == 32, "8 GPUs, 32 NICs back")
@@ -249,7 +258,7 @@ def xml_roundtrip(t):
 
 CASES = {f.__name__.replace("_", "-"): f for f in [
     p5, p4de, dgx_h100, roce, roce_nogid, cloud_vm, eth_bond, cpu_only, broken, smi_nvswitch, smi_pcie,
-    smi_shared_switch, nccl_xml, xml_roundtrip]}
+    smi_shared_switch, nccl_xml, xml_truncated, xml_roundtrip]}
 
 if __name__ == "__main__":
     case, path = sys.argv[1], sys.argv[2]

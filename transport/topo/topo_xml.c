@@ -6,7 +6,8 @@
  *   </pci></cpu></system>
  * Nested <pci> elements are PCI switches as NCCL sees them (one element per switch); the
  * position of each device is the chain of busids below its <cpu>. The document is untrusted:
- * no network, no entity expansion, and bad elements become warnings.
+ * no network, no entity expansion, and bad elements become warnings; a damaged document gives
+ * what could be read before the damage, with a warning.
  */
 #include "config.h"
 
@@ -263,9 +264,75 @@ static void sharc_xml_resolve_links(sharc_xml_import_t *im)
     }
 }
 
+/* The parser's first complaint, as "line N: message", for warnings and errors. */
+static void sharc_xml_error(xmlParserCtxtPtr ctxt, char *out, size_t size)
+{
+    xmlErrorPtr err = xmlCtxtGetLastError(ctxt);
+    size_t len;
+
+    if (err == NULL || err->message == NULL) {
+        snprintf(out, size, "parse error");
+        return;
+    }
+    snprintf(out, size, "line %d: %s", err->line, err->message);
+    len = strlen(out);
+    while (len > 0 && isspace((unsigned char)out[len - 1])) {
+        out[--len] = '\0'; /* libxml2 ends its messages with a newline */
+    }
+}
+
+/*
+ * Parse in libxml2's recover mode: a truncated or damaged file (a capture cut short, a
+ * hand edit) still yields the elements before the damage, with a warning; a document whose
+ * root is not <system>, or text from which no element can be read, is refused.
+ */
+static sharc_status_t sharc_xml_read(sharc_topo_t *topo, const char *text, size_t len,
+                                     xmlDocPtr *doc_p)
+{
+    xmlParserCtxtPtr ctxt = xmlNewParserCtxt();
+    char why[256];
+    xmlNodePtr root;
+    xmlDocPtr doc;
+
+    if (ctxt == NULL) {
+        sharc_error("out of memory parsing NCCL XML");
+        return SHARC_ERR_NOMEM;
+    }
+    /* XML_PARSE_NONET: no fetching of DTDs; entities stay unexpanded (no XML_PARSE_NOENT) */
+    doc = xmlCtxtReadMemory(ctxt, text, (int)len, "nccl-topo.xml", NULL,
+                            XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING |
+                                XML_PARSE_RECOVER);
+    sharc_xml_error(ctxt, why, sizeof(why));
+    root = (doc != NULL) ? xmlDocGetRootElement(doc) : NULL;
+    if (root == NULL) {
+        sharc_error("not XML: no element could be read (%s)", why);
+        goto err_free;
+    }
+    if (!sharc_xml_is(root, "system")) {
+        sharc_error("XML root element is <%.32s>, not <system>: not an NCCL topology",
+                    (const char *)root->name);
+        goto err_free;
+    }
+    if (!ctxt->wellFormed) {
+        sharc_topo_warn(topo,
+                        "NCCL XML is not well-formed (%s); the elements before the damage "
+                        "are used, the rest is missing",
+                        why);
+    }
+    xmlFreeParserCtxt(ctxt);
+    *doc_p = doc;
+    return SHARC_OK;
+
+err_free:
+    xmlFreeDoc(doc); /* NULL is a no-op */
+    xmlFreeParserCtxt(ctxt);
+    return SHARC_ERR_INVALID;
+}
+
 sharc_status_t sharc_topo_parse_nccl_xml(sharc_topo_t *topo, const char *text, size_t len)
 {
     sharc_xml_import_t *im;
+    sharc_status_t status;
     xmlDocPtr doc;
     xmlNodePtr root;
 
@@ -273,20 +340,11 @@ sharc_status_t sharc_topo_parse_nccl_xml(sharc_topo_t *topo, const char *text, s
         sharc_error("NCCL XML of %zu bytes is too large", len);
         return SHARC_ERR_INVALID;
     }
-    /* XML_PARSE_NONET: no fetching of DTDs; entities stay unexpanded (no XML_PARSE_NOENT) */
-    doc = xmlReadMemory(text, (int)len, "nccl-topo.xml", NULL,
-                        XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
-    if (doc == NULL) {
-        sharc_error("not well-formed XML: %s",
-                    xmlGetLastError() != NULL ? xmlGetLastError()->message : "parse error");
-        return SHARC_ERR_INVALID;
+    status = sharc_xml_read(topo, text, len, &doc);
+    if (status != SHARC_OK) {
+        return status;
     }
     root = xmlDocGetRootElement(doc);
-    if (root == NULL || !sharc_xml_is(root, "system")) {
-        sharc_error("XML root element is not <system>: not an NCCL topology");
-        xmlFreeDoc(doc);
-        return SHARC_ERR_INVALID;
-    }
     im = calloc(1, sizeof(*im));
     if (im == NULL) {
         sharc_error("out of memory importing NCCL XML");
