@@ -48,6 +48,16 @@ else
     echo "FAIL: --export-xml"
     failures=$((failures + 1))
 fi
+# export: NICs whose ports are all down stay out; devices on no known NUMA node join node 0
+for m in dgx-h100 eth-bond; do
+    if "$TOPO" --export-xml --sysfs-root "$work/$m" > "$work/$m.xml" &&
+            "$PY" "$FIX/check_topo.py" "export-$m" "$work/$m.xml"; then
+        echo "ok: export-$m"
+    else
+        echo "FAIL: export-$m"; cat "$work/$m.xml"; failures=$((failures + 1))
+    fi
+done
+check_json xml-roundtrip-eth-bond --nccl-xml "$work/eth-bond.xml"
 
 # the other formats carry the same recommendations
 run_ok "shell exports parse" bash -n <("$TOPO" --shell --sysfs-root "$work/roce")

@@ -1,8 +1,10 @@
 #!/usr/bin/python3
 """check_topo.py CASE FILE: asserts what `sharc-topo --json` said about one fixture (GPUs,
-NICs, fabric, rails, distances, recommendations). Prints each failed check and exits 1."""
+NICs, fabric, rails, distances, recommendations), or for the export-* cases what
+`sharc-topo --export-xml` wrote. Prints each failed check and exits 1."""
 import json
 import sys
+import xml.etree.ElementTree as ET
 
 failures = []
 
@@ -256,14 +258,47 @@ def xml_roundtrip(t):
     check(abs(t["gpus"][0]["net_gbps"] - 400) < 1e-6, "bandwidth back")
 
 
+def export_common(x):
+    """What any NCCL XML export must be: one <cpu> per NUMA node, no <nic> without a <net>."""
+    ids = [c.get("numaid") for c in x.iter("cpu")]
+    check(len(ids) == len(set(ids)), "one <cpu> per numaid: %s" % ids)
+    check(all(n.find("net") is not None for n in x.iter("nic")), "no empty <nic>")
+
+
+def export_dgx_h100(x):
+    """dgx-h100: the active InfiniBand ports only (not the down mlx5_10/11, not RoCE)."""
+    export_common(x)
+    nets = sorted((n.get("name") for n in x.iter("net")), key=lambda s: int(s.split("_")[1]))
+    check(nets == ["mlx5_%d" % i for i in range(8)], "nets: %s" % nets)
+    check(len(list(x.iter("nic"))) == 8, "8 <nic> elements")
+
+
+def export_eth_bond(x):
+    """eth-bond: GPU0 on node 0 and GPU1 on no known node share node 0's element."""
+    export_common(x)
+    cpus = list(x.iter("cpu"))
+    check(len(cpus) == 1 and cpus[0].get("numaid") == "0", "one <cpu numaid=0>")
+    check(len(list(x.iter("gpu"))) == 2, "both GPUs")
+
+
+def xml_roundtrip_eth_bond(t):
+    check(len(t["gpus"]) == 2 and all(g["numa"] == 0 for g in t["gpus"]), "2 GPUs on node 0")
+    check(all(g["model"] == "L40S" for g in t["gpus"]), "L40S from the PCI ids")
+
+
+XML_CASES = {"export-dgx-h100": export_dgx_h100, "export-eth-bond": export_eth_bond}
+
 CASES = {f.__name__.replace("_", "-"): f for f in [
     p5, p4de, dgx_h100, roce, roce_nogid, cloud_vm, eth_bond, cpu_only, broken, smi_nvswitch, smi_pcie,
-    smi_shared_switch, nccl_xml, xml_truncated, xml_roundtrip]}
+    smi_shared_switch, nccl_xml, xml_truncated, xml_roundtrip, xml_roundtrip_eth_bond]}
 
 if __name__ == "__main__":
     case, path = sys.argv[1], sys.argv[2]
-    with open(path) as f:
-        CASES[case](json.load(f))
+    if case in XML_CASES:
+        XML_CASES[case](ET.parse(path).getroot())
+    else:
+        with open(path) as f:
+            CASES[case](json.load(f))
     for what in failures:
         print("FAIL: %s: %s" % (case, what))
     sys.exit(1 if failures else 0)

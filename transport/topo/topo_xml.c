@@ -368,9 +368,20 @@ sharc_status_t sharc_topo_parse_nccl_xml(sharc_topo_t *topo, const char *text, s
 typedef struct {
     char comps[16][24]; /* busids from the cpu down, the device last */
     int ncomps;
-    int gpu; /* gpus[] index, or -1 */
-    int nic; /* nics[] index, or -1 */
+    int gpu;  /* gpus[] index, or -1 */
+    int nic;  /* nics[] index, or -1 */
+    int numa; /* the <cpu> element it goes in */
 } sharc_xml_dev_t;
+
+static int sharc_xml_nic_active(const sharc_topo_nic_t *nic)
+{
+    for (int p = 0; p < nic->nports; p++) {
+        if (nic->ports[p].active) {
+            return 1;
+        }
+    }
+    return 0;
+}
 
 /*
  * A device's chain of <pci> elements. sysfs paths list each bridge (root port, switch
@@ -521,8 +532,9 @@ sharc_status_t sharc_topo_write_nccl_xml(const sharc_topo_t *topo, FILE *out)
             (i < topo->ngpus) ? &topo->gpus[i].pci : &topo->nics[i - topo->ngpus].pci;
         int is_nic = (i >= topo->ngpus);
 
-        if (is_nic && topo->nics[i - topo->ngpus].fabric != topo->fabric) {
-            continue; /* NCCL lists the NICs of its network only */
+        if (is_nic && (topo->nics[i - topo->ngpus].fabric != topo->fabric ||
+                       !sharc_xml_nic_active(&topo->nics[i - topo->ngpus]))) {
+            continue; /* NCCL lists the NICs of its network only, and ports that are up */
         }
         if (sharc_xml_chain(pci, &devs[n]) != 0) {
             sharc_warn("%s %s has no PCI position; left out of the XML", is_nic ? "NIC" : "GPU",
@@ -531,24 +543,24 @@ sharc_status_t sharc_topo_write_nccl_xml(const sharc_topo_t *topo, FILE *out)
         }
         devs[n].gpu = is_nic ? -1 : i;
         devs[n].nic = is_nic ? i - topo->ngpus : -1;
-        numa_max = SHARC_MAX(numa_max, pci->numa);
+        /* NCCL wants a NUMA node: an unknown one (-1) is node 0, in node 0's element */
+        devs[n].numa = SHARC_MAX(pci->numa, 0);
+        numa_max = SHARC_MAX(numa_max, devs[n].numa);
         n++;
     }
     fprintf(out, "<system version=\"1\">\n");
-    for (int numa = -1; numa <= numa_max; numa++) {
+    for (int numa = 0; numa <= numa_max; numa++) {
         int nsel = 0;
 
         for (int i = 0; i < n; i++) {
-            const sharc_topo_pci_t *pci =
-                (devs[i].gpu >= 0) ? &topo->gpus[devs[i].gpu].pci : &topo->nics[devs[i].nic].pci;
-            if (pci->numa == numa) {
+            if (devs[i].numa == numa) {
                 sel[nsel++] = devs[i];
             }
         }
         if (nsel == 0) {
             continue;
         }
-        fprintf(out, "  <cpu numaid=\"%d\">\n", numa < 0 ? 0 : numa);
+        fprintf(out, "  <cpu numaid=\"%d\">\n", numa);
         sharc_xml_write_cpu(topo, sel, nsel, out);
         fprintf(out, "  </cpu>\n");
     }
