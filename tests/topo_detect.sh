@@ -34,7 +34,7 @@ check_json() {
     fi
 }
 
-for m in p5 p4de dgx-h100 roce roce-nogid cloud-vm eth-bond cpu-only broken; do
+for m in p5 p4de dgx-h100 roce roce-nogid cloud-vm cloud-vm-virtio eth-bond cpu-only broken; do
     "$PY" "$FIX/mkfixture.py" "$m" "$work/$m" || { echo "FAIL: mkfixture $m"; exit 1; }
     check_json "$m" --sysfs-root "$work/$m"
 done
@@ -83,6 +83,20 @@ out=$("$TOPO" --sysfs-root "$work/dgx-h100")
 echo "$out" | grep -q "^ GPU0 0000:13:00.0 \[10de:2330\] H100 SXM5 80GB$" &&
     echo "ok: GPU PCI ids in the text report" ||
     { echo "FAIL: GPU PCI ids in the text report"; echo "$out"; failures=$((failures + 1)); }
+
+# rails on Ethernet: none, the interface shared; a speed that is not known is not "0 Gb/s"
+out=$("$TOPO" --sysfs-root "$work/cloud-vm")
+echo "$out" | grep -qx "  GPU0 rails: none, TCP on ens4 shared by 1 GPU(s), 50 Gb/s expected" &&
+    echo "ok: Ethernet rails" || { echo "FAIL: Ethernet rails"; echo "$out"; failures=$((failures + 1)); }
+out=$("$TOPO" --sysfs-root "$work/cloud-vm-virtio")
+echo "$out" | grep -qx "  GPU0 rails: none, TCP on eth0 shared by 1 GPU(s), bandwidth unknown" &&
+    ! echo "$out" | grep -q "0 Gb/s" && echo "ok: unknown speed shown as unknown" ||
+    { echo "FAIL: unknown speed"; echo "$out"; failures=$((failures + 1)); }
+out=$("$TOPO" --nvidia-smi-topo "$FIX/smi_pcie.txt")
+echo "$out" | grep -qx "  NIC0: mlx5_0       unknown    ports and rate unknown" &&
+    echo "$out" | grep -qx "  GPU2 rails: mlx5_0 (SYS), bandwidth unknown" &&
+    echo "ok: capture without rates" ||
+    { echo "FAIL: capture without rates"; echo "$out"; failures=$((failures + 1)); }
 
 # the CPU affinity column holds the longest list and stays apart from NUMA: dgx-h100's second
 # socket has 56-111,168-223 (14 characters), and NUMA sits under its header on every row

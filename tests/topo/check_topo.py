@@ -123,6 +123,9 @@ def roce(t):
     check(port["gids"][3]["ipv4"] and not port["gids"][1]["ipv4"], "IPv4-mapped GID")
     check(rec(t, "NCCL_IB_GID_INDEX") == "3", "GID index 3 (RoCE v2, IPv4)")
     check(rec(t, "NCCL_IB_HCA") == "=mlx5_0:1,mlx5_1:1", "NCCL_IB_HCA")
+    check(t["gpu_nic"][0][0] == "PIX" and t["gpu_nic"][0][1] == "SYS"
+          and t["gpu_nic"][1][0] == "SYS" and t["gpu_nic"][1][1] == "PIX",
+          "GPU-NIC distances: own switch PIX, other socket SYS: %s" % t["gpu_nic"])
     check(t["gpus"][1]["nearest_nics"] == ["mlx5_1"], "GPU1 rail")
     check(abs(t["gpus"][0]["net_gbps"] - 100) < 1e-6, "100 Gb/s")
     check(t["notes"] == [], "no notes: %s" % t["notes"])
@@ -152,9 +155,22 @@ def cloud_vm(t):
           "socket recommendations")
     check(rec(t, "UCX_TLS") == "tcp,sm,self", "UCX over TCP")
     check(abs(t["gpus"][0]["net_gbps"] - 50) < 1e-6, "50 Gb/s")
+    check(t["gpus"][0]["rails"] == [] and t["gpus"][0]["nearest_nics"] == [],
+          "no rails on Ethernet: no RDMA NIC of its own")
     check({n["name"]: n["driver"] for n in t["netdevs"]} == {"ens4": "gve", "ens5": "gve"},
           "gve interfaces")
     transport_auto(t)
+
+
+def cloud_vm_virtio(t):
+    """virtio_net reports no speed: the bandwidth is unknown (null), not 0."""
+    check(t["fabric"] == "Ethernet" and t["eth_best"] == "eth0", "TCP on eth0")
+    check(t["netdevs"][0]["driver"] == "virtio_net" and t["netdevs"][0]["speed_mbps"] == -1,
+          "virtio_net, speed unknown: %s" % t["netdevs"])
+    check(t["gpus"][0]["rails"] == [], "no rails")
+    check(t["gpus"][0]["net_gbps"] is None, "bandwidth unknown: %s" % t["gpus"][0]["net_gbps"])
+    check(rec(t, "NCCL_SOCKET_IFNAME") == "=eth0" and "speed unknown" in rec_reason(
+        t, "NCCL_SOCKET_IFNAME"), "eth0 recommended, its speed said unknown")
 
 
 def eth_bond(t):
@@ -178,7 +194,13 @@ def eth_bond(t):
 
 def cpu_only(t):
     check(len(t["gpus"]) == 0 and t["intra"] == "none", "no GPU")
+    check(len(t["nics"]) == 0 and t["gpu_nic"] == [], "no RDMA NIC")
     check(t["fabric"] == "Ethernet" and t["eth_best"] == "enp2s0", "Ethernet on enp2s0")
+    check(rec(t, "NCCL_SOCKET_IFNAME") == "=enp2s0", "NCCL sockets on enp2s0")
+    check(rec(t, "NCCL_IB_DISABLE") == "1", "no verbs probe")
+    check(rec(t, "UCX_NET_DEVICES") == "enp2s0" and rec(t, "UCX_TLS") == "tcp,sm,self",
+          "UCX over TCP on enp2s0")
+    check(rec(t, "NCCL_IB_HCA") is None and rec(t, "NCCL_IB_GID_INDEX") is None, "no IB settings")
     transport_auto(t)
     check(t["cpu"] == {"sockets": 1, "numa_nodes": 1}, "1 socket")
 
@@ -195,7 +217,19 @@ def broken(t):
         check(needle in w, "warning '%s'" % needle)
 
 
+def smi_common(t):
+    """An nvidia-smi capture names NICs but not their kind, ports or rates: the fabric is
+    unknown, nothing about the network is recommended, bandwidth unknown."""
+    check(t["fabric"] == "unknown", "fabric not in the text")
+    check([r["key"] for r in t["recommendations"]] == ["SHARC_TRANSPORT"],
+          "SHARC_TRANSPORT only: %s" % [r["key"] for r in t["recommendations"]])
+    transport_auto(t)
+    check(all(g["net_gbps"] is None for g in t["gpus"]), "bandwidth unknown")
+    check(all(n["ports"] == [] and n["fabric"] == "unknown" for n in t["nics"]), "NICs by name")
+
+
 def smi_nvswitch(t):
+    smi_common(t)
     check(len(t["gpus"]) == 8 and nic_names(t) == ["mlx5_%d" % i for i in range(4)],
           "8 GPUs, NIC legend names")
     check(t["intra"] == "NVSwitch", "NVSwitch inferred from NV18 to all 7 peers")
@@ -209,6 +243,7 @@ def smi_nvswitch(t):
 
 
 def smi_pcie(t):
+    smi_common(t)
     check(len(t["gpus"]) == 4 and nic_names(t) == ["mlx5_0"], "4 GPUs, old-style NIC column")
     check(t["intra"] == "host memory", "PCIe-only across sockets: host memory")
     check(t["gpu_gpu"][2][3] == "PHB" and t["gpu_gpu"][0][2] == "SYS", "PHB/SYS cells")
@@ -216,6 +251,7 @@ def smi_pcie(t):
 
 
 def smi_shared_switch(t):
+    smi_common(t)
     check(len(t["gpus"]) == 2 and nic_names(t) == ["mlx5_0", "mlx5_bond_0"], "legend")
     check(t["intra"] == "PCIe P2P", "PCIe P2P under one switch")
     for g in range(2):
@@ -289,7 +325,7 @@ def xml_roundtrip_eth_bond(t):
 XML_CASES = {"export-dgx-h100": export_dgx_h100, "export-eth-bond": export_eth_bond}
 
 CASES = {f.__name__.replace("_", "-"): f for f in [
-    p5, p4de, dgx_h100, roce, roce_nogid, cloud_vm, eth_bond, cpu_only, broken, smi_nvswitch, smi_pcie,
+    p5, p4de, dgx_h100, roce, roce_nogid, cloud_vm, cloud_vm_virtio, eth_bond, cpu_only, broken, smi_nvswitch, smi_pcie,
     smi_shared_switch, nccl_xml, xml_truncated, xml_roundtrip, xml_roundtrip_eth_bond]}
 
 if __name__ == "__main__":

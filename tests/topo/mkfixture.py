@@ -6,8 +6,9 @@ entries (bus/pci/devices, class/infiniband, class/net, driver links) are relativ
 into that tree, as on a real machine. Machines: p5 (8 H100, NVSwitch, 32 EFA), p4de (8 A100,
 NVSwitch, 4 EFA), dgx-h100 (8 H100, 8 InfiniBand HCAs, 2 RoCE storage ports, 2 IB ports
 down), roce (2 A100 PCIe, 2 RoCE NICs with GID tables), roce-nogid (the same without the
-RoCE v2 IPv4 GIDs), cloud-vm (1 L4, gve Ethernet), eth-bond (2 L40S, Ethernet with a bond
-and a bridge), cpu-only (one Ethernet port), broken (malformed entries of every kind).
+RoCE v2 IPv4 GIDs), cloud-vm (1 L4, gve Ethernet), cloud-vm-virtio (the same with a
+virtio_net interface of unknown speed), eth-bond (2 L40S, Ethernet with a bond and a bridge),
+cpu-only (one Ethernet port), broken (malformed entries of every kind).
 """
 import os
 import sys
@@ -229,14 +230,22 @@ def roce(t, v2_ipv4=True):
     t.virtual_ifaces()
 
 
-def cloud_vm(t):
-    """One L4 and a gVNIC, as on a cloud VM; a second interface that is down."""
+def cloud_vm(t, virtio=False):
+    """One L4 and a gVNIC, as on a cloud VM; a second interface that is down. With virtio,
+    one virtio_net interface instead, which reports its speed as -1 (unknown)."""
     t.cpus(1, 4, ["0-3"])
     t.pci("pci0000:00", ["0000:00:03.0"], NVIDIA, 0x27B8, 0x030200, -1, "nvidia")
-    t.net(t.pci("pci0000:00", ["0000:00:04.0"], 0x1AE0, 0x0042, 0x020000, -1, "gve"), "ens4",
-          50000)
-    t.net(t.pci("pci0000:00", ["0000:00:05.0"], 0x1AE0, 0x0042, 0x020000, -1, "gve"), "ens5",
-          50000, up=False)
+    if virtio:
+        vrel = t.pci("pci0000:00", ["0000:00:04.0"], 0x1AF4, 0x1041, 0x020000, -1,
+                     "virtio-pci") + "/virtio1"
+        os.makedirs(os.path.join(t.root, "bus/virtio/drivers/virtio_net"), exist_ok=True)
+        t.link(vrel + "/driver", "bus/virtio/drivers/virtio_net")
+        t.net(vrel, "eth0", -1)
+    else:
+        t.net(t.pci("pci0000:00", ["0000:00:04.0"], 0x1AE0, 0x0042, 0x020000, -1, "gve"),
+              "ens4", 50000)
+        t.net(t.pci("pci0000:00", ["0000:00:05.0"], 0x1AE0, 0x0042, 0x020000, -1, "gve"),
+              "ens5", 50000, up=False)
     t.virtual_ifaces()
 
 
@@ -315,7 +324,7 @@ def broken(t):
 
 MACHINES = {"p5": p5, "p4de": p4de, "dgx-h100": dgx_h100, "roce": roce,
             "roce-nogid": lambda t: roce(t, v2_ipv4=False), "cloud-vm": cloud_vm,
-            "eth-bond": eth_bond, "cpu-only": cpu_only, "broken": broken}
+            "cloud-vm-virtio": lambda t: cloud_vm(t, virtio=True), "eth-bond": eth_bond, "cpu-only": cpu_only, "broken": broken}
 
 if __name__ == "__main__":
     if len(sys.argv) != 3 or sys.argv[1] not in MACHINES:

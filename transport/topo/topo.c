@@ -266,6 +266,17 @@ static double sharc_topo_nic_gbps(const sharc_topo_nic_t *nic)
     return gbps;
 }
 
+/* Whether every active port's rate is known (captures and unreadable rates leave 0). */
+static int sharc_topo_nic_rate_known(const sharc_topo_nic_t *nic)
+{
+    for (int p = 0; p < nic->nports; p++) {
+        if (nic->ports[p].active && !(nic->ports[p].rate_gbps > 0)) {
+            return 0;
+        }
+    }
+    return nic->nports > 0;
+}
+
 static int sharc_topo_nic_active(const sharc_topo_nic_t *nic)
 {
     for (int p = 0; p < nic->nports; p++) {
@@ -478,19 +489,25 @@ static void sharc_topo_assign_rails(sharc_topo_t *topo)
             gpu->nnearest++;
         }
     }
-    /* A NIC that is nearest to several GPUs is shared between them. */
+    /* A NIC that is nearest to several GPUs is shared between them; on Ethernet the one
+     * interface is shared by all. A speed the input does not give makes the sum unknown. */
     for (int i = 0; i < topo->ngpus; i++) {
         sharc_topo_gpu_t *gpu = &topo->gpus[i];
 
         gpu->net_gbps = 0;
         if (topo->fabric == SHARC_TOPO_FABRIC_ETH) {
-            gpu->net_gbps =
-                SHARC_MAX(topo->netdevs[topo->eth_best].speed_mbps, 0) / 1000.0 / topo->ngpus;
+            int mbps = topo->netdevs[topo->eth_best].speed_mbps;
+
+            gpu->net_gbps = (mbps < 0) ? -1 : mbps / 1000.0 / topo->ngpus;
             continue;
         }
         for (int r = 0; r < gpu->nnearest; r++) {
             int k = gpu->rails[r];
 
+            if (!sharc_topo_nic_rate_known(&topo->nics[k])) {
+                gpu->net_gbps = -1;
+                break;
+            }
             gpu->net_gbps += sharc_topo_nic_gbps(&topo->nics[k]) / share[k];
         }
     }

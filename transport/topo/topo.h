@@ -79,7 +79,8 @@ typedef struct {
     int rails[SHARC_TOPO_MAX_NICS]; /* nics[] indices of the fabric, nearest first */
     int nrails;
     int nnearest;    /* the first nnearest rails are at the nearest distance */
-    double net_gbps; /* expected network bandwidth of this GPU, Gb/s */
+    double net_gbps; /* expected network bandwidth of this GPU, Gb/s; 0 with no network,
+                      * -1 unknown (the input lacks a link speed or port rate) */
 } sharc_topo_gpu_t;
 
 typedef struct {

@@ -34,15 +34,17 @@ static const char *sharc_topo_cell(sharc_topo_link_t link, int nvlinks, char *bu
     return buf;
 }
 
-static double sharc_topo_nic_rate(const sharc_topo_nic_t *nic, int *active_p)
+/* The active ports' rate in total; *unknown_p: some active port's rate is unknown. */
+static double sharc_topo_nic_rate(const sharc_topo_nic_t *nic, int *active_p, int *unknown_p)
 {
     double gbps = 0;
 
-    *active_p = 0;
+    *active_p = *unknown_p = 0;
     for (int p = 0; p < nic->nports; p++) {
         if (nic->ports[p].active) {
             gbps += nic->ports[p].rate_gbps;
             (*active_p)++;
+            *unknown_p |= !(nic->ports[p].rate_gbps > 0);
         }
     }
     return gbps;
@@ -134,13 +136,18 @@ static void sharc_topo_print_text(const sharc_topo_t *topo, const sharc_topo_rec
     fprintf(out, "\nNICs: %d\n", topo->nnics);
     for (int k = 0; k < topo->nnics; k++) {
         const sharc_topo_nic_t *nic = &topo->nics[k];
-        int active;
-        double gbps = sharc_topo_nic_rate(nic, &active);
+        int active, unknown;
+        double gbps = sharc_topo_nic_rate(nic, &active, &unknown);
+        char rate[64] = "ports and rate unknown"; /* a capture that names the NIC only */
 
-        fprintf(out, "  NIC%d: %-12s %-10s %d/%d ports active, %.0f Gb/s%s%s%s%s\n", k, nic->name,
-                sharc_topo_fabric_name(nic->fabric), active, nic->nports, gbps,
-                nic->driver[0] ? ", driver " : "", nic->driver, nic->netdev[0] ? ", " : "",
-                nic->netdev);
+        if (!nic->captured || nic->nports > 0) {
+            snprintf(rate, sizeof(rate), "%d/%d ports active, ", active, nic->nports);
+            snprintf(rate + strlen(rate), sizeof(rate) - strlen(rate),
+                     unknown ? "rate unknown" : "%.0f Gb/s", gbps);
+        }
+        fprintf(out, "  NIC%d: %-12s %-10s %s%s%s%s%s\n", k, nic->name,
+                sharc_topo_fabric_name(nic->fabric), rate, nic->driver[0] ? ", driver " : "",
+                nic->driver, nic->netdev[0] ? ", " : "", nic->netdev);
     }
     fprintf(out, "network interfaces: %d\n", topo->nnetdevs);
     for (int d = 0; d < topo->nnetdevs; d++) {
@@ -169,13 +176,26 @@ static void sharc_topo_print_text(const sharc_topo_t *topo, const sharc_topo_rec
         const sharc_topo_gpu_t *gpu = &topo->gpus[i];
 
         fprintf(out, "  GPU%d rails:", i);
+        if (topo->fabric == SHARC_TOPO_FABRIC_ETH) {
+            /* no RDMA NIC, so no rail of its own: the GPUs share one interface */
+            fprintf(out, " none, TCP on %s shared by %d GPU(s)", topo->netdevs[topo->eth_best].name,
+                    topo->ngpus);
+        } else if (gpu->nrails == 0) {
+            fprintf(out, " none");
+        }
         for (int r = 0; r < gpu->nnearest; r++) {
             fprintf(out, " %s", topo->nics[gpu->rails[r]].name);
         }
         if (gpu->nrails > 0) {
             fprintf(out, " (%s)", sharc_topo_link_name(topo->gpu_nic[i][gpu->rails[0]]));
         }
-        fprintf(out, ", %.0f Gb/s expected\n", gpu->net_gbps);
+        if (gpu->net_gbps < 0) {
+            fprintf(out, ", bandwidth unknown\n");
+        } else if (topo->fabric == SHARC_TOPO_FABRIC_NONE) {
+            fprintf(out, ", no network\n");
+        } else {
+            fprintf(out, ", %.0f Gb/s expected\n", gpu->net_gbps);
+        }
     }
     fprintf(out, "\nbackend (SHARC_TRANSPORT=%s): %s for GPU buffers, %s for host buffers",
             recs->transport, topo->ngpus > 0 ? recs->gpu_backend : "none (no GPU)",
@@ -346,7 +366,8 @@ static json_object *sharc_topo_json(const sharc_topo_t *topo, const sharc_topo_r
         }
         json_object_object_add(obj, "rails", rails);
         json_object_object_add(obj, "nearest_nics", nearest);
-        json_object_object_add(obj, "net_gbps", json_object_new_double(gpu->net_gbps));
+        json_object_object_add(obj, "net_gbps",
+                               gpu->net_gbps < 0 ? NULL : json_object_new_double(gpu->net_gbps));
         json_object_array_add(gpus, obj);
         for (int j = 0; j < topo->ngpus; j++) {
             json_object_array_add(

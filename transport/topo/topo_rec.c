@@ -174,6 +174,10 @@ static void sharc_topo_recommend_transport(const sharc_topo_t *topo, sharc_topo_
 {
     static const char *const used[] = {"nccl", "shm", "ucx"};
     int rdma = topo->fabric == SHARC_TOPO_FABRIC_IB || topo->fabric == SHARC_TOPO_FABRIC_ROCE;
+    /* what UCX runs over between nodes; a capture that names NICs only does not say */
+    const char *ucx = rdma                                        ? "ucx (verbs)"
+                      : topo->fabric == SHARC_TOPO_FABRIC_UNKNOWN ? "ucx"
+                                                                  : "ucx (TCP)";
     size_t len = 0;
 
     snprintf(recs->transport, sizeof(recs->transport), "auto");
@@ -187,17 +191,17 @@ static void sharc_topo_recommend_transport(const sharc_topo_t *topo, sharc_topo_
     }
     if (topo->ngpus == 0) {
         sharc_topo_rec_add(recs, "SHARC_TRANSPORT", 0, "auto",
-                           "no GPU: auto sends host buffers through shm inside the node and ucx "
-                           "(%s) between nodes",
-                           rdma ? "verbs" : "TCP");
+                           "no GPU: auto sends host buffers through shm inside the node and %s "
+                           "between nodes",
+                           ucx);
         return;
     }
     sharc_topo_rec_add(recs, "SHARC_TRANSPORT", 0, "auto",
                        "%d GPU(s): auto sends GPU buffers through NCCL (%s inside the node, %s "
-                       "between nodes) and host buffers through shm inside the node and ucx "
-                       "(%s) between nodes; naming one backend forces it on both kinds%s",
+                       "between nodes) and host buffers through shm inside the node and %s "
+                       "between nodes; naming one backend forces it on both kinds%s",
                        topo->ngpus, sharc_topo_intra_name(topo->intra),
-                       sharc_topo_fabric_name(topo->fabric), rdma ? "verbs" : "TCP",
+                       sharc_topo_fabric_name(topo->fabric), ucx,
                        sharc_tp_find("nccl") == NULL ? "; this sharc has no nccl backend yet" : "");
 }
 
