@@ -70,6 +70,8 @@ doc 1 HARMFUL NCCL_IB_HCA dgx-h100 NCCL_IB_HCA=mlx4_0
 doc 1 HARMFUL NCCL_IB_HCA dgx-h100 NCCL_IB_HCA==mlx5_0:2
 doc 1 HARMFUL NCCL_IB_HCA dgx-h100 NCCL_IB_HCA==mlx5_0:1,mlx5_10:1
 doc 0 stale NCCL_IB_HCA dgx-h100 NCCL_IB_HCA=mlx5_1
+docm 0 "^stale +NCCL_IB_HCA=mlx5_1 .*selects 3 devices \(mlx5_10, mlx5_11 too\)" dgx-h100 \
+    NCCL_IB_HCA=mlx5_1
 doc 0 differs NCCL_IB_HCA dgx-h100 NCCL_IB_HCA==mlx5_0:1,mlx5_1:1
 doc 0 differs NCCL_IB_HCA dgx-h100 NCCL_IB_HCA=^mlx5_8,mlx5_9
 doc 0 stale NCCL_IB_HCA dgx-h100 NCCL_IB_HCA=^mlx4

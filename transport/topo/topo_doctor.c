@@ -182,6 +182,8 @@ static void sharc_topo_doc_hca(sharc_topo_doc_t *doc, const sharc_topo_setting_t
     sharc_topo_spec_parse(set->value, &spec);
     for (int e = 0; e < spec.nentries; e++) {
         int matched = 0, port_found = 0, active = 0;
+        char others[160] = ""; /* devices the prefix selects beyond its own name */
+        size_t olen = 0;
 
         for (int k = 0; k < topo->nnics; k++) {
             const sharc_topo_nic_t *nic = &topo->nics[k];
@@ -190,6 +192,10 @@ static void sharc_topo_doc_hca(sharc_topo_doc_t *doc, const sharc_topo_setting_t
                 continue;
             }
             matched++;
+            if (strcmp(nic->name, spec.entries[e].name) != 0 && olen < sizeof(others)) {
+                olen += (size_t)snprintf(others + olen, sizeof(others) - olen, "%s%s",
+                                         olen > 0 ? ", " : "", nic->name);
+            }
             for (int p = 0; p < nic->nports; p++) {
                 if (spec.entries[e].port < 0 || spec.entries[e].port == nic->ports[p].num) {
                     port_found++;
@@ -216,9 +222,9 @@ static void sharc_topo_doc_hca(sharc_topo_doc_t *doc, const sharc_topo_setting_t
         } else if (!spec.exact && matched > 1 &&
                    isdigit((unsigned char)spec.entries[e].name[strlen(spec.entries[e].name) - 1])) {
             sharc_topo_find(doc, SHARC_TOPO_FINDING_STALE, set,
-                            "'%s' is a prefix and selects %d devices (e.g. %s1x too); put '=' "
-                            "in front for exact names",
-                            spec.entries[e].name, matched, spec.entries[e].name);
+                            "'%s' is a prefix and selects %d devices (%s too); put '=' in "
+                            "front for exact names",
+                            spec.entries[e].name, matched, others);
             bad = 1;
         }
     }
