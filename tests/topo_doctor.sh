@@ -143,6 +143,12 @@ docm 0 '^differs +NCCL_PROTO=LL128,Simple .*recommended to leave NCCL_PROTO unse
 docm 0 '^stale +NCCL_IB_HCA=mlx5_1 .*; recommended: NCCL_IB_HCA==mlx5_0:1,' \
     dgx-h100 NCCL_IB_HCA=mlx5_1
 doc 0 ok UCX_TLS dgx-h100 UCX_TLS=self,sm,rc
+doc 0 differs UCX_TLS dgx-h100 UCX_TLS=rc_x,sm,self
+# UCX_TLS with verbs transports only where no IB/RoCE port is active: nothing between nodes
+doc 1 HARMFUL UCX_TLS cloud-vm UCX_TLS=rc,sm,self
+doc 1 HARMFUL UCX_TLS p5 UCX_TLS=rc_x,ud_v,sm
+doc 0 differs UCX_TLS cloud-vm UCX_TLS=rc,tcp,sm,self
+doc 0 differs UCX_TLS cloud-vm UCX_TLS=^rc
 doc 0 ok SHARC_TRANSPORT dgx-h100 SHARC_TRANSPORT=AUTO
 doc 0 ok NCCL_IB_HCA dgx-h100 NCCL_IB_HCA==mlx5_7:1,mlx5_6:1,mlx5_5:1,mlx5_4:1,mlx5_3:1,mlx5_2:1,mlx5_1:1,mlx5_0:1
 # UCX_NET_DEVICES: down port, absent port, absent device, RDMA device without its port,

@@ -345,6 +345,56 @@ static const char *sharc_topo_gid_hint(const sharc_topo_port_t *port, char *buf,
     return buf;
 }
 
+/* Active InfiniBand or RoCE ports: what UCX's verbs transports (rc, ud, dc) need. */
+static int sharc_topo_verbs_ports(const sharc_topo_t *topo)
+{
+    int n = 0;
+
+    for (int k = 0; k < topo->nnics; k++) {
+        const sharc_topo_nic_t *nic = &topo->nics[k];
+
+        for (int p = 0; p < nic->nports; p++) {
+            n += nic->ports[p].active &&
+                 (nic->fabric == SHARC_TOPO_FABRIC_IB || nic->fabric == SHARC_TOPO_FABRIC_ROCE);
+        }
+    }
+    return n;
+}
+
+/*
+ * UCX_TLS: the transports between nodes it names must exist here. Naming only verbs
+ * transports (rc, ud, dc and their variants, "ib") where no InfiniBand or RoCE port is active
+ * leaves UCX nothing to reach other nodes with. "^" lists (exclusions) and "all" are fine.
+ */
+static void sharc_topo_doc_ucx_tls(sharc_topo_doc_t *doc, const sharc_topo_setting_t *set)
+{
+    static const char *const verbs[] = {"rc", "ud", "dc", "ib"};
+    sharc_topo_spec_t spec;
+    int nverbs = 0, ntcp = 0, nall = 0;
+
+    sharc_topo_spec_parse(set->value, &spec);
+    if (spec.exclude) {
+        return;
+    }
+    for (int e = 0; e < spec.nentries; e++) {
+        const char *tl = spec.entries[e].name;
+
+        for (size_t v = 0; v < SHARC_ARRAY_SIZE(verbs); v++) {
+            size_t len = strlen(verbs[v]);
+
+            nverbs += strncmp(tl, verbs[v], len) == 0 && (tl[len] == '\0' || tl[len] == '_');
+        }
+        ntcp += strcmp(tl, "tcp") == 0;
+        nall += strcmp(tl, "all") == 0;
+    }
+    if (nverbs > 0 && ntcp == 0 && nall == 0 && sharc_topo_verbs_ports(doc->topo) == 0 &&
+        doc->topo->fabric != SHARC_TOPO_FABRIC_UNKNOWN) {
+        sharc_topo_find(doc, SHARC_TOPO_FINDING_HARMFUL, set,
+                        "names verbs transports only, and no InfiniBand or RoCE port is active "
+                        "here: UCX has nothing to reach other nodes with");
+    }
+}
+
 static void sharc_topo_doc_gid(sharc_topo_doc_t *doc, const sharc_topo_setting_t *set)
 {
     const sharc_topo_t *topo = doc->topo;
@@ -656,6 +706,7 @@ int sharc_topo_doctor(const sharc_topo_t *topo, const sharc_topo_recs_t *recs,
         {"CUDA_VISIBLE_DEVICES", sharc_topo_doc_cuda_visible},
         {"SHARC_TRANSPORT", sharc_topo_doc_transport},
         {"UCX_NET_DEVICES", sharc_topo_doc_ucx_devices},
+        {"UCX_TLS", sharc_topo_doc_ucx_tls},
     };
     sharc_topo_doc_t doc = {topo, findings, 0, max, 0};
 
