@@ -84,6 +84,16 @@ echo "$out" | grep -q "^ GPU0 0000:13:00.0 \[10de:2330\] H100 SXM5 80GB$" &&
     echo "ok: GPU PCI ids in the text report" ||
     { echo "FAIL: GPU PCI ids in the text report"; echo "$out"; failures=$((failures + 1)); }
 
+# the backend line: what auto picks for each kind of buffer, and what this build lacks
+out=$("$TOPO" --sysfs-root "$work/cpu-only")
+echo "$out" | grep -qx "backend (SHARC_TRANSPORT=auto): shm+ucx for host buffers (no GPU)" &&
+    echo "ok: backend line without GPUs" ||
+    { echo "FAIL: backend line without GPUs"; echo "$out"; failures=$((failures + 1)); }
+out=$("$TOPO" --sysfs-root "$work/p5")
+echo "$out" | grep -Eqx "backend \(SHARC_TRANSPORT=auto\): nccl for GPU buffers, shm\+ucx for host buffers(; not in this build: .*)?" &&
+    echo "ok: backend line with GPUs" ||
+    { echo "FAIL: backend line with GPUs"; echo "$out"; failures=$((failures + 1)); }
+
 # rails on Ethernet: none, the interface shared; a speed that is not known is not "0 Gb/s"
 out=$("$TOPO" --sysfs-root "$work/cloud-vm")
 echo "$out" | grep -qx "  GPU0 rails: none, TCP on ens4 shared by 1 GPU(s), 50 Gb/s expected" &&

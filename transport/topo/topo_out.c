@@ -197,9 +197,13 @@ static void sharc_topo_print_text(const sharc_topo_t *topo, const sharc_topo_rec
             fprintf(out, ", %.0f Gb/s expected\n", gpu->net_gbps);
         }
     }
-    fprintf(out, "\nbackend (SHARC_TRANSPORT=%s): %s for GPU buffers, %s for host buffers",
-            recs->transport, topo->ngpus > 0 ? recs->gpu_backend : "none (no GPU)",
-            recs->host_backend);
+    fprintf(out, "\nbackend (SHARC_TRANSPORT=%s): ", recs->transport);
+    if (topo->ngpus > 0) {
+        fprintf(out, "%s for GPU buffers, %s for host buffers", recs->gpu_backend,
+                recs->host_backend);
+    } else {
+        fprintf(out, "%s for host buffers (no GPU)", recs->host_backend);
+    }
     if (recs->not_built[0] != '\0') {
         fprintf(out, "; not in this build: %s", recs->not_built);
     }
