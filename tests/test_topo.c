@@ -65,6 +65,17 @@ static void test_spec(void)
     CHECK(spec.nentries == 0);
 }
 
+static void test_same_value(void)
+{
+    CHECK(sharc_topo_same_value("UCX_TLS", "rc,sm,self", "self,rc,sm"));
+    CHECK(sharc_topo_same_value("NCCL_IB_HCA", "=mlx5_1:1,mlx5_0:1", "=mlx5_0:1,mlx5_1:1"));
+    CHECK(!sharc_topo_same_value("NCCL_IB_HCA", "mlx5_0:1", "=mlx5_0:1")); /* prefix vs exact */
+    CHECK(!sharc_topo_same_value("NCCL_IB_HCA", "mlx5_0:1", "mlx5_0:1,mlx5_1:1"));
+    CHECK(sharc_topo_same_value("SHARC_TRANSPORT", "AUTO", "auto"));
+    CHECK(!sharc_topo_same_value("NCCL_SOCKET_IFNAME", "=ETH0", "=eth0"));
+    CHECK(sharc_topo_same_value("X", "", ""));
+}
+
 static void test_conf(void)
 {
     sharc_topo_setting_t set[4] = {{"NCCL_DEBUG", "WARN", "environment"}};
@@ -159,6 +170,7 @@ int main(void)
 {
     test_distance();
     test_spec();
+    test_same_value();
     test_conf();
     test_smi();
     test_eth_best();

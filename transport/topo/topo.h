@@ -302,12 +302,7 @@ SHARC_HIDDEN int sharc_topo_doctor(const sharc_topo_t *topo, const sharc_topo_re
                                    const sharc_topo_setting_t *settings, int nsettings,
                                    sharc_topo_finding_t *findings, int max, int *harmful_p);
 
-/**
- * Parse an NCCL conf file's text (KEY=VALUE lines, '#' comments) into @p settings after
- * the @p n already there, without replacing keys that are already set. Returns the new count.
- */
-SHARC_HIDDEN int sharc_topo_parse_conf(const char *text, const char *source,
-                                       sharc_topo_setting_t *settings, int n, int max);
+/* ---- the syntax of settings (topo_conf.c) */
 
 /* An NCCL device list (NCCL_IB_HCA, NCCL_SOCKET_IFNAME): "^" excludes, "=" matches names
  * exactly instead of as prefixes, entries are comma-separated, ":N" selects a port. */
@@ -325,6 +320,16 @@ SHARC_HIDDEN void sharc_topo_spec_parse(const char *value, sharc_topo_spec_t *sp
 /** Whether entry @p i of @p spec names device @p name (port not considered). */
 SHARC_HIDDEN int sharc_topo_spec_entry_matches(const sharc_topo_spec_t *spec, int i,
                                                const char *name);
+/** Whether two values of @p key name the same set: comma-separated items in any order, after
+ * the same "^"/"=" prefix; case-insensitive for sharc's own knobs. */
+SHARC_HIDDEN int sharc_topo_same_value(const char *key, const char *a, const char *b);
+
+/**
+ * Parse an NCCL conf file's text (KEY=VALUE lines, '#' comments) into @p settings after
+ * the @p n already there, without replacing keys that are already set. Returns the new count.
+ */
+SHARC_HIDDEN int sharc_topo_parse_conf(const char *text, const char *source,
+                                       sharc_topo_setting_t *settings, int n, int max);
 
 /* ---- output (topo_out.c) */
 
