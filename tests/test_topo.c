@@ -1,7 +1,8 @@
 /*
  * test_topo.c: unit tests of the topology module's pure parts: the PCI distance rule, NCCL
- * device lists (^, =, ports), the conf-file parser and the nvidia-smi parser on damaged
- * text. Fixture machines are tested end to end by topo_detect.sh and topo_doctor.sh.
+ * device lists (^, =, ports), the conf-file parser, the nvidia-smi parser on damaged text
+ * and the choice of the Ethernet interface. Fixture machines are tested end to end by
+ * topo_detect.sh and topo_doctor.sh.
  */
 #include "config.h"
 
@@ -64,6 +65,17 @@ static void test_spec(void)
     CHECK(spec.nentries == 0);
 }
 
+static void test_same_value(void)
+{
+    CHECK(sharc_topo_same_value("UCX_TLS", "rc,sm,self", "self,rc,sm"));
+    CHECK(sharc_topo_same_value("NCCL_IB_HCA", "=mlx5_1:1,mlx5_0:1", "=mlx5_0:1,mlx5_1:1"));
+    CHECK(!sharc_topo_same_value("NCCL_IB_HCA", "mlx5_0:1", "=mlx5_0:1")); /* prefix vs exact */
+    CHECK(!sharc_topo_same_value("NCCL_IB_HCA", "mlx5_0:1", "mlx5_0:1,mlx5_1:1"));
+    CHECK(sharc_topo_same_value("SHARC_TRANSPORT", "AUTO", "auto"));
+    CHECK(!sharc_topo_same_value("NCCL_SOCKET_IFNAME", "=ETH0", "=eth0"));
+    CHECK(sharc_topo_same_value("X", "", ""));
+}
+
 static void test_conf(void)
 {
     sharc_topo_setting_t set[4] = {{"NCCL_DEBUG", "WARN", "environment"}};
@@ -115,11 +127,52 @@ static void test_smi(void)
     sharc_topo_destroy(NULL);
 }
 
+static void add_netdev(sharc_topo_t *topo, const char *name, int mbps, int up, int ipv4,
+                       const char *master)
+{
+    sharc_topo_netdev_t *nd = &topo->netdevs[topo->nnetdevs++];
+
+    memset(nd, 0, sizeof(*nd));
+    snprintf(nd->name, sizeof(nd->name), "%s", name);
+    snprintf(nd->master, sizeof(nd->master), "%s", master);
+    nd->speed_mbps = mbps;
+    nd->up = up;
+    nd->ipv4 = ipv4;
+    nd->pci.numa = -1;
+}
+
+/* The interface for TCP: up, not a port of a bond or bridge, with an IPv4 address where that
+ * is known, then the fastest. */
+static void test_eth_best(void)
+{
+    sharc_topo_t *topo;
+
+    CHECK(sharc_topo_create(&topo) == SHARC_OK);
+    add_netdev(topo, "enp1s0f0", 100000, 1, 0, "bond0"); /* a bond's port: no address */
+    add_netdev(topo, "eth0", 10000, 1, 0, "");
+    add_netdev(topo, "eth1", 1000, 1, 1, "");
+    add_netdev(topo, "eth2", 400000, 0, 1, ""); /* down */
+    sharc_topo_classify(topo);
+    CHECK(topo->fabric == SHARC_TOPO_FABRIC_ETH);
+    CHECK(topo->eth_best == 2); /* eth1: the one with an IPv4 address */
+    for (int d = 0; d < topo->nnetdevs; d++) {
+        topo->netdevs[d].ipv4 = -1; /* offline input: addresses unknown */
+    }
+    sharc_topo_classify(topo);
+    CHECK(topo->eth_best == 1); /* eth0: the fastest that is up and no port */
+    topo->netdevs[1].up = topo->netdevs[2].up = 0;
+    sharc_topo_classify(topo);
+    CHECK(topo->eth_best == -1 && topo->fabric == SHARC_TOPO_FABRIC_NONE); /* never the port */
+    sharc_topo_destroy(topo);
+}
+
 int main(void)
 {
     test_distance();
     test_spec();
+    test_same_value();
     test_conf();
     test_smi();
+    test_eth_best();
     return check_result("test_topo");
 }

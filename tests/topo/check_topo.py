@@ -1,8 +1,10 @@
 #!/usr/bin/python3
 """check_topo.py CASE FILE: asserts what `sharc-topo --json` said about one fixture (GPUs,
-NICs, fabric, rails, distances, recommendations). Prints each failed check and exits 1."""
+NICs, fabric, rails, distances, recommendations), or for the export-* cases what
+`sharc-topo --export-xml` wrote. Prints each failed check and exits 1."""
 import json
 import sys
+import xml.etree.ElementTree as ET
 
 failures = []
 
@@ -21,6 +23,29 @@ def rec(t, key):
     return None
 
 
+def rec_reason(t, key):
+    for r in t["recommendations"]:
+        if r["key"] == key:
+            return r["reason"]
+    return ""
+
+
+def transport_auto(t):
+    """SHARC_TRANSPORT=auto everywhere; on GPU nodes the reason says what auto does there."""
+    check(rec(t, "SHARC_TRANSPORT") == "auto", "SHARC_TRANSPORT=auto, got %s"
+          % rec(t, "SHARC_TRANSPORT"))
+    check(t["backend"]["transport"] == "auto", "backend line under SHARC_TRANSPORT=auto")
+    check(t["backend"]["host"] == "shm+ucx", "host buffers through shm+ucx")
+    why = rec_reason(t, "SHARC_TRANSPORT")
+    if t["gpus"]:
+        check(t["backend"]["gpu"] == "nccl", "GPU buffers through nccl")
+        check("GPU buffers through NCCL" in why and "host buffers through shm" in why,
+              "the reason says what auto does: %s" % why)
+    else:
+        check(t["backend"]["gpu"] == "-", "no GPU buffers")
+    check(isinstance(t["backend"]["not_built"], list), "backends not built are listed")
+
+
 def nic_names(t):
     return [n["name"] for n in t["nics"]]
 
@@ -28,6 +53,7 @@ def nic_names(t):
 def p5(t):
     check(len(t["gpus"]) == 8, "8 GPUs")
     check(all(g["model"] == "H100 SXM5 80GB" and g["sm"] == 90 for g in t["gpus"]), "H100 model")
+    check(all(g["pci_id"] == "10de:2330" for g in t["gpus"]), "PCI ids")
     check(len(t["nics"]) == 32, "32 EFA devices, got %d" % len(t["nics"]))
     check(all(n["fabric"] == "EFA" and n["driver"] == "efa" for n in t["nics"]), "EFA by driver")
     check(t["nvswitches"] == 4, "4 NVSwitches")
@@ -46,7 +72,7 @@ def p5(t):
     check(rec(t, "NCCL_PROTO") == "unset", "NCCL_PROTO unset")
     check(rec(t, "NCCL_IB_HCA") is None, "no NCCL_IB_HCA on EFA")
     check(rec(t, "UCX_NET_DEVICES") == "ens32", "UCX over ENA")
-    check(t["backend"] == {"gpu": "nccl", "host": "shm+ucx"}, "backends")
+    transport_auto(t)
     check(t["cpu"] == {"sockets": 2, "numa_nodes": 2}, "2 sockets, 2 NUMA nodes")
     check([n["name"] for n in t["netdevs"]] == ["ens32"], "virtual interfaces skipped: %s"
           % [n["name"] for n in t["netdevs"]])
@@ -83,6 +109,7 @@ def dgx_h100(t):
     net = {n["name"]: n for n in t["netdevs"]}
     check("bond0" not in net and "br0" not in net and "docker0" not in net, "virtual skipped")
     check(net["enp170s0f0np0"]["rdma"] == "mlx5_8", "RoCE netdev paired with mlx5_8")
+    transport_auto(t)
 
 
 def roce(t):
@@ -96,8 +123,27 @@ def roce(t):
     check(port["gids"][3]["ipv4"] and not port["gids"][1]["ipv4"], "IPv4-mapped GID")
     check(rec(t, "NCCL_IB_GID_INDEX") == "3", "GID index 3 (RoCE v2, IPv4)")
     check(rec(t, "NCCL_IB_HCA") == "=mlx5_0:1,mlx5_1:1", "NCCL_IB_HCA")
+    check(t["gpu_nic"][0][0] == "PIX" and t["gpu_nic"][0][1] == "SYS"
+          and t["gpu_nic"][1][0] == "SYS" and t["gpu_nic"][1][1] == "PIX",
+          "GPU-NIC distances: own switch PIX, other socket SYS: %s" % t["gpu_nic"])
     check(t["gpus"][1]["nearest_nics"] == ["mlx5_1"], "GPU1 rail")
     check(abs(t["gpus"][0]["net_gbps"] - 100) < 1e-6, "100 Gb/s")
+    check(t["notes"] == [], "no notes: %s" % t["notes"])
+
+
+def roce_nogid(t):
+    """The RoCE node whose interfaces have no IPv4 address: no GID index to recommend, and a
+    note that says why and what to do."""
+    check(t["fabric"] == "RoCE" and len(t["nics"][0]["ports"][0]["gids"]) == 3, "RoCE, 3 GIDs")
+    check(rec(t, "NCCL_IB_GID_INDEX") is None and rec(t, "UCX_IB_GID_INDEX") is None,
+          "no GID index recommended")
+    check(rec(t, "NCCL_IB_HCA") == "=mlx5_0:1,mlx5_1:1", "NCCL_IB_HCA still")
+    notes = [n for n in t["notes"] if n["key"] == "NCCL_IB_GID_INDEX"]
+    check(len(notes) == 1, "a note on NCCL_IB_GID_INDEX: %s" % t["notes"])
+    text = notes[0]["text"] if notes else ""
+    for needle in ["RoCE v2 GID with an IPv4 address", "mlx5_0 port 1 on ens1f0np0",
+                   "mlx5_1 port 1 on ens2f0np0", "configure an IPv4 address"]:
+        check(needle in text, "note says '%s': %s" % (needle, text))
 
 
 def cloud_vm(t):
@@ -109,14 +155,53 @@ def cloud_vm(t):
           "socket recommendations")
     check(rec(t, "UCX_TLS") == "tcp,sm,self", "UCX over TCP")
     check(abs(t["gpus"][0]["net_gbps"] - 50) < 1e-6, "50 Gb/s")
+    check(t["gpus"][0]["rails"] == [] and t["gpus"][0]["nearest_nics"] == [],
+          "no rails on Ethernet: no RDMA NIC of its own")
     check({n["name"]: n["driver"] for n in t["netdevs"]} == {"ens4": "gve", "ens5": "gve"},
           "gve interfaces")
+    transport_auto(t)
+
+
+def cloud_vm_virtio(t):
+    """virtio_net reports no speed: the bandwidth is unknown (null), not 0."""
+    check(t["fabric"] == "Ethernet" and t["eth_best"] == "eth0", "TCP on eth0")
+    check(t["netdevs"][0]["driver"] == "virtio_net" and t["netdevs"][0]["speed_mbps"] == -1,
+          "virtio_net, speed unknown: %s" % t["netdevs"])
+    check(t["gpus"][0]["rails"] == [], "no rails")
+    check(t["gpus"][0]["net_gbps"] is None, "bandwidth unknown: %s" % t["gpus"][0]["net_gbps"])
+    check(rec(t, "NCCL_SOCKET_IFNAME") == "=eth0" and "speed unknown" in rec_reason(
+        t, "NCCL_SOCKET_IFNAME"), "eth0 recommended, its speed said unknown")
+
+
+def eth_bond(t):
+    """Ethernet with a bond and a bridge: their ports are never the interface to use."""
+    net = {n["name"]: n for n in t["netdevs"]}
+    check(sorted(net) == ["bond0", "eno1", "eno2", "enp3s0f0", "enp3s0f1", "enp5s0", "vmbr0"],
+          "ports, bond and bridge listed; empty bridges and container interfaces not: %s"
+          % sorted(net))
+    check(net["bond0"]["kind"] == "bond" and net["bond0"]["speed_mbps"] == 50000, "bond0 50G")
+    check(net["vmbr0"]["kind"] == "bridge" and net["vmbr0"]["speed_mbps"] == 10000,
+          "vmbr0 at its port's 10G")
+    check(net["enp3s0f0"]["master"] == "bond0" and net["eno2"]["master"] == "vmbr0"
+          and net["eno1"]["master"] == "", "masters")
+    check(all(n["ipv4"] is None for n in t["netdevs"]), "addresses unknown in a fixture")
+    check(t["fabric"] == "Ethernet" and t["eth_best"] == "bond0",
+          "TCP on bond0, not on a port of it: %s" % t["eth_best"])
+    check(rec(t, "NCCL_SOCKET_IFNAME") == "=bond0" and rec(t, "UCX_NET_DEVICES") == "bond0",
+          "bond0 recommended")
+    check(t["gpus"][0]["numa"] == 0 and t["gpus"][1]["numa"] == -1, "GPU1 without a NUMA node")
 
 
 def cpu_only(t):
     check(len(t["gpus"]) == 0 and t["intra"] == "none", "no GPU")
+    check(len(t["nics"]) == 0 and t["gpu_nic"] == [], "no RDMA NIC")
     check(t["fabric"] == "Ethernet" and t["eth_best"] == "enp2s0", "Ethernet on enp2s0")
-    check(rec(t, "SHARC_TRANSPORT") == "auto" and t["backend"]["gpu"] == "-", "host transports only")
+    check(rec(t, "NCCL_SOCKET_IFNAME") == "=enp2s0", "NCCL sockets on enp2s0")
+    check(rec(t, "NCCL_IB_DISABLE") == "1", "no verbs probe")
+    check(rec(t, "UCX_NET_DEVICES") == "enp2s0" and rec(t, "UCX_TLS") == "tcp,sm,self",
+          "UCX over TCP on enp2s0")
+    check(rec(t, "NCCL_IB_HCA") is None and rec(t, "NCCL_IB_GID_INDEX") is None, "no IB settings")
+    transport_auto(t)
     check(t["cpu"] == {"sockets": 1, "numa_nodes": 1}, "1 socket")
 
 
@@ -132,7 +217,19 @@ def broken(t):
         check(needle in w, "warning '%s'" % needle)
 
 
+def smi_common(t):
+    """An nvidia-smi capture names NICs but not their kind, ports or rates: the fabric is
+    unknown, nothing about the network is recommended, bandwidth unknown."""
+    check(t["fabric"] == "unknown", "fabric not in the text")
+    check([r["key"] for r in t["recommendations"]] == ["SHARC_TRANSPORT"],
+          "SHARC_TRANSPORT only: %s" % [r["key"] for r in t["recommendations"]])
+    transport_auto(t)
+    check(all(g["net_gbps"] is None for g in t["gpus"]), "bandwidth unknown")
+    check(all(n["ports"] == [] and n["fabric"] == "unknown" for n in t["nics"]), "NICs by name")
+
+
 def smi_nvswitch(t):
+    smi_common(t)
     check(len(t["gpus"]) == 8 and nic_names(t) == ["mlx5_%d" % i for i in range(4)],
           "8 GPUs, NIC legend names")
     check(t["intra"] == "NVSwitch", "NVSwitch inferred from NV18 to all 7 peers")
@@ -142,9 +239,11 @@ def smi_nvswitch(t):
           % t["gpus"][5]["rails"])
     check(t["gpus"][4]["numa"] == 1, "NUMA affinity column")
     check(t["fabric"] == "unknown", "fabric not in the text")
+    check(all(g["pci_id"] == "" and g["model"] == "" for g in t["gpus"]), "no PCI ids in the text")
 
 
 def smi_pcie(t):
+    smi_common(t)
     check(len(t["gpus"]) == 4 and nic_names(t) == ["mlx5_0"], "4 GPUs, old-style NIC column")
     check(t["intra"] == "host memory", "PCIe-only across sockets: host memory")
     check(t["gpu_gpu"][2][3] == "PHB" and t["gpu_gpu"][0][2] == "SYS", "PHB/SYS cells")
@@ -152,6 +251,7 @@ def smi_pcie(t):
 
 
 def smi_shared_switch(t):
+    smi_common(t)
     check(len(t["gpus"]) == 2 and nic_names(t) == ["mlx5_0", "mlx5_bond_0"], "legend")
     check(t["intra"] == "PCIe P2P", "PCIe P2P under one switch")
     for g in range(2):
@@ -167,13 +267,25 @@ def nccl_xml(t):
           and t["gpu_nic"][0][1] == "SYS", "distances from nesting")
     check(t["gpus"][0]["nearest_nics"] == ["mlx5_0"], "GPU0 rail")
     check(t["gpus"][0]["sm"] == 90 and t["gpus"][2]["numa"] == 1, "sm, numa")
+    check(all(g["pci_id"] == "10de:2330" and g["model"] == "H100 SXM5 80GB" for g in t["gpus"]),
+          "PCI ids and model from the <pci> elements")
     check(abs(t["gpus"][2]["net_gbps"] - 400) < 1e-6, "400 Gb/s from speed=400000")
+
+
+def xml_truncated(t):
+    """nccl_topo.xml cut inside the first NIC: what came before it, and a warning."""
+    check(len(t["gpus"]) == 1 and t["gpus"][0]["busid"] == "0000:11:00.0", "the first GPU")
+    check(nic_names(t) == ["mlx5_0"], "the NIC cut short, by name: %s" % nic_names(t))
+    check(t["gpu_nic"][0][0] == "PIX", "its distance")
+    check(any("not well-formed" in w and "line" in w for w in t["warnings"]),
+          "a warning that says where: %s" % t["warnings"])
 
 
 def xml_roundtrip(t):
     """p5 exported as NCCL XML and read back: distances and rails survive."""
     check(len(t["gpus"]) == 8 and len(t["nics"]) == 32, "8 GPUs, 32 NICs back")
     check(t["intra"] == "NVSwitch", "NVSwitch back")
+    check(all(g["pci_id"] == "10de:2330" for g in t["gpus"]), "PCI ids back")
     check(t["gpus"][0]["nearest_nics"] == ["rdmap20s0", "rdmap21s0", "rdmap22s0", "rdmap23s0"],
           "GPU0 rails back: %s" % t["gpus"][0]["nearest_nics"])
     names = nic_names(t)
@@ -182,14 +294,47 @@ def xml_roundtrip(t):
     check(abs(t["gpus"][0]["net_gbps"] - 400) < 1e-6, "bandwidth back")
 
 
+def export_common(x):
+    """What any NCCL XML export must be: one <cpu> per NUMA node, no <nic> without a <net>."""
+    ids = [c.get("numaid") for c in x.iter("cpu")]
+    check(len(ids) == len(set(ids)), "one <cpu> per numaid: %s" % ids)
+    check(all(n.find("net") is not None for n in x.iter("nic")), "no empty <nic>")
+
+
+def export_dgx_h100(x):
+    """dgx-h100: the active InfiniBand ports only (not the down mlx5_10/11, not RoCE)."""
+    export_common(x)
+    nets = sorted((n.get("name") for n in x.iter("net")), key=lambda s: int(s.split("_")[1]))
+    check(nets == ["mlx5_%d" % i for i in range(8)], "nets: %s" % nets)
+    check(len(list(x.iter("nic"))) == 8, "8 <nic> elements")
+
+
+def export_eth_bond(x):
+    """eth-bond: GPU0 on node 0 and GPU1 on no known node share node 0's element."""
+    export_common(x)
+    cpus = list(x.iter("cpu"))
+    check(len(cpus) == 1 and cpus[0].get("numaid") == "0", "one <cpu numaid=0>")
+    check(len(list(x.iter("gpu"))) == 2, "both GPUs")
+
+
+def xml_roundtrip_eth_bond(t):
+    check(len(t["gpus"]) == 2 and all(g["numa"] == 0 for g in t["gpus"]), "2 GPUs on node 0")
+    check(all(g["model"] == "L40S" for g in t["gpus"]), "L40S from the PCI ids")
+
+
+XML_CASES = {"export-dgx-h100": export_dgx_h100, "export-eth-bond": export_eth_bond}
+
 CASES = {f.__name__.replace("_", "-"): f for f in [
-    p5, p4de, dgx_h100, roce, cloud_vm, cpu_only, broken, smi_nvswitch, smi_pcie,
-    smi_shared_switch, nccl_xml, xml_roundtrip]}
+    p5, p4de, dgx_h100, roce, roce_nogid, cloud_vm, cloud_vm_virtio, eth_bond, cpu_only, broken, smi_nvswitch, smi_pcie,
+    smi_shared_switch, nccl_xml, xml_truncated, xml_roundtrip, xml_roundtrip_eth_bond]}
 
 if __name__ == "__main__":
     case, path = sys.argv[1], sys.argv[2]
-    with open(path) as f:
-        CASES[case](json.load(f))
+    if case in XML_CASES:
+        XML_CASES[case](ET.parse(path).getroot())
+    else:
+        with open(path) as f:
+            CASES[case](json.load(f))
     for what in failures:
         print("FAIL: %s: %s" % (case, what))
     sys.exit(1 if failures else 0)

@@ -5,7 +5,9 @@ Devices live under devices/pciDDDD:BB/<root port>/<switch ports>/<function>, and
 entries (bus/pci/devices, class/infiniband, class/net, driver links) are relative symlinks
 into that tree, as on a real machine. Machines: p5 (8 H100, NVSwitch, 32 EFA), p4de (8 A100,
 NVSwitch, 4 EFA), dgx-h100 (8 H100, 8 InfiniBand HCAs, 2 RoCE storage ports, 2 IB ports
-down), roce (2 A100 PCIe, 2 RoCE NICs with GID tables), cloud-vm (1 L4, gve Ethernet),
+down), roce (2 A100 PCIe, 2 RoCE NICs with GID tables), roce-nogid (the same without the
+RoCE v2 IPv4 GIDs), cloud-vm (1 L4, gve Ethernet), cloud-vm-virtio (the same with a
+virtio_net interface of unknown speed), eth-bond (2 L40S, Ethernet with a bond and a bridge),
 cpu-only (one Ethernet port), broken (malformed entries of every kind).
 """
 import os
@@ -67,7 +69,8 @@ class Tree:
         self.link(rel + "/device", pcirel)
         self.link("class/infiniband/" + name, rel)
 
-    def net(self, pcirel, name, speed, up=True):
+    def net(self, pcirel, name, speed, up=True, master=None):
+        """An interface; master names the bond or bridge it is a port of (made first)."""
         if pcirel is None:
             rel = "devices/virtual/net/" + name
         else:
@@ -76,7 +79,20 @@ class Tree:
         if speed is not None:
             self.write(rel + "/speed", str(speed))
         self.write(rel + "/operstate", "up" if up else "down")
+        if master is not None:
+            self.link(rel + "/master", "devices/virtual/net/" + master)
+            self.link("devices/virtual/net/%s/lower_%s" % (master, name), rel)
         self.link("class/net/" + name, rel)
+        return rel
+
+    def bond(self, name, speed, up=True):
+        rel = self.net(None, name, speed, up)
+        self.write(rel + "/bonding/mode", "802.3ad 4")
+        return rel
+
+    def bridge(self, name, up=True):
+        rel = self.net(None, name, None, up)
+        os.makedirs(os.path.join(self.root, rel, "bridge"), exist_ok=True)
         return rel
 
     def cpus(self, sockets, per_socket, numa_lists):
@@ -188,8 +204,10 @@ def dgx_h100(t):
     t.virtual_ifaces()
 
 
-def roce(t):
-    """2 A100 PCIe on two sockets, each with a 100G RoCE NIC on its switch."""
+def roce(t, v2_ipv4=True):
+    """2 A100 PCIe on two sockets, each with a 100G RoCE NIC on its switch. Without v2_ipv4
+    the RoCE v2 GIDs with an IPv4 address are missing, as when the interfaces have no IPv4
+    address."""
     t.cpus(2, 2, ["0-31", "32-63"])
     for g in range(2):
         base = 0x20 + g * 0x60
@@ -200,25 +218,57 @@ def roce(t):
                     MELLANOX, 0x101D, 0x020000, g, "mlx5_core")
         ifname = "ens%df0np0" % (g + 1)
         ll = "fe80:0000:0000:0000:0e42:a1ff:fe00:%04x" % g
+        gids = [(0, ll, "IB/RoCE v1", ifname), (1, ll, "RoCE v2", ifname),
+                (2, gid_v4(192, 168, 10 + g, 5), "IB/RoCE v1", ifname)]
+        if v2_ipv4:
+            gids.append((3, gid_v4(192, 168, 10 + g, 5), "RoCE v2", ifname))
         t.rdma(rel, "mlx5_%d" % g, [{"link_layer": "Ethernet", "rate": "100 Gb/sec (4X EDR)",
-                                     "gids": [(0, ll, "IB/RoCE v1", ifname),
-                                              (1, ll, "RoCE v2", ifname),
-                                              (2, gid_v4(192, 168, 10 + g, 5), "IB/RoCE v1", ifname),
-                                              (3, gid_v4(192, 168, 10 + g, 5), "RoCE v2", ifname)]}])
+                                     "gids": gids}])
         t.net(rel, ifname, 100000)
     rel = t.pci("pci0000:00", ["0000:00:1f.6"], 0x8086, 0x15B8, 0x020000, 0, "e1000e")
     t.net(rel, "eno1", 1000)
     t.virtual_ifaces()
 
 
-def cloud_vm(t):
-    """One L4 and a gVNIC, as on a cloud VM; a second interface that is down."""
+def cloud_vm(t, virtio=False):
+    """One L4 and a gVNIC, as on a cloud VM; a second interface that is down. With virtio,
+    one virtio_net interface instead, which reports its speed as -1 (unknown)."""
     t.cpus(1, 4, ["0-3"])
     t.pci("pci0000:00", ["0000:00:03.0"], NVIDIA, 0x27B8, 0x030200, -1, "nvidia")
-    t.net(t.pci("pci0000:00", ["0000:00:04.0"], 0x1AE0, 0x0042, 0x020000, -1, "gve"), "ens4",
-          50000)
-    t.net(t.pci("pci0000:00", ["0000:00:05.0"], 0x1AE0, 0x0042, 0x020000, -1, "gve"), "ens5",
-          50000, up=False)
+    if virtio:
+        vrel = t.pci("pci0000:00", ["0000:00:04.0"], 0x1AF4, 0x1041, 0x020000, -1,
+                     "virtio-pci") + "/virtio1"
+        os.makedirs(os.path.join(t.root, "bus/virtio/drivers/virtio_net"), exist_ok=True)
+        t.link(vrel + "/driver", "bus/virtio/drivers/virtio_net")
+        t.net(vrel, "eth0", -1)
+    else:
+        t.net(t.pci("pci0000:00", ["0000:00:04.0"], 0x1AE0, 0x0042, 0x020000, -1, "gve"),
+              "ens4", 50000)
+        t.net(t.pci("pci0000:00", ["0000:00:05.0"], 0x1AE0, 0x0042, 0x020000, -1, "gve"),
+              "ens5", 50000, up=False)
+    t.virtual_ifaces()
+
+
+def eth_bond(t):
+    """Two L40S and Ethernet only: bond0 (802.3ad over two 25G ports), a VM bridge vmbr0 over a
+    10G port, a 1G management port, and a 100G port that is down. The ports of the bond and
+    the bridge have no address of their own: bond0 is the interface to use. The firmware
+    leaves GPU1's numa_node at -1, GPU0 on node 0."""
+    t.cpus(1, 16, ["0-15"])
+    t.pci("pci0000:00", ["0000:00:01.0", "0000:01:00.0"], NVIDIA, 0x26B9, 0x030200, 0, "nvidia")
+    t.pci("pci0000:00", ["0000:00:02.0", "0000:02:00.0"], NVIDIA, 0x26B9, 0x030200, -1, "nvidia")
+    t.bond("bond0", 50000)
+    t.bridge("vmbr0")
+    for f in range(2):
+        rel = t.pci("pci0000:00", ["0000:00:03.0", "0000:03:00.%d" % f], 0x8086, 0x159B,
+                    0x020000, 0, "ice")
+        t.net(rel, "enp3s0f%d" % f, 25000, master="bond0")
+    t.net(t.pci("pci0000:00", ["0000:00:1c.0", "0000:04:00.0"], 0x8086, 0x1563, 0x020000, 0,
+                "ixgbe"), "eno2", 10000, master="vmbr0")
+    t.net(t.pci("pci0000:00", ["0000:00:1f.6"], 0x8086, 0x15B8, 0x020000, 0, "e1000e"), "eno1",
+          1000)
+    t.net(t.pci("pci0000:00", ["0000:00:05.0", "0000:05:00.0"], 0x15B3, 0x101D, 0x020000, 0,
+                "mlx5_core"), "enp5s0", 100000, up=False)
     t.virtual_ifaces()
 
 
@@ -272,8 +322,9 @@ def broken(t):
     os.remove(os.path.join(t.root, rel, "operstate"))
 
 
-MACHINES = {"p5": p5, "p4de": p4de, "dgx-h100": dgx_h100, "roce": roce, "cloud-vm": cloud_vm,
-            "cpu-only": cpu_only, "broken": broken}
+MACHINES = {"p5": p5, "p4de": p4de, "dgx-h100": dgx_h100, "roce": roce,
+            "roce-nogid": lambda t: roce(t, v2_ipv4=False), "cloud-vm": cloud_vm,
+            "cloud-vm-virtio": lambda t: cloud_vm(t, virtio=True), "eth-bond": eth_bond, "cpu-only": cpu_only, "broken": broken}
 
 if __name__ == "__main__":
     if len(sys.argv) != 3 or sys.argv[1] not in MACHINES:

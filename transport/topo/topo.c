@@ -40,6 +40,50 @@ static const char *const sharc_topo_intra_names[SHARC_TOPO_INTRA_LAST] = {
     [SHARC_TOPO_INTRA_PCIE] = "PCIe P2P",     [SHARC_TOPO_INTRA_HOST] = "host memory",
 };
 
+/* GPU models by PCI device id: the datacenter parts people build clusters from. */
+static const struct {
+    unsigned device;
+    const char *model;
+    int sm;
+    int nvlinks; /* on an NVSwitch baseboard; 0 for PCIe cards */
+} sharc_topo_gpu_models[] = {
+    {0x1db1, "V100 SXM2 16GB", 70, 6},
+    {0x1db5, "V100 SXM2 32GB", 70, 6},
+    {0x1db4, "V100 PCIe 16GB", 70, 0},
+    {0x1eb8, "T4", 75, 0},
+    {0x20b0, "A100 SXM4 40GB", 80, 12},
+    {0x20b2, "A100 SXM4 80GB", 80, 12},
+    {0x20b3, "A100 SXM 64GB", 80, 12},
+    {0x20b5, "A100 PCIe 80GB", 80, 0},
+    {0x20f1, "A100 PCIe 40GB", 80, 0},
+    {0x20b7, "A30", 80, 0},
+    {0x2236, "A10", 86, 0},
+    {0x26b9, "L40S", 89, 0},
+    {0x27b8, "L4", 89, 0},
+    {0x2330, "H100 SXM5 80GB", 90, 18},
+    {0x2331, "H100 PCIe", 90, 0},
+    {0x2321, "H100 NVL", 90, 0},
+    {0x2324, "H800 SXM5", 90, 8},
+    {0x2335, "H200 SXM 141GB", 90, 18},
+    {0x2901, "B200", 100, 18},
+};
+
+void sharc_topo_gpu_identify(sharc_topo_gpu_t *gpu)
+{
+    if (gpu->vendor != SHARC_TOPO_PCI_VENDOR_NVIDIA) {
+        return;
+    }
+    for (size_t m = 0; m < SHARC_ARRAY_SIZE(sharc_topo_gpu_models); m++) {
+        if (sharc_topo_gpu_models[m].device == gpu->device) {
+            snprintf(gpu->model, sizeof(gpu->model), "%s", sharc_topo_gpu_models[m].model);
+            if (gpu->sm == 0) {
+                gpu->sm = sharc_topo_gpu_models[m].sm;
+            }
+            gpu->nvlinks_max = sharc_topo_gpu_models[m].nvlinks;
+        }
+    }
+}
+
 const char *sharc_topo_link_name(sharc_topo_link_t link)
 {
     return (link >= 0 && link < SHARC_TOPO_LINK_LAST) ? sharc_topo_link_names[link] : "?";
@@ -222,6 +266,17 @@ static double sharc_topo_nic_gbps(const sharc_topo_nic_t *nic)
     return gbps;
 }
 
+/* Whether every active port's rate is known (captures and unreadable rates leave 0). */
+static int sharc_topo_nic_rate_known(const sharc_topo_nic_t *nic)
+{
+    for (int p = 0; p < nic->nports; p++) {
+        if (nic->ports[p].active && !(nic->ports[p].rate_gbps > 0)) {
+            return 0;
+        }
+    }
+    return nic->nports > 0;
+}
+
 static int sharc_topo_nic_active(const sharc_topo_nic_t *nic)
 {
     for (int p = 0; p < nic->nports; p++) {
@@ -374,6 +429,20 @@ static sharc_topo_fabric_t sharc_topo_classify_fabric(const sharc_topo_t *topo)
     return (topo->eth_best >= 0) ? SHARC_TOPO_FABRIC_ETH : SHARC_TOPO_FABRIC_NONE;
 }
 
+/* Whether interface a serves TCP better than b: one with an IPv4 address first (NCCL and
+ * UCX bind to an address; known only on the live machine), then the faster one. */
+static int sharc_topo_eth_better(const sharc_topo_netdev_t *a, const sharc_topo_netdev_t *b)
+{
+    if ((a->ipv4 == 1) != (b->ipv4 == 1)) {
+        return a->ipv4 == 1;
+    }
+    return a->speed_mbps > b->speed_mbps;
+}
+
+/*
+ * The interface for TCP between nodes: up, and not a port of a bond or bridge (a port has no
+ * address of its own; its bond or bridge, listed as an interface too, is the one to name).
+ */
 static int sharc_topo_find_eth_best(const sharc_topo_t *topo)
 {
     int best = -1;
@@ -381,11 +450,11 @@ static int sharc_topo_find_eth_best(const sharc_topo_t *topo)
     for (int n = 0; n < topo->nnetdevs; n++) {
         const sharc_topo_netdev_t *dev = &topo->netdevs[n];
 
-        if (!dev->up) {
+        if (!dev->up || dev->master[0] != '\0') {
             continue;
         }
-        if (best < 0 || dev->speed_mbps > topo->netdevs[best].speed_mbps) {
-            best = n; /* netdevs are sorted by name, so ties keep the first */
+        if (best < 0 || sharc_topo_eth_better(dev, &topo->netdevs[best])) {
+            best = n; /* ports are in name order, then bonds and bridges; ties keep the first */
         }
     }
     return best;
@@ -420,19 +489,25 @@ static void sharc_topo_assign_rails(sharc_topo_t *topo)
             gpu->nnearest++;
         }
     }
-    /* A NIC that is nearest to several GPUs is shared between them. */
+    /* A NIC that is nearest to several GPUs is shared between them; on Ethernet the one
+     * interface is shared by all. A speed the input does not give makes the sum unknown. */
     for (int i = 0; i < topo->ngpus; i++) {
         sharc_topo_gpu_t *gpu = &topo->gpus[i];
 
         gpu->net_gbps = 0;
         if (topo->fabric == SHARC_TOPO_FABRIC_ETH) {
-            gpu->net_gbps =
-                SHARC_MAX(topo->netdevs[topo->eth_best].speed_mbps, 0) / 1000.0 / topo->ngpus;
+            int mbps = topo->netdevs[topo->eth_best].speed_mbps;
+
+            gpu->net_gbps = (mbps < 0) ? -1 : mbps / 1000.0 / topo->ngpus;
             continue;
         }
         for (int r = 0; r < gpu->nnearest; r++) {
             int k = gpu->rails[r];
 
+            if (!sharc_topo_nic_rate_known(&topo->nics[k])) {
+                gpu->net_gbps = -1;
+                break;
+            }
             gpu->net_gbps += sharc_topo_nic_gbps(&topo->nics[k]) / share[k];
         }
     }

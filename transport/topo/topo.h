@@ -79,7 +79,8 @@ typedef struct {
     int rails[SHARC_TOPO_MAX_NICS]; /* nics[] indices of the fabric, nearest first */
     int nrails;
     int nnearest;    /* the first nnearest rails are at the nearest distance */
-    double net_gbps; /* expected network bandwidth of this GPU, Gb/s */
+    double net_gbps; /* expected network bandwidth of this GPU, Gb/s; 0 with no network,
+                      * -1 unknown (the input lacks a link speed or port rate) */
 } sharc_topo_gpu_t;
 
 typedef struct {
@@ -111,13 +112,22 @@ typedef struct {
     int nports;
 } sharc_topo_nic_t;
 
+typedef enum {
+    SHARC_TOPO_NETDEV_PORT = 0, /* a physical port: a device behind it */
+    SHARC_TOPO_NETDEV_BOND,     /* a bond over ports; listed when one of them is listed */
+    SHARC_TOPO_NETDEV_BRIDGE,   /* a bridge over ports; the same */
+} sharc_topo_netdev_kind_t;
+
 typedef struct {
     char name[16];
-    char driver[32];
+    char driver[32]; /* "bonding" and "bridge" for those */
+    sharc_topo_netdev_kind_t kind;
+    char master[16];                /* the bond or bridge this port belongs to, or "" */
     int speed_mbps;                 /* -1 unknown */
     int up;                         /* operstate up */
+    int ipv4;                       /* has an IPv4 address: 1, 0, -1 unknown (offline input) */
     char rdma[SHARC_TOPO_NAME_MAX]; /* RDMA device on the same PCI function, or "" */
-    sharc_topo_pci_t pci;
+    sharc_topo_pci_t pci;           /* bonds and bridges: only the NUMA node of a port */
 } sharc_topo_netdev_t;
 
 typedef struct {
@@ -137,6 +147,7 @@ typedef struct sharc_topo {
     struct { /* every interface in class/net, virtual ones (bonds) too, for the doctor */
         char name[16];
         int up;
+        char master[16]; /* the bond or bridge it is a port of, or "" */
     } ifaces[SHARC_TOPO_MAX_NETDEVS * 2];
     int nifaces;
     sharc_topo_cpu_t cpu;
@@ -153,7 +164,7 @@ typedef struct sharc_topo {
     /* classification */
     sharc_topo_intra_t intra;
     sharc_topo_fabric_t fabric;
-    int eth_best; /* netdevs[] index of the fastest up interface with a device, or -1 */
+    int eth_best; /* netdevs[] index of the interface for TCP (sharc_topo_classify), or -1 */
 
     char **warnings; /* malformed or missing input, one line each */
     int nwarnings;
@@ -167,11 +178,24 @@ typedef struct {
     int unset;
 } sharc_topo_rec_t;
 
+/* Something about the node that no setting fixes (a missing address), under the key it
+ * concerns; the doctor repeats it as a WARN finding. */
+typedef struct {
+    char key[48];
+    char text[512];
+} sharc_topo_note_t;
+
+#define SHARC_TOPO_MAX_NOTES 8
+
 typedef struct {
     sharc_topo_rec_t recs[SHARC_TOPO_MAX_RECS];
     int nrecs;
-    char gpu_backend[8];  /* sharc transport for GPU buffers */
+    sharc_topo_note_t notes[SHARC_TOPO_MAX_NOTES];
+    int nnotes;
+    char transport[8];    /* SHARC_TRANSPORT to set: "auto" */
+    char gpu_backend[8];  /* the backend auto picks for GPU buffers, "-" without GPUs */
     char host_backend[8]; /* and for host buffers */
+    char not_built[32];   /* those of them this sharc was built without, comma-separated */
 } sharc_topo_recs_t;
 
 typedef enum {
@@ -179,14 +203,18 @@ typedef enum {
     SHARC_TOPO_FINDING_STALE,  /* unneeded or noisy here, not harmful */
     SHARC_TOPO_FINDING_HARMFUL,
     SHARC_TOPO_FINDING_SUGGEST, /* a recommended setting that is not set */
+    SHARC_TOPO_FINDING_DIFFERS, /* set to another value than the recommended one, valid */
+    SHARC_TOPO_FINDING_WARN,    /* a note of the recommendation: the node needs fixing */
+    SHARC_TOPO_FINDING_NOTE,    /* has no effect here; worth knowing, nothing to do */
 } sharc_topo_severity_t;
 
 typedef struct {
     sharc_topo_severity_t severity;
     char key[48];
     char value[256];
-    char source[SHARC_TOPO_PATH_MAX]; /* "environment" or the conf file */
-    char reason[384];
+    char source[SHARC_TOPO_PATH_MAX]; /* "environment", the conf file, or "topology" */
+    char reason[1024];
+    int no_value; /* about the key, not about a value set (WARN) */
 } sharc_topo_finding_t;
 
 /* A setting in force: the environment overrides the NCCL conf file, as in NCCL. */
@@ -243,7 +271,12 @@ SHARC_HIDDEN sharc_status_t sharc_topo_write_nccl_xml(const sharc_topo_t *topo, 
 SHARC_HIDDEN sharc_status_t sharc_topo_read_file(const char *path, size_t max, char **text_p,
                                                  size_t *len_p);
 
-/* ---- classification and recommendations (topo.c, topo_rec.c) */
+/* ---- classification, recommendations and the doctor (topo.c, topo_rec.c, topo_doctor.c) */
+
+#define SHARC_TOPO_PCI_VENDOR_NVIDIA 0x10de
+
+/** Model, compute capability and NVLink count of a GPU from its PCI ids, where known. */
+SHARC_HIDDEN void sharc_topo_gpu_identify(sharc_topo_gpu_t *gpu);
 
 /** Distances from PCI paths (unless captured), intra-node path, fabric, rails, bandwidth. */
 SHARC_HIDDEN void sharc_topo_classify(sharc_topo_t *topo);
@@ -254,20 +287,22 @@ SHARC_HIDDEN sharc_topo_link_t sharc_topo_pci_distance(const sharc_topo_pci_t *a
 
 SHARC_HIDDEN void sharc_topo_recommend(const sharc_topo_t *topo, sharc_topo_recs_t *recs);
 
+/** Index of the RoCE v2 GID with an IPv4 address on a port, or -1. */
+SHARC_HIDDEN int sharc_topo_roce_v2_ipv4(const sharc_topo_port_t *port);
+
 /**
  * Check @p settings against the topology and the recommendation. Fills up to @p max
- * findings and returns how many; *harmful_p is set to whether any is harmful.
+ * findings and returns how many; *harmful_p is set to whether any is harmful. Each setting
+ * gets the findings of the rules for its key; one set to another value than recommended
+ * also gets the recommended value and its reason (DIFFERS, or added to the rule's finding
+ * when the rule found something wrong); a recommended key that is not set is a SUGGEST;
+ * each note of the recommendation is a WARN.
  */
 SHARC_HIDDEN int sharc_topo_doctor(const sharc_topo_t *topo, const sharc_topo_recs_t *recs,
                                    const sharc_topo_setting_t *settings, int nsettings,
                                    sharc_topo_finding_t *findings, int max, int *harmful_p);
 
-/**
- * Parse an NCCL conf file's text (KEY=VALUE lines, '#' comments) into @p settings after
- * the @p n already there, without replacing keys that are already set. Returns the new count.
- */
-SHARC_HIDDEN int sharc_topo_parse_conf(const char *text, const char *source,
-                                       sharc_topo_setting_t *settings, int n, int max);
+/* ---- the syntax of settings (topo_conf.c) */
 
 /* An NCCL device list (NCCL_IB_HCA, NCCL_SOCKET_IFNAME): "^" excludes, "=" matches names
  * exactly instead of as prefixes, entries are comma-separated, ":N" selects a port. */
@@ -285,6 +320,16 @@ SHARC_HIDDEN void sharc_topo_spec_parse(const char *value, sharc_topo_spec_t *sp
 /** Whether entry @p i of @p spec names device @p name (port not considered). */
 SHARC_HIDDEN int sharc_topo_spec_entry_matches(const sharc_topo_spec_t *spec, int i,
                                                const char *name);
+/** Whether two values of @p key name the same set: comma-separated items in any order, after
+ * the same "^"/"=" prefix; case-insensitive for sharc's own knobs. */
+SHARC_HIDDEN int sharc_topo_same_value(const char *key, const char *a, const char *b);
+
+/**
+ * Parse an NCCL conf file's text (KEY=VALUE lines, '#' comments) into @p settings after
+ * the @p n already there, without replacing keys that are already set. Returns the new count.
+ */
+SHARC_HIDDEN int sharc_topo_parse_conf(const char *text, const char *source,
+                                       sharc_topo_setting_t *settings, int n, int max);
 
 /* ---- output (topo_out.c) */
 

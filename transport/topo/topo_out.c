@@ -14,13 +14,14 @@
 
 #define SHARC_THIS_SUBSYS SHARC_SUBSYS_TOPO
 #include "../../src/log.h"
+#include "../../src/util.h"
 #include "topo.h"
 
 static const char *const sharc_topo_severity_names[] = {
-    [SHARC_TOPO_FINDING_OK] = "ok",
-    [SHARC_TOPO_FINDING_STALE] = "stale",
-    [SHARC_TOPO_FINDING_HARMFUL] = "HARMFUL",
-    [SHARC_TOPO_FINDING_SUGGEST] = "suggest",
+    [SHARC_TOPO_FINDING_OK] = "ok",           [SHARC_TOPO_FINDING_STALE] = "stale",
+    [SHARC_TOPO_FINDING_HARMFUL] = "HARMFUL", [SHARC_TOPO_FINDING_SUGGEST] = "suggest",
+    [SHARC_TOPO_FINDING_DIFFERS] = "differs", [SHARC_TOPO_FINDING_WARN] = "warn",
+    [SHARC_TOPO_FINDING_NOTE] = "note",
 };
 
 static const char *sharc_topo_cell(sharc_topo_link_t link, int nvlinks, char *buf, size_t size)
@@ -33,24 +34,47 @@ static const char *sharc_topo_cell(sharc_topo_link_t link, int nvlinks, char *bu
     return buf;
 }
 
-static double sharc_topo_nic_rate(const sharc_topo_nic_t *nic, int *active_p)
+/* The active ports' rate in total; *unknown_p: some active port's rate is unknown. */
+static double sharc_topo_nic_rate(const sharc_topo_nic_t *nic, int *active_p, int *unknown_p)
 {
     double gbps = 0;
 
-    *active_p = 0;
+    *active_p = *unknown_p = 0;
     for (int p = 0; p < nic->nports; p++) {
         if (nic->ports[p].active) {
             gbps += nic->ports[p].rate_gbps;
             (*active_p)++;
+            *unknown_p |= !(nic->ports[p].rate_gbps > 0);
         }
     }
     return gbps;
 }
 
+/* The CPU list of a GPU's NUMA node, or NULL. */
+static const char *sharc_topo_gpu_cpus(const sharc_topo_t *topo, int i)
+{
+    int numa = topo->gpus[i].pci.numa;
+
+    if (numa >= 0 && numa < SHARC_TOPO_MAX_NUMA && topo->cpu.cpulist[numa][0] != '\0') {
+        return topo->cpu.cpulist[numa];
+    }
+    return NULL;
+}
+
 static void sharc_topo_print_matrix(const sharc_topo_t *topo, FILE *out)
 {
+    /* the CPU affinity column is as wide as its longest list, plus two spaces before NUMA */
+    int cpus_width = (int)strlen("CPU Affinity");
     char cell[16];
 
+    for (int i = 0; i < topo->ngpus; i++) {
+        const char *cpus = sharc_topo_gpu_cpus(topo, i);
+
+        if (cpus != NULL) {
+            cpus_width = SHARC_MAX(cpus_width, (int)strlen(cpus));
+        }
+    }
+    cpus_width += 2;
     fprintf(out, "%-7s", "");
     for (int j = 0; j < topo->ngpus; j++) {
         fprintf(out, "GPU%-4d", j);
@@ -58,8 +82,9 @@ static void sharc_topo_print_matrix(const sharc_topo_t *topo, FILE *out)
     for (int k = 0; k < topo->nnics; k++) {
         fprintf(out, "NIC%-4d", k);
     }
-    fprintf(out, "CPU Affinity  NUMA\n");
+    fprintf(out, "%-*sNUMA\n", cpus_width, "CPU Affinity");
     for (int i = 0; i < topo->ngpus; i++) {
+        const char *cpus = sharc_topo_gpu_cpus(topo, i);
         int numa = topo->gpus[i].pci.numa;
 
         fprintf(out, "GPU%-4d", i);
@@ -70,12 +95,8 @@ static void sharc_topo_print_matrix(const sharc_topo_t *topo, FILE *out)
         for (int k = 0; k < topo->nnics; k++) {
             fprintf(out, "%-7s", sharc_topo_link_name(topo->gpu_nic[i][k]));
         }
-        if (numa >= 0 && numa < SHARC_TOPO_MAX_NUMA && topo->cpu.cpulist[numa][0] != '\0') {
-            fprintf(out, "%-14s%d\n", topo->cpu.cpulist[numa], numa);
-        } else {
-            fprintf(out, "%-14s", "N/A");
-            fprintf(out, numa >= 0 ? "%d\n" : "N/A\n", numa);
-        }
+        fprintf(out, "%-*s", cpus_width, cpus != NULL ? cpus : "N/A");
+        fprintf(out, numa >= 0 ? "%d\n" : "N/A\n", numa);
     }
     for (int k = 0; k < topo->nnics; k++) {
         fprintf(out, "NIC%-4d", k);
@@ -104,20 +125,29 @@ static void sharc_topo_print_text(const sharc_topo_t *topo, const sharc_topo_rec
     for (int i = 0; i < topo->ngpus; i++) {
         const sharc_topo_gpu_t *gpu = &topo->gpus[i];
 
-        fprintf(out, "%s GPU%d %s %s", i == 0 ? "\n" : "\n", i,
-                gpu->pci.busid[0] ? gpu->pci.busid : "(bus id ?)",
-                gpu->model[0] ? gpu->model : "(model ?)");
+        char ids[16] = "id ?";
+
+        if (gpu->vendor != 0 && gpu->device != 0) {
+            snprintf(ids, sizeof(ids), "%04x:%04x", gpu->vendor & 0xffff, gpu->device & 0xffff);
+        }
+        fprintf(out, "\n GPU%d %s [%s] %s", i, gpu->pci.busid[0] ? gpu->pci.busid : "(bus id ?)",
+                ids, gpu->model[0] ? gpu->model : "(model ?)");
     }
     fprintf(out, "\nNICs: %d\n", topo->nnics);
     for (int k = 0; k < topo->nnics; k++) {
         const sharc_topo_nic_t *nic = &topo->nics[k];
-        int active;
-        double gbps = sharc_topo_nic_rate(nic, &active);
+        int active, unknown;
+        double gbps = sharc_topo_nic_rate(nic, &active, &unknown);
+        char rate[64] = "ports and rate unknown"; /* a capture that names the NIC only */
 
-        fprintf(out, "  NIC%d: %-12s %-10s %d/%d ports active, %.0f Gb/s%s%s%s%s\n", k, nic->name,
-                sharc_topo_fabric_name(nic->fabric), active, nic->nports, gbps,
-                nic->driver[0] ? ", driver " : "", nic->driver, nic->netdev[0] ? ", " : "",
-                nic->netdev);
+        if (!nic->captured || nic->nports > 0) {
+            snprintf(rate, sizeof(rate), "%d/%d ports active, ", active, nic->nports);
+            snprintf(rate + strlen(rate), sizeof(rate) - strlen(rate),
+                     unknown ? "rate unknown" : "%.0f Gb/s", gbps);
+        }
+        fprintf(out, "  NIC%d: %-12s %-10s %s%s%s%s%s\n", k, nic->name,
+                sharc_topo_fabric_name(nic->fabric), rate, nic->driver[0] ? ", driver " : "",
+                nic->driver, nic->netdev[0] ? ", " : "", nic->netdev);
     }
     fprintf(out, "network interfaces: %d\n", topo->nnetdevs);
     for (int d = 0; d < topo->nnetdevs; d++) {
@@ -127,8 +157,12 @@ static void sharc_topo_print_text(const sharc_topo_t *topo, const sharc_topo_rec
         if (nd->speed_mbps >= 0) {
             snprintf(speed, sizeof(speed), "%d Mb/s", nd->speed_mbps);
         }
-        fprintf(out, "  %-12s %s, %s, driver %s%s%s\n", nd->name, nd->up ? "up" : "down", speed,
-                nd->driver[0] ? nd->driver : "?", nd->rdma[0] ? ", RDMA " : "", nd->rdma);
+        fprintf(out, "  %-12s %s, %s, driver %s%s%s%s%s%s\n", nd->name, nd->up ? "up" : "down",
+                speed, nd->driver[0] ? nd->driver : "?", nd->rdma[0] ? ", RDMA " : "", nd->rdma,
+                nd->master[0] ? ", port of " : "", nd->master,
+                nd->ipv4 < 0 ? ""
+                : nd->ipv4   ? ", IPv4"
+                             : ", no IPv4");
     }
     fprintf(out, "CPU: %d socket(s), %d NUMA node(s); NVSwitches: %d\n", topo->cpu.nsockets,
             topo->cpu.nnuma, topo->nvswitches);
@@ -142,16 +176,38 @@ static void sharc_topo_print_text(const sharc_topo_t *topo, const sharc_topo_rec
         const sharc_topo_gpu_t *gpu = &topo->gpus[i];
 
         fprintf(out, "  GPU%d rails:", i);
+        if (topo->fabric == SHARC_TOPO_FABRIC_ETH) {
+            /* no RDMA NIC, so no rail of its own: the GPUs share one interface */
+            fprintf(out, " none, TCP on %s shared by %d GPU(s)", topo->netdevs[topo->eth_best].name,
+                    topo->ngpus);
+        } else if (gpu->nrails == 0) {
+            fprintf(out, " none");
+        }
         for (int r = 0; r < gpu->nnearest; r++) {
             fprintf(out, " %s", topo->nics[gpu->rails[r]].name);
         }
         if (gpu->nrails > 0) {
             fprintf(out, " (%s)", sharc_topo_link_name(topo->gpu_nic[i][gpu->rails[0]]));
         }
-        fprintf(out, ", %.0f Gb/s expected\n", gpu->net_gbps);
+        if (gpu->net_gbps < 0) {
+            fprintf(out, ", bandwidth unknown\n");
+        } else if (topo->fabric == SHARC_TOPO_FABRIC_NONE) {
+            fprintf(out, ", no network\n");
+        } else {
+            fprintf(out, ", %.0f Gb/s expected\n", gpu->net_gbps);
+        }
     }
-    fprintf(out, "\nbackend: %s for GPU buffers, %s for host buffers\nrecommended:\n",
-            recs->gpu_backend, recs->host_backend);
+    fprintf(out, "\nbackend (SHARC_TRANSPORT=%s): ", recs->transport);
+    if (topo->ngpus > 0) {
+        fprintf(out, "%s for GPU buffers, %s for host buffers", recs->gpu_backend,
+                recs->host_backend);
+    } else {
+        fprintf(out, "%s for host buffers (no GPU)", recs->host_backend);
+    }
+    if (recs->not_built[0] != '\0') {
+        fprintf(out, "; not in this build: %s", recs->not_built);
+    }
+    fprintf(out, "\nrecommended:\n");
     for (int r = 0; r < recs->nrecs; r++) {
         const sharc_topo_rec_t *rec = &recs->recs[r];
 
@@ -159,6 +215,12 @@ static void sharc_topo_print_text(const sharc_topo_t *topo, const sharc_topo_rec
             fprintf(out, "  unset %s\n      # %s\n", rec->key, rec->reason);
         } else {
             fprintf(out, "  %s=%s\n      # %s\n", rec->key, rec->value, rec->reason);
+        }
+    }
+    if (recs->nnotes > 0) {
+        fprintf(out, "notes:\n");
+        for (int i = 0; i < recs->nnotes; i++) {
+            fprintf(out, "  %s: %s\n", recs->notes[i].key, recs->notes[i].text);
         }
     }
     if (topo->nwarnings > 0) {
@@ -185,6 +247,9 @@ static void sharc_topo_print_quoted(const char *value, FILE *out)
 
 static void sharc_topo_print_env(const sharc_topo_recs_t *recs, int shell, FILE *out)
 {
+    for (int i = 0; i < recs->nnotes; i++) {
+        fprintf(out, "# note on %s: %s\n", recs->notes[i].key, recs->notes[i].text);
+    }
     for (int r = 0; r < recs->nrecs; r++) {
         const sharc_topo_rec_t *rec = &recs->recs[r];
 
@@ -202,9 +267,29 @@ static void sharc_topo_print_env(const sharc_topo_recs_t *recs, int shell, FILE 
 }
 
 #ifdef HAVE_JSONC
+static const char *const sharc_topo_netdev_kinds[] = {
+    [SHARC_TOPO_NETDEV_PORT] = "port",
+    [SHARC_TOPO_NETDEV_BOND] = "bond",
+    [SHARC_TOPO_NETDEV_BRIDGE] = "bridge",
+};
+
 static json_object *sharc_topo_json_str(const char *s)
 {
     return json_object_new_string(s);
+}
+
+/* "a,b" as ["a", "b"]; "" as [] */
+static json_object *sharc_topo_json_list(const char *csv)
+{
+    json_object *arr = json_object_new_array();
+
+    while (*csv != '\0') {
+        size_t len = strcspn(csv, ",");
+
+        json_object_array_add(arr, json_object_new_string_len(csv, (int)len));
+        csv += len + (csv[len] == ',');
+    }
+    return arr;
 }
 
 static json_object *sharc_topo_json_pci(json_object *obj, const sharc_topo_pci_t *pci)
@@ -257,8 +342,8 @@ static json_object *sharc_topo_json(const sharc_topo_t *topo, const sharc_topo_r
     json_object *netdevs = json_object_new_array(), *gg = json_object_new_array();
     json_object *gn = json_object_new_array(), *recs_json = json_object_new_array();
     json_object *warnings = json_object_new_array(), *cpu = json_object_new_object();
-    json_object *backend = json_object_new_object();
-    char cell[16];
+    json_object *backend = json_object_new_object(), *notes = json_object_new_array();
+    char cell[16], ids[16];
 
     json_object_object_add(root, "source", sharc_topo_json_str(topo->source));
     for (int i = 0; i < topo->ngpus; i++) {
@@ -269,6 +354,9 @@ static json_object *sharc_topo_json(const sharc_topo_t *topo, const sharc_topo_r
 
         json_object_object_add(obj, "index", json_object_new_int(i));
         sharc_topo_json_pci(obj, &gpu->pci);
+        snprintf(ids, sizeof(ids), "%04x:%04x", gpu->vendor & 0xffff, gpu->device & 0xffff);
+        json_object_object_add(
+            obj, "pci_id", sharc_topo_json_str(gpu->vendor != 0 && gpu->device != 0 ? ids : ""));
         json_object_object_add(obj, "model", sharc_topo_json_str(gpu->model));
         json_object_object_add(obj, "sm", json_object_new_int(gpu->sm));
         json_object_object_add(obj, "nvlinks_switch", json_object_new_int(gpu->nvlinks_switch));
@@ -282,7 +370,8 @@ static json_object *sharc_topo_json(const sharc_topo_t *topo, const sharc_topo_r
         }
         json_object_object_add(obj, "rails", rails);
         json_object_object_add(obj, "nearest_nics", nearest);
-        json_object_object_add(obj, "net_gbps", json_object_new_double(gpu->net_gbps));
+        json_object_object_add(obj, "net_gbps",
+                               gpu->net_gbps < 0 ? NULL : json_object_new_double(gpu->net_gbps));
         json_object_array_add(gpus, obj);
         for (int j = 0; j < topo->ngpus; j++) {
             json_object_array_add(
@@ -308,6 +397,10 @@ static json_object *sharc_topo_json(const sharc_topo_t *topo, const sharc_topo_r
         json_object_object_add(obj, "speed_mbps", json_object_new_int(nd->speed_mbps));
         json_object_object_add(obj, "up", json_object_new_boolean(nd->up));
         json_object_object_add(obj, "rdma", sharc_topo_json_str(nd->rdma));
+        json_object_object_add(obj, "kind", sharc_topo_json_str(sharc_topo_netdev_kinds[nd->kind]));
+        json_object_object_add(obj, "master", sharc_topo_json_str(nd->master));
+        json_object_object_add(obj, "ipv4",
+                               nd->ipv4 < 0 ? NULL : json_object_new_boolean(nd->ipv4));
         sharc_topo_json_pci(obj, &nd->pci);
         json_object_array_add(netdevs, obj);
     }
@@ -320,13 +413,22 @@ static json_object *sharc_topo_json(const sharc_topo_t *topo, const sharc_topo_r
         json_object_object_add(obj, "reason", sharc_topo_json_str(recs->recs[r].reason));
         json_object_array_add(recs_json, obj);
     }
+    for (int i = 0; i < recs->nnotes; i++) {
+        json_object *obj = json_object_new_object();
+
+        json_object_object_add(obj, "key", sharc_topo_json_str(recs->notes[i].key));
+        json_object_object_add(obj, "text", sharc_topo_json_str(recs->notes[i].text));
+        json_object_array_add(notes, obj);
+    }
     for (int w = 0; w < topo->nwarnings; w++) {
         json_object_array_add(warnings, sharc_topo_json_str(topo->warnings[w]));
     }
     json_object_object_add(cpu, "sockets", json_object_new_int(topo->cpu.nsockets));
     json_object_object_add(cpu, "numa_nodes", json_object_new_int(topo->cpu.nnuma));
+    json_object_object_add(backend, "transport", sharc_topo_json_str(recs->transport));
     json_object_object_add(backend, "gpu", sharc_topo_json_str(recs->gpu_backend));
     json_object_object_add(backend, "host", sharc_topo_json_str(recs->host_backend));
+    json_object_object_add(backend, "not_built", sharc_topo_json_list(recs->not_built));
     json_object_object_add(root, "gpus", gpus);
     json_object_object_add(root, "nics", nics);
     json_object_object_add(root, "netdevs", netdevs);
@@ -342,6 +444,7 @@ static json_object *sharc_topo_json(const sharc_topo_t *topo, const sharc_topo_r
         sharc_topo_json_str(topo->eth_best >= 0 ? topo->netdevs[topo->eth_best].name : ""));
     json_object_object_add(root, "backend", backend);
     json_object_object_add(root, "recommendations", recs_json);
+    json_object_object_add(root, "notes", notes);
     json_object_object_add(root, "warnings", warnings);
     return root;
 }
@@ -384,7 +487,9 @@ sharc_status_t sharc_topo_print_doctor(const sharc_topo_finding_t *findings, int
                 obj, "severity",
                 json_object_new_string(sharc_topo_severity_names[findings[i].severity]));
             json_object_object_add(obj, "key", json_object_new_string(findings[i].key));
-            json_object_object_add(obj, "value", json_object_new_string(findings[i].value));
+            json_object_object_add(
+                obj, "value",
+                findings[i].no_value ? NULL : json_object_new_string(findings[i].value));
             json_object_object_add(obj, "source", json_object_new_string(findings[i].source));
             json_object_object_add(obj, "reason", json_object_new_string(findings[i].reason));
             json_object_array_add(arr, obj);
@@ -398,8 +503,10 @@ sharc_status_t sharc_topo_print_doctor(const sharc_topo_finding_t *findings, int
 #endif
     }
     for (int i = 0; i < n; i++) {
-        fprintf(out, "%-7s %s=%s (%s): %s\n", sharc_topo_severity_names[findings[i].severity],
-                findings[i].key, findings[i].value, findings[i].source, findings[i].reason);
+        const sharc_topo_finding_t *f = &findings[i];
+
+        fprintf(out, "%-7s %s%s%s (%s): %s\n", sharc_topo_severity_names[f->severity], f->key,
+                f->no_value ? "" : "=", f->no_value ? "" : f->value, f->source, f->reason);
     }
     return ferror(out) ? SHARC_ERR_IO : SHARC_OK;
 }

@@ -1,21 +1,18 @@
 /*
- * topo_rec.c: what to set on this node (NCCL, libfabric, UCX, sharc), each with its reason,
- * and the doctor: the rules that check the settings in force (environment over the NCCL
- * conf file) against the topology. Pure functions of their inputs; printing is in
- * topo_out.c.
+ * topo_rec.c: what to set on this node (NCCL, libfabric, UCX, sharc), each with its reason.
+ * A pure function of the topology; the doctor that checks the settings in force is in
+ * topo_doctor.c, printing in topo_out.c.
  */
 #include "config.h"
 
-#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #define SHARC_THIS_SUBSYS SHARC_SUBSYS_TOPO
 #include "../../src/log.h"
 #include "../../src/util.h"
+#include "../transport.h"
 #include "topo.h"
 
 static void sharc_topo_rec_add(sharc_topo_recs_t *recs, const char *key, int unset,
@@ -67,8 +64,7 @@ static int sharc_topo_port_list(const sharc_topo_t *topo, char *out, size_t size
     return n;
 }
 
-/* Index of the RoCE v2 GID with an IPv4 address on a port, or -1. */
-static int sharc_topo_roce_v2_ipv4(const sharc_topo_port_t *port)
+int sharc_topo_roce_v2_ipv4(const sharc_topo_port_t *port)
 {
     for (int g = 0; g < port->ngids; g++) {
         if (strcmp(port->gids[g].type, "RoCE v2") == 0 && port->gids[g].ipv4) {
@@ -78,10 +74,48 @@ static int sharc_topo_roce_v2_ipv4(const sharc_topo_port_t *port)
     return -1;
 }
 
+static void sharc_topo_note(sharc_topo_recs_t *recs, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void sharc_topo_note(sharc_topo_recs_t *recs, const char *key, const char *fmt, ...)
+{
+    sharc_topo_note_t *note;
+    va_list ap;
+
+    if (recs->nnotes == SHARC_TOPO_MAX_NOTES) {
+        return;
+    }
+    note = &recs->notes[recs->nnotes++];
+    snprintf(note->key, sizeof(note->key), "%s", key);
+    va_start(ap, fmt);
+    vsnprintf(note->text, sizeof(note->text), fmt, ap);
+    va_end(ap);
+}
+
+/* The interface a RoCE port's GIDs belong to, for telling where an address is missing. */
+static const char *sharc_topo_port_netdev(const sharc_topo_nic_t *nic,
+                                          const sharc_topo_port_t *port)
+{
+    for (int g = 0; g < port->ngids; g++) {
+        if (port->gids[g].ndev[0] != '\0') {
+            return port->gids[g].ndev;
+        }
+    }
+    return nic->netdev[0] != '\0' ? nic->netdev : "its interface";
+}
+
+/*
+ * NCCL_IB_GID_INDEX: the RoCE v2 GID with an IPv4 address, the one that routes (UDP/IP) and
+ * that every node has at the same index when configured alike. Active ports without one get a
+ * note (and the doctor a warning): the kernel adds that GID when the interface gets an IPv4
+ * address, and without it NCCL and UCX fall back to a link-local or RoCE v1 GID that does not
+ * leave the subnet. No port with one: nothing to recommend.
+ */
 static void sharc_topo_recommend_roce(const sharc_topo_t *topo, sharc_topo_recs_t *recs)
 {
-    int index = -1, agree = 1;
-    char first[SHARC_TOPO_NAME_MAX + 8] = "";
+    int index = -1, agree = 1, nmissing = 0;
+    char first[SHARC_TOPO_NAME_MAX + 8] = "", missing[384] = "";
+    size_t len = 0;
     char value[16];
 
     for (int k = 0; k < topo->nnics; k++) {
@@ -90,10 +124,18 @@ static void sharc_topo_recommend_roce(const sharc_topo_t *topo, sharc_topo_recs_
         for (int p = 0; p < nic->nports && nic->fabric == SHARC_TOPO_FABRIC_ROCE; p++) {
             int gid = sharc_topo_roce_v2_ipv4(&nic->ports[p]);
 
-            if (!nic->ports[p].active || gid < 0) {
+            if (!nic->ports[p].active) {
                 continue;
             }
-            if (index < 0) {
+            if (gid < 0) {
+                if (len < sizeof(missing)) {
+                    len +=
+                        (size_t)snprintf(missing + len, sizeof(missing) - len, "%s%s port %d on %s",
+                                         nmissing > 0 ? ", " : "", nic->name, nic->ports[p].num,
+                                         sharc_topo_port_netdev(nic, &nic->ports[p]));
+                }
+                nmissing++;
+            } else if (index < 0) {
                 index = gid;
                 snprintf(first, sizeof(first), "%s port %d", nic->name, nic->ports[p].num);
             } else if (gid != index) {
@@ -101,8 +143,17 @@ static void sharc_topo_recommend_roce(const sharc_topo_t *topo, sharc_topo_recs_
             }
         }
     }
+    if (nmissing > 0) {
+        sharc_topo_note(recs, "NCCL_IB_GID_INDEX",
+                        "%s RoCE v2 GID with an IPv4 address (%s): NCCL and UCX fall back to a "
+                        "link-local or RoCE v1 GID, which does not route beyond the subnet; "
+                        "configure an IPv4 address on the interface and the kernel adds the "
+                        "GID%s",
+                        index < 0 ? "no active RoCE port has a" : "some active RoCE ports have no",
+                        missing, index < 0 ? ", then sharc-topo recommends its index" : "");
+    }
     if (index < 0) {
-        return; /* nothing to pin; the doctor flags the missing address */
+        return; /* nothing to pin; the note above says why */
     }
     snprintf(value, sizeof(value), "%d", index);
     sharc_topo_rec_add(recs, "NCCL_IB_GID_INDEX", 0, value,
@@ -111,6 +162,47 @@ static void sharc_topo_recommend_roce(const sharc_topo_t *topo, sharc_topo_recs_
                        index, first,
                        agree ? "" : "; other ports have it at another index: check their tables");
     sharc_topo_rec_add(recs, "UCX_IB_GID_INDEX", 0, value, "the same GID for UCX");
+}
+
+/*
+ * SHARC_TRANSPORT=auto on every node: sharc picks the backend per buffer (GPU buffers through
+ * NCCL, host buffers through shm inside the node and ucx between nodes). Naming one backend
+ * forces it on both kinds of buffer, which no single backend carries well. The backends named
+ * are checked against this build's registry, so the report says when one is not built in.
+ */
+static void sharc_topo_recommend_transport(const sharc_topo_t *topo, sharc_topo_recs_t *recs)
+{
+    static const char *const used[] = {"nccl", "shm", "ucx"};
+    int rdma = topo->fabric == SHARC_TOPO_FABRIC_IB || topo->fabric == SHARC_TOPO_FABRIC_ROCE;
+    /* what UCX runs over between nodes; a capture that names NICs only does not say */
+    const char *ucx = rdma                                        ? "ucx (verbs)"
+                      : topo->fabric == SHARC_TOPO_FABRIC_UNKNOWN ? "ucx"
+                                                                  : "ucx (TCP)";
+    size_t len = 0;
+
+    snprintf(recs->transport, sizeof(recs->transport), "auto");
+    snprintf(recs->gpu_backend, sizeof(recs->gpu_backend), "%s", topo->ngpus > 0 ? "nccl" : "-");
+    snprintf(recs->host_backend, sizeof(recs->host_backend), "shm+ucx");
+    for (size_t i = topo->ngpus > 0 ? 0 : 1; i < SHARC_ARRAY_SIZE(used); i++) {
+        if (sharc_tp_find(used[i]) == NULL && len < sizeof(recs->not_built)) {
+            len += (size_t)snprintf(recs->not_built + len, sizeof(recs->not_built) - len, "%s%s",
+                                    len > 0 ? "," : "", used[i]);
+        }
+    }
+    if (topo->ngpus == 0) {
+        sharc_topo_rec_add(recs, "SHARC_TRANSPORT", 0, "auto",
+                           "no GPU: auto sends host buffers through shm inside the node and %s "
+                           "between nodes",
+                           ucx);
+        return;
+    }
+    sharc_topo_rec_add(recs, "SHARC_TRANSPORT", 0, "auto",
+                       "%d GPU(s): auto sends GPU buffers through NCCL (%s inside the node, %s "
+                       "between nodes) and host buffers through shm inside the node and %s "
+                       "between nodes; naming one backend forces it on both kinds%s",
+                       topo->ngpus, sharc_topo_intra_name(topo->intra),
+                       sharc_topo_fabric_name(topo->fabric), ucx,
+                       sharc_tp_find("nccl") == NULL ? "; this sharc has no nccl backend yet" : "");
 }
 
 void sharc_topo_recommend(const sharc_topo_t *topo, sharc_topo_recs_t *recs)
@@ -123,8 +215,6 @@ void sharc_topo_recommend(const sharc_topo_t *topo, sharc_topo_recs_t *recs)
     if (eth != NULL && eth->speed_mbps >= 0) {
         snprintf(speed, sizeof(speed), "%d Mb/s", eth->speed_mbps);
     }
-    snprintf(recs->gpu_backend, sizeof(recs->gpu_backend), "%s", topo->ngpus > 0 ? "nccl" : "-");
-    snprintf(recs->host_backend, sizeof(recs->host_backend), "shm+ucx");
 
     switch (topo->fabric) {
     case SHARC_TOPO_FABRIC_IB:
@@ -162,9 +252,13 @@ void sharc_topo_recommend(const sharc_topo_t *topo, sharc_topo_recs_t *recs)
     case SHARC_TOPO_FABRIC_ETH:
         snprintf(value, sizeof(value), "=%s", eth->name);
         sharc_topo_rec_add(recs, "NCCL_SOCKET_IFNAME", 0, value,
-                           "%s is the fastest interface that is up (%s, %s); NCCL would "
+                           "%s is the fastest interface that is up%s (%s, %s)%s; NCCL would "
                            "otherwise take the first non-loopback one",
-                           eth->name, speed, eth->driver[0] ? eth->driver : "driver ?");
+                           eth->name, eth->ipv4 == 1 ? " with an IPv4 address" : "", speed,
+                           eth->driver[0] ? eth->driver : "driver ?",
+                           eth->kind == SHARC_TOPO_NETDEV_PORT
+                               ? ""
+                               : "; its ports have no address of their own and stay out");
         sharc_topo_rec_add(recs, "NCCL_IB_DISABLE", 0, "1",
                            "no active RDMA port: skip the verbs probe and use sockets");
         sharc_topo_rec_add(recs, "UCX_NET_DEVICES", 0, eth->name,
@@ -174,456 +268,5 @@ void sharc_topo_recommend(const sharc_topo_t *topo, sharc_topo_recs_t *recs)
         break;
     default: break;
     }
-    if (topo->ngpus > 0) {
-        sharc_topo_rec_add(recs, "SHARC_TRANSPORT", 0, "nccl",
-                           "%d GPU(s): NCCL moves GPU buffers (%s inside the node, %s between "
-                           "nodes); host buffers go through shm inside the node and ucx "
-                           "between nodes",
-                           topo->ngpus, sharc_topo_intra_name(topo->intra),
-                           sharc_topo_fabric_name(topo->fabric));
-    } else {
-        sharc_topo_rec_add(
-            recs, "SHARC_TRANSPORT", 0, "auto",
-            "no GPU: host buffers go through shm inside the node and UCX (%s) between nodes",
-            topo->fabric == SHARC_TOPO_FABRIC_IB || topo->fabric == SHARC_TOPO_FABRIC_ROCE ? "verbs"
-                                                                                           : "TCP");
-    }
-}
-
-/* ---- NCCL device lists */
-
-void sharc_topo_spec_parse(const char *value, sharc_topo_spec_t *spec)
-{
-    const char *p = value;
-
-    memset(spec, 0, sizeof(*spec));
-    if (*p == '^') {
-        spec->exclude = 1;
-        p++;
-    }
-    if (*p == '=') {
-        spec->exact = 1;
-        p++;
-    }
-    while (*p != '\0' && spec->nentries < SHARC_TOPO_SPEC_MAX) {
-        const char *comma = strchr(p, ',');
-        size_t len = (comma != NULL) ? (size_t)(comma - p) : strlen(p);
-        char item[SHARC_TOPO_NAME_MAX + 16];
-        char *colon;
-
-        snprintf(item, sizeof(item), "%.*s", (int)SHARC_MIN(len, sizeof(item) - 1), p);
-        p += len + (comma != NULL);
-        if (item[0] == '\0') {
-            continue;
-        }
-        spec->entries[spec->nentries].port = -1;
-        colon = strchr(item, ':');
-        if (colon != NULL) {
-            *colon = '\0';
-            spec->entries[spec->nentries].port = atoi(colon + 1);
-        }
-        sharc_snprintf(spec->entries[spec->nentries].name, SHARC_TOPO_NAME_MAX, "%s", item);
-        spec->nentries++;
-    }
-}
-
-int sharc_topo_spec_entry_matches(const sharc_topo_spec_t *spec, int i, const char *name)
-{
-    const char *entry = spec->entries[i].name;
-
-    return spec->exact ? strcmp(name, entry) == 0 : strncmp(name, entry, strlen(entry)) == 0;
-}
-
-/* ---- the doctor */
-
-typedef struct {
-    const sharc_topo_t *topo;
-    sharc_topo_finding_t *findings;
-    int n, max, harmful;
-} sharc_topo_doc_t;
-
-static void sharc_topo_find(sharc_topo_doc_t *doc, sharc_topo_severity_t severity,
-                            const sharc_topo_setting_t *set, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static void sharc_topo_find(sharc_topo_doc_t *doc, sharc_topo_severity_t severity,
-                            const sharc_topo_setting_t *set, const char *fmt, ...)
-{
-    sharc_topo_finding_t *f;
-    va_list ap;
-
-    doc->harmful |= (severity == SHARC_TOPO_FINDING_HARMFUL);
-    if (doc->n == doc->max) {
-        return;
-    }
-    f = &doc->findings[doc->n++];
-    memset(f, 0, sizeof(*f));
-    f->severity = severity;
-    snprintf(f->key, sizeof(f->key), "%s", set->key);
-    snprintf(f->value, sizeof(f->value), "%s", set->value);
-    snprintf(f->source, sizeof(f->source), "%s", set->source);
-    va_start(ap, fmt);
-    vsnprintf(f->reason, sizeof(f->reason), fmt, ap);
-    va_end(ap);
-}
-
-static int sharc_topo_truthy(const char *v)
-{
-    return strcmp(v, "1") == 0 || strcasecmp(v, "y") == 0 || strcasecmp(v, "yes") == 0 ||
-           strcasecmp(v, "true") == 0 || strcasecmp(v, "on") == 0;
-}
-
-static int sharc_topo_rdma_fabric(sharc_topo_fabric_t f)
-{
-    return f == SHARC_TOPO_FABRIC_IB || f == SHARC_TOPO_FABRIC_ROCE;
-}
-
-static void sharc_topo_doc_ib_disable(sharc_topo_doc_t *doc, const sharc_topo_setting_t *set)
-{
-    int rdma = sharc_topo_rdma_fabric(doc->topo->fabric);
-
-    if (sharc_topo_truthy(set->value) && rdma) {
-        sharc_topo_find(doc, SHARC_TOPO_FINDING_HARMFUL, set,
-                        "this is a %s node: NCCL falls back to TCP sockets, a fraction of the "
-                        "RDMA bandwidth",
-                        sharc_topo_fabric_name(doc->topo->fabric));
-    } else {
-        sharc_topo_find(doc, SHARC_TOPO_FINDING_OK, set, "fits a %s node",
-                        sharc_topo_fabric_name(doc->topo->fabric));
-    }
-}
-
-static void sharc_topo_doc_ifname(sharc_topo_doc_t *doc, const sharc_topo_setting_t *set)
-{
-    const sharc_topo_t *topo = doc->topo;
-    sharc_topo_spec_t spec;
-    int bad = 0;
-
-    if (topo->nifaces == 0) {
-        return; /* the input did not list interfaces: nothing to judge by */
-    }
-    sharc_topo_spec_parse(set->value, &spec);
-    for (int e = 0; e < spec.nentries; e++) {
-        int matched = 0, up = 0;
-
-        for (int i = 0; i < topo->nifaces; i++) {
-            if (sharc_topo_spec_entry_matches(&spec, e, topo->ifaces[i].name)) {
-                matched++;
-                up += topo->ifaces[i].up;
-            }
-        }
-        if (matched == 0) {
-            sharc_topo_find(
-                doc, spec.exclude ? SHARC_TOPO_FINDING_STALE : SHARC_TOPO_FINDING_HARMFUL, set,
-                "no interface %s '%s' exists here%s", spec.exact ? "named" : "starting with",
-                spec.entries[e].name, spec.exclude ? " (nothing to exclude)" : "");
-            bad = 1;
-        } else if (up == 0 && !spec.exclude) {
-            sharc_topo_find(doc, SHARC_TOPO_FINDING_HARMFUL, set,
-                            "every interface matching '%s' is down", spec.entries[e].name);
-            bad = 1;
-        }
-    }
-    if (!bad) {
-        sharc_topo_find(doc, SHARC_TOPO_FINDING_OK, set, "names existing interfaces that are up");
-    }
-}
-
-static void sharc_topo_doc_hca(sharc_topo_doc_t *doc, const sharc_topo_setting_t *set)
-{
-    const sharc_topo_t *topo = doc->topo;
-    sharc_topo_severity_t missing =
-        topo->nnics > 0 ? SHARC_TOPO_FINDING_HARMFUL : SHARC_TOPO_FINDING_STALE;
-    sharc_topo_spec_t spec;
-    int bad = 0;
-
-    sharc_topo_spec_parse(set->value, &spec);
-    for (int e = 0; e < spec.nentries; e++) {
-        int matched = 0, port_found = 0, active = 0;
-
-        for (int k = 0; k < topo->nnics; k++) {
-            const sharc_topo_nic_t *nic = &topo->nics[k];
-
-            if (!sharc_topo_spec_entry_matches(&spec, e, nic->name)) {
-                continue;
-            }
-            matched++;
-            for (int p = 0; p < nic->nports; p++) {
-                if (spec.entries[e].port < 0 || spec.entries[e].port == nic->ports[p].num) {
-                    port_found++;
-                    active += nic->ports[p].active;
-                }
-            }
-        }
-        if (matched == 0) {
-            sharc_topo_find(doc, spec.exclude ? SHARC_TOPO_FINDING_STALE : missing, set,
-                            "no RDMA device %s '%s' exists here%s",
-                            spec.exact ? "named" : "starting with", spec.entries[e].name,
-                            topo->nnics == 0 ? " (there are none: NCCL uses sockets)" : "");
-            bad = 1;
-        } else if (spec.exclude) {
-            continue;
-        } else if (port_found == 0) {
-            sharc_topo_find(doc, SHARC_TOPO_FINDING_HARMFUL, set, "%s has no port %d",
-                            spec.entries[e].name, spec.entries[e].port);
-            bad = 1;
-        } else if (active == 0) {
-            sharc_topo_find(doc, SHARC_TOPO_FINDING_HARMFUL, set, "the port(s) of '%s' are down",
-                            spec.entries[e].name);
-            bad = 1;
-        } else if (!spec.exact && matched > 1 &&
-                   isdigit((unsigned char)spec.entries[e].name[strlen(spec.entries[e].name) - 1])) {
-            sharc_topo_find(doc, SHARC_TOPO_FINDING_STALE, set,
-                            "'%s' is a prefix and selects %d devices (e.g. %s1x too); put '=' "
-                            "in front for exact names",
-                            spec.entries[e].name, matched, spec.entries[e].name);
-            bad = 1;
-        }
-    }
-    if (!bad) {
-        sharc_topo_find(doc, SHARC_TOPO_FINDING_OK, set, "names existing, active ports");
-    }
-}
-
-static void sharc_topo_doc_gid(sharc_topo_doc_t *doc, const sharc_topo_setting_t *set)
-{
-    const sharc_topo_t *topo = doc->topo;
-    char *end;
-    long index = strtol(set->value, &end, 10);
-    int bad = 0, checked = 0;
-
-    if (end == set->value || *end != '\0') {
-        sharc_topo_find(doc, SHARC_TOPO_FINDING_HARMFUL, set, "not a number");
-        return;
-    }
-    if (topo->fabric == SHARC_TOPO_FABRIC_IB) {
-        sharc_topo_find(doc, SHARC_TOPO_FINDING_STALE, set,
-                        "InfiniBand ports route by LID; the GID index matters only on RoCE");
-        return;
-    }
-    if (topo->fabric != SHARC_TOPO_FABRIC_ROCE || index < 0) {
-        sharc_topo_find(doc, SHARC_TOPO_FINDING_OK, set, "no RoCE port to check it against");
-        return;
-    }
-    for (int k = 0; k < topo->nnics && !bad; k++) {
-        const sharc_topo_nic_t *nic = &topo->nics[k];
-
-        for (int p = 0; p < nic->nports && nic->fabric == SHARC_TOPO_FABRIC_ROCE; p++) {
-            const sharc_topo_port_t *port = &nic->ports[p];
-            const sharc_topo_gid_t *gid = NULL;
-
-            if (!port->active) {
-                continue;
-            }
-            checked++;
-            for (int g = 0; g < port->ngids; g++) {
-                if (port->gids[g].index == index) {
-                    gid = &port->gids[g];
-                }
-            }
-            if (gid == NULL) {
-                sharc_topo_find(doc, SHARC_TOPO_FINDING_HARMFUL, set,
-                                "%s port %d has no GID %ld (empty entry: no address)", nic->name,
-                                port->num, index);
-                bad = 1;
-            } else if (strcmp(gid->type, "RoCE v2") != 0) {
-                sharc_topo_find(doc, SHARC_TOPO_FINDING_HARMFUL, set,
-                                "GID %ld of %s port %d is %s, not RoCE v2: not routable across "
-                                "subnets; RoCE v2 with IPv4 is at %d",
-                                index, nic->name, port->num, gid->type[0] ? gid->type : "untyped",
-                                sharc_topo_roce_v2_ipv4(port));
-                bad = 1;
-            } else if (strncmp(gid->gid, "fe80:", 5) == 0) {
-                sharc_topo_find(doc, SHARC_TOPO_FINDING_HARMFUL, set,
-                                "GID %ld of %s port %d has only a link-local address; the "
-                                "RoCE v2 IPv4 one is at %d",
-                                index, nic->name, port->num, sharc_topo_roce_v2_ipv4(port));
-                bad = 1;
-            }
-            if (bad) {
-                break;
-            }
-        }
-    }
-    if (!bad && checked > 0) {
-        sharc_topo_find(doc, SHARC_TOPO_FINDING_OK, set,
-                        "a RoCE v2 GID with an address on every active port");
-    }
-}
-
-static void sharc_topo_doc_efa(sharc_topo_doc_t *doc, const sharc_topo_setting_t *set)
-{
-    int efa = (doc->topo->fabric == SHARC_TOPO_FABRIC_EFA);
-
-    if (strcmp(set->key, "NCCL_PROTO") == 0) {
-        if (efa && strcasecmp(set->value, "simple") == 0) {
-            sharc_topo_find(doc, SHARC_TOPO_FINDING_HARMFUL, set,
-                            "advice for old aws-ofi-nccl; current plugins support LL128 and "
-                            "forcing Simple costs small-message latency");
-        } else {
-            sharc_topo_find(doc, SHARC_TOPO_FINDING_OK, set, "no EFA rule applies");
-        }
-        return;
-    }
-    if (!efa) {
-        sharc_topo_find(doc, SHARC_TOPO_FINDING_STALE, set, "no EFA device on this node");
-    } else if (strcmp(set->value, "0") == 0) {
-        sharc_topo_find(doc, SHARC_TOPO_FINDING_HARMFUL, set,
-                        "turns GPUDirect RDMA off: GPU buffers are staged through host memory");
-    } else {
-        sharc_topo_find(doc, SHARC_TOPO_FINDING_STALE, set,
-                        "libfabric 1.18+ enables device RDMA by itself on EFA that supports it");
-    }
-}
-
-static void sharc_topo_doc_debug(sharc_topo_doc_t *doc, const sharc_topo_setting_t *set)
-{
-    if (strcasecmp(set->value, "INFO") == 0 || strcasecmp(set->value, "TRACE") == 0) {
-        sharc_topo_find(doc, SHARC_TOPO_FINDING_STALE, set,
-                        "left on from debugging: every rank logs its setup and each "
-                        "communicator, slowing start-up and flooding the job's log");
-    } else {
-        sharc_topo_find(doc, SHARC_TOPO_FINDING_OK, set, "warnings only");
-    }
-}
-
-static void sharc_topo_doc_cuda_visible(sharc_topo_doc_t *doc, const sharc_topo_setting_t *set)
-{
-    int ngpus = doc->topo->ngpus, count = 0, bad = 0;
-    unsigned char seen[1024] = {0};
-    char buf[256], *save = NULL;
-
-    snprintf(buf, sizeof(buf), "%s", set->value);
-    for (char *tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
-        char *end;
-        long idx = strtol(tok, &end, 10);
-
-        count++;
-        if (end == tok || *end != '\0') {
-            continue; /* GPU-/MIG- UUIDs: cannot be checked against PCI */
-        }
-        if (idx < 0) {
-            /* CUDA stops at the first invalid index */
-            sharc_topo_find(doc, SHARC_TOPO_FINDING_HARMFUL, set,
-                            "'%ld' hides every GPU from that point on", idx);
-            return;
-        }
-        if (idx >= ngpus) {
-            sharc_topo_find(doc, SHARC_TOPO_FINDING_HARMFUL, set,
-                            "names GPU %ld; this node has %d, so CUDA stops at it", idx, ngpus);
-            return;
-        }
-        if (idx < (long)sizeof(seen) && seen[idx]++) {
-            sharc_topo_find(doc, SHARC_TOPO_FINDING_HARMFUL, set, "names GPU %ld twice", idx);
-            return;
-        }
-    }
-    if (count == 0) {
-        sharc_topo_find(doc, SHARC_TOPO_FINDING_HARMFUL, set, "empty: hides every GPU");
-        bad = 1;
-    } else if (count < ngpus) {
-        sharc_topo_find(doc, SHARC_TOPO_FINDING_STALE, set,
-                        "hides %d of the %d GPUs: fine when a launcher sets it per rank, stale "
-                        "when exported for the whole job",
-                        ngpus - count, ngpus);
-        bad = 1;
-    }
-    if (!bad) {
-        sharc_topo_find(doc, SHARC_TOPO_FINDING_OK, set, "shows every GPU");
-    }
-}
-
-int sharc_topo_doctor(const sharc_topo_t *topo, const sharc_topo_recs_t *recs,
-                      const sharc_topo_setting_t *settings, int nsettings,
-                      sharc_topo_finding_t *findings, int max, int *harmful_p)
-{
-    static const struct {
-        const char *key;
-        void (*check)(sharc_topo_doc_t *doc, const sharc_topo_setting_t *set);
-    } rules[] = {
-        {"NCCL_IB_DISABLE", sharc_topo_doc_ib_disable},
-        {"NCCL_SOCKET_IFNAME", sharc_topo_doc_ifname},
-        {"NCCL_IB_HCA", sharc_topo_doc_hca},
-        {"NCCL_IB_GID_INDEX", sharc_topo_doc_gid},
-        {"NCCL_PROTO", sharc_topo_doc_efa},
-        {"FI_EFA_USE_DEVICE_RDMA", sharc_topo_doc_efa},
-        {"NCCL_DEBUG", sharc_topo_doc_debug},
-        {"CUDA_VISIBLE_DEVICES", sharc_topo_doc_cuda_visible},
-    };
-    sharc_topo_doc_t doc = {topo, findings, 0, max, 0};
-
-    for (int s = 0; s < nsettings; s++) {
-        for (size_t r = 0; r < SHARC_ARRAY_SIZE(rules); r++) {
-            if (strcmp(settings[s].key, rules[r].key) == 0) {
-                rules[r].check(&doc, &settings[s]);
-            }
-        }
-    }
-    for (int r = 0; r < recs->nrecs; r++) {
-        const sharc_topo_rec_t *rec = &recs->recs[r];
-        int set = 0;
-
-        for (int s = 0; s < nsettings; s++) {
-            set |= (strcmp(settings[s].key, rec->key) == 0);
-        }
-        if (!set && !rec->unset) {
-            sharc_topo_setting_t missing;
-
-            snprintf(missing.key, sizeof(missing.key), "%s", rec->key);
-            snprintf(missing.value, sizeof(missing.value), "%s", rec->value);
-            snprintf(missing.source, sizeof(missing.source), "recommendation");
-            sharc_topo_find(&doc, SHARC_TOPO_FINDING_SUGGEST, &missing, "%s", rec->reason);
-        }
-    }
-    *harmful_p = doc.harmful;
-    return doc.n;
-}
-
-int sharc_topo_parse_conf(const char *text, const char *source, sharc_topo_setting_t *settings,
-                          int n, int max)
-{
-    const char *p = text;
-
-    while (*p != '\0' && n < max) {
-        const char *nl = strchr(p, '\n');
-        size_t len = (nl != NULL) ? (size_t)(nl - p) : strlen(p);
-        char line[512], *eq, *key, *value, *e;
-        int dup = 0;
-
-        snprintf(line, sizeof(line), "%.*s", (int)SHARC_MIN(len, sizeof(line) - 1), p);
-        p += len + (nl != NULL);
-        key = line;
-        while (isspace((unsigned char)*key)) {
-            key++;
-        }
-        eq = strchr(key, '=');
-        if (*key == '#' || eq == NULL) {
-            continue;
-        }
-        *eq = '\0';
-        value = eq + 1;
-        while (isspace((unsigned char)*value)) {
-            value++;
-        }
-        for (e = eq - 1; e >= key && isspace((unsigned char)*e); e--) {
-            *e = '\0';
-        }
-        for (e = value + strlen(value) - 1; e >= value && isspace((unsigned char)*e); e--) {
-            *e = '\0';
-        }
-        if (*key == '\0' || strlen(key) >= sizeof(settings[0].key)) {
-            continue;
-        }
-        for (int s = 0; s < n; s++) {
-            dup |= (strcmp(settings[s].key, key) == 0);
-        }
-        if (dup) {
-            continue; /* the environment wins, as in NCCL */
-        }
-        snprintf(settings[n].key, sizeof(settings[n].key), "%s", key);
-        snprintf(settings[n].value, sizeof(settings[n].value), "%s", value);
-        snprintf(settings[n].source, sizeof(settings[n].source), "%s", source);
-        n++;
-    }
-    return n;
+    sharc_topo_recommend_transport(topo, recs);
 }

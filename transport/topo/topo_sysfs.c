@@ -1,9 +1,9 @@
 /*
  * topo_sysfs.c: reads a tree laid out like /sys: GPUs and NVSwitches from bus/pci/devices,
- * RDMA devices from class/infiniband (ports, rates, states, GID tables), Ethernet from
- * class/net, NUMA nodes and sockets from devices/system. The live machine is root "/sys";
- * a fixture or a copied tree works the same, its symlinks resolved inside it. Anything
- * missing or garbled is skipped with a warning.
+ * RDMA devices from class/infiniband (ports, rates, states, GID tables), NUMA nodes and
+ * sockets from devices/system; network interfaces (class/net) are read by topo_net.c. The live
+ * machine is root "/sys"; a fixture or a copied tree works the same, its symlinks resolved inside
+ * it. Anything missing or garbled is skipped with a warning.
  */
 #include "config.h"
 
@@ -21,44 +21,10 @@
 #include "../../src/log.h"
 #include "../../src/util.h"
 #include "topo.h"
-
-#define SHARC_TOPO_PCI_VENDOR_NVIDIA 0x10de
-
-typedef struct {
-    sharc_topo_t *topo;
-    char root[PATH_MAX]; /* real path of the tree's root, no trailing '/' ("" for "/") */
-} sharc_topo_sysfs_t;
-
-/* GPU models by PCI device id: the datacenter parts people build clusters from. */
-static const struct {
-    unsigned device;
-    const char *model;
-    int sm;
-    int nvlinks; /* on an NVSwitch baseboard; 0 for PCIe cards */
-} sharc_topo_gpu_models[] = {
-    {0x1db1, "V100 SXM2 16GB", 70, 6},
-    {0x1db5, "V100 SXM2 32GB", 70, 6},
-    {0x1db4, "V100 PCIe 16GB", 70, 0},
-    {0x1eb8, "T4", 75, 0},
-    {0x20b0, "A100 SXM4 40GB", 80, 12},
-    {0x20b2, "A100 SXM4 80GB", 80, 12},
-    {0x20b3, "A100 SXM 64GB", 80, 12},
-    {0x20b5, "A100 PCIe 80GB", 80, 0},
-    {0x20f1, "A100 PCIe 40GB", 80, 0},
-    {0x20b7, "A30", 80, 0},
-    {0x2236, "A10", 86, 0},
-    {0x26b9, "L40S", 89, 0},
-    {0x27b8, "L4", 89, 0},
-    {0x2330, "H100 SXM5 80GB", 90, 18},
-    {0x2331, "H100 PCIe", 90, 0},
-    {0x2321, "H100 NVL", 90, 0},
-    {0x2324, "H800 SXM5", 90, 8},
-    {0x2335, "H200 SXM 141GB", 90, 18},
-    {0x2901, "B200", 100, 18},
-};
+#include "topo_sysfs.h"
 
 /* Read a small sysfs attribute, trailing whitespace stripped. Returns 0, or -1. */
-static int sharc_topo_attr(const char *dir, const char *name, char *buf, size_t size)
+int sharc_topo_attr(const char *dir, const char *name, char *buf, size_t size)
 {
     char path[PATH_MAX];
     FILE *f;
@@ -101,7 +67,7 @@ static int sharc_topo_attr_hex(const char *dir, const char *name, unsigned *valu
     return 0;
 }
 
-static int sharc_topo_attr_int(const char *dir, const char *name, long *value_p)
+int sharc_topo_attr_int(const char *dir, const char *name, long *value_p)
 {
     char buf[32], *end;
     long v;
@@ -136,7 +102,7 @@ static int sharc_topo_is_busid(const char *s)
  * a warning) for dangling links and for links that leave the tree, which would otherwise
  * read the live machine's /sys in place of a fixture's.
  */
-static int sharc_topo_resolve(sharc_topo_sysfs_t *s, const char *rel, char *out)
+int sharc_topo_resolve(sharc_topo_sysfs_t *s, const char *rel, char *out)
 {
     char path[PATH_MAX];
     size_t rootlen = strlen(s->root);
@@ -161,7 +127,7 @@ static int sharc_topo_resolve(sharc_topo_sysfs_t *s, const char *rel, char *out)
  * last PCI function on the way (an Ethernet interface sits below its function, sometimes
  * behind a virtio device). Returns -1 for devices not on PCI.
  */
-static int sharc_topo_pci_from_path(sharc_topo_sysfs_t *s, const char *real, sharc_topo_pci_t *pci)
+int sharc_topo_pci_from_path(sharc_topo_sysfs_t *s, const char *real, sharc_topo_pci_t *pci)
 {
     const char *start = strstr(real, "/devices/pci");
     const char *p, *last_end = NULL;
@@ -209,7 +175,7 @@ static int sharc_topo_pci_from_path(sharc_topo_sysfs_t *s, const char *real, sha
 }
 
 /* Name of the driver bound to a device: the last component of its driver link. */
-static void sharc_topo_driver(const char *dir, char *out, size_t size)
+void sharc_topo_driver(const char *dir, char *out, size_t size)
 {
     char path[PATH_MAX], target[PATH_MAX];
     ssize_t len;
@@ -228,12 +194,12 @@ static void sharc_topo_driver(const char *dir, char *out, size_t size)
     sharc_snprintf(out, size, "%s", (base != NULL) ? base + 1 : target);
 }
 
-static int sharc_topo_list(const char *dir, struct dirent ***list_p)
+int sharc_topo_list(const char *dir, struct dirent ***list_p)
 {
     return scandir(dir, list_p, NULL, versionsort);
 }
 
-static void sharc_topo_free_list(struct dirent **list, int n)
+void sharc_topo_free_list(struct dirent **list, int n)
 {
     for (int i = 0; i < n; i++) {
         free(list[i]);
@@ -289,13 +255,7 @@ static void sharc_topo_add_pci_device(sharc_topo_sysfs_t *s, const char *name)
     }
     gpu->vendor = vendor;
     gpu->device = device;
-    for (size_t m = 0; m < SHARC_ARRAY_SIZE(sharc_topo_gpu_models); m++) {
-        if (sharc_topo_gpu_models[m].device == device) {
-            sharc_snprintf(gpu->model, sizeof(gpu->model), "%s", sharc_topo_gpu_models[m].model);
-            gpu->sm = sharc_topo_gpu_models[m].sm;
-            gpu->nvlinks_max = sharc_topo_gpu_models[m].nvlinks;
-        }
-    }
+    sharc_topo_gpu_identify(gpu);
     topo->ngpus++;
 }
 
@@ -495,111 +455,6 @@ static void sharc_topo_read_rdma(sharc_topo_sysfs_t *s)
     sharc_topo_free_list(list, n);
 }
 
-/* Interfaces that are not a way off the node. */
-static int sharc_topo_netdev_skipped(const char *name)
-{
-    static const char *const prefixes[] = {"lo",      "veth", "docker", "br-", "virbr", "cni",
-                                           "flannel", "cali", "vxlan",  "tun", "tap"};
-
-    for (size_t i = 0; i < SHARC_ARRAY_SIZE(prefixes); i++) {
-        if (strncmp(name, prefixes[i], strlen(prefixes[i])) == 0) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
-static void sharc_topo_add_netdev(sharc_topo_sysfs_t *s, const char *name)
-{
-    sharc_topo_t *topo = s->topo;
-    char rel[PATH_MAX], real[PATH_MAX], dev[PATH_MAX], state[32];
-    sharc_topo_netdev_t *nd;
-    struct stat st;
-    long speed;
-
-    if (strlen(name) >= sizeof(nd->name)) {
-        return;
-    }
-    sharc_snprintf(rel, sizeof(rel), "class/net/%s", name);
-    if (topo->nifaces < (int)SHARC_ARRAY_SIZE(topo->ifaces)) {
-        sharc_snprintf(dev, sizeof(dev), "%s/%s", s->root, rel);
-        sharc_snprintf(topo->ifaces[topo->nifaces].name, sizeof(topo->ifaces[0].name), "%s", name);
-        topo->ifaces[topo->nifaces].up =
-            (sharc_topo_attr(dev, "operstate", state, sizeof(state)) == 0 &&
-             (strcmp(state, "up") == 0 || strcmp(state, "unknown") == 0));
-        topo->nifaces++;
-    }
-    if (sharc_topo_netdev_skipped(name)) {
-        return;
-    }
-    if (sharc_topo_resolve(s, rel, real) != 0) {
-        return;
-    }
-    sharc_snprintf(dev, sizeof(dev), "%s/bridge", real);
-    if (stat(dev, &st) == 0) {
-        return; /* a bridge: its ports are listed themselves */
-    }
-    sharc_snprintf(dev, sizeof(dev), "%s/device", real);
-    if (lstat(dev, &st) != 0) {
-        return; /* virtual: no device behind it */
-    }
-    if (topo->nnetdevs == SHARC_TOPO_MAX_NETDEVS) {
-        sharc_topo_warn(topo, "%s: more than %d interfaces; ignored", rel, SHARC_TOPO_MAX_NETDEVS);
-        return;
-    }
-    nd = &topo->netdevs[topo->nnetdevs];
-    memset(nd, 0, sizeof(*nd));
-    sharc_snprintf(nd->name, sizeof(nd->name), "%s", name);
-    nd->pci.numa = -1;
-    if (sharc_topo_pci_from_path(s, real, &nd->pci) != 0) {
-        sharc_topo_warn(topo, "%s: not on PCI; position unknown", name);
-    }
-    sharc_topo_driver(dev, nd->driver, sizeof(nd->driver));
-    /* Reading speed fails (EINVAL) on a link that is down; -1 means unknown. */
-    nd->speed_mbps = -1;
-    if (sharc_topo_attr_int(real, "speed", &speed) == 0 && speed > 0 && speed < 10000000) {
-        nd->speed_mbps = (int)speed;
-    }
-    nd->up =
-        (sharc_topo_attr(real, "operstate", state, sizeof(state)) == 0 && strcmp(state, "up") == 0);
-    topo->nnetdevs++;
-}
-
-static void sharc_topo_read_net(sharc_topo_sysfs_t *s)
-{
-    sharc_topo_t *topo = s->topo;
-    struct dirent **list;
-    char dir[PATH_MAX];
-    int n;
-
-    sharc_snprintf(dir, sizeof(dir), "%s/class/net", s->root);
-    n = sharc_topo_list(dir, &list);
-    if (n < 0) {
-        sharc_topo_warn(topo, "class/net: %s; no Ethernet interfaces found", strerror(errno));
-        return;
-    }
-    for (int i = 0; i < n; i++) {
-        if (list[i]->d_name[0] != '.') {
-            sharc_topo_add_netdev(s, list[i]->d_name);
-        }
-    }
-    sharc_topo_free_list(list, n);
-    /* An RDMA device and an interface on one PCI function are one port (RoCE, IPoIB). */
-    for (int d = 0; d < topo->nnetdevs; d++) {
-        for (int k = 0; k < topo->nnics; k++) {
-            if (topo->netdevs[d].pci.busid[0] != '\0' &&
-                strcmp(topo->netdevs[d].pci.busid, topo->nics[k].pci.busid) == 0) {
-                sharc_snprintf(topo->netdevs[d].rdma, sizeof(topo->netdevs[d].rdma), "%s",
-                               topo->nics[k].name);
-                if (topo->nics[k].netdev[0] == '\0') {
-                    sharc_snprintf(topo->nics[k].netdev, sizeof(topo->nics[k].netdev), "%s",
-                                   topo->netdevs[d].name);
-                }
-            }
-        }
-    }
-}
-
 static void sharc_topo_read_cpus(sharc_topo_sysfs_t *s)
 {
     sharc_topo_t *topo = s->topo;
@@ -680,6 +535,7 @@ sharc_status_t sharc_topo_read_sysfs(sharc_topo_t *topo, const char *root)
     if (strcmp(s->root, "/") == 0) {
         s->root[0] = '\0';
     }
+    s->live = (strcmp(s->root, "/sys") == 0);
     sharc_snprintf(topo->source, sizeof(topo->source), "sysfs %s", root);
     sharc_topo_read_pci(s);
     sharc_topo_read_rdma(s);

@@ -6,7 +6,8 @@
  *   </pci></cpu></system>
  * Nested <pci> elements are PCI switches as NCCL sees them (one element per switch); the
  * position of each device is the chain of busids below its <cpu>. The document is untrusted:
- * no network, no entity expansion, and bad elements become warnings.
+ * no network, no entity expansion, and bad elements become warnings; a damaged document gives
+ * what could be read before the damage, with a warning.
  */
 #include "config.h"
 
@@ -82,6 +83,7 @@ static void sharc_xml_gpu(sharc_xml_import_t *im, xmlNodePtr node, const sharc_t
     sharc_topo_t *topo = im->topo;
     sharc_topo_gpu_t *gpu;
     char tclass[16];
+    long vendor, device;
 
     if (topo->ngpus == SHARC_TOPO_MAX_GPUS) {
         sharc_topo_warn(topo, "NCCL XML: more than %d GPUs; %s ignored", SHARC_TOPO_MAX_GPUS,
@@ -91,12 +93,19 @@ static void sharc_xml_gpu(sharc_xml_import_t *im, xmlNodePtr node, const sharc_t
     gpu = &topo->gpus[topo->ngpus];
     memset(gpu, 0, sizeof(*gpu));
     gpu->pci = *pci;
-    gpu->vendor = 0x10de;
     gpu->sm = (int)sharc_xml_attr_long(node, "sm", 0);
     if (gpu->sm < 0 || gpu->sm > 1000) {
         sharc_topo_warn(topo, "NCCL XML: GPU %s: sm out of range", pci->busid);
         gpu->sm = 0;
     }
+    /* the PCI ids are on the enclosing <pci> element (vendor="0x10de" device="0x2330") */
+    vendor = sharc_xml_attr_long(node->parent, "vendor", SHARC_TOPO_PCI_VENDOR_NVIDIA);
+    device = sharc_xml_attr_long(node->parent, "device", 0);
+    gpu->vendor =
+        (vendor > 0 && vendor <= 0xffff) ? (unsigned)vendor : SHARC_TOPO_PCI_VENDOR_NVIDIA;
+    gpu->device = (device > 0 && device <= 0xffff) ? (unsigned)device : 0;
+    sharc_topo_gpu_identify(gpu);
+    gpu->nvlinks_max = 0; /* the XML lists the links there are: none are to be assumed */
     for (xmlNodePtr link = node->children; link != NULL; link = link->next) {
         long count;
 
@@ -255,9 +264,75 @@ static void sharc_xml_resolve_links(sharc_xml_import_t *im)
     }
 }
 
+/* The parser's first complaint, as "line N: message", for warnings and errors. */
+static void sharc_xml_error(xmlParserCtxtPtr ctxt, char *out, size_t size)
+{
+    xmlErrorPtr err = xmlCtxtGetLastError(ctxt);
+    size_t len;
+
+    if (err == NULL || err->message == NULL) {
+        snprintf(out, size, "parse error");
+        return;
+    }
+    snprintf(out, size, "line %d: %s", err->line, err->message);
+    len = strlen(out);
+    while (len > 0 && isspace((unsigned char)out[len - 1])) {
+        out[--len] = '\0'; /* libxml2 ends its messages with a newline */
+    }
+}
+
+/*
+ * Parse in libxml2's recover mode: a truncated or damaged file (a capture cut short, a
+ * hand edit) still yields the elements before the damage, with a warning; a document whose
+ * root is not <system>, or text from which no element can be read, is refused.
+ */
+static sharc_status_t sharc_xml_read(sharc_topo_t *topo, const char *text, size_t len,
+                                     xmlDocPtr *doc_p)
+{
+    xmlParserCtxtPtr ctxt = xmlNewParserCtxt();
+    char why[256];
+    xmlNodePtr root;
+    xmlDocPtr doc;
+
+    if (ctxt == NULL) {
+        sharc_error("out of memory parsing NCCL XML");
+        return SHARC_ERR_NOMEM;
+    }
+    /* XML_PARSE_NONET: no fetching of DTDs; entities stay unexpanded (no XML_PARSE_NOENT) */
+    doc = xmlCtxtReadMemory(ctxt, text, (int)len, "nccl-topo.xml", NULL,
+                            XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING |
+                                XML_PARSE_RECOVER);
+    sharc_xml_error(ctxt, why, sizeof(why));
+    root = (doc != NULL) ? xmlDocGetRootElement(doc) : NULL;
+    if (root == NULL) {
+        sharc_error("not XML: no element could be read (%s)", why);
+        goto err_free;
+    }
+    if (!sharc_xml_is(root, "system")) {
+        sharc_error("XML root element is <%.32s>, not <system>: not an NCCL topology",
+                    (const char *)root->name);
+        goto err_free;
+    }
+    if (!ctxt->wellFormed) {
+        sharc_topo_warn(topo,
+                        "NCCL XML is not well-formed (%s); the elements before the damage "
+                        "are used, the rest is missing",
+                        why);
+    }
+    xmlFreeParserCtxt(ctxt);
+    *doc_p = doc;
+    return SHARC_OK;
+
+err_free:
+    xmlFreeDoc(doc); /* NULL is a no-op */
+    xmlFreeParserCtxt(ctxt);
+    return SHARC_ERR_INVALID;
+}
+
 sharc_status_t sharc_topo_parse_nccl_xml(sharc_topo_t *topo, const char *text, size_t len)
 {
     sharc_xml_import_t *im;
+    sharc_status_t status;
     xmlDocPtr doc;
     xmlNodePtr root;
 
@@ -265,20 +340,11 @@ sharc_status_t sharc_topo_parse_nccl_xml(sharc_topo_t *topo, const char *text, s
         sharc_error("NCCL XML of %zu bytes is too large", len);
         return SHARC_ERR_INVALID;
     }
-    /* XML_PARSE_NONET: no fetching of DTDs; entities stay unexpanded (no XML_PARSE_NOENT) */
-    doc = xmlReadMemory(text, (int)len, "nccl-topo.xml", NULL,
-                        XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
-    if (doc == NULL) {
-        sharc_error("not well-formed XML: %s",
-                    xmlGetLastError() != NULL ? xmlGetLastError()->message : "parse error");
-        return SHARC_ERR_INVALID;
+    status = sharc_xml_read(topo, text, len, &doc);
+    if (status != SHARC_OK) {
+        return status;
     }
     root = xmlDocGetRootElement(doc);
-    if (root == NULL || !sharc_xml_is(root, "system")) {
-        sharc_error("XML root element is not <system>: not an NCCL topology");
-        xmlFreeDoc(doc);
-        return SHARC_ERR_INVALID;
-    }
     im = calloc(1, sizeof(*im));
     if (im == NULL) {
         sharc_error("out of memory importing NCCL XML");
@@ -302,9 +368,20 @@ sharc_status_t sharc_topo_parse_nccl_xml(sharc_topo_t *topo, const char *text, s
 typedef struct {
     char comps[16][24]; /* busids from the cpu down, the device last */
     int ncomps;
-    int gpu; /* gpus[] index, or -1 */
-    int nic; /* nics[] index, or -1 */
+    int gpu;  /* gpus[] index, or -1 */
+    int nic;  /* nics[] index, or -1 */
+    int numa; /* the <cpu> element it goes in */
 } sharc_xml_dev_t;
+
+static int sharc_xml_nic_active(const sharc_topo_nic_t *nic)
+{
+    for (int p = 0; p < nic->nports; p++) {
+        if (nic->ports[p].active) {
+            return 1;
+        }
+    }
+    return 0;
+}
 
 /*
  * A device's chain of <pci> elements. sysfs paths list each bridge (root port, switch
@@ -419,9 +496,14 @@ static void sharc_xml_write_cpu(const sharc_topo_t *topo, sharc_xml_dev_t *devs,
         for (; open < devs[i].ncomps; open++) {
             int leaf = (open == devs[i].ncomps - 1);
             const char *cls = !leaf ? "0x060400" : devs[i].gpu >= 0 ? "0x030200" : "0x020700";
+            char ids[48] = "";
 
-            fprintf(out, "%*s<pci busid=\"%s\" class=\"%s\">\n", open * 2 + 4, "",
-                    devs[i].comps[open], cls);
+            if (leaf && devs[i].gpu >= 0 && topo->gpus[devs[i].gpu].device != 0) {
+                snprintf(ids, sizeof(ids), " vendor=\"0x%04x\" device=\"0x%04x\"",
+                         topo->gpus[devs[i].gpu].vendor, topo->gpus[devs[i].gpu].device);
+            }
+            fprintf(out, "%*s<pci busid=\"%s\" class=\"%s\"%s>\n", open * 2 + 4, "",
+                    devs[i].comps[open], cls, ids);
         }
         sharc_xml_write_dev(topo, &devs[i], out, open + 2);
         fprintf(out, "%*s</pci>\n", open * 2 + 2, "");
@@ -450,8 +532,9 @@ sharc_status_t sharc_topo_write_nccl_xml(const sharc_topo_t *topo, FILE *out)
             (i < topo->ngpus) ? &topo->gpus[i].pci : &topo->nics[i - topo->ngpus].pci;
         int is_nic = (i >= topo->ngpus);
 
-        if (is_nic && topo->nics[i - topo->ngpus].fabric != topo->fabric) {
-            continue; /* NCCL lists the NICs of its network only */
+        if (is_nic && (topo->nics[i - topo->ngpus].fabric != topo->fabric ||
+                       !sharc_xml_nic_active(&topo->nics[i - topo->ngpus]))) {
+            continue; /* NCCL lists the NICs of its network only, and ports that are up */
         }
         if (sharc_xml_chain(pci, &devs[n]) != 0) {
             sharc_warn("%s %s has no PCI position; left out of the XML", is_nic ? "NIC" : "GPU",
@@ -460,24 +543,24 @@ sharc_status_t sharc_topo_write_nccl_xml(const sharc_topo_t *topo, FILE *out)
         }
         devs[n].gpu = is_nic ? -1 : i;
         devs[n].nic = is_nic ? i - topo->ngpus : -1;
-        numa_max = SHARC_MAX(numa_max, pci->numa);
+        /* NCCL wants a NUMA node: an unknown one (-1) is node 0, in node 0's element */
+        devs[n].numa = SHARC_MAX(pci->numa, 0);
+        numa_max = SHARC_MAX(numa_max, devs[n].numa);
         n++;
     }
     fprintf(out, "<system version=\"1\">\n");
-    for (int numa = -1; numa <= numa_max; numa++) {
+    for (int numa = 0; numa <= numa_max; numa++) {
         int nsel = 0;
 
         for (int i = 0; i < n; i++) {
-            const sharc_topo_pci_t *pci =
-                (devs[i].gpu >= 0) ? &topo->gpus[devs[i].gpu].pci : &topo->nics[devs[i].nic].pci;
-            if (pci->numa == numa) {
+            if (devs[i].numa == numa) {
                 sel[nsel++] = devs[i];
             }
         }
         if (nsel == 0) {
             continue;
         }
-        fprintf(out, "  <cpu numaid=\"%d\">\n", numa < 0 ? 0 : numa);
+        fprintf(out, "  <cpu numaid=\"%d\">\n", numa);
         sharc_xml_write_cpu(topo, sel, nsel, out);
         fprintf(out, "  </cpu>\n");
     }
