@@ -484,6 +484,21 @@ sharc_status_t sharc_coll_recv(sharc_coll_task_t *task, int peer, void *buf, siz
     return (status == SHARC_INPROGRESS) ? SHARC_OK : status;
 }
 
+sharc_status_t sharc_coll_recv_reduce(sharc_coll_task_t *task, int peer, void *dst, const void *src,
+                                      size_t count, sharc_tp_req_t *req)
+{
+    sharc_comm_h comm = task->comm;
+    sharc_status_t status;
+
+    if (comm->tp_ops->recv_reduce == NULL) {
+        return SHARC_ERR_UNSUPPORTED;
+    }
+    memset(req, 0, sizeof(*req));
+    status = comm->tp_ops->recv_reduce(comm->tp, peer, task->seq, dst, src, count, task->args.dtype,
+                                       task->args.op, req);
+    return (status == SHARC_INPROGRESS) ? SHARC_OK : status;
+}
+
 sharc_status_t sharc_coll_sendrecv(sharc_coll_task_t *task, int to, const void *sbuf, size_t sbytes,
                                    sharc_tp_req_t *sreq, int from, void *rbuf, size_t rbytes,
                                    sharc_tp_req_t *rreq)

@@ -70,6 +70,7 @@ typedef struct {
     char *out;       /* reduce-scatter: where this rank's block result goes */
     const char *own; /* allgather: this rank's block while it is not yet in vec, or NULL */
     int own_copied;  /* allgather: own has been copied into vec */
+    int reducing;    /* a reduce-scatter: scratch slots and fused receives */
     sharc_coll_blocks_t blocks;
     size_t chunk; /* elements per chunk */
     double scale; /* reduce-scatter: factor for the result (AVG), or 0 */
@@ -78,6 +79,7 @@ typedef struct {
     int n, rank, left, right;
     sharc_tp_req_t *sreq, *rreq; /* [units] */
     char *scratch;               /* reduce-scatter: SHARC_COLL_RS_SLOTS chunks */
+    unsigned char *fused;        /* reduce-scatter [units]: the transport combined on arrival */
     size_t next_send, next_recv, next_reduce, freed;
     int started;
 } sharc_coll_ring_t;
@@ -146,6 +148,15 @@ SHARC_HIDDEN sharc_status_t sharc_coll_send(sharc_coll_task_t *task, int peer, c
                                             size_t bytes, sharc_tp_req_t *req);
 SHARC_HIDDEN sharc_status_t sharc_coll_recv(sharc_coll_task_t *task, int peer, void *buf,
                                             size_t bytes, sharc_tp_req_t *req);
+
+/*
+ * A receive whose message is combined on arrival: dst = msg op src (the task's dtype and
+ * op), @p count elements. SHARC_ERR_UNSUPPORTED when the transport cannot for this peer:
+ * then the caller receives and reduces itself.
+ */
+SHARC_HIDDEN sharc_status_t sharc_coll_recv_reduce(sharc_coll_task_t *task, int peer, void *dst,
+                                                   const void *src, size_t count,
+                                                   sharc_tp_req_t *req);
 
 /* A receive from @p from and a send to @p to, posted together (the receive first). */
 SHARC_HIDDEN sharc_status_t sharc_coll_sendrecv(sharc_coll_task_t *task, int to, const void *sbuf,

@@ -9,7 +9,9 @@
  *   vector; no scratch. Bytes per rank: (n-1)/n of the vector sent and received.
  * reduce-scatter: step s sends the partial sum of block (r - s - 1) and receives that of
  *   block (r - s - 2) into a scratch slot, where this rank's contribution is added before
- *   it moves on; at step n-2 the block is r's own and the result goes to out. Scratch:
+ *   it moves on; at step n-2 the block is r's own and the result goes to out. A transport
+ *   with recv_reduce adds the contribution as the data arrives, reading it where it lies
+ *   (one pass instead of a copy and a pass), the last step straight into out. Scratch:
  *   SHARC_COLL_RS_SLOTS chunks. Bytes per rank as allgather, plus one reduction pass.
  */
 #include "config.h"
@@ -71,8 +73,12 @@ sharc_status_t sharc_coll_ring_init(sharc_coll_task_t *task, sharc_coll_ring_t *
     }
     ring->sreq = calloc(ring->units, sizeof(*ring->sreq));
     ring->rreq = calloc(ring->units, sizeof(*ring->rreq));
-    ring->scratch = malloc(SHARC_COLL_RS_SLOTS * ring->chunk * ring->esize);
-    if (ring->sreq == NULL || ring->rreq == NULL || ring->scratch == NULL) {
+    if (ring->reducing) {
+        ring->scratch = malloc(SHARC_COLL_RS_SLOTS * ring->chunk * ring->esize);
+        ring->fused = calloc(ring->units, 1);
+    }
+    if (ring->sreq == NULL || ring->rreq == NULL ||
+        (ring->reducing && (ring->scratch == NULL || ring->fused == NULL))) {
         sharc_coll_ring_cleanup(ring);
         return SHARC_ERR_NOMEM;
     }
@@ -85,8 +91,10 @@ void sharc_coll_ring_cleanup(sharc_coll_ring_t *ring)
     free(ring->sreq);
     free(ring->rreq);
     free(ring->scratch);
+    free(ring->fused);
     ring->sreq = ring->rreq = NULL;
     ring->scratch = NULL;
+    ring->fused = NULL;
 }
 
 /* Done when every send has been posted and has completed (receives are checked by callers). */
@@ -164,6 +172,12 @@ static char *sharc_ring_slot(const sharc_coll_ring_t *ring, size_t u)
     return ring->scratch + (u % SHARC_COLL_RS_SLOTS) * ring->chunk * ring->esize;
 }
 
+/* Where unit u's result goes when it is this rank's own block (the last step). */
+static char *sharc_ring_out(const sharc_coll_ring_t *ring, size_t u)
+{
+    return ring->out + sharc_ring_chunk(ring, u) * ring->chunk * ring->esize;
+}
+
 /* Is unit u's scratch slot free again: forwarded by unit u+1's send, or written out? */
 static int sharc_ring_released(const sharc_coll_ring_t *ring, size_t u)
 {
@@ -182,26 +196,34 @@ sharc_status_t sharc_coll_ring_reduce_scatter(sharc_coll_task_t *task, sharc_col
     for (;;) {
         int progressed = 0;
 
-        /* receives, as far as free slots allow */
+        /* receives, as far as free slots allow; where the transport can, the partial sum is
+         * combined with this rank's contribution as it arrives, into the slot it is
+         * forwarded from, or (last step) straight into out */
         while (ring->next_recv < ring->units &&
                ring->next_recv < ring->freed + SHARC_COLL_RS_SLOTS) {
             size_t u = ring->next_recv;
-            int b = sharc_ring_mod(ring->rank - sharc_ring_step(ring, u) - 2, ring->n);
+            int s = sharc_ring_step(ring, u), b = sharc_ring_mod(ring->rank - s - 2, ring->n);
+            char *dst = (s == ring->n - 2) ? sharc_ring_out(ring, u) : sharc_ring_slot(ring, u);
 
             sharc_ring_span(ring, b, sharc_ring_chunk(ring, u), &off, &len);
-            status =
-                sharc_coll_recv(task, ring->left, sharc_ring_slot(ring, u), len, &ring->rreq[u]);
+            status = sharc_coll_recv_reduce(task, ring->left, dst, ring->vec + off,
+                                            len / ring->esize, &ring->rreq[u]);
+            ring->fused[u] = status != SHARC_ERR_UNSUPPORTED;
+            if (!ring->fused[u]) {
+                status = sharc_coll_recv(task, ring->left, sharc_ring_slot(ring, u), len,
+                                         &ring->rreq[u]);
+            }
             if (status != SHARC_OK) {
                 return status;
             }
             ring->next_recv++;
             progressed = 1;
         }
-        /* add this rank's contribution to what arrived, in order */
+        /* otherwise add this rank's contribution to what arrived, in order */
         while (ring->next_reduce < ring->next_recv) {
             size_t u = ring->next_reduce;
             int s = sharc_ring_step(ring, u), b = sharc_ring_mod(ring->rank - s - 2, ring->n);
-            char *slot = sharc_ring_slot(ring, u);
+            char *slot = sharc_ring_slot(ring, u), *out = sharc_ring_out(ring, u);
 
             status = sharc_tp_req_status(&ring->rreq[u]);
             if (status == SHARC_INPROGRESS) {
@@ -210,14 +232,15 @@ sharc_status_t sharc_coll_ring_reduce_scatter(sharc_coll_task_t *task, sharc_col
                 return status;
             }
             sharc_ring_span(ring, b, sharc_ring_chunk(ring, u), &off, &len);
-            kern->reduce(slot, ring->vec + off, len / ring->esize, task->args.dtype, task->args.op,
-                         NULL);
-            if (s == ring->n - 2) { /* block r, complete: scale (AVG) and write it out */
-                if (ring->scale != 0.0) {
-                    kern->scale(slot, len / ring->esize, task->args.dtype, ring->scale, NULL);
+            if (!ring->fused[u]) {
+                kern->reduce(slot, slot, ring->vec + off, len / ring->esize, task->args.dtype,
+                             task->args.op, NULL);
+                if (s == ring->n - 2) {
+                    sharc_kern_copy(out, slot, len);
                 }
-                sharc_kern_copy(ring->out + sharc_ring_chunk(ring, u) * ring->chunk * ring->esize,
-                                slot, len);
+            }
+            if (s == ring->n - 2 && ring->scale != 0.0) { /* block r, complete: AVG */
+                kern->scale(out, len / ring->esize, task->args.dtype, ring->scale, NULL);
             }
             ring->next_reduce++;
             progressed = 1;

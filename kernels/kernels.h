@@ -26,14 +26,14 @@ typedef struct {
     sharc_status_t (*cast)(void *dst, sharc_dtype_t dst_dtype, const void *src,
                            sharc_dtype_t src_dtype, size_t count, void *stream);
     /**
-     * dst[i] = dst[i] op src[i] for every dtype and op (dst may equal src). Integers wrap
-     * around on overflow; min and max propagate NaN, and on ties (+0 and -0) keep dst's
-     * value; f16 and bf16 are computed in f32 and
-     * rounded once. AVG accumulates like SUM: finish it with scale(1 / nranks).
-     * SHARC_ERR_INVALID for AVG on integers or an unknown dtype or op.
+     * dst[i] = a[i] op b[i] for every dtype and op (dst may equal a or b). Integers wrap
+     * around on overflow; min and max propagate NaN, and on ties (+0 and -0) keep a's value;
+     * f16 and bf16 are computed in f32 and rounded once. AVG accumulates like SUM: finish it
+     * with scale(1 / nranks). SHARC_ERR_INVALID for AVG on integers or an unknown dtype or
+     * op.
      */
-    sharc_status_t (*reduce)(void *dst, const void *src, size_t count, sharc_dtype_t dtype,
-                             sharc_op_t op, void *stream);
+    sharc_status_t (*reduce)(void *dst, const void *a, const void *b, size_t count,
+                             sharc_dtype_t dtype, sharc_op_t op, void *stream);
     /** buf[i] *= factor, for the floating-point dtypes (f16 and bf16 through f32). */
     sharc_status_t (*scale)(void *buf, size_t count, sharc_dtype_t dtype, double factor,
                             void *stream);

@@ -301,7 +301,7 @@ static void sharc_shard_accumulate(sharc_shard_group_t *g, sharc_shard_unit_t *u
         if (g->grad_op == SHARC_OP_AVG) {
             g->kern->scale(f32, u->shard, SHARC_DTYPE_F32, 1.0 / g->size, NULL);
         }
-        g->kern->reduce(u->grad, f32, u->shard, SHARC_DTYPE_F32, SHARC_OP_SUM, NULL);
+        g->kern->reduce(u->grad, u->grad, f32, u->shard, SHARC_DTYPE_F32, SHARC_OP_SUM, NULL);
     }
     u->grad_zero = 0;
     sharc_shard_buf_put(g, u->gbuf, u->padded * g->resize);

@@ -236,6 +236,7 @@ static void test_reduce(void)
     const sharc_kern_ops_t *ops = &sharc_kern_cpu_ops;
     size_t max = 4099;
     char *d = malloc(max * 8), *s = malloc(max * 8), *orig = malloc(max * 8), exp[8];
+    char *o = malloc(max * 8); /* a third buffer: dst apart from both inputs */
 
     for (int dt = 0; dt < SHARC_DTYPE_LAST; dt++) {
         size_t sz = sharc_dtype_size((sharc_dtype_t)dt);
@@ -248,11 +249,15 @@ static void test_reduce(void)
                 fill_random(s, (sharc_dtype_t)dt, n);
                 memcpy(d, orig, n * sz);
                 if (!valid) {
-                    CHECK(ops->reduce(d, s, n, (sharc_dtype_t)dt, (sharc_op_t)op, NULL) ==
+                    CHECK(ops->reduce(d, d, s, n, (sharc_dtype_t)dt, (sharc_op_t)op, NULL) ==
                           SHARC_ERR_INVALID);
                     break;
                 }
-                CHECK(ops->reduce(d, s, n, (sharc_dtype_t)dt, (sharc_op_t)op, NULL) == SHARC_OK);
+                CHECK(ops->reduce(o, orig, s, n, (sharc_dtype_t)dt, (sharc_op_t)op, NULL) ==
+                      SHARC_OK);
+                CHECK(ops->reduce(d, d, s, n, (sharc_dtype_t)dt, (sharc_op_t)op, NULL) == SHARC_OK);
+                CHECK_MSG(memcmp(o, d, n * sz) == 0, "%s %s, %zu elements: dst apart differs",
+                          sharc_dtype_name(dt), sharc_op_name(op), n);
                 for (size_t i = 0; i < n; i++) {
                     ref_reduce_one(exp, orig, s, (sharc_dtype_t)dt, (sharc_op_t)op, i);
                     if (ref_is_nan(exp, (sharc_dtype_t)dt, 0)) {
@@ -268,14 +273,15 @@ static void test_reduce(void)
         /* dst == src: x op x */
         if (dt == SHARC_DTYPE_I32) {
             int32_t x[5] = {1, -2, 3, 40000, -7};
-            CHECK(ops->reduce(x, x, 5, SHARC_DTYPE_I32, SHARC_OP_SUM, NULL) == SHARC_OK);
+            CHECK(ops->reduce(x, x, x, 5, SHARC_DTYPE_I32, SHARC_OP_SUM, NULL) == SHARC_OK);
             CHECK(x[0] == 2 && x[1] == -4 && x[3] == 80000 && x[4] == -14);
         }
     }
-    CHECK(ops->reduce(d, s, 1, SHARC_DTYPE_LAST, SHARC_OP_SUM, NULL) == SHARC_ERR_INVALID);
-    CHECK(ops->reduce(d, s, 1, SHARC_DTYPE_F32, SHARC_OP_LAST, NULL) == SHARC_ERR_INVALID);
+    CHECK(ops->reduce(d, d, s, 1, SHARC_DTYPE_LAST, SHARC_OP_SUM, NULL) == SHARC_ERR_INVALID);
+    CHECK(ops->reduce(d, d, s, 1, SHARC_DTYPE_F32, SHARC_OP_LAST, NULL) == SHARC_ERR_INVALID);
     free(d);
     free(s);
+    free(o);
     free(orig);
 }
 

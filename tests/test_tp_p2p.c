@@ -116,6 +116,75 @@ static void exchange(sharc_comm_h comm, size_t len, int recv_first, int register
     free(rreq);
 }
 
+/*
+ * recv_reduce, where the transport has it: each rank sends @p count f32 to its right and
+ * combines what comes from its left with its own operand. @p shared: buffers from
+ * sharc_mem_alloc (the receiver reduces from a mapping); @p late: the receive is posted
+ * after the message arrived. A message of another size fails the receive.
+ */
+static void exchange_reduce(sharc_comm_h comm, size_t count, int shared, int late)
+{
+    const sharc_tp_ops_t *ops = comm->tp_ops;
+    int n = comm->size, me = comm->rank, right = (me + 1) % n, left = (me + n - 1) % n;
+    float *sbuf, *own, *dst;
+    sharc_tp_req_t s = {0}, r = {0};
+    sharc_status_t st;
+    size_t bad = 0;
+
+    if (shared) {
+        CHECK(sharc_mem_alloc(comm->ctx, count * 4 + 4, (void **)&sbuf) == SHARC_OK);
+    } else {
+        sbuf = malloc(count * 4 + 4);
+    }
+    own = malloc(count * 4 + 4);
+    dst = malloc(count * 4 + 4);
+    for (size_t i = 0; i < count; i++) {
+        sbuf[i] = (float)(me * 1000 + (int)(i % 997));
+        own[i] = (float)(i % 13);
+        dst[i] = -1;
+    }
+    CHECK(ops->send(comm->tp, right, 33, sbuf, count * 4, NULL, &s) >= SHARC_OK);
+    if (late) {
+        CHECK(sharc_comm_barrier(comm) == SHARC_OK); /* eager messages have arrived by now */
+    }
+    st = ops->recv_reduce(comm->tp, left, 33, dst, own, count, SHARC_DTYPE_F32, SHARC_OP_SUM, &r);
+    if (st == SHARC_ERR_UNSUPPORTED) { /* not for this peer (another node): by hand */
+        CHECK(ops->recv(comm->tp, left, 33, dst, count * 4, NULL, &r) >= SHARC_OK);
+    }
+    CHECK_MSG(st == SHARC_OK || st == SHARC_INPROGRESS || st == SHARC_ERR_UNSUPPORTED,
+              "recv_reduce: %s", sharc_status_string(st));
+    CHECK(wait_all(comm, &r, 1) == 0 && wait_all(comm, &s, 1) == 0);
+    CHECK(sharc_tp_req_status(&r) == SHARC_OK && sharc_tp_req_status(&s) == SHARC_OK);
+    for (size_t i = 0; st == SHARC_ERR_UNSUPPORTED && i < count; i++) {
+        dst[i] += own[i];
+    }
+    for (size_t i = 0; i < count; i++) {
+        bad += dst[i] != (float)(left * 1000 + (int)(i % 997)) + (float)(i % 13);
+    }
+    CHECK_MSG(bad == 0, "recv_reduce of %zu f32 (%s, %s): %zu wrong", count,
+              shared ? "shared" : "heap", late ? "late" : "early", bad);
+    /* the message is one element short of the reduction: the receive fails */
+    memset(&s, 0, sizeof(s));
+    memset(&r, 0, sizeof(r));
+    CHECK(ops->send(comm->tp, right, 34, sbuf, count * 4 - 4, NULL, &s) >= SHARC_OK);
+    st = ops->recv_reduce(comm->tp, left, 34, dst, own, count, SHARC_DTYPE_F32, SHARC_OP_SUM, &r);
+    if (st == SHARC_ERR_UNSUPPORTED) {
+        CHECK(ops->recv(comm->tp, left, 34, dst, count * 4, NULL, &r) >= SHARC_OK);
+    }
+    wait_all(comm, &r, 1);
+    wait_all(comm, &s, 1);
+    CHECK_MSG(st == SHARC_ERR_UNSUPPORTED || sharc_tp_req_status(&r) == SHARC_ERR_INVALID,
+              "short message: %s", sharc_status_string(sharc_tp_req_status(&r)));
+    CHECK(sharc_comm_barrier(comm) == SHARC_OK);
+    if (shared) {
+        sharc_mem_free(comm->ctx, sbuf);
+    } else {
+        free(sbuf);
+    }
+    free(own);
+    free(dst);
+}
+
 int main(void)
 {
     static const size_t sizes[] = {0, 1, 4097, 65536, (1u << 20) + 3};
@@ -154,6 +223,15 @@ int main(void)
         CHECK(ops->send(comm->tp, comm->size, 7, big, 1, NULL, &s) == SHARC_ERR_INVALID);
         CHECK(ops->send(comm->tp, right, 1ull << 60, big, 1, NULL, &s) == SHARC_ERR_INVALID);
         CHECK(sharc_comm_barrier(comm) == SHARC_OK);
+    }
+    if (comm->size > 1 && comm->tp_ops->recv_reduce != NULL) {
+        static const size_t counts[] = {1, 1000, 300001};
+        for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+            for (int shared = 0; shared < 2; shared++) {
+                exchange_reduce(comm, counts[c], shared, (int)c == 1);
+            }
+        }
+        printf("rank %d: recv_reduce ok\n", comm->rank);
     }
     printf("rank %d of %d: transport %s: %s\n", comm->rank, comm->size, comm->tp_ops->name,
            check_failures ? "FAILED" : "ok");

@@ -9,12 +9,13 @@ if ! "$top_builddir/perf/sharc-info" -b | grep -q "^ucx: yes"; then
     exit 77
 fi
 for n in 2 3 4; do
-    run_ok_match "shm, $n ranks" "transport shm: ok" "$LAUNCH" --mode env -n $n \
+    run_ok_match "shm, $n ranks" "recv_reduce ok.*transport shm: ok" "$LAUNCH" --mode env -n $n \
         -- "$BIN/test_tp_p2p"
     run_ok_match "ucx, $n ranks" "transport ucx: ok" env SHARC_TRANSPORT=ucx "$LAUNCH" \
         --mode env -n $n -- "$BIN/test_tp_p2p"
 done
-run_ok_match "shm through its FIFO (no CMA), 3 ranks" "transport shm: ok" env SHARC_SHM_CMA=no \
+run_ok_match "shm through its FIFO (no CMA), 3 ranks" "recv_reduce ok.*transport shm: ok" \
+    env SHARC_SHM_CMA=no \
     "$LAUNCH" --mode env -n 3 -- "$BIN/test_tp_p2p"
 run_ok_match "ucx over TCP only, 3 ranks" "transport ucx: ok" env SHARC_TRANSPORT=ucx \
     UCX_TLS=tcp,self "$LAUNCH" --mode env -n 3 -- "$BIN/test_tp_p2p"

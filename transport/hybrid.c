@@ -91,6 +91,20 @@ static sharc_status_t sharc_tp_hybrid_send(sharc_tp_comm_t *tp, int peer, uint64
     return part->ops->send(part->tp, peer, tag, buf, bytes, pm, req);
 }
 
+static sharc_status_t sharc_tp_hybrid_recv_reduce(sharc_tp_comm_t *tp, int peer, uint64_t tag,
+                                                  void *dst, const void *src, size_t count,
+                                                  sharc_dtype_t dtype, sharc_op_t op,
+                                                  sharc_tp_req_t *req)
+{
+    sharc_tp_mem_t *pm;
+    const sharc_tp_part_t *part = sharc_tp_hybrid_route(tp, peer, NULL, &pm);
+
+    if (part->ops->recv_reduce == NULL) {
+        return SHARC_ERR_UNSUPPORTED; /* this peer's part cannot: the caller reduces */
+    }
+    return part->ops->recv_reduce(part->tp, peer, tag, dst, src, count, dtype, op, req);
+}
+
 static sharc_status_t sharc_tp_hybrid_recv(sharc_tp_comm_t *tp, int peer, uint64_t tag, void *buf,
                                            size_t bytes, sharc_tp_mem_t *mem, sharc_tp_req_t *req)
 {
@@ -127,6 +141,7 @@ const sharc_tp_ops_t sharc_tp_hybrid_ops = {
     .mem_dereg = sharc_tp_hybrid_mem_dereg,
     .send = sharc_tp_hybrid_send,
     .recv = sharc_tp_hybrid_recv,
+    .recv_reduce = sharc_tp_hybrid_recv_reduce,
     .coll = NULL,
     .progress = sharc_tp_hybrid_progress,
 };

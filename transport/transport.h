@@ -20,7 +20,7 @@
 #include "../src/mem.h"
 
 /* Bump when a member is added, removed or changes meaning. */
-#define SHARC_TP_OPS_VERSION 1
+#define SHARC_TP_OPS_VERSION 2
 
 typedef struct sharc_tp_comm sharc_tp_comm_t; /* a backend's state for one communicator */
 typedef struct sharc_tp_mem sharc_tp_mem_t;   /* a backend's registration of one buffer */
@@ -49,6 +49,10 @@ typedef struct sharc_tp_req {
     size_t bytes; /* recv: bytes received */
     void (*cb)(struct sharc_tp_req *req);
     void *user; /* for the caller */
+    /* recv_reduce: the local operand and the reduction (the receive buffer is dst) */
+    const void *red_src;
+    sharc_dtype_t red_dtype;
+    sharc_op_t red_op;
     union {
         void *ptr;
         uint64_t u64;
@@ -137,6 +141,19 @@ typedef struct sharc_tp_ops {
                            size_t bytes, sharc_tp_mem_t *mem, sharc_tp_req_t *req);
     sharc_status_t (*recv)(sharc_tp_comm_t *tp, int peer, uint64_t tag, void *buf, size_t bytes,
                            sharc_tp_mem_t *mem, sharc_tp_req_t *req);
+
+    /**
+     * Optional (NULL: the caller receives into scratch and reduces). A receive that combines
+     * instead of storing: for a message of exactly @p count elements of @p dtype,
+     * dst[i] = msg[i] op src[i], as the reduce kernel computes it with the message first
+     * (@p src may equal @p dst). A transport that sees the sender's data in place (a mapped
+     * buffer, its FIFO) reduces from there and saves the copy into scratch. Nonblocking, as
+     * recv; SHARC_ERR_UNSUPPORTED (req untouched) where it cannot, for this peer: the
+     * caller falls back. A message of another size completes it with SHARC_ERR_INVALID.
+     */
+    sharc_status_t (*recv_reduce)(sharc_tp_comm_t *tp, int peer, uint64_t tag, void *dst,
+                                  const void *src, size_t count, sharc_dtype_t dtype, sharc_op_t op,
+                                  sharc_tp_req_t *req);
 
     /** Whole collective (NULL for point-to-point transports). Nonblocking, as send. */
     sharc_status_t (*coll)(sharc_tp_comm_t *tp, const sharc_tp_coll_args_t *args,

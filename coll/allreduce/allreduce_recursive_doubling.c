@@ -56,7 +56,8 @@ static sharc_status_t sharc_allreduce_recdbl_progress(sharc_coll_task_t *task)
         if ((status = sharc_coll_reqs_status(task->reqs, 2)) != SHARC_OK) {
             return status;
         }
-        sharc_kern_cpu_ops.reduce(a->recvbuf, task->ring.scratch, a->count, a->dtype, a->op, NULL);
+        sharc_kern_cpu_ops.reduce(a->recvbuf, a->recvbuf, task->ring.scratch, a->count, a->dtype,
+                                  a->op, NULL);
         task->phase = 0;
         task->step++;
     }

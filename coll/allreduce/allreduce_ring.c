@@ -36,6 +36,7 @@ static sharc_status_t sharc_allreduce_ring_init(sharc_coll_task_t *task)
     }
     sharc_allreduce_ring_layout(task);
     task->ring.scale = (a->op == SHARC_OP_AVG) ? 1.0 / task->comm->size : 0.0;
+    task->ring.reducing = 1;
     task->phase = 0;
     return sharc_coll_ring_init(task, &task->ring);
 }

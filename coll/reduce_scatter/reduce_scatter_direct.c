@@ -55,10 +55,13 @@ static sharc_status_t sharc_reduce_scatter_direct_progress(sharc_coll_task_t *ta
         (status = sharc_coll_reqs_status(task->reqs + n, (size_t)(n - 1))) != SHARC_OK) {
         return status;
     }
-    /* rank order, the same on every rank's block: own block joins at its place */
-    memcpy(sum, r == 0 ? send : slots, bytes); /* start from rank 0's block */
+    /* rank order, the same on every rank's block: own block joins at its place; rank 0's
+     * block is the first operand (or the whole result on one rank) */
+    if (n == 1) {
+        memcpy(sum, send, bytes);
+    }
     for (int p = 1; p < n; p++) {
-        sharc_kern_cpu_ops.reduce(sum,
+        sharc_kern_cpu_ops.reduce(sum, p == 1 ? (r == 0 ? send : slots) : sum,
                                   p == r ? send + (size_t)r * bytes : slots + (size_t)p * bytes,
                                   a->count, a->dtype, a->op, NULL);
     }

@@ -62,7 +62,8 @@ static sharc_status_t sharc_reduce_scatter_rechalf_progress(sharc_coll_task_t *t
         if ((status = sharc_coll_reqs_status(task->reqs, 2)) != SHARC_OK) {
             return status;
         }
-        sharc_kern_cpu_ops.reduce(work + keep * bytes, in, d * a->count, a->dtype, a->op, NULL);
+        sharc_kern_cpu_ops.reduce(work + keep * bytes, work + keep * bytes, in, d * a->count,
+                                  a->dtype, a->op, NULL);
         task->ring.next_send = keep;
         task->phase = 0;
         task->step++;

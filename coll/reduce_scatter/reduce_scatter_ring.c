@@ -25,6 +25,7 @@ static sharc_status_t sharc_reduce_scatter_ring_init(sharc_coll_task_t *task)
     ring->blocks = (sharc_coll_blocks_t){.base = a->count, .extra = 0};
     ring->chunk = task->comm->ctx->cfg->coll_chunk / sharc_dtype_size(a->dtype);
     ring->scale = (a->op == SHARC_OP_AVG) ? 1.0 / n : 0.0;
+    ring->reducing = 1;
     if (n == 1 && a->count > 0) { /* no ring: the result is this rank's own block */
         if (a->recvbuf != a->sendbuf) {
             memcpy(a->recvbuf, a->sendbuf, a->count * sharc_dtype_size(a->dtype));

@@ -9,8 +9,9 @@
 SHARC_HIDDEN sharc_status_t sharc_kern_cpu_cast(void *dst, sharc_dtype_t dst_dtype, const void *src,
                                                 sharc_dtype_t src_dtype, size_t count,
                                                 void *stream);
-SHARC_HIDDEN sharc_status_t sharc_kern_cpu_reduce(void *dst, const void *src, size_t count,
-                                                  sharc_dtype_t dtype, sharc_op_t op, void *stream);
+SHARC_HIDDEN sharc_status_t sharc_kern_cpu_reduce(void *dst, const void *a, const void *b,
+                                                  size_t count, sharc_dtype_t dtype, sharc_op_t op,
+                                                  void *stream);
 SHARC_HIDDEN sharc_status_t sharc_kern_cpu_scale(void *buf, size_t count, sharc_dtype_t dtype,
                                                  double factor, void *stream);
 

@@ -1,5 +1,5 @@
 /*
- * cpu/reduce.c: elementwise reductions (dst = dst op src) and scaling on host memory, for
+ * cpu/reduce.c: elementwise reductions (dst = a op b) and scaling on host memory, for
  * every dtype and op. The loops are plain C that the compiler vectorizes; each is built for
  * AVX-512, AVX2 and baseline x86-64 and picked at load time for the CPU it runs on
  * (function multiversioning), so one binary is fast everywhere. f16 and bf16 go through
@@ -21,12 +21,12 @@
 #define SHARC_KERN_CLONES
 #endif
 
-/* One loop per (type, op). a is dst's element, b is src's. No restrict: dst may equal src. */
+/* One loop per (type, op): d = x op y. No restrict: d may equal x or y. */
 #define SHARC_KERN_LOOP(_name, _T, _expr)                                                          \
-    SHARC_KERN_CLONES static void _name(_T *d, const _T *s, size_t n)                              \
+    SHARC_KERN_CLONES static void _name(_T *d, const _T *x, const _T *y, size_t n)                 \
     {                                                                                              \
         for (size_t i = 0; i < n; i++) {                                                           \
-            _T a = d[i], b = s[i];                                                                 \
+            _T a = x[i], b = y[i];                                                                 \
             d[i] = (_expr);                                                                        \
         }                                                                                          \
     }
@@ -51,7 +51,7 @@ SHARC_KERN_INT(i32, int32_t, uint32_t)
 SHARC_KERN_INT(i64, int64_t, uint64_t)
 SHARC_KERN_INT(u8, uint8_t, unsigned)
 
-typedef void (*sharc_kern_loop_fn_t)(void *d, const void *s, size_t n);
+typedef void (*sharc_kern_loop_fn_t)(void *d, const void *x, const void *y, size_t n);
 
 #define SHARC_KERN_ROW(_sfx)                                                                       \
     {                                                                                              \
@@ -70,8 +70,8 @@ static const sharc_kern_loop_fn_t sharc_kern_loops[SHARC_DTYPE_LAST][SHARC_OP_LA
 /* 16-bit floats: widen a block to f32, reduce with the f32 loop, round back. */
 #define SHARC_KERN_BLOCK 1024
 
-SHARC_KERN_CLONES static void sharc_kern_reduce16(uint16_t *d, const uint16_t *s, size_t n,
-                                                  sharc_dtype_t dtype, sharc_op_t op)
+SHARC_KERN_CLONES static void sharc_kern_reduce16(uint16_t *d, const uint16_t *x, const uint16_t *y,
+                                                  size_t n, sharc_dtype_t dtype, sharc_op_t op)
 {
     float a[SHARC_KERN_BLOCK], b[SHARC_KERN_BLOCK];
     sharc_kern_loop_fn_t fn = sharc_kern_loops[SHARC_DTYPE_F32][op];
@@ -81,16 +81,16 @@ SHARC_KERN_CLONES static void sharc_kern_reduce16(uint16_t *d, const uint16_t *s
 
         if (dtype == SHARC_DTYPE_BF16) {
             for (size_t i = 0; i < m; i++) {
-                a[i] = sharc_kern_bf16_to_f32(d[off + i]);
-                b[i] = sharc_kern_bf16_to_f32(s[off + i]);
+                a[i] = sharc_kern_bf16_to_f32(x[off + i]);
+                b[i] = sharc_kern_bf16_to_f32(y[off + i]);
             }
         } else {
             for (size_t i = 0; i < m; i++) {
-                a[i] = sharc_kern_f16_to_f32(d[off + i]);
-                b[i] = sharc_kern_f16_to_f32(s[off + i]);
+                a[i] = sharc_kern_f16_to_f32(x[off + i]);
+                b[i] = sharc_kern_f16_to_f32(y[off + i]);
             }
         }
-        fn(a, b, m);
+        fn(a, a, b, m);
         /* separate loops: the bf16 one vectorizes, the branchy f16 one would stop it */
         if (dtype == SHARC_DTYPE_BF16) {
             for (size_t i = 0; i < m; i++) {
@@ -104,16 +104,16 @@ SHARC_KERN_CLONES static void sharc_kern_reduce16(uint16_t *d, const uint16_t *s
     }
 }
 
-sharc_status_t sharc_kern_cpu_reduce(void *dst, const void *src, size_t count, sharc_dtype_t dtype,
-                                     sharc_op_t op, void *stream)
+sharc_status_t sharc_kern_cpu_reduce(void *dst, const void *a, const void *b, size_t count,
+                                     sharc_dtype_t dtype, sharc_op_t op, void *stream)
 {
     if (!sharc_kern_op_valid(dtype, op)) {
         return SHARC_ERR_INVALID;
     }
     if (dtype == SHARC_DTYPE_F16 || dtype == SHARC_DTYPE_BF16) {
-        sharc_kern_reduce16(dst, src, count, dtype, op);
+        sharc_kern_reduce16(dst, a, b, count, dtype, op);
     } else {
-        sharc_kern_loops[dtype][op](dst, src, count);
+        sharc_kern_loops[dtype][op](dst, a, b, count);
     }
     return SHARC_OK;
 }

@@ -135,6 +135,7 @@ struct sharc_tp_comm {
     uint64_t next_cookie, map_clock;
     double next_liveness;    /* time of the next check that peers with work are alive */
     volatile uint64_t probe; /* read by the peers' CMA probe */
+    char *bounce;            /* recv_reduce over CMA: the sender's data, a chunk at a time */
 };
 
 SHARC_HIDDEN sharc_status_t sharc_tp_shm_send(sharc_tp_comm_t *tp, int peer, uint64_t tag,
@@ -143,6 +144,10 @@ SHARC_HIDDEN sharc_status_t sharc_tp_shm_send(sharc_tp_comm_t *tp, int peer, uin
 SHARC_HIDDEN sharc_status_t sharc_tp_shm_recv(sharc_tp_comm_t *tp, int peer, uint64_t tag,
                                               void *buf, size_t bytes, sharc_tp_mem_t *mem,
                                               sharc_tp_req_t *req);
+SHARC_HIDDEN sharc_status_t sharc_tp_shm_recv_reduce(sharc_tp_comm_t *tp, int peer, uint64_t tag,
+                                                     void *dst, const void *src, size_t count,
+                                                     sharc_dtype_t dtype, sharc_op_t op,
+                                                     sharc_tp_req_t *req);
 SHARC_HIDDEN int sharc_tp_shm_progress(sharc_tp_comm_t *tp);
 
 /* Free what the peer queues still hold (at destroy, after every request completed). */

@@ -214,6 +214,23 @@ static int shm_flush(sharc_tp_comm_t *tp, sharc_shm_peer_t *p)
 
 /* ---- receives ------------------------------------------------------------------------ */
 
+/*
+ * Message data lands in a receive at byte @p off: stored, or for recv_reduce combined with
+ * the local operand straight from where the data is (a FIFO slot, the sender's mapping).
+ */
+static void shm_land(sharc_tp_req_t *req, size_t off, const void *data, size_t bytes)
+{
+    char *dst = (char *)SHM_BUF(req) + off;
+
+    if (req->red_src == NULL) {
+        sharc_kern_copy(dst, data, bytes);
+    } else {
+        sharc_kern_cpu_ops.reduce(dst, data, (const char *)req->red_src + off,
+                                  bytes / sharc_dtype_size(req->red_dtype), req->red_dtype,
+                                  req->red_op, NULL);
+    }
+}
+
 /* Copy @p bytes from the peer's @p addr into @p dst with process_vm_readv. */
 static sharc_status_t shm_cma_read(sharc_tp_comm_t *tp, sharc_shm_peer_t *p, void *dst,
                                    uint64_t addr, size_t bytes)
@@ -244,6 +261,36 @@ static sharc_status_t shm_cma_read(sharc_tp_comm_t *tp, sharc_shm_peer_t *p, voi
         return (n < 0 && errno == ESRCH) ? SHARC_ERR_REMOTE : SHARC_ERR_BACKEND;
     }
     return SHARC_OK;
+}
+
+/*
+ * The sender's data at @p addr into the receive with process_vm_readv: straight into the
+ * buffer, or for recv_reduce through a bounce buffer a chunk at a time.
+ */
+#define SHARC_SHM_BOUNCE (1u << 20)
+
+static sharc_status_t shm_cma_land(sharc_tp_comm_t *tp, sharc_shm_peer_t *p, sharc_tp_req_t *req,
+                                   uint64_t addr, size_t bytes)
+{
+    sharc_status_t status = SHARC_OK;
+
+    if (req->red_src == NULL) {
+        return shm_cma_read(tp, p, SHM_BUF(req), addr, bytes);
+    }
+    if (tp->bounce == NULL && (tp->bounce = malloc(SHARC_SHM_BOUNCE)) == NULL) {
+        return SHARC_ERR_UNSUPPORTED; /* streamed through the FIFO instead */
+    }
+    for (size_t off = 0; status == SHARC_OK && off < bytes; off += SHARC_SHM_BOUNCE) {
+        size_t n = SHARC_MIN((size_t)SHARC_SHM_BOUNCE, bytes - off);
+
+        status = shm_cma_read(tp, p, tp->bounce, addr + off, n);
+        if (status == SHARC_OK) {
+            shm_land(req, off, tp->bounce, n);
+        } else if (status == SHARC_ERR_UNSUPPORTED && off > 0) {
+            status = SHARC_ERR_BACKEND; /* part of it is combined already: no way back */
+        }
+    }
+    return status;
 }
 
 /* Map the peer's sharc_mem_alloc buffer named by @p rts (cached), or NULL to use CMA. */
@@ -299,19 +346,30 @@ fail:
     return NULL;
 }
 
+/* Does a message of @p bytes fit the receive (a reduction takes exactly its size)? */
+static int shm_fits(sharc_tp_comm_t *tp, sharc_shm_peer_t *p, sharc_tp_req_t *req,
+                    const sharc_shm_hdr_t *hdr)
+{
+    if (hdr->bytes > SHM_BYTES(req) || (req->red_src != NULL && hdr->bytes != SHM_BYTES(req))) {
+        sharc_error("shm: rank %d: a %llu-byte message from rank %d with tag %#llx does not fit "
+                    "the %llu-byte %s",
+                    tp->rank, (unsigned long long)hdr->bytes, p->rank, (unsigned long long)hdr->tag,
+                    (unsigned long long)SHM_BYTES(req),
+                    req->red_src != NULL ? "reduction" : "receive buffer");
+        return 0;
+    }
+    return 1;
+}
+
 static void shm_recv_eager(sharc_tp_comm_t *tp, sharc_shm_peer_t *p, sharc_tp_req_t *req,
                            const sharc_shm_hdr_t *hdr, const void *payload)
 {
-    if (hdr->bytes > SHM_BYTES(req)) {
-        sharc_error("shm: rank %d: a %llu-byte message from rank %d with tag %#llx does not fit "
-                    "the %llu-byte receive buffer",
-                    tp->rank, (unsigned long long)hdr->bytes, p->rank, (unsigned long long)hdr->tag,
-                    (unsigned long long)SHM_BYTES(req));
+    if (!shm_fits(tp, p, req, hdr)) {
         sharc_tp_req_complete(req, SHARC_ERR_INVALID);
         return;
     }
     if (hdr->bytes > 0) {
-        memcpy(SHM_BUF(req), payload, hdr->bytes);
+        shm_land(req, 0, payload, hdr->bytes);
     }
     req->bytes = hdr->bytes;
     sharc_tp_req_complete(req, SHARC_OK);
@@ -325,17 +383,13 @@ static void shm_recv_rndv(sharc_tp_comm_t *tp, sharc_shm_peer_t *p, sharc_tp_req
     sharc_status_t status = SHARC_ERR_UNSUPPORTED;
     const unsigned char *src;
 
-    if (rts->bytes > SHM_BYTES(req)) {
-        sharc_error("shm: rank %d: a %llu-byte message from rank %d with tag %#llx does not fit "
-                    "the %llu-byte receive buffer",
-                    tp->rank, (unsigned long long)rts->bytes, p->rank, (unsigned long long)rts->tag,
-                    (unsigned long long)SHM_BYTES(req));
+    if (!shm_fits(tp, p, req, rts)) {
         status = SHARC_ERR_INVALID;
     } else if ((src = shm_peer_region(tp, p, rts)) != NULL) {
-        sharc_kern_copy(SHM_BUF(req), src + rts->offset, rts->bytes);
+        shm_land(req, 0, src + rts->offset, rts->bytes);
         status = SHARC_OK;
     } else if (p->cma) {
-        status = shm_cma_read(tp, p, SHM_BUF(req), rts->addr, rts->bytes);
+        status = shm_cma_land(tp, p, req, rts->addr, rts->bytes);
         p->cma = status != SHARC_ERR_UNSUPPORTED;
     }
     if (status == SHARC_ERR_UNSUPPORTED) {
@@ -367,7 +421,7 @@ static void shm_frag(sharc_tp_comm_t *tp, sharc_shm_peer_t *p, const sharc_shm_h
                     tp->rank, p->rank);
         return;
     }
-    memcpy((char *)SHM_BUF(req) + hdr->offset, payload, hdr->bytes);
+    shm_land(req, hdr->offset, payload, hdr->bytes);
     req->bytes += hdr->bytes;
     if (req->bytes == SHM_BYTES(req)) {
         shm_take(&p->frag_recv, 3, hdr->rcookie);
@@ -605,13 +659,13 @@ sharc_status_t sharc_tp_shm_send(sharc_tp_comm_t *tp, int peer, uint64_t tag, co
     return status;
 }
 
-sharc_status_t sharc_tp_shm_recv(sharc_tp_comm_t *tp, int peer, uint64_t tag, void *buf,
-                                 size_t bytes, sharc_tp_mem_t *mem, sharc_tp_req_t *req)
+/* A receive (plain, or recv_reduce with req->red_* set) matched or queued. */
+static sharc_status_t shm_recv_post(sharc_tp_comm_t *tp, int peer, uint64_t tag, void *buf,
+                                    size_t bytes, sharc_tp_req_t *req)
 {
     sharc_shm_peer_t *p;
     sharc_status_t status;
 
-    (void)mem;
     pthread_mutex_lock(&tp->lock);
     p = shm_prepare(tp, peer, tag, buf, bytes, req, "receive from", &status);
     if (p != NULL) {
@@ -641,6 +695,28 @@ sharc_status_t sharc_tp_shm_recv(sharc_tp_comm_t *tp, int peer, uint64_t tag, vo
     }
     pthread_mutex_unlock(&tp->lock);
     return status;
+}
+
+sharc_status_t sharc_tp_shm_recv(sharc_tp_comm_t *tp, int peer, uint64_t tag, void *buf,
+                                 size_t bytes, sharc_tp_mem_t *mem, sharc_tp_req_t *req)
+{
+    (void)mem;
+    req->red_src = NULL;
+    return shm_recv_post(tp, peer, tag, buf, bytes, req);
+}
+
+sharc_status_t sharc_tp_shm_recv_reduce(sharc_tp_comm_t *tp, int peer, uint64_t tag, void *dst,
+                                        const void *src, size_t count, sharc_dtype_t dtype,
+                                        sharc_op_t op, sharc_tp_req_t *req)
+{
+    if (src == NULL || sharc_dtype_size(dtype) == 0 || !sharc_kern_op_valid(dtype, op)) {
+        sharc_error("shm: recv_reduce without an operand, or with an invalid dtype or op");
+        return SHARC_ERR_INVALID;
+    }
+    req->red_src = src;
+    req->red_dtype = dtype;
+    req->red_op = op;
+    return shm_recv_post(tp, peer, tag, dst, count * sharc_dtype_size(dtype), req);
 }
 
 int sharc_tp_shm_progress(sharc_tp_comm_t *tp)

@@ -158,6 +158,7 @@ static void sharc_shm_comm_destroy(sharc_tp_comm_t *tp)
     free(tp->maps);
     free(tp->peers);
     free(tp->local_of);
+    free(tp->bounce);
     free(tp);
 }
 
@@ -289,6 +290,7 @@ const sharc_tp_ops_t sharc_tp_shm_ops = {
     .mem_dereg = NULL,
     .send = sharc_tp_shm_send,
     .recv = sharc_tp_shm_recv,
+    .recv_reduce = sharc_tp_shm_recv_reduce,
     .coll = NULL,
     .progress = sharc_tp_shm_progress,
 };
