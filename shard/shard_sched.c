@@ -195,23 +195,31 @@ static sharc_status_t sharc_shard_end_(sharc_shard_group_t *g, int phase, int un
 }
 
 /* begin and end, timed: the engine's cost on the caller's thread (engine_s) */
+/* A step call, timed: the engine's cost on the caller's thread (engine_s; per call at debug). */
+static sharc_status_t sharc_shard_timed(sharc_shard_group_t *g, int phase, int unit, int begin,
+                                        const char *what)
+{
+    double t0 = sharc_time_now(), waited = (g != NULL) ? g->stats.exposed_s : 0;
+    sharc_status_t status =
+        begin ? sharc_shard_begin_(g, phase, unit, what) : sharc_shard_end_(g, phase, unit, what);
+
+    if (g != NULL) {
+        sharc_shard_stats_engine(g, t0);
+        sharc_debug("%s(%d): %.3f ms, %.3f ms of it waiting", what, unit,
+                    (sharc_time_now() - t0) * 1e3, (g->stats.exposed_s - waited) * 1e3);
+    }
+    return status;
+}
+
 static sharc_status_t sharc_shard_begin(sharc_shard_group_t *g, int phase, int unit,
                                         const char *what)
 {
-    double t0 = sharc_time_now();
-    sharc_status_t status = sharc_shard_begin_(g, phase, unit, what);
-
-    sharc_shard_stats_engine(g, t0);
-    return status;
+    return sharc_shard_timed(g, phase, unit, 1, what);
 }
 
 static sharc_status_t sharc_shard_end(sharc_shard_group_t *g, int phase, int unit, const char *what)
 {
-    double t0 = sharc_time_now();
-    sharc_status_t status = sharc_shard_end_(g, phase, unit, what);
-
-    sharc_shard_stats_engine(g, t0);
-    return status;
+    return sharc_shard_timed(g, phase, unit, 0, what);
 }
 
 sharc_status_t sharc_shard_forward_begin(sharc_shard_group_h g, int unit)

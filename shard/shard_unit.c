@@ -424,6 +424,7 @@ sharc_status_t sharc_shard_finish(sharc_shard_group_h g)
     }
     sharc_shard_sched_step(g);
     sharc_shard_stats_engine(g, t0);
+    sharc_debug("sharc_shard_finish: %.3f ms", (sharc_time_now() - t0) * 1e3);
     sharc_shard_stats_step(g);
     return SHARC_OK;
 }
