@@ -13,6 +13,15 @@
 
 #include "../src/def_int.h"
 
+/* One tensor of a bucket: @p count elements at @p ptr, at element @p offset of the bucket. */
+typedef struct {
+    void *ptr;
+    size_t offset, count;
+} sharc_kern_piece_t;
+
+/* Pieces a CUDA pack or unpack takes in one launch (more take several). */
+#define SHARC_KERN_MAX_PIECES 64
+
 typedef struct {
     const char *name; /* "cpu", "cuda" */
     /**
@@ -37,6 +46,20 @@ typedef struct {
     /** buf[i] *= factor, for the floating-point dtypes (f16 and bf16 through f32). */
     sharc_status_t (*scale)(void *buf, size_t count, sharc_dtype_t dtype, double factor,
                             void *stream);
+    /**
+     * Copy @p n tensors into one bucket (FSDP's copy-in):
+     * bucket[piece.offset + j] = piece.ptr[j], converted from piece_dtype to bucket_dtype as
+     * cast converts (f32, f16, bf16; equal types of any dtype are copied). Pieces must not
+     * overlap in the bucket. CUDA: one launch per SHARC_KERN_MAX_PIECES pieces.
+     * SHARC_ERR_UNSUPPORTED for other dtype pairs, SHARC_ERR_INVALID for n < 0.
+     */
+    sharc_status_t (*pack)(void *bucket, sharc_dtype_t bucket_dtype,
+                           const sharc_kern_piece_t *pieces, int n, sharc_dtype_t piece_dtype,
+                           void *stream);
+    /** The reverse (copy-out): piece.ptr[j] = bucket[piece.offset + j], converted. */
+    sharc_status_t (*unpack)(const void *bucket, sharc_dtype_t bucket_dtype,
+                             const sharc_kern_piece_t *pieces, int n, sharc_dtype_t piece_dtype,
+                             void *stream);
 } sharc_kern_ops_t;
 
 /* Copies of at least this many bytes stream past the cache (kernels/cpu/copy.c). */

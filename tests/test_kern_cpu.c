@@ -347,9 +347,52 @@ static void test_copy(void)
     free(dst);
 }
 
+/* Pack and unpack against element-by-element conversions (and plain copies). */
+static void test_pack(void)
+{
+    float a[100], b[37], back[100 + 37];
+    uint16_t bucket[150];
+    int32_t ia[5] = {1, 2, 3, 4, 5}, ib[5];
+    int32_t ibucket[8] = {0};
+    sharc_kern_piece_t p[2] = {{a, 3, 100}, {b, 110, 37}};
+    sharc_kern_piece_t q[2] = {{back, 3, 100}, {back + 100, 110, 37}};
+    sharc_kern_piece_t ip = {ia, 2, 5}, iq = {ib, 2, 5};
+    const sharc_kern_ops_t *ops = &sharc_kern_cpu_ops;
+    size_t bad = 0;
+
+    for (int i = 0; i < 100; i++) {
+        a[i] = ref_rand_f32();
+    }
+    for (int i = 0; i < 37; i++) {
+        b[i] = ref_rand_f32();
+    }
+    memset(bucket, 0xff, sizeof(bucket));
+    CHECK(ops->pack(bucket, SHARC_DTYPE_BF16, p, 2, SHARC_DTYPE_F32, NULL) == SHARC_OK);
+    for (int i = 0; i < 100; i++) {
+        bad += bucket[3 + i] != ref_f32_to_bf16(a[i]) && !isnan(a[i]);
+    }
+    for (int i = 0; i < 37; i++) {
+        bad += bucket[110 + i] != ref_f32_to_bf16(b[i]) && !isnan(b[i]);
+    }
+    CHECK(bucket[0] == 0xffff && bucket[103] == 0xffff && bucket[147] == 0xffff); /* gaps */
+    CHECK(ops->unpack(bucket, SHARC_DTYPE_BF16, q, 2, SHARC_DTYPE_F32, NULL) == SHARC_OK);
+    for (int i = 0; i < 137; i++) {
+        bad += back[i] != sharc_kern_bf16_to_f32(bucket[i < 100 ? 3 + i : 110 + i - 100]) &&
+               !isnan(back[i]);
+    }
+    CHECK_MSG(bad == 0, "pack/unpack: %zu wrong", bad);
+    CHECK(ops->pack(ibucket, SHARC_DTYPE_I32, &ip, 1, SHARC_DTYPE_I32, NULL) == SHARC_OK);
+    CHECK(ops->unpack(ibucket, SHARC_DTYPE_I32, &iq, 1, SHARC_DTYPE_I32, NULL) == SHARC_OK);
+    CHECK(ibucket[1] == 0 && ibucket[2] == 1 && ibucket[6] == 5 && memcmp(ia, ib, sizeof(ia)) == 0);
+    CHECK(ops->pack(ibucket, SHARC_DTYPE_I32, &ip, 1, SHARC_DTYPE_F32, NULL) ==
+          SHARC_ERR_UNSUPPORTED);
+    CHECK(ops->pack(ibucket, SHARC_DTYPE_I32, &ip, -1, SHARC_DTYPE_I32, NULL) == SHARC_ERR_INVALID);
+}
+
 int main(void)
 {
     test_copy();
+    test_pack();
     test_reduce();
     test_scale();
     test_exhaustive();

@@ -10,4 +10,6 @@ const sharc_kern_ops_t sharc_kern_cpu_ops = {
     .cast = sharc_kern_cpu_cast,
     .reduce = sharc_kern_cpu_reduce,
     .scale = sharc_kern_cpu_scale,
+    .pack = sharc_kern_cpu_pack,
+    .unpack = sharc_kern_cpu_unpack,
 };

@@ -15,4 +15,11 @@ SHARC_HIDDEN sharc_status_t sharc_kern_cpu_reduce(void *dst, const void *a, cons
 SHARC_HIDDEN sharc_status_t sharc_kern_cpu_scale(void *buf, size_t count, sharc_dtype_t dtype,
                                                  double factor, void *stream);
 
+SHARC_HIDDEN sharc_status_t sharc_kern_cpu_pack(void *bucket, sharc_dtype_t bucket_dtype,
+                                                const sharc_kern_piece_t *pieces, int n,
+                                                sharc_dtype_t piece_dtype, void *stream);
+SHARC_HIDDEN sharc_status_t sharc_kern_cpu_unpack(const void *bucket, sharc_dtype_t bucket_dtype,
+                                                  const sharc_kern_piece_t *pieces, int n,
+                                                  sharc_dtype_t piece_dtype, void *stream);
+
 #endif
