@@ -134,6 +134,19 @@ struct sharc_coll_comm {
     int scratch_busy;
 };
 
+/* The collectives' names, for messages ("allgather", ...). */
+extern SHARC_HIDDEN const char *const sharc_coll_names[SHARC_COLL_LAST];
+
+/* The host algorithm for a collective: SHARC_<COLL>_ALGO's, or the table's (select.c). */
+SHARC_HIDDEN sharc_status_t sharc_coll_select(sharc_comm_h comm, const sharc_coll_args_t *a,
+                                              const sharc_coll_algo_t **algo_p);
+
+/* The engine (coll.c), for post.c and the algorithms that run sub-tasks. */
+SHARC_HIDDEN void sharc_coll_lock(sharc_coll_comm_t *cc); /* callers first, then the thread */
+SHARC_HIDDEN int sharc_coll_progress(sharc_comm_h comm);   /* lock held; 1 if anything moved */
+SHARC_HIDDEN void sharc_coll_scratch_put(sharc_coll_task_t *task); /* lock held */
+SHARC_HIDDEN void sharc_coll_release(sharc_coll_task_t *task);     /* free a task's state */
+
 /**
  * Scratch of @p bytes for a task's algorithm (from its init or progress, lock held): the
  * communicator's kept buffer when no other task holds it, grown as needed, so that repeated

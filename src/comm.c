@@ -169,7 +169,10 @@ static sharc_status_t sharc_comm_alloc(sharc_context_h ctx, int rank, int size,
 
 static void sharc_comm_free(sharc_comm_h comm)
 {
-    sharc_coll_comm_destroy(comm); /* before the transport its tasks use */
+    sharc_coll_comm_destroy(comm); /* before the transports its tasks use */
+    if (comm->gpu_tp != NULL) {
+        comm->gpu_ops->comm_destroy(comm->gpu_tp);
+    }
     if (comm->tp != NULL) {
         comm->tp_ops->comm_destroy(comm->tp);
     }
@@ -179,8 +182,7 @@ static void sharc_comm_free(sharc_comm_h comm)
     free(comm);
 }
 
-/* Pick and set up the data transport: collective over the bootstrap. */
-static sharc_status_t sharc_comm_open_transport(sharc_comm_h comm)
+static sharc_tp_comm_params_t sharc_comm_tp_params(sharc_comm_h comm)
 {
     sharc_tp_comm_params_t params = {
         .boot = comm->boot,
@@ -190,6 +192,42 @@ static sharc_status_t sharc_comm_open_transport(sharc_comm_h comm)
         .node_of = comm->node_of,
         .mem = comm->ctx->mem,
     };
+
+    return params;
+}
+
+const sharc_tp_ops_t *sharc_comm_gpu_backend(sharc_comm_h comm)
+{
+    if (!comm->gpu_tried) {
+        sharc_tp_comm_params_t params = sharc_comm_tp_params(comm);
+        sharc_status_t status;
+
+        comm->gpu_tried = 1;
+        status = sharc_tp_gpu_open(&params, &comm->gpu_ops, &comm->gpu_tp);
+        if (status != SHARC_OK) {
+            comm->gpu_ops = NULL;
+            comm->gpu_tp = NULL;
+            sharc_info("comm: no collective backend for CUDA buffers (%s): they are staged "
+                       "through host memory",
+                       sharc_status_string(status));
+        }
+    }
+    return comm->gpu_ops;
+}
+
+sharc_status_t sharc_comm_set_cuda_stream(sharc_comm_h comm, void *stream)
+{
+    if (sharc_comm_check(comm, "sharc_comm_set_cuda_stream") != SHARC_OK) {
+        return SHARC_ERR_INVALID;
+    }
+    comm->stream = stream;
+    return SHARC_OK;
+}
+
+/* Pick and set up the data transport: collective over the bootstrap. */
+static sharc_status_t sharc_comm_open_transport(sharc_comm_h comm)
+{
+    sharc_tp_comm_params_t params = sharc_comm_tp_params(comm);
     sharc_status_t status = sharc_tp_open(&params, &comm->tp_ops, &comm->tp);
 
     if (status != SHARC_OK) {
@@ -333,6 +371,7 @@ sharc_status_t sharc_comm_split(sharc_comm_h comm, int color, int key, sharc_com
     int32_t mine[2] = {color, key}, (*all)[2];
     int new_rank = 0, new_size = 0, n;
     sharc_boot_t *boot = NULL;
+    sharc_tp_comm_t *gpu_child = NULL;
     sharc_comm_h newcomm;
     sharc_status_t status;
 
@@ -379,6 +418,18 @@ sharc_status_t sharc_comm_split(sharc_comm_h comm, int color, int key, sharc_com
         }
     }
     status = sharc_boot_split(comm->boot, color, key, new_rank, new_size, &boot);
+    if (status == SHARC_OK && comm->gpu_tp != NULL && comm->gpu_ops->comm_split != NULL) {
+        /* NCCL splits its own communicator (collective over every parent rank, NOCOLOR
+         * included); its order (key, then parent rank) is sharc's */
+        sharc_tp_comm_params_t params = {.cfg = comm->ctx->cfg, .rank = new_rank,
+                                         .size = new_size, .mem = comm->ctx->mem};
+
+        status = comm->gpu_ops->comm_split(comm->gpu_tp, color, key, &params, &gpu_child);
+        if (status != SHARC_OK) {
+            sharc_boot_destroy(boot);
+            goto out_free_all;
+        }
+    }
     if (status != SHARC_OK || color == SHARC_COMM_SPLIT_NOCOLOR) {
         if (status == SHARC_OK) {
             *newcomm_p = NULL;
@@ -388,10 +439,19 @@ sharc_status_t sharc_comm_split(sharc_comm_h comm, int color, int key, sharc_com
     status = sharc_comm_alloc(comm->ctx, new_rank, new_size, &newcomm);
     if (status != SHARC_OK) {
         sharc_boot_destroy(boot);
+        if (gpu_child != NULL) {
+            comm->gpu_ops->comm_destroy(gpu_child);
+        }
         goto out_free_all;
     }
     newcomm->boot = boot;
     newcomm->mode = comm->mode;
+    newcomm->stream = comm->stream;
+    if (gpu_child != NULL) { /* the child owns it from here, failures below included */
+        newcomm->gpu_ops = comm->gpu_ops;
+        newcomm->gpu_tp = gpu_child;
+        newcomm->gpu_tried = 1;
+    }
     status = sharc_comm_split_layout(comm, newcomm, color, all);
     if (status != SHARC_OK) {
         sharc_comm_free(newcomm);

@@ -27,6 +27,22 @@ struct sharc_comm {
     const sharc_tp_ops_t *tp_ops; /* NULL: bootstrap only */
     sharc_tp_comm_t *tp;
     sharc_coll_comm_t *coll;
+    /* the collective backend for CUDA buffers (nccl), opened by the first collective on
+     * them (or inherited by a split), and whether opening it was tried */
+    const sharc_tp_ops_t *gpu_ops;
+    sharc_tp_comm_t *gpu_tp;
+    int gpu_tried;
+    void *stream; /* sharc_comm_set_cuda_stream: the caller's stream (NULL: legacy default) */
 };
+
+/* sharc/sharc_cuda.h, with the stream as a pointer (CUDA's headers stay out of the core). */
+SHARC_API sharc_status_t sharc_comm_set_cuda_stream(sharc_comm_h comm, void *stream);
+
+/*
+ * The collective backend for CUDA buffers, opened now if this is the first time: collective
+ * over the communicator (every rank posts the same collective on CUDA memory). NULL when
+ * none can run here (then CUDA buffers are staged through host memory).
+ */
+SHARC_HIDDEN const sharc_tp_ops_t *sharc_comm_gpu_backend(sharc_comm_h comm);
 
 #endif

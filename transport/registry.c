@@ -19,13 +19,19 @@ extern const sharc_tp_ops_t sharc_tp_shm_ops;
 #ifdef HAVE_UCX
 extern const sharc_tp_ops_t sharc_tp_ucx_ops;
 #endif
+#ifdef HAVE_NCCL
+extern const sharc_tp_ops_t sharc_tp_nccl_ops;
+#endif
 
-/* In order of preference; later backends slot in here (nccl, ib). */
+/* In order of preference; later backends slot in here (ib). */
 static const sharc_tp_ops_t *const sharc_tp_backends[] = {
     &sharc_tp_self_ops,
     &sharc_tp_shm_ops,
 #ifdef HAVE_UCX
     &sharc_tp_ucx_ops,
+#endif
+#ifdef HAVE_NCCL
+    &sharc_tp_nccl_ops,
 #endif
     NULL,
 };
@@ -90,6 +96,13 @@ static sharc_status_t sharc_tp_open_named(const sharc_tp_comm_params_t *params,
 
     if (ops == NULL) {
         sharc_error("SHARC_TRANSPORT=%s: this sharc was built without it", name);
+        return SHARC_ERR_UNSUPPORTED;
+    }
+    if (!(ops->caps & SHARC_TP_CAP_P2P)) {
+        sharc_error("SHARC_TRANSPORT=%s: %s runs collectives on CUDA buffers only and is used "
+                    "for them whatever SHARC_TRANSPORT says; host collectives need a "
+                    "point-to-point transport (auto, shm, ucx)",
+                    name, name);
         return SHARC_ERR_UNSUPPORTED;
     }
     sharc_tp_layout(params, &shared, &remote);
@@ -166,4 +179,24 @@ sharc_status_t sharc_tp_open(const sharc_tp_comm_params_t *params, const sharc_t
         *tp_p = remote_tp;
     }
     return status;
+}
+
+sharc_status_t sharc_tp_gpu_open(const sharc_tp_comm_params_t *params, const sharc_tp_ops_t **ops_p,
+                                 sharc_tp_comm_t **tp_p)
+{
+    for (size_t i = 0; sharc_tp_backends[i] != NULL; i++) {
+        const sharc_tp_ops_t *ops = sharc_tp_backends[i];
+
+        if ((ops->caps & SHARC_TP_CAP_COLL) && (ops->caps & SHARC_TP_CAP_CUDA_MEM) &&
+            ops->version == SHARC_TP_OPS_VERSION &&
+            (ops->query == NULL || ops->query(params->cfg) == SHARC_OK)) {
+            sharc_status_t status = ops->comm_create(params, tp_p);
+
+            if (status == SHARC_OK) {
+                *ops_p = ops;
+            }
+            return status;
+        }
+    }
+    return SHARC_ERR_UNSUPPORTED;
 }

@@ -20,7 +20,7 @@
 #include "../src/mem.h"
 
 /* Bump when a member is added, removed or changes meaning. */
-#define SHARC_TP_OPS_VERSION 2
+#define SHARC_TP_OPS_VERSION 3
 
 typedef struct sharc_tp_comm sharc_tp_comm_t; /* a backend's state for one communicator */
 typedef struct sharc_tp_mem sharc_tp_mem_t;   /* a backend's registration of one buffer */
@@ -53,6 +53,9 @@ typedef struct sharc_tp_req {
     const void *red_src;
     sharc_dtype_t red_dtype;
     sharc_op_t red_op;
+    /* a collective backend on CUDA streams: an event recorded after the operation on the
+     * device, set when it is posted (a stream may wait for it before it completes) */
+    void *event;
     union {
         void *ptr;
         uint64_t u64;
@@ -122,12 +125,36 @@ typedef struct sharc_tp_ops {
     void (*comm_destroy)(sharc_tp_comm_t *tp);
 
     /**
+     * Optional (NULL: the child sets itself up with comm_create). The backend of a split of
+     * the communicator, from this one (ncclCommSplit): collective over the parent's ranks,
+     * each passing its color (SHARC_COMM_SPLIT_NOCOLOR: no child, *new_p NULL) and key.
+     * @p params describe the child (for a colored rank).
+     */
+    sharc_status_t (*comm_split)(sharc_tp_comm_t *tp, int color, int key,
+                                 const sharc_tp_comm_params_t *params, sharc_tp_comm_t **new_p);
+
+    /**
+     * Optional. Give up: fail every operation in flight at once (ncclCommAbort), after a
+     * timeout or a peer's failure. Requests still complete (with an error); then destroy.
+     */
+    void (*abort)(sharc_tp_comm_t *tp);
+
+    /**
      * Optional (NULL: the backend needs no registration). Register @p bytes at @p addr for
      * use in send/recv/coll; the handle stays valid until mem_dereg.
      */
     sharc_status_t (*mem_reg)(sharc_tp_comm_t *tp, void *addr, size_t bytes,
                               sharc_memtype_t memtype, sharc_tp_mem_t **mem_p);
     void (*mem_dereg)(sharc_tp_comm_t *tp, sharc_tp_mem_t *mem);
+
+    /**
+     * Optional. Memory of @p memtype the backend moves fastest (ncclMemAlloc: registrable
+     * for zero-copy collectives), and its release. SHARC_ERR_UNSUPPORTED: use another
+     * allocator.
+     */
+    sharc_status_t (*mem_alloc)(sharc_tp_comm_t *tp, size_t bytes, sharc_memtype_t memtype,
+                                void **ptr_p);
+    void (*mem_free)(sharc_tp_comm_t *tp, void *ptr);
 
     /**
      * Point-to-point (NULL for collective backends). Messages between two ranks with the
@@ -155,9 +182,16 @@ typedef struct sharc_tp_ops {
                                   const void *src, size_t count, sharc_dtype_t dtype, sharc_op_t op,
                                   sharc_tp_req_t *req);
 
-    /** Whole collective (NULL for point-to-point transports). Nonblocking, as send. */
+    /**
+     * Whole collective (NULL for point-to-point transports). Nonblocking, as send. On CUDA
+     * streams: queued after the work on args->stream, and req->event set.
+     */
     sharc_status_t (*coll)(sharc_tp_comm_t *tp, const sharc_tp_coll_args_t *args,
                            sharc_tp_req_t *req);
+
+    /** Optional. Collectives posted between these go out together (ncclGroupStart/End). */
+    sharc_status_t (*group_start)(sharc_tp_comm_t *tp);
+    sharc_status_t (*group_end)(sharc_tp_comm_t *tp);
 
     /**
      * Optional (NULL: everything completes inside the posts). Advance outstanding
@@ -166,6 +200,16 @@ typedef struct sharc_tp_ops {
      */
     int (*progress)(sharc_tp_comm_t *tp);
 } sharc_tp_ops_t;
+
+/**
+ * The collective backend for CUDA buffers (nccl), set up for a communicator when its first
+ * collective on CUDA memory is posted: collective over params->boot. SHARC_ERR_UNSUPPORTED
+ * (not logged) when none was built in or none can run here: then CUDA buffers are staged
+ * through host memory over the point-to-point transport.
+ */
+SHARC_HIDDEN sharc_status_t sharc_tp_gpu_open(const sharc_tp_comm_params_t *params,
+                                              const sharc_tp_ops_t **ops_p,
+                                              sharc_tp_comm_t **tp_p);
 
 /** Backend for a SHARC_TRANSPORT name, or NULL if it was not built in. */
 SHARC_HIDDEN const sharc_tp_ops_t *sharc_tp_find(const char *name);

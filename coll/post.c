@@ -1,0 +1,298 @@
+/*
+ * post.c: posting a collective: the checks every rank makes before communicating,
+ * SHARC_CHECK's comparison across ranks, the task and its algorithm (host algorithms from
+ * select.c; on CUDA buffers the collective backend, or staging through host memory), and
+ * the public collective functions. Blocking calls are post + wait + free.
+ */
+#include "config.h"
+
+#define SHARC_THIS_SUBSYS SHARC_SUBSYS_COLL
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../src/log.h"
+#include "../src/util.h"
+#include "coll.h"
+
+/* Do [a, a + alen) and [b, b + blen) overlap? */
+static int sharc_coll_overlap(const void *a, size_t alen, const void *b, size_t blen)
+{
+    uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+
+    return alen > 0 && blen > 0 && x < y + blen && y < x + alen;
+}
+
+/* The checks every rank makes before communicating: a bad call fails on its own rank. */
+static sharc_status_t sharc_coll_check(sharc_comm_h comm, const sharc_coll_args_t *a)
+{
+    const char *name = sharc_coll_names[a->type];
+    size_t esize = sharc_dtype_size(a->dtype), n = (size_t)comm->size;
+    size_t sbytes = 0, rbytes = 0;
+
+    if (a->type != SHARC_COLL_BARRIER) {
+        if (esize == 0) {
+            sharc_error("%s: dtype %d is not a sharc_dtype_t", name, (int)a->dtype);
+            return SHARC_ERR_INVALID;
+        }
+        if ((a->type == SHARC_COLL_REDUCE_SCATTER || a->type == SHARC_COLL_ALLREDUCE) &&
+            !sharc_kern_op_valid(a->dtype, a->op)) {
+            sharc_error("%s: op %s is not defined for %s", name,
+                        sharc_op_name(a->op) ? sharc_op_name(a->op) : "(invalid)",
+                        sharc_dtype_name(a->dtype));
+            return SHARC_ERR_INVALID;
+        }
+        if (a->count > SIZE_MAX / esize / n) {
+            sharc_error("%s: %zu elements of %s on %zu ranks overflow the address space", name,
+                        a->count, sharc_dtype_name(a->dtype), n);
+            return SHARC_ERR_INVALID;
+        }
+    }
+    switch (a->type) {
+    case SHARC_COLL_ALLGATHER:
+        sbytes = a->count * esize;
+        rbytes = sbytes * n;
+        break;
+    case SHARC_COLL_REDUCE_SCATTER:
+        rbytes = a->count * esize;
+        sbytes = rbytes * n;
+        break;
+    case SHARC_COLL_ALLREDUCE: sbytes = rbytes = a->count * esize; break;
+    case SHARC_COLL_ALLTOALL: sbytes = rbytes = a->count * esize * n; break;
+    case SHARC_COLL_BROADCAST:
+        if (a->root < 0 || a->root >= comm->size) {
+            sharc_error("broadcast: root %d is not a rank of this %d-rank communicator", a->root,
+                        comm->size);
+            return SHARC_ERR_INVALID;
+        }
+        rbytes = a->count * esize;
+        sbytes = (comm->rank == a->root) ? rbytes : 0;
+        break;
+    default: break;
+    }
+    if ((sbytes > 0 && a->sendbuf == NULL) || (rbytes > 0 && a->recvbuf == NULL)) {
+        sharc_error("%s: %s is NULL with %zu elements", name,
+                    a->recvbuf == NULL ? "recvbuf" : "sendbuf", a->count);
+        return SHARC_ERR_INVALID;
+    }
+    /* the only overlaps allowed are the in-place forms of the buffer contract */
+    switch (a->type) {
+    case SHARC_COLL_ALLGATHER:
+        if (a->sendbuf != (char *)a->recvbuf + (size_t)comm->rank * sbytes &&
+            sharc_coll_overlap(a->sendbuf, sbytes, a->recvbuf, rbytes)) {
+            sharc_error("allgather: sendbuf overlaps recvbuf but is not recvbuf + rank * count");
+            return SHARC_ERR_INVALID;
+        }
+        break;
+    case SHARC_COLL_REDUCE_SCATTER:
+        if (a->recvbuf != (const char *)a->sendbuf + (size_t)comm->rank * rbytes &&
+            sharc_coll_overlap(a->sendbuf, sbytes, a->recvbuf, rbytes)) {
+            sharc_error("reduce_scatter: recvbuf overlaps sendbuf but is not sendbuf + rank * "
+                        "recvcount");
+            return SHARC_ERR_INVALID;
+        }
+        break;
+    case SHARC_COLL_ALLREDUCE:
+    case SHARC_COLL_BROADCAST:
+    case SHARC_COLL_ALLTOALL:
+        if (a->sendbuf != a->recvbuf &&
+            sharc_coll_overlap(a->sendbuf, sbytes, a->recvbuf, rbytes)) {
+            sharc_error("%s: sendbuf and recvbuf overlap without being equal", name);
+            return SHARC_ERR_INVALID;
+        }
+        break;
+    default: break;
+    }
+    return SHARC_OK;
+}
+
+/* What SHARC_CHECK compares across ranks. */
+typedef struct {
+    uint64_t seq, count;
+    int32_t type, dtype, op, root;
+} sharc_coll_sig_t;
+
+static void sharc_coll_describe(const sharc_coll_sig_t *s, char *buf, size_t size)
+{
+    const char *dt = sharc_dtype_name((sharc_dtype_t)s->dtype);
+
+    snprintf(buf, size, "%s(%llu %s", sharc_coll_names[s->type], (unsigned long long)s->count,
+             dt ? dt : "?");
+    if (s->type == SHARC_COLL_REDUCE_SCATTER || s->type == SHARC_COLL_ALLREDUCE) {
+        snprintf(buf + strlen(buf), size - strlen(buf), ", %s",
+                 sharc_op_name((sharc_op_t)s->op) ? sharc_op_name((sharc_op_t)s->op) : "?");
+    } else if (s->type == SHARC_COLL_BROADCAST) {
+        snprintf(buf + strlen(buf), size - strlen(buf), ", root %d", s->root);
+    }
+    snprintf(buf + strlen(buf), size - strlen(buf), ")");
+}
+
+/*
+ * SHARC_CHECK: every rank shows the others the collective it is about to post, through the
+ * bootstrap. Called with the lock held, before the sequence number is taken. A mismatch
+ * fails the communicator on every rank, and every rank names the same two ranks.
+ */
+static sharc_status_t sharc_coll_check_peers(sharc_comm_h comm, const sharc_coll_args_t *a)
+{
+    sharc_coll_comm_t *cc = comm->coll;
+    sharc_coll_sig_t mine = {cc->seq, a->count, a->type, a->dtype, a->op, a->root}, *all;
+    sharc_status_t status;
+    char d0[96], d1[96];
+
+    if (a->type != SHARC_COLL_BROADCAST) {
+        mine.root = 0;
+    }
+    if (a->type != SHARC_COLL_REDUCE_SCATTER && a->type != SHARC_COLL_ALLREDUCE) {
+        mine.op = 0;
+    }
+    all = calloc((size_t)comm->size, sizeof(*all));
+    if (all == NULL) {
+        return SHARC_ERR_NOMEM;
+    }
+    status = sharc_boot_allgather(comm->boot, &mine, all, sizeof(mine));
+    for (int r = 1; status == SHARC_OK && r < comm->size; r++) {
+        if (memcmp(&all[r], &all[0], sizeof(mine)) != 0) {
+            sharc_coll_describe(&all[r], d1, sizeof(d1));
+            sharc_coll_describe(&all[0], d0, sizeof(d0));
+            sharc_error("SHARC_CHECK: rank %d called %s, rank 0 called %s, seq %llu", r, d1, d0,
+                        (unsigned long long)all[0].seq);
+            status = SHARC_ERR_REMOTE;
+            cc->failed = status;
+        }
+    }
+    free(all);
+    return status;
+}
+
+static sharc_status_t sharc_coll_post(sharc_comm_h comm, const sharc_coll_args_t *args,
+                                      sharc_request_h *req_p)
+{
+    sharc_coll_comm_t *cc;
+    sharc_coll_task_t *task;
+    sharc_status_t status;
+
+    if (comm == NULL) {
+        sharc_error("%s: communicator is NULL", sharc_coll_names[args->type]);
+        return SHARC_ERR_INVALID;
+    }
+    status = sharc_coll_check(comm, args);
+    if (status != SHARC_OK) {
+        return status;
+    }
+    if (comm->size > 1 && (comm->tp_ops == NULL || comm->tp_ops->send == NULL)) {
+        sharc_error("%s: this communicator of %d ranks has no point-to-point transport "
+                    "(SHARC_TRANSPORT, and was sharc built with UCX?)",
+                    sharc_coll_names[args->type], comm->size);
+        return SHARC_ERR_UNSUPPORTED;
+    }
+    task = calloc(1, sizeof(*task));
+    if (task == NULL) {
+        return SHARC_ERR_NOMEM;
+    }
+    task->comm = comm;
+    task->args = *args;
+    status = sharc_coll_select(comm, args, &task->algo);
+    if (status != SHARC_OK) {
+        free(task);
+        return status;
+    }
+    task->await_peer = -1;
+    task->status = SHARC_INPROGRESS;
+    cc = comm->coll;
+    sharc_coll_lock(cc);
+    if (cc->failed != SHARC_OK) {
+        pthread_mutex_unlock(&cc->lock);
+        free(task);
+        sharc_error("%s: an earlier collective on this communicator failed (%s)",
+                    sharc_coll_names[args->type], sharc_status_string(cc->failed));
+        return cc->failed;
+    }
+    if (comm->ctx->cfg->check && (status = sharc_coll_check_peers(comm, args)) != SHARC_OK) {
+        pthread_mutex_unlock(&cc->lock);
+        free(task);
+        return status;
+    }
+    /* tags are 40 bits in the narrowest transport; wrapping after 2^40 collectives is safe */
+    task->seq = cc->seq++ & ((1ull << 40) - 1);
+    status = task->algo->init(task);
+    if (status != SHARC_OK) {
+        sharc_coll_scratch_put(task);
+        pthread_mutex_unlock(&cc->lock);
+        sharc_coll_release(task);
+        return status;
+    }
+    if (cc->tail != NULL) {
+        cc->tail->next = task;
+    } else {
+        cc->head = task;
+    }
+    cc->tail = task;
+    if (cc->thread_running) {
+        pthread_cond_signal(&cc->cond); /* the thread moves it, off the caller's time */
+    } else {
+        sharc_coll_progress(comm); /* small collectives often finish here */
+    }
+    pthread_mutex_unlock(&cc->lock);
+    sharc_trace("%s #%llu posted: %zu %s", sharc_coll_names[args->type],
+                (unsigned long long)task->seq, args->count, sharc_dtype_name(args->dtype));
+    if (req_p != NULL) {
+        *req_p = task;
+        return SHARC_OK;
+    }
+    status = sharc_request_wait(task);
+    sharc_request_free(task);
+    return status;
+}
+
+sharc_status_t sharc_allgather(const void *sendbuf, void *recvbuf, size_t count,
+                               sharc_dtype_t dtype, sharc_comm_h comm, sharc_request_h *req_p)
+{
+    sharc_coll_args_t a = {SHARC_COLL_ALLGATHER, sendbuf, recvbuf, count, dtype, SHARC_OP_SUM, 0};
+
+    return sharc_coll_post(comm, &a, req_p);
+}
+
+sharc_status_t sharc_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
+                                    sharc_dtype_t dtype, sharc_op_t op, sharc_comm_h comm,
+                                    sharc_request_h *req_p)
+{
+    sharc_coll_args_t a = {SHARC_COLL_REDUCE_SCATTER, sendbuf, recvbuf, recvcount, dtype, op, 0};
+
+    return sharc_coll_post(comm, &a, req_p);
+}
+
+sharc_status_t sharc_allreduce(const void *sendbuf, void *recvbuf, size_t count,
+                               sharc_dtype_t dtype, sharc_op_t op, sharc_comm_h comm,
+                               sharc_request_h *req_p)
+{
+    sharc_coll_args_t a = {SHARC_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, 0};
+
+    return sharc_coll_post(comm, &a, req_p);
+}
+
+sharc_status_t sharc_broadcast(const void *sendbuf, void *recvbuf, size_t count,
+                               sharc_dtype_t dtype, int root, sharc_comm_h comm,
+                               sharc_request_h *req_p)
+{
+    sharc_coll_args_t a = {SHARC_COLL_BROADCAST, sendbuf, recvbuf, count, dtype,
+                           SHARC_OP_SUM,         root};
+
+    return sharc_coll_post(comm, &a, req_p);
+}
+
+sharc_status_t sharc_alltoall(const void *sendbuf, void *recvbuf, size_t count, sharc_dtype_t dtype,
+                              sharc_comm_h comm, sharc_request_h *req_p)
+{
+    sharc_coll_args_t a = {SHARC_COLL_ALLTOALL, sendbuf, recvbuf, count, dtype, SHARC_OP_SUM, 0};
+
+    return sharc_coll_post(comm, &a, req_p);
+}
+
+sharc_status_t sharc_barrier(sharc_comm_h comm, sharc_request_h *req_p)
+{
+    sharc_coll_args_t a = {SHARC_COLL_BARRIER, NULL, NULL, 0, SHARC_DTYPE_U8, SHARC_OP_SUM, 0};
+
+    return sharc_coll_post(comm, &a, req_p);
+}

@@ -1,0 +1,56 @@
+/*
+ * gpu.h: the CUDA runtime as the layers above the transports use it (memory types, streams,
+ * events, copies, allocations), behind void pointers so that no file outside src/gpu_cuda.c
+ * includes CUDA headers. Built without CUDA (src/gpu_none.c), every buffer is host memory
+ * and the rest answers SHARC_ERR_UNSUPPORTED. Errors are translated and logged here.
+ */
+#ifndef SHARC_GPU_H
+#define SHARC_GPU_H
+
+#include <stddef.h>
+#include <sharc/types.h>
+
+#include "../kernels/kernels.h"
+#include "def_int.h"
+
+/** Where @p ptr lives: CUDA device memory, managed memory, or host memory (also for NULL,
+ *  and always without CUDA). Cheap after the first call in a process without a GPU. */
+SHARC_HIDDEN sharc_memtype_t sharc_gpu_memtype(const void *ptr);
+
+/** The CUDA kernels (kernels/cuda), or NULL without CUDA. */
+SHARC_HIDDEN const sharc_kern_ops_t *sharc_gpu_kern(void);
+
+/** A non-blocking stream on the current device. */
+SHARC_HIDDEN sharc_status_t sharc_gpu_stream_create(void **stream_p);
+SHARC_HIDDEN void sharc_gpu_stream_destroy(void *stream);
+/** Block until everything queued on @p stream is done. */
+SHARC_HIDDEN sharc_status_t sharc_gpu_stream_sync(void *stream);
+
+/** An event that can time (@p timing) or only order. */
+SHARC_HIDDEN sharc_status_t sharc_gpu_event_create(int timing, void **event_p);
+SHARC_HIDDEN void sharc_gpu_event_destroy(void *event);
+SHARC_HIDDEN sharc_status_t sharc_gpu_event_record(void *event, void *stream);
+/** SHARC_OK when the work before the event is done, SHARC_INPROGRESS, or an error. */
+SHARC_HIDDEN sharc_status_t sharc_gpu_event_query(void *event);
+/** @p stream waits on the device for @p event (returns at once). */
+SHARC_HIDDEN sharc_status_t sharc_gpu_stream_wait(void *stream, void *event);
+/** Seconds from @p start to @p end, both timing events that completed. */
+SHARC_HIDDEN sharc_status_t sharc_gpu_event_elapsed(void *start, void *end, double *seconds_p);
+
+/** Device memory on the current device, and its release. */
+SHARC_HIDDEN sharc_status_t sharc_gpu_alloc(size_t bytes, void **ptr_p);
+SHARC_HIDDEN void sharc_gpu_free(void *ptr);
+/** Page-locked host memory (for staging), and its release. */
+SHARC_HIDDEN sharc_status_t sharc_gpu_host_alloc(size_t bytes, void **ptr_p);
+SHARC_HIDDEN void sharc_gpu_host_free(void *ptr);
+
+/** Copy @p bytes, any direction (the runtime tells host from device), queued on @p stream. */
+SHARC_HIDDEN sharc_status_t sharc_gpu_copy(void *dst, const void *src, size_t bytes,
+                                           void *stream);
+/** @p rows rows of @p width bytes, @p dpitch / @p spitch bytes apart, queued on @p stream. */
+SHARC_HIDDEN sharc_status_t sharc_gpu_copy2d(void *dst, size_t dpitch, const void *src,
+                                             size_t spitch, size_t width, size_t rows,
+                                             void *stream);
+SHARC_HIDDEN sharc_status_t sharc_gpu_memset(void *ptr, int value, size_t bytes, void *stream);
+
+#endif

@@ -1,0 +1,187 @@
+/*
+ * gpu_cuda.c: src/gpu.h over the CUDA runtime, the one place outside transport/nccl and
+ * kernels/cuda that calls it. cudaError_t becomes a sharc_status_t here, logged once.
+ */
+#include "config.h"
+
+#include <cuda_runtime.h>
+
+#include "gpu.h"
+#include "log.h"
+
+static sharc_status_t sharc_gpu_check(cudaError_t err, const char *what)
+{
+    if (err == cudaSuccess) {
+        return SHARC_OK;
+    }
+    sharc_error("cuda: %s: %s", what, cudaGetErrorString(err));
+    return err == cudaErrorMemoryAllocation ? SHARC_ERR_NOMEM : SHARC_ERR_BACKEND;
+}
+
+sharc_memtype_t sharc_gpu_memtype(const void *ptr)
+{
+    struct cudaPointerAttributes attr;
+    cudaError_t err;
+
+    if (ptr == NULL) {
+        return SHARC_MEMTYPE_HOST;
+    }
+    err = cudaPointerGetAttributes(&attr, ptr);
+    if (err != cudaSuccess) {
+        cudaGetLastError(); /* no driver, no device, or a foreign pointer: host memory */
+        return SHARC_MEMTYPE_HOST;
+    }
+    switch (attr.type) {
+    case cudaMemoryTypeDevice: return SHARC_MEMTYPE_CUDA;
+    case cudaMemoryTypeManaged: return SHARC_MEMTYPE_CUDA_MANAGED;
+    default: return SHARC_MEMTYPE_HOST; /* unregistered or page-locked host memory */
+    }
+}
+
+const sharc_kern_ops_t *sharc_gpu_kern(void)
+{
+    return &sharc_kern_cuda_ops;
+}
+
+sharc_status_t sharc_gpu_stream_create(void **stream_p)
+{
+    cudaStream_t s;
+    sharc_status_t status =
+        sharc_gpu_check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "stream create");
+
+    if (status == SHARC_OK) {
+        *stream_p = s;
+    }
+    return status;
+}
+
+void sharc_gpu_stream_destroy(void *stream)
+{
+    if (stream != NULL) {
+        cudaStreamDestroy((cudaStream_t)stream);
+    }
+}
+
+sharc_status_t sharc_gpu_stream_sync(void *stream)
+{
+    return sharc_gpu_check(cudaStreamSynchronize((cudaStream_t)stream), "stream synchronize");
+}
+
+sharc_status_t sharc_gpu_event_create(int timing, void **event_p)
+{
+    cudaEvent_t e;
+    sharc_status_t status = sharc_gpu_check(
+        cudaEventCreateWithFlags(&e, timing ? cudaEventDefault : cudaEventDisableTiming),
+        "event create");
+
+    if (status == SHARC_OK) {
+        *event_p = e;
+    }
+    return status;
+}
+
+void sharc_gpu_event_destroy(void *event)
+{
+    if (event != NULL) {
+        cudaEventDestroy((cudaEvent_t)event);
+    }
+}
+
+sharc_status_t sharc_gpu_event_record(void *event, void *stream)
+{
+    return sharc_gpu_check(cudaEventRecord((cudaEvent_t)event, (cudaStream_t)stream),
+                           "event record");
+}
+
+sharc_status_t sharc_gpu_event_query(void *event)
+{
+    cudaError_t err = cudaEventQuery((cudaEvent_t)event);
+
+    if (err == cudaErrorNotReady) {
+        return SHARC_INPROGRESS;
+    }
+    return sharc_gpu_check(err, "event query");
+}
+
+sharc_status_t sharc_gpu_stream_wait(void *stream, void *event)
+{
+    return sharc_gpu_check(cudaStreamWaitEvent((cudaStream_t)stream, (cudaEvent_t)event, 0),
+                           "stream wait event");
+}
+
+sharc_status_t sharc_gpu_event_elapsed(void *start, void *end, double *seconds_p)
+{
+    float ms = 0;
+    sharc_status_t status = sharc_gpu_check(
+        cudaEventElapsedTime(&ms, (cudaEvent_t)start, (cudaEvent_t)end), "event elapsed time");
+
+    if (status == SHARC_OK) {
+        *seconds_p = ms * 1e-3;
+    }
+    return status;
+}
+
+sharc_status_t sharc_gpu_alloc(size_t bytes, void **ptr_p)
+{
+    void *p = NULL;
+    sharc_status_t status = sharc_gpu_check(cudaMalloc(&p, bytes), "device allocation");
+
+    if (status == SHARC_OK) {
+        *ptr_p = p;
+    }
+    return status;
+}
+
+void sharc_gpu_free(void *ptr)
+{
+    if (ptr != NULL) {
+        cudaFree(ptr);
+    }
+}
+
+sharc_status_t sharc_gpu_host_alloc(size_t bytes, void **ptr_p)
+{
+    void *p = NULL;
+    sharc_status_t status =
+        sharc_gpu_check(cudaHostAlloc(&p, bytes, cudaHostAllocDefault), "pinned allocation");
+
+    if (status == SHARC_OK) {
+        *ptr_p = p;
+    }
+    return status;
+}
+
+void sharc_gpu_host_free(void *ptr)
+{
+    if (ptr != NULL) {
+        cudaFreeHost(ptr);
+    }
+}
+
+sharc_status_t sharc_gpu_copy(void *dst, const void *src, size_t bytes, void *stream)
+{
+    if (bytes == 0) {
+        return SHARC_OK;
+    }
+    return sharc_gpu_check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, (cudaStream_t)stream),
+                           "copy");
+}
+
+sharc_status_t sharc_gpu_copy2d(void *dst, size_t dpitch, const void *src, size_t spitch,
+                                size_t width, size_t rows, void *stream)
+{
+    if (width == 0 || rows == 0) {
+        return SHARC_OK;
+    }
+    return sharc_gpu_check(cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, rows,
+                                             cudaMemcpyDefault, (cudaStream_t)stream),
+                           "strided copy");
+}
+
+sharc_status_t sharc_gpu_memset(void *ptr, int value, size_t bytes, void *stream)
+{
+    if (bytes == 0) {
+        return SHARC_OK;
+    }
+    return sharc_gpu_check(cudaMemsetAsync(ptr, value, bytes, (cudaStream_t)stream), "memset");
+}

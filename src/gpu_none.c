@@ -1,0 +1,101 @@
+/*
+ * gpu_none.c: src/gpu.h in a build without CUDA: every buffer is host memory, and whatever
+ * would need a GPU reports SHARC_ERR_UNSUPPORTED (logged once per call site's caller).
+ */
+#include "config.h"
+
+#include "gpu.h"
+#include "log.h"
+
+static sharc_status_t sharc_gpu_none(const char *what)
+{
+    sharc_error("%s needs CUDA, and this sharc was built without it", what);
+    return SHARC_ERR_UNSUPPORTED;
+}
+
+sharc_memtype_t sharc_gpu_memtype(const void *ptr)
+{
+    return SHARC_MEMTYPE_HOST;
+}
+
+const sharc_kern_ops_t *sharc_gpu_kern(void)
+{
+    return NULL;
+}
+
+sharc_status_t sharc_gpu_stream_create(void **stream_p)
+{
+    return sharc_gpu_none("a CUDA stream");
+}
+
+void sharc_gpu_stream_destroy(void *stream)
+{
+}
+
+sharc_status_t sharc_gpu_stream_sync(void *stream)
+{
+    return sharc_gpu_none("a CUDA stream");
+}
+
+sharc_status_t sharc_gpu_event_create(int timing, void **event_p)
+{
+    return sharc_gpu_none("a CUDA event");
+}
+
+void sharc_gpu_event_destroy(void *event)
+{
+}
+
+sharc_status_t sharc_gpu_event_record(void *event, void *stream)
+{
+    return sharc_gpu_none("a CUDA event");
+}
+
+sharc_status_t sharc_gpu_event_query(void *event)
+{
+    return sharc_gpu_none("a CUDA event");
+}
+
+sharc_status_t sharc_gpu_stream_wait(void *stream, void *event)
+{
+    return sharc_gpu_none("a CUDA stream");
+}
+
+sharc_status_t sharc_gpu_event_elapsed(void *start, void *end, double *seconds_p)
+{
+    return sharc_gpu_none("a CUDA event");
+}
+
+sharc_status_t sharc_gpu_alloc(size_t bytes, void **ptr_p)
+{
+    return sharc_gpu_none("device memory");
+}
+
+void sharc_gpu_free(void *ptr)
+{
+}
+
+sharc_status_t sharc_gpu_host_alloc(size_t bytes, void **ptr_p)
+{
+    return sharc_gpu_none("page-locked memory");
+}
+
+void sharc_gpu_host_free(void *ptr)
+{
+}
+
+sharc_status_t sharc_gpu_copy(void *dst, const void *src, size_t bytes, void *stream)
+{
+    return sharc_gpu_none("a device copy");
+}
+
+sharc_status_t sharc_gpu_copy2d(void *dst, size_t dpitch, const void *src, size_t spitch,
+                                size_t width, size_t rows, void *stream)
+{
+    return sharc_gpu_none("a device copy");
+}
+
+sharc_status_t sharc_gpu_memset(void *ptr, int value, size_t bytes, void *stream)
+{
+    return sharc_gpu_none("a device memset");
+}

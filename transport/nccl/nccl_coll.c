@@ -1,0 +1,213 @@
+/*
+ * nccl_coll.c: collectives through NCCL. Each runs on the backend's communication stream
+ * after the work queued on the caller's stream (an event recorded there, waited for on the
+ * device), and records an event of its own when it is queued; progress completes requests
+ * in posting order as their events fire, and turns NCCL's asynchronous errors (a peer that
+ * failed) into SHARC_ERR_REMOTE for everything in flight. No host synchronization.
+ */
+#include "config.h"
+
+#define SHARC_THIS_SUBSYS SHARC_SUBSYS_TP
+
+#include <stdlib.h>
+
+#include "../../src/log.h"
+#include "nccl.h"
+
+static int sharc_tp_nccl_dtype(sharc_dtype_t dtype, ncclDataType_t *out)
+{
+    static const ncclDataType_t map[SHARC_DTYPE_LAST] = {
+        [SHARC_DTYPE_F32] = ncclFloat32, [SHARC_DTYPE_F64] = ncclFloat64,
+        [SHARC_DTYPE_F16] = ncclFloat16, [SHARC_DTYPE_BF16] = ncclBfloat16,
+        [SHARC_DTYPE_I32] = ncclInt32,   [SHARC_DTYPE_I64] = ncclInt64,
+        [SHARC_DTYPE_U8] = ncclUint8,
+    };
+
+    if ((unsigned)dtype >= SHARC_DTYPE_LAST) {
+        return -1;
+    }
+    *out = map[dtype];
+    return 0;
+}
+
+static ncclRedOp_t sharc_tp_nccl_op(sharc_op_t op)
+{
+    switch (op) {
+    case SHARC_OP_PROD: return ncclProd;
+    case SHARC_OP_MIN: return ncclMin;
+    case SHARC_OP_MAX: return ncclMax;
+    case SHARC_OP_AVG: return ncclAvg;
+    default: return ncclSum;
+    }
+}
+
+/* A completion event from the free list, or a new one. */
+static cudaEvent_t sharc_tp_nccl_event_get(sharc_tp_comm_t *tp)
+{
+    cudaEvent_t e = NULL;
+
+    if (tp->nevents > 0) {
+        return tp->events[--tp->nevents];
+    }
+    if (cudaEventCreateWithFlags(&e, cudaEventDisableTiming) != cudaSuccess) {
+        cudaGetLastError();
+        return NULL;
+    }
+    return e;
+}
+
+static void sharc_tp_nccl_event_put(sharc_tp_comm_t *tp, cudaEvent_t e)
+{
+    if (tp->nevents == tp->cap) {
+        int cap = tp->cap ? 2 * tp->cap : 16;
+        cudaEvent_t *ev = realloc(tp->events, sizeof(*ev) * (size_t)cap);
+
+        if (ev == NULL) {
+            cudaEventDestroy(e);
+            return;
+        }
+        tp->events = ev;
+        tp->cap = cap;
+    }
+    tp->events[tp->nevents++] = e;
+}
+
+/* Queue the NCCL call of @p a on the communication stream. */
+static ncclResult_t sharc_tp_nccl_call(sharc_tp_comm_t *tp, const sharc_tp_coll_args_t *a,
+                                       ncclDataType_t dt)
+{
+    switch (a->type) {
+    case SHARC_TP_COLL_ALLGATHER:
+        return ncclAllGather(a->sendbuf, a->recvbuf, a->count, dt, tp->nccl, tp->stream);
+    case SHARC_TP_COLL_REDUCE_SCATTER:
+        return ncclReduceScatter(a->sendbuf, a->recvbuf, a->count, dt, sharc_tp_nccl_op(a->op),
+                                 tp->nccl, tp->stream);
+    case SHARC_TP_COLL_ALLREDUCE:
+        return ncclAllReduce(a->sendbuf, a->recvbuf, a->count, dt, sharc_tp_nccl_op(a->op),
+                             tp->nccl, tp->stream);
+    default:
+        return ncclBroadcast(a->sendbuf, a->recvbuf, a->count, dt, a->root, tp->nccl, tp->stream);
+    }
+}
+
+sharc_status_t sharc_tp_nccl_coll(sharc_tp_comm_t *tp, const sharc_tp_coll_args_t *args,
+                                  sharc_tp_req_t *req)
+{
+    cudaStream_t caller = (cudaStream_t)args->stream;
+    cudaEvent_t ready = NULL, done;
+    sharc_status_t status;
+    ncclDataType_t dt;
+
+    if (tp->failed != SHARC_OK) {
+        sharc_error("nccl: the communicator failed earlier (%s)", sharc_status_string(tp->failed));
+        return tp->failed;
+    }
+    if (sharc_tp_nccl_dtype(args->dtype, &dt) != 0) {
+        sharc_error("nccl: no NCCL type for dtype %d", (int)args->dtype);
+        return SHARC_ERR_INVALID;
+    }
+    done = sharc_tp_nccl_event_get(tp);
+    if (done == NULL || (caller != tp->stream && (ready = sharc_tp_nccl_event_get(tp)) == NULL)) {
+        sharc_error("nccl: cannot create a CUDA event");
+        if (done != NULL) {
+            sharc_tp_nccl_event_put(tp, done);
+        }
+        return SHARC_ERR_BACKEND;
+    }
+    /* the collective reads what the caller's stream has queued up to now */
+    if (ready != NULL) {
+        if (cudaEventRecord(ready, caller) != cudaSuccess ||
+            cudaStreamWaitEvent(tp->stream, ready, 0) != cudaSuccess) {
+            sharc_error("nccl: cannot order the communication stream after the caller's: %s",
+                        cudaGetErrorString(cudaGetLastError()));
+            sharc_tp_nccl_event_put(tp, done);
+            sharc_tp_nccl_event_put(tp, ready);
+            return SHARC_ERR_BACKEND;
+        }
+        sharc_tp_nccl_event_put(tp, ready); /* recorded work keeps its own reference */
+    }
+    status = sharc_tp_nccl_settle(tp, sharc_tp_nccl_call(tp, args, dt), tp->cfg->timeout,
+                                  "a collective");
+    if (status == SHARC_OK && cudaEventRecord(done, tp->stream) != cudaSuccess) {
+        sharc_error("nccl: cannot record a completion event: %s",
+                    cudaGetErrorString(cudaGetLastError()));
+        status = SHARC_ERR_BACKEND;
+    }
+    if (status != SHARC_OK) {
+        sharc_tp_nccl_event_put(tp, done);
+        return status;
+    }
+    req->status = SHARC_INPROGRESS;
+    req->event = done;
+    req->next = NULL;
+    if (tp->tail != NULL) {
+        tp->tail->next = req;
+    } else {
+        tp->head = req;
+    }
+    tp->tail = req;
+    return SHARC_INPROGRESS;
+}
+
+sharc_status_t sharc_tp_nccl_group_start(sharc_tp_comm_t *tp)
+{
+    return sharc_tp_nccl_status(tp, ncclGroupStart(), "ncclGroupStart");
+}
+
+sharc_status_t sharc_tp_nccl_group_end(sharc_tp_comm_t *tp)
+{
+    return sharc_tp_nccl_settle(tp, ncclGroupEnd(), tp->cfg->timeout, "ncclGroupEnd");
+}
+
+/* Complete the request at the head of the queue with @p status. */
+static void sharc_tp_nccl_retire(sharc_tp_comm_t *tp, sharc_status_t status)
+{
+    sharc_tp_req_t *req = tp->head;
+
+    tp->head = req->next;
+    if (tp->head == NULL) {
+        tp->tail = NULL;
+    }
+    req->next = NULL;
+    sharc_tp_nccl_event_put(tp, (cudaEvent_t)req->event);
+    req->event = NULL;
+    sharc_tp_req_complete(req, status);
+}
+
+int sharc_tp_nccl_progress(sharc_tp_comm_t *tp)
+{
+    ncclResult_t async = ncclSuccess;
+    int n = 0;
+
+    if (tp->failed == SHARC_OK && tp->nccl != NULL &&
+        (ncclCommGetAsyncError(tp->nccl, &async) != ncclSuccess ||
+         (async != ncclSuccess && async != ncclInProgress))) {
+        /* a peer failed, or the network went away: nothing in flight will finish */
+        sharc_tp_nccl_status(tp, async, "the communicator");
+        tp->failed = SHARC_ERR_REMOTE;
+        ncclCommAbort(tp->nccl);
+        tp->nccl = NULL;
+    }
+    while (tp->head != NULL) {
+        cudaError_t err;
+
+        if (tp->failed != SHARC_OK) {
+            sharc_tp_nccl_retire(tp, tp->failed);
+            n++;
+            continue;
+        }
+        err = cudaEventQuery((cudaEvent_t)tp->head->event);
+        if (err == cudaErrorNotReady) {
+            break;
+        }
+        if (err != cudaSuccess) {
+            sharc_error("nccl: a collective's completion cannot be read: %s",
+                        cudaGetErrorString(err));
+            tp->failed = SHARC_ERR_BACKEND;
+            continue;
+        }
+        sharc_tp_nccl_retire(tp, SHARC_OK);
+        n++;
+    }
+    return tp->failed != SHARC_OK ? (int)tp->failed : n > 0;
+}

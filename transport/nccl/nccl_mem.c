@@ -1,0 +1,75 @@
+/*
+ * nccl_mem.c: memory for zero-copy collectives: ncclMemAlloc (buffers NCCL can register
+ * and map between GPUs) and ncclCommRegister, where the NCCL found at run time has them
+ * (2.19 and later); SHARC_ERR_UNSUPPORTED otherwise, so callers fall back to cudaMalloc and
+ * unregistered buffers.
+ */
+#include "config.h"
+
+#define SHARC_THIS_SUBSYS SHARC_SUBSYS_TP
+
+#include <stdlib.h>
+
+#include "../../src/log.h"
+#include "nccl.h"
+
+#define SHARC_NCCL_REG_VERSION 21900 /* ncclMemAlloc and ncclCommRegister */
+
+sharc_status_t sharc_tp_nccl_mem_reg(sharc_tp_comm_t *tp, void *addr, size_t bytes,
+                                     sharc_memtype_t memtype, sharc_tp_mem_t **mem_p)
+{
+    sharc_tp_mem_t *mem;
+    sharc_status_t status;
+
+    if (memtype != SHARC_MEMTYPE_CUDA || tp->version < SHARC_NCCL_REG_VERSION ||
+        tp->nccl == NULL) {
+        return SHARC_ERR_UNSUPPORTED;
+    }
+    mem = calloc(1, sizeof(*mem));
+    if (mem == NULL) {
+        return SHARC_ERR_NOMEM;
+    }
+    status = sharc_tp_nccl_status(tp, ncclCommRegister(tp->nccl, addr, bytes, &mem->handle),
+                                  "ncclCommRegister");
+    if (status != SHARC_OK) {
+        free(mem);
+        return status;
+    }
+    *mem_p = mem;
+    return SHARC_OK;
+}
+
+void sharc_tp_nccl_mem_dereg(sharc_tp_comm_t *tp, sharc_tp_mem_t *mem)
+{
+    if (mem != NULL) {
+        if (tp->nccl != NULL) {
+            ncclCommDeregister(tp->nccl, mem->handle);
+        }
+        free(mem);
+    }
+}
+
+sharc_status_t sharc_tp_nccl_mem_alloc(sharc_tp_comm_t *tp, size_t bytes, sharc_memtype_t memtype,
+                                       void **ptr_p)
+{
+    void *p = NULL;
+
+    if (memtype != SHARC_MEMTYPE_CUDA || tp->version < SHARC_NCCL_REG_VERSION) {
+        return SHARC_ERR_UNSUPPORTED;
+    }
+    if (ncclMemAlloc(&p, bytes) != ncclSuccess) {
+        /* not an error: the caller falls back to cudaMalloc */
+        sharc_debug("nccl: ncclMemAlloc of %zu bytes failed: %s", bytes,
+                    ncclGetLastError(tp->nccl));
+        return SHARC_ERR_UNSUPPORTED;
+    }
+    *ptr_p = p;
+    return SHARC_OK;
+}
+
+void sharc_tp_nccl_mem_free(sharc_tp_comm_t *tp, void *ptr)
+{
+    if (ptr != NULL) {
+        ncclMemFree(ptr);
+    }
+}
