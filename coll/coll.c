@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../src/gpu.h"
 #include "../src/log.h"
 #include "../src/util.h"
 #include "coll.h"
@@ -92,6 +93,7 @@ void sharc_coll_scratch_put(sharc_coll_task_t *task)
 void sharc_coll_release(sharc_coll_task_t *task)
 {
     /* whatever state the algorithm allocated lives in these fields (NULL when unused) */
+    sharc_coll_staged_free(task);
     free(task->reqs);
     free(task->scratch); /* a done task's is NULL: sharc_coll_scratch_put took it */
     sharc_coll_ring_cleanup(&task->ring);
@@ -114,6 +116,13 @@ int sharc_coll_progress(sharc_comm_h comm)
             cc->failed = (sharc_status_t)ret;
         }
         moved = ret > 0;
+    }
+    if (comm->gpu_tp != NULL && comm->gpu_ops->progress != NULL) {
+        int ret = comm->gpu_ops->progress(comm->gpu_tp);
+        if (ret < 0 && cc->failed == SHARC_OK) {
+            cc->failed = (sharc_status_t)ret;
+        }
+        moved |= ret > 0;
     }
     for (sharc_coll_task_t *t = cc->head; t != NULL; t = t->next) {
         if (t->done) {
@@ -276,6 +285,10 @@ sharc_status_t sharc_request_wait(sharc_request_h req)
             if (cc->failed == SHARC_OK) {
                 cc->failed = SHARC_ERR_TIMEOUT;
             }
+            if (req->algo == &sharc_coll_backend && req->comm->gpu_ops->abort != NULL) {
+                /* the GPU would go on waiting for the missing peer: stop it */
+                req->comm->gpu_ops->abort(req->comm->gpu_tp);
+            }
             pthread_mutex_unlock(&cc->lock);
             return SHARC_ERR_TIMEOUT;
         }
@@ -291,7 +304,7 @@ void sharc_request_free(sharc_request_h req)
     if (req == NULL) {
         return;
     }
-    if (!req->complete) {
+    if (!req->complete && !req->stream_waited) {
         sharc_request_wait(req); /* its buffers must be left alone once it is freed */
     }
     cc = req->comm->coll;
@@ -299,9 +312,32 @@ void sharc_request_free(sharc_request_h req)
     if (req->complete) {
         sharc_coll_release(req);
     } else {
-        req->freed = 1; /* timed out: the engine releases it if it ever completes */
+        /* timed out, or a stream waits for it: the engine releases it when it completes */
+        req->freed = 1;
     }
     pthread_mutex_unlock(&cc->lock);
+}
+
+sharc_status_t sharc_request_wait_stream(sharc_request_h req, void *stream)
+{
+    sharc_coll_comm_t *cc;
+    sharc_status_t status = SHARC_INPROGRESS;
+
+    if (req == NULL) {
+        sharc_error("sharc_request_wait_stream: request is NULL");
+        return SHARC_ERR_INVALID;
+    }
+    cc = req->comm->coll;
+    sharc_coll_lock(cc);
+    if (req->complete) {
+        status = req->status;
+    } else if (req->event != NULL) {
+        /* under the lock: the engine cannot hand the event back to its backend meanwhile */
+        status = sharc_gpu_stream_wait(stream, req->event);
+        req->stream_waited = status == SHARC_OK;
+    }
+    pthread_mutex_unlock(&cc->lock);
+    return (status == SHARC_INPROGRESS) ? sharc_request_wait(req) : status;
 }
 
 void sharc_coll_comm_destroy(sharc_comm_h comm)
@@ -319,8 +355,16 @@ void sharc_coll_comm_destroy(sharc_comm_h comm)
         pthread_join(cc->thread, NULL);
     }
     if (cc->head != NULL) {
-        sharc_warn("rank %d: communicator destroyed with collectives in flight; completing them",
-                   comm->rank);
+        int unfreed = 0;
+
+        for (sharc_coll_task_t *t = cc->head; t != NULL; t = t->next) {
+            unfreed += !t->freed; /* freed ones are only waiting to be seen done */
+        }
+        if (unfreed > 0) {
+            sharc_warn("rank %d: communicator destroyed with %d collective(s) in flight; "
+                       "completing them",
+                       comm->rank, unfreed);
+        }
         while (cc->head != NULL) {
             sharc_coll_task_t *t = cc->head;
             if (sharc_request_wait(t) != SHARC_OK) {
@@ -335,6 +379,7 @@ void sharc_coll_comm_destroy(sharc_comm_h comm)
             sharc_coll_release(t);
         }
     }
+    sharc_coll_staged_cleanup(cc);
     pthread_cond_destroy(&cc->cond);
     pthread_mutex_destroy(&cc->lock);
     if (!cc->scratch_busy) { /* else a task that never finished holds it: leaked with it */

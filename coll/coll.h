@@ -37,6 +37,7 @@ typedef struct {
     sharc_dtype_t dtype;
     sharc_op_t op;
     int root;
+    void *stream; /* CUDA buffers: the stream whose queued work the collective follows */
 } sharc_coll_args_t;
 
 /*
@@ -88,6 +89,9 @@ typedef struct sharc_request sharc_coll_task_t; /* a task is what the API calls 
 
 typedef struct {
     const char *name;
+    /* Optional: sequence numbers (tags) it needs beyond its own, for sub-tasks; asked before
+     * init, so every rank reserves the same range. */
+    size_t (*tags)(const sharc_coll_task_t *task);
     sharc_status_t (*init)(sharc_coll_task_t *task);
     /* SHARC_INPROGRESS, SHARC_OK, or the error that ended it; never blocks */
     sharc_status_t (*progress)(sharc_coll_task_t *task);
@@ -105,6 +109,9 @@ struct sharc_request {
     int complete;          /* done, and every earlier task too: visible to the caller */
     int await_peer;        /* a peer the task waits for, for timeout messages, or -1 */
     int freed;             /* the caller freed it; the engine releases it when complete */
+    void *event;           /* CUDA: fires on the device when the collective is done, or NULL */
+    int stream_waited;     /* a stream waits for event: freeing it need not wait */
+    void *stage;           /* staged.c's state */
     struct sharc_request *next;
     /* algorithm state */
     int phase;
@@ -132,7 +139,23 @@ struct sharc_coll_comm {
     char *scratch;
     size_t scratch_bytes;
     int scratch_busy;
+    /* staging of CUDA buffers through host memory (staged.c): its stream and the page-locked
+     * buffer kept between collectives; under lock */
+    void *stage_stream;
+    char *pinned;
+    size_t pinned_bytes;
+    int pinned_busy;
 };
+
+/*
+ * Post a collective (post.c): the public calls with the communicator's stream, the shard
+ * engine with its own. Checks, routing, queueing; blocks when @p req_p is NULL.
+ */
+SHARC_HIDDEN sharc_status_t sharc_coll_start(sharc_comm_h comm, const sharc_coll_args_t *args,
+                                             sharc_request_h *req_p);
+
+/* Let @p stream wait for @p req on the device (for host tasks: wait on the host). */
+SHARC_API sharc_status_t sharc_request_wait_stream(sharc_request_h req, void *stream);
 
 /* The collectives' names, for messages ("allgather", ...). */
 extern SHARC_HIDDEN const char *const sharc_coll_names[SHARC_COLL_LAST];
@@ -201,5 +224,12 @@ extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_broadcast_binomial;
 extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_alltoall_direct;
 extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_alltoall_pairwise;
 extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_barrier_dissemination;
+/* Collectives on CUDA buffers: through the collective backend, or staged through host memory. */
+extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_backend;
+extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_staged;
+
+/* staged.c: a task's staging state (lock held), and the communicator's at destroy. */
+SHARC_HIDDEN void sharc_coll_staged_free(sharc_coll_task_t *task);
+SHARC_HIDDEN void sharc_coll_staged_cleanup(sharc_coll_comm_t *cc);
 
 #endif

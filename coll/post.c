@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../src/gpu.h"
 #include "../src/log.h"
 #include "../src/util.h"
 #include "coll.h"
@@ -166,8 +167,45 @@ static sharc_status_t sharc_coll_check_peers(sharc_comm_h comm, const sharc_coll
     return status;
 }
 
-static sharc_status_t sharc_coll_post(sharc_comm_h comm, const sharc_coll_args_t *args,
-                                      sharc_request_h *req_p)
+/*
+ * Who runs the collective: on host buffers a host algorithm over the point-to-point
+ * transport; on CUDA buffers (either side) the collective backend (NCCL) where it has the
+ * collective, else staging through host memory. Opening the backend is collective: every
+ * rank reaches this for the same collective.
+ */
+static sharc_status_t sharc_coll_route(sharc_comm_h comm, const sharc_coll_args_t *a,
+                                       const sharc_coll_algo_t **algo_p)
+{
+    int p2p = comm->size == 1 || (comm->tp_ops != NULL && comm->tp_ops->send != NULL);
+    int gpu = a->type != SHARC_COLL_BARRIER && (sharc_gpu_memtype(a->sendbuf) != SHARC_MEMTYPE_HOST ||
+                                                sharc_gpu_memtype(a->recvbuf) != SHARC_MEMTYPE_HOST);
+
+    if (gpu && a->type != SHARC_COLL_ALLTOALL) {
+        sharc_status_t status;
+
+        if (sharc_comm_gpu_backend(comm, &status) != NULL) {
+            *algo_p = &sharc_coll_backend;
+            return SHARC_OK;
+        }
+        if (status != SHARC_OK) {
+            return status; /* SHARC_CUDA_BACKEND=nccl without NCCL */
+        }
+    }
+    if (!p2p) {
+        sharc_error("%s: this communicator of %d ranks has no point-to-point transport "
+                    "(SHARC_TRANSPORT, and was sharc built with UCX?)",
+                    sharc_coll_names[a->type], comm->size);
+        return SHARC_ERR_UNSUPPORTED;
+    }
+    if (gpu) {
+        *algo_p = &sharc_coll_staged;
+        return SHARC_OK;
+    }
+    return sharc_coll_select(comm, a, algo_p);
+}
+
+sharc_status_t sharc_coll_start(sharc_comm_h comm, const sharc_coll_args_t *args,
+                                sharc_request_h *req_p)
 {
     sharc_coll_comm_t *cc;
     sharc_coll_task_t *task;
@@ -181,19 +219,13 @@ static sharc_status_t sharc_coll_post(sharc_comm_h comm, const sharc_coll_args_t
     if (status != SHARC_OK) {
         return status;
     }
-    if (comm->size > 1 && (comm->tp_ops == NULL || comm->tp_ops->send == NULL)) {
-        sharc_error("%s: this communicator of %d ranks has no point-to-point transport "
-                    "(SHARC_TRANSPORT, and was sharc built with UCX?)",
-                    sharc_coll_names[args->type], comm->size);
-        return SHARC_ERR_UNSUPPORTED;
-    }
     task = calloc(1, sizeof(*task));
     if (task == NULL) {
         return SHARC_ERR_NOMEM;
     }
     task->comm = comm;
     task->args = *args;
-    status = sharc_coll_select(comm, args, &task->algo);
+    status = sharc_coll_route(comm, args, &task->algo);
     if (status != SHARC_OK) {
         free(task);
         return status;
@@ -214,13 +246,15 @@ static sharc_status_t sharc_coll_post(sharc_comm_h comm, const sharc_coll_args_t
         free(task);
         return status;
     }
-    /* tags are 40 bits in the narrowest transport; wrapping after 2^40 collectives is safe */
-    task->seq = cc->seq++ & ((1ull << 40) - 1);
+    /* tags are 40 bits in the narrowest transport; wrapping after 2^40 collectives is safe.
+     * An algorithm with sub-tasks takes a range, the same on every rank. */
+    task->seq = cc->seq & SHARC_TP_TAG_MAX;
+    cc->seq += 1 + (task->algo->tags != NULL ? task->algo->tags(task) : 0);
     status = task->algo->init(task);
     if (status != SHARC_OK) {
         sharc_coll_scratch_put(task);
-        pthread_mutex_unlock(&cc->lock);
         sharc_coll_release(task);
+        pthread_mutex_unlock(&cc->lock);
         return status;
     }
     if (cc->tail != NULL) {
@@ -246,10 +280,19 @@ static sharc_status_t sharc_coll_post(sharc_comm_h comm, const sharc_coll_args_t
     return status;
 }
 
+/* The public calls: the communicator's stream orders collectives on CUDA buffers. */
+static sharc_status_t sharc_coll_post(sharc_comm_h comm, sharc_coll_args_t *a,
+                                      sharc_request_h *req_p)
+{
+    a->stream = (comm != NULL) ? comm->stream : NULL;
+    return sharc_coll_start(comm, a, req_p);
+}
+
 sharc_status_t sharc_allgather(const void *sendbuf, void *recvbuf, size_t count,
                                sharc_dtype_t dtype, sharc_comm_h comm, sharc_request_h *req_p)
 {
-    sharc_coll_args_t a = {SHARC_COLL_ALLGATHER, sendbuf, recvbuf, count, dtype, SHARC_OP_SUM, 0};
+    sharc_coll_args_t a = {SHARC_COLL_ALLGATHER, sendbuf, recvbuf, count, dtype, SHARC_OP_SUM, 0,
+                           NULL};
 
     return sharc_coll_post(comm, &a, req_p);
 }
@@ -258,7 +301,8 @@ sharc_status_t sharc_reduce_scatter(const void *sendbuf, void *recvbuf, size_t r
                                     sharc_dtype_t dtype, sharc_op_t op, sharc_comm_h comm,
                                     sharc_request_h *req_p)
 {
-    sharc_coll_args_t a = {SHARC_COLL_REDUCE_SCATTER, sendbuf, recvbuf, recvcount, dtype, op, 0};
+    sharc_coll_args_t a = {SHARC_COLL_REDUCE_SCATTER, sendbuf, recvbuf, recvcount, dtype, op, 0,
+                           NULL};
 
     return sharc_coll_post(comm, &a, req_p);
 }
@@ -267,7 +311,7 @@ sharc_status_t sharc_allreduce(const void *sendbuf, void *recvbuf, size_t count,
                                sharc_dtype_t dtype, sharc_op_t op, sharc_comm_h comm,
                                sharc_request_h *req_p)
 {
-    sharc_coll_args_t a = {SHARC_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, 0};
+    sharc_coll_args_t a = {SHARC_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, 0, NULL};
 
     return sharc_coll_post(comm, &a, req_p);
 }
@@ -276,8 +320,8 @@ sharc_status_t sharc_broadcast(const void *sendbuf, void *recvbuf, size_t count,
                                sharc_dtype_t dtype, int root, sharc_comm_h comm,
                                sharc_request_h *req_p)
 {
-    sharc_coll_args_t a = {SHARC_COLL_BROADCAST, sendbuf, recvbuf, count, dtype,
-                           SHARC_OP_SUM,         root};
+    sharc_coll_args_t a = {SHARC_COLL_BROADCAST, sendbuf, recvbuf, count, dtype, SHARC_OP_SUM,
+                           root, NULL};
 
     return sharc_coll_post(comm, &a, req_p);
 }
@@ -285,14 +329,16 @@ sharc_status_t sharc_broadcast(const void *sendbuf, void *recvbuf, size_t count,
 sharc_status_t sharc_alltoall(const void *sendbuf, void *recvbuf, size_t count, sharc_dtype_t dtype,
                               sharc_comm_h comm, sharc_request_h *req_p)
 {
-    sharc_coll_args_t a = {SHARC_COLL_ALLTOALL, sendbuf, recvbuf, count, dtype, SHARC_OP_SUM, 0};
+    sharc_coll_args_t a = {SHARC_COLL_ALLTOALL, sendbuf, recvbuf, count, dtype, SHARC_OP_SUM, 0,
+                           NULL};
 
     return sharc_coll_post(comm, &a, req_p);
 }
 
 sharc_status_t sharc_barrier(sharc_comm_h comm, sharc_request_h *req_p)
 {
-    sharc_coll_args_t a = {SHARC_COLL_BARRIER, NULL, NULL, 0, SHARC_DTYPE_U8, SHARC_OP_SUM, 0};
+    sharc_coll_args_t a = {SHARC_COLL_BARRIER, NULL, NULL, 0, SHARC_DTYPE_U8, SHARC_OP_SUM, 0,
+                           NULL};
 
     return sharc_coll_post(comm, &a, req_p);
 }

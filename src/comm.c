@@ -196,9 +196,12 @@ static sharc_tp_comm_params_t sharc_comm_tp_params(sharc_comm_h comm)
     return params;
 }
 
-const sharc_tp_ops_t *sharc_comm_gpu_backend(sharc_comm_h comm)
+const sharc_tp_ops_t *sharc_comm_gpu_backend(sharc_comm_h comm, sharc_status_t *status_p)
 {
-    if (!comm->gpu_tried) {
+    int mode = comm->ctx->cfg->cuda_backend; /* 0 auto, 1 nccl, 2 staged */
+
+    *status_p = SHARC_OK;
+    if (!comm->gpu_tried && mode != 2) {
         sharc_tp_comm_params_t params = sharc_comm_tp_params(comm);
         sharc_status_t status;
 
@@ -207,12 +210,20 @@ const sharc_tp_ops_t *sharc_comm_gpu_backend(sharc_comm_h comm)
         if (status != SHARC_OK) {
             comm->gpu_ops = NULL;
             comm->gpu_tp = NULL;
-            sharc_info("comm: no collective backend for CUDA buffers (%s): they are staged "
-                       "through host memory",
-                       sharc_status_string(status));
+            if (mode == 1) {
+                sharc_error("comm: SHARC_CUDA_BACKEND=nccl, but NCCL cannot run here (%s)",
+                            sharc_status_string(status));
+                comm->gpu_failed = status == SHARC_ERR_UNSUPPORTED ? SHARC_ERR_UNSUPPORTED
+                                                                    : status;
+            } else {
+                sharc_info("comm: no collective backend for CUDA buffers (%s): they are staged "
+                           "through host memory",
+                           sharc_status_string(status));
+            }
         }
     }
-    return comm->gpu_ops;
+    *status_p = comm->gpu_failed;
+    return (mode == 2) ? NULL : comm->gpu_ops;
 }
 
 sharc_status_t sharc_comm_set_cuda_stream(sharc_comm_h comm, void *stream)

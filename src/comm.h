@@ -32,6 +32,7 @@ struct sharc_comm {
     const sharc_tp_ops_t *gpu_ops;
     sharc_tp_comm_t *gpu_tp;
     int gpu_tried;
+    sharc_status_t gpu_failed; /* SHARC_CUDA_BACKEND=nccl and it could not be opened */
     void *stream; /* sharc_comm_set_cuda_stream: the caller's stream (NULL: legacy default) */
 };
 
@@ -41,8 +42,10 @@ SHARC_API sharc_status_t sharc_comm_set_cuda_stream(sharc_comm_h comm, void *str
 /*
  * The collective backend for CUDA buffers, opened now if this is the first time: collective
  * over the communicator (every rank posts the same collective on CUDA memory). NULL when
- * none can run here (then CUDA buffers are staged through host memory).
+ * none can run here or SHARC_CUDA_BACKEND=staged (CUDA buffers are then staged through host
+ * memory); *status_p is an error when SHARC_CUDA_BACKEND=nccl and NCCL could not be opened.
  */
-SHARC_HIDDEN const sharc_tp_ops_t *sharc_comm_gpu_backend(sharc_comm_h comm);
+SHARC_HIDDEN const sharc_tp_ops_t *sharc_comm_gpu_backend(sharc_comm_h comm,
+                                                          sharc_status_t *status_p);
 
 #endif

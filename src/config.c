@@ -47,6 +47,7 @@ const char *const sharc_cfg_transport_names[SHARC_CFG_TRANSPORT_LAST] = {
     [SHARC_CFG_TRANSPORT_IB] = "ib",     [SHARC_CFG_TRANSPORT_NCCL] = "nccl",
 };
 
+const char *const sharc_cfg_cuda_backends[] = {"auto", "nccl", "staged", NULL};
 const char *const sharc_cfg_allgather_algos[] = {"auto", "ring", "recursive_doubling", "direct",
                                                  NULL};
 const char *const sharc_cfg_reduce_scatter_algos[] = {"auto", "ring", "recursive_halving", "direct",
@@ -112,6 +113,15 @@ static const sharc_cfg_field_t sharc_cfg_table[] = {
      "Bytes per chunk of the pipelined ring and chain algorithms: smaller starts forwarding "
      "sooner, larger costs fewer messages.",
      SHARC_CFG_SIZE, SHARC_CFG_OFF(coll_chunk), NULL, 0, 64, 1L << 30},
+    {"CUDA_BACKEND", "auto",
+     "Collectives on CUDA buffers: auto (NCCL where it can run, else staged), nccl (NCCL or "
+     "fail), or staged (through page-locked host memory over the host transports).",
+     SHARC_CFG_ENUM, SHARC_CFG_OFF(cuda_backend), sharc_cfg_cuda_backends, 3, 0, 0},
+    {"STAGE_CHUNK", "4m",
+     "CUDA buffers of collectives that cannot run on the GPU (no NCCL, or alltoall) move "
+     "through page-locked host memory in chunks of this many bytes per rank: the copy of one "
+     "chunk overlaps the host collective of the one before.",
+     SHARC_CFG_SIZE, SHARC_CFG_OFF(stage_chunk), NULL, 0, 4096, 1L << 30},
     {"PROGRESS_THREAD", "no",
      "Progress collectives from a thread per communicator, so that a posted collective "
      "completes while the caller computes (costs a core while collectives are in flight).",

@@ -25,6 +25,8 @@ typedef struct {
     int shm_cma;              /* the shm transport may copy with process_vm_readv */
     double timeout;           /* seconds a collective may take */
     size_t coll_chunk;        /* bytes per pipelined chunk of the ring and chain algorithms */
+    size_t stage_chunk;       /* bytes per chunk of CUDA buffers staged through host memory */
+    int cuda_backend;         /* SHARC_CUDA_BACKEND: 0 auto, 1 nccl, 2 staged */
     int progress_thread;      /* a thread per communicator progresses its collectives */
     int check;                /* compare every collective's arguments across ranks first */
     size_t shard_bucket;         /* bytes per automatically packed unit */
@@ -48,6 +50,9 @@ typedef enum {
 } sharc_cfg_transport_t;
 
 extern SHARC_HIDDEN const char *const sharc_cfg_transport_names[];
+
+/* SHARC_CUDA_BACKEND's values: auto, nccl, staged. */
+extern SHARC_HIDDEN const char *const sharc_cfg_cuda_backends[];
 
 /* Algorithm names each SHARC_<COLL>_ALGO accepts ("auto" first), NULL-terminated. */
 extern SHARC_HIDDEN const char *const sharc_cfg_allgather_algos[];

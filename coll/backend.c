@@ -1,0 +1,53 @@
+/*
+ * backend.c: a collective on CUDA buffers run whole by the communicator's collective
+ * backend (NCCL). Computes what the collective's contract says, on the device, on the
+ * backend's stream after the work queued on the caller's; the task keeps the backend's
+ * completion event so a stream can wait for it (sharc_request_wait_stream), and finishes
+ * when the backend reports it done. No extra memory, no host copies.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+
+#include "coll.h"
+
+static sharc_status_t sharc_coll_backend_init(sharc_coll_task_t *task)
+{
+    static const sharc_tp_coll_type_t types[SHARC_COLL_LAST] = {
+        [SHARC_COLL_ALLGATHER] = SHARC_TP_COLL_ALLGATHER,
+        [SHARC_COLL_REDUCE_SCATTER] = SHARC_TP_COLL_REDUCE_SCATTER,
+        [SHARC_COLL_ALLREDUCE] = SHARC_TP_COLL_ALLREDUCE,
+        [SHARC_COLL_BROADCAST] = SHARC_TP_COLL_BCAST,
+    };
+    sharc_comm_h comm = task->comm;
+    const sharc_coll_args_t *a = &task->args;
+    sharc_tp_coll_args_t ta = {types[a->type], a->sendbuf, a->recvbuf, a->count, a->dtype, a->op,
+                               a->root, a->stream};
+    sharc_status_t status;
+
+    task->reqs = calloc(1, sizeof(*task->reqs));
+    if (task->reqs == NULL) {
+        return SHARC_ERR_NOMEM;
+    }
+    task->nreqs = 1;
+    status = comm->gpu_ops->coll(comm->gpu_tp, &ta, &task->reqs[0]);
+    task->event = task->reqs[0].event;
+    return (status == SHARC_INPROGRESS) ? SHARC_OK : status;
+}
+
+/* The backend's own progress (called by the engine before the tasks') completes it. */
+static sharc_status_t sharc_coll_backend_progress(sharc_coll_task_t *task)
+{
+    sharc_status_t status = sharc_tp_req_status(&task->reqs[0]);
+
+    if (status != SHARC_INPROGRESS) {
+        task->event = NULL; /* the backend reuses it */
+    }
+    return status;
+}
+
+const sharc_coll_algo_t sharc_coll_backend = {
+    .name = "backend",
+    .init = sharc_coll_backend_init,
+    .progress = sharc_coll_backend_progress,
+};
