@@ -21,8 +21,8 @@ static sharc_status_t sharc_coll_backend_init(sharc_coll_task_t *task)
     };
     sharc_comm_h comm = task->comm;
     const sharc_coll_args_t *a = &task->args;
-    sharc_tp_coll_args_t ta = {types[a->type], a->sendbuf, a->recvbuf, a->count, a->dtype, a->op,
-                               a->root, a->stream};
+    sharc_tp_coll_args_t ta = {types[a->type], a->sendbuf, a->recvbuf, a->count,
+                               a->dtype,       a->op,      a->root,    a->stream};
     sharc_status_t status;
 
     task->reqs = calloc(1, sizeof(*task->reqs));

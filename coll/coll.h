@@ -166,7 +166,7 @@ SHARC_HIDDEN sharc_status_t sharc_coll_select(sharc_comm_h comm, const sharc_col
 
 /* The engine (coll.c), for post.c and the algorithms that run sub-tasks. */
 SHARC_HIDDEN void sharc_coll_lock(sharc_coll_comm_t *cc); /* callers first, then the thread */
-SHARC_HIDDEN int sharc_coll_progress(sharc_comm_h comm);   /* lock held; 1 if anything moved */
+SHARC_HIDDEN int sharc_coll_progress(sharc_comm_h comm);  /* lock held; 1 if anything moved */
 SHARC_HIDDEN void sharc_coll_scratch_put(sharc_coll_task_t *task); /* lock held */
 SHARC_HIDDEN void sharc_coll_release(sharc_coll_task_t *task);     /* free a task's state */
 

@@ -177,8 +177,9 @@ static sharc_status_t sharc_coll_route(sharc_comm_h comm, const sharc_coll_args_
                                        const sharc_coll_algo_t **algo_p)
 {
     int p2p = comm->size == 1 || (comm->tp_ops != NULL && comm->tp_ops->send != NULL);
-    int gpu = a->type != SHARC_COLL_BARRIER && (sharc_gpu_memtype(a->sendbuf) != SHARC_MEMTYPE_HOST ||
-                                                sharc_gpu_memtype(a->recvbuf) != SHARC_MEMTYPE_HOST);
+    int gpu =
+        a->type != SHARC_COLL_BARRIER && (sharc_gpu_memtype(a->sendbuf) != SHARC_MEMTYPE_HOST ||
+                                          sharc_gpu_memtype(a->recvbuf) != SHARC_MEMTYPE_HOST);
 
     if (gpu && a->type != SHARC_COLL_ALLTOALL) {
         sharc_status_t status;
@@ -291,8 +292,8 @@ static sharc_status_t sharc_coll_post(sharc_comm_h comm, sharc_coll_args_t *a,
 sharc_status_t sharc_allgather(const void *sendbuf, void *recvbuf, size_t count,
                                sharc_dtype_t dtype, sharc_comm_h comm, sharc_request_h *req_p)
 {
-    sharc_coll_args_t a = {SHARC_COLL_ALLGATHER, sendbuf, recvbuf, count, dtype, SHARC_OP_SUM, 0,
-                           NULL};
+    sharc_coll_args_t a = {SHARC_COLL_ALLGATHER, sendbuf, recvbuf, count, dtype,
+                           SHARC_OP_SUM,         0,       NULL};
 
     return sharc_coll_post(comm, &a, req_p);
 }
@@ -301,8 +302,8 @@ sharc_status_t sharc_reduce_scatter(const void *sendbuf, void *recvbuf, size_t r
                                     sharc_dtype_t dtype, sharc_op_t op, sharc_comm_h comm,
                                     sharc_request_h *req_p)
 {
-    sharc_coll_args_t a = {SHARC_COLL_REDUCE_SCATTER, sendbuf, recvbuf, recvcount, dtype, op, 0,
-                           NULL};
+    sharc_coll_args_t a = {
+        SHARC_COLL_REDUCE_SCATTER, sendbuf, recvbuf, recvcount, dtype, op, 0, NULL};
 
     return sharc_coll_post(comm, &a, req_p);
 }
@@ -320,8 +321,8 @@ sharc_status_t sharc_broadcast(const void *sendbuf, void *recvbuf, size_t count,
                                sharc_dtype_t dtype, int root, sharc_comm_h comm,
                                sharc_request_h *req_p)
 {
-    sharc_coll_args_t a = {SHARC_COLL_BROADCAST, sendbuf, recvbuf, count, dtype, SHARC_OP_SUM,
-                           root, NULL};
+    sharc_coll_args_t a = {SHARC_COLL_BROADCAST, sendbuf, recvbuf, count, dtype,
+                           SHARC_OP_SUM,         root,    NULL};
 
     return sharc_coll_post(comm, &a, req_p);
 }
@@ -329,16 +330,16 @@ sharc_status_t sharc_broadcast(const void *sendbuf, void *recvbuf, size_t count,
 sharc_status_t sharc_alltoall(const void *sendbuf, void *recvbuf, size_t count, sharc_dtype_t dtype,
                               sharc_comm_h comm, sharc_request_h *req_p)
 {
-    sharc_coll_args_t a = {SHARC_COLL_ALLTOALL, sendbuf, recvbuf, count, dtype, SHARC_OP_SUM, 0,
-                           NULL};
+    sharc_coll_args_t a = {SHARC_COLL_ALLTOALL, sendbuf, recvbuf, count, dtype,
+                           SHARC_OP_SUM,        0,       NULL};
 
     return sharc_coll_post(comm, &a, req_p);
 }
 
 sharc_status_t sharc_barrier(sharc_comm_h comm, sharc_request_h *req_p)
 {
-    sharc_coll_args_t a = {SHARC_COLL_BARRIER, NULL, NULL, 0, SHARC_DTYPE_U8, SHARC_OP_SUM, 0,
-                           NULL};
+    sharc_coll_args_t a = {SHARC_COLL_BARRIER, NULL,         NULL, 0,
+                           SHARC_DTYPE_U8,     SHARC_OP_SUM, 0,    NULL};
 
     return sharc_coll_post(comm, &a, req_p);
 }

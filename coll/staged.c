@@ -34,13 +34,13 @@ typedef enum {
 
 typedef struct {
     size_t n, per, chunk, nchunks, esize; /* ranks; elements per rank (block), per chunk */
-    size_t srows, rrows;                   /* rows of L elements on each side of a chunk */
-    char *pinned;                          /* SLOTS x (send side, receive side) */
+    size_t srows, rrows;                  /* rows of L elements on each side of a chunk */
+    char *pinned;                         /* SLOTS x (send side, receive side) */
     size_t pinned_bytes;
     int pinned_cached;
     void *ready, *down[SHARC_STAGE_SLOTS], *up[SHARC_STAGE_SLOTS]; /* events */
-    sharc_stage_state_t *state;                                   /* [nchunks] */
-    sharc_coll_task_t **child;                                    /* [nchunks] */
+    sharc_stage_state_t *state;                                    /* [nchunks] */
+    sharc_coll_task_t **child;                                     /* [nchunks] */
     size_t done;
 } sharc_stage_t;
 
@@ -123,7 +123,8 @@ static sharc_status_t sharc_staged_init(sharc_coll_task_t *task)
     st->per = sharc_stage_per_rank(task);
     st->chunk = sharc_stage_chunk(task);
     st->nchunks = sharc_stage_tags(task);
-    st->srows = (a->type == SHARC_COLL_REDUCE_SCATTER || a->type == SHARC_COLL_ALLTOALL) ? st->n : 1;
+    st->srows =
+        (a->type == SHARC_COLL_REDUCE_SCATTER || a->type == SHARC_COLL_ALLTOALL) ? st->n : 1;
     st->rrows = (a->type == SHARC_COLL_ALLGATHER || a->type == SHARC_COLL_ALLTOALL) ? st->n : 1;
     if (st->nchunks == 0) {
         return SHARC_OK; /* nothing to move */
@@ -192,8 +193,7 @@ static sharc_status_t sharc_stage_up(sharc_coll_task_t *task, sharc_stage_t *st,
         status = sharc_gpu_copy2d((char *)a->recvbuf + off, st->per * st->esize,
                                   sharc_stage_recv(st, c), width, width, st->rrows, s);
     }
-    return (status == SHARC_OK) ? sharc_gpu_event_record(st->up[c % SHARC_STAGE_SLOTS], s)
-                                : status;
+    return (status == SHARC_OK) ? sharc_gpu_event_record(st->up[c % SHARC_STAGE_SLOTS], s) : status;
 }
 
 /* The host collective of chunk c, on its staging, with its own tag. */

@@ -4,7 +4,8 @@
  * --vs-mpi runs the same sweep through MPI in the same job and prints sharc/MPI per size,
  * and --vs-memcpy measures this machine's single-thread copy bandwidth for the same sizes
  * in the same run. -J writes every iteration's time as JSON. Times are medians over the
- * iterations of the slowest rank's time per iteration.
+ * iterations of the slowest rank's time per iteration. --device cuda runs on device buffers
+ * (one GPU per rank, by local rank), --vs-nccl beside NCCL called directly on them.
  */
 #include "config.h"
 
@@ -22,6 +23,7 @@
 #include <mpi.h>
 #endif
 
+#include "perf_cuda.h"
 #include "perf_util.h"
 
 typedef enum {
@@ -43,8 +45,9 @@ typedef struct {
     perf_coll_t coll;
     size_t minbytes, maxbytes, stepbytes;
     double stepfactor;
-    int iters, warmup, check, root, vs_mpi, vs_memcpy;
+    int iters, warmup, check, root, vs_mpi, vs_memcpy, vs_nccl;
     int registered; /* -R 1: buffers from sharc_mem_alloc */
+    int cuda;       /* --device cuda: device buffers */
     sharc_dtype_t dtype;
     sharc_op_t op;
     const char *json;
@@ -67,9 +70,25 @@ static double perf_bus_factor(perf_coll_t coll, int n)
 typedef struct {
     size_t size, count; /* bytes and elements of the larger side */
     size_t sendcount, recvcount;
-    size_t blockcount; /* alltoall: elements per peer */
-    char *send, *recv;
+    size_t blockcount;   /* alltoall: elements per peer */
+    char *send, *recv;   /* what the collectives run on (host, or device with --device cuda) */
+    char *hsend, *hrecv; /* host copies for -c (the same buffers on the host) */
 } perf_bufs_t;
+
+/* -c works on the host copies: these move them to the device and back. */
+static int perf_push(const perf_opts_t *o, perf_bufs_t *b)
+{
+    return !o->cuda ? 0
+                    : perf_cuda_put(b->send, b->hsend, b->size) |
+                          perf_cuda_put(b->recv, b->hrecv, b->size);
+}
+
+static int perf_pull(const perf_opts_t *o, perf_bufs_t *b)
+{
+    return !o->cuda ? 0
+                    : perf_cuda_get(b->hsend, b->send, b->size) |
+                          perf_cuda_get(b->hrecv, b->recv, b->size);
+}
 
 static void perf_layout(const perf_opts_t *o, int n, size_t size, perf_bufs_t *b)
 {
@@ -168,6 +187,15 @@ static int perf_run_mpi(const perf_opts_t *o, perf_bufs_t *b)
 }
 #endif
 
+/* The collective once, on the inputs the host copies hold; the results back in them. */
+static int perf_check_run(const perf_opts_t *o, sharc_comm_h comm, perf_bufs_t *b, int inplace)
+{
+    return (perf_push(o, b) != 0 || perf_run_sharc(o, comm, b, inplace) != SHARC_OK ||
+            perf_pull(o, b) != 0)
+               ? -1
+               : 0;
+}
+
 /* Fill inputs whose result is known, run once, count wrong elements (nccl-tests' -c). */
 static size_t perf_check(const perf_opts_t *o, sharc_comm_h comm, perf_bufs_t *b, int inplace)
 {
@@ -177,58 +205,58 @@ static size_t perf_check(const perf_opts_t *o, sharc_comm_h comm, perf_bufs_t *b
 
     switch (o->coll) {
     case PERF_ALLGATHER:
-        mine = inplace ? b->recv + rank * b->sendcount * esize : b->send;
+        mine = inplace ? b->hrecv + rank * b->sendcount * esize : b->hsend;
         perf_fill(mine, o->dtype, b->sendcount, rank, (size_t)rank * b->sendcount, o->op);
-        if (perf_run_sharc(o, comm, b, inplace) != SHARC_OK) {
+        if (perf_check_run(o, comm, b, inplace) != 0) {
             return b->count;
         }
         {
             size_t wrong = 0;
             for (int r = 0; r < n; r++) {
-                wrong += perf_wrong(b->recv + r * b->sendcount * esize, o->dtype, b->sendcount,
+                wrong += perf_wrong(b->hrecv + r * b->sendcount * esize, o->dtype, b->sendcount,
                                     (size_t)r * b->sendcount, r, n, o->op);
             }
             return wrong;
         }
     case PERF_REDUCE_SCATTER:
         /* block i of every rank holds the elements i * recvcount .. of the vector */
-        perf_fill(b->send, o->dtype, b->sendcount, rank, 0, o->op);
-        if (perf_run_sharc(o, comm, b, inplace) != SHARC_OK) {
+        perf_fill(b->hsend, o->dtype, b->sendcount, rank, 0, o->op);
+        if (perf_check_run(o, comm, b, inplace) != 0) {
             return b->count;
         }
-        return perf_wrong(inplace ? b->send + rank * b->recvcount * esize : b->recv, o->dtype,
+        return perf_wrong(inplace ? b->hsend + rank * b->recvcount * esize : b->hrecv, o->dtype,
                           b->recvcount, (size_t)rank * b->recvcount, -1, n, o->op);
     case PERF_ALLREDUCE:
-        perf_fill(b->send, o->dtype, b->count, rank, 0, o->op);
-        if (perf_run_sharc(o, comm, b, inplace) != SHARC_OK) {
+        perf_fill(b->hsend, o->dtype, b->count, rank, 0, o->op);
+        if (perf_check_run(o, comm, b, inplace) != 0) {
             return b->count;
         }
-        return perf_wrong(inplace ? b->send : b->recv, o->dtype, b->count, 0, -1, n, o->op);
+        return perf_wrong(inplace ? b->hsend : b->hrecv, o->dtype, b->count, 0, -1, n, o->op);
     case PERF_ALLTOALL:
         /* block j of rank r's sendbuf holds perf_input(r, j * (blockcount + 1) + k): the
          * sender and the destination both show in the values (perf_input has period 4) */
         for (int j = 0; j < n; j++) {
-            perf_fill(b->send + j * b->blockcount * esize, o->dtype, b->blockcount, rank,
+            perf_fill(b->hsend + j * b->blockcount * esize, o->dtype, b->blockcount, rank,
                       (size_t)j * (b->blockcount + 1), o->op);
         }
-        if (perf_run_sharc(o, comm, b, inplace) != SHARC_OK) {
+        if (perf_check_run(o, comm, b, inplace) != 0) {
             return b->count;
         }
         {
             size_t wrong = 0;
             for (int r = 0; r < n; r++) {
-                wrong +=
-                    perf_wrong((inplace ? b->send : b->recv) + r * b->blockcount * esize, o->dtype,
-                               b->blockcount, (size_t)rank * (b->blockcount + 1), r, n, o->op);
+                wrong += perf_wrong((inplace ? b->hsend : b->hrecv) + r * b->blockcount * esize,
+                                    o->dtype, b->blockcount, (size_t)rank * (b->blockcount + 1), r,
+                                    n, o->op);
             }
             return wrong;
         }
     default:
-        perf_fill(b->send, o->dtype, b->count, rank, 0, o->op);
-        if (perf_run_sharc(o, comm, b, inplace) != SHARC_OK) {
+        perf_fill(b->hsend, o->dtype, b->count, rank, 0, o->op);
+        if (perf_check_run(o, comm, b, inplace) != 0) {
             return b->count;
         }
-        return perf_wrong(inplace ? b->send : b->recv, o->dtype, b->count, 0, o->root, n, o->op);
+        return perf_wrong(inplace ? b->hsend : b->hrecv, o->dtype, b->count, 0, o->root, n, o->op);
     }
 }
 
@@ -295,14 +323,49 @@ static void perf_time_mpi(const perf_opts_t *o, sharc_comm_h comm, perf_bufs_t *
 }
 #endif
 
+/* --vs-nccl: the same collective through NCCL directly, on the same device buffers. */
+static int perf_time_nccl(const perf_opts_t *o, sharc_comm_h comm, perf_bufs_t *b,
+                          perf_series_t *out)
+{
+    double *sorted = malloc(sizeof(double) * (size_t)o->iters);
+    int coll = (int)o->coll;
+    size_t count = (o->coll == PERF_ALLGATHER)        ? b->sendcount
+                   : (o->coll == PERF_REDUCE_SCATTER) ? b->recvcount
+                                                      : b->count;
+
+    for (int i = 0; i < o->warmup + o->iters; i++) {
+        double t0 = perf_now();
+
+        if (i == o->warmup) {
+            sharc_barrier(comm, NULL);
+            t0 = perf_now();
+        }
+        if (perf_nccl_run(coll, b->send, b->recv, count, o->dtype, o->op, o->root) != 0) {
+            free(sorted);
+            return -1;
+        }
+        if (i >= o->warmup) {
+            out->t[i - o->warmup] = perf_now() - t0;
+        }
+    }
+    perf_max_over_ranks(comm, out->t, o->iters);
+    memcpy(sorted, out->t, sizeof(double) * (size_t)o->iters);
+    out->median = perf_median(sorted, (size_t)o->iters);
+    free(sorted);
+    return 0;
+}
+
 /* Single-thread copy of `size` bytes on rank 0 while the others wait: this machine's
- * memcpy bandwidth in the same run (GB/s, median). */
+ * memcpy bandwidth in the same run (GB/s, median); with --device cuda a device-to-device
+ * copy of the same size. */
 static double perf_memcpy_bw(const perf_opts_t *o, sharc_comm_h comm, perf_bufs_t *b)
 {
     double *t = malloc(sizeof(double) * (size_t)o->iters), bw = 0;
 
     sharc_barrier(comm, NULL);
-    if (sharc_comm_rank(comm) == 0 && b->size > 0) {
+    if (sharc_comm_rank(comm) == 0 && b->size > 0 && o->cuda) {
+        bw = perf_cuda_copy_bw(b->recv, b->send, b->size, o->warmup, o->iters);
+    } else if (sharc_comm_rank(comm) == 0 && b->size > 0) {
         for (int i = 0; i < o->warmup; i++) {
             memcpy(b->recv, b->send, b->size);
         }
@@ -332,11 +395,15 @@ static void perf_json_series(FILE *f, const char *name, const perf_series_t *s, 
     fprintf(f, "]}%s\n", last ? "" : ",");
 }
 
-/* A zeroed buffer of @p bytes: from sharc_mem_alloc with -R 1, else from the heap. */
+/* A zeroed buffer of @p bytes: on the device with --device cuda, from sharc_mem_alloc with
+ * -R 1, else from the heap. */
 static char *perf_alloc(const perf_opts_t *o, sharc_context_h ctx, size_t bytes)
 {
     void *p = NULL;
 
+    if (o->cuda) {
+        return perf_cuda_alloc(bytes);
+    }
     if (!o->registered) {
         return calloc(1, bytes);
     }
@@ -345,23 +412,36 @@ static char *perf_alloc(const perf_opts_t *o, sharc_context_h ctx, size_t bytes)
 
 static void perf_free(const perf_opts_t *o, sharc_context_h ctx, char *p)
 {
-    if (o->registered) {
+    if (o->cuda) {
+        perf_cuda_free(p);
+    } else if (o->registered) {
         sharc_mem_free(ctx, p);
     } else {
         free(p);
     }
 }
 
+static void perf_free_bufs(const perf_opts_t *o, sharc_context_h ctx, perf_bufs_t *b)
+{
+    if (o->cuda) {
+        free(b->hsend);
+        free(b->hrecv);
+    }
+    perf_free(o, ctx, b->send);
+    perf_free(o, ctx, b->recv);
+}
+
 static int perf_sweep(const perf_opts_t *o, sharc_context_h ctx, sharc_comm_h comm)
 {
     int n = sharc_comm_size(comm), rank = sharc_comm_rank(comm), ret = 0, first = 1;
     double factor = perf_bus_factor(o->coll, n);
-    perf_series_t oop, ip, mpi;
+    perf_series_t oop, ip, mpi, nccl;
     FILE *json = NULL;
 
     oop.t = calloc((size_t)o->iters, sizeof(double));
     ip.t = calloc((size_t)o->iters, sizeof(double));
     mpi.t = calloc((size_t)o->iters, sizeof(double));
+    nccl.t = calloc((size_t)o->iters, sizeof(double));
     if (rank == 0 && o->json != NULL && (json = fopen(o->json, "w")) == NULL) {
         fprintf(stderr, "sharc-perf: cannot write %s\n", o->json);
     }
@@ -369,41 +449,50 @@ static int perf_sweep(const perf_opts_t *o, sharc_context_h ctx, sharc_comm_h co
         fprintf(json,
                 "{\n  \"collective\": \"%s\", \"nranks\": %d, \"dtype\": \"%s\", "
                 "\"op\": \"%s\", \"root\": %d, \"iters\": %d, \"warmup\": %d, "
-                "\"registered\": %d,\n"
+                "\"registered\": %d, \"device\": \"%s\",\n"
                 "  \"results\": [\n",
                 perf_colls[o->coll], n, sharc_dtype_name(o->dtype), sharc_op_name(o->op), o->root,
-                o->iters, o->warmup, o->registered);
+                o->iters, o->warmup, o->registered, o->cuda ? "cuda" : "host");
     }
     if (rank == 0) {
         printf("# sharc-perf %s: %d ranks, %s, %s, %d iterations (+%d warmup), median of the "
                "slowest rank per iteration; buffers from %s\n",
                perf_colls[o->coll], n, sharc_dtype_name(o->dtype), sharc_op_name(o->op), o->iters,
-               o->warmup, o->registered ? "sharc_mem_alloc (-R 1)" : "the heap");
-        printf("#%62s%32s%s%s\n", "out-of-place", "in-place", o->vs_mpi ? "               MPI" : "",
-               o->vs_memcpy ? "  memcpy" : "");
-        printf("#%12s %12s %8s %6s %6s %9s %7s %7s %6s %9s %7s %7s %6s%s%s\n", "size", "count",
+               o->warmup,
+               o->cuda         ? "the device (--device cuda)"
+               : o->registered ? "sharc_mem_alloc (-R 1)"
+                               : "the heap");
+        printf("#%62s%32s%s%s%s\n", "out-of-place", "in-place",
+               o->vs_mpi ? "               MPI" : "", o->vs_nccl ? "              NCCL" : "",
+               o->vs_memcpy ? (o->cuda ? "  d2d copy" : "  memcpy") : "");
+        printf("#%12s %12s %8s %6s %6s %9s %7s %7s %6s %9s %7s %7s %6s%s%s%s\n", "size", "count",
                "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw",
                "busbw", "#wrong", o->vs_mpi ? "      time   busbw  sharc/mpi" : "",
-               o->vs_memcpy ? "  GB/s  busbw/memcpy" : "");
-        printf("#%12s %12s %8s %6s %6s %9s %7s %7s %6s %9s %7s %7s %6s%s\n", "(B)", "(elements)",
+               o->vs_nccl ? "      time   busbw sharc/nccl" : "",
+               o->vs_memcpy ? (o->cuda ? "  GB/s  busbw/copy" : "  GB/s  busbw/memcpy") : "");
+        printf("#%12s %12s %8s %6s %6s %9s %7s %7s %6s %9s %7s %7s %6s%s%s\n", "(B)", "(elements)",
                "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "",
-               o->vs_mpi ? "      (us)  (GB/s)" : "");
+               o->vs_mpi ? "      (us)  (GB/s)" : "", o->vs_nccl ? "      (us)  (GB/s)" : "");
     }
     for (size_t size = o->minbytes; size <= o->maxbytes;
          size = (o->stepbytes ? size + o->stepbytes : (size_t)(size * o->stepfactor))) {
         perf_bufs_t b;
-        double alg_oop, alg_ip, bus_oop, bus_ip, bus_mpi = 0, memcpy_bw = 0;
+        double alg_oop, alg_ip, bus_oop, bus_ip, bus_mpi = 0, bus_nccl = 0, memcpy_bw = 0;
 
         perf_layout(o, n, size, &b);
         b.send = perf_alloc(o, ctx, b.size + 64);
         b.recv = perf_alloc(o, ctx, b.size + 64);
-        if (b.send == NULL || b.recv == NULL || perf_time_sharc(o, comm, &b, 0, &oop) != 0 ||
-            perf_time_sharc(o, comm, &b, 1, &ip) != 0) {
+        b.hsend = o->cuda ? calloc(1, b.size + 64) : b.send;
+        b.hrecv = o->cuda ? calloc(1, b.size + 64) : b.recv;
+        if (b.send == NULL || b.recv == NULL || b.hsend == NULL || b.hrecv == NULL ||
+            perf_time_sharc(o, comm, &b, 0, &oop) != 0 ||
+            perf_time_sharc(o, comm, &b, 1, &ip) != 0 ||
+            (o->vs_nccl && perf_time_nccl(o, comm, &b, &nccl) != 0)) {
             ret = 1;
-            perf_free(o, ctx, b.send);
-            perf_free(o, ctx, b.recv);
+            perf_free_bufs(o, ctx, &b);
             break;
         }
+        bus_nccl = (o->vs_nccl && nccl.median > 0) ? b.size / nccl.median / 1e9 * factor : 0;
 #ifdef HAVE_MPI
         if (o->vs_mpi) {
             perf_time_mpi(o, comm, &b, &mpi);
@@ -429,6 +518,10 @@ static int perf_sweep(const perf_opts_t *o, sharc_context_h ctx, sharc_comm_h co
                 printf(" %9.1f %7.3f %10.2f", mpi.median * 1e6, bus_mpi,
                        bus_mpi > 0 ? bus_oop / bus_mpi : 0);
             }
+            if (o->vs_nccl) {
+                printf(" %9.1f %7.3f %10.3f", nccl.median * 1e6, bus_nccl,
+                       bus_nccl > 0 ? bus_oop / bus_nccl : 0);
+            }
             if (o->vs_memcpy) {
                 printf(" %6.2f %13.2f", memcpy_bw, memcpy_bw > 0 ? bus_oop / memcpy_bw : 0);
             }
@@ -443,6 +536,10 @@ static int perf_sweep(const perf_opts_t *o, sharc_context_h ctx, sharc_comm_h co
                 perf_json_series(json, "mpi", &mpi, o->iters, b.size / mpi.median / 1e9, bus_mpi,
                                  0);
             }
+            if (o->vs_nccl) {
+                perf_json_series(json, "nccl", &nccl, o->iters, b.size / nccl.median / 1e9,
+                                 bus_nccl, 0);
+            }
             if (o->vs_memcpy) {
                 fprintf(json, "      \"memcpy_gbps\": %.4f,\n", memcpy_bw);
             }
@@ -451,8 +548,7 @@ static int perf_sweep(const perf_opts_t *o, sharc_context_h ctx, sharc_comm_h co
             first = 0;
         }
         ret |= (oop.wrong != 0 || ip.wrong != 0);
-        perf_free(o, ctx, b.send);
-        perf_free(o, ctx, b.recv);
+        perf_free_bufs(o, ctx, &b);
         if (o->stepbytes == 0 && o->stepfactor <= 1.0) {
             break;
         }
@@ -464,6 +560,7 @@ static int perf_sweep(const perf_opts_t *o, sharc_context_h ctx, sharc_comm_h co
     free(oop.t);
     free(ip.t);
     free(mpi.t);
+    free(nccl.t);
     return ret;
 }
 
@@ -489,6 +586,11 @@ static void perf_usage(FILE *out)
             "  -J, --json FILE      write every iteration's time as JSON\n"
             "      --vs-mpi         the same sweep through MPI in this job, and sharc/MPI\n"
             "      --vs-memcpy      single-thread memcpy bandwidth for each size, same run\n"
+            "                       (--device cuda: a device-to-device copy)\n"
+            "      --device host|cuda  buffers in host memory (default) or on the GPU of each\n"
+            "                       rank's local rank (through NCCL, else staged)\n"
+            "      --vs-nccl        --device cuda: NCCL called directly on the same buffers, and\n"
+            "                       sharc/NCCL\n"
             "Run it under the job's launcher: mpirun -np 2 sharc-perf allgather -b 1M -e 256M\n");
 }
 
@@ -509,6 +611,8 @@ int main(int argc, char **argv)
         {"registered", required_argument, NULL, 'R'},
         {"vs-mpi", no_argument, NULL, 'M'},
         {"vs-memcpy", no_argument, NULL, 'C'},
+        {"vs-nccl", no_argument, NULL, 'N'},
+        {"device", required_argument, NULL, 'D'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -568,11 +672,17 @@ int main(int argc, char **argv)
         case 'J': o.json = optarg; break;
         case 'M': o.vs_mpi = 1; break;
         case 'C': o.vs_memcpy = 1; break;
+        case 'N': o.vs_nccl = 1; break;
+        case 'D':
+            o.cuda = strcmp(optarg, "cuda") == 0;
+            bad |= !o.cuda && strcmp(optarg, "host") != 0;
+            break;
         case 'h': perf_usage(stdout); return 0;
         default: bad = 1; break;
         }
     }
-    if (bad || optind < argc || o.minbytes > o.maxbytes) {
+    if (bad || optind < argc || o.minbytes > o.maxbytes || (o.cuda && (o.vs_mpi || o.registered)) ||
+        (o.vs_nccl && !o.cuda)) {
         fprintf(stderr, "sharc-perf: bad arguments\n");
         perf_usage(stderr);
         return 2;
@@ -601,7 +711,16 @@ int main(int argc, char **argv)
         fprintf(stderr, "sharc-perf: cannot create the communicator (see the log above)\n");
         return 1;
     }
+    if (o.cuda && (perf_cuda_init(comm) != 0 || (o.vs_nccl && perf_nccl_init(comm) != 0))) {
+        sharc_comm_destroy(comm);
+        sharc_context_destroy(ctx);
+        return 1;
+    }
     ret = perf_sweep(&o, ctx, comm);
+    if (o.cuda) {
+        perf_nccl_fini();
+        perf_cuda_fini();
+    }
     sharc_comm_destroy(comm);
     sharc_context_destroy(ctx);
 #ifdef HAVE_MPI

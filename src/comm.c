@@ -213,8 +213,7 @@ const sharc_tp_ops_t *sharc_comm_gpu_backend(sharc_comm_h comm, sharc_status_t *
             if (mode == 1) {
                 sharc_error("comm: SHARC_CUDA_BACKEND=nccl, but NCCL cannot run here (%s)",
                             sharc_status_string(status));
-                comm->gpu_failed = status == SHARC_ERR_UNSUPPORTED ? SHARC_ERR_UNSUPPORTED
-                                                                    : status;
+                comm->gpu_failed = status == SHARC_ERR_UNSUPPORTED ? SHARC_ERR_UNSUPPORTED : status;
             } else {
                 sharc_info("comm: no collective backend for CUDA buffers (%s): they are staged "
                            "through host memory",
@@ -432,8 +431,8 @@ sharc_status_t sharc_comm_split(sharc_comm_h comm, int color, int key, sharc_com
     if (status == SHARC_OK && comm->gpu_tp != NULL && comm->gpu_ops->comm_split != NULL) {
         /* NCCL splits its own communicator (collective over every parent rank, NOCOLOR
          * included); its order (key, then parent rank) is sharc's */
-        sharc_tp_comm_params_t params = {.cfg = comm->ctx->cfg, .rank = new_rank,
-                                         .size = new_size, .mem = comm->ctx->mem};
+        sharc_tp_comm_params_t params = {
+            .cfg = comm->ctx->cfg, .rank = new_rank, .size = new_size, .mem = comm->ctx->mem};
 
         status = comm->gpu_ops->comm_split(comm->gpu_tp, color, key, &params, &gpu_child);
         if (status != SHARC_OK) {

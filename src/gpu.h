@@ -45,8 +45,7 @@ SHARC_HIDDEN sharc_status_t sharc_gpu_host_alloc(size_t bytes, void **ptr_p);
 SHARC_HIDDEN void sharc_gpu_host_free(void *ptr);
 
 /** Copy @p bytes, any direction (the runtime tells host from device), queued on @p stream. */
-SHARC_HIDDEN sharc_status_t sharc_gpu_copy(void *dst, const void *src, size_t bytes,
-                                           void *stream);
+SHARC_HIDDEN sharc_status_t sharc_gpu_copy(void *dst, const void *src, size_t bytes, void *stream);
 /** @p rows rows of @p width bytes, @p dpitch / @p spitch bytes apart, queued on @p stream. */
 SHARC_HIDDEN sharc_status_t sharc_gpu_copy2d(void *dst, size_t dpitch, const void *src,
                                              size_t spitch, size_t width, size_t rows,

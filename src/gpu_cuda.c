@@ -163,8 +163,8 @@ sharc_status_t sharc_gpu_copy(void *dst, const void *src, size_t bytes, void *st
     if (bytes == 0) {
         return SHARC_OK;
     }
-    return sharc_gpu_check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, (cudaStream_t)stream),
-                           "copy");
+    return sharc_gpu_check(
+        cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, (cudaStream_t)stream), "copy");
 }
 
 sharc_status_t sharc_gpu_copy2d(void *dst, size_t dpitch, const void *src, size_t spitch,

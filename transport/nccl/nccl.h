@@ -21,7 +21,7 @@ struct sharc_tp_comm {
     ncclComm_t nccl;
     int rank, size, device, version; /* version: ncclGetVersion's code */
     const sharc_cfg_t *cfg;
-    cudaStream_t stream; /* the communication stream, owned */
+    cudaStream_t stream;         /* the communication stream, owned */
     sharc_tp_req_t *head, *tail; /* in flight, in posting order */
     cudaEvent_t *events;         /* free completion events */
     int nevents, cap;
@@ -52,8 +52,7 @@ SHARC_HIDDEN int sharc_tp_nccl_progress(sharc_tp_comm_t *tp);
 SHARC_HIDDEN void sharc_tp_nccl_abort(sharc_tp_comm_t *tp);
 
 SHARC_HIDDEN sharc_status_t sharc_tp_nccl_mem_reg(sharc_tp_comm_t *tp, void *addr, size_t bytes,
-                                                  sharc_memtype_t memtype,
-                                                  sharc_tp_mem_t **mem_p);
+                                                  sharc_memtype_t memtype, sharc_tp_mem_t **mem_p);
 SHARC_HIDDEN void sharc_tp_nccl_mem_dereg(sharc_tp_comm_t *tp, sharc_tp_mem_t *mem);
 SHARC_HIDDEN sharc_status_t sharc_tp_nccl_mem_alloc(sharc_tp_comm_t *tp, size_t bytes,
                                                     sharc_memtype_t memtype, void **ptr_p);

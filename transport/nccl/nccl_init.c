@@ -193,8 +193,8 @@ static sharc_status_t sharc_tp_nccl_comm_split(sharc_tp_comm_t *tp, int color, i
         if (ncclCommGetAsyncError(comm, &state) != ncclSuccess) {
             state = ncclInternalError;
         }
-        status = sharc_tp_nccl_settle(child, state, tp->cfg->bootstrap_timeout,
-                                      "ncclCommSplit (child)");
+        status =
+            sharc_tp_nccl_settle(child, state, tp->cfg->bootstrap_timeout, "ncclCommSplit (child)");
     }
     if (status != SHARC_OK) {
         if (child != NULL) {

@@ -21,8 +21,7 @@ sharc_status_t sharc_tp_nccl_mem_reg(sharc_tp_comm_t *tp, void *addr, size_t byt
     sharc_tp_mem_t *mem;
     sharc_status_t status;
 
-    if (memtype != SHARC_MEMTYPE_CUDA || tp->version < SHARC_NCCL_REG_VERSION ||
-        tp->nccl == NULL) {
+    if (memtype != SHARC_MEMTYPE_CUDA || tp->version < SHARC_NCCL_REG_VERSION || tp->nccl == NULL) {
         return SHARC_ERR_UNSUPPORTED;
     }
     mem = calloc(1, sizeof(*mem));

@@ -1,0 +1,233 @@
+/*
+ * perf_cuda.c: sharc-perf's GPU side (see perf_cuda.h). A tool, not the library: it calls
+ * the CUDA runtime and NCCL directly, with one device, one stream and one NCCL communicator
+ * per process.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "perf_cuda.h"
+#include "perf_util.h"
+
+#ifdef HAVE_CUDA
+#include <cuda_runtime.h>
+#include <sharc/sharc_cuda.h>
+
+static cudaStream_t perf_stream;
+
+static int perf_cuda_ok(cudaError_t err, const char *what)
+{
+    if (err != cudaSuccess) {
+        fprintf(stderr, "sharc-perf: %s: %s\n", what, cudaGetErrorString(err));
+        return -1;
+    }
+    return 0;
+}
+
+int perf_cuda_init(sharc_comm_h comm)
+{
+    int ndev = 0;
+
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+        fprintf(stderr, "sharc-perf: --device cuda, but no CUDA device is visible\n");
+        return -1;
+    }
+    if (perf_cuda_ok(cudaSetDevice(sharc_comm_local_rank(comm) % ndev), "cudaSetDevice") != 0 ||
+        perf_cuda_ok(cudaStreamCreateWithFlags(&perf_stream, cudaStreamNonBlocking),
+                     "stream create") != 0) {
+        return -1;
+    }
+    return sharc_comm_set_cuda_stream(comm, perf_stream) == SHARC_OK ? 0 : -1;
+}
+
+void perf_cuda_fini(void)
+{
+    cudaStreamDestroy(perf_stream);
+}
+
+void *perf_cuda_alloc(size_t bytes)
+{
+    void *p = NULL;
+
+    if (perf_cuda_ok(cudaMalloc(&p, bytes), "cudaMalloc") != 0 ||
+        perf_cuda_ok(cudaMemset(p, 0, bytes), "cudaMemset") != 0) {
+        return NULL;
+    }
+    return p;
+}
+
+void perf_cuda_free(void *p)
+{
+    cudaFree(p);
+}
+
+int perf_cuda_put(void *dst, const void *src, size_t bytes)
+{
+    return perf_cuda_ok(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice), "copy to device");
+}
+
+int perf_cuda_get(void *dst, const void *src, size_t bytes)
+{
+    return perf_cuda_ok(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost), "copy from device");
+}
+
+double perf_cuda_copy_bw(void *dst, const void *src, size_t bytes, int warmup, int iters)
+{
+    double *t = malloc(sizeof(double) * (size_t)iters), bw;
+    cudaEvent_t e0, e1;
+
+    cudaEventCreate(&e0);
+    cudaEventCreate(&e1);
+    for (int i = 0; i < warmup + iters; i++) {
+        float ms = 0;
+
+        cudaEventRecord(e0, perf_stream);
+        cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, perf_stream);
+        cudaEventRecord(e1, perf_stream);
+        cudaEventSynchronize(e1);
+        cudaEventElapsedTime(&ms, e0, e1);
+        if (i >= warmup) {
+            t[i - warmup] = ms * 1e-3;
+        }
+    }
+    bw = bytes / perf_median(t, (size_t)iters) / 1e9;
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    free(t);
+    return bw;
+}
+
+#ifdef HAVE_NCCL
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wstrict-prototypes"
+#include <nccl.h>
+#pragma GCC diagnostic pop
+
+static ncclComm_t perf_nccl;
+
+int perf_nccl_init(sharc_comm_h comm)
+{
+    ncclUniqueId id;
+    ncclResult_t res = ncclSuccess;
+
+    if (sharc_comm_rank(comm) == 0) {
+        res = ncclGetUniqueId(&id);
+    }
+    if (res != ncclSuccess ||
+        sharc_broadcast(&id, &id, sizeof(id), SHARC_DTYPE_U8, 0, comm, NULL) != SHARC_OK) {
+        fprintf(stderr, "sharc-perf: --vs-nccl: no NCCL unique id\n");
+        return -1;
+    }
+    res = ncclCommInitRank(&perf_nccl, sharc_comm_size(comm), id, sharc_comm_rank(comm));
+    if (res != ncclSuccess) {
+        fprintf(stderr, "sharc-perf: --vs-nccl: ncclCommInitRank: %s\n", ncclGetErrorString(res));
+        return -1;
+    }
+    return 0;
+}
+
+void perf_nccl_fini(void)
+{
+    if (perf_nccl != NULL) {
+        ncclCommDestroy(perf_nccl);
+    }
+}
+
+int perf_nccl_run(int coll, const void *send, void *recv, size_t count, sharc_dtype_t dtype,
+                  sharc_op_t op, int root)
+{
+    static const ncclDataType_t types[] = {ncclFloat32, ncclFloat64, ncclFloat16, ncclBfloat16,
+                                           ncclInt32,   ncclInt64,   ncclUint8};
+    static const ncclRedOp_t ops[] = {ncclSum, ncclProd, ncclMin, ncclMax, ncclAvg};
+    ncclDataType_t dt = types[dtype];
+    ncclResult_t res;
+
+    switch (coll) {
+    case 0: res = ncclAllGather(send, recv, count, dt, perf_nccl, perf_stream); break;
+    case 1: res = ncclReduceScatter(send, recv, count, dt, ops[op], perf_nccl, perf_stream); break;
+    case 2: res = ncclAllReduce(send, recv, count, dt, ops[op], perf_nccl, perf_stream); break;
+    default: res = ncclBroadcast(send, recv, count, dt, root, perf_nccl, perf_stream); break;
+    }
+    if (res != ncclSuccess) {
+        fprintf(stderr, "sharc-perf: NCCL: %s\n", ncclGetErrorString(res));
+        return -1;
+    }
+    return perf_cuda_ok(cudaStreamSynchronize(perf_stream), "stream synchronize");
+}
+#else
+int perf_nccl_init(sharc_comm_h comm)
+{
+    fprintf(stderr, "sharc-perf: --vs-nccl needs sharc built with NCCL\n");
+    return -1;
+}
+
+void perf_nccl_fini(void)
+{
+}
+
+int perf_nccl_run(int coll, const void *send, void *recv, size_t count, sharc_dtype_t dtype,
+                  sharc_op_t op, int root)
+{
+    return -1;
+}
+#endif
+
+#else /* without CUDA */
+
+static int perf_no_cuda(void)
+{
+    fprintf(stderr, "sharc-perf: --device cuda needs sharc built with CUDA\n");
+    return -1;
+}
+
+int perf_cuda_init(sharc_comm_h comm)
+{
+    return perf_no_cuda();
+}
+
+void perf_cuda_fini(void)
+{
+}
+
+void *perf_cuda_alloc(size_t bytes)
+{
+    perf_no_cuda();
+    return NULL;
+}
+
+void perf_cuda_free(void *p)
+{
+}
+
+int perf_cuda_put(void *dst, const void *src, size_t bytes)
+{
+    return perf_no_cuda();
+}
+
+int perf_cuda_get(void *dst, const void *src, size_t bytes)
+{
+    return perf_no_cuda();
+}
+
+double perf_cuda_copy_bw(void *dst, const void *src, size_t bytes, int warmup, int iters)
+{
+    return 0;
+}
+
+int perf_nccl_init(sharc_comm_h comm)
+{
+    return perf_no_cuda();
+}
+
+void perf_nccl_fini(void)
+{
+}
+
+int perf_nccl_run(int coll, const void *send, void *recv, size_t count, sharc_dtype_t dtype,
+                  sharc_op_t op, int root)
+{
+    return perf_no_cuda();
+}
+#endif
