@@ -435,7 +435,7 @@ static int perf_sweep(const perf_opts_t *o, sharc_context_h ctx, sharc_comm_h co
 {
     int n = sharc_comm_size(comm), rank = sharc_comm_rank(comm), ret = 0, first = 1;
     double factor = perf_bus_factor(o->coll, n);
-    perf_series_t oop, ip, mpi, nccl;
+    perf_series_t oop = {0}, ip = {0}, mpi = {0}, nccl = {0};
     FILE *json = NULL;
 
     oop.t = calloc((size_t)o->iters, sizeof(double));

@@ -3,7 +3,9 @@
  * units; a unit holds its rank's f32 master and gradient shards for good, and, for a while,
  * an unsharded parameter buffer (param dtype) and an unsharded gradient buffer (reduce
  * dtype). The schedule (shard_sched.c) decides when buffers are gathered; shard_unit.c moves
- * them; shard_stats.c accounts for time and memory; shard_state.c saves and loads shards.
+ * them and shard_reduce.c reduces gradients; shard_mem.c says where memory lives and orders
+ * the CUDA streams; shard_stats.c accounts for time and memory; shard_save.c and
+ * shard_load.c write and read checkpoints.
  */
 #ifndef SHARC_SHARD_INT_H
 #define SHARC_SHARD_INT_H
@@ -37,6 +39,7 @@ typedef enum {
 typedef struct {
     sharc_request_h req;
     double t_post;
+    int timed; /* CUDA: its interval is measured by events (a collective of the backend) */
 } sharc_shard_op_t;
 
 typedef struct sharc_shard_unit {
@@ -64,11 +67,22 @@ typedef struct sharc_shard_unit {
     sharc_shard_stats_t stats, last; /* this step's and the last finished step's */
 } sharc_shard_unit_t;
 
-/* A released unsharded buffer kept for reuse (each comes from sharc_mem_alloc). */
+/* An unsharded buffer of the group: in use by a unit, or pooled for reuse (shard_mem.c). */
 typedef struct {
     void *ptr;
     size_t bytes;
+    struct sharc_tp_mem *reg; /* CUDA: the backend's registration, or NULL */
+    int backend;              /* CUDA: allocated by the backend (ncclMemAlloc) */
+    int pooled;
+    uint64_t seq; /* when it was last taken or returned: the oldest pooled one goes first */
 } sharc_shard_buf_t;
+
+/* CUDA statistics: an interval between two events (shard_stats.c). */
+typedef struct {
+    void *e0, *e1; /* timing events */
+    int unit;
+    int comm; /* 1: a collective in flight, 0: the caller's stream waiting (exposed) */
+} sharc_shard_evspan_t;
 
 /* One interval [t0, t1] a collective was in flight, for the union in the statistics. */
 typedef struct {
@@ -85,6 +99,16 @@ struct sharc_shard_group {
     int shard_rank, shard_size;
     int replica_rank, replicas;
     const sharc_kern_ops_t *kern;
+    /* CUDA (memtype SHARC_MEMTYPE_CUDA): the caller's compute stream, the engine's stream
+     * (casts, zeroing, accumulation, buffer reuse), a stream that only waits for collectives
+     * (to time their ends), and an event for ordering one stream after another */
+    int cuda;
+    void *stream, *estream, *tstream, *order_ev;
+    /* CUDA: requests the device follows but the host has not seen done, this step's and the
+     * last step's; the next step's finish waits for the last step's (bounded by the timeout,
+     * so a dead peer is reported, not hung on) */
+    sharc_request_h *inflight, *inflight_last;
+    size_t ninflight, ninflight_last, inflight_cap, inflight_last_cap;
 
     sharc_dtype_t pdtype, rdtype;
     size_t pesize, resize;
@@ -110,8 +134,9 @@ struct sharc_shard_group {
     int alive;                         /* units not SHARDED */
     sharc_shard_unit_t *rhead, *rtail; /* reductions in flight, in posting order */
 
-    sharc_shard_buf_t *pool; /* released buffers, at most pool_max */
-    int npool, pool_max;
+    sharc_shard_buf_t *bufs; /* every unsharded buffer, at most pool_max of them pooled */
+    int nbufs, npooled, pool_max;
+    uint64_t buf_clock;
     float *scratch; /* [max shard] f32, for bf16 gradients on their way into the shard */
 
     /* statistics (shard_stats.c) */
@@ -121,6 +146,13 @@ struct sharc_shard_group {
     size_t unsharded_bytes;
     sharc_shard_stats_t stats, last;
     int have_last;
+    /* CUDA: this step's event intervals and the last finished step's (resolved when its
+     * statistics are read, or at the next step's end), each from its step's start event */
+    sharc_shard_evspan_t *ev, *ev_last;
+    size_t nev, nev_last, ev_cap, ev_last_cap;
+    void *step_ev, *step_ev_last;
+    void **ev_free;
+    size_t nev_free, ev_free_cap;
 
     sharc_status_t failed; /* an error that ended the group's communication */
 };
@@ -175,14 +207,36 @@ SHARC_HIDDEN sharc_status_t sharc_shard_exchange(sharc_shard_group_t *g, sharc_s
 /* The group's entry check: NULL group, a unit out of range, a failed group. */
 SHARC_HIDDEN sharc_status_t sharc_shard_enter(sharc_shard_group_t *g, int unit, const char *what);
 
+/* A collective of the group failed: the group stops communicating. Returns @p status. */
+SHARC_HIDDEN sharc_status_t sharc_shard_fail(sharc_shard_group_t *g, sharc_status_t status,
+                                             const sharc_shard_unit_t *u, const char *what);
+
+/*
+ * Post a collective of unit @p u into @p op on @p comm; on CUDA it follows the work queued
+ * on @p stream so far (ignored on the host), and its interval is timed by events when it
+ * runs on the device.
+ */
+SHARC_HIDDEN sharc_status_t sharc_shard_post(sharc_shard_group_t *g, sharc_shard_unit_t *u,
+                                             sharc_shard_op_t *op, sharc_comm_h comm,
+                                             sharc_coll_type_t type, const void *sendbuf,
+                                             void *recvbuf, size_t count, sharc_dtype_t dtype,
+                                             sharc_op_t rop, void *stream);
+
+/*
+ * The collective in @p op is done for whoever comes next: the host waits for it (@p block;
+ * otherwise SHARC_INPROGRESS if it is not done), or on CUDA @p stream waits for it on the
+ * device. Its statistics are counted and @p op is empty afterwards. A wait that blocks
+ * counts as exposed time.
+ */
+SHARC_HIDDEN sharc_status_t sharc_shard_complete(sharc_shard_group_t *g, sharc_shard_unit_t *u,
+                                                 sharc_shard_op_t *op, sharc_coll_type_t type,
+                                                 int block, void *stream);
+
 /* Post the unit's all-gather (it is SHARDED and a slot is free). */
 SHARC_HIDDEN sharc_status_t sharc_shard_gather(sharc_shard_group_t *g, sharc_shard_unit_t *u);
 
 /* Create the unit's zeroed unsharded gradient buffer (it has none). */
 SHARC_HIDDEN sharc_status_t sharc_shard_open_grads(sharc_shard_group_t *g, sharc_shard_unit_t *u);
-
-/* Wait until the unit's reduction in flight, if any, has reached its gradient shard. */
-SHARC_HIDDEN sharc_status_t sharc_shard_settle_grads(sharc_shard_group_t *g, sharc_shard_unit_t *u);
 
 /* Complete what has completed, without blocking; chain HSDP all-reduces. */
 SHARC_HIDDEN sharc_status_t sharc_shard_poll(sharc_shard_group_t *g);
@@ -193,9 +247,47 @@ SHARC_HIDDEN sharc_status_t sharc_shard_release(sharc_shard_group_t *g, sharc_sh
 /* Complete every outstanding operation, errors ignored (destroy). */
 SHARC_HIDDEN void sharc_shard_drain(sharc_shard_group_t *g);
 
-/* Unsharded buffers: from the pool or sharc_mem_alloc; back to the pool. */
-SHARC_HIDDEN void *sharc_shard_buf_get(sharc_shard_group_t *g, size_t bytes);
-SHARC_HIDDEN void sharc_shard_buf_put(sharc_shard_group_t *g, void *ptr, size_t bytes);
+/* ---- reductions (shard_reduce.c) -------------------------------------------------------- */
+
+/* Wait until the unit's reduction in flight, if any, has reached its gradient shard. */
+SHARC_HIDDEN sharc_status_t sharc_shard_settle_grads(sharc_shard_group_t *g, sharc_shard_unit_t *u);
+
+/* Advance the reductions in flight that are done, in posting order, without blocking. */
+SHARC_HIDDEN sharc_status_t sharc_shard_reduce_poll(sharc_shard_group_t *g);
+
+/* CUDA: the last step's requests, waited for on the host (bounded by the timeout) and
+ * freed; this step's become the last step's. @p all: this step's too (destroy). */
+SHARC_HIDDEN sharc_status_t sharc_shard_inflight_retire(sharc_shard_group_t *g, int all);
+
+/* ---- memory (shard_mem.c) -------------------------------------------------------------- */
+
+/* A zeroed shard of @p count f32 (host: shareable when peers copy from it; or device). */
+SHARC_HIDDEN sharc_status_t sharc_shard_alloc_shard(sharc_shard_group_t *g, size_t count,
+                                                    int shareable, float **ptr_p);
+SHARC_HIDDEN void sharc_shard_free_shard(sharc_shard_group_t *g, float *ptr, int shareable);
+
+/* Zero @p bytes: at once on the host, queued on @p stream on CUDA. */
+SHARC_HIDDEN sharc_status_t sharc_shard_zero(sharc_shard_group_t *g, void *ptr, size_t bytes,
+                                             void *stream);
+
+/* Copy between the caller's host memory and the group's, synchronously (after everything
+ * queued on the engine's stream). */
+SHARC_HIDDEN sharc_status_t sharc_shard_copy(sharc_shard_group_t *g, void *dst, const void *src,
+                                             size_t bytes);
+
+/* CUDA: @p waiting goes on only after what @p after has queued so far. */
+SHARC_HIDDEN sharc_status_t sharc_shard_after(sharc_shard_group_t *g, void *waiting, void *after);
+
+/* CUDA: wait on the host until the caller's and the engine's streams are done (destroy,
+ * checkpoints). */
+SHARC_HIDDEN sharc_status_t sharc_shard_quiesce(sharc_shard_group_t *g);
+
+/* Unsharded buffers: pooled or new (shareable host memory; backend or device memory on
+ * CUDA, with the engine's stream now after the caller's); back to the pool; all of them
+ * freed (destroy). */
+SHARC_HIDDEN sharc_status_t sharc_shard_buf_get(sharc_shard_group_t *g, size_t bytes, void **ptr_p);
+SHARC_HIDDEN void sharc_shard_buf_put(sharc_shard_group_t *g, void *ptr);
+SHARC_HIDDEN void sharc_shard_buf_free_all(sharc_shard_group_t *g);
 
 /* ---- schedule (shard_sched.c) --------------------------------------------------------- */
 
@@ -211,9 +303,13 @@ SHARC_HIDDEN void sharc_shard_sched_free(sharc_shard_group_t *g);
 
 /* ---- statistics (shard_stats.c) ------------------------------------------------------- */
 
-/* A collective of unit @p u ran from t0 to t1 (bytes: its unsharded buffer). */
+/* A collective of unit @p u ran from t0 to t1 (bytes: its unsharded buffer); t1 < 0: count
+ * it only (CUDA: its interval comes from events). */
 SHARC_HIDDEN void sharc_shard_stats_op(sharc_shard_group_t *g, sharc_shard_unit_t *u,
                                        sharc_coll_type_t type, double t0, double t1, size_t bytes);
+
+/* An interval a collective of unit @p unit was in flight, for the union. */
+SHARC_HIDDEN void sharc_shard_stats_span(sharc_shard_group_t *g, int unit, double t0, double t1);
 
 /* The caller was blocked on communication for unit @p u (or -1) from t0 to now. */
 SHARC_HIDDEN void sharc_shard_stats_exposed(sharc_shard_group_t *g, sharc_shard_unit_t *u,
@@ -228,5 +324,16 @@ SHARC_HIDDEN void sharc_shard_stats_mem(sharc_shard_group_t *g, sharc_shard_unit
 
 /* The step ended: fold spans into comm/hidden time, keep it as the last step, reset. */
 SHARC_HIDDEN void sharc_shard_stats_step(sharc_shard_group_t *g);
+
+/*
+ * CUDA: a timing event recorded on @p stream now, from the group's free list (NULL when
+ * none can be made: the interval goes uncounted), and an interval of two of them.
+ */
+SHARC_HIDDEN void *sharc_shard_stats_mark(sharc_shard_group_t *g, void *stream);
+SHARC_HIDDEN void sharc_shard_stats_evspan(sharc_shard_group_t *g, sharc_shard_unit_t *u, void *e0,
+                                           void *e1, int comm);
+
+/* CUDA: the group's events, at destroy. */
+SHARC_HIDDEN void sharc_shard_stats_free(sharc_shard_group_t *g);
 
 #endif

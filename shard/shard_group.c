@@ -13,6 +13,7 @@
 
 #include <sharc/mem.h>
 
+#include "../src/gpu.h"
 #include "../src/log.h"
 #include "../src/util.h"
 #include "shard.h"
@@ -35,6 +36,8 @@ static sharc_status_t sharc_shard_settings(sharc_shard_group_t *g, const sharc_s
                                    : k->shard_reshard_after_forward;
     g->shard_size = (mask & SHARC_SHARD_PARAM_SHARD_SIZE) ? cfg->shard_size : g->size;
     g->assign_grads = (mask & SHARC_SHARD_PARAM_ASSIGN_GRADS) ? cfg->assign_grads != 0 : 0;
+    g->cuda = (mask & SHARC_SHARD_PARAM_MEMTYPE) && cfg->memtype == SHARC_MEMTYPE_CUDA;
+    g->stream = (mask & SHARC_SHARD_PARAM_STREAM) ? cfg->stream : NULL;
     *bucket_p = (mask & SHARC_SHARD_PARAM_BUCKET_BYTES) ? cfg->bucket_bytes : k->shard_bucket;
     *num_units_p = (mask & SHARC_SHARD_PARAM_NUM_UNITS) ? cfg->num_units : 0;
 
@@ -53,6 +56,16 @@ static sharc_status_t sharc_shard_settings(sharc_shard_group_t *g, const sharc_s
         sharc_error("gradients are averaged or summed, not %s",
                     sharc_op_name(g->grad_op) ? sharc_op_name(g->grad_op) : "(invalid)");
         return SHARC_ERR_INVALID;
+    }
+    if ((mask & SHARC_SHARD_PARAM_MEMTYPE) && cfg->memtype != SHARC_MEMTYPE_HOST &&
+        cfg->memtype != SHARC_MEMTYPE_CUDA) {
+        sharc_error("memtype must be SHARC_MEMTYPE_HOST or SHARC_MEMTYPE_CUDA, not %d",
+                    (int)cfg->memtype);
+        return SHARC_ERR_INVALID;
+    }
+    if (g->cuda && sharc_gpu_kern() == NULL) {
+        sharc_error("memtype SHARC_MEMTYPE_CUDA, but this sharc was built without CUDA");
+        return SHARC_ERR_UNSUPPORTED;
     }
     if (g->prefetch < 0 || g->max_unsharded < 0 || *bucket_p == 0) {
         sharc_error("prefetch (%d), max_unsharded (%d) and bucket_bytes (%zu) must not "
@@ -147,49 +160,89 @@ static sharc_status_t sharc_shard_alloc_shards(sharc_shard_group_t *g,
                                                const sharc_shard_param_t *in)
 {
     size_t max_shard = 0;
+    float *host = NULL; /* CUDA: the shard is put together here, then copied over */
+    sharc_status_t status = SHARC_OK;
 
     for (int ui = 0; ui < g->nunits; ui++) {
+        max_shard = SHARC_MAX(max_shard, g->units[ui].shard);
+    }
+    if (g->cuda && (host = malloc(max_shard * sizeof(float))) == NULL) {
+        return SHARC_ERR_NOMEM;
+    }
+    for (int ui = 0; status == SHARC_OK && ui < g->nunits; ui++) {
         sharc_shard_unit_t *u = &g->units[ui];
         size_t lo = (size_t)g->shard_rank * u->shard, hi = lo + u->shard;
+        float *dst;
 
-        /* shareable, like the unsharded buffers: the all-gather sends straight from it, and
-         * peers on the node copy it through a mapping rather than through the kernel */
-        if (sharc_mem_alloc(g->ctx, u->shard * sizeof(float), (void **)&u->master) != SHARC_OK) {
-            return SHARC_ERR_NOMEM;
+        /* the master is shareable, like the unsharded buffers: the all-gather sends straight
+         * from it, and peers on the node copy it through a mapping, not through the kernel */
+        status = sharc_shard_alloc_shard(g, u->shard, 1, &u->master);
+        if (status == SHARC_OK) {
+            status = sharc_shard_alloc_shard(g, u->shard, 0, &u->grad);
         }
-        u->grad = calloc(u->shard, sizeof(float));
+        if (status != SHARC_OK) {
+            break;
+        }
         u->grad_zero = 1;
-        if (u->grad == NULL) {
-            return SHARC_ERR_NOMEM;
-        }
-        max_shard = SHARC_MAX(max_shard, u->shard);
+        dst = g->cuda ? host : u->master;
+        memset(dst, 0, u->shard * sizeof(float));
         for (int i = u->first_param; i < u->first_param + u->nparams; i++) {
             const sharc_shard_param_info_t *p = &g->params[i];
             size_t a = SHARC_MAX(lo, p->offset), b = SHARC_MIN(hi, p->offset + p->count);
 
             if (in[i].init != NULL && a < b) {
-                memcpy(u->master + (a - lo), in[i].init + (a - p->offset), (b - a) * sizeof(float));
+                memcpy(dst + (a - lo), in[i].init + (a - p->offset), (b - a) * sizeof(float));
             }
         }
-    }
-    if (g->rdtype != SHARC_DTYPE_F32) {
-        g->scratch = malloc(max_shard * sizeof(float));
-        if (g->scratch == NULL) {
-            return SHARC_ERR_NOMEM;
+        if (g->cuda) {
+            status = sharc_shard_copy(g, u->master, host, u->shard * sizeof(float));
         }
     }
-    return SHARC_OK;
+    free(host);
+    if (status == SHARC_OK && g->rdtype != SHARC_DTYPE_F32) {
+        status = sharc_shard_alloc_shard(g, max_shard, 0, &g->scratch);
+    }
+    return status;
+}
+
+/* CUDA: the engine's streams and ordering event, and the backend of the group's
+ * communicators opened now (collective), so unsharded buffers can be registered with it. */
+static sharc_status_t sharc_shard_cuda_setup(sharc_shard_group_t *g)
+{
+    sharc_status_t status = sharc_gpu_stream_create(&g->estream);
+
+    if (status == SHARC_OK) {
+        status = sharc_gpu_stream_create(&g->tstream);
+    }
+    if (status == SHARC_OK) {
+        status = sharc_gpu_event_create(0, &g->order_ev);
+    }
+    if (status == SHARC_OK) {
+        sharc_comm_gpu_backend(g->shard_comm, &status);
+    }
+    if (status == SHARC_OK && g->replica_comm != NULL) {
+        sharc_comm_gpu_backend(g->replica_comm, &status);
+    }
+    if (status == SHARC_OK) {
+        g->kern = sharc_gpu_kern();
+        g->step_ev = sharc_shard_stats_mark(g, g->stream); /* the first step starts here */
+    }
+    return status;
 }
 
 sharc_status_t sharc_shard_sync_replicas(sharc_shard_group_h g)
 {
     sharc_status_t status = sharc_shard_enter(g, SHARC_SHARD_ALL, "sharc_shard_sync_replicas");
 
+    if (status == SHARC_OK && g->replica_comm != NULL) {
+        status = sharc_shard_quiesce(g); /* CUDA: the caller's writes to the masters are done */
+    }
     for (int ui = 0; status == SHARC_OK && g->replica_comm != NULL && ui < g->nunits; ui++) {
         sharc_shard_unit_t *u = &g->units[ui];
+        sharc_coll_args_t a = {SHARC_COLL_BROADCAST, u->master,    u->master, u->shard,
+                               SHARC_DTYPE_F32,      SHARC_OP_SUM, 0,         g->estream};
 
-        status = sharc_broadcast(u->master, u->master, u->shard, SHARC_DTYPE_F32, 0,
-                                 g->replica_comm, NULL);
+        status = sharc_coll_start(g->replica_comm, &a, NULL); /* blocking */
     }
     return status;
 }
@@ -199,23 +252,28 @@ static void sharc_shard_free(sharc_shard_group_t *g)
     for (int ui = 0; g->units != NULL && ui < g->nunits; ui++) {
         sharc_shard_unit_t *u = &g->units[ui];
 
-        sharc_mem_free(g->ctx, u->master);
-        free(u->grad);
+        sharc_shard_free_shard(g, u->master, 1);
+        sharc_shard_free_shard(g, u->grad, 0);
         for (int s = 0; u->state != NULL && s < g->nstates; s++) {
-            free(u->state[s]);
+            sharc_shard_free_shard(g, u->state[s], 0);
         }
         free(u->state);
     }
-    for (int i = 0; i < g->npool; i++) {
-        sharc_mem_free(g->ctx, g->pool[i].ptr);
+    if (g->shard_comm != NULL) { /* buffers may be registered with its backend */
+        sharc_shard_buf_free_all(g);
     }
     for (int s = 0; s < g->nstates; s++) {
         free(g->state_names[s]);
     }
     free(g->state_names);
-    free(g->pool);
-    free(g->scratch);
+    sharc_shard_free_shard(g, g->scratch, 0);
     free(g->spans);
+    sharc_shard_stats_free(g);
+    free(g->inflight);
+    free(g->inflight_last);
+    sharc_gpu_event_destroy(g->order_ev);
+    sharc_gpu_stream_destroy(g->estream);
+    sharc_gpu_stream_destroy(g->tstream);
     free(g->units);
     sharc_shard_sched_free(g);
     sharc_shard_layout_free(g->params, g->nparams);
@@ -259,11 +317,7 @@ sharc_status_t sharc_shard_create(sharc_comm_h comm, const sharc_shard_param_t *
         g->max_unsharded = g->reshard_after_forward ? g->prefetch + 1 : g->nunits;
     }
     g->pool_max = g->max_unsharded + 2;
-    g->pool = calloc((size_t)g->pool_max, sizeof(*g->pool));
-    status = (g->pool == NULL) ? SHARC_ERR_NOMEM : sharc_shard_sched_init(g);
-    if (status == SHARC_OK) {
-        status = sharc_shard_alloc_shards(g, params);
-    }
+    status = sharc_shard_sched_init(g);
     /* the communicators are the group's own: its collectives, posted from inside progress
      * calls (HSDP's all-reduces), never interleave with the caller's on comm */
     if (status == SHARC_OK) {
@@ -271,6 +325,18 @@ sharc_status_t sharc_shard_create(sharc_comm_h comm, const sharc_shard_param_t *
     }
     if (status == SHARC_OK && g->replicas > 1) {
         status = sharc_comm_split(comm, g->shard_rank, g->rank, &g->replica_comm);
+    }
+    if (status == SHARC_OK && g->cuda) {
+        status = sharc_shard_cuda_setup(g);
+    }
+    if (status == SHARC_OK) {
+        sharc_shard_vote_t vote = {0}, *all = calloc((size_t)g->size, sizeof(*all));
+
+        /* every rank has its memory, or every rank fails: none waits in the broadcast */
+        status = (all == NULL) ? SHARC_ERR_NOMEM
+                               : sharc_shard_exchange(g, sharc_shard_alloc_shards(g, params), &vote,
+                                                      all, "allocating the shards");
+        free(all);
     }
     if (status == SHARC_OK) {
         /* HSDP: the replicas start from the same parameters, replica 0's */
@@ -443,11 +509,12 @@ sharc_status_t sharc_shard_state_add(sharc_shard_group_h g, const char *name, in
 
         if (states != NULL) {
             u->state = states;
-            states[g->nstates] = calloc(u->shard, sizeof(float));
+            states[g->nstates] = NULL;
+            sharc_shard_alloc_shard(g, u->shard, 0, &states[g->nstates]);
         }
         if (states == NULL || states[g->nstates] == NULL) {
             for (int vi = 0; vi < ui; vi++) {
-                free(g->units[vi].state[g->nstates]);
+                sharc_shard_free_shard(g, g->units[vi].state[g->nstates], 0);
             }
             free(copy);
             return SHARC_ERR_NOMEM;

@@ -450,21 +450,27 @@ sharc_status_t sharc_shard_load(sharc_shard_group_h g, const char *dir, uint64_t
         status = sharc_shard_exchange(g, mine, &vote, all, "loading a checkpoint");
     }
     if (status == SHARC_OK) {
-        /* every rank has its new shards: swap them in */
-        for (int ui = 0; ui < g->nunits; ui++) {
+        /* every rank has its new shards: copy them in (on CUDA after, and before, whatever
+         * the streams have queued) */
+        status = sharc_shard_quiesce(g);
+        for (int ui = 0; status == SHARC_OK && ui < g->nunits; ui++) {
             sharc_shard_unit_t *u = &g->units[ui];
 
-            /* the master keeps its shareable buffer; the states take the fresh ones */
-            memcpy(u->master, fresh[ui * per_unit], u->shard * sizeof(float));
-            for (int s = 1; s < per_unit; s++) {
-                float *old = u->state[s - 1];
-
-                u->state[s - 1] = fresh[ui * per_unit + s];
-                fresh[ui * per_unit + s] = old;
+            /* into the group's own memory (shareable, or on the device) */
+            for (int s = 0; status == SHARC_OK && s < per_unit; s++) {
+                status = sharc_shard_copy(g, (s == 0) ? u->master : u->state[s - 1],
+                                          fresh[ui * per_unit + s], u->shard * sizeof(float));
             }
-            memset(u->grad, 0, u->shard * sizeof(float));
+            if (status == SHARC_OK) {
+                status = sharc_shard_zero(g, u->grad, u->shard * sizeof(float), g->estream);
+            }
             u->grad_zero = 1;
         }
+        if (status == SHARC_OK) {
+            status = sharc_shard_quiesce(g);
+        }
+    }
+    if (status == SHARC_OK) {
         if (step_p != NULL) {
             *step_p = c.step;
         }

@@ -40,12 +40,14 @@ static uint64_t sharc_ckpt_last_generation(const char *dir)
     return g;
 }
 
-/* This rank's shard file: header, then every unit's master and states. */
+/* This rank's shard file: header, then every unit's master and states (on CUDA copied to
+ * host memory first, each shard on its own). */
 static sharc_status_t sharc_ckpt_write_shard(sharc_shard_group_t *g, const char *dir, uint64_t gen,
                                              uint64_t *bytes_p, uint64_t *hash_p)
 {
     int nstates = 1 + g->nstates, n = 1 + g->nunits * nstates, k = 0;
     const void **bufs = calloc((size_t)n, sizeof(*bufs));
+    void **host = calloc((size_t)n, sizeof(*host)); /* CUDA: the copies */
     size_t *lens = calloc((size_t)n, sizeof(*lens));
     sharc_ckpt_header_t h = {.version = SHARC_CKPT_VERSION,
                              .shard_rank = (uint32_t)g->shard_rank,
@@ -54,28 +56,41 @@ static sharc_status_t sharc_ckpt_write_shard(sharc_shard_group_t *g, const char 
                              .nstates = (uint32_t)nstates,
                              .generation = gen};
     char name[64];
-    sharc_status_t status;
+    sharc_status_t status = (bufs && host && lens) ? SHARC_OK : SHARC_ERR_NOMEM;
 
-    if (bufs == NULL || lens == NULL) {
-        free(bufs);
-        free(lens);
-        return SHARC_ERR_NOMEM;
-    }
     memcpy(h.magic, SHARC_CKPT_MAGIC, sizeof(h.magic));
-    bufs[k] = &h;
-    lens[k++] = sizeof(h);
-    for (int ui = 0; ui < g->nunits; ui++) {
-        for (int s = 0; s < nstates; s++) {
+    if (status == SHARC_OK) {
+        status = sharc_shard_quiesce(g); /* CUDA: the optimizer's last writes are done */
+    }
+    if (status == SHARC_OK) {
+        bufs[k] = &h;
+        lens[k++] = sizeof(h);
+    }
+    for (int ui = 0; status == SHARC_OK && ui < g->nunits; ui++) {
+        for (int s = 0; status == SHARC_OK && s < nstates; s++) {
             sharc_shard_unit_t *u = &g->units[ui];
+            float *src = (s == 0) ? u->master : u->state[s - 1];
 
-            bufs[k] = (s == 0) ? u->master : u->state[s - 1];
             lens[k] = u->shard * sizeof(float);
+            bufs[k] = src;
+            if (g->cuda) {
+                host[k] = malloc(lens[k]);
+                status = (host[k] == NULL) ? SHARC_ERR_NOMEM
+                                           : sharc_shard_copy(g, host[k], src, lens[k]);
+                bufs[k] = host[k];
+            }
             h.payload_bytes += lens[k++];
         }
     }
-    sharc_ckpt_file_name(name, sizeof(name), gen, g->shard_rank);
-    status = sharc_ckpt_write_file(dir, name, bufs, lens, n, hash_p);
-    *bytes_p = sizeof(h) + h.payload_bytes;
+    if (status == SHARC_OK) {
+        sharc_ckpt_file_name(name, sizeof(name), gen, g->shard_rank);
+        status = sharc_ckpt_write_file(dir, name, bufs, lens, n, hash_p);
+        *bytes_p = sizeof(h) + h.payload_bytes;
+    }
+    for (int i = 0; host != NULL && i < n; i++) {
+        free(host[i]);
+    }
+    free(host);
     free(bufs);
     free(lens);
     return status;

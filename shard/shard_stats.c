@@ -3,7 +3,11 @@
  * done, the time its task finished); communication time is the union of those intervals,
  * exposed time is what the caller spent blocked in sharc's waits, and the rest of the
  * communication ran hidden behind the caller's compute. Memory is the bytes of unsharded
- * parameters and gradients held, with its peak.
+ * parameters and gradients held, with its peak. On CUDA the times come from events: a
+ * collective's interval runs from where its stream reached it to where the engine's stream
+ * saw it done, and exposed time is how long the caller's stream waited for communication;
+ * a step's events are read when its statistics are (or at the next step's end), so a step
+ * never waits for them.
  */
 #include "config.h"
 
@@ -12,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../src/gpu.h"
 #include "../src/log.h"
 #include "../src/util.h"
 #include "shard.h"
@@ -37,6 +42,13 @@ void sharc_shard_stats_op(sharc_shard_group_t *g, sharc_shard_unit_t *u, sharc_c
             break;
         }
     }
+    if (t1 >= 0) {
+        sharc_shard_stats_span(g, u->id, t0, t1);
+    }
+}
+
+void sharc_shard_stats_span(sharc_shard_group_t *g, int unit, double t0, double t1)
+{
     if (g->nspans == g->spans_cap) {
         size_t cap = g->spans_cap ? 2 * g->spans_cap : 64;
         sharc_shard_span_t *spans = realloc(g->spans, cap * sizeof(*spans));
@@ -47,7 +59,7 @@ void sharc_shard_stats_op(sharc_shard_group_t *g, sharc_shard_unit_t *u, sharc_c
         g->spans = spans;
         g->spans_cap = cap;
     }
-    g->spans[g->nspans++] = (sharc_shard_span_t){t0, SHARC_MAX(t0, t1), u->id};
+    g->spans[g->nspans++] = (sharc_shard_span_t){t0, SHARC_MAX(t0, t1), unit};
 }
 
 void sharc_shard_stats_exposed(sharc_shard_group_t *g, sharc_shard_unit_t *u, double t0)
@@ -117,10 +129,148 @@ static void sharc_shard_stats_close(sharc_shard_stats_t *s, sharc_shard_stats_t 
     s->peak_units_alive = alive;
 }
 
+/* ---- CUDA: events -------------------------------------------------------------------- */
+
+void *sharc_shard_stats_mark(sharc_shard_group_t *g, void *stream)
+{
+    void *e = NULL;
+
+    if (g->nev_free > 0) {
+        e = g->ev_free[--g->nev_free];
+    } else if (sharc_gpu_event_create(1, &e) != SHARC_OK) {
+        return NULL;
+    }
+    if (sharc_gpu_event_record(e, stream) != SHARC_OK) {
+        sharc_gpu_event_destroy(e);
+        return NULL;
+    }
+    return e;
+}
+
+static void sharc_shard_ev_put(sharc_shard_group_t *g, void *e)
+{
+    if (e == NULL) {
+        return;
+    }
+    if (g->nev_free == g->ev_free_cap) {
+        size_t cap = g->ev_free_cap ? 2 * g->ev_free_cap : 64;
+        void **f = realloc(g->ev_free, cap * sizeof(*f));
+
+        if (f == NULL) {
+            sharc_gpu_event_destroy(e);
+            return;
+        }
+        g->ev_free = f;
+        g->ev_free_cap = cap;
+    }
+    g->ev_free[g->nev_free++] = e;
+}
+
+void sharc_shard_stats_evspan(sharc_shard_group_t *g, sharc_shard_unit_t *u, void *e0, void *e1,
+                              int comm)
+{
+    if (e0 == NULL || e1 == NULL || g->nev == g->ev_cap) {
+        size_t cap = g->ev_cap ? 2 * g->ev_cap : 64;
+        sharc_shard_evspan_t *ev = (e0 && e1) ? realloc(g->ev, cap * sizeof(*ev)) : NULL;
+
+        if (ev == NULL) { /* uncounted, as on the host */
+            sharc_shard_ev_put(g, e0);
+            sharc_shard_ev_put(g, e1);
+            return;
+        }
+        g->ev = ev;
+        g->ev_cap = cap;
+    }
+    g->ev[g->nev++] = (sharc_shard_evspan_t){e0, e1, u ? u->id : -1, comm};
+}
+
+/* Seconds from @p ref to @p e (which must be done: the caller synchronized). */
+static double sharc_shard_ev_time(void *ref, void *e)
+{
+    double s = 0;
+
+    return sharc_gpu_event_elapsed(ref, e, &s) == SHARC_OK ? s : 0;
+}
+
+/*
+ * The last finished step's events into its statistics: exposed time and the intervals of
+ * its collectives (their union is its communication time). Waits for the events: reading
+ * statistics is where a step's device work may be waited for, never inside a step.
+ */
+static void sharc_shard_stats_resolve(sharc_shard_group_t *g)
+{
+    void *ref = g->step_ev_last;
+    size_t nspans = g->nspans;
+
+    if (ref == NULL) {
+        return;
+    }
+    for (size_t i = 0; i < g->nev_last; i++) {
+        if (sharc_gpu_event_query(g->ev_last[i].e1) == SHARC_INPROGRESS) {
+            sharc_shard_quiesce(g); /* not yet (stats read right after the step): wait */
+            break;
+        }
+    }
+    for (size_t i = 0; i < g->nev_last; i++) {
+        sharc_shard_evspan_t *v = &g->ev_last[i];
+        double t0 = sharc_shard_ev_time(ref, v->e0), t1 = sharc_shard_ev_time(ref, v->e1);
+
+        if (v->comm) {
+            sharc_shard_stats_span(g, v->unit, t0, t1);
+        } else {
+            g->last.exposed_s += SHARC_MAX(0.0, t1 - t0);
+            if (v->unit >= 0) {
+                g->units[v->unit].last.exposed_s += SHARC_MAX(0.0, t1 - t0);
+            }
+        }
+        sharc_shard_ev_put(g, v->e0);
+        sharc_shard_ev_put(g, v->e1);
+    }
+    /* the spans added above (after this step's host spans, of which CUDA has none) */
+    qsort(g->spans + nspans, g->nspans - nspans, sizeof(*g->spans), sharc_shard_span_cmp);
+    g->last.comm_s = sharc_shard_union(g->spans + nspans, g->nspans - nspans, -1);
+    g->last.hidden_s = SHARC_MAX(0.0, g->last.comm_s - g->last.exposed_s);
+    for (int i = 0; i < g->nunits; i++) {
+        sharc_shard_stats_t *s = &g->units[i].last;
+
+        s->comm_s = sharc_shard_union(g->spans + nspans, g->nspans - nspans, i);
+        s->hidden_s = SHARC_MAX(0.0, s->comm_s - s->exposed_s);
+    }
+    g->nspans = nspans;
+    g->nev_last = 0;
+    sharc_shard_ev_put(g, g->step_ev_last);
+    g->step_ev_last = NULL;
+}
+
+void sharc_shard_stats_free(sharc_shard_group_t *g)
+{
+    for (size_t i = 0; i < g->nev; i++) {
+        sharc_gpu_event_destroy(g->ev[i].e0);
+        sharc_gpu_event_destroy(g->ev[i].e1);
+    }
+    for (size_t i = 0; i < g->nev_last; i++) {
+        sharc_gpu_event_destroy(g->ev_last[i].e0);
+        sharc_gpu_event_destroy(g->ev_last[i].e1);
+    }
+    for (size_t i = 0; i < g->nev_free; i++) {
+        sharc_gpu_event_destroy(g->ev_free[i]);
+    }
+    sharc_gpu_event_destroy(g->step_ev);
+    sharc_gpu_event_destroy(g->step_ev_last);
+    free(g->ev);
+    free(g->ev_last);
+    free(g->ev_free);
+}
+
+/* ---- steps ------------------------------------------------------------------------- */
+
 void sharc_shard_stats_step(sharc_shard_group_t *g)
 {
     double now = sharc_time_now();
 
+    if (g->cuda) { /* the step before: its events are long done */
+        sharc_shard_stats_resolve(g);
+    }
     qsort(g->spans, g->nspans, sizeof(*g->spans), sharc_shard_span_cmp);
     g->stats.step_s = now - g->step_t0;
     sharc_shard_stats_close(&g->stats, &g->last, sharc_shard_union(g->spans, g->nspans, -1),
@@ -134,6 +284,19 @@ void sharc_shard_stats_step(sharc_shard_group_t *g)
     g->nspans = 0;
     g->step_t0 = now;
     g->have_last = 1;
+    if (g->cuda) { /* this step's events wait until its statistics are read */
+        sharc_shard_evspan_t *ev = g->ev_last;
+        size_t cap = g->ev_last_cap;
+
+        g->ev_last = g->ev;
+        g->nev_last = g->nev;
+        g->ev_last_cap = g->ev_cap;
+        g->ev = ev;
+        g->ev_cap = cap;
+        g->nev = 0;
+        g->step_ev_last = g->step_ev;
+        g->step_ev = sharc_shard_stats_mark(g, g->stream);
+    }
 }
 
 sharc_status_t sharc_shard_stats(sharc_shard_group_h g, int unit, sharc_shard_stats_t *stats_p)
@@ -143,6 +306,9 @@ sharc_status_t sharc_shard_stats(sharc_shard_group_h g, int unit, sharc_shard_st
     if (g == NULL || stats_p == NULL || unit < -1 || unit >= g->nunits) {
         sharc_error("sharc_shard_stats: no group or output, or unit %d out of range", unit);
         return SHARC_ERR_INVALID;
+    }
+    if (g->cuda) {
+        sharc_shard_stats_resolve(g);
     }
     if (unit < 0) {
         s = g->have_last ? &g->last : &g->stats;
@@ -174,6 +340,9 @@ void sharc_shard_stats_print(sharc_shard_group_h g, FILE *f)
 
     if (g == NULL || f == NULL) {
         return;
+    }
+    if (g->cuda) {
+        sharc_shard_stats_resolve(g);
     }
     s = g->have_last ? &g->last : &g->stats;
     fprintf(f,

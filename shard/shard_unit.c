@@ -1,106 +1,217 @@
 /*
- * shard_unit.c: moving a unit's data. Gathering casts the f32 master shard into the
- * unsharded buffer at this rank's place and all-gathers in place; reducing reduce-scatters
- * the unsharded gradients in place (then, with HSDP, all-reduces the shard across replicas)
- * and adds the result, scaled once for AVG, to the f32 gradient shard. Reductions complete in
- * posting order through the group's queue. Also the buffer pool and the per-unit calls of
+ * shard_unit.c: a unit's parameters and the group's collectives. Gathering casts the f32
+ * master shard into the unsharded buffer at this rank's place and all-gathers in place (f32
+ * parameters gather straight from the master); the unsharded gradient buffer is handed out
+ * zeroed. Every collective of the group is posted and completed here: on the host its
+ * completion is waited for or tested; on CUDA a stream waits for it on the device and the
+ * host sees it done one step later (sharc_shard_inflight_retire). Also the per-unit calls of
  * sharc/shard.h.
  */
 #include "config.h"
 
 #define SHARC_THIS_SUBSYS SHARC_SUBSYS_SHARD
 
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <sharc/mem.h>
 
 #include "../src/log.h"
 #include "../src/util.h"
 #include "shard.h"
 
-/* ---- buffers ------------------------------------------------------------------------- */
+/* ---- collectives --------------------------------------------------------------------- */
 
-/*
- * Unsharded buffers come from sharc_mem_alloc, so node-local peers copy straight from them,
- * and go back to a small pool: units of one model mostly share a size, and a reused buffer
- * is neither faulted in again nor mapped again by the peers.
- */
-void *sharc_shard_buf_get(sharc_shard_group_t *g, size_t bytes)
+static const char *sharc_shard_op_name(sharc_coll_type_t type)
 {
-    int best = -1;
-    void *ptr = NULL;
-
-    for (int i = 0; i < g->npool; i++) {
-        if (g->pool[i].bytes >= bytes && (best < 0 || g->pool[i].bytes < g->pool[best].bytes)) {
-            best = i;
-        }
+    switch (type) {
+    case SHARC_COLL_ALLGATHER: return "all-gather";
+    case SHARC_COLL_REDUCE_SCATTER: return "reduce-scatter";
+    default: return "all-reduce across replicas";
     }
-    if (best >= 0 && g->pool[best].bytes <= 2 * bytes) {
-        ptr = g->pool[best].ptr;
-        g->pool[best] = g->pool[--g->npool];
-        return ptr;
-    }
-    if (sharc_mem_alloc(g->ctx, bytes, &ptr) != SHARC_OK) {
-        return NULL;
-    }
-    return ptr;
 }
 
-void sharc_shard_buf_put(sharc_shard_group_t *g, void *ptr, size_t bytes)
+/* The bytes a collective of the unit moves, for the statistics: its unsharded buffer. */
+static size_t sharc_shard_op_bytes(const sharc_shard_group_t *g, const sharc_shard_unit_t *u,
+                                   sharc_coll_type_t type)
 {
-    if (ptr == NULL) {
-        return;
+    switch (type) {
+    case SHARC_COLL_ALLGATHER: return u->padded * g->pesize;
+    case SHARC_COLL_REDUCE_SCATTER: return u->padded * g->resize;
+    default: return u->shard * g->resize;
     }
-    if (g->npool == g->pool_max) { /* full: the oldest goes */
-        sharc_mem_free(g->ctx, g->pool[0].ptr);
-        memmove(g->pool, g->pool + 1, sizeof(*g->pool) * (size_t)(g->npool - 1));
-        g->npool--;
-    }
-    g->pool[g->npool].ptr = ptr;
-    g->pool[g->npool].bytes = bytes;
-    g->npool++;
 }
 
-/* ---- gathering ----------------------------------------------------------------------- */
-
-/* A collective of the group failed: the group stops communicating. */
-static sharc_status_t sharc_shard_fail(sharc_shard_group_t *g, sharc_status_t status,
-                                       const sharc_shard_unit_t *u, const char *what)
+sharc_status_t sharc_shard_fail(sharc_shard_group_t *g, sharc_status_t status,
+                                const sharc_shard_unit_t *u, const char *what)
 {
     if (g->failed == SHARC_OK) {
-        sharc_error("%s of unit %d failed (%s); the group stops", what, u->id,
-                    sharc_status_string(status));
+        if (u != NULL) {
+            sharc_error("%s of unit %d failed (%s); the group stops", what, u->id,
+                        sharc_status_string(status));
+        } else {
+            sharc_error("%s failed (%s); the group stops", what, sharc_status_string(status));
+        }
         g->failed = status;
     }
     return status;
 }
 
+sharc_status_t sharc_shard_post(sharc_shard_group_t *g, sharc_shard_unit_t *u, sharc_shard_op_t *op,
+                                sharc_comm_h comm, sharc_coll_type_t type, const void *sendbuf,
+                                void *recvbuf, size_t count, sharc_dtype_t dtype, sharc_op_t rop,
+                                void *stream)
+{
+    sharc_coll_args_t a = {type, sendbuf, recvbuf, count, dtype, rop, 0, stream};
+    void *e0 = g->cuda ? sharc_shard_stats_mark(g, stream) : NULL, *e1 = NULL;
+    sharc_status_t status;
+
+    op->t_post = sharc_time_now();
+    op->timed = 0;
+    status = sharc_coll_start(comm, &a, &op->req);
+    if (status != SHARC_OK) {
+        op->req = NULL;
+        sharc_shard_stats_evspan(g, u, e0, NULL, 1); /* uncounted */
+        return sharc_shard_fail(g, status, u, sharc_shard_op_name(type));
+    }
+    if (e0 != NULL) {
+        /* a collective on the device: the timing stream marks its end (a staged one is
+         * timed on the host, as the host's are) */
+        if (op->req->algo == &sharc_coll_backend &&
+            sharc_request_wait_stream(op->req, g->tstream) == SHARC_OK) {
+            e1 = sharc_shard_stats_mark(g, g->tstream);
+        }
+        op->timed = e1 != NULL;
+        sharc_shard_stats_evspan(g, u, e0, e1, 1);
+    }
+    return SHARC_OK;
+}
+
+/* CUDA: a request the device follows, for the host to see done a step later. */
+static void sharc_shard_inflight_add(sharc_shard_group_t *g, sharc_request_h req)
+{
+    if (g->ninflight == g->inflight_cap) {
+        size_t cap = g->inflight_cap ? 2 * g->inflight_cap : 64;
+        sharc_request_h *list = realloc(g->inflight, cap * sizeof(*list));
+
+        if (list == NULL) { /* no room to remember it: see it done now */
+            sharc_request_wait(req);
+            sharc_request_free(req);
+            return;
+        }
+        g->inflight = list;
+        g->inflight_cap = cap;
+    }
+    g->inflight[g->ninflight++] = req;
+}
+
+/* Wait for every request of @p list on the host and free it; the first error. */
+static sharc_status_t sharc_shard_wait_all(sharc_request_h *list, size_t *n)
+{
+    sharc_status_t status = SHARC_OK;
+
+    for (size_t i = 0; i < *n; i++) {
+        sharc_status_t s = sharc_request_wait(list[i]);
+
+        if (status == SHARC_OK) {
+            status = s;
+        }
+        sharc_request_free(list[i]);
+    }
+    *n = 0;
+    return status;
+}
+
+sharc_status_t sharc_shard_inflight_retire(sharc_shard_group_t *g, int all)
+{
+    sharc_status_t status = sharc_shard_wait_all(g->inflight_last, &g->ninflight_last);
+    sharc_request_h *list = g->inflight_last;
+    size_t cap = g->inflight_last_cap;
+
+    if (all) {
+        sharc_status_t s = sharc_shard_wait_all(g->inflight, &g->ninflight);
+
+        return (status == SHARC_OK) ? s : status;
+    }
+    g->inflight_last = g->inflight;
+    g->inflight_last_cap = g->inflight_cap;
+    g->ninflight_last = g->ninflight;
+    g->inflight = list;
+    g->inflight_cap = cap;
+    g->ninflight = 0;
+    return status;
+}
+
+sharc_status_t sharc_shard_complete(sharc_shard_group_t *g, sharc_shard_unit_t *u,
+                                    sharc_shard_op_t *op, sharc_coll_type_t type, int block,
+                                    void *stream)
+{
+    sharc_request_h req = op->req;
+    double t0 = sharc_time_now();
+    int on_device = g->cuda && block;
+    sharc_status_t status;
+
+    if (!on_device) {
+        status = block ? sharc_request_wait(req) : sharc_request_test(req);
+        if (status == SHARC_INPROGRESS) {
+            return status;
+        }
+        if (block) {
+            sharc_shard_stats_exposed(g, u, t0);
+        }
+    } else if (stream == g->stream) {
+        /* exposed: how long the caller's stream waits (or the caller, for a staged one) */
+        void *e0 = sharc_shard_stats_mark(g, stream);
+
+        status = sharc_request_wait_stream(req, stream);
+        sharc_shard_stats_evspan(g, u, e0, sharc_shard_stats_mark(g, stream), 0);
+    } else {
+        status = sharc_request_wait_stream(req, stream);
+        if (!op->timed) { /* staged: the caller waited for it */
+            sharc_shard_stats_exposed(g, u, t0);
+        }
+    }
+    if (status != SHARC_OK) {
+        return sharc_shard_fail(g, status, u, sharc_shard_op_name(type));
+    }
+    sharc_shard_stats_op(g, u, type, op->t_post, op->timed ? -1.0 : req->t_done,
+                         sharc_shard_op_bytes(g, u, type));
+    op->req = NULL;
+    if (on_device && op->timed) {
+        sharc_shard_inflight_add(g, req);
+    } else {
+        sharc_request_free(req);
+    }
+    return SHARC_OK;
+}
+
+/* ---- gathering ----------------------------------------------------------------------- */
+
 sharc_status_t sharc_shard_gather(sharc_shard_group_t *g, sharc_shard_unit_t *u)
 {
     size_t bytes = u->padded * g->pesize, off = (size_t)g->shard_rank * u->shard * g->pesize;
+    const void *own = u->master;
     sharc_status_t status;
 
-    u->pbuf = sharc_shard_buf_get(g, bytes);
-    if (u->pbuf == NULL) {
+    /* on CUDA the engine's stream now follows the caller's: the buffer's last readers and
+     * the optimizer's last writes to the master come first */
+    status = sharc_shard_buf_get(g, bytes, &u->pbuf);
+    if (status != SHARC_OK) {
         sharc_error("no memory for unit %d's %zu-byte unsharded parameters", u->id, bytes);
-        return SHARC_ERR_NOMEM;
+        return status;
     }
-    u->ag.t_post = sharc_time_now();
-    if (g->pdtype == SHARC_DTYPE_F32) {
-        /* straight from the master: the collective copies this rank's block itself, in the
-         * progress thread when there is one, not on the caller's time */
+    if (g->pdtype != SHARC_DTYPE_F32) {
+        /* this rank's block first, in the param dtype: then the all-gather runs in place.
+         * (f32 gathers straight from the master: the collective copies this rank's block
+         * itself, in the progress thread when there is one, not on the caller's time.) */
+        own = (char *)u->pbuf + off;
         status =
-            sharc_allgather(u->master, u->pbuf, u->shard, g->pdtype, g->shard_comm, &u->ag.req);
-    } else {
-        /* this rank's block first, in the param dtype: then the all-gather runs in place */
-        g->kern->cast((char *)u->pbuf + off, g->pdtype, u->master, SHARC_DTYPE_F32, u->shard, NULL);
-        status = sharc_allgather((char *)u->pbuf + off, u->pbuf, u->shard, g->pdtype, g->shard_comm,
-                                 &u->ag.req);
+            g->kern->cast((void *)own, g->pdtype, u->master, SHARC_DTYPE_F32, u->shard, g->estream);
+    }
+    if (status == SHARC_OK) {
+        status = sharc_shard_post(g, u, &u->ag, g->shard_comm, SHARC_COLL_ALLGATHER, own, u->pbuf,
+                                  u->shard, g->pdtype, SHARC_OP_SUM, g->estream);
     }
     if (status != SHARC_OK) {
-        sharc_shard_buf_put(g, u->pbuf, bytes);
+        sharc_shard_buf_put(g, u->pbuf);
         u->pbuf = NULL;
         return sharc_shard_fail(g, status, u, "all-gather");
     }
@@ -110,31 +221,16 @@ sharc_status_t sharc_shard_gather(sharc_shard_group_t *g, sharc_shard_unit_t *u)
     return SHARC_OK;
 }
 
-/* The all-gather completed (status from test or wait). */
-static sharc_status_t sharc_shard_gathered(sharc_shard_group_t *g, sharc_shard_unit_t *u,
-                                           sharc_status_t status)
+/* The unit's all-gather, done for @p stream (CUDA) or the host: it is GATHERED. */
+static sharc_status_t sharc_shard_wait_gather(sharc_shard_group_t *g, sharc_shard_unit_t *u,
+                                              void *stream)
 {
-    sharc_request_h req = u->ag.req;
+    sharc_status_t status = sharc_shard_complete(g, u, &u->ag, SHARC_COLL_ALLGATHER, 1, stream);
 
-    if (status != SHARC_OK) {
-        return sharc_shard_fail(g, status, u, "all-gather");
+    if (status == SHARC_OK) {
+        u->pstate = SHARC_SHARD_GATHERED;
     }
-    sharc_shard_stats_op(g, u, SHARC_COLL_ALLGATHER, u->ag.t_post, req->t_done,
-                         u->padded * g->pesize);
-    sharc_request_free(req);
-    u->ag.req = NULL;
-    u->pstate = SHARC_SHARD_GATHERED;
-    return SHARC_OK;
-}
-
-/* Block until the unit's all-gather is done; the time counts as exposed. */
-static sharc_status_t sharc_shard_wait_gather(sharc_shard_group_t *g, sharc_shard_unit_t *u)
-{
-    double t0 = sharc_time_now();
-    sharc_status_t status = sharc_request_wait(u->ag.req);
-
-    sharc_shard_stats_exposed(g, u, t0);
-    return sharc_shard_gathered(g, u, status);
+    return status;
 }
 
 sharc_status_t sharc_shard_release(sharc_shard_group_t *g, sharc_shard_unit_t *u)
@@ -145,12 +241,13 @@ sharc_status_t sharc_shard_release(sharc_shard_group_t *g, sharc_shard_unit_t *u
         return SHARC_OK;
     }
     if (u->pstate == SHARC_SHARD_GATHERING) {
-        status = sharc_shard_wait_gather(g, u);
+        /* its buffer is taken again by the engine's stream: that waits for the gather */
+        status = sharc_shard_wait_gather(g, u, g->estream);
         if (status != SHARC_OK) {
             return status;
         }
     }
-    sharc_shard_buf_put(g, u->pbuf, u->padded * g->pesize);
+    sharc_shard_buf_put(g, u->pbuf);
     sharc_shard_stats_mem(g, u, -(long long)(u->padded * g->pesize));
     u->pbuf = NULL;
     u->pstate = SHARC_SHARD_SHARDED;
@@ -221,7 +318,7 @@ sharc_status_t sharc_shard_wait(sharc_shard_group_h g, int unit)
         return SHARC_ERR_INVALID;
     }
     if (u->pstate == SHARC_SHARD_GATHERING) {
-        status = sharc_shard_wait_gather(g, u);
+        status = sharc_shard_wait_gather(g, u, g->stream); /* CUDA: the caller's stream waits */
     }
     return (status == SHARC_OK) ? sharc_shard_poll(g) : status;
 }
@@ -237,141 +334,6 @@ sharc_status_t sharc_shard_reshard(sharc_shard_group_h g, int unit)
     return status;
 }
 
-/* ---- reducing ------------------------------------------------------------------------ */
-
-sharc_status_t sharc_shard_reduce_grads(sharc_shard_group_h g, int unit)
-{
-    sharc_status_t status = sharc_shard_enter(g, unit, "sharc_shard_reduce_grads");
-    sharc_shard_unit_t *u;
-    size_t off;
-
-    if (status != SHARC_OK) {
-        return status;
-    }
-    u = &g->units[unit];
-    if (u->gstate != SHARC_SHARD_GRAD_OPEN) {
-        sharc_error("sharc_shard_reduce_grads: unit %d has %s", unit,
-                    u->gstate == SHARC_SHARD_GRAD_NONE
-                        ? "no gradients since its last reduction (gather it and write them "
-                          "through sharc_shard_grad_ptr first)"
-                        : "a reduction in flight already");
-        return SHARC_ERR_INVALID;
-    }
-    u->rs.t_post = sharc_time_now();
-    u->rs_direct = g->rdtype == SHARC_DTYPE_F32 && g->replica_comm == NULL && u->grad_zero;
-    if (u->rs_direct) {
-        /* the first reduction into a zero f32 shard, no replicas: the collective writes the
-         * shard itself, AVG's one scaling included (the same rounding as below) */
-        status = sharc_reduce_scatter(u->gbuf, u->grad, u->shard, SHARC_DTYPE_F32, g->grad_op,
-                                      g->shard_comm, &u->rs.req);
-    } else {
-        /* sums only: AVG is one scaling of the final sum, so HSDP's two reductions round once */
-        off = (size_t)g->shard_rank * u->shard * g->resize;
-        status = sharc_reduce_scatter(u->gbuf, (char *)u->gbuf + off, u->shard, g->rdtype,
-                                      SHARC_OP_SUM, g->shard_comm, &u->rs.req);
-    }
-    if (status != SHARC_OK) {
-        return sharc_shard_fail(g, status, u, "reduce-scatter");
-    }
-    u->gstate = SHARC_SHARD_GRAD_REDUCING;
-    u->next_reduction = NULL;
-    if (g->rtail != NULL) {
-        g->rtail->next_reduction = u;
-    } else {
-        g->rhead = u;
-    }
-    g->rtail = u;
-    return sharc_shard_poll(g);
-}
-
-/*
- * The reduced shard of gbuf goes into the f32 gradient shard, scaled once for AVG (unless the
- * reduce-scatter wrote the shard itself), and gbuf is released.
- */
-static void sharc_shard_accumulate(sharc_shard_group_t *g, sharc_shard_unit_t *u)
-{
-    void *part = (char *)u->gbuf + (size_t)g->shard_rank * u->shard * g->resize;
-    float *f32 = part;
-
-    if (!u->rs_direct) {
-        if (g->rdtype != SHARC_DTYPE_F32) {
-            g->kern->cast(g->scratch, SHARC_DTYPE_F32, part, g->rdtype, u->shard, NULL);
-            f32 = g->scratch;
-        }
-        if (g->grad_op == SHARC_OP_AVG) {
-            g->kern->scale(f32, u->shard, SHARC_DTYPE_F32, 1.0 / g->size, NULL);
-        }
-        g->kern->reduce(u->grad, u->grad, f32, u->shard, SHARC_DTYPE_F32, SHARC_OP_SUM, NULL);
-    }
-    u->grad_zero = 0;
-    sharc_shard_buf_put(g, u->gbuf, u->padded * g->resize);
-    sharc_shard_stats_mem(g, u, -(long long)(u->padded * g->resize));
-    u->gbuf = NULL;
-    u->gstate = SHARC_SHARD_GRAD_NONE;
-}
-
-/*
- * Advance the unit at the head of the reduction queue by one stage if its collective is
- * done (@p block: wait for it). Returns SHARC_OK when it moved, SHARC_INPROGRESS when not.
- */
-static sharc_status_t sharc_shard_reduce_step(sharc_shard_group_t *g, sharc_shard_unit_t *u,
-                                              int block)
-{
-    sharc_shard_op_t *op = (u->gstate == SHARC_SHARD_GRAD_REDUCING) ? &u->rs : &u->ar;
-    sharc_status_t status;
-    double t0 = sharc_time_now();
-
-    if (block) {
-        status = sharc_request_wait(op->req);
-        sharc_shard_stats_exposed(g, u, t0);
-    } else {
-        status = sharc_request_test(op->req);
-    }
-    if (status == SHARC_INPROGRESS) {
-        return status;
-    }
-    if (status != SHARC_OK) {
-        return sharc_shard_fail(g, status, u,
-                                op == &u->rs ? "reduce-scatter" : "all-reduce across replicas");
-    }
-    sharc_shard_stats_op(g, u, op == &u->rs ? SHARC_COLL_REDUCE_SCATTER : SHARC_COLL_ALLREDUCE,
-                         op->t_post, op->req->t_done,
-                         op == &u->rs ? u->padded * g->resize : u->shard * g->resize);
-    sharc_request_free(op->req);
-    op->req = NULL;
-    if (u->gstate == SHARC_SHARD_GRAD_REDUCING && g->replica_comm != NULL) {
-        void *part = (char *)u->gbuf + (size_t)g->shard_rank * u->shard * g->resize;
-
-        u->ar.t_post = sharc_time_now();
-        status = sharc_allreduce(part, part, u->shard, g->rdtype, SHARC_OP_SUM, g->replica_comm,
-                                 &u->ar.req);
-        if (status != SHARC_OK) {
-            return sharc_shard_fail(g, status, u, "all-reduce across replicas");
-        }
-        u->gstate = SHARC_SHARD_GRAD_REPLICA;
-        return SHARC_OK;
-    }
-    sharc_shard_accumulate(g, u);
-    g->rhead = u->next_reduction;
-    if (g->rhead == NULL) {
-        g->rtail = NULL;
-    }
-    u->next_reduction = NULL;
-    return SHARC_OK;
-}
-
-sharc_status_t sharc_shard_settle_grads(sharc_shard_group_t *g, sharc_shard_unit_t *u)
-{
-    sharc_status_t status = SHARC_OK;
-
-    /* reductions complete in posting order: finish the queue up to this unit's */
-    while (status == SHARC_OK &&
-           (u->gstate == SHARC_SHARD_GRAD_REDUCING || u->gstate == SHARC_SHARD_GRAD_REPLICA)) {
-        status = sharc_shard_reduce_step(g, g->rhead, 1);
-    }
-    return status;
-}
-
 sharc_status_t sharc_shard_poll(sharc_shard_group_t *g)
 {
     sharc_status_t status;
@@ -380,23 +342,16 @@ sharc_status_t sharc_shard_poll(sharc_shard_group_t *g)
         sharc_shard_unit_t *u = &g->units[i];
 
         if (u->pstate == SHARC_SHARD_GATHERING) {
-            status = sharc_request_test(u->ag.req);
-            if (status != SHARC_INPROGRESS && sharc_shard_gathered(g, u, status) != SHARC_OK) {
-                return g->failed;
+            status = sharc_shard_complete(g, u, &u->ag, SHARC_COLL_ALLGATHER, 0, NULL);
+            if (status == SHARC_OK) {
+                u->pstate = SHARC_SHARD_GATHERED;
+            } else if (status != SHARC_INPROGRESS) {
+                return status;
             }
         }
     }
-    /* in posting order: replica all-reduces go out in the same order on every rank */
-    while (g->rhead != NULL) {
-        status = sharc_shard_reduce_step(g, g->rhead, 0);
-        if (status == SHARC_INPROGRESS) {
-            break;
-        }
-        if (status != SHARC_OK) {
-            return status;
-        }
-    }
-    return g->failed;
+    status = sharc_shard_reduce_poll(g);
+    return (status == SHARC_OK) ? g->failed : status;
 }
 
 sharc_status_t sharc_shard_progress(sharc_shard_group_h g)
@@ -406,75 +361,25 @@ sharc_status_t sharc_shard_progress(sharc_shard_group_h g)
     return (status == SHARC_OK) ? sharc_shard_poll(g) : status;
 }
 
-sharc_status_t sharc_shard_finish(sharc_shard_group_h g)
-{
-    sharc_status_t status = sharc_shard_enter(g, SHARC_SHARD_ALL, "sharc_shard_finish");
-    double t0 = sharc_time_now();
-
-    while (status == SHARC_OK && g->rhead != NULL) {
-        status = sharc_shard_reduce_step(g, g->rhead, 1);
-    }
-    for (int i = 0; status == SHARC_OK && i < g->nunits; i++) {
-        if (g->units[i].in_use) {
-            sharc_warn("step finished while unit %d is between its begin and end", i);
-        }
-    }
-    if (status != SHARC_OK) {
-        return status;
-    }
-    sharc_shard_sched_step(g);
-    sharc_shard_stats_engine(g, t0);
-    sharc_debug("sharc_shard_finish: %.3f ms", (sharc_time_now() - t0) * 1e3);
-    sharc_shard_stats_step(g);
-    return SHARC_OK;
-}
-
-sharc_status_t sharc_shard_zero_grads(sharc_shard_group_h g)
-{
-    sharc_status_t status = sharc_shard_enter(g, SHARC_SHARD_ALL, "sharc_shard_zero_grads");
-
-    if (status != SHARC_OK) {
-        return status;
-    }
-    if (g->rhead != NULL) {
-        sharc_error("sharc_shard_zero_grads: reductions are in flight (sharc_shard_finish "
-                    "first)");
-        return SHARC_ERR_INVALID;
-    }
-    for (int i = 0; i < g->nunits; i++) {
-        memset(g->units[i].grad, 0, g->units[i].shard * sizeof(float));
-        g->units[i].grad_zero = 1;
-    }
-    return SHARC_OK;
-}
-
 void sharc_shard_drain(sharc_shard_group_t *g)
 {
+    /* on the host first, each bounded by the timeout (which aborts a stuck device
+     * collective), then the streams: a dead peer ends the wait, not the process */
     for (int i = 0; i < g->nunits; i++) {
         sharc_shard_unit_t *u = &g->units[i];
+        sharc_shard_op_t *ops[] = {&u->ag, &u->rs, &u->ar};
 
-        /* a failed request still completes (with its error) before it is freed */
-        if (u->ag.req != NULL) {
-            sharc_request_wait(u->ag.req);
-            sharc_request_free(u->ag.req);
-            u->ag.req = NULL;
-        }
-        for (sharc_shard_op_t *op = &u->rs; op != NULL; op = (op == &u->rs) ? &u->ar : NULL) {
-            if (op->req != NULL) {
-                sharc_request_wait(op->req);
-                sharc_request_free(op->req);
-                op->req = NULL;
+        for (size_t k = 0; k < SHARC_ARRAY_SIZE(ops); k++) {
+            if (ops[k]->req != NULL) { /* a failed request still completes before it is freed */
+                sharc_request_wait(ops[k]->req);
+                sharc_request_free(ops[k]->req);
+                ops[k]->req = NULL;
             }
         }
-        if (u->pbuf != NULL) {
-            sharc_mem_free(g->ctx, u->pbuf);
-            u->pbuf = NULL;
-        }
-        if (u->gbuf != NULL) {
-            sharc_mem_free(g->ctx, u->gbuf);
-            u->gbuf = NULL;
-        }
+        u->pbuf = u->gbuf = NULL; /* the group's buffers, freed with it */
     }
+    sharc_shard_inflight_retire(g, 1);
+    sharc_shard_quiesce(g);
     g->rhead = g->rtail = NULL;
     g->alive = 0;
 }
@@ -483,25 +388,37 @@ void sharc_shard_drain(sharc_shard_group_t *g)
 
 sharc_status_t sharc_shard_open_grads(sharc_shard_group_t *g, sharc_shard_unit_t *u)
 {
-    size_t bytes = u->padded * g->resize;
+    size_t bytes = u->padded * g->resize, end = 0;
+    sharc_status_t status = sharc_shard_buf_get(g, bytes, &u->gbuf);
+    char *buf = u->gbuf;
 
-    u->gbuf = sharc_shard_buf_get(g, bytes);
-    if (u->gbuf == NULL) {
+    if (status != SHARC_OK) {
         sharc_error("no memory for unit %d's %zu-byte gradients", u->id, bytes);
-        return SHARC_ERR_NOMEM;
+        return status;
     }
+    /* zeroed on the engine's stream, where the buffer's reuse is ordered */
     if (!g->assign_grads) {
-        memset(u->gbuf, 0, bytes);
+        status = sharc_shard_zero(g, buf, bytes, g->estream);
     } else { /* the caller writes every parameter: only gaps and padding, which reduce as zeros */
-        size_t end = 0;
-
-        for (int i = u->first_param; i < u->first_param + u->nparams; i++) {
+        for (int i = u->first_param; status == SHARC_OK && i < u->first_param + u->nparams; i++) {
             const sharc_shard_param_info_t *p = &g->params[i];
 
-            memset((char *)u->gbuf + end * g->resize, 0, (p->offset - end) * g->resize);
+            status = sharc_shard_zero(g, buf + end * g->resize, (p->offset - end) * g->resize,
+                                      g->estream);
             end = p->offset + p->count;
         }
-        memset((char *)u->gbuf + end * g->resize, 0, (u->padded - end) * g->resize);
+        if (status == SHARC_OK) {
+            status = sharc_shard_zero(g, buf + end * g->resize, (u->padded - end) * g->resize,
+                                      g->estream);
+        }
+    }
+    if (status == SHARC_OK && g->cuda) { /* the caller's backward writes after the zeros */
+        status = sharc_shard_after(g, g->stream, g->estream);
+    }
+    if (status != SHARC_OK) {
+        sharc_shard_buf_put(g, u->gbuf);
+        u->gbuf = NULL;
+        return status;
     }
     u->gstate = SHARC_SHARD_GRAD_OPEN;
     sharc_shard_stats_mem(g, u, (long long)bytes);

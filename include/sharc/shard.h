@@ -83,6 +83,8 @@ enum {
     SHARC_SHARD_PARAM_RESHARD_AFTER_FORWARD = 1u << 7,
     SHARC_SHARD_PARAM_SHARD_SIZE = 1u << 8,
     SHARC_SHARD_PARAM_ASSIGN_GRADS = 1u << 9,
+    SHARC_SHARD_PARAM_MEMTYPE = 1u << 10,
+    SHARC_SHARD_PARAM_STREAM = 1u << 11,
 };
 
 /** How a group is built; only the fields named in field_mask are read, the rest default. */
@@ -123,6 +125,21 @@ typedef struct {
      * saves a pass over it (only the gaps between parameters and the padding are).
      */
     int assign_grads;
+    /**
+     * Where the group's memory lives: SHARC_MEMTYPE_HOST (default) or SHARC_MEMTYPE_CUDA
+     * (the current CUDA device: shards, optimizer states and unsharded buffers in device
+     * memory, collectives through NCCL, no host synchronization in a step). On CUDA the
+     * pointers sharc_shard_local, _state_ptr, _param_ptr and _grad_ptr give are device
+     * pointers, and initial values are still read from host memory.
+     */
+    sharc_memtype_t memtype;
+    /**
+     * CUDA: the caller's compute stream (a cudaStream_t; NULL: the legacy default stream).
+     * Begins make it wait on the device for the unit's gather; ends, reductions and the
+     * release of buffers follow what is queued on it; finish makes it wait for every
+     * reduction, so the optimizer queued after finish sees reduced gradients.
+     */
+    void *stream;
 } sharc_shard_params_t;
 
 /** Facts about one unit. Counts are elements. */

@@ -1,0 +1,264 @@
+/*
+ * shard_reduce.c: reducing gradients. A unit's unsharded gradients are reduce-scattered in
+ * place (then, with HSDP, its shard is all-reduced across replicas) and the result, scaled
+ * once for AVG, is added to the f32 gradient shard. On the host, reductions complete in
+ * posting order through the group's queue, advanced by progress calls. On CUDA the whole
+ * chain is queued at once: the reduce-scatter follows the caller's stream (the backward
+ * wrote the gradients there), the engine's stream waits for it, posts the all-reduce and
+ * accumulates, and finish makes the caller's stream wait for the engine's.
+ */
+#include "config.h"
+
+#define SHARC_THIS_SUBSYS SHARC_SUBSYS_SHARD
+
+#include <string.h>
+
+#include "../src/log.h"
+#include "../src/util.h"
+#include "shard.h"
+
+/* This rank's part of the unit's gradient buffer. */
+static void *sharc_shard_part(const sharc_shard_group_t *g, const sharc_shard_unit_t *u)
+{
+    return (char *)u->gbuf + (size_t)g->shard_rank * u->shard * g->resize;
+}
+
+/*
+ * The reduced part of gbuf goes into the f32 gradient shard, scaled once for AVG (unless the
+ * reduce-scatter wrote the shard itself), and gbuf is released. Kernels run on the engine's
+ * stream on CUDA (g->scratch is the engine's: accumulations queue one after another there).
+ */
+static sharc_status_t sharc_shard_accumulate(sharc_shard_group_t *g, sharc_shard_unit_t *u)
+{
+    void *part = sharc_shard_part(g, u);
+    float *f32 = part;
+    sharc_status_t status = SHARC_OK;
+
+    if (!u->rs_direct) {
+        if (g->rdtype != SHARC_DTYPE_F32) {
+            status =
+                g->kern->cast(g->scratch, SHARC_DTYPE_F32, part, g->rdtype, u->shard, g->estream);
+            f32 = g->scratch;
+        }
+        if (status == SHARC_OK && g->grad_op == SHARC_OP_AVG) {
+            status = g->kern->scale(f32, u->shard, SHARC_DTYPE_F32, 1.0 / g->size, g->estream);
+        }
+        if (status == SHARC_OK) {
+            status = g->kern->reduce(u->grad, u->grad, f32, u->shard, SHARC_DTYPE_F32, SHARC_OP_SUM,
+                                     g->estream);
+        }
+        if (status != SHARC_OK) {
+            return sharc_shard_fail(g, status, u, "accumulating the gradient shard");
+        }
+    }
+    u->grad_zero = 0;
+    sharc_shard_buf_put(g, u->gbuf);
+    sharc_shard_stats_mem(g, u, -(long long)(u->padded * g->resize));
+    u->gbuf = NULL;
+    u->gstate = SHARC_SHARD_GRAD_NONE;
+    return SHARC_OK;
+}
+
+/* Post the unit's reduce-scatter (on CUDA after what the caller's stream has queued). */
+static sharc_status_t sharc_shard_reduce_scatter(sharc_shard_group_t *g, sharc_shard_unit_t *u)
+{
+    u->rs_direct = g->rdtype == SHARC_DTYPE_F32 && g->replica_comm == NULL && u->grad_zero;
+    if (u->rs_direct) {
+        /* the first reduction into a zero f32 shard, no replicas: the collective writes the
+         * shard itself, AVG's one scaling included (the same rounding as accumulating) */
+        return sharc_shard_post(g, u, &u->rs, g->shard_comm, SHARC_COLL_REDUCE_SCATTER, u->gbuf,
+                                u->grad, u->shard, SHARC_DTYPE_F32, g->grad_op, g->stream);
+    }
+    /* sums only: AVG is one scaling of the final sum, so HSDP's two reductions round once */
+    return sharc_shard_post(g, u, &u->rs, g->shard_comm, SHARC_COLL_REDUCE_SCATTER, u->gbuf,
+                            sharc_shard_part(g, u), u->shard, g->rdtype, SHARC_OP_SUM, g->stream);
+}
+
+/* HSDP: post the all-reduce of the unit's reduced part across replicas. */
+static sharc_status_t sharc_shard_replica_reduce(sharc_shard_group_t *g, sharc_shard_unit_t *u)
+{
+    void *part = sharc_shard_part(g, u);
+
+    return sharc_shard_post(g, u, &u->ar, g->replica_comm, SHARC_COLL_ALLREDUCE, part, part,
+                            u->shard, g->rdtype, SHARC_OP_SUM, g->estream);
+}
+
+/* CUDA: the unit's whole reduction, queued on the device. */
+static sharc_status_t sharc_shard_reduce_cuda(sharc_shard_group_t *g, sharc_shard_unit_t *u)
+{
+    sharc_status_t status = sharc_shard_reduce_scatter(g, u);
+
+    if (status == SHARC_OK) {
+        status = sharc_shard_complete(g, u, &u->rs, SHARC_COLL_REDUCE_SCATTER, 1, g->estream);
+    }
+    if (status == SHARC_OK && g->replica_comm != NULL) {
+        status = sharc_shard_replica_reduce(g, u);
+        if (status == SHARC_OK) {
+            status = sharc_shard_complete(g, u, &u->ar, SHARC_COLL_ALLREDUCE, 1, g->estream);
+        }
+    }
+    return (status == SHARC_OK) ? sharc_shard_accumulate(g, u) : status;
+}
+
+sharc_status_t sharc_shard_reduce_grads(sharc_shard_group_h g, int unit)
+{
+    sharc_status_t status = sharc_shard_enter(g, unit, "sharc_shard_reduce_grads");
+    sharc_shard_unit_t *u;
+
+    if (status != SHARC_OK) {
+        return status;
+    }
+    u = &g->units[unit];
+    if (u->gstate != SHARC_SHARD_GRAD_OPEN) {
+        sharc_error("sharc_shard_reduce_grads: unit %d has %s", unit,
+                    u->gstate == SHARC_SHARD_GRAD_NONE
+                        ? "no gradients since its last reduction (gather it and write them "
+                          "through sharc_shard_grad_ptr first)"
+                        : "a reduction in flight already");
+        return SHARC_ERR_INVALID;
+    }
+    if (g->cuda) {
+        status = sharc_shard_reduce_cuda(g, u);
+        return (status == SHARC_OK) ? sharc_shard_poll(g) : status;
+    }
+    status = sharc_shard_reduce_scatter(g, u);
+    if (status != SHARC_OK) {
+        return status;
+    }
+    u->gstate = SHARC_SHARD_GRAD_REDUCING;
+    u->next_reduction = NULL;
+    if (g->rtail != NULL) {
+        g->rtail->next_reduction = u;
+    } else {
+        g->rhead = u;
+    }
+    g->rtail = u;
+    return sharc_shard_poll(g);
+}
+
+/*
+ * Host: advance the unit at the head of the reduction queue by one stage if its collective
+ * is done (@p block: wait for it). Returns SHARC_OK when it moved, SHARC_INPROGRESS when not.
+ */
+static sharc_status_t sharc_shard_reduce_step(sharc_shard_group_t *g, sharc_shard_unit_t *u,
+                                              int block)
+{
+    int rs = u->gstate == SHARC_SHARD_GRAD_REDUCING;
+    sharc_status_t status;
+
+    status =
+        sharc_shard_complete(g, u, rs ? &u->rs : &u->ar,
+                             rs ? SHARC_COLL_REDUCE_SCATTER : SHARC_COLL_ALLREDUCE, block, NULL);
+    if (status != SHARC_OK) {
+        return status;
+    }
+    if (rs && g->replica_comm != NULL) {
+        status = sharc_shard_replica_reduce(g, u);
+        if (status == SHARC_OK) {
+            u->gstate = SHARC_SHARD_GRAD_REPLICA;
+        }
+        return status;
+    }
+    g->rhead = u->next_reduction;
+    if (g->rhead == NULL) {
+        g->rtail = NULL;
+    }
+    u->next_reduction = NULL;
+    return sharc_shard_accumulate(g, u);
+}
+
+sharc_status_t sharc_shard_settle_grads(sharc_shard_group_t *g, sharc_shard_unit_t *u)
+{
+    sharc_status_t status = SHARC_OK;
+
+    /* reductions complete in posting order: finish the queue up to this unit's */
+    while (status == SHARC_OK &&
+           (u->gstate == SHARC_SHARD_GRAD_REDUCING || u->gstate == SHARC_SHARD_GRAD_REPLICA)) {
+        status = sharc_shard_reduce_step(g, g->rhead, 1);
+    }
+    return status;
+}
+
+sharc_status_t sharc_shard_reduce_poll(sharc_shard_group_t *g)
+{
+    /* in posting order: replica all-reduces go out in the same order on every rank */
+    while (g->rhead != NULL) {
+        sharc_status_t status = sharc_shard_reduce_step(g, g->rhead, 0);
+
+        if (status == SHARC_INPROGRESS) {
+            break;
+        }
+        if (status != SHARC_OK) {
+            return status;
+        }
+    }
+    return SHARC_OK;
+}
+
+/*
+ * CUDA: the caller's stream waits for every reduction (exposed time), and the host sees
+ * the last step's collectives done (they normally are; a dead peer ends in the timeout).
+ */
+static sharc_status_t sharc_shard_finish_cuda(sharc_shard_group_t *g)
+{
+    void *e0 = sharc_shard_stats_mark(g, g->stream);
+    sharc_status_t status = sharc_shard_after(g, g->stream, g->estream);
+
+    sharc_shard_stats_evspan(g, NULL, e0, sharc_shard_stats_mark(g, g->stream), 0);
+    if (status == SHARC_OK) {
+        status = sharc_shard_inflight_retire(g, 0);
+    }
+    return (status == SHARC_OK)
+               ? SHARC_OK
+               : sharc_shard_fail(g, status, NULL, "a collective of the last step");
+}
+
+sharc_status_t sharc_shard_finish(sharc_shard_group_h g)
+{
+    sharc_status_t status = sharc_shard_enter(g, SHARC_SHARD_ALL, "sharc_shard_finish");
+    double t0 = sharc_time_now();
+
+    while (status == SHARC_OK && g->rhead != NULL) {
+        status = sharc_shard_reduce_step(g, g->rhead, 1);
+    }
+    if (status == SHARC_OK && g->cuda) {
+        status = sharc_shard_finish_cuda(g);
+    }
+    for (int i = 0; status == SHARC_OK && i < g->nunits; i++) {
+        if (g->units[i].in_use) {
+            sharc_warn("step finished while unit %d is between its begin and end", i);
+        }
+    }
+    if (status != SHARC_OK) {
+        return status;
+    }
+    sharc_shard_sched_step(g);
+    sharc_shard_stats_engine(g, t0);
+    sharc_debug("sharc_shard_finish: %.3f ms", (sharc_time_now() - t0) * 1e3);
+    sharc_shard_stats_step(g);
+    return SHARC_OK;
+}
+
+sharc_status_t sharc_shard_zero_grads(sharc_shard_group_h g)
+{
+    sharc_status_t status = sharc_shard_enter(g, SHARC_SHARD_ALL, "sharc_shard_zero_grads");
+
+    if (status != SHARC_OK) {
+        return status;
+    }
+    if (g->rhead != NULL) {
+        sharc_error("sharc_shard_zero_grads: reductions are in flight (sharc_shard_finish "
+                    "first)");
+        return SHARC_ERR_INVALID;
+    }
+    /* CUDA: on the caller's stream, after the accumulations (the engine's stream) */
+    if (g->cuda) {
+        status = sharc_shard_after(g, g->stream, g->estream);
+    }
+    for (int i = 0; status == SHARC_OK && i < g->nunits; i++) {
+        status =
+            sharc_shard_zero(g, g->units[i].grad, g->units[i].shard * sizeof(float), g->stream);
+        g->units[i].grad_zero = 1;
+    }
+    return status;
+}
