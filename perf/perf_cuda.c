@@ -5,8 +5,10 @@
  */
 #include "config.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "perf_cuda.h"
 #include "perf_util.h"
@@ -46,6 +48,104 @@ void perf_cuda_fini(void)
 {
     cudaStreamDestroy(perf_stream);
 }
+
+void *perf_cuda_stream(void)
+{
+    return perf_stream;
+}
+
+int perf_cuda_sync(void)
+{
+    return perf_cuda_ok(cudaStreamSynchronize(perf_stream), "stream synchronize");
+}
+
+/* A host function on the stream: it holds the stream for its argument, in nanoseconds. */
+static void CUDART_CB perf_cuda_sleep(void *arg)
+{
+    uint64_t ns = (uint64_t)(uintptr_t)arg;
+    struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
+
+    while (nanosleep(&ts, &ts) != 0) {
+    }
+}
+
+int perf_cuda_hold(double seconds)
+{
+    uintptr_t ns = (uintptr_t)(seconds * 1e9);
+
+    return perf_cuda_ok(cudaLaunchHostFunc(perf_stream, perf_cuda_sleep, (void *)ns),
+                        "cudaLaunchHostFunc");
+}
+
+#ifdef HAVE_CUBLAS
+#include <cublas_v2.h>
+
+static cublasHandle_t perf_blas;
+static void *perf_gemm_buf;
+static int perf_gemm_n;
+
+int perf_cuda_gemm_init(int n)
+{
+    size_t bytes = (size_t)n * (size_t)n * 2; /* bf16 */
+
+    if (cublasCreate(&perf_blas) != CUBLAS_STATUS_SUCCESS ||
+        cublasSetStream(perf_blas, perf_stream) != CUBLAS_STATUS_SUCCESS) {
+        fprintf(stderr, "sharc-perf: cuBLAS cannot start\n");
+        return -1;
+    }
+    if (perf_cuda_ok(cudaMalloc(&perf_gemm_buf, 3 * bytes), "cudaMalloc") != 0 ||
+        perf_cuda_ok(cudaMemset(perf_gemm_buf, 0x3c, 3 * bytes), "cudaMemset") != 0) {
+        return -1;
+    }
+    perf_gemm_n = n;
+    return 0;
+}
+
+int perf_cuda_gemm(int reps)
+{
+    int n = perf_gemm_n;
+    size_t nn = (size_t)n * (size_t)n;
+    char *a = perf_gemm_buf, *b = a + 2 * nn, *c = b + 2 * nn;
+    float alpha = 1.0f, beta = 0.0f;
+
+    for (int i = 0; i < reps; i++) {
+        cublasStatus_t st = cublasGemmEx(perf_blas, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &alpha, a,
+                                         CUDA_R_16BF, n, b, CUDA_R_16BF, n, &beta, c, CUDA_R_16BF,
+                                         n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+
+        if (st != CUBLAS_STATUS_SUCCESS) {
+            fprintf(stderr, "sharc-perf: cublasGemmEx: %s\n", cublasGetStatusString(st));
+            return -1;
+        }
+    }
+    return 0;
+}
+
+void perf_cuda_gemm_fini(void)
+{
+    if (perf_blas != NULL) {
+        cublasDestroy(perf_blas);
+        perf_blas = NULL;
+    }
+    cudaFree(perf_gemm_buf);
+    perf_gemm_buf = NULL;
+}
+#else
+int perf_cuda_gemm_init(int n)
+{
+    fprintf(stderr, "sharc-perf: GEMMs on the GPU need sharc built with cuBLAS\n");
+    return -1;
+}
+
+int perf_cuda_gemm(int reps)
+{
+    return -1;
+}
+
+void perf_cuda_gemm_fini(void)
+{
+}
+#endif
 
 void *perf_cuda_alloc(size_t bytes)
 {
@@ -188,6 +288,35 @@ int perf_cuda_init(sharc_comm_h comm)
 }
 
 void perf_cuda_fini(void)
+{
+}
+
+void *perf_cuda_stream(void)
+{
+    return NULL;
+}
+
+int perf_cuda_sync(void)
+{
+    return perf_no_cuda();
+}
+
+int perf_cuda_hold(double seconds)
+{
+    return perf_no_cuda();
+}
+
+int perf_cuda_gemm_init(int n)
+{
+    return perf_no_cuda();
+}
+
+int perf_cuda_gemm(int reps)
+{
+    return perf_no_cuda();
+}
+
+void perf_cuda_gemm_fini(void)
 {
 }
 

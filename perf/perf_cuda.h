@@ -1,8 +1,8 @@
 /*
  * perf_cuda.h: sharc-perf's GPU side (--device cuda): the device and stream each rank uses,
  * device buffers, the device-to-device copy bandwidth, and NCCL called directly on the same
- * buffers (--vs-nccl) to measure sharc's overhead over it. Built without CUDA (or NCCL),
- * each call says so and fails.
+ * buffers (--vs-nccl) to measure sharc's overhead over it, and compute for the overlap
+ * benchmark. Built without CUDA (or NCCL, or cuBLAS), each call says so and fails.
  */
 #ifndef SHARC_PERF_CUDA_H
 #define SHARC_PERF_CUDA_H
@@ -13,6 +13,20 @@
 /* Device local_rank % devices, a stream of its own set as @p comm's. 0, or -1 (printed). */
 int perf_cuda_init(sharc_comm_h comm);
 void perf_cuda_fini(void);
+
+/* The stream (a cudaStream_t) and a wait until its work is done (0, or -1 printed). */
+void *perf_cuda_stream(void);
+int perf_cuda_sync(void);
+
+/*
+ * Compute queued on the stream, for `sharc-perf overlap --device cuda`: the stream held for
+ * @p seconds by a host function (time on the stream that uses no SM), or @p reps BF16 GEMMs
+ * of n x n x n through cuBLAS (f32 accumulation), after perf_cuda_gemm_init(n). 0 or -1.
+ */
+int perf_cuda_hold(double seconds);
+int perf_cuda_gemm_init(int n);
+int perf_cuda_gemm(int reps);
+void perf_cuda_gemm_fini(void);
 
 /* Device memory (zeroed), and copies to and from it (synchronous). */
 void *perf_cuda_alloc(size_t bytes);

@@ -3,10 +3,13 @@
  * hides behind compute. A synthetic model of U units of P parameters runs forward and
  * backward steps through the engine with a compute per unit that is either simulated
  * accelerator time (the caller sleeps, as a host thread does while a GPU kernel runs) or
- * real CPU work (single-threaded SGEMMs). It times three kinds of step, interleaved, each the
- * median over iterations of the slowest rank: communication only, compute only, and both; then
- * exposed = overlapped - compute only, and overlap efficiency = 1 - exposed / comm only.
- * Backward compute per unit is twice the forward's, as in a transformer.
+ * real CPU work (single-threaded SGEMMs). With --device cuda the group lives on the GPU and
+ * the compute is queued on its stream: a host function that holds the stream (time that uses
+ * no SM), or BF16 GEMMs through cuBLAS; a step ends when the stream is done. It times three
+ * kinds of step, interleaved, each the median over iterations of the slowest rank:
+ * communication only, compute only, and both; then exposed = overlapped - compute only, and
+ * overlap efficiency = 1 - exposed / comm only. Backward compute per unit is twice the
+ * forward's, as in a transformer.
  */
 #include "config.h"
 
@@ -23,12 +26,13 @@
 #include <cblas.h>
 #endif
 
+#include "perf_cuda.h"
 #include "perf_util.h"
 
 typedef enum { OVL_SLEEP, OVL_GEMM } ovl_compute_t;
 
 typedef struct {
-    int units, iters, warmup, prefetch, max_unsharded, progress_thread, gemm_n;
+    int units, iters, warmup, prefetch, max_unsharded, progress_thread, gemm_n, cuda;
     size_t params;
     double factor, compute_us; /* compute_us 0: factor x the all-gather time of a unit */
     ovl_compute_t compute;
@@ -45,9 +49,17 @@ typedef struct {
     float *a, *b, *c;
 } ovl_t;
 
-/* The compute of one unit: @p scale times the forward's. */
+/* The compute of one unit: @p scale times the forward's (on CUDA: queued on the stream). */
 static void ovl_compute(ovl_t *v, int scale)
 {
+    if (v->o->cuda) {
+        if (v->o->compute == OVL_SLEEP) {
+            perf_cuda_hold(v->unit_s * scale);
+        } else {
+            perf_cuda_gemm(v->gemm_reps * scale);
+        }
+        return;
+    }
     if (v->o->compute == OVL_SLEEP) {
         double s = v->unit_s * scale;
         struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
@@ -87,6 +99,9 @@ static sharc_status_t ovl_step(ovl_t *v, int comm, int compute)
     }
     if (comm && status == SHARC_OK) {
         status = sharc_shard_finish(v->g);
+    }
+    if (v->o->cuda && status == SHARC_OK && perf_cuda_sync() != 0) { /* the device's step */
+        status = SHARC_ERR_BACKEND;
     }
     return status;
 }
@@ -152,7 +167,8 @@ static double ovl_allgather_time(ovl_t *v)
 
         sharc_barrier(v->comm, NULL);
         t0 = perf_now();
-        if (sharc_shard_unshard(v->g, 0) != SHARC_OK || sharc_shard_wait(v->g, 0) != SHARC_OK) {
+        if (sharc_shard_unshard(v->g, 0) != SHARC_OK || sharc_shard_wait(v->g, 0) != SHARC_OK ||
+            (v->o->cuda && perf_cuda_sync() != 0)) {
             free(t);
             return -1;
         }
@@ -168,13 +184,15 @@ static double ovl_allgather_time(ovl_t *v)
 /* How many GEMMs make @p seconds of compute (at least one). */
 static int ovl_calibrate_gemm(ovl_t *v, double seconds)
 {
-#ifdef HAVE_BLAS
     double t0, one, best = 1e30;
 
     for (int i = 0; i < 5; i++) {
         v->gemm_reps = 1;
         t0 = perf_now();
         ovl_compute(v, 1);
+        if (v->o->cuda) {
+            perf_cuda_sync();
+        }
         one = perf_now() - t0;
         best = one < best ? one : best;
     }
@@ -182,9 +200,6 @@ static int ovl_calibrate_gemm(ovl_t *v, double seconds)
     sharc_allreduce(&best, &best, 1, SHARC_DTYPE_F64, SHARC_OP_MAX, v->comm, NULL);
     v->unit_s = best;
     return SHARC_PERF_MAX(1, (int)(seconds / best + 0.5));
-#else
-    return 1;
-#endif
 }
 
 static sharc_shard_group_h ovl_group(const ovl_opts_t *o, sharc_comm_h comm)
@@ -194,7 +209,8 @@ static sharc_shard_group_h ovl_group(const ovl_opts_t *o, sharc_comm_h comm)
     sharc_shard_params_t cfg = {
         .field_mask = SHARC_SHARD_PARAM_NUM_UNITS | SHARC_SHARD_PARAM_PARAM_DTYPE |
                       SHARC_SHARD_PARAM_REDUCE_DTYPE | SHARC_SHARD_PARAM_PREFETCH |
-                      SHARC_SHARD_PARAM_MAX_UNSHARDED | SHARC_SHARD_PARAM_ASSIGN_GRADS,
+                      SHARC_SHARD_PARAM_MAX_UNSHARDED | SHARC_SHARD_PARAM_ASSIGN_GRADS |
+                      SHARC_SHARD_PARAM_MEMTYPE | SHARC_SHARD_PARAM_STREAM,
         .num_units = o->units,
         .param_dtype = o->pdtype,
         .reduce_dtype = o->rdtype,
@@ -202,6 +218,8 @@ static sharc_shard_group_h ovl_group(const ovl_opts_t *o, sharc_comm_h comm)
         .max_unsharded = o->max_unsharded,
         /* the simulated backward writes each gradient as a real one would: no zeroing pass */
         .assign_grads = 1,
+        .memtype = o->cuda ? SHARC_MEMTYPE_CUDA : SHARC_MEMTYPE_HOST,
+        .stream = o->cuda ? perf_cuda_stream() : NULL,
     };
     sharc_shard_group_h g = NULL;
 
@@ -241,7 +259,11 @@ static int ovl_run(const ovl_opts_t *o, sharc_comm_h comm)
         fprintf(stderr, "sharc-perf overlap: cannot create the shard group (see the log)\n");
         goto out;
     }
-    if (o->compute == OVL_GEMM) {
+    if (o->compute == OVL_GEMM && o->cuda) {
+        if (perf_cuda_gemm_init(o->gemm_n) != 0) {
+            goto out;
+        }
+    } else if (o->compute == OVL_GEMM) {
         size_t nn = (size_t)o->gemm_n * (size_t)o->gemm_n;
         v.a = malloc(nn * sizeof(float));
         v.b = malloc(nn * sizeof(float));
@@ -276,15 +298,18 @@ static int ovl_run(const ovl_opts_t *o, sharc_comm_h comm)
                sharc_comm_size(comm), o->units, o->params, sharc_dtype_name(o->pdtype),
                (double)o->params * (double)sharc_dtype_size(o->pdtype) / 1048576.0,
                sharc_dtype_name(o->rdtype));
-        printf("# prefetch %d, at most %d unsharded (0: derived), progress thread %s\n",
-               o->prefetch, o->max_unsharded, o->progress_thread ? "on" : "off");
+        printf("# %s memory; prefetch %d, at most %d unsharded (0: derived), progress thread "
+               "%s\n",
+               o->cuda ? "CUDA" : "host", o->prefetch, o->max_unsharded,
+               o->progress_thread ? "on" : "off");
         if (o->compute == OVL_GEMM) {
-            printf("# compute: %d SGEMM %dx%dx%d per forward unit, twice per backward unit "
+            printf("# compute: %d %s %dx%dx%d per forward unit, twice per backward unit "
                    "(%.2f ms forward)\n",
-                   v.gemm_reps, o->gemm_n, o->gemm_n, o->gemm_n, unit_ms);
+                   v.gemm_reps, o->cuda ? "cuBLAS BF16 GEMM" : "SGEMM", o->gemm_n, o->gemm_n,
+                   o->gemm_n, unit_ms);
         } else {
-            printf("# compute: sleep %.2f ms per forward unit, %.2f ms per backward unit\n",
-                   unit_ms, 2 * unit_ms);
+            printf("# compute: %s %.2f ms per forward unit, %.2f ms per backward unit\n",
+                   o->cuda ? "stream held" : "sleep", unit_ms, 2 * unit_ms);
         }
         printf("# all-gather of one unit alone: %.2f ms\n", ag * 1e3);
         printf("%-22s %10s\n", "# step (median, ms)", "");
@@ -308,7 +333,8 @@ static int ovl_run(const ovl_opts_t *o, sharc_comm_h comm)
         }
         fprintf(f,
                 "{\n  \"benchmark\": \"overlap\", \"nranks\": %d, \"units\": %d, \"params\": %zu,\n"
-                "  \"param_dtype\": \"%s\", \"reduce_dtype\": \"%s\", \"compute\": \"%s\",\n"
+                "  \"device\": \"%s\", \"param_dtype\": \"%s\", \"reduce_dtype\": \"%s\",\n"
+                "  \"compute\": \"%s\",\n"
                 "  \"prefetch\": %d, \"max_unsharded\": %d, \"progress_thread\": %d,\n"
                 "  \"compute_forward_unit_s\": %.6f, \"gemm_reps\": %d, \"gemm_n\": %d,\n"
                 "  \"allgather_unit_s\": %.6f, \"comm_only_s\": %.6f, \"compute_only_s\": %.6f,\n"
@@ -316,10 +342,10 @@ static int ovl_run(const ovl_opts_t *o, sharc_comm_h comm)
                 "  \"engine\": {\"comm_s\": %.6f, \"exposed_s\": %.6f, \"hidden_s\": %.6f, "
                 "\"calls_s\": %.6f},\n"
                 "  \"times_s\": {\n",
-                sharc_comm_size(comm), o->units, o->params, sharc_dtype_name(o->pdtype),
-                sharc_dtype_name(o->rdtype), o->compute == OVL_GEMM ? "gemm" : "sleep", o->prefetch,
-                o->max_unsharded, o->progress_thread,
-                o->compute == OVL_GEMM ? v.unit_s * v.gemm_reps : v.unit_s,
+                sharc_comm_size(comm), o->units, o->params, o->cuda ? "cuda" : "host",
+                sharc_dtype_name(o->pdtype), sharc_dtype_name(o->rdtype),
+                o->compute == OVL_GEMM ? "gemm" : "sleep", o->prefetch, o->max_unsharded,
+                o->progress_thread, o->compute == OVL_GEMM ? v.unit_s * v.gemm_reps : v.unit_s,
                 o->compute == OVL_GEMM ? v.gemm_reps : 0, o->gemm_n, ag, comm_only, compute_only,
                 both, exposed, eff, st.comm_s, st.exposed_s, st.hidden_s, st.engine_s);
         ovl_json_times(f, "comm_only", tc, o->iters, 0);
@@ -331,6 +357,9 @@ static int ovl_run(const ovl_opts_t *o, sharc_comm_h comm)
     ret = 0;
 out:
     sharc_shard_destroy(v.g);
+    if (o->cuda) {
+        perf_cuda_gemm_fini();
+    }
     free(v.a);
     free(v.b);
     free(v.c);
@@ -350,7 +379,11 @@ static void ovl_usage(FILE *f)
                "      --compute-factor F forward compute per unit = F x one unit's all-gather\n"
                "                         time, measured first (default 1); backward: twice\n"
                "      --compute-us N     forward compute per unit in microseconds instead\n"
-               "      --gemm-n N         GEMM size for --compute gemm (default 256)\n"
+               "      --gemm-n N         GEMM size for --compute gemm (default 256; 4096 with\n"
+               "                         --device cuda)\n"
+               "      --device host|cuda where the group lives (default host); cuda: the\n"
+               "                         compute is queued on the rank's stream (sleep holds\n"
+               "                         the stream, gemm runs cuBLAS BF16 GEMMs)\n"
                "  -d, --datatype T       dtype of the gathered parameters: f32 bf16 f16 (f32)\n"
                "      --reduce-dtype T   dtype of the gradient reduction: f32 bf16 (f32)\n"
                "      --prefetch K       units gathered ahead (default 1)\n"
@@ -372,6 +405,7 @@ int perf_overlap_main(int argc, char **argv)
         {"compute-factor", required_argument, NULL, 'F'},
         {"compute-us", required_argument, NULL, 'U'},
         {"gemm-n", required_argument, NULL, 'G'},
+        {"device", required_argument, NULL, 'V'},
         {"datatype", required_argument, NULL, 'd'},
         {"reduce-dtype", required_argument, NULL, 'D'},
         {"prefetch", required_argument, NULL, 'K'},
@@ -389,7 +423,7 @@ int perf_overlap_main(int argc, char **argv)
                     .warmup = 2,
                     .prefetch = 1,
                     .progress_thread = 1,
-                    .gemm_n = 256,
+                    .gemm_n = 0,
                     .factor = 1.0,
                     .pdtype = SHARC_DTYPE_F32,
                     .rdtype = SHARC_DTYPE_F32};
@@ -410,6 +444,10 @@ int perf_overlap_main(int argc, char **argv)
         case 'F': bad |= (o.factor = atof(optarg)) <= 0; break;
         case 'U': bad |= (o.compute_us = atof(optarg)) <= 0; break;
         case 'G': bad |= (o.gemm_n = atoi(optarg)) < 1; break;
+        case 'V':
+            o.cuda = strcmp(optarg, "cuda") == 0;
+            bad |= !o.cuda && strcmp(optarg, "host") != 0;
+            break;
         case 'd': bad |= sharc_dtype_from_name(optarg, &o.pdtype) != SHARC_OK; break;
         case 'D': bad |= sharc_dtype_from_name(optarg, &o.rdtype) != SHARC_OK; break;
         case 'K': bad |= (o.prefetch = atoi(optarg)) < 0; break;
@@ -427,8 +465,11 @@ int perf_overlap_main(int argc, char **argv)
         ovl_usage(stderr);
         return 2;
     }
+    if (o.gemm_n == 0) {
+        o.gemm_n = o.cuda ? 4096 : 256;
+    }
 #ifndef HAVE_BLAS
-    if (o.compute == OVL_GEMM) {
+    if (o.compute == OVL_GEMM && !o.cuda) {
         fprintf(stderr, "sharc-perf overlap: --compute gemm needs sharc built with a CBLAS\n");
         return 2;
     }
@@ -449,7 +490,10 @@ int perf_overlap_main(int argc, char **argv)
         fprintf(stderr, "sharc-perf overlap: cannot create the communicator (see the log)\n");
         return 1;
     }
-    ret = ovl_run(&o, comm);
+    ret = (o.cuda && perf_cuda_init(comm) != 0) ? 1 : ovl_run(&o, comm);
+    if (o.cuda) {
+        perf_cuda_fini();
+    }
     sharc_comm_destroy(comm);
     sharc_context_destroy(ctx);
     return ret;

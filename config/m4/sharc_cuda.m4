@@ -1,7 +1,8 @@
 # SHARC_CHECK_CUDA: the CUDA toolkit (nvcc, cuda_runtime.h, libcudart).
 # Searched in DIR, else $CUDA_HOME, else /usr/local/cuda. No GPU is needed to build.
 # Sets CUDA_HOME, NVCC, CUDA_CPPFLAGS, CUDA_LDFLAGS, CUDA_LIBS, SHARC_NVCC_ARCH_FLAGS,
-# HAVE_CUDA.
+# HAVE_CUDA; and CUBLAS_LIBS, HAVE_CUBLAS where the toolkit has cuBLAS (sharc-perf's GPU
+# compute; the library does not use it).
 AC_DEFUN([SHARC_CHECK_CUDA], [
     SHARC_ARG_WITH([cuda], [CUDA toolkit])
     AC_ARG_WITH([cuda-archs],
@@ -35,12 +36,18 @@ AC_DEFUN([SHARC_CHECK_CUDA], [
             SHARC_NVCC_ARCH_FLAGS="$SHARC_NVCC_ARCH_FLAGS -gencode=arch=compute_$sharc_arch,code=sm_$sharc_arch"
         done
         AC_DEFINE([HAVE_CUDA], [1], [Define if the CUDA toolkit is available])
+        SHARC_TRY_LINK([CUDA], [cublas_v2.h], [cublasCreate], [-lcublas -lcudart])
+        AS_IF([test "x$sharc_try_ok" = xyes], [
+            CUBLAS_LIBS=-lcublas
+            AC_DEFINE([HAVE_CUBLAS], [1], [Define if cuBLAS is available (sharc-perf)])
+        ])
     ], [CUDA_CPPFLAGS=""; CUDA_LDFLAGS=""; CUDA_LIBS=""])
     AC_SUBST([CUDA_HOME])
     AC_SUBST([NVCC])
     AC_SUBST([CUDA_CPPFLAGS])
     AC_SUBST([CUDA_LDFLAGS])
     AC_SUBST([CUDA_LIBS])
+    AC_SUBST([CUBLAS_LIBS])
     AC_SUBST([SHARC_CUDA_ARCHS])
     AC_SUBST([SHARC_NVCC_ARCH_FLAGS])
     AM_CONDITIONAL([HAVE_CUDA], [test "x$sharc_have_cuda" = xyes])
