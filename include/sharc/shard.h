@@ -181,7 +181,8 @@ typedef struct {
     double step_s;       /**< wall time of the step (whole group only) */
     /** time at least one collective was in flight (the union of their intervals) */
     double comm_s;
-    /** time the caller spent blocked in sharc waiting for communication */
+    /** time the caller spent blocked in sharc waiting for communication (CUDA: the time the
+     *  caller's stream waited for it) */
     double exposed_s;
     /** comm_s - exposed_s: communication that ran while the caller computed */
     double hidden_s;
@@ -272,13 +273,17 @@ SHARC_API sharc_status_t sharc_shard_reduce_grads(sharc_shard_group_h group, int
  * End the step's communication: wait for every reduction in flight and apply it to the
  * gradient shards, and take the step's statistics. Parameters still gathered stay so
  * (reshard_after_forward off). Then the optimizer may read sharc_shard_local().
+ * CUDA: returns at once; the caller's stream waits for every reduction, and the host waits
+ * (at most SHARC_TIMEOUT per collective) for the collectives of the step before, so the host
+ * runs at most one step ahead and a peer that died is reported here.
  */
 SHARC_API sharc_status_t sharc_shard_finish(sharc_shard_group_h group);
 
 /**
  * Zero every gradient shard (after the optimizer step, before the next accumulation). From
  * then until the step's reductions have landed, the gradient shards are sharc's: the first
- * reduction of a unit may write its shard instead of adding to it.
+ * reduction of a unit may write its shard instead of adding to it. CUDA: queued on the
+ * caller's stream.
  */
 SHARC_API sharc_status_t sharc_shard_zero_grads(sharc_shard_group_h group);
 
