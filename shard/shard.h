@@ -73,7 +73,10 @@ typedef struct {
     size_t bytes;
     struct sharc_tp_mem *reg; /* CUDA: the backend's registration, or NULL */
     int backend;              /* CUDA: allocated by the backend (ncclMemAlloc) */
+    void *free_ev;            /* CUDA: recorded where its last users end */
+    int free_on_engine;       /* CUDA: ... on the engine's stream, else the caller's */
     int pooled;
+    int used;     /* taken since the last trim */
     uint64_t seq; /* when it was last taken or returned: the oldest pooled one goes first */
 } sharc_shard_buf_t;
 
@@ -282,11 +285,17 @@ SHARC_HIDDEN sharc_status_t sharc_shard_after(sharc_shard_group_t *g, void *wait
  * checkpoints). */
 SHARC_HIDDEN sharc_status_t sharc_shard_quiesce(sharc_shard_group_t *g);
 
-/* Unsharded buffers: pooled or new (shareable host memory; backend or device memory on
- * CUDA, with the engine's stream now after the caller's); back to the pool; all of them
- * freed (destroy). */
-SHARC_HIDDEN sharc_status_t sharc_shard_buf_get(sharc_shard_group_t *g, size_t bytes, void **ptr_p);
-SHARC_HIDDEN void sharc_shard_buf_put(sharc_shard_group_t *g, void *ptr);
+/*
+ * Unsharded buffers: pooled or new (shareable host memory; backend or device memory on
+ * CUDA) for @p stream to write first: the engine's, which must follow the caller's by then,
+ * or the caller's, which may be made to wait; back to the pool, its last users ending on
+ * the engine's stream (@p on_engine) or the caller's; the pool cut to pool_max (on the host
+ * at once, on CUDA at a step's end); all of them freed (destroy).
+ */
+SHARC_HIDDEN sharc_status_t sharc_shard_buf_get(sharc_shard_group_t *g, size_t bytes, void *stream,
+                                                void **ptr_p);
+SHARC_HIDDEN void sharc_shard_buf_put(sharc_shard_group_t *g, void *ptr, int on_engine);
+SHARC_HIDDEN void sharc_shard_buf_trim(sharc_shard_group_t *g);
 SHARC_HIDDEN void sharc_shard_buf_free_all(sharc_shard_group_t *g);
 
 /* ---- schedule (shard_sched.c) --------------------------------------------------------- */

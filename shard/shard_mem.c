@@ -3,9 +3,11 @@
  * memory (sharc_mem_alloc) for what peers copy from, the heap for the rest. On CUDA: device
  * memory, unsharded buffers from the collective backend (ncclMemAlloc) and registered with
  * it where it can, and streams: the caller's (compute), the engine's (casts, zeroing,
- * accumulation, and the order in which buffers are reused). Unsharded buffers return to a
- * small pool; on CUDA a buffer is taken again only by work on the engine's stream, which by
- * then waits for everything that used it.
+ * accumulation). Unsharded buffers return to a small pool. On CUDA each remembers, by an
+ * event, where its last users end (the caller's stream for parameters used in compute, the
+ * engine's for gradients it reduced and gathers it gave up): the engine's stream takes any
+ * (it follows the caller's when it takes one), the caller's stream one that needs no wait,
+ * so compute never queues behind a reduction only because of memory reuse.
  */
 #include "config.h"
 
@@ -30,8 +32,11 @@ sharc_status_t sharc_shard_alloc_shard(sharc_shard_group_t *g, size_t count, int
     sharc_status_t status;
 
     if (g->cuda) {
+        /* zeroed on the engine's stream, done before anything else can touch it */
         status = sharc_gpu_alloc(bytes, &p);
-        if (status == SHARC_OK && (status = sharc_gpu_memset(p, 0, bytes, NULL)) != SHARC_OK) {
+        if (status == SHARC_OK &&
+            ((status = sharc_gpu_memset(p, 0, bytes, g->estream)) != SHARC_OK ||
+             (status = sharc_gpu_stream_sync(g->estream)) != SHARC_OK)) {
             sharc_gpu_free(p);
         }
     } else if (shareable) {
@@ -148,81 +153,159 @@ static void sharc_shard_buf_release(sharc_shard_group_t *g, sharc_shard_buf_t *b
     } else {
         sharc_gpu_free(b->ptr);
     }
+    sharc_gpu_event_destroy(b->free_ev);
 }
 
-sharc_status_t sharc_shard_buf_get(sharc_shard_group_t *g, size_t bytes, void **ptr_p)
+/* CUDA: @p stream may write the pooled buffer without waiting for anything. */
+static int sharc_shard_buf_ready(sharc_shard_group_t *g, const sharc_shard_buf_t *b, void *stream)
 {
-    sharc_shard_buf_t *bufs, *b;
-    sharc_status_t status;
-    int best = -1;
+    return b->free_ev == NULL || stream == g->estream || !b->free_on_engine ||
+           sharc_gpu_event_query(b->free_ev) == SHARC_OK;
+}
 
-    /* CUDA: whatever takes a buffer works on the engine's stream, which from here follows
-     * the caller's: the buffer's last users there are done first */
-    if (g->cuda && (status = sharc_shard_after(g, g->estream, g->stream)) != SHARC_OK) {
-        return status;
-    }
-    /* a pooled buffer at most twice the size: units of one model mostly share a size */
+/*
+ * The pooled buffer for @p bytes written first by @p stream, or NULL for a new one. A
+ * buffer fits at up to twice the size (units of one model mostly share a size). On the
+ * host, or for the engine's stream (which follows the caller's by then), every fitting
+ * buffer is ready; the caller's stream takes a buffer the engine gave back only once its
+ * last users are done, or, when pool_max buffers are pooled already, the one given back
+ * longest ago, after waiting for it (as exposed time).
+ */
+static sharc_shard_buf_t *sharc_shard_buf_pick(sharc_shard_group_t *g, size_t bytes, void *stream,
+                                               sharc_status_t *status_p)
+{
+    sharc_shard_buf_t *ready = NULL, *oldest = NULL;
+    void *e0;
+
     for (int i = 0; i < g->nbufs; i++) {
-        b = &g->bufs[i];
-        if (b->pooled && b->bytes >= bytes && b->bytes <= 2 * bytes &&
-            (best < 0 || b->bytes < g->bufs[best].bytes)) {
-            best = i;
+        sharc_shard_buf_t *c = &g->bufs[i];
+
+        if (!c->pooled || c->bytes < bytes || c->bytes > 2 * bytes) {
+            continue;
+        }
+        if ((!g->cuda || sharc_shard_buf_ready(g, c, stream)) &&
+            (ready == NULL || c->bytes < ready->bytes)) {
+            ready = c;
+        }
+        if (oldest == NULL || c->seq < oldest->seq) {
+            oldest = c;
         }
     }
-    if (best >= 0) {
-        g->bufs[best].pooled = 0;
-        g->npooled--;
-        *ptr_p = g->bufs[best].ptr;
-        return SHARC_OK;
+    if (ready != NULL || oldest == NULL || g->npooled < g->pool_max) {
+        return ready;
     }
-    bufs = realloc(g->bufs, sizeof(*bufs) * (size_t)(g->nbufs + 1));
-    if (bufs == NULL) {
-        return SHARC_ERR_NOMEM;
-    }
-    g->bufs = bufs;
-    b = &g->bufs[g->nbufs];
-    memset(b, 0, sizeof(*b));
-    b->bytes = bytes;
-    status = sharc_shard_buf_alloc(g, b);
+    e0 = sharc_shard_stats_mark(g, stream);
+    *status_p = sharc_gpu_stream_wait(stream, oldest->free_ev);
+    sharc_shard_stats_evspan(g, NULL, e0, sharc_shard_stats_mark(g, stream), 0);
+    return oldest;
+}
+
+sharc_status_t sharc_shard_buf_get(sharc_shard_group_t *g, size_t bytes, void *stream, void **ptr_p)
+{
+    sharc_status_t status = SHARC_OK;
+    sharc_shard_buf_t *b = sharc_shard_buf_pick(g, bytes, stream, &status), *bufs;
+
     if (status != SHARC_OK) {
         return status;
     }
+    if (b == NULL) {
+        bufs = realloc(g->bufs, sizeof(*bufs) * (size_t)(g->nbufs + 1));
+        if (bufs == NULL) {
+            return SHARC_ERR_NOMEM;
+        }
+        g->bufs = bufs;
+        b = &g->bufs[g->nbufs];
+        memset(b, 0, sizeof(*b));
+        b->bytes = bytes;
+        status = sharc_shard_buf_alloc(g, b);
+        if (status != SHARC_OK) {
+            return status;
+        }
+        g->nbufs++;
+    } else {
+        b->pooled = 0;
+        g->npooled--;
+    }
     b->seq = ++g->buf_clock;
-    g->nbufs++;
+    b->used = 1;
     *ptr_p = b->ptr;
     return SHARC_OK;
 }
 
-/* Free the pooled buffer used longest ago. */
-static void sharc_shard_buf_trim(sharc_shard_group_t *g)
+/* Free pooled buffer @p i (host; CUDA: its last users are done). */
+static void sharc_shard_buf_drop(sharc_shard_group_t *g, int i)
 {
-    int oldest = -1;
-
-    for (int i = 0; i < g->nbufs; i++) {
-        if (g->bufs[i].pooled && (oldest < 0 || g->bufs[i].seq < g->bufs[oldest].seq)) {
-            oldest = i;
-        }
-    }
-    if (oldest < 0) {
-        return;
-    }
-    sharc_shard_quiesce(g); /* CUDA: its last users may still be queued */
-    sharc_shard_buf_release(g, &g->bufs[oldest]);
-    g->bufs[oldest] = g->bufs[--g->nbufs];
+    sharc_shard_buf_release(g, &g->bufs[i]);
+    g->bufs[i] = g->bufs[--g->nbufs];
     g->npooled--;
 }
 
-void sharc_shard_buf_put(sharc_shard_group_t *g, void *ptr)
+/*
+ * Free pooled buffers beyond pool_max: those not used since the last trim first, then the
+ * oldest. On CUDA only those whose last users are done (freeing device memory would wait
+ * for the device otherwise), at the end of a step.
+ */
+void sharc_shard_buf_trim(sharc_shard_group_t *g)
+{
+    while (g->npooled > g->pool_max) {
+        int victim = -1;
+
+        for (int i = 0; i < g->nbufs; i++) {
+            sharc_shard_buf_t *b = &g->bufs[i], *v = victim >= 0 ? &g->bufs[victim] : NULL;
+
+            if (!b->pooled ||
+                (g->cuda && b->free_ev != NULL && sharc_gpu_event_query(b->free_ev) != SHARC_OK)) {
+                continue;
+            }
+            if (v == NULL || b->used < v->used || (b->used == v->used && b->seq < v->seq)) {
+                victim = i;
+            }
+        }
+        if (victim < 0) {
+            break;
+        }
+        sharc_shard_buf_drop(g, victim);
+    }
+    for (int i = 0; g->cuda && i < g->nbufs; i++) { /* a step's end: the next step's use */
+        g->bufs[i].used = 0;
+    }
+}
+
+/* CUDA: the buffer's users end at this point of the engine's stream (@p on_engine) or of
+ * the caller's; b->free_ev marks it. */
+static sharc_status_t sharc_shard_buf_mark_free(sharc_shard_group_t *g, sharc_shard_buf_t *b,
+                                                int on_engine)
+{
+    sharc_status_t status = SHARC_OK;
+
+    if (b->free_ev == NULL) {
+        status = sharc_gpu_event_create(0, &b->free_ev);
+    }
+    b->free_on_engine = on_engine;
+    return (status == SHARC_OK)
+               ? sharc_gpu_event_record(b->free_ev, on_engine ? g->estream : g->stream)
+               : status;
+}
+
+void sharc_shard_buf_put(sharc_shard_group_t *g, void *ptr, int on_engine)
 {
     for (int i = 0; ptr != NULL && i < g->nbufs; i++) {
-        if (g->bufs[i].ptr == ptr) {
-            g->bufs[i].pooled = 1;
-            g->bufs[i].seq = ++g->buf_clock;
-            if (++g->npooled > g->pool_max) {
-                sharc_shard_buf_trim(g);
-            }
-            return;
+        sharc_shard_buf_t *b = &g->bufs[i];
+
+        if (b->ptr != ptr) {
+            continue;
         }
+        b->pooled = 1;
+        b->seq = ++g->buf_clock;
+        g->npooled++;
+        if (g->cuda && sharc_shard_buf_mark_free(g, b, on_engine) != SHARC_OK) {
+            sharc_shard_quiesce(g); /* cannot order it: everything is done instead */
+            sharc_gpu_event_destroy(b->free_ev);
+            b->free_ev = NULL;
+        } else if (!g->cuda && g->npooled > g->pool_max) { /* CUDA: at the step's end */
+            sharc_shard_buf_trim(g);
+        }
+        return;
     }
 }
 

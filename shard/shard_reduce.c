@@ -34,7 +34,11 @@ static sharc_status_t sharc_shard_accumulate(sharc_shard_group_t *g, sharc_shard
     float *f32 = part;
     sharc_status_t status = SHARC_OK;
 
-    if (!u->rs_direct) {
+    if (u->rs_direct) {
+        if (g->cuda && g->grad_op == SHARC_OP_AVG) { /* the collective summed: scale once */
+            status = g->kern->scale(u->grad, u->shard, SHARC_DTYPE_F32, 1.0 / g->size, g->estream);
+        }
+    } else {
         if (g->rdtype != SHARC_DTYPE_F32) {
             status =
                 g->kern->cast(g->scratch, SHARC_DTYPE_F32, part, g->rdtype, u->shard, g->estream);
@@ -47,12 +51,12 @@ static sharc_status_t sharc_shard_accumulate(sharc_shard_group_t *g, sharc_shard
             status = g->kern->reduce(u->grad, u->grad, f32, u->shard, SHARC_DTYPE_F32, SHARC_OP_SUM,
                                      g->estream);
         }
-        if (status != SHARC_OK) {
-            return sharc_shard_fail(g, status, u, "accumulating the gradient shard");
-        }
+    }
+    if (status != SHARC_OK) {
+        return sharc_shard_fail(g, status, u, "accumulating the gradient shard");
     }
     u->grad_zero = 0;
-    sharc_shard_buf_put(g, u->gbuf);
+    sharc_shard_buf_put(g, u->gbuf, 1);
     sharc_shard_stats_mem(g, u, -(long long)(u->padded * g->resize));
     u->gbuf = NULL;
     u->gstate = SHARC_SHARD_GRAD_NONE;
@@ -65,9 +69,12 @@ static sharc_status_t sharc_shard_reduce_scatter(sharc_shard_group_t *g, sharc_s
     u->rs_direct = g->rdtype == SHARC_DTYPE_F32 && g->replica_comm == NULL && u->grad_zero;
     if (u->rs_direct) {
         /* the first reduction into a zero f32 shard, no replicas: the collective writes the
-         * shard itself, AVG's one scaling included (the same rounding as accumulating) */
+         * shard itself, AVG's one scaling included on the host (the same rounding as
+         * accumulating). NCCL averages by scaling each input first: on CUDA it sums, and
+         * the accumulation scales. */
         return sharc_shard_post(g, u, &u->rs, g->shard_comm, SHARC_COLL_REDUCE_SCATTER, u->gbuf,
-                                u->grad, u->shard, SHARC_DTYPE_F32, g->grad_op, g->stream);
+                                u->grad, u->shard, SHARC_DTYPE_F32,
+                                g->cuda ? SHARC_OP_SUM : g->grad_op, g->stream);
     }
     /* sums only: AVG is one scaling of the final sum, so HSDP's two reductions round once */
     return sharc_shard_post(g, u, &u->rs, g->shard_comm, SHARC_COLL_REDUCE_SCATTER, u->gbuf,
@@ -196,8 +203,9 @@ sharc_status_t sharc_shard_reduce_poll(sharc_shard_group_t *g)
 }
 
 /*
- * CUDA: the caller's stream waits for every reduction (exposed time), and the host sees
- * the last step's collectives done (they normally are; a dead peer ends in the timeout).
+ * CUDA: the caller's stream waits for every reduction (exposed time), the host sees the
+ * last step's collectives done (they normally are; a dead peer ends in the timeout), and
+ * the pool gives back what it holds beyond its size.
  */
 static sharc_status_t sharc_shard_finish_cuda(sharc_shard_group_t *g)
 {
@@ -208,9 +216,11 @@ static sharc_status_t sharc_shard_finish_cuda(sharc_shard_group_t *g)
     if (status == SHARC_OK) {
         status = sharc_shard_inflight_retire(g, 0);
     }
-    return (status == SHARC_OK)
-               ? SHARC_OK
-               : sharc_shard_fail(g, status, NULL, "a collective of the last step");
+    if (status != SHARC_OK) {
+        return sharc_shard_fail(g, status, NULL, "a collective of the last step");
+    }
+    sharc_shard_buf_trim(g);
+    return SHARC_OK;
 }
 
 sharc_status_t sharc_shard_finish(sharc_shard_group_h g)
@@ -220,6 +230,16 @@ sharc_status_t sharc_shard_finish(sharc_shard_group_h g)
 
     while (status == SHARC_OK && g->rhead != NULL) {
         status = sharc_shard_reduce_step(g, g->rhead, 1);
+    }
+    /* units prefetched and not used this step (it left the schedule): gathered from the
+     * masters the optimizer is about to change, so they go */
+    for (int i = 0; status == SHARC_OK && i < g->nunits; i++) {
+        sharc_shard_unit_t *u = &g->units[i];
+
+        if (u->prefetched && !u->in_use && u->pstate != SHARC_SHARD_SHARDED) {
+            sharc_debug("unit %d, prefetched and not used this step, released", i);
+            status = sharc_shard_release(g, u);
+        }
     }
     if (status == SHARC_OK && g->cuda) {
         status = sharc_shard_finish_cuda(g);

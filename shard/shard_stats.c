@@ -4,15 +4,16 @@
  * exposed time is what the caller spent blocked in sharc's waits, and the rest of the
  * communication ran hidden behind the caller's compute. Memory is the bytes of unsharded
  * parameters and gradients held, with its peak. On CUDA the times come from events: a
- * collective's interval runs from where its stream reached it to where the engine's stream
- * saw it done, and exposed time is how long the caller's stream waited for communication;
- * a step's events are read when its statistics are (or at the next step's end), so a step
- * never waits for them.
+ * collective's interval runs from where the stream it follows reached it to where a stream
+ * that only waits for it saw it end, and exposed time is how long the caller's stream
+ * waited for communication; a step's events are read only when its statistics are (the
+ * next step's end recycles what is done), so a step never waits for them.
  */
 #include "config.h"
 
 #define SHARC_THIS_SUBSYS SHARC_SUBSYS_SHARD
 
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -192,54 +193,95 @@ static double sharc_shard_ev_time(void *ref, void *e)
     return sharc_gpu_event_elapsed(ref, e, &s) == SHARC_OK ? s : 0;
 }
 
+/* CUDA: the last finished step's events are done, waiting up to the timeout. */
+static int sharc_shard_stats_done(sharc_shard_group_t *g)
+{
+    double deadline = sharc_time_now() + g->ctx->cfg->timeout;
+
+    for (size_t i = 0; i < g->nev_last; i++) {
+        for (int k = 0; k < 2; k++) {
+            void *e = k ? g->ev_last[i].e1 : g->ev_last[i].e0;
+
+            while (sharc_gpu_event_query(e) == SHARC_INPROGRESS) {
+                if (sharc_time_now() > deadline) {
+                    sharc_warn("the last step's device work is not done after %.0f s: its "
+                               "communication statistics are left out",
+                               g->ctx->cfg->timeout);
+                    return 0;
+                }
+                sched_yield();
+            }
+        }
+    }
+    return 1;
+}
+
 /*
- * The last finished step's events into its statistics: exposed time and the intervals of
- * its collectives (their union is its communication time). Waits for the events: reading
- * statistics is where a step's device work may be waited for, never inside a step.
+ * CUDA: the last finished step's events go back to the free list when done, and are
+ * destroyed when not (the runtime releases them once they are); nothing waits.
+ */
+static void sharc_shard_stats_recycle(sharc_shard_group_t *g)
+{
+    for (size_t i = 0; i < g->nev_last; i++) {
+        for (int k = 0; k < 2; k++) {
+            void *e = k ? g->ev_last[i].e1 : g->ev_last[i].e0;
+
+            if (sharc_gpu_event_query(e) == SHARC_OK) {
+                sharc_shard_ev_put(g, e);
+            } else {
+                sharc_gpu_event_destroy(e);
+            }
+        }
+    }
+    g->nev_last = 0;
+    if (g->step_ev_last != NULL) {
+        if (sharc_gpu_event_query(g->step_ev_last) == SHARC_OK) {
+            sharc_shard_ev_put(g, g->step_ev_last);
+        } else {
+            sharc_gpu_event_destroy(g->step_ev_last);
+        }
+        g->step_ev_last = NULL;
+    }
+}
+
+/*
+ * CUDA: the last finished step's events into its statistics, when they are read: exposed
+ * time, and the intervals of its collectives (their union is its communication time; a
+ * step whose collectives were staged through the host keeps its host intervals' union).
+ * Waits for the events, at most the timeout: reading statistics is where a step's device
+ * work may be waited for, never inside a step.
  */
 static void sharc_shard_stats_resolve(sharc_shard_group_t *g)
 {
     void *ref = g->step_ev_last;
     size_t nspans = g->nspans;
 
-    if (ref == NULL) {
-        return;
-    }
-    for (size_t i = 0; i < g->nev_last; i++) {
-        if (sharc_gpu_event_query(g->ev_last[i].e1) == SHARC_INPROGRESS) {
-            sharc_shard_quiesce(g); /* not yet (stats read right after the step): wait */
-            break;
-        }
-    }
-    for (size_t i = 0; i < g->nev_last; i++) {
-        sharc_shard_evspan_t *v = &g->ev_last[i];
-        double t0 = sharc_shard_ev_time(ref, v->e0), t1 = sharc_shard_ev_time(ref, v->e1);
+    if (ref != NULL && g->nev_last > 0 && sharc_shard_stats_done(g)) {
+        for (size_t i = 0; i < g->nev_last; i++) {
+            sharc_shard_evspan_t *v = &g->ev_last[i];
+            double t0 = sharc_shard_ev_time(ref, v->e0), t1 = sharc_shard_ev_time(ref, v->e1);
 
-        if (v->comm) {
-            sharc_shard_stats_span(g, v->unit, t0, t1);
-        } else {
-            g->last.exposed_s += SHARC_MAX(0.0, t1 - t0);
-            if (v->unit >= 0) {
-                g->units[v->unit].last.exposed_s += SHARC_MAX(0.0, t1 - t0);
+            if (v->comm) {
+                sharc_shard_stats_span(g, v->unit, t0, t1);
+            } else {
+                g->last.exposed_s += SHARC_MAX(0.0, t1 - t0);
+                if (v->unit >= 0) {
+                    g->units[v->unit].last.exposed_s += SHARC_MAX(0.0, t1 - t0);
+                }
             }
         }
-        sharc_shard_ev_put(g, v->e0);
-        sharc_shard_ev_put(g, v->e1);
-    }
-    /* the spans added above (after this step's host spans, of which CUDA has none) */
-    qsort(g->spans + nspans, g->nspans - nspans, sizeof(*g->spans), sharc_shard_span_cmp);
-    g->last.comm_s = sharc_shard_union(g->spans + nspans, g->nspans - nspans, -1);
-    g->last.hidden_s = SHARC_MAX(0.0, g->last.comm_s - g->last.exposed_s);
-    for (int i = 0; i < g->nunits; i++) {
-        sharc_shard_stats_t *s = &g->units[i].last;
+        /* the spans added above, after this step's host spans */
+        qsort(g->spans + nspans, g->nspans - nspans, sizeof(*g->spans), sharc_shard_span_cmp);
+        for (int i = -1; i < g->nunits; i++) {
+            sharc_shard_stats_t *st = (i < 0) ? &g->last : &g->units[i].last;
+            double comm = sharc_shard_union(g->spans + nspans, g->nspans - nspans, i);
 
-        s->comm_s = sharc_shard_union(g->spans + nspans, g->nspans - nspans, i);
-        s->hidden_s = SHARC_MAX(0.0, s->comm_s - s->exposed_s);
+            st->comm_s = SHARC_MAX(st->comm_s, comm);
+            st->hidden_s = SHARC_MAX(0.0, st->comm_s - st->exposed_s);
+        }
+        g->nspans = nspans;
     }
-    g->nspans = nspans;
-    g->nev_last = 0;
-    sharc_shard_ev_put(g, g->step_ev_last);
-    g->step_ev_last = NULL;
+    sharc_shard_stats_recycle(g);
 }
 
 void sharc_shard_stats_free(sharc_shard_group_t *g)
@@ -268,8 +310,8 @@ void sharc_shard_stats_step(sharc_shard_group_t *g)
 {
     double now = sharc_time_now();
 
-    if (g->cuda) { /* the step before: its events are long done */
-        sharc_shard_stats_resolve(g);
+    if (g->cuda) { /* the step before: its statistics were not read */
+        sharc_shard_stats_recycle(g);
     }
     qsort(g->spans, g->nspans, sizeof(*g->spans), sharc_shard_span_cmp);
     g->stats.step_s = now - g->step_t0;

@@ -146,10 +146,11 @@ sharc_status_t sharc_shard_complete(sharc_shard_group_t *g, sharc_shard_unit_t *
 {
     sharc_request_h req = op->req;
     double t0 = sharc_time_now();
-    int on_device = g->cuda && block;
+    /* a collective that runs on the device: a stream waits for it, not the host */
+    int device = g->cuda && block && req->algo == &sharc_coll_backend;
     sharc_status_t status;
 
-    if (!on_device) {
+    if (!device) { /* the host's, or staged through the host */
         status = block ? sharc_request_wait(req) : sharc_request_test(req);
         if (status == SHARC_INPROGRESS) {
             return status;
@@ -157,26 +158,23 @@ sharc_status_t sharc_shard_complete(sharc_shard_group_t *g, sharc_shard_unit_t *
         if (block) {
             sharc_shard_stats_exposed(g, u, t0);
         }
-    } else if (stream == g->stream) {
-        /* exposed: how long the caller's stream waits (or the caller, for a staged one) */
+    } else if (stream == g->stream) { /* exposed: how long the caller's stream waits */
         void *e0 = sharc_shard_stats_mark(g, stream);
 
         status = sharc_request_wait_stream(req, stream);
         sharc_shard_stats_evspan(g, u, e0, sharc_shard_stats_mark(g, stream), 0);
     } else {
         status = sharc_request_wait_stream(req, stream);
-        if (!op->timed) { /* staged: the caller waited for it */
-            sharc_shard_stats_exposed(g, u, t0);
-        }
     }
     if (status != SHARC_OK) {
         return sharc_shard_fail(g, status, u, sharc_shard_op_name(type));
     }
-    sharc_shard_stats_op(g, u, type, op->t_post, op->timed ? -1.0 : req->t_done,
+    /* timed by events, or on the device and not seen done by the host: no host interval */
+    sharc_shard_stats_op(g, u, type, op->t_post, (op->timed || device) ? -1.0 : req->t_done,
                          sharc_shard_op_bytes(g, u, type));
     op->req = NULL;
-    if (on_device && op->timed) {
-        sharc_shard_inflight_add(g, req);
+    if (device && req->stream_waited) {
+        sharc_shard_inflight_add(g, req); /* the host sees it done at the next finish */
     } else {
         sharc_request_free(req);
     }
@@ -189,11 +187,16 @@ sharc_status_t sharc_shard_gather(sharc_shard_group_t *g, sharc_shard_unit_t *u)
 {
     size_t bytes = u->padded * g->pesize, off = (size_t)g->shard_rank * u->shard * g->pesize;
     const void *own = u->master;
-    sharc_status_t status;
+    sharc_status_t status = SHARC_OK;
 
-    /* on CUDA the engine's stream now follows the caller's: the buffer's last readers and
-     * the optimizer's last writes to the master come first */
-    status = sharc_shard_buf_get(g, bytes, &u->pbuf);
+    /* CUDA: the engine's stream follows the caller's: the optimizer's last writes to the
+     * master, and the compute that used the buffer it takes, come first */
+    if (g->cuda) {
+        status = sharc_shard_after(g, g->estream, g->stream);
+    }
+    if (status == SHARC_OK) {
+        status = sharc_shard_buf_get(g, bytes, g->estream, &u->pbuf);
+    }
     if (status != SHARC_OK) {
         sharc_error("no memory for unit %d's %zu-byte unsharded parameters", u->id, bytes);
         return status;
@@ -211,7 +214,7 @@ sharc_status_t sharc_shard_gather(sharc_shard_group_t *g, sharc_shard_unit_t *u)
                                   u->shard, g->pdtype, SHARC_OP_SUM, g->estream);
     }
     if (status != SHARC_OK) {
-        sharc_shard_buf_put(g, u->pbuf);
+        sharc_shard_buf_put(g, u->pbuf, 1);
         u->pbuf = NULL;
         return sharc_shard_fail(g, status, u, "all-gather");
     }
@@ -236,18 +239,20 @@ static sharc_status_t sharc_shard_wait_gather(sharc_shard_group_t *g, sharc_shar
 sharc_status_t sharc_shard_release(sharc_shard_group_t *g, sharc_shard_unit_t *u)
 {
     sharc_status_t status = SHARC_OK;
+    int unused = u->pstate == SHARC_SHARD_GATHERING;
 
     if (u->pstate == SHARC_SHARD_SHARDED) {
         return SHARC_OK;
     }
-    if (u->pstate == SHARC_SHARD_GATHERING) {
-        /* its buffer is taken again by the engine's stream: that waits for the gather */
+    if (unused) {
+        /* given up before use (CUDA: the engine's stream waits for the gather, and the
+         * buffer's last use ends there; else on the caller's stream, in its compute) */
         status = sharc_shard_wait_gather(g, u, g->estream);
         if (status != SHARC_OK) {
             return status;
         }
     }
-    sharc_shard_buf_put(g, u->pbuf);
+    sharc_shard_buf_put(g, u->pbuf, unused);
     sharc_shard_stats_mem(g, u, -(long long)(u->padded * g->pesize));
     u->pbuf = NULL;
     u->pstate = SHARC_SHARD_SHARDED;
@@ -389,34 +394,33 @@ void sharc_shard_drain(sharc_shard_group_t *g)
 sharc_status_t sharc_shard_open_grads(sharc_shard_group_t *g, sharc_shard_unit_t *u)
 {
     size_t bytes = u->padded * g->resize, end = 0;
-    sharc_status_t status = sharc_shard_buf_get(g, bytes, &u->gbuf);
-    char *buf = u->gbuf;
+    sharc_status_t status;
+    char *buf;
 
+    /* CUDA: zeroed on the caller's stream, which writes the gradients next */
+    status = sharc_shard_buf_get(g, bytes, g->stream, &u->gbuf);
     if (status != SHARC_OK) {
         sharc_error("no memory for unit %d's %zu-byte gradients", u->id, bytes);
         return status;
     }
-    /* zeroed on the engine's stream, where the buffer's reuse is ordered */
+    buf = u->gbuf;
     if (!g->assign_grads) {
-        status = sharc_shard_zero(g, buf, bytes, g->estream);
+        status = sharc_shard_zero(g, buf, bytes, g->stream);
     } else { /* the caller writes every parameter: only gaps and padding, which reduce as zeros */
         for (int i = u->first_param; status == SHARC_OK && i < u->first_param + u->nparams; i++) {
             const sharc_shard_param_info_t *p = &g->params[i];
 
             status = sharc_shard_zero(g, buf + end * g->resize, (p->offset - end) * g->resize,
-                                      g->estream);
+                                      g->stream);
             end = p->offset + p->count;
         }
         if (status == SHARC_OK) {
             status = sharc_shard_zero(g, buf + end * g->resize, (u->padded - end) * g->resize,
-                                      g->estream);
+                                      g->stream);
         }
     }
-    if (status == SHARC_OK && g->cuda) { /* the caller's backward writes after the zeros */
-        status = sharc_shard_after(g, g->stream, g->estream);
-    }
     if (status != SHARC_OK) {
-        sharc_shard_buf_put(g, u->gbuf);
+        sharc_shard_buf_put(g, u->gbuf, 0);
         u->gbuf = NULL;
         return status;
     }

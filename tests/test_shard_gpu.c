@@ -8,10 +8,12 @@
  *   lockstep   each unit's begin and end on both groups in turn, the device group read
  *              back at every step (f32 / bf16 parameters, f32 / bf16 reductions, AVG /
  *              SUM, gradient accumulation, HSDP where the rank count allows)
- *   async      the device group alone through whole steps with no host synchronization:
- *              the caller's stream lags the host (host functions that sleep), parameters are
- *              snapshotted and gradients written by copies queued on it, buffers are reused
- *              (a tight bound on unsharded units); checked once the stream is done
+ *   async      whole steps with no host synchronization on the device group: the caller's
+ *              stream lags the host (host functions that sleep), parameters are snapshotted
+ *              and gradients written by copies queued on it, the optimizer runs on it
+ *              (sharc's CUDA kernels), buffers are reused and a prefetched unit is given up
+ *              under a tight bound (a step off the schedule); f32 and bf16 reductions, HSDP
+ *              where the rank count allows; checked once the stream is done
  *   checkpoint a device group's checkpoint loaded into a host group and back
  *
  *   test_shard_gpu [DIR]   (DIR: a directory every rank sees, for the checkpoint part)
@@ -409,122 +411,227 @@ static char *unit_params(sharc_shard_group_h h, int u, sharc_dtype_t pdt, size_t
     return out;
 }
 
-/*
- * The device group with no host synchronization inside a step: the stream lags, parameters
- * are copied out and gradients in by work queued on it, and results are checked against a
- * host group run alongside (which also gives the reference parameters) once it is done.
- */
-static void async_steps(void)
+/* The test's optimizer on the stream (sharc's CUDA kernels), the same arithmetic as
+ * optimizer(): exp_avg = exp_avg / 2 + grad; master += -exp_avg / 4. */
+static void optimizer_async(sharc_shard_group_h g, int state, float *tmp)
 {
-    setup_t s = {SHARC_DTYPE_BF16, SHARC_DTYPE_F32, SHARC_OP_AVG, nranks, 2, 3, 1};
-    model_t m;
-    int hs = -1, ds = -1, nu;
-    char when[64];
+    const sharc_kern_ops_t *k = &sharc_kern_cuda_ops;
 
-    model_make(&m, 5);
-    nu = m.nunits;
-    sharc_shard_group_h h = make_group(&m, &s, 0, &hs), d = make_group(&m, &s, 1, &ds);
+    for (int u = 0; u < sharc_shard_num_units(g); u++) {
+        float *w, *gr, *m;
+        size_t n;
+
+        CHECK(sharc_shard_local(g, u, &w, &gr, &n) == SHARC_OK);
+        CHECK(sharc_shard_state_ptr(g, state, u, &m) == SHARC_OK);
+        CHECK(k->scale(m, n, SHARC_DTYPE_F32, 0.5, stream) == SHARC_OK);
+        CHECK(k->reduce(m, m, gr, n, SHARC_DTYPE_F32, SHARC_OP_SUM, stream) == SHARC_OK);
+        CUDA_OK(cudaMemcpyAsync(tmp, m, n * sizeof(float), cudaMemcpyDeviceToDevice, stream));
+        CHECK(k->scale(tmp, n, SHARC_DTYPE_F32, -0.25, stream) == SHARC_OK);
+        CHECK(k->reduce(w, w, tmp, n, SHARC_DTYPE_F32, SHARC_OP_SUM, stream) == SHARC_OK);
+    }
+    CHECK(sharc_shard_zero_grads(g) == SHARC_OK);
+}
+
+#define ASYNC_STEPS 3
+#define ASYNC_UNITS 5
+
+/* A begin or an end of a unit, in one phase of a step. */
+typedef struct {
+    int begin, unit;
+} act_t;
+
+/*
+ * Step @p step's actions in phase @p ph: every unit in order, begun and ended; in step 2
+ * the forward leaves the schedule, unit 3 begun inside unit 0 while units 1 and 2 are
+ * prefetched up to the bound (one of them is given up for it).
+ */
+static int step_acts(int step, int ph, act_t *acts)
+{
+    static const act_t odd[] = {{1, 0}, {1, 3}, {0, 3}, {0, 0}, {1, 1},
+                                {0, 1}, {1, 2}, {0, 2}, {1, 4}, {0, 4}};
+    int n = 0;
+
+    if (step == 2 && ph == 0) {
+        memcpy(acts, odd, sizeof(odd));
+        return (int)(sizeof(odd) / sizeof(odd[0]));
+    }
+    for (int k = 0; k < ASYNC_UNITS; k++) {
+        int u = ph ? ASYNC_UNITS - 1 - k : k;
+
+        acts[n++] = (act_t){1, u};
+        acts[n++] = (act_t){0, u};
+    }
+    return n;
+}
+
+static sharc_status_t act_call(sharc_shard_group_h g, int ph, const act_t *a)
+{
+    if (a->begin) {
+        return ph ? sharc_shard_backward_begin(g, a->unit) : sharc_shard_forward_begin(g, a->unit);
+    }
+    return ph ? sharc_shard_backward_end(g, a->unit) : sharc_shard_forward_end(g, a->unit);
+}
+
+/*
+ * The device group with no host synchronization for whole steps: the stream lags (host
+ * functions that sleep), parameters are copied out and gradients in by copies queued on
+ * it, the optimizer runs on it, and buffers are reused and given up under a tight bound.
+ * Everything is checked once the stream is done, against a host group run alongside.
+ */
+static void async_steps(const setup_t *s)
+{
+    model_t m;
+    int hs = -1, ds = -1, nu = ASYNC_UNITS;
+    char *ref[ASYNC_STEPS][2][ASYNC_UNITS], *snap[ASYNC_STEPS][2][ASYNC_UNITS];
+    float *gref[ASYNC_STEPS][ASYNC_UNITS], *gsnap[ASYNC_STEPS][ASYNC_UNITS];
+    float *gsrc[ASYNC_STEPS][MAX_PARAMS], *tmp = NULL;
+    size_t bytes[ASYNC_UNITS], shard[ASYNC_UNITS], max_shard = 0;
+    sharc_shard_stats_t hst, dst;
+    act_t acts[2 * ASYNC_UNITS];
+
+    model_make(&m, nu);
+    sharc_shard_group_h h = make_group(&m, s, 0, &hs), d = make_group(&m, s, 1, &ds);
     if (h == NULL || d == NULL) {
         sharc_shard_destroy(h);
         sharc_shard_destroy(d);
         model_free(&m);
         return;
     }
-    for (int step = 0; step < 3; step++) {
-        char *ref[2][8], *snap[2][8];
-        size_t bytes[8];
-        float *gsrc[MAX_PARAMS];
+    for (int u = 0; u < nu; u++) {
+        sharc_shard_unit_info_t info;
 
-        /* the host group's step: its gathered parameters are the reference */
+        CHECK(sharc_shard_unit_info(h, u, &info) == SHARC_OK);
+        shard[u] = info.shard_count;
+        max_shard = shard[u] > max_shard ? shard[u] : max_shard;
+    }
+    CUDA_OK(cudaMalloc((void **)&tmp, max_shard * sizeof(float)));
+    for (int step = 0; step < ASYNC_STEPS; step++) {
+        /* the host group's step: its parameters and gradient shards are the reference */
         for (int ph = 0; ph < 2; ph++) {
-            for (int k = 0; k < nu; k++) {
-                int u = ph ? nu - 1 - k : k;
+            int n = step_acts(step, ph, acts);
 
-                CHECK((ph ? sharc_shard_backward_begin(h, u) : sharc_shard_forward_begin(h, u)) ==
-                      SHARC_OK);
-                ref[ph][u] = unit_params(h, u, s.pdt, &bytes[u]);
-                CUDA_OK(cudaMallocHost((void **)&snap[ph][u], bytes[u]));
-                memset(snap[ph][u], 0xee, bytes[u]);
-                for (int i = 3 * u; ph && i < 3 * u + 3; i++) {
-                    write_grad(h, 0, i, m.p[i].count, s.rdt, 1, step, 0);
+            for (int k = 0; k < n; k++) {
+                int u = acts[k].unit;
+
+                CHECK(act_call(h, ph, &acts[k]) == SHARC_OK);
+                if (!acts[k].begin) {
+                    continue;
                 }
-                CHECK((ph ? sharc_shard_backward_end(h, u) : sharc_shard_forward_end(h, u)) ==
-                      SHARC_OK);
+                ref[step][ph][u] = unit_params(h, u, s->pdt, &bytes[u]);
+                for (int i = 3 * u; ph && i < 3 * u + 3; i++) {
+                    write_grad(h, 0, i, m.p[i].count, s->rdt, 1, step, 0);
+                }
             }
         }
         CHECK(sharc_shard_finish(h) == SHARC_OK);
-        /* the device group's: nothing waits on the host until the end */
+        for (int u = 0; u < nu; u++) {
+            gref[step][u] = malloc(shard[u] * sizeof(float));
+            shard_read(h, 0, u, -1, gref[step][u], shard[u]);
+        }
+        optimizer(h, 0, hs);
+
+        /* the device group's: nothing on the host waits for the device */
         for (int i = 0; i < m.nparams; i++) {
-            CUDA_OK(cudaMallocHost((void **)&gsrc[i], m.p[i].count * sizeof(float)));
+            size_t es = sharc_dtype_size(s->rdt);
+
+            CUDA_OK(cudaMallocHost((void **)&gsrc[step][i], m.p[i].count * es));
             for (size_t j = 0; j < m.p[i].count; j++) {
-                gsrc[i][j] = grad_value(step, 0, i, j);
+                store_elem(gsrc[step][i], s->rdt, j, grad_value(step, 0, i, j));
             }
         }
         for (int ph = 0; ph < 2; ph++) {
-            for (int k = 0; k < nu; k++) {
-                int u = ph ? nu - 1 - k : k;
+            int n = step_acts(step, ph, acts);
+
+            for (int k = 0; k < n; k++) {
+                int u = acts[k].unit;
                 size_t off = 0;
 
-                CHECK((ph ? sharc_shard_backward_begin(d, u) : sharc_shard_forward_begin(d, u)) ==
-                      SHARC_OK);
+                CHECK(act_call(d, ph, &acts[k]) == SHARC_OK);
+                if (!acts[k].begin) {
+                    continue;
+                }
                 CUDA_OK(cudaLaunchHostFunc(stream, lag, NULL));
+                CUDA_OK(cudaMallocHost((void **)&snap[step][ph][u], bytes[u]));
+                memset(snap[step][ph][u], 0xee, bytes[u]);
                 for (int i = 3 * u; i < 3 * u + 3; i++) {
+                    size_t pb = m.p[i].count * sharc_dtype_size(s->pdt);
                     void *p = NULL, *gp = NULL;
-                    size_t pb = m.p[i].count * sharc_dtype_size(s.pdt);
 
                     CHECK(sharc_shard_param_ptr(d, i, &p) == SHARC_OK);
                     if (p != NULL) {
-                        CUDA_OK(cudaMemcpyAsync(snap[ph][u] + off, p, pb, cudaMemcpyDeviceToHost,
-                                                stream));
+                        CUDA_OK(cudaMemcpyAsync(snap[step][ph][u] + off, p, pb,
+                                                cudaMemcpyDeviceToHost, stream));
                     }
                     off += pb;
                     if (ph) {
                         CHECK(sharc_shard_grad_ptr(d, i, &gp) == SHARC_OK);
                         if (gp != NULL) {
-                            CUDA_OK(cudaMemcpyAsync(gp, gsrc[i], m.p[i].count * sizeof(float),
+                            CUDA_OK(cudaMemcpyAsync(gp, gsrc[step][i],
+                                                    m.p[i].count * sharc_dtype_size(s->rdt),
                                                     cudaMemcpyHostToDevice, stream));
                         }
                     }
                 }
-                CHECK((ph ? sharc_shard_backward_end(d, u) : sharc_shard_forward_end(d, u)) ==
-                      SHARC_OK);
             }
         }
         CHECK(sharc_shard_finish(d) == SHARC_OK);
-        CUDA_OK(cudaStreamSynchronize(stream));
+        for (int u = 0; u < nu; u++) {
+            float *gr = NULL;
+
+            CHECK(sharc_shard_local(d, u, NULL, &gr, NULL) == SHARC_OK);
+            CUDA_OK(cudaMallocHost((void **)&gsnap[step][u], shard[u] * sizeof(float)));
+            CUDA_OK(cudaMemcpyAsync(gsnap[step][u], gr, shard[u] * sizeof(float),
+                                    cudaMemcpyDeviceToHost, stream));
+        }
+        if (step == ASYNC_STEPS - 1) { /* read before the optimizer: the last step's */
+            CHECK(sharc_shard_stats(h, -1, &hst) == SHARC_OK);
+            CHECK(sharc_shard_stats(d, -1, &dst) == SHARC_OK);
+        }
+        optimizer_async(d, ds, tmp);
+    }
+    CUDA_OK(cudaStreamSynchronize(stream));
+    for (int step = 0; step < ASYNC_STEPS; step++) {
         for (int ph = 0; ph < 2; ph++) {
             for (int u = 0; u < nu; u++) {
-                CHECK_MSG(memcmp(ref[ph][u], snap[ph][u], bytes[u]) == 0,
+                CHECK_MSG(memcmp(ref[step][ph][u], snap[step][ph][u], bytes[u]) == 0,
                           "rank %d, step %d: unit %d's %s parameters, read on the lagging "
                           "stream, differ from the host's",
                           me, step, u, ph ? "backward" : "forward");
-                free(ref[ph][u]);
-                cudaFreeHost(snap[ph][u]);
+                free(ref[step][ph][u]);
+                cudaFreeHost(snap[step][ph][u]);
             }
+        }
+        for (int u = 0; u < nu; u++) {
+            CHECK_MSG(memcmp(gref[step][u], gsnap[step][u], shard[u] * sizeof(float)) == 0,
+                      "rank %d, step %d: unit %d's gradient shard on the device differs from "
+                      "the host's",
+                      me, step, u);
+            free(gref[step][u]);
+            cudaFreeHost(gsnap[step][u]);
         }
         for (int i = 0; i < m.nparams; i++) {
-            cudaFreeHost(gsrc[i]);
+            cudaFreeHost(gsrc[step][i]);
         }
-        snprintf(when, sizeof(when), "async step %d", step);
-        compare_shards(h, d, ds, when);
-        if (step == 1) { /* the statistics of step 1, from events */
-            sharc_shard_stats_t st;
-
-            CHECK(sharc_shard_stats(d, -1, &st) == SHARC_OK);
-            CHECK_MSG(st.allgathers >= (uint64_t)nu && st.reduce_scatters == (uint64_t)nu &&
-                          st.step_s > 0 && st.comm_s > 0 && st.exposed_s >= 0 && st.hidden_s >= 0 &&
-                          st.peak_units_alive <= s.max_unsharded,
-                      "rank %d: device statistics: %llu all-gathers, %llu reduce-scatters, "
-                      "step %.3f ms, comm %.3f ms, exposed %.3f ms, %d units alive at most",
-                      me, (unsigned long long)st.allgathers, (unsigned long long)st.reduce_scatters,
-                      st.step_s * 1e3, st.comm_s * 1e3, st.exposed_s * 1e3, st.peak_units_alive);
-            if (me == 0) {
-                sharc_shard_stats_print(d, stdout);
-            }
-        }
-        optimizer(h, 0, hs);
-        optimizer(d, 1, ds);
     }
+    compare_shards(h, d, ds, "after the asynchronous steps");
+    /* the last step (off the schedule): the same decisions on both, and device timings */
+    CHECK_MSG(dst.allgathers == hst.allgathers && dst.reduce_scatters == hst.reduce_scatters &&
+                  dst.allreduces == hst.allreduces && dst.prefetches == hst.prefetches &&
+                  dst.evictions == hst.evictions && hst.evictions >= 1 &&
+                  dst.peak_units_alive <= s->max_unsharded,
+              "rank %d: the device group's last step differs from the host's: %llu/%llu "
+              "all-gathers, %llu/%llu reduce-scatters, %llu/%llu evictions",
+              me, (unsigned long long)dst.allgathers, (unsigned long long)hst.allgathers,
+              (unsigned long long)dst.reduce_scatters, (unsigned long long)hst.reduce_scatters,
+              (unsigned long long)dst.evictions, (unsigned long long)hst.evictions);
+    CHECK_MSG(dst.step_s > 0 && dst.comm_s > 0 && dst.exposed_s >= 0 && dst.hidden_s >= 0 &&
+                  dst.exposed_s <= dst.step_s + 1e-3,
+              "rank %d: device statistics: step %.3f ms, comm %.3f ms, exposed %.3f ms", me,
+              dst.step_s * 1e3, dst.comm_s * 1e3, dst.exposed_s * 1e3);
+    if (me == 0) {
+        sharc_shard_stats_print(d, stdout);
+    }
+    cudaFree(tmp);
     sharc_shard_destroy(h);
     sharc_shard_destroy(d);
     model_free(&m);
@@ -607,7 +714,20 @@ int main(int argc, char **argv)
         hsdp.shard_size = nranks / 2;
         lockstep(&hsdp, 2, 0);
     }
-    async_steps();
+    {
+        /* prefetch 2 at a bound of 3: eviction; bf16 reductions (HSDP where it can) */
+        setup_t a = {SHARC_DTYPE_BF16, SHARC_DTYPE_F32, SHARC_OP_AVG, nranks, 2, 3, 1};
+        setup_t b = {SHARC_DTYPE_BF16,
+                     SHARC_DTYPE_BF16,
+                     SHARC_OP_AVG,
+                     nranks % 2 == 0 ? nranks / 2 : nranks,
+                     2,
+                     3,
+                     0};
+
+        async_steps(&a);
+        async_steps(&b);
+    }
     if (argc > 1) {
         checkpoint(argv[1]);
     }
