@@ -76,7 +76,6 @@ typedef struct {
     void *free_ev;            /* CUDA: recorded where its last users end */
     int free_on_engine;       /* CUDA: ... on the engine's stream, else the caller's */
     int pooled;
-    int used;     /* taken since the last trim */
     uint64_t seq; /* when it was last taken or returned: the oldest pooled one goes first */
 } sharc_shard_buf_t;
 
@@ -131,7 +130,10 @@ struct sharc_shard_group {
     int *order[SHARC_SHARD_PHASE_LAST], norder[SHARC_SHARD_PHASE_LAST];
     int order_set[SHARC_SHARD_PHASE_LAST]; /* set by the caller: never re-recorded */
     int *seen[SHARC_SHARD_PHASE_LAST], nseen[SHARC_SHARD_PHASE_LAST];
-    int cursor;   /* entries of forward-then-backward begun this step */
+    int cursor; /* entries of forward-then-backward begun this pass */
+    /* passes (micro-batches) of this step: a forward begun after a backward starts the next
+     * one, which follows the schedule from its start; the first pass is the one recorded */
+    int pass, pass_backward;
     int sched_ok; /* this step has followed the schedule so far: prefetch along it */
 
     int alive;                         /* units not SHARDED */
@@ -289,13 +291,12 @@ SHARC_HIDDEN sharc_status_t sharc_shard_quiesce(sharc_shard_group_t *g);
  * Unsharded buffers: pooled or new (shareable host memory; backend or device memory on
  * CUDA) for @p stream to write first: the engine's, which must follow the caller's by then,
  * or the caller's, which may be made to wait; back to the pool, its last users ending on
- * the engine's stream (@p on_engine) or the caller's; the pool cut to pool_max (on the host
- * at once, on CUDA at a step's end); all of them freed (destroy).
+ * the engine's stream (@p on_engine) or the caller's (on the host, the pool is cut to
+ * pool_max); all of them freed (destroy).
  */
 SHARC_HIDDEN sharc_status_t sharc_shard_buf_get(sharc_shard_group_t *g, size_t bytes, void *stream,
                                                 void **ptr_p);
 SHARC_HIDDEN void sharc_shard_buf_put(sharc_shard_group_t *g, void *ptr, int on_engine);
-SHARC_HIDDEN void sharc_shard_buf_trim(sharc_shard_group_t *g);
 SHARC_HIDDEN void sharc_shard_buf_free_all(sharc_shard_group_t *g);
 
 /* ---- schedule (shard_sched.c) --------------------------------------------------------- */

@@ -109,31 +109,39 @@ sharc_status_t sharc_shard_quiesce(sharc_shard_group_t *g)
 
 /* ---- unsharded buffers ------------------------------------------------------------------- */
 
-/* Backend registration of a CUDA buffer, for zero-copy collectives; none where unsupported. */
-static void sharc_shard_buf_register(sharc_shard_group_t *g, sharc_shard_buf_t *b)
-{
-    sharc_comm_h c = g->shard_comm;
-
-    if (c->gpu_tp != NULL && c->gpu_ops->mem_reg != NULL &&
-        c->gpu_ops->mem_reg(c->gpu_tp, b->ptr, b->bytes, SHARC_MEMTYPE_CUDA, &b->reg) != SHARC_OK) {
-        b->reg = NULL;
-    }
-}
-
+/*
+ * A buffer's memory. CUDA: from the collective backend and registered with it where it
+ * offers that (zero-copy collectives), else plain device memory. All or nothing: NCCL's
+ * behaviour is undefined when some ranks pass registered buffers to a collective and others
+ * do not, so a buffer that cannot be had the backend's way is an error, not a fallback.
+ */
 static sharc_status_t sharc_shard_buf_alloc(sharc_shard_group_t *g, sharc_shard_buf_t *b)
 {
     sharc_comm_h c = g->shard_comm;
+    sharc_status_t status;
 
     if (!g->cuda) {
         return sharc_mem_alloc(g->ctx, b->bytes, &b->ptr);
     }
-    if (c->gpu_tp != NULL && c->gpu_ops->mem_alloc != NULL &&
-        c->gpu_ops->mem_alloc(c->gpu_tp, b->bytes, SHARC_MEMTYPE_CUDA, &b->ptr) == SHARC_OK) {
-        b->backend = 1;
-    } else if (sharc_gpu_alloc(b->bytes, &b->ptr) != SHARC_OK) {
-        return SHARC_ERR_NOMEM;
+    if (c->gpu_tp == NULL || c->gpu_ops->mem_alloc == NULL) {
+        return sharc_gpu_alloc(b->bytes, &b->ptr);
     }
-    sharc_shard_buf_register(g, b);
+    status = c->gpu_ops->mem_alloc(c->gpu_tp, b->bytes, SHARC_MEMTYPE_CUDA, &b->ptr);
+    if (status != SHARC_OK) {
+        sharc_error("the collective backend cannot allocate a %zu-byte buffer (%s)", b->bytes,
+                    sharc_status_string(status));
+        return status;
+    }
+    b->backend = 1;
+    if (c->gpu_ops->mem_reg != NULL &&
+        (status = c->gpu_ops->mem_reg(c->gpu_tp, b->ptr, b->bytes, SHARC_MEMTYPE_CUDA, &b->reg)) !=
+            SHARC_OK) {
+        sharc_error("the collective backend cannot register a %zu-byte buffer (%s)", b->bytes,
+                    sharc_status_string(status));
+        c->gpu_ops->mem_free(c->gpu_tp, b->ptr);
+        b->reg = NULL;
+        return status;
+    }
     return SHARC_OK;
 }
 
@@ -156,43 +164,54 @@ static void sharc_shard_buf_release(sharc_shard_group_t *g, sharc_shard_buf_t *b
     sharc_gpu_event_destroy(b->free_ev);
 }
 
-/* CUDA: @p stream may write the pooled buffer without waiting for anything. */
-static int sharc_shard_buf_ready(sharc_shard_group_t *g, const sharc_shard_buf_t *b, void *stream)
+/* CUDA: the caller's stream may write the pooled buffer without waiting for anything. */
+static int sharc_shard_buf_ready(const sharc_shard_buf_t *b)
 {
-    return b->free_ev == NULL || stream == g->estream || !b->free_on_engine ||
+    return b->free_ev == NULL || !b->free_on_engine ||
            sharc_gpu_event_query(b->free_ev) == SHARC_OK;
 }
 
 /*
  * The pooled buffer for @p bytes written first by @p stream, or NULL for a new one. A
- * buffer fits at up to twice the size (units of one model mostly share a size). On the
- * host, or for the engine's stream (which follows the caller's by then), every fitting
- * buffer is ready; the caller's stream takes a buffer the engine gave back only once its
- * last users are done, or, when pool_max buffers are pooled already, the one given back
- * longest ago, after waiting for it (as exposed time).
+ * buffer fits at up to twice the size (units of one model mostly share a size). The
+ * engine's stream (which follows the caller's by then) may take any, and takes those it
+ * gave back itself first, leaving the caller's stream the ones it gave back; the caller's
+ * stream takes one that needs no wait, or, when pool_max fitting ones are pooled already,
+ * the one given back longest ago, after waiting for it (counted as exposed). Smallest first.
  */
 static sharc_shard_buf_t *sharc_shard_buf_pick(sharc_shard_group_t *g, size_t bytes, void *stream,
                                                sharc_status_t *status_p)
 {
-    sharc_shard_buf_t *ready = NULL, *oldest = NULL;
+    sharc_shard_buf_t *best = NULL, *oldest = NULL;
+    int best_rank = 0, nfit = 0;
     void *e0;
 
     for (int i = 0; i < g->nbufs; i++) {
         sharc_shard_buf_t *c = &g->bufs[i];
+        int rank; /* lower is better; 0: not to be taken without a wait */
 
         if (!c->pooled || c->bytes < bytes || c->bytes > 2 * bytes) {
             continue;
         }
-        if ((!g->cuda || sharc_shard_buf_ready(g, c, stream)) &&
-            (ready == NULL || c->bytes < ready->bytes)) {
-            ready = c;
-        }
+        nfit++;
         if (oldest == NULL || c->seq < oldest->seq) {
             oldest = c;
         }
+        if (!g->cuda) {
+            rank = 1;
+        } else if (stream == g->estream) {
+            rank = c->free_on_engine ? 1 : 2;
+        } else {
+            rank = sharc_shard_buf_ready(c) ? 1 : 0;
+        }
+        if (rank > 0 &&
+            (best == NULL || rank < best_rank || (rank == best_rank && c->bytes < best->bytes))) {
+            best = c;
+            best_rank = rank;
+        }
     }
-    if (ready != NULL || oldest == NULL || g->npooled < g->pool_max) {
-        return ready;
+    if (best != NULL || oldest == NULL || nfit < g->pool_max) {
+        return best;
     }
     e0 = sharc_shard_stats_mark(g, stream);
     *status_p = sharc_gpu_stream_wait(stream, oldest->free_ev);
@@ -227,47 +246,28 @@ sharc_status_t sharc_shard_buf_get(sharc_shard_group_t *g, size_t bytes, void *s
         g->npooled--;
     }
     b->seq = ++g->buf_clock;
-    b->used = 1;
     *ptr_p = b->ptr;
     return SHARC_OK;
 }
 
-/* Free pooled buffer @p i (host; CUDA: its last users are done). */
-static void sharc_shard_buf_drop(sharc_shard_group_t *g, int i)
-{
-    sharc_shard_buf_release(g, &g->bufs[i]);
-    g->bufs[i] = g->bufs[--g->nbufs];
-    g->npooled--;
-}
-
 /*
- * Free pooled buffers beyond pool_max: those not used since the last trim first, then the
- * oldest. On CUDA only those whose last users are done (freeing device memory would wait
- * for the device otherwise), at the end of a step.
+ * Host: free the pooled buffers beyond pool_max, those given back longest ago first. (CUDA
+ * keeps its buffers until the group goes: freeing device memory waits for the whole device,
+ * and the pool is bounded by what a step holds at once plus pool_max per size.)
  */
-void sharc_shard_buf_trim(sharc_shard_group_t *g)
+static void sharc_shard_buf_trim(sharc_shard_group_t *g)
 {
     while (g->npooled > g->pool_max) {
-        int victim = -1;
+        int oldest = -1;
 
         for (int i = 0; i < g->nbufs; i++) {
-            sharc_shard_buf_t *b = &g->bufs[i], *v = victim >= 0 ? &g->bufs[victim] : NULL;
-
-            if (!b->pooled ||
-                (g->cuda && b->free_ev != NULL && sharc_gpu_event_query(b->free_ev) != SHARC_OK)) {
-                continue;
-            }
-            if (v == NULL || b->used < v->used || (b->used == v->used && b->seq < v->seq)) {
-                victim = i;
+            if (g->bufs[i].pooled && (oldest < 0 || g->bufs[i].seq < g->bufs[oldest].seq)) {
+                oldest = i;
             }
         }
-        if (victim < 0) {
-            break;
-        }
-        sharc_shard_buf_drop(g, victim);
-    }
-    for (int i = 0; g->cuda && i < g->nbufs; i++) { /* a step's end: the next step's use */
-        g->bufs[i].used = 0;
+        sharc_shard_buf_release(g, &g->bufs[oldest]);
+        g->bufs[oldest] = g->bufs[--g->nbufs];
+        g->npooled--;
     }
 }
 
@@ -302,7 +302,7 @@ void sharc_shard_buf_put(sharc_shard_group_t *g, void *ptr, int on_engine)
             sharc_shard_quiesce(g); /* cannot order it: everything is done instead */
             sharc_gpu_event_destroy(b->free_ev);
             b->free_ev = NULL;
-        } else if (!g->cuda && g->npooled > g->pool_max) { /* CUDA: at the step's end */
+        } else if (!g->cuda) {
             sharc_shard_buf_trim(g);
         }
         return;

@@ -203,9 +203,8 @@ sharc_status_t sharc_shard_reduce_poll(sharc_shard_group_t *g)
 }
 
 /*
- * CUDA: the caller's stream waits for every reduction (exposed time), the host sees the
- * last step's collectives done (they normally are; a dead peer ends in the timeout), and
- * the pool gives back what it holds beyond its size.
+ * CUDA: the caller's stream waits for every reduction (exposed time), and the host sees the
+ * last step's collectives done (they normally are; a dead peer ends in the timeout).
  */
 static sharc_status_t sharc_shard_finish_cuda(sharc_shard_group_t *g)
 {
@@ -216,11 +215,9 @@ static sharc_status_t sharc_shard_finish_cuda(sharc_shard_group_t *g)
     if (status == SHARC_OK) {
         status = sharc_shard_inflight_retire(g, 0);
     }
-    if (status != SHARC_OK) {
-        return sharc_shard_fail(g, status, NULL, "a collective of the last step");
-    }
-    sharc_shard_buf_trim(g);
-    return SHARC_OK;
+    return (status == SHARC_OK)
+               ? SHARC_OK
+               : sharc_shard_fail(g, status, NULL, "a collective of the last step");
 }
 
 sharc_status_t sharc_shard_finish(sharc_shard_group_h g)

@@ -1,7 +1,8 @@
 /*
  * shard_sched.c: the schedule and the step. The schedule is the order of units in the
- * forward and then the backward, recorded from the begin calls of the first step (or set by
- * the caller); along it the engine gathers the next `prefetch` entries ahead of use while
+ * forward and then the backward of one pass, recorded from the begin calls of the first
+ * step's first pass (or set by the caller); every pass (micro-batch) of a step follows it
+ * from its start. Along it the engine gathers the next `prefetch` entries ahead of use while
  * fewer than max_unsharded units are unsharded, and again whenever a reshard frees a slot.
  * Every decision depends only on the calls and the schedule, never on timing, so all ranks
  * post the same collectives in the same order.
@@ -90,7 +91,7 @@ static void sharc_shard_sched_seen(sharc_shard_group_t *g, int phase, int unit)
 {
     int total = sharc_shard_entries(g), e;
 
-    if (g->nseen[phase] < SHARC_SHARD_SEEN_MAX(g)) {
+    if (g->pass == 0 && g->nseen[phase] < SHARC_SHARD_SEEN_MAX(g)) {
         g->seen[phase][g->nseen[phase]++] = unit;
     }
     if (!g->sched_ok || total == 0) {
@@ -128,6 +129,13 @@ static sharc_status_t sharc_shard_begin_(sharc_shard_group_t *g, int phase, int 
         sharc_error("%s: unit %d has begun already and not ended", what, unit);
         return SHARC_ERR_INVALID;
     }
+    if (phase == SHARC_SHARD_FORWARD && g->pass_backward) { /* the next micro-batch */
+        g->pass++;
+        g->pass_backward = 0;
+        g->cursor = 0;
+        g->sched_ok = 1;
+    }
+    g->pass_backward |= phase == SHARC_SHARD_BACKWARD;
     sharc_shard_sched_seen(g, phase, unit);
     if (u->pstate == SHARC_SHARD_SHARDED) {
         status = sharc_shard_unshard(g, unit);
@@ -275,6 +283,7 @@ void sharc_shard_sched_step(sharc_shard_group_t *g)
     }
     g->cursor = 0;
     g->sched_ok = 1;
+    g->pass = g->pass_backward = 0;
 }
 
 static sharc_status_t sharc_shard_phase_check(sharc_shard_group_t *g, sharc_shard_phase_t phase,

@@ -538,6 +538,26 @@ static void test_prefetch(void)
         CHECK(st.prefetches == 10 && st.allgathers == 11);
         sharc_shard_destroy(g);
     }
+    /* micro-batches accumulated without communication: the schedule is one pass's, and
+     * every pass follows it from its start */
+    {
+        sharc_shard_group_h g =
+            make_group(&m, SHARC_DTYPE_F32, SHARC_DTYPE_F32, SHARC_OP_AVG, nranks, 1, 0);
+        int fwd[] = {0, 1, 2, 3, 4, 5}, U = m.nunits;
+        sharc_shard_stats_t st;
+
+        run_step(g, &m, 3, 1, SHARC_DTYPE_F32, SHARC_DTYPE_F32, NULL, 0); /* records */
+        run_step(g, &m, 3, 1, SHARC_DTYPE_F32, SHARC_DTYPE_F32, NULL, 0);
+        CHECK(sharc_shard_stats(g, -1, &st) == SHARC_OK);
+        check_order(g, SHARC_SHARD_FORWARD, fwd, U);
+        CHECK_MSG(st.allgathers == (uint64_t)(3 * (2 * U - 1)) &&
+                      st.prefetches == (uint64_t)(3 * (2 * U - 2)) &&
+                      st.reduce_scatters == (uint64_t)U,
+                  "3 micro-batches: %llu all-gathers, %llu prefetched, %llu reduce-scatters",
+                  (unsigned long long)st.allgathers, (unsigned long long)st.prefetches,
+                  (unsigned long long)st.reduce_scatters);
+        sharc_shard_destroy(g);
+    }
     /* reshard_after_forward off: every unit stays gathered from forward to backward */
     {
         sharc_shard_params_t cfg = {

