@@ -429,27 +429,30 @@ sharc_status_t sharc_shard_open_grads(sharc_shard_group_t *g, sharc_shard_unit_t
     return SHARC_OK;
 }
 
-static sharc_status_t sharc_shard_param_check(sharc_shard_group_t *g, int index, void **ptr_p,
-                                              const char *what)
+/* Parameter @p index and its unit, for a view call (@p what). */
+static sharc_status_t sharc_shard_param_unit(sharc_shard_group_t *g, int index, void **ptr_p,
+                                             const char *what, const sharc_shard_param_info_t **p_p,
+                                             sharc_shard_unit_t **u_p)
 {
     if (g == NULL || index < 0 || index >= g->nparams || ptr_p == NULL) {
         sharc_error("%s: no group or output, or parameter %d out of range", what, index);
         return SHARC_ERR_INVALID;
     }
+    *p_p = &g->params[index];
+    *u_p = &g->units[(*p_p)->unit];
     return SHARC_OK;
 }
 
 sharc_status_t sharc_shard_param_ptr(sharc_shard_group_h g, int index, void **ptr_p)
 {
-    sharc_status_t status = sharc_shard_param_check(g, index, ptr_p, "sharc_shard_param_ptr");
     const sharc_shard_param_info_t *p;
     sharc_shard_unit_t *u;
+    sharc_status_t status =
+        sharc_shard_param_unit(g, index, ptr_p, "sharc_shard_param_ptr", &p, &u);
 
     if (status != SHARC_OK) {
         return status;
     }
-    p = &g->params[index];
-    u = &g->units[p->unit];
     if (u->pstate != SHARC_SHARD_GATHERED) {
         sharc_error("sharc_shard_param_ptr: '%s' (unit %d) is not gathered%s", p->name, u->id,
                     u->pstate == SHARC_SHARD_GATHERING ? " yet (sharc_shard_wait first)" : "");
@@ -461,15 +464,13 @@ sharc_status_t sharc_shard_param_ptr(sharc_shard_group_h g, int index, void **pt
 
 sharc_status_t sharc_shard_grad_ptr(sharc_shard_group_h g, int index, void **ptr_p)
 {
-    sharc_status_t status = sharc_shard_param_check(g, index, ptr_p, "sharc_shard_grad_ptr");
     const sharc_shard_param_info_t *p;
     sharc_shard_unit_t *u;
+    sharc_status_t status = sharc_shard_param_unit(g, index, ptr_p, "sharc_shard_grad_ptr", &p, &u);
 
     if (status != SHARC_OK) {
         return status;
     }
-    p = &g->params[index];
-    u = &g->units[p->unit];
     status = sharc_shard_settle_grads(g, u); /* the last micro-batch's, still reducing */
     if (status != SHARC_OK) {
         return status;

@@ -37,26 +37,6 @@ static int sharc_topo_netdev_skipped(const char *name)
     return 0;
 }
 
-/* The interface whose port @p dir is (its "master" link: a bond or a bridge), or "". */
-static void sharc_topo_master(const char *dir, char *out, size_t size)
-{
-    char path[PATH_MAX], target[PATH_MAX];
-    ssize_t len;
-    const char *base;
-
-    out[0] = '\0';
-    if (sharc_snprintf(path, sizeof(path), "%s/master", dir) != 0) {
-        return;
-    }
-    len = readlink(path, target, sizeof(target) - 1);
-    if (len <= 0) {
-        return;
-    }
-    target[len] = '\0';
-    base = strrchr(target, '/');
-    sharc_snprintf(out, size, "%s", (base != NULL) ? base + 1 : target);
-}
-
 static int sharc_topo_is_dir(const char *dir, const char *name)
 {
     char path[PATH_MAX];
@@ -81,7 +61,9 @@ static void sharc_topo_add_iface(sharc_topo_sysfs_t *s, const char *name)
     topo->ifaces[topo->nifaces].up =
         (sharc_topo_attr(dir, "operstate", state, sizeof(state)) == 0 &&
          (strcmp(state, "up") == 0 || strcmp(state, "unknown") == 0));
-    sharc_topo_master(dir, topo->ifaces[topo->nifaces].master, sizeof(topo->ifaces[0].master));
+    /* the interface it is a port of (a bond or a bridge), or "" */
+    sharc_topo_readlink_base(dir, "master", topo->ifaces[topo->nifaces].master,
+                             sizeof(topo->ifaces[0].master));
     topo->nifaces++;
 }
 
@@ -140,8 +122,8 @@ static void sharc_topo_add_port(sharc_topo_sysfs_t *s, const char *name)
     if (sharc_topo_pci_from_path(s, real, &nd->pci) != 0) {
         sharc_topo_warn(s->topo, "%s: not on PCI; position unknown", name);
     }
-    sharc_topo_driver(dev, nd->driver, sizeof(nd->driver));
-    sharc_topo_master(real, nd->master, sizeof(nd->master));
+    sharc_topo_readlink_base(dev, "driver", nd->driver, sizeof(nd->driver));
+    sharc_topo_readlink_base(real, "master", nd->master, sizeof(nd->master));
 }
 
 /*

@@ -174,15 +174,15 @@ int sharc_topo_pci_from_path(sharc_topo_sysfs_t *s, const char *real, sharc_topo
     return 0;
 }
 
-/* Name of the driver bound to a device: the last component of its driver link. */
-void sharc_topo_driver(const char *dir, char *out, size_t size)
+/* The last component of the target of the link @p dir/@p link, or "" (no such link). */
+void sharc_topo_readlink_base(const char *dir, const char *link, char *out, size_t size)
 {
     char path[PATH_MAX], target[PATH_MAX];
     ssize_t len;
     const char *base;
 
     out[0] = '\0';
-    if (sharc_snprintf(path, sizeof(path), "%s/driver", dir) != 0) {
+    if (sharc_snprintf(path, sizeof(path), "%s/%s", dir, link) != 0) {
         return;
     }
     len = readlink(path, target, sizeof(target) - 1);
@@ -394,7 +394,7 @@ static void sharc_topo_add_rdma(sharc_topo_sysfs_t *s, const char *name)
     if (sharc_topo_resolve(s, rel, dir) != 0 || sharc_topo_pci_from_path(s, dir, &nic->pci) != 0) {
         sharc_topo_warn(topo, "%s: no PCI device; distances unknown", name);
     } else {
-        sharc_topo_driver(dir, nic->driver, sizeof(nic->driver));
+        sharc_topo_readlink_base(dir, "driver", nic->driver, sizeof(nic->driver));
     }
     sharc_snprintf(dir, sizeof(dir), "%s/ports", real);
     n = sharc_topo_list(dir, &ports);

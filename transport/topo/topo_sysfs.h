@@ -26,8 +26,10 @@ SHARC_HIDDEN int sharc_topo_resolve(sharc_topo_sysfs_t *s, const char *rel, char
 /** The PCI position of a resolved device path; -1 for devices not on PCI. */
 SHARC_HIDDEN int sharc_topo_pci_from_path(sharc_topo_sysfs_t *s, const char *real,
                                           sharc_topo_pci_t *pci);
-/** The name of the driver bound to the device at @p dir, or "". */
-SHARC_HIDDEN void sharc_topo_driver(const char *dir, char *out, size_t size);
+/** The last component of where the link @p dir/@p link points ("driver": the driver bound
+ *  to a device; "master": the bond or bridge an interface is a port of), or "". */
+SHARC_HIDDEN void sharc_topo_readlink_base(const char *dir, const char *link, char *out,
+                                           size_t size);
 /** scandir in version order; free with sharc_topo_free_list. */
 SHARC_HIDDEN int sharc_topo_list(const char *dir, struct dirent ***list_p);
 SHARC_HIDDEN void sharc_topo_free_list(struct dirent **list, int n);
