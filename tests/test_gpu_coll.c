@@ -24,8 +24,9 @@ int main(void)
 }
 #else
 
-#include <cuda_runtime.h>
 #include <sharc/sharc_cuda.h>
+
+#include "gpu_check.h"
 
 #include "../kernels/kernels.h"
 
@@ -169,23 +170,13 @@ int main(int argc, char **argv)
     static const size_t counts[] = {0, 1, 7, 4097, (1u << 20) + 3};
     sharc_context_h ctx;
     sharc_comm_h single = NULL;
-    int ndev = 0;
-    cudaError_t err = cudaGetDeviceCount(&ndev);
+    int start = gpu_check_start("test_gpu_coll", &ctx, &comm, &stream);
 
-    if (err != cudaSuccess || ndev == 0) {
-        printf("SKIP: no CUDA device (%s)\n",
-               err != cudaSuccess ? cudaGetErrorString(err) : "0 devices");
-        return 77;
-    }
-    if (sharc_context_create(NULL, &ctx) != SHARC_OK ||
-        sharc_comm_create(ctx, NULL, &comm) != SHARC_OK) {
-        fprintf(stderr, "test_gpu_coll: no communicator\n");
-        return 1;
+    if (start != 0) {
+        return start;
     }
     me = sharc_comm_rank(comm);
     n = sharc_comm_size(comm);
-    CHECK(cudaSetDevice(sharc_comm_local_rank(comm) % ndev) == cudaSuccess);
-    CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess);
     CHECK(sharc_comm_set_cuda_stream(comm, stream) == SHARC_OK);
     for (int c = 0; c < NCOLL; c++) {
         for (size_t d = 0; d < sizeof(dts) / sizeof(dts[0]); d++) {

@@ -140,7 +140,7 @@ int main(void)
 
 #else
 
-#include <cuda_runtime.h>
+#include "gpu_check.h"
 
 static cudaStream_t stream;
 
@@ -700,23 +700,13 @@ static void checkpoint(const char *dir)
 
 int main(int argc, char **argv)
 {
-    int ndev = 0;
-    cudaError_t err = cudaGetDeviceCount(&ndev);
+    int st = gpu_check_start("test_shard_gpu", &ctx, &comm, &stream);
 
-    if (err != cudaSuccess || ndev == 0) {
-        printf("SKIP: no CUDA device (%s)\n",
-               err != cudaSuccess ? cudaGetErrorString(err) : "0 devices");
-        return 77;
-    }
-    if (sharc_context_create(NULL, &ctx) != SHARC_OK ||
-        sharc_comm_create(ctx, NULL, &comm) != SHARC_OK) {
-        fprintf(stderr, "test_shard_gpu: no communicator\n");
-        return 1;
+    if (st != 0) {
+        return st;
     }
     me = sharc_comm_rank(comm);
     nranks = sharc_comm_size(comm);
-    CUDA_OK(cudaSetDevice(sharc_comm_local_rank(comm) % ndev));
-    CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
 
     const setup_t setups[] = {
         {SHARC_DTYPE_F32, SHARC_DTYPE_F32, SHARC_OP_AVG, nranks, 1, 0, 0},
