@@ -20,7 +20,7 @@
 #include "../src/mem.h"
 
 /* Bump when a member is added, removed or changes meaning. */
-#define SHARC_TP_OPS_VERSION 3
+#define SHARC_TP_OPS_VERSION 4
 
 typedef struct sharc_tp_comm sharc_tp_comm_t; /* a backend's state for one communicator */
 typedef struct sharc_tp_mem sharc_tp_mem_t;   /* a backend's registration of one buffer */
@@ -189,10 +189,6 @@ typedef struct sharc_tp_ops {
     sharc_status_t (*coll)(sharc_tp_comm_t *tp, const sharc_tp_coll_args_t *args,
                            sharc_tp_req_t *req);
 
-    /** Optional. Collectives posted between these go out together (ncclGroupStart/End). */
-    sharc_status_t (*group_start)(sharc_tp_comm_t *tp);
-    sharc_status_t (*group_end)(sharc_tp_comm_t *tp);
-
     /**
      * Optional (NULL: everything completes inside the posts). Advance outstanding
      * operations without blocking: >0 if something completed, 0 if not, or a negative
@@ -208,8 +204,7 @@ typedef struct sharc_tp_ops {
  * through host memory over the point-to-point transport.
  */
 SHARC_HIDDEN sharc_status_t sharc_tp_gpu_open(const sharc_tp_comm_params_t *params,
-                                              const sharc_tp_ops_t **ops_p,
-                                              sharc_tp_comm_t **tp_p);
+                                              const sharc_tp_ops_t **ops_p, sharc_tp_comm_t **tp_p);
 
 /** Backend for a SHARC_TRANSPORT name, or NULL if it was not built in. */
 SHARC_HIDDEN const sharc_tp_ops_t *sharc_tp_find(const char *name);

@@ -46,8 +46,6 @@ SHARC_HIDDEN sharc_status_t sharc_tp_nccl_settle(sharc_tp_comm_t *tp, ncclResult
 SHARC_HIDDEN sharc_status_t sharc_tp_nccl_coll(sharc_tp_comm_t *tp,
                                                const sharc_tp_coll_args_t *args,
                                                sharc_tp_req_t *req);
-SHARC_HIDDEN sharc_status_t sharc_tp_nccl_group_start(sharc_tp_comm_t *tp);
-SHARC_HIDDEN sharc_status_t sharc_tp_nccl_group_end(sharc_tp_comm_t *tp);
 SHARC_HIDDEN int sharc_tp_nccl_progress(sharc_tp_comm_t *tp);
 SHARC_HIDDEN void sharc_tp_nccl_abort(sharc_tp_comm_t *tp);
 

@@ -149,16 +149,6 @@ sharc_status_t sharc_tp_nccl_coll(sharc_tp_comm_t *tp, const sharc_tp_coll_args_
     return SHARC_INPROGRESS;
 }
 
-sharc_status_t sharc_tp_nccl_group_start(sharc_tp_comm_t *tp)
-{
-    return sharc_tp_nccl_status(tp, ncclGroupStart(), "ncclGroupStart");
-}
-
-sharc_status_t sharc_tp_nccl_group_end(sharc_tp_comm_t *tp)
-{
-    return sharc_tp_nccl_settle(tp, ncclGroupEnd(), tp->cfg->timeout, "ncclGroupEnd");
-}
-
 /* Complete the request at the head of the queue with @p status. */
 static void sharc_tp_nccl_retire(sharc_tp_comm_t *tp, sharc_status_t status)
 {

@@ -251,7 +251,5 @@ const sharc_tp_ops_t sharc_tp_nccl_ops = {
     .mem_alloc = sharc_tp_nccl_mem_alloc,
     .mem_free = sharc_tp_nccl_mem_free,
     .coll = sharc_tp_nccl_coll,
-    .group_start = sharc_tp_nccl_group_start,
-    .group_end = sharc_tp_nccl_group_end,
     .progress = sharc_tp_nccl_progress,
 };
