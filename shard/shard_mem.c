@@ -110,39 +110,44 @@ sharc_status_t sharc_shard_quiesce(sharc_shard_group_t *g)
 /* ---- unsharded buffers ------------------------------------------------------------------- */
 
 /*
- * A buffer's memory. CUDA: from the collective backend and registered with it where it
- * offers that (zero-copy collectives), else plain device memory. All or nothing: NCCL's
- * behaviour is undefined when some ranks pass registered buffers to a collective and others
- * do not, so a buffer that cannot be had the backend's way is an error, not a fallback.
+ * A buffer's memory. CUDA: from the collective backend and registered with it where its
+ * version offers that (zero-copy collectives), else plain device memory. All or nothing:
+ * NCCL's behaviour is undefined when some ranks pass registered buffers to a collective and
+ * others do not, so only "unsupported" (the same on every rank) falls back; any other
+ * failure is an error.
  */
 static sharc_status_t sharc_shard_buf_alloc(sharc_shard_group_t *g, sharc_shard_buf_t *b)
 {
     sharc_comm_h c = g->shard_comm;
-    sharc_status_t status;
+    const sharc_tp_ops_t *ops = c->gpu_ops;
+    sharc_status_t status = SHARC_ERR_UNSUPPORTED;
 
     if (!g->cuda) {
         return sharc_mem_alloc(g->ctx, b->bytes, &b->ptr);
     }
-    if (c->gpu_tp == NULL || c->gpu_ops->mem_alloc == NULL) {
+    if (c->gpu_tp != NULL && ops->mem_alloc != NULL) {
+        status = ops->mem_alloc(c->gpu_tp, b->bytes, SHARC_MEMTYPE_CUDA, &b->ptr);
+    }
+    if (status == SHARC_ERR_UNSUPPORTED) {
         return sharc_gpu_alloc(b->bytes, &b->ptr);
     }
-    status = c->gpu_ops->mem_alloc(c->gpu_tp, b->bytes, SHARC_MEMTYPE_CUDA, &b->ptr);
     if (status != SHARC_OK) {
-        sharc_error("the collective backend cannot allocate a %zu-byte buffer (%s)", b->bytes,
-                    sharc_status_string(status));
         return status;
     }
     b->backend = 1;
-    if (c->gpu_ops->mem_reg != NULL &&
-        (status = c->gpu_ops->mem_reg(c->gpu_tp, b->ptr, b->bytes, SHARC_MEMTYPE_CUDA, &b->reg)) !=
-            SHARC_OK) {
-        sharc_error("the collective backend cannot register a %zu-byte buffer (%s)", b->bytes,
-                    sharc_status_string(status));
-        c->gpu_ops->mem_free(c->gpu_tp, b->ptr);
-        b->reg = NULL;
-        return status;
+    if (ops->mem_reg != NULL) {
+        status = ops->mem_reg(c->gpu_tp, b->ptr, b->bytes, SHARC_MEMTYPE_CUDA, &b->reg);
+        if (status == SHARC_ERR_UNSUPPORTED) {
+            b->reg = NULL;
+            status = SHARC_OK;
+        } else if (status != SHARC_OK) {
+            sharc_error("the collective backend cannot register a %zu-byte buffer (%s)", b->bytes,
+                        sharc_status_string(status));
+            ops->mem_free(c->gpu_tp, b->ptr);
+            b->reg = NULL;
+        }
     }
-    return SHARC_OK;
+    return status;
 }
 
 static void sharc_shard_buf_release(sharc_shard_group_t *g, sharc_shard_buf_t *b)

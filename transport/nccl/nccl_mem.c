@@ -2,7 +2,8 @@
  * nccl_mem.c: memory for zero-copy collectives: ncclMemAlloc (buffers NCCL can register
  * and map between GPUs) and ncclCommRegister, where the NCCL found at run time has them
  * (2.19 and later); SHARC_ERR_UNSUPPORTED otherwise, so callers fall back to cudaMalloc and
- * unregistered buffers.
+ * unregistered buffers on every rank alike. A failure of a supported call is an error: NCCL
+ * forbids some ranks passing registered buffers to a collective while others do not.
  */
 #include "config.h"
 
@@ -57,10 +58,9 @@ sharc_status_t sharc_tp_nccl_mem_alloc(sharc_tp_comm_t *tp, size_t bytes, sharc_
         return SHARC_ERR_UNSUPPORTED;
     }
     if (ncclMemAlloc(&p, bytes) != ncclSuccess) {
-        /* not an error: the caller falls back to cudaMalloc */
-        sharc_debug("nccl: ncclMemAlloc of %zu bytes failed: %s", bytes,
+        sharc_error("nccl: ncclMemAlloc of %zu bytes failed: %s", bytes,
                     ncclGetLastError(tp->nccl));
-        return SHARC_ERR_UNSUPPORTED;
+        return SHARC_ERR_NOMEM;
     }
     *ptr_p = p;
     return SHARC_OK;
