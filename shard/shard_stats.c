@@ -193,55 +193,61 @@ static double sharc_shard_ev_time(void *ref, void *e)
     return sharc_gpu_event_elapsed(ref, e, &s) == SHARC_OK ? s : 0;
 }
 
-/* CUDA: the last finished step's events are done, waiting up to the timeout. */
-static int sharc_shard_stats_done(sharc_shard_group_t *g)
+/* CUDA: @p e is done, polled until @p deadline (0: it is not). */
+static int sharc_shard_ev_wait(void *e, double deadline)
 {
-    double deadline = sharc_time_now() + g->ctx->cfg->timeout;
-
-    for (size_t i = 0; i < g->nev_last; i++) {
-        for (int k = 0; k < 2; k++) {
-            void *e = k ? g->ev_last[i].e1 : g->ev_last[i].e0;
-
-            while (sharc_gpu_event_query(e) == SHARC_INPROGRESS) {
-                if (sharc_time_now() > deadline) {
-                    sharc_warn("the last step's device work is not done after %.0f s: its "
-                               "communication statistics are left out",
-                               g->ctx->cfg->timeout);
-                    return 0;
-                }
-                sched_yield();
-            }
+    while (sharc_gpu_event_query(e) == SHARC_INPROGRESS) {
+        if (sharc_time_now() > deadline) {
+            return 0;
         }
+        sched_yield();
     }
     return 1;
 }
 
-/*
- * CUDA: the last finished step's events go back to the free list when done, and are
- * destroyed when not (the runtime releases them once they are); nothing waits.
- */
+/* CUDA: the last finished step's events (its start included) are done, waiting up to the
+ * timeout. */
+static int sharc_shard_stats_done(sharc_shard_group_t *g)
+{
+    double deadline = sharc_time_now() + g->ctx->cfg->timeout;
+    int done = sharc_shard_ev_wait(g->step_ev_last, deadline);
+
+    for (size_t i = 0; done && i < g->nev_last; i++) {
+        done = sharc_shard_ev_wait(g->ev_last[i].e0, deadline) &&
+               sharc_shard_ev_wait(g->ev_last[i].e1, deadline);
+    }
+    if (!done) {
+        sharc_warn("the last step's device work is not done after %.0f s: its communication "
+                   "statistics are left out",
+                   g->ctx->cfg->timeout);
+    }
+    return done;
+}
+
+/* CUDA: an event of a finished step back to the free list when done, else destroyed (the
+ * runtime releases it once it is); nothing waits. */
+static void sharc_shard_ev_retire(sharc_shard_group_t *g, void *e)
+{
+    if (e == NULL) {
+        return;
+    }
+    if (sharc_gpu_event_query(e) == SHARC_OK) {
+        sharc_shard_ev_put(g, e);
+    } else {
+        sharc_gpu_event_destroy(e);
+    }
+}
+
+/* CUDA: the last finished step's events retired. */
 static void sharc_shard_stats_recycle(sharc_shard_group_t *g)
 {
     for (size_t i = 0; i < g->nev_last; i++) {
-        for (int k = 0; k < 2; k++) {
-            void *e = k ? g->ev_last[i].e1 : g->ev_last[i].e0;
-
-            if (sharc_gpu_event_query(e) == SHARC_OK) {
-                sharc_shard_ev_put(g, e);
-            } else {
-                sharc_gpu_event_destroy(e);
-            }
-        }
+        sharc_shard_ev_retire(g, g->ev_last[i].e0);
+        sharc_shard_ev_retire(g, g->ev_last[i].e1);
     }
     g->nev_last = 0;
-    if (g->step_ev_last != NULL) {
-        if (sharc_gpu_event_query(g->step_ev_last) == SHARC_OK) {
-            sharc_shard_ev_put(g, g->step_ev_last);
-        } else {
-            sharc_gpu_event_destroy(g->step_ev_last);
-        }
-        g->step_ev_last = NULL;
-    }
+    sharc_shard_ev_retire(g, g->step_ev_last);
+    g->step_ev_last = NULL;
 }
 
 /*
