@@ -19,6 +19,7 @@
 
 #include "../kernels/kernels.h"
 #include "check.h"
+#include "elem.h"
 
 #define GUARD      64
 #define GUARD_BYTE 0xa5
@@ -35,19 +36,6 @@ static int is_float(sharc_dtype_t dt)
 static double input(int r, size_t i, sharc_op_t op)
 {
     return op == SHARC_OP_PROD ? 1.0 + (double)((r + i) % 2) : 1.0 + (double)((r * 3 + i * 7) % 8);
-}
-
-static void put(void *buf, sharc_dtype_t dt, size_t i, double v)
-{
-    switch (dt) {
-    case SHARC_DTYPE_F32: ((float *)buf)[i] = (float)v; break;
-    case SHARC_DTYPE_F64: ((double *)buf)[i] = v; break;
-    case SHARC_DTYPE_F16: ((uint16_t *)buf)[i] = sharc_kern_f32_to_f16((float)v); break;
-    case SHARC_DTYPE_BF16: ((uint16_t *)buf)[i] = sharc_kern_f32_to_bf16((float)v); break;
-    case SHARC_DTYPE_I32: ((int32_t *)buf)[i] = (int32_t)v; break;
-    case SHARC_DTYPE_I64: ((int64_t *)buf)[i] = (int64_t)v; break;
-    default: ((uint8_t *)buf)[i] = (uint8_t)((uint64_t)v & 0xff); break;
-    }
 }
 
 /* The exact result of op over all ranks' element i, rounded as the library rounds AVG. */
@@ -119,7 +107,7 @@ static size_t count_wrong(const void *buf, sharc_dtype_t dt, size_t off, size_t 
     char expect[8];
 
     for (size_t i = 0; i < n; i++) {
-        put(expect, dt, 0, want(off + i, arg));
+        elem_put(expect, dt, 0, want(off + i, arg));
         wrong += memcmp((const char *)buf + i * esize, expect, esize) != 0;
     }
     return wrong;
@@ -155,7 +143,7 @@ static void run_allgather(sharc_comm_h comm, sharc_dtype_t dt, size_t count, int
     sharc_status_t st;
 
     for (size_t i = 0; i < count; i++) {
-        put(mine, dt, i, input(me, i, SHARC_OP_SUM));
+        elem_put(mine, dt, i, input(me, i, SHARC_OP_SUM));
     }
     st = sharc_allgather(mine, recv, count, dt, comm, NULL);
     CHECK_MSG(st == SHARC_OK, "allgather %s %zu: %s", sharc_dtype_name(dt), count,
@@ -180,7 +168,7 @@ static void run_reduce_scatter(sharc_comm_h comm, sharc_dtype_t dt, sharc_op_t o
     sharc_status_t st;
 
     for (size_t i = 0; i < total; i++) {
-        put(send, dt, i, input(me, i % count, op)); /* block b element i: input(me, i) */
+        elem_put(send, dt, i, input(me, i % count, op)); /* block b element i: input(me, i) */
     }
     st = sharc_reduce_scatter(send, recv, count, dt, op, comm, NULL);
     CHECK_MSG(st == SHARC_OK, "reduce_scatter %s %s %zu: %s", sharc_dtype_name(dt),
@@ -206,7 +194,7 @@ static void run_allreduce(sharc_comm_h comm, sharc_dtype_t dt, sharc_op_t op, si
     sharc_status_t st;
 
     for (size_t i = 0; i < count; i++) {
-        put(send, dt, i, input(me, i, op));
+        elem_put(send, dt, i, input(me, i, op));
     }
     st = sharc_allreduce(send, recv, count, dt, op, comm, NULL);
     CHECK_MSG(st == SHARC_OK, "allreduce %s %s %zu: %s", sharc_dtype_name(dt), sharc_op_name(op),
@@ -237,7 +225,7 @@ static void run_broadcast(sharc_comm_h comm, sharc_dtype_t dt, size_t count, int
     sharc_status_t st;
 
     for (size_t i = 0; i < count; i++) {
-        put(send, dt, i, me == root ? input(root, i, SHARC_OP_SUM) : -1.0);
+        elem_put(send, dt, i, me == root ? input(root, i, SHARC_OP_SUM) : -1.0);
     }
     st = sharc_broadcast(send, recv, count, dt, root, comm, NULL);
     CHECK_MSG(st == SHARC_OK, "broadcast %s %zu: %s", sharc_dtype_name(dt), count,
@@ -283,7 +271,7 @@ static void run_alltoall(sharc_comm_h comm, sharc_dtype_t dt, size_t count, int 
     sharc_status_t st;
 
     for (size_t i = 0; i < total; i++) {
-        put(send, dt, i, a2a_value(me, (int)(i / count), i % count));
+        elem_put(send, dt, i, a2a_value(me, (int)(i / count), i % count));
     }
     st = sharc_alltoall(send, recv, count, dt, comm, NULL);
     CHECK_MSG(st == SHARC_OK, "alltoall %s %zu: %s", sharc_dtype_name(dt), count,

@@ -26,6 +26,7 @@ int main(void)
 
 #include <sharc/sharc_cuda.h>
 
+#include "elem.h"
 #include "gpu_check.h"
 
 #include "../kernels/kernels.h"
@@ -38,32 +39,6 @@ static cudaStream_t stream;
 static double input(int r, size_t i)
 {
     return 1.0 + (double)((r * 3 + i * 7) % 8);
-}
-
-static void put_elem(void *buf, sharc_dtype_t dt, size_t i, double v)
-{
-    switch (dt) {
-    case SHARC_DTYPE_F32: ((float *)buf)[i] = (float)v; break;
-    case SHARC_DTYPE_F64: ((double *)buf)[i] = v; break;
-    case SHARC_DTYPE_F16: ((uint16_t *)buf)[i] = sharc_kern_f32_to_f16((float)v); break;
-    case SHARC_DTYPE_BF16: ((uint16_t *)buf)[i] = sharc_kern_f32_to_bf16((float)v); break;
-    case SHARC_DTYPE_I32: ((int32_t *)buf)[i] = (int32_t)v; break;
-    case SHARC_DTYPE_I64: ((int64_t *)buf)[i] = (int64_t)v; break;
-    default: ((uint8_t *)buf)[i] = (uint8_t)v; break;
-    }
-}
-
-static double get_elem(const void *buf, sharc_dtype_t dt, size_t i)
-{
-    switch (dt) {
-    case SHARC_DTYPE_F32: return ((const float *)buf)[i];
-    case SHARC_DTYPE_F64: return ((const double *)buf)[i];
-    case SHARC_DTYPE_F16: return sharc_kern_f16_to_f32(((const uint16_t *)buf)[i]);
-    case SHARC_DTYPE_BF16: return sharc_kern_bf16_to_f32(((const uint16_t *)buf)[i]);
-    case SHARC_DTYPE_I32: return ((const int32_t *)buf)[i];
-    case SHARC_DTYPE_I64: return (double)((const int64_t *)buf)[i];
-    default: return ((const uint8_t *)buf)[i];
-    }
 }
 
 static double sum_all(size_t i)
@@ -111,7 +86,7 @@ static void run_one(coll_t c, sharc_dtype_t dt, size_t count, int inplace)
     }
     for (size_t i = 0; i < sn; i++) {
         size_t gi = (c == AG) ? (size_t)me * count + i : i;
-        put_elem(h, dt, i,
+        elem_put(h, dt, i,
                  c == A2A ? (double)((me * n + (int)(i / (count ? count : 1))) % 97)
                           : input(me, gi));
     }
@@ -148,7 +123,7 @@ static void run_one(coll_t c, sharc_dtype_t dt, size_t count, int inplace)
         if (dt == SHARC_DTYPE_U8) {
             want = (double)((int)want & 0xff);
         }
-        bad += get_elem(out, dt, i) != want;
+        bad += elem_get(out, dt, i) != want;
     }
     CHECK_MSG(bad == 0, "rank %d: %s %s %zu %s: %zu wrong", me, coll_names[c], sharc_dtype_name(dt),
               count, inplace ? "in place" : "out of place", bad);

@@ -19,6 +19,7 @@
 
 #include "../kernels/kernels.h"
 #include "check.h"
+#include "elem.h"
 
 #define MAX_PARAMS 32
 
@@ -108,24 +109,6 @@ static sharc_shard_group_h make_group(model_t *m, sharc_dtype_t pdt, sharc_dtype
     return g;
 }
 
-static float load_elem(const void *buf, sharc_dtype_t dt, size_t i)
-{
-    switch (dt) {
-    case SHARC_DTYPE_BF16: return sharc_kern_bf16_to_f32(((const uint16_t *)buf)[i]);
-    case SHARC_DTYPE_F16: return sharc_kern_f16_to_f32(((const uint16_t *)buf)[i]);
-    default: return ((const float *)buf)[i];
-    }
-}
-
-static void store_elem(void *buf, sharc_dtype_t dt, size_t i, float v)
-{
-    switch (dt) {
-    case SHARC_DTYPE_BF16: ((uint16_t *)buf)[i] = sharc_kern_f32_to_bf16(v); break;
-    case SHARC_DTYPE_F16: ((uint16_t *)buf)[i] = sharc_kern_f32_to_f16(v); break;
-    default: ((float *)buf)[i] = v; break;
-    }
-}
-
 /*
  * The reference unsharded parameters of every unit: each rank's master shard cast to the
  * param dtype, all-gathered over a shard communicator of the test's own.
@@ -147,7 +130,7 @@ static char **reference_params(sharc_shard_group_h g, sharc_dtype_t pdt, int sha
         CHECK(sharc_shard_local(g, u, &master, NULL, NULL) == SHARC_OK);
         mine = malloc(info.shard_count * es);
         for (size_t i = 0; i < info.shard_count; i++) {
-            store_elem(mine, pdt, i, master[i]);
+            elem_put(mine, pdt, i, master[i]);
         }
         ref[u] = malloc(info.padded_count * es);
         CHECK(sharc_allgather(mine, ref[u], info.shard_count, pdt, sc, NULL) == SHARC_OK);
@@ -219,8 +202,8 @@ static void run_step(sharc_shard_group_h g, model_t *m, int mbs, int nosync, sha
                  * written, later micro-batches add */
                 int assign = assign_grads && (!nosync || mb == 0);
                 for (size_t j = 0; gp != NULL && j < m->p[i].count; j++) {
-                    float old = assign ? 0.0f : load_elem(gp, rdt, j);
-                    store_elem(gp, rdt, j, old + grad_value(me, mb, i, j));
+                    float old = assign ? 0.0f : elem_get(gp, rdt, j);
+                    elem_put(gp, rdt, j, old + grad_value(me, mb, i, j));
                 }
             }
             if (compute_us > 0) {
@@ -262,13 +245,13 @@ static void check_grads(sharc_shard_group_h g, model_t *m, int mbs, int nosync, 
                     for (int mb = nosync ? 0 : r; mb < (nosync ? mbs : r + 1); mb++) {
                         v += grad_value(me, mb, i, j);
                     }
-                    store_elem(full, rdt, pi.offset + j, v);
+                    elem_put(full, rdt, pi.offset + j, v);
                 }
             }
             CHECK(sharc_allreduce(full, full, info.padded_count, rdt, SHARC_OP_SUM, comm, NULL) ==
                   SHARC_OK);
             for (size_t k = 0; k < info.shard_count; k++) {
-                float x = load_elem(full, rdt, info.shard_offset + k);
+                float x = elem_get(full, rdt, info.shard_offset + k);
                 if (op == SHARC_OP_AVG) {
                     x *= (float)(1.0 / nranks);
                 }

@@ -33,6 +33,7 @@
 
 #include "../kernels/kernels.h"
 #include "check.h"
+#include "elem.h"
 
 #define MAX_PARAMS 16
 
@@ -148,21 +149,6 @@ static cudaStream_t stream;
 static float grad_value(int step, int mb, int i, size_t j)
 {
     return (float)((int)(((size_t)(me + 1) * (j % 5 + 1) + (size_t)(mb + step + i)) % 9) - 4);
-}
-
-static void store_elem(void *buf, sharc_dtype_t dt, size_t i, float v)
-{
-    if (dt == SHARC_DTYPE_BF16) {
-        ((uint16_t *)buf)[i] = sharc_kern_f32_to_bf16(v);
-    } else {
-        ((float *)buf)[i] = v;
-    }
-}
-
-static float load_elem(const void *buf, sharc_dtype_t dt, size_t i)
-{
-    return dt == SHARC_DTYPE_BF16 ? sharc_kern_bf16_to_f32(((const uint16_t *)buf)[i])
-                                  : ((const float *)buf)[i];
 }
 
 #define CUDA_OK(_call) CHECK((_call) == cudaSuccess)
@@ -321,8 +307,7 @@ static void write_grad(sharc_shard_group_h g, int cuda, int i, size_t count, sha
         dev_get(buf, gp, bytes);
     }
     for (size_t j = 0; j < count; j++) {
-        store_elem(buf, rdt, j,
-                   (assign ? 0.0f : load_elem(buf, rdt, j)) + grad_value(step, mb, i, j));
+        elem_put(buf, rdt, j, (assign ? 0.0f : elem_get(buf, rdt, j)) + grad_value(step, mb, i, j));
     }
     if (cuda) {
         dev_put(gp, buf, bytes);
@@ -524,7 +509,7 @@ static void async_steps(const setup_t *s)
             CUDA_OK(
                 cudaMallocHost((void **)&gsrc[step][i], m.p[i].count * sharc_dtype_size(s->rdt)));
             for (size_t j = 0; j < m.p[i].count; j++) {
-                store_elem(gsrc[step][i], s->rdt, j, grad_value(step, 0, i, j));
+                elem_put(gsrc[step][i], s->rdt, j, grad_value(step, 0, i, j));
             }
         }
     }
