@@ -1,0 +1,161 @@
+/*
+ * test_llama_hf: sharc-llama's forward and backward against Hugging Face transformers. The
+ * fixture directory (tests/trainer/make_hf_fixture.py wrote it with LlamaForCausalLM in f32)
+ * holds config.json, model.safetensors and reference.safetensors with a batch, its loss, its
+ * logits and every parameter's gradient. The model is loaded through the checkpoint importer
+ * and run on 1 rank (the shard engine's single-rank path): loss and logits must agree to
+ * 1e-5 and every gradient to 1e-4, relative to the reference tensor's largest magnitude;
+ * with and without activation recomputation.
+ *
+ *     test_llama_hf FIXTURE_DIR
+ */
+#include "llama.h"
+#include "safetensors.h"
+#include "check.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* max |a - b| / max |b| */
+static double rel_err(const float *a, const float *b, size_t n)
+{
+    double diff = 0.0, ref = 0.0;
+
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - b[i]);
+        diff = d > diff || isnan(d) ? d : diff;
+        ref = fabs((double)b[i]) > ref ? fabs((double)b[i]) : ref;
+    }
+    return ref > 0 ? diff / ref : diff;
+}
+
+static float *read_all(llama_st_t *st, const char *name, size_t *count_p)
+{
+    const llama_st_tensor_t *t = llama_st_find(st, name);
+    float *v;
+
+    if (t == NULL) {
+        fprintf(stderr, "reference has no tensor %s\n", name);
+        return NULL;
+    }
+    v = malloc(t->count * sizeof(*v));
+    if (v == NULL || llama_st_read_f32(st, t, 0, t->count, v) != SHARC_OK) {
+        free(v);
+        return NULL;
+    }
+    *count_p = t->count;
+    return v;
+}
+
+static void check_fixture(sharc_comm_h comm, const char *dir, int recompute)
+{
+    char path[4096];
+    llama_config_t cfg;
+    llama_st_t *ref = NULL;
+    llama_model_t *model = NULL;
+    const llama_st_tensor_t *ids;
+    int32_t *x = NULL, *y = NULL;
+    float *logits = NULL, *ref_logits = NULL, *ref_loss = NULL, loss = 0.0f;
+    size_t n, nl;
+
+    snprintf(path, sizeof(path), "%s/config.json", dir);
+    CHECK(llama_config_load_hf(path, &cfg) == SHARC_OK);
+    snprintf(path, sizeof(path), "%s/reference.safetensors", dir);
+    CHECK(llama_st_open(path, &ref) == SHARC_OK);
+    if (check_failures) {
+        return;
+    }
+    ids = llama_st_find(ref, "input_ids");
+    CHECK(ids != NULL && ids->ndim == 2);
+    if (ids == NULL) {
+        goto out;
+    }
+    llama_run_t run = {.batch = (int)ids->shape[0],
+                       .seq = (int)ids->shape[1],
+                       .recompute = recompute,
+                       .param_dtype = SHARC_DTYPE_F32,
+                       .reduce_dtype = SHARC_DTYPE_F32};
+    size_t N = ids->count, V = (size_t)cfg.vocab;
+    x = malloc(N * sizeof(*x));
+    y = malloc(N * sizeof(*y));
+    logits = malloc(N * V * sizeof(*logits));
+    CHECK(llama_st_read_i32(ref, ids, 0, N, x) == SHARC_OK);
+    CHECK(llama_st_read_i32(ref, llama_st_find(ref, "targets"), 0, N, y) == SHARC_OK);
+    CHECK(llama_model_create(comm, &cfg, &run, LLAMA_INIT_HF, dir, 0, &model) == SHARC_OK);
+    if (check_failures) {
+        goto out;
+    }
+
+    /* forward: loss and logits */
+    CHECK(llama_model_eval(model, x, y, &loss, logits) == SHARC_OK);
+    ref_loss = read_all(ref, "loss", &n);
+    ref_logits = read_all(ref, "logits", &nl);
+    CHECK(ref_loss != NULL && ref_logits != NULL && nl == N * V);
+    if (ref_loss != NULL && ref_logits != NULL && nl == N * V) {
+        double el = rel_err(&loss, ref_loss, 1), eg = rel_err(logits, ref_logits, nl);
+        CHECK_MSG(el <= 1e-5, "%s: loss %.8f vs %.8f (rel %.2e)", dir, loss, ref_loss[0], el);
+        CHECK_MSG(eg <= 1e-5, "%s: logits rel error %.2e", dir, eg);
+        printf("%s%s: loss %.7f (reference %.7f), logits rel err %.1e\n", dir,
+               recompute ? " (recompute)" : "", loss, ref_loss[0], eg);
+    }
+
+    /* backward: every parameter's gradient (1 rank: the shard is the whole unit) */
+    float step_loss;
+    sharc_shard_group_h g = llama_model_group(model);
+    CHECK(llama_model_step(model, x, y, 1.0f, 1, &step_loss) == SHARC_OK);
+    CHECK(sharc_shard_finish(g) == SHARC_OK);
+    CHECK(fabsf(step_loss - loss) <= 1e-6f * fabsf(loss));
+    double worst = 0.0;
+    for (int i = 0; i < sharc_shard_num_params(g); i++) {
+        sharc_shard_param_info_t pi;
+        float *grad, *want;
+        char name[300];
+        sharc_shard_param_info(g, i, &pi);
+        sharc_shard_local(g, pi.unit, NULL, &grad, NULL);
+        snprintf(name, sizeof(name), "grad.%s", pi.name);
+        want = read_all(ref, name, &n);
+        CHECK_MSG(want != NULL && n == pi.count, "%s", name);
+        if (want != NULL && n == pi.count) {
+            double e = rel_err(grad + pi.offset, want, n);
+            CHECK_MSG(e <= 1e-4, "%s: %s rel error %.2e", dir, name, e);
+            worst = e > worst ? e : worst;
+        }
+        free(want);
+    }
+    printf("%s%s: %d gradients, worst rel err %.1e\n", dir, recompute ? " (recompute)" : "",
+           sharc_shard_num_params(g), worst);
+
+out:
+    llama_model_destroy(model);
+    llama_st_close(ref);
+    free(x);
+    free(y);
+    free(logits);
+    free(ref_logits);
+    free(ref_loss);
+}
+
+int main(int argc, char **argv)
+{
+    sharc_context_h ctx;
+    sharc_comm_h comm;
+
+    if (argc < 2) {
+        fprintf(stderr, "usage: test_llama_hf FIXTURE_DIR...\n");
+        return 2;
+    }
+    if (sharc_context_create(NULL, &ctx) != SHARC_OK ||
+        sharc_comm_create(ctx, NULL, &comm) != SHARC_OK) {
+        fprintf(stderr, "test_llama_hf: no communicator\n");
+        return 1;
+    }
+    for (int i = 1; i < argc; i++) {
+        check_fixture(comm, argv[i], 0);
+        check_fixture(comm, argv[i], 1);
+    }
+    sharc_comm_destroy(comm);
+    sharc_context_destroy(ctx);
+    return check_result("test_llama_hf");
+}

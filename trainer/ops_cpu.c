@@ -1,0 +1,309 @@
+/*
+ * trainer/ops_cpu.c: llama_ops_t on the CPU in f32. Matrix products go to BLAS
+ * (cblas_sgemm); attention runs one (batch, head) at a time as three small products; the rest
+ * are loops written to vectorize. Shapes are in ops.h.
+ */
+#include "ops.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void *cpu_alloc(size_t bytes)
+{
+    void *ptr = NULL;
+
+    /* 64-byte rows for the vector units; calloc semantics */
+    if (posix_memalign(&ptr, 64, bytes ? bytes : 64) != 0) {
+        return NULL;
+    }
+    memset(ptr, 0, bytes);
+    return ptr;
+}
+
+static void cpu_free(void *ptr)
+{
+    free(ptr);
+}
+
+static void cpu_zero(float *x, size_t n)
+{
+    memset(x, 0, n * sizeof(*x));
+}
+
+static void cpu_matmul_fwd(float *out, const float *in, const float *w, int N, int Cin, int Cout)
+{
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, Cout, Cin, 1.0f, in, Cin, w, Cin, 0.0f,
+                out, Cout);
+}
+
+static void cpu_matmul_bwd(float *din, float *dw, const float *dout, const float *in,
+                           const float *w, int N, int Cin, int Cout, int din_add)
+{
+    if (din != NULL) {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, Cin, Cout, 1.0f, dout, Cout, w,
+                    Cin, din_add ? 1.0f : 0.0f, din, Cin);
+    }
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, Cout, Cin, N, 1.0f, dout, Cout, in, Cin,
+                1.0f, dw, Cin);
+}
+
+static void cpu_rmsnorm_fwd(float *out, float *rstd, const float *x, const float *w, int N, int C,
+                            float eps)
+{
+    for (int n = 0; n < N; n++) {
+        const float *xn = x + (size_t)n * C;
+        float *on = out + (size_t)n * C;
+        float ss = 0.0f;
+
+        for (int c = 0; c < C; c++) {
+            ss += xn[c] * xn[c];
+        }
+        float r = 1.0f / sqrtf(ss / (float)C + eps);
+        for (int c = 0; c < C; c++) {
+            on[c] = xn[c] * r * w[c];
+        }
+        rstd[n] = r;
+    }
+}
+
+/*
+ * y = w * x * r with r = (mean(x^2) + eps)^-1/2:
+ *   dw += dy * x * r;  dx = r * (w*dy) - x * r^3 / C * sum(w*dy * x)
+ */
+static void cpu_rmsnorm_bwd(float *dx, float *dw, const float *dout, const float *x, const float *w,
+                            const float *rstd, int N, int C)
+{
+    for (int n = 0; n < N; n++) {
+        const float *xn = x + (size_t)n * C;
+        const float *dn = dout + (size_t)n * C;
+        float *dxn = dx + (size_t)n * C;
+        float r = rstd[n];
+        float dot = 0.0f;
+
+        for (int c = 0; c < C; c++) {
+            dot += w[c] * dn[c] * xn[c];
+            dw[c] += dn[c] * xn[c] * r;
+        }
+        float k = dot * r * r * r / (float)C;
+        for (int c = 0; c < C; c++) {
+            dxn[c] += r * w[c] * dn[c] - k * xn[c];
+        }
+    }
+}
+
+/* sign +1: forward rotation; -1: its transpose (backward) */
+static void rope_apply(float *x, const float *cos, const float *sin, int B, int T, int nh, int hd,
+                       float sign)
+{
+    int half = hd / 2;
+
+    for (int b = 0; b < B; b++) {
+        for (int t = 0; t < T; t++) {
+            const float *c = cos + (size_t)t * half;
+            const float *s = sin + (size_t)t * half;
+            for (int h = 0; h < nh; h++) {
+                float *v = x + (((size_t)b * T + t) * nh + h) * hd;
+                for (int i = 0; i < half; i++) {
+                    float a = v[i], z = v[i + half];
+                    v[i] = a * c[i] - sign * z * s[i];
+                    v[i + half] = z * c[i] + sign * a * s[i];
+                }
+            }
+        }
+    }
+}
+
+static void cpu_rope_fwd(float *x, const float *cos, const float *sin, int B, int T, int nh, int hd)
+{
+    rope_apply(x, cos, sin, B, T, nh, hd, 1.0f);
+}
+
+static void cpu_rope_bwd(float *dx, const float *cos, const float *sin, int B, int T, int nh,
+                         int hd)
+{
+    rope_apply(dx, cos, sin, B, T, nh, hd, -1.0f);
+}
+
+static void cpu_attention_fwd(float *out, float *probs, const float *q, const float *k,
+                              const float *v, int B, int T, int H, int KV, int hd)
+{
+    const float scale = 1.0f / sqrtf((float)hd);
+    const int group = H / KV, qs = H * hd, ks = KV * hd;
+
+    for (int b = 0; b < B; b++) {
+        for (int h = 0; h < H; h++) {
+            const float *qb = q + (size_t)b * T * qs + (size_t)h * hd; /* (T,hd), ld qs */
+            const float *kb = k + (size_t)b * T * ks + (size_t)(h / group) * hd;
+            const float *vb = v + (size_t)b * T * ks + (size_t)(h / group) * hd;
+            float *p = probs + ((size_t)b * H + h) * T * T; /* (T,T) */
+
+            /* scores = q k^T * scale; the upper triangle is computed and then masked, which
+             * costs less than T small products */
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hd, scale, qb, qs, kb, ks,
+                        0.0f, p, T);
+            for (int i = 0; i < T; i++) {
+                float *row = p + (size_t)i * T;
+                float mx = row[0], sum = 0.0f;
+                for (int j = 1; j <= i; j++) {
+                    mx = row[j] > mx ? row[j] : mx;
+                }
+                for (int j = 0; j <= i; j++) {
+                    row[j] = expf(row[j] - mx);
+                    sum += row[j];
+                }
+                float inv = 1.0f / sum;
+                for (int j = 0; j <= i; j++) {
+                    row[j] *= inv;
+                }
+                for (int j = i + 1; j < T; j++) {
+                    row[j] = 0.0f;
+                }
+            }
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hd, T, 1.0f, p, T, vb, ks,
+                        0.0f, out + (size_t)b * T * qs + (size_t)h * hd, qs);
+        }
+    }
+}
+
+/*
+ * o = P v, P = softmax(S), S = q k^T * scale (causal):
+ *   dP = do v^T;  dv += P^T do;  dS = P * (dP - rowsum(dP * P));  dq = dS k * scale;
+ *   dk += dS^T q * scale.  Several query heads share a kv head, hence the sums into dk, dv.
+ */
+static void cpu_attention_bwd(float *dq, float *dk, float *dv, float *scratch, const float *dout,
+                              const float *q, const float *k, const float *v, const float *probs,
+                              int B, int T, int H, int KV, int hd)
+{
+    const float scale = 1.0f / sqrtf((float)hd);
+    const int group = H / KV, qs = H * hd, ks = KV * hd;
+
+    memset(dk, 0, (size_t)B * T * ks * sizeof(float));
+    memset(dv, 0, (size_t)B * T * ks * sizeof(float));
+    for (int b = 0; b < B; b++) {
+        for (int h = 0; h < H; h++) {
+            size_t qoff = (size_t)b * T * qs + (size_t)h * hd;
+            size_t koff = (size_t)b * T * ks + (size_t)(h / group) * hd;
+            const float *p = probs + ((size_t)b * H + h) * T * T;
+            float *ds = scratch; /* (T,T): dP, then dS in place */
+
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hd, 1.0f, dout + qoff, qs,
+                        v + koff, ks, 0.0f, ds, T);
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hd, T, 1.0f, p, T, dout + qoff,
+                        qs, 1.0f, dv + koff, ks);
+            for (int i = 0; i < T; i++) {
+                const float *pr = p + (size_t)i * T;
+                float *dr = ds + (size_t)i * T;
+                float dot = 0.0f;
+                for (int j = 0; j <= i; j++) {
+                    dot += pr[j] * dr[j];
+                }
+                for (int j = 0; j <= i; j++) {
+                    dr[j] = pr[j] * (dr[j] - dot);
+                }
+                for (int j = i + 1; j < T; j++) {
+                    dr[j] = 0.0f;
+                }
+            }
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hd, T, scale, ds, T, k + koff,
+                        ks, 0.0f, dq + qoff, qs);
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hd, T, scale, ds, T, q + qoff,
+                        qs, 1.0f, dk + koff, ks);
+        }
+    }
+}
+
+static void cpu_swiglu_fwd(float *h, const float *g, const float *u, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        float s = 1.0f / (1.0f + expf(-g[i]));
+        h[i] = g[i] * s * u[i];
+    }
+}
+
+/* silu(g) = g s, s = sigmoid(g); silu'(g) = s (1 + g (1 - s)) */
+static void cpu_swiglu_bwd(float *dg, float *du, const float *dh, const float *g, const float *u,
+                           size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        float s = 1.0f / (1.0f + expf(-g[i]));
+        du[i] = dh[i] * g[i] * s;
+        dg[i] = dh[i] * u[i] * s * (1.0f + g[i] * (1.0f - s));
+    }
+}
+
+static void cpu_embed_fwd(float *x, const int32_t *tokens, const float *table, int N, int C)
+{
+    for (int n = 0; n < N; n++) {
+        memcpy(x + (size_t)n * C, table + (size_t)tokens[n] * C, (size_t)C * sizeof(float));
+    }
+}
+
+static void cpu_embed_bwd(float *dtable, const float *dx, const int32_t *tokens, int N, int C)
+{
+    for (int n = 0; n < N; n++) {
+        float *row = dtable + (size_t)tokens[n] * C;
+        const float *d = dx + (size_t)n * C;
+        for (int c = 0; c < C; c++) {
+            row[c] += d[c];
+        }
+    }
+}
+
+static double cpu_xent(float *dlogits, const float *logits, const int32_t *targets, int N, int V,
+                       float dscale)
+{
+    double total = 0.0;
+
+    for (int n = 0; n < N; n++) {
+        const float *l = logits + (size_t)n * V;
+        float mx = l[0];
+        double sum = 0.0;
+
+        for (int j = 1; j < V; j++) {
+            mx = l[j] > mx ? l[j] : mx;
+        }
+        for (int j = 0; j < V; j++) {
+            sum += exp((double)(l[j] - mx));
+        }
+        double lse = (double)mx + log(sum);
+        total += lse - (double)l[targets[n]];
+        if (dlogits != NULL) {
+            float *d = dlogits + (size_t)n * V;
+            for (int j = 0; j < V; j++) {
+                d[j] = (float)exp((double)l[j] - lse) * dscale;
+            }
+            d[targets[n]] -= dscale;
+        }
+    }
+    return total;
+}
+
+static void cpu_add(float *y, const float *a, const float *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        y[i] = a[i] + b[i];
+    }
+}
+
+const llama_ops_t llama_ops_cpu = {
+    .name = "cpu",
+    .alloc = cpu_alloc,
+    .free = cpu_free,
+    .zero = cpu_zero,
+    .matmul_fwd = cpu_matmul_fwd,
+    .matmul_bwd = cpu_matmul_bwd,
+    .rmsnorm_fwd = cpu_rmsnorm_fwd,
+    .rmsnorm_bwd = cpu_rmsnorm_bwd,
+    .rope_fwd = cpu_rope_fwd,
+    .rope_bwd = cpu_rope_bwd,
+    .attention_fwd = cpu_attention_fwd,
+    .attention_bwd = cpu_attention_bwd,
+    .swiglu_fwd = cpu_swiglu_fwd,
+    .swiglu_bwd = cpu_swiglu_bwd,
+    .embed_fwd = cpu_embed_fwd,
+    .embed_bwd = cpu_embed_bwd,
+    .xent = cpu_xent,
+    .add = cpu_add,
+};

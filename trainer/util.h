@@ -1,0 +1,30 @@
+/*
+ * trainer/util.h: what every file of sharc-llama shares: its messages (prefixed with the
+ * program name and rank, errors always printed, info on rank 0 only) and small helpers.
+ * The trainer uses sharc's public API only; this is not sharc's internal logging.
+ */
+#ifndef SHARC_LLAMA_UTIL_H
+#define SHARC_LLAMA_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sharc/sharc.h>
+
+/** Rank printed in messages (-1 until the communicator exists). */
+extern int llama_log_rank;
+
+/** An error, once, where it is detected: "sharc-llama[rank]: error: ...\n" on stderr. */
+void llama_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/** Progress and results, rank 0 (or before the communicator exists) only, on stdout. */
+void llama_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/** Seconds from a monotonic clock. */
+double llama_now(void);
+
+/** IEEE binary16 / bfloat16 bit patterns to f32 and back (round to nearest even). */
+float llama_f16_to_f32(uint16_t h);
+float llama_bf16_to_f32(uint16_t b);
+uint16_t llama_f32_to_bf16(float f);
+uint16_t llama_f32_to_f16(float f);
+
+#endif
