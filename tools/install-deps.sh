@@ -16,6 +16,8 @@ packages=(
     # tests: ss (free ports), network namespaces later; python3 builds topology fixtures;
     # clang + libFuzzer fuzz the topology parsers (tools/fuzz-topo.sh)
     iproute2 procps python3 clang libclang-rt-dev
+    # trainer: tokenizer training and the corpus (trainer/prepare_data.py), scaling plots
+    python3-sentencepiece bible-kjv-text gnuplot-nox
 )
 
 missing=()

@@ -195,8 +195,11 @@ sharc_status_t llama_config_load_hf(const char *path, llama_config_t *out)
     const char *bad = NULL;
 
     if (root == NULL) {
-        llama_err("%s: cannot read a JSON object (%s)", path, json_util_get_last_err());
-        return errno == ENOENT ? SHARC_ERR_IO : SHARC_ERR_INVALID;
+        int err = errno;
+        const char *why = json_util_get_last_err();
+        int len = why != NULL ? (int)strcspn(why, "\n") : 0; /* json-c ends it with a newline */
+        llama_err("%s: cannot read a JSON object (%.*s)", path, len, why != NULL ? why : "");
+        return err == ENOENT ? SHARC_ERR_IO : SHARC_ERR_INVALID;
     }
     memset(&cfg, 0, sizeof(cfg));
     snprintf(cfg.name, sizeof(cfg.name), "hf");

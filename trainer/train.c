@@ -27,7 +27,7 @@ typedef struct {
     const char *save_dir, *resume_dir, *export_dir;
     llama_run_t run;
     llama_optim_cfg_t optim;
-    int accum, steps, val_every, val_batches, save_every, threads, vocab, print_every;
+    int accum, steps, stop_at, val_every, val_seqs, save_every, threads, vocab, print_every;
     uint64_t seed, data_seed;
     double peak_gflops;
     sharc_dtype_t export_dtype;
@@ -54,6 +54,8 @@ static void usage(FILE *f)
             "  --data-seed S        which windows the batches take (default 1234)\n"
             "optimizer:\n"
             "  --steps N            optimizer steps (default 100)\n"
+            "  --stop-at K          stop after step K of the N (the schedule stays N's; with\n"
+            "                       --save, a planned interruption to --resume from)\n"
             "  --lr X --min-lr X    peak and final learning rate (default 1e-3, 1e-4)\n"
             "  --warmup N           linear warmup steps (default 10)\n"
             "  --weight-decay X     AdamW decay of matrices (default 0.1)\n"
@@ -68,7 +70,8 @@ static void usage(FILE *f)
             "  --seed S             initialisation seed (default 1)\n"
             "measure and keep:\n"
             "  --val-every N        validation loss every N steps and at the end (default 50)\n"
-            "  --val-batches K      validation micro-batches per rank (default 4)\n"
+            "  --val-seqs S         validation sequences, the same S whatever the number of\n"
+            "                       ranks (rounded up to a multiple of ranks x batch; default 64)\n"
             "  --log FILE           JSONL metrics (one object per step / validation / summary)\n"
             "  --print-every N      console line every N steps (default 1)\n"
             "  --save DIR           sharded checkpoint every --save-every steps and at the end\n"
@@ -92,6 +95,7 @@ enum {
     O_ACCUM,
     O_DSEED,
     O_STEPS,
+    O_STOP,
     O_LR,
     O_MINLR,
     O_WARMUP,
@@ -106,7 +110,7 @@ enum {
     O_PREFETCH,
     O_SEED,
     O_VALEVERY,
-    O_VALB,
+    O_VALSEQ,
     O_LOG,
     O_PRINT,
     O_SAVE,
@@ -132,6 +136,7 @@ static const struct option long_opts[] = {
     {"accum", 1, 0, O_ACCUM},
     {"data-seed", 1, 0, O_DSEED},
     {"steps", 1, 0, O_STEPS},
+    {"stop-at", 1, 0, O_STOP},
     {"lr", 1, 0, O_LR},
     {"min-lr", 1, 0, O_MINLR},
     {"warmup", 1, 0, O_WARMUP},
@@ -146,7 +151,7 @@ static const struct option long_opts[] = {
     {"prefetch", 1, 0, O_PREFETCH},
     {"seed", 1, 0, O_SEED},
     {"val-every", 1, 0, O_VALEVERY},
-    {"val-batches", 1, 0, O_VALB},
+    {"val-seqs", 1, 0, O_VALSEQ},
     {"log", 1, 0, O_LOG},
     {"print-every", 1, 0, O_PRINT},
     {"save", 1, 0, O_SAVE},
@@ -222,14 +227,17 @@ static int parse_opts(int argc, char **argv, opts_t *o, int *ranks)
                                    .weight_decay = 0.1f,
                                    .grad_clip = 1.0f};
     o->val_every = 50;
-    o->val_batches = 4;
+    o->val_seqs = 64;
     o->print_every = 1;
     o->seed = 1;
     o->data_seed = 1234;
     o->export_dtype = SHARC_DTYPE_F32;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", long_opts, NULL)) != -1) {
-        const char *name = c >= 256 && c <= O_HELP ? long_opts[c - 256].name : "?";
+        const char *name = "?";
+        for (const struct option *lo = long_opts; lo->name != NULL; lo++) {
+            name = lo->val == c ? lo->name : name;
+        }
         int bad = 0;
         switch (c) {
         case O_CONFIG: o->config = optarg; break;
@@ -247,11 +255,12 @@ static int parse_opts(int argc, char **argv, opts_t *o, int *ranks)
         case O_SEQ: bad = parse_int(name, optarg, 1, &o->run.seq); break;
         case O_ACCUM: bad = parse_int(name, optarg, 1, &o->accum); break;
         case O_STEPS: bad = parse_int(name, optarg, 0, &o->steps); break;
+        case O_STOP: bad = parse_int(name, optarg, 1, &o->stop_at); break;
         case O_WARMUP: bad = parse_int(name, optarg, 0, &o->optim.warmup); break;
         case O_HSDP: bad = parse_int(name, optarg, 1, &o->run.shard_size); break;
         case O_PREFETCH: bad = parse_int(name, optarg, 1, &o->run.prefetch); break;
         case O_VALEVERY: bad = parse_int(name, optarg, 0, &o->val_every); break;
-        case O_VALB: bad = parse_int(name, optarg, 0, &o->val_batches); break;
+        case O_VALSEQ: bad = parse_int(name, optarg, 0, &o->val_seqs); break;
         case O_PRINT: bad = parse_int(name, optarg, 1, &o->print_every); break;
         case O_SAVEEVERY: bad = parse_int(name, optarg, 1, &o->save_every); break;
         case O_THREADS: bad = parse_int(name, optarg, 1, &o->threads); break;
@@ -306,6 +315,9 @@ static int parse_opts(int argc, char **argv, opts_t *o, int *ranks)
         return -1;
     }
     o->optim.steps = o->steps;
+    if (o->stop_at == 0 || o->stop_at > o->steps) {
+        o->stop_at = o->steps;
+    }
     return 0;
 }
 
@@ -386,10 +398,12 @@ static sharc_status_t validate(llama_model_t *m, llama_data_t *val, const opts_t
                                sharc_comm_h comm, int32_t *x, int32_t *y, float *loss_p)
 {
     int rank = sharc_comm_rank(comm), world = sharc_comm_size(comm), B = o->run.batch;
+    int batches = (o->val_seqs + world * B - 1) / (world * B); /* per rank */
     double sum = 0.0, total = 0.0;
     sharc_status_t status = SHARC_OK;
 
-    for (int k = 0; k < o->val_batches && status == SHARC_OK; k++) {
+    /* sequences 0 .. batches * world * B - 1 of the validation file, rank-interleaved */
+    for (int k = 0; k < batches && status == SHARC_OK; k++) {
         float loss;
         status = llama_data_batch(val, ((uint64_t)k * world + rank) * B, B, x, y);
         if (status == SHARC_OK) {
@@ -401,7 +415,7 @@ static sharc_status_t validate(llama_model_t *m, llama_data_t *val, const opts_t
     if (status != SHARC_OK) {
         return status;
     }
-    sum /= o->val_batches;
+    sum /= batches;
     status = sharc_allreduce(&sum, &total, 1, SHARC_DTYPE_F64, SHARC_OP_AVG, comm, NULL);
     *loss_p = (float)total;
     return status;
@@ -462,7 +476,7 @@ static int train(const opts_t *o, sharc_comm_h comm)
     llama_data_close(train_data);
     train_data = NULL;
     status = llama_data_open(train_path, (uint32_t)cfg.vocab, run.seq, o->data_seed, &train_data);
-    if (status == SHARC_OK && val_path != NULL && o->val_batches > 0) {
+    if (status == SHARC_OK && val_path != NULL && o->val_seqs > 0) {
         status =
             llama_data_open(val_path, (uint32_t)cfg.vocab, run.seq, o->data_seed + 1, &val_data);
     }
@@ -527,7 +541,8 @@ static int train(const opts_t *o, sharc_comm_h comm)
     sharc_shard_group_h sg = llama_model_group(model);
     int nsteps = 0;
     float val_loss = -1.0f, loss = 0.0f;
-    for (int step = (int)start_step; step < o->steps; step++) {
+    double final_loss = 0.0; /* the last step's loss, averaged over the ranks */
+    for (int step = (int)start_step; step < o->stop_at; step++) {
         double t0 = llama_now(), data_s = 0.0, loss_sum = 0.0;
         for (int k = 0; k < o->accum && status == SHARC_OK; k++) {
             uint64_t micro = (uint64_t)step * o->accum + k;
@@ -580,6 +595,7 @@ static int train(const opts_t *o, sharc_comm_h comm)
                        step + 1, o->steps, mean_loss, lr, norm, tm->tokens_per_s, tps_rank,
                        100.0 * mfu, tm->step_s, compute_s, tm->exposed_s, tm->data_s);
         }
+        final_loss = mean_loss;
         llama_jsonl_begin(log, "step");
         llama_jsonl_int(log, "step", step + 1);
         llama_jsonl_num(log, "loss", mean_loss);
@@ -596,7 +612,7 @@ static int train(const opts_t *o, sharc_comm_h comm)
         llama_jsonl_num(log, "optim_s", tm->opt_s);
         llama_jsonl_num(log, "peak_rss_mib", llama_peak_rss_mib());
         llama_jsonl_end(log);
-        int last = step + 1 == o->steps;
+        int last = step + 1 == o->stop_at;
         if (val_data != NULL && ((o->val_every > 0 && (step + 1) % o->val_every == 0) || last)) {
             status = validate(model, val_data, o, comm, x, y, &val_loss);
             if (status != SHARC_OK) {
@@ -647,9 +663,9 @@ static int train(const opts_t *o, sharc_comm_h comm)
         free(v);
         sharc_allreduce(&rss, &rss_max, 1, SHARC_DTYPE_F64, SHARC_OP_MAX, comm, NULL);
         llama_info("summary: %d ranks | %.0f tok/s (%.0f/rank) | step %.3f s | exposed comm "
-                   "%.1f%% | mfu %.1f%% | peak rss %.0f MiB/rank | final loss %.4f%s",
+                   "%.1f%% | mfu %.1f%% | peak rss %.0f MiB/rank | final loss %.4f",
                    world, tps, tps / world, step_s, 100.0 * share, 100.0 * mfu, rss_max,
-                   (double)loss, "");
+                   final_loss);
         if (val_loss >= 0) {
             llama_info("summary: val loss %.4f", (double)val_loss);
         }

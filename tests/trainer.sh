@@ -1,0 +1,127 @@
+#!/bin/bash
+# sharc-llama end to end: sharding invariance (1 rank against 2 and 4, flat and HSDP, with and
+# without gradient accumulation: the same losses for 20 steps in f32), resume (stopping at step
+# k and resuming equals the uninterrupted run, on the same and on another number of ranks),
+# export and re-import, and bad input through the command line (clear errors, no crash).
+. "$(dirname "$0")/lib.sh"
+
+LLAMA="$top_builddir/trainer/sharc-llama"
+FIXTURE="$top_srcdir/tests/trainer/hf_tiny"
+work=$(mktemp -d "${TMPDIR:-/tmp}/sharc-trainer.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+# A token file of N random ids below VOCAB (header vocab RECORDED), seeded.
+make_tokens() {
+    python3 - "$@" <<'EOF'
+import random, struct, sys
+path, n, vocab, recorded = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+r = random.Random(n)
+ids = [r.randrange(vocab) for _ in range(n)]
+with open(path, "wb") as f:
+    f.write(b"SHARCTOK" + struct.pack("<IIQII", 1, 2, n, recorded, 0))
+    f.write(struct.pack("<%dH" % n, *ids))
+EOF
+}
+mkdir -p "$work/data"
+make_tokens "$work/data/train.bin" 20000 512 512
+make_tokens "$work/data/val.bin" 3000 512 512
+
+# losses_match A.jsonl B.jsonl [FIRST_STEP]: the step losses of B equal A's (relative 1e-5)
+# for every step of B from FIRST_STEP on; B must have them all.
+losses_match() {
+    python3 - "$@" <<'EOF'
+import json, sys
+def losses(path):
+    out = {}
+    for line in open(path):
+        e = json.loads(line)
+        if e["event"] == "step":
+            out[e["step"]] = e["loss"]
+    return out
+a, b = losses(sys.argv[1]), losses(sys.argv[2])
+first = int(sys.argv[3]) if len(sys.argv) > 3 else 1
+steps = [s for s in sorted(a) if s >= first]
+if not steps or any(s not in b for s in steps):
+    sys.exit("steps missing: %s has %s, %s has %s" % (sys.argv[1], sorted(a), sys.argv[2], sorted(b)))
+worst = max(abs(a[s] - b[s]) / abs(a[s]) for s in steps)
+print("%d steps, largest relative loss difference %.2e" % (len(steps), worst))
+sys.exit(0 if worst <= 1e-5 else 1)
+EOF
+}
+
+# train NAME RANKS ARGS...: tiny model, 20 steps, f32, JSONL log in $work/NAME.jsonl
+train() {
+    local name=$1 n=$2; shift 2
+    "$LAUNCH" --mode env -n "$n" -- "$LLAMA" train --config tiny --data "$work/data" --seq 32 \
+        --steps 20 --warmup 5 --threads 1 --val-every 0 --print-every 5 \
+        --log "$work/$name.jsonl" "$@"
+}
+
+run_ok "1 rank, batch 4" train ref 1 --batch 4
+for spec in "2 --batch 2" "4 --batch 1" "4 --batch 1 --hsdp 2" "2 --batch 1 --accum 2" \
+        "4 --batch 1 --hsdp 2 --recompute" "1 --batch 1 --accum 4"; do
+    name=$(echo "$spec" | tr -d ' -')
+    read -r n args <<< "$spec"
+    # shellcheck disable=SC2086
+    if train "$name" "$n" $args > "$work/$name.out" 2>&1; then
+        run_ok "$n ranks, $args: the 1-rank losses" losses_match "$work/ref.jsonl" \
+            "$work/$name.jsonl"
+    else
+        run_ok "$n ranks, $args" cat "$work/$name.out" false
+    fi
+done
+
+# resume: stop at 10 with a checkpoint, go on to 20 (2 ranks; and 2 ranks' checkpoint on 1)
+run_ok "2 ranks, stopped at step 10" train stop 2 --batch 2 --stop-at 10 --save "$work/ck"
+run_ok "2 ranks, resumed" train resumed 2 --batch 2 --resume "$work/ck"
+run_ok "resumed steps 11-20 equal the uninterrupted run" losses_match "$work/ref.jsonl" \
+    "$work/resumed.jsonl" 11
+run_ok "1 rank, resumed from the 2-rank checkpoint" train resumed1 1 --batch 4 \
+    --resume "$work/ck"
+run_ok "2-rank checkpoint on 1 rank: steps 11-20 equal" losses_match "$work/ref.jsonl" \
+    "$work/resumed1.jsonl" 11
+
+# export to Hugging Face safetensors and train on from there: the first loss is the exported
+# model's (the 20-step model of the reference run evaluated on step 21's batch would differ,
+# so compare the reference's validation loss instead)
+run_ok "2 ranks export a Hugging Face checkpoint" train exp 2 --batch 2 --export "$work/hf" \
+    --val-every 20
+run_ok_match "the export re-imports (1 rank, same validation loss)" \
+    "$(python3 -c 'import json,sys
+for l in open(sys.argv[1]):
+    e = json.loads(l)
+    if e["event"] == "val": print("val loss %.4f" % e["val_loss"])' "$work/exp.jsonl")" \
+    "$LAUNCH" --mode env -n 1 -- "$LLAMA" train --hf "$work/hf" --data "$work/data" --seq 32 \
+    --batch 4 --steps 1 --lr 0 --min-lr 0 --val-every 1 --threads 1
+
+# bad input: a clear error within seconds, never a crash
+: > "$work/empty.bin"
+make_tokens "$work/big.bin" 1000 600 0
+cp -r "$FIXTURE" "$work/trunc" && truncate -s 5000 "$work/trunc/model.safetensors"
+cp -r "$FIXTURE" "$work/noweights" && rm "$work/noweights/model.safetensors"
+cp -r "$FIXTURE" "$work/shape" &&
+    sed -i 's/"intermediate_size": *96/"intermediate_size": 80/' "$work/shape/config.json"
+cp -r "$FIXTURE" "$work/heads" &&
+    sed -i 's/"num_key_value_heads": *2/"num_key_value_heads": 3/' "$work/heads/config.json"
+cp -r "$FIXTURE" "$work/notjson" && echo '{"hidden_size": 32,' > "$work/notjson/config.json"
+one() { "$LAUNCH" --mode env -n 1 -- "$LLAMA" train --seq 16 --batch 1 --steps 1 --threads 1 "$@"; }
+run_fail "an empty token file" 20 "empty.bin.*(empty|no tokens)" \
+    one --config tiny --train "$work/empty.bin"
+run_fail "a token id >= the vocabulary" 20 "big.bin.*(token|id).*(600|59[0-9]|5[0-9][0-9]).*vocab" \
+    one --config tiny --vocab 512 --train "$work/big.bin"
+run_fail "--hsdp that does not divide the world" 20 "HSDP.*does not divide the world size 3" \
+    "$LAUNCH" --mode env -n 3 -- "$LLAMA" train --config tiny --data "$work/data" --seq 16 \
+    --batch 1 --steps 1 --threads 1 --hsdp 2
+run_fail "a truncated model.safetensors" 20 "model.safetensors.*lm_head.weight.*not inside the [0-9]+ data bytes" \
+    one --hf "$work/trunc" --data "$work/data"
+run_fail "a missing model.safetensors" 20 "noweights.*(safetensors|No such file)" \
+    one --hf "$work/noweights" --data "$work/data"
+run_fail "config.json with shapes the weights do not have" 20 "shape.*(shape|mlp|80|96)" \
+    one --hf "$work/shape" --data "$work/data"
+run_fail "config.json with heads that do not divide" 20 "heads.*(kv|key_value|divide)" \
+    one --hf "$work/heads" --data "$work/data"
+run_fail "a config.json that is not JSON" 20 "notjson/config.json: cannot read a JSON object" \
+    one --hf "$work/notjson" --data "$work/data"
+run_fail "an unknown named config" 20 "no-such.*(unknown|configs)" one --config no-such \
+    --data "$work/data"
+finish
