@@ -17,7 +17,7 @@ packages=(
     # clang + libFuzzer fuzz the topology parsers (tools/fuzz-topo.sh)
     iproute2 procps python3 clang libclang-rt-dev
     # trainer: tokenizer training and the corpus (trainer/prepare_data.py), scaling plots
-    python3-sentencepiece bible-kjv-text gnuplot-nox
+    python3-sentencepiece bible-kjv bible-kjv-text gnuplot-nox
 )
 
 missing=()

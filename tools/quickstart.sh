@@ -1,15 +1,18 @@
 #!/bin/bash
 # quickstart.sh: installs dependencies, builds sharc, and runs the main job on this machine
-# with defaults: the all-gather and reduce-scatter sweeps of sharc-perf on 2 local ranks
-# (1 MiB to 64 MiB), each beside OpenMPI's in the same job (--vs-mpi) and beside this
-# machine's memcpy bandwidth (--vs-memcpy). SHARC_NP sets the rank count.
+# with defaults: prepares the corpus (the King James Bible from Debian, a 4096-token BPE
+# tokenizer trained with sentencepiece; trainer/prepare_data.py) and trains the tiny Llama
+# with sharc-llama at 1, 2 and 4 local ranks (weak scaling: the same per-rank batch), printing
+# the loss, tokens/s and the scaling efficiency, and writing build/scale/scale.csv and
+# build/scale/scale.png.
+#
+#   tools/quickstart.sh [RANKS (default 1,2,4)] [STEPS per run (default 200)]
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 bash "$top/tools/build.sh" "$top/build"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-np=${SHARC_NP:-2}
-for coll in allgather reduce_scatter; do
-    echo "quickstart: mpirun -np $np sharc-perf $coll -b 1M -e 64M -f 4 --vs-mpi --vs-memcpy"
-    mpirun --oversubscribe -np "$np" --mca btl self,vader "$top/build/perf/sharc-perf" "$coll" \
-        -b 1M -e 64M -f 4 -n 10 -w 3 --vs-mpi --vs-memcpy
-done
+python=${PYTHON:-/usr/bin/python3} # Debian's, which has python3-sentencepiece
+"$python" "$top/trainer/prepare_data.py" --out "$top/build/data/kjv"
+bash "$top/trainer/scale.sh" --ranks "${1:-1,2,4}" --out "$top/build/scale" \
+    --bin "$top/build/trainer/sharc-llama" -- --config tiny --data "$top/build/data/kjv" \
+    --batch 8 --seq 64 --steps "${2:-200}" --warmup 20 --lr 3e-3 --min-lr 3e-4 \
+    --print-every 25 --val-every 100

@@ -41,6 +41,9 @@ if ! [[ "$ranks" =~ ^[0-9]+(,[0-9]+)*$ ]]; then
     echo "scale.sh: --ranks wants a list like 1,2,4 (got '$ranks')" >&2
     exit 2
 fi
+if [ "$(id -u)" -eq 0 ]; then # OpenMPI refuses root unless told
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+fi
 mkdir -p "$out"
 IFS=, read -r -a sizes <<< "$ranks"
 for n in "${sizes[@]}"; do
@@ -49,12 +52,10 @@ for n in "${sizes[@]}"; do
     cmd=${launch//\{N\}/$n}
     echo "scale.sh: $n rank(s): $cmd $bin train $* ${extra[*]} --log $log"
     # shellcheck disable=SC2086 # the template is split into words on purpose
-    if ! $cmd "$bin" train "$@" "${extra[@]}" --log "$log" > "$out/scale_$n.out" 2>&1; then
-        echo "scale.sh: the $n-rank run failed; its output:" >&2
-        tail -20 "$out/scale_$n.out" >&2
+    if ! $cmd "$bin" train "$@" "${extra[@]}" --log "$log" 2>&1 | tee "$out/scale_$n.out"; then
+        echo "scale.sh: the $n-rank run failed (its output: $out/scale_$n.out)" >&2
         exit 1
     fi
-    grep '^summary' "$out/scale_$n.out" | head -1 || true
 done
 
 python3 - "$out" "${sizes[@]}" <<'PY'
@@ -73,7 +74,13 @@ with open(f"{out}/scale.csv", "w") as f:
         eff = s["tokens_per_s"] / (n * base["tokens_per_s"]) if base else float("nan")
         f.write(f"{n},{s['tokens_per_s']:.1f},{s['tokens_per_s_rank']:.1f},{eff:.4f},"
                 f"{s['comm_exposed_share']:.4f},{s['mfu']:.4f},{s['step_s']:.4f}\n")
-print(open(f"{out}/scale.csv").read(), end="")
+print("\nweak scaling (same per-rank batch at each size):")
+print(f"{'ranks':>5} {'tokens/s':>10} {'tokens/s/rank':>13} {'efficiency':>10} "
+      f"{'exposed comm':>12} {'MFU':>6}")
+for n, s in rows:
+    eff = s["tokens_per_s"] / (n * base["tokens_per_s"]) if base else float("nan")
+    print(f"{n:>5} {s['tokens_per_s']:>10.0f} {s['tokens_per_s_rank']:>13.0f} {eff:>10.1%} "
+          f"{s['comm_exposed_share']:>12.1%} {s['mfu']:>6.1%}")
 PY
 
 if command -v gnuplot > /dev/null; then
