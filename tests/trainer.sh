@@ -94,6 +94,45 @@ for l in open(sys.argv[1]):
     "$LAUNCH" --mode env -n 1 -- "$LLAMA" train --hf "$work/hf" --data "$work/data" --seq 32 \
     --batch 4 --steps 1 --lr 0 --min-lr 0 --val-every 1 --threads 1
 
+# a sharded Hugging Face checkpoint (model.safetensors.index.json and two files) loads the
+# same weights as the single file: the same validation loss
+python3 - "$FIXTURE/model.safetensors" "$work/sharded" <<'EOF'
+import json, os, shutil, struct, sys
+src, out = sys.argv[1], sys.argv[2]
+os.makedirs(out)
+shutil.copy(os.path.join(os.path.dirname(src), "config.json"), out)
+raw = open(src, "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]
+header = json.loads(raw[8:8 + n])
+header.pop("__metadata__", None)
+names = sorted(header)
+index = {"metadata": {}, "weight_map": {}}
+for part, group in enumerate((names[::2], names[1::2])):
+    fname = "model-%05d-of-00002.safetensors" % (part + 1)
+    hdr, blobs, off = {}, [], 0
+    for name in group:
+        b, e = header[name]["data_offsets"]
+        blobs.append(raw[8 + n + b:8 + n + e])
+        hdr[name] = dict(header[name], data_offsets=[off, off + e - b])
+        off += e - b
+        index["weight_map"][name] = fname
+    text = json.dumps(hdr).encode()
+    with open(os.path.join(out, fname), "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+json.dump(index, open(os.path.join(out, "model.safetensors.index.json"), "w"))
+EOF
+mkdir -p "$work/data128"
+make_tokens "$work/data128/train.bin" 20000 128 128
+make_tokens "$work/data128/val.bin" 3000 128 128
+val_loss() {
+    "$LAUNCH" --mode env -n 2 -- "$LLAMA" train --hf "$1" --data "$work/data128" --seq 16 \
+        --batch 2 --steps 1 --lr 0 --min-lr 0 --val-every 1 --threads 1 2>&1 |
+        grep -o 'val loss [0-9.]*' | head -1
+}
+single=$(val_loss "$FIXTURE")
+run_ok_match "a sharded checkpoint loads on 2 ranks as the single file ($single)" \
+    "${single:-no loss}" val_loss "$work/sharded"
+
 # bad input: a clear error within seconds, never a crash
 : > "$work/empty.bin"
 make_tokens "$work/big.bin" 1000 600 0
