@@ -14,7 +14,7 @@ packages=(
     # shard checkpoints (checksums); GEMM compute in benchmarks and the trainer
     libxxhash-dev libopenblas-dev
     # tests: ss (free ports), network namespaces later; python3 builds topology fixtures;
-    # clang + libFuzzer fuzz the topology parsers (tools/fuzz-topo.sh)
+    # clang + libFuzzer fuzz the parsers (tools/fuzz.sh)
     iproute2 procps python3 clang libclang-rt-dev
     # trainer: tokenizer training and the corpus (trainer/prepare_data.py), scaling plots
     python3-sentencepiece bible-kjv bible-kjv-text gnuplot-nox

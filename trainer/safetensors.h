@@ -1,9 +1,10 @@
 /*
  * trainer/safetensors.h: Hugging Face safetensors files, read and written. A reader opens a
  * single file, a sharded set through its model.safetensors.index.json, or a directory holding
- * either; the JSON header is parsed with json-c and checked in full (offsets inside the file,
- * sizes matching dtype x shape, no overlaps) before any tensor is read; tensor data is read
- * with pread, a slice at a time, so a rank reads only what it owns.
+ * either; the JSON header is parsed with json-c and checked in full (sizes matching dtype x
+ * shape, tensors tiling the data exactly: no overlaps, holes or trailing bytes) before any
+ * tensor is read; tensor data is read with pread, a slice at a time, so a rank reads only what
+ * it owns.
  */
 #ifndef SHARC_LLAMA_SAFETENSORS_H
 #define SHARC_LLAMA_SAFETENSORS_H

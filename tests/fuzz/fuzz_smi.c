@@ -1,7 +1,7 @@
 /*
  * fuzz_smi.c: libFuzzer harness for the `nvidia-smi topo -m` parser: any bytes must give a
  * result or SHARC_ERR_INVALID, and the classification of what was parsed must not fault.
- * Built and run by tools/fuzz-topo.sh, not by make check.
+ * Built and run by tools/fuzz.sh, not by make check.
  */
 #include <stddef.h>
 #include <stdint.h>

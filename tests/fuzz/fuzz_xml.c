@@ -1,7 +1,7 @@
 /*
  * fuzz_xml.c: libFuzzer harness for the NCCL topology XML import, followed by export of
  * whatever was imported (both walk the untrusted structure). Built and run by
- * tools/fuzz-topo.sh, not by make check.
+ * tools/fuzz.sh, not by make check.
  */
 #include <stddef.h>
 #include <stdint.h>

@@ -1,0 +1,731 @@
+/*
+ * test_safetensors.c: trainer/safetensors.c on files it writes and files written here byte by
+ * byte: F32/BF16/F16 round trips (exact values), slices at any offset, I32/I64 tensors, sharded
+ * sets through an index and through a directory, writer misuse, and every kind of damaged
+ * file or index (tensors must tile the data section exactly, as the format requires: holes and
+ * trailing bytes are errors like overlaps), each of which must give SHARC_ERR_INVALID or
+ * SHARC_ERR_IO with exactly one logged line naming the file.
+ */
+#include "config.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "safetensors.h"
+
+static char dir[256];
+
+/* "<dir>/<name>", kept until the end (so a test may hold several): freed by remove_dir. */
+static char *paths[256];
+static int npaths;
+
+static const char *tmp_path(const char *name)
+{
+    char buf[512];
+    int i;
+
+    snprintf(buf, sizeof(buf), "%s/%s", dir, name);
+    for (i = 0; i < npaths; i++) {
+        if (strcmp(paths[i], buf) == 0) {
+            return paths[i];
+        }
+    }
+    if (npaths == (int)(sizeof(paths) / sizeof(paths[0]))) {
+        fprintf(stderr, "test_safetensors: too many paths\n");
+        abort();
+    }
+    paths[npaths] = strdup(buf);
+    return paths[npaths++];
+}
+
+static void write_bytes(const char *path, const void *data, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+
+    CHECK_MSG(f != NULL && fwrite(data, 1, len, f) == len && fclose(f) == 0, "%s", path);
+}
+
+/* A safetensors file from its parts; @p hlen_field overrides the length field when not 0. */
+static void write_st(const char *path, const char *json, const void *data, size_t len,
+                     uint64_t hlen_field)
+{
+    size_t jlen = strlen(json);
+    unsigned char *buf = malloc(8 + jlen + len + 1);
+    uint64_t h = hlen_field != 0 ? hlen_field : jlen;
+    int i;
+
+    for (i = 0; i < 8; i++) {
+        buf[i] = (unsigned char)(h >> (8 * i));
+    }
+    memcpy(buf + 8, json, jlen);
+    if (len > 0) {
+        memcpy(buf + 8 + jlen, data, len);
+    }
+    write_bytes(path, buf, 8 + jlen + len);
+    free(buf);
+}
+
+/* stderr goes to a file between quiet_begin and quiet_end, which returns what was logged. */
+static int saved_stderr = -1;
+
+static void quiet_begin(void)
+{
+    int fd = open(tmp_path("stderr.log"), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+    fflush(stderr);
+    saved_stderr = dup(2);
+    dup2(fd, 2);
+    close(fd);
+}
+
+static const char *quiet_end(void)
+{
+    static char log[4096];
+    ssize_t len;
+    int fd;
+
+    fflush(stderr);
+    dup2(saved_stderr, 2);
+    close(saved_stderr);
+    fd = open(tmp_path("stderr.log"), O_RDONLY);
+    len = fd >= 0 ? read(fd, log, sizeof(log) - 1) : -1;
+    log[len > 0 ? len : 0] = '\0';
+    if (fd >= 0) {
+        close(fd);
+    }
+    return log;
+}
+
+static int count_lines(const char *s)
+{
+    int n = 0;
+
+    for (; *s; s++) {
+        n += *s == '\n';
+    }
+    return n;
+}
+
+/* _call must fail with _status, logging one line that holds _needle (a path) and _word. */
+#define EXPECT_ERR(_call, _status, _needle, _word)                                                 \
+    do {                                                                                           \
+        sharc_status_t s_;                                                                         \
+        const char *log_;                                                                          \
+        quiet_begin();                                                                             \
+        s_ = (_call);                                                                              \
+        log_ = quiet_end();                                                                        \
+        CHECK_MSG(s_ == (_status), "%s gave %d, log: %s", #_call, s_, log_);                       \
+        CHECK_MSG(count_lines(log_) == 1 && strstr(log_, _needle) != NULL &&                       \
+                      strstr(log_, _word) != NULL,                                                 \
+                  "%s: want one line with %s and %s, got: %s", #_call, _needle, _word, log_);      \
+    } while (0)
+
+/* Opening @p name (written with @p json) must fail with INVALID, naming it and @p word. */
+static void expect_bad(const char *name, const char *json, const void *data, size_t len,
+                       const char *word)
+{
+    const char *path = tmp_path(name);
+    llama_st_t *st = NULL;
+
+    write_st(path, json, data, len, 0);
+    EXPECT_ERR(llama_st_open(path, &st), SHARC_ERR_INVALID, path, word);
+    CHECK(st == NULL);
+    unlink(path);
+}
+
+/* Values exact in bf16 and f16: multiples of 0.5 in [-128, 127.5]. */
+static float val(size_t i, int salt)
+{
+    return (float)((i * 7 + (size_t)salt) % 512) * 0.5f - 128.0f;
+}
+
+static sharc_status_t write_set(const char *path, const llama_st_out_t *outs, int n,
+                                const char *const *meta, int salt)
+{
+    llama_st_writer_t *w;
+    sharc_status_t status;
+    float *buf;
+    size_t total = 0, i, k, c;
+    int t, d;
+
+    for (t = 0; t < n; t++) {
+        for (c = 1, d = 0; d < outs[t].ndim; d++) {
+            c *= outs[t].shape[d];
+        }
+        total += c;
+    }
+    buf = malloc((total + 1) * sizeof(*buf));
+    for (i = 0; i < total; i++) {
+        buf[i] = val(i, salt);
+    }
+    status = llama_st_writer_open(path, outs, n, meta, &w);
+    if (status != SHARC_OK) {
+        free(buf);
+        return status;
+    }
+    /* uneven pieces that straddle tensor boundaries: 1, 2, 4, ... elements */
+    for (i = 0, k = 1; i < total && status == SHARC_OK; i += k, k *= 2) {
+        k = k < total - i ? k : total - i;
+        status = llama_st_writer_put(w, buf + i, k);
+    }
+    free(buf);
+    if (status != SHARC_OK) {
+        llama_st_writer_close(w, 0);
+        return status;
+    }
+    return llama_st_writer_close(w, 1);
+}
+
+/* Check every tensor of @p st named in @p outs against the values write_set wrote. */
+static void check_values(const llama_st_t *st, const llama_st_out_t *outs, int n, int salt)
+{
+    size_t offset = 0, c, i, start, len;
+    float *buf;
+    int t, d;
+
+    for (t = 0; t < n; t++) {
+        const llama_st_tensor_t *ti = llama_st_find(st, outs[t].name);
+
+        for (c = 1, d = 0; d < outs[t].ndim; d++) {
+            c *= outs[t].shape[d];
+        }
+        CHECK_MSG(ti != NULL, "%s missing", outs[t].name);
+        if (ti == NULL) {
+            offset += c;
+            continue;
+        }
+        CHECK(ti->dtype == outs[t].dtype && ti->ndim == outs[t].ndim && ti->count == c);
+        for (d = 0; d < outs[t].ndim; d++) {
+            CHECK(ti->shape[d] == outs[t].shape[d]);
+        }
+        buf = malloc((c + 1) * sizeof(*buf));
+        CHECK(llama_st_read_f32(st, ti, 0, c, buf) == SHARC_OK);
+        for (i = 0; i < c; i++) {
+            CHECK_MSG(buf[i] == val(offset + i, salt), "%s[%zu] = %g", outs[t].name, i, buf[i]);
+            if (buf[i] != val(offset + i, salt)) {
+                break;
+            }
+        }
+        /* slices: the first, the last, and odd pieces in between */
+        for (start = 0; start < c; start += start / 2 + 3) {
+            len = c - start < 5 ? c - start : 5;
+            CHECK(llama_st_read_f32(st, ti, start, len, buf) == SHARC_OK);
+            for (i = 0; i < len; i++) {
+                CHECK(buf[i] == val(offset + start + i, salt));
+            }
+        }
+        if (c > 0) {
+            CHECK(llama_st_read_f32(st, ti, c - 1, 1, buf) == SHARC_OK &&
+                  buf[0] == val(offset + c - 1, salt));
+        }
+        CHECK(llama_st_read_f32(st, ti, c, 0, buf) == SHARC_OK);
+        free(buf);
+        offset += c;
+    }
+}
+
+static const llama_st_out_t round_outs[] = {
+    {"model.embed_tokens.weight", SHARC_DTYPE_BF16, 2, {7, 5}},
+    {"w32", SHARC_DTYPE_F32, 3, {2, 3, 4}},
+    {"w16", SHARC_DTYPE_F16, 1, {13}},
+    {"scalar", SHARC_DTYPE_F32, 0, {0}},
+    {"empty", SHARC_DTYPE_BF16, 2, {0, 4}},
+    {"name \"quoted\" \\ / \xc3\xa9", SHARC_DTYPE_F32, 1, {3}},
+    /* larger than the 1 MiB buffers of reader and writer */
+    {"big.bf16", SHARC_DTYPE_BF16, 2, {700, 1001}},
+    {"big.f32", SHARC_DTYPE_F32, 1, {300001}},
+};
+
+#define NUM_ROUND ((int)(sizeof(round_outs) / sizeof(round_outs[0])))
+
+static void test_round_trip(void)
+{
+    const char *meta[] = {"format", "pt", "note", "a \"quoted\" value", NULL};
+    const char *path = tmp_path("round.safetensors");
+    const llama_st_tensor_t *t;
+    unsigned char len8[8];
+    llama_st_t *st = NULL;
+    char tmpname[64];
+    uint64_t hlen = 0;
+    float x;
+    int i;
+    FILE *f;
+
+    CHECK(write_set(path, round_outs, NUM_ROUND, meta, 1) == SHARC_OK);
+    snprintf(tmpname, sizeof(tmpname), "round.safetensors.tmp.%ld", (long)getpid());
+    CHECK(access(tmp_path(tmpname), F_OK) != 0);
+    f = fopen(path, "rb");
+    CHECK(f != NULL && fread(len8, 1, 8, f) == 8);
+    if (f != NULL) {
+        fclose(f);
+    }
+    for (i = 7; i >= 0; i--) {
+        hlen = hlen << 8 | len8[i];
+    }
+    CHECK_MSG((8 + hlen) % 8 == 0, "data starts at %llu", (unsigned long long)(8 + hlen));
+
+    CHECK(llama_st_open(path, &st) == SHARC_OK);
+    if (st == NULL) {
+        return;
+    }
+    CHECK(llama_st_num_tensors(st) == NUM_ROUND);
+    check_values(st, round_outs, NUM_ROUND, 1);
+    for (i = 0; i < llama_st_num_tensors(st); i++) { /* by offset: the order written */
+        t = llama_st_tensor(st, i);
+        CHECK(t != NULL && strcmp(t->name, round_outs[i].name) == 0 && t->file == 0);
+        CHECK(t != NULL && t->offset % 2 == 0 && t->offset >= 8 + hlen);
+    }
+    CHECK(llama_st_tensor(st, NUM_ROUND) == NULL && llama_st_tensor(st, -1) == NULL);
+    CHECK(llama_st_find(st, "absent") == NULL);
+    t = llama_st_find(st, "scalar");
+    CHECK(t != NULL && t->count == 1);
+    t = llama_st_find(st, "w16");
+    EXPECT_ERR(llama_st_read_f32(st, t, 13, 1, &x), SHARC_ERR_INVALID, "w16", "outside");
+    EXPECT_ERR(llama_st_read_f32(st, t, 14, 0, &x), SHARC_ERR_INVALID, "w16", "outside");
+    EXPECT_ERR(llama_st_read_f32(st, t, 5, SIZE_MAX, &x), SHARC_ERR_INVALID, "w16", "outside");
+    EXPECT_ERR(llama_st_read_i32(st, t, 0, 1, (int32_t *)&x), SHARC_ERR_INVALID, "w16", "not I32");
+    llama_st_close(st);
+    llama_st_close(NULL);
+}
+
+static void test_integers(void)
+{
+    const char *path = tmp_path("ints.safetensors");
+    const char *json = "{\"__metadata__\":{\"k\":\"v\"},"
+                       "\"i32\":{\"dtype\":\"I32\",\"shape\":[3],\"data_offsets\":[0,12]},"
+                       "\"i64\":{\"dtype\":\"I64\",\"shape\":[2,2],\"data_offsets\":[12,44]},"
+                       "\"f64\":{\"dtype\":\"F64\",\"shape\":[1],\"data_offsets\":[44,52]},"
+                       "\"u8\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[52,53]}}";
+    int32_t i32[3] = {7, -2, 2147483647}, out[4];
+    int64_t i64[4] = {-2147483648LL, 5, 0, 1LL << 40};
+    unsigned char data[53] = {0};
+    const llama_st_tensor_t *t;
+    llama_st_t *st = NULL;
+    float x;
+
+    memcpy(data, i32, 12);
+    memcpy(data + 12, i64, 32); /* unaligned, as the format allows */
+    write_st(path, json, data, sizeof(data), 0);
+    CHECK(llama_st_open(path, &st) == SHARC_OK);
+    if (st == NULL) {
+        return;
+    }
+    CHECK(llama_st_num_tensors(st) == 4);
+    t = llama_st_find(st, "i32");
+    CHECK(t != NULL && t->dtype == SHARC_DTYPE_I32 && t->count == 3);
+    CHECK(llama_st_read_i32(st, t, 0, 3, out) == SHARC_OK && memcmp(out, i32, 12) == 0);
+    CHECK(llama_st_read_i32(st, t, 2, 1, out) == SHARC_OK && out[0] == 2147483647);
+    EXPECT_ERR(llama_st_read_f32(st, t, 0, 1, &x), SHARC_ERR_INVALID, path, "I32");
+    t = llama_st_find(st, "i64");
+    CHECK(t != NULL && t->dtype == SHARC_DTYPE_I64 && t->ndim == 2 && t->count == 4);
+    CHECK(llama_st_read_i32(st, t, 0, 3, out) == SHARC_OK && out[0] == INT32_MIN && out[1] == 5 &&
+          out[2] == 0);
+    EXPECT_ERR(llama_st_read_i32(st, t, 1, 3, out), SHARC_ERR_INVALID, path, "element 3");
+    t = llama_st_find(st, "f64");
+    CHECK(t != NULL && t->dtype == SHARC_DTYPE_F64);
+    EXPECT_ERR(llama_st_read_f32(st, t, 0, 1, &x), SHARC_ERR_INVALID, path, "F64");
+    t = llama_st_find(st, "u8");
+    CHECK(t != NULL && t->dtype == SHARC_DTYPE_U8 && t->bytes == 1);
+    EXPECT_ERR(llama_st_read_i32(st, t, 0, 1, out), SHARC_ERR_INVALID, path, "U8");
+    llama_st_close(st);
+    unlink(path);
+}
+
+static const llama_st_out_t shard_a[] = {
+    {"layers.0.w", SHARC_DTYPE_BF16, 2, {3, 4}},
+    {"layers.0.b", SHARC_DTYPE_F32, 1, {4}},
+};
+static const llama_st_out_t shard_b[] = {
+    {"layers.1.w", SHARC_DTYPE_F16, 2, {4, 3}},
+};
+
+static void write_index(const char *path, const char *weight_map)
+{
+    char json[1024];
+
+    snprintf(json, sizeof(json), "{\"metadata\": {\"total_size\": 100}, \"weight_map\": %s}\n",
+             weight_map);
+    write_bytes(path, json, strlen(json));
+}
+
+static void test_sharded(void)
+{
+    const char *map = "{\"layers.0.w\": \"a-00001-of-00002.safetensors\", "
+                      "\"layers.0.b\": \"a-00001-of-00002.safetensors\", "
+                      "\"layers.1.w\": \"b-00002-of-00002.safetensors\"}";
+    const char *index = tmp_path("model.safetensors.index.json");
+    const llama_st_tensor_t *ta, *tb;
+    llama_st_t *st = NULL;
+
+    CHECK(write_set(tmp_path("a-00001-of-00002.safetensors"), shard_a, 2, NULL, 2) == SHARC_OK);
+    CHECK(write_set(tmp_path("b-00002-of-00002.safetensors"), shard_b, 1, NULL, 3) == SHARC_OK);
+    write_index(index, map);
+    CHECK(llama_st_open(index, &st) == SHARC_OK);
+    if (st != NULL) {
+        CHECK(llama_st_num_tensors(st) == 3);
+        check_values(st, shard_a, 2, 2);
+        check_values(st, shard_b, 1, 3);
+        ta = llama_st_find(st, "layers.0.w");
+        tb = llama_st_find(st, "layers.1.w");
+        CHECK(ta != NULL && tb != NULL && ta->file == 0 && tb->file == 1);
+        llama_st_close(st);
+    }
+    /* the directory finds the index (model.safetensors in it is not looked at then) */
+    CHECK(llama_st_open(dir, &st) == SHARC_OK);
+    CHECK(st != NULL && llama_st_num_tensors(st) == 3);
+    llama_st_close(st);
+    unlink(index);
+    unlink(tmp_path("a-00001-of-00002.safetensors"));
+    unlink(tmp_path("b-00002-of-00002.safetensors"));
+
+    /* a directory with model.safetensors only */
+    CHECK(write_set(tmp_path("model.safetensors"), shard_b, 1, NULL, 4) == SHARC_OK);
+    CHECK(llama_st_open(dir, &st) == SHARC_OK);
+    if (st != NULL) {
+        CHECK(llama_st_num_tensors(st) == 1);
+        check_values(st, shard_b, 1, 4);
+        llama_st_close(st);
+    }
+    unlink(tmp_path("model.safetensors"));
+    /* and with neither */
+    EXPECT_ERR(llama_st_open(dir, &st), SHARC_ERR_IO, dir, "neither");
+}
+
+static void test_bad_index(void)
+{
+    const char *index = tmp_path("bad.index.json");
+    const char *a = tmp_path("a.safetensors"), *b = tmp_path("b.safetensors");
+    llama_st_t *st = NULL;
+
+    CHECK(write_set(a, shard_a, 2, NULL, 2) == SHARC_OK);
+    CHECK(write_set(b, shard_b, 1, NULL, 3) == SHARC_OK);
+    write_index(index, "{\"layers.0.w\": \"a.safetensors\", \"x\": \"missing.safetensors\"}");
+    EXPECT_ERR(llama_st_open(index, &st), SHARC_ERR_IO, "missing.safetensors", "cannot open");
+    write_index(index, "{\"layers.0.w\": \"../a.safetensors\"}");
+    EXPECT_ERR(llama_st_open(index, &st), SHARC_ERR_INVALID, index, "plain file name");
+    write_index(index, "{\"layers.0.w\": \"sub/a.safetensors\"}");
+    EXPECT_ERR(llama_st_open(index, &st), SHARC_ERR_INVALID, index, "plain file name");
+    write_index(index, "{\"layers.0.w\": \"..\"}");
+    EXPECT_ERR(llama_st_open(index, &st), SHARC_ERR_INVALID, index, "plain file name");
+    write_index(index, "{\"layers.0.w\": \"/etc/passwd\"}");
+    EXPECT_ERR(llama_st_open(index, &st), SHARC_ERR_INVALID, index, "plain file name");
+    write_index(index, "{\"layers.0.w\": 3}");
+    EXPECT_ERR(llama_st_open(index, &st), SHARC_ERR_INVALID, index, "plain file name");
+    /* a tensor the named file does not hold, though the other one does */
+    write_index(index, "{\"layers.0.w\": \"a.safetensors\", \"layers.1.w\": \"a.safetensors\"}");
+    EXPECT_ERR(llama_st_open(index, &st), SHARC_ERR_INVALID, index, "layers.1.w");
+    write_index(index, "{\"layers.9.w\": \"a.safetensors\"}");
+    EXPECT_ERR(llama_st_open(index, &st), SHARC_ERR_INVALID, index, "layers.9.w");
+    write_index(index, "{}");
+    EXPECT_ERR(llama_st_open(index, &st), SHARC_ERR_INVALID, index, "weight_map");
+    write_index(index, "[]");
+    EXPECT_ERR(llama_st_open(index, &st), SHARC_ERR_INVALID, index, "weight_map");
+    write_bytes(index, "{\"weight_map\": {", 16);
+    EXPECT_ERR(llama_st_open(index, &st), SHARC_ERR_INVALID, index, "JSON");
+    /* one tensor in two files */
+    CHECK(write_set(b, shard_a, 1, NULL, 3) == SHARC_OK);
+    write_index(index, "{\"layers.0.w\": \"a.safetensors\", \"layers.0.b\": \"b.safetensors\"}");
+    EXPECT_ERR(llama_st_open(index, &st), SHARC_ERR_INVALID, "layers.0.w", "both");
+    /* a damaged shard is named */
+    write_st(b, "{\"x\":1}", NULL, 0, 0);
+    EXPECT_ERR(llama_st_open(index, &st), SHARC_ERR_INVALID, b, "not an object");
+    CHECK(st == NULL);
+    unlink(index);
+    unlink(a);
+    unlink(b);
+}
+
+static void test_bad_files(void)
+{
+    const char *path = tmp_path("bad.safetensors");
+    const char *good = "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}";
+    unsigned char data[64] = {0}, *whole;
+    size_t glen = strlen(good);
+    llama_st_t *st = NULL;
+    int fd;
+
+    /* too short, cut in the header, cut in the data */
+    write_bytes(path, "", 0);
+    EXPECT_ERR(llama_st_open(path, &st), SHARC_ERR_INVALID, path, "shorter");
+    write_bytes(path, "\x05\0\0\0\0", 5);
+    EXPECT_ERR(llama_st_open(path, &st), SHARC_ERR_INVALID, path, "shorter");
+    write_st(path, good, data, 8, 0);
+    whole = malloc(8 + glen + 8);
+    fd = open(path, O_RDONLY);
+    CHECK(fd >= 0 && read(fd, whole, 8 + glen + 8) == (ssize_t)(8 + glen + 8));
+    close(fd);
+    CHECK(llama_st_open(path, &st) == SHARC_OK);
+    llama_st_close(st);
+    st = NULL;
+    write_bytes(path, whole, 8 + glen / 2);
+    EXPECT_ERR(llama_st_open(path, &st), SHARC_ERR_INVALID, path, "truncated");
+    write_bytes(path, whole, 8 + glen + 7); /* tests/trainer.sh looks for "truncat" */
+    EXPECT_ERR(llama_st_open(path, &st), SHARC_ERR_INVALID, path, "truncated");
+    free(whole);
+
+    /* huge header lengths: past the end, and past 100 MiB in a (sparse) file that long */
+    write_st(path, good, data, 8, UINT64_MAX);
+    EXPECT_ERR(llama_st_open(path, &st), SHARC_ERR_INVALID, path, "header length");
+    write_st(path, good, data, 8, 1ULL << 63);
+    EXPECT_ERR(llama_st_open(path, &st), SHARC_ERR_INVALID, path, "header length");
+    write_st(path, good, data, 8, 101ULL << 20);
+    CHECK(truncate(path, 8 + (101 << 20)) == 0);
+    EXPECT_ERR(llama_st_open(path, &st), SHARC_ERR_INVALID, path, "header length");
+
+    /* not JSON, not an object, trailing bytes */
+    expect_bad("j1", "", NULL, 0, "JSON");
+    expect_bad("j2", "{\"a\":", NULL, 0, "JSON");
+    expect_bad("j3", "{\"a\":{}} x", NULL, 0, "JSON");
+    expect_bad("j4", "[1, 2]", NULL, 0, "not a JSON object");
+    expect_bad("j7", " {}", NULL, 0, "begin with '{'");
+    expect_bad("j5", "{'a': {}}", NULL, 0, "JSON");
+    expect_bad("j6", "{\"a\":{},}", NULL, 0, "JSON");
+    write_bytes(path, "\x04\0\0\0\0\0\0\0{}\0\0", 12);
+    EXPECT_ERR(llama_st_open(path, &st), SHARC_ERR_INVALID, path, "after its JSON");
+    /* entries */
+    expect_bad("e1", "{\"a\": 1}", NULL, 0, "not an object");
+    expect_bad("e2", "{\"a\": {\"shape\":[],\"data_offsets\":[0,4]}}", data, 4, "dtype");
+    expect_bad("e3", "{\"a\": {\"dtype\":7,\"shape\":[],\"data_offsets\":[0,4]}}", data, 4,
+               "dtype");
+    expect_bad("e4", "{\"a\": {\"dtype\":\"F8_E4M3\",\"shape\":[],\"data_offsets\":[0,1]}}", data,
+               1, "F8_E4M3");
+    expect_bad("e5", "{\"a\": {\"dtype\":\"BOOL\",\"shape\":[],\"data_offsets\":[0,1]}}", data, 1,
+               "BOOL");
+    expect_bad("e6", "{\"a\": {\"dtype\":\"f32\",\"shape\":[],\"data_offsets\":[0,4]}}", data, 4,
+               "f32");
+    expect_bad("e7", "{\"a\": {\"dtype\":\"F32\",\"data_offsets\":[0,4]}}", data, 4, "shape");
+    expect_bad("e8", "{\"a\": {\"dtype\":\"F32\",\"shape\":4,\"data_offsets\":[0,4]}}", data, 4,
+               "shape");
+    expect_bad("e9", "{\"a\": {\"dtype\":\"F32\",\"shape\":[-1],\"data_offsets\":[0,4]}}", data, 4,
+               "shape[0]");
+    expect_bad("e10", "{\"a\": {\"dtype\":\"F32\",\"shape\":[1.0],\"data_offsets\":[0,4]}}", data,
+               4, "shape[0]");
+    expect_bad("e11", "{\"a\": {\"dtype\":\"F32\",\"shape\":[1,\"2\"],\"data_offsets\":[0,8]}}",
+               data, 8, "shape[1]");
+    expect_bad("e12",
+               "{\"a\": {\"dtype\":\"U8\",\"shape\":[1,1,1,1,1,1,1,1,1],\"data_offsets\":[0,1]}}",
+               data, 1, "dimensions");
+    expect_bad("e13",
+               "{\"a\": {\"dtype\":\"U8\",\"shape\":[4294967296,4294967296],"
+               "\"data_offsets\":[0,1]}}",
+               data, 1, "overflows");
+    expect_bad("e14",
+               "{\"a\": {\"dtype\":\"F32\",\"shape\":[4611686018427387904],"
+               "\"data_offsets\":[0,4]}}",
+               data, 4, "overflows");
+    expect_bad("e15",
+               "{\"a\": {\"dtype\":\"F32\",\"shape\":[18446744073709551615],"
+               "\"data_offsets\":[0,4]}}",
+               data, 4, "overflows");
+    /* data_offsets */
+    expect_bad("o1", "{\"a\": {\"dtype\":\"F32\",\"shape\":[1]}}", data, 4, "data_offsets");
+    expect_bad("o2", "{\"a\": {\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0]}}", data, 4,
+               "data_offsets");
+    expect_bad("o3", "{\"a\": {\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4,8]}}", data, 8,
+               "data_offsets");
+    expect_bad("o4", "{\"a\": {\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[-4,0]}}", data, 4,
+               "data_offsets");
+    expect_bad("o5", "{\"a\": {\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,4]}}", data, 8,
+               "data_offsets");
+    expect_bad("o6", "{\"a\": {\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}", data, 7,
+               "data_offsets");
+    expect_bad("o7",
+               "{\"a\": {\"dtype\":\"F32\",\"shape\":[1],"
+               "\"data_offsets\":[18446744073709551612,18446744073709551615]}}",
+               data, 4, "data_offsets");
+    expect_bad("o8", "{\"a\": {\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,\"4\"]}}", data,
+               4, "data_offsets");
+    expect_bad("o9", "{\"a\": {\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":{}}}", data, 4,
+               "data_offsets");
+    /* size against shape, overlap, duplicates */
+    expect_bad("s1", "{\"a\": {\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,4]}}", data, 8,
+               "take 8");
+    expect_bad("s2", "{\"a\": {\"dtype\":\"BF16\",\"shape\":[2,3],\"data_offsets\":[0,24]}}", data,
+               24, "take 12");
+    expect_bad("s3",
+               "{\"a\": {\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+               "\"b\": {\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}",
+               data, 12, "overlap");
+    expect_bad("s4",
+               "{\"a\": {\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]},"
+               "\"b\": {\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,12]}}",
+               data, 16, "overlap");
+    expect_bad("s5",
+               "{\"a\": {\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
+               "\"a\": {\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}",
+               data, 8, "duplicate");
+    expect_bad("s6",
+               "{\"a\\u0000x\": {\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
+               "\"a\": {\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}",
+               data, 8, "duplicate");
+    expect_bad("s7", "{\"a\\u0000x\": {\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}",
+               data, 4, "NUL");
+    expect_bad("m1", "{\"__metadata__\": [1]}", NULL, 0, "__metadata__");
+    expect_bad("m2", "{\"__metadata__\": {\"k\": 1}}", NULL, 0, "__metadata__");
+
+    /* the tensors must tile the data exactly: holes, trailing bytes and aliasing are errors */
+    expect_bad("g1",
+               "{\"a\": {\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
+               "\"b\": {\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,12]}}",
+               data, 12, "hole");
+    expect_bad("g2", "{\"a\": {\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}", data, 8,
+               "[0, 4) before tensor a");
+    expect_bad("g3", "{\"a\": {\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", data, 5,
+               "[4, 5) after the last tensor");
+    expect_bad("g4", "{}", data, 1, "after the last tensor");
+    expect_bad("g5", "{\"__metadata__\": {\"k\": \"v\"}}", data, 8, "no tensor");
+    expect_bad("g6",
+               "{\"a\": {\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+               "\"e\": {\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[4,4]}}",
+               data, 8, "overlap");
+    expect_bad("g7",
+               "{\"a\": {\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
+               "\"e\": {\"dtype\":\"F32\",\"shape\":[0,3],\"data_offsets\":[8,8]}}",
+               data, 4, "data_offsets");
+    expect_bad("g8",
+               "{\"a\": {\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
+               "\"b\": {\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}",
+               data, 4, "overlap");
+
+    /* valid corner cases: empty header, zero-size tensors first, between and last, unaligned
+     * tensors, a name with '}', header padding */
+    write_st(path, "{}", NULL, 0, 0);
+    CHECK(llama_st_open(path, &st) == SHARC_OK && llama_st_num_tensors(st) == 0);
+    llama_st_close(st);
+    st = NULL;
+    write_st(path,
+             "{\"e\": {\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[5,5]},"
+             "\"a}\\\"{,\": {\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
+             "\"z\": {\"dtype\":\"BF16\",\"shape\":[2,0],\"data_offsets\":[9,9]},"
+             "\"u\": {\"dtype\":\"U8\",\"shape\":[],\"data_offsets\":[4,5]},"
+             "\"e0\": {\"dtype\":\"I64\",\"shape\":[0],\"data_offsets\":[0,0]},"
+             "\"b\": {\"dtype\":\"F16\",\"shape\":[2],\"data_offsets\":[5,9]}}   ",
+             data, 9, 0);
+    CHECK(llama_st_open(path, &st) == SHARC_OK);
+    if (st != NULL) {
+        const char *order[] = {"e0", "a}\"{,", "u", "e", "b", "z"};
+        const llama_st_tensor_t *t;
+        float f[2];
+        int i;
+
+        CHECK(llama_st_num_tensors(st) == 6);
+        for (i = 0; i < 6 && i < llama_st_num_tensors(st); i++) {
+            t = llama_st_tensor(st, i);
+            CHECK_MSG(strcmp(t->name, order[i]) == 0, "tensor %d is %s", i, t->name);
+        }
+        t = llama_st_find(st, "b");
+        CHECK(t != NULL && t->offset - llama_st_tensor(st, 0)->offset == 5); /* unaligned */
+        CHECK(t != NULL && llama_st_read_f32(st, t, 0, 2, f) == SHARC_OK && f[0] == 0.0f);
+        t = llama_st_find(st, "z");
+        CHECK(t != NULL && t->count == 0 && t->bytes == 0 && t->ndim == 2);
+        CHECK(t != NULL && llama_st_read_f32(st, t, 0, 0, f) == SHARC_OK);
+        llama_st_close(st);
+    }
+    st = NULL;
+
+    /* missing files and directories, and a directory where a file should be */
+    EXPECT_ERR(llama_st_open(tmp_path("nope.safetensors"), &st), SHARC_ERR_IO, "nope", "open");
+    EXPECT_ERR(llama_st_open(tmp_path("nope/"), &st), SHARC_ERR_IO, "nope", "open");
+    EXPECT_ERR(llama_st_open(tmp_path("nope.index.json"), &st), SHARC_ERR_IO, "nope", "open");
+    CHECK(mkdir(tmp_path("sub.safetensors"), 0700) == 0);
+    write_index(tmp_path("sub.index.json"), "{\"w\": \"sub.safetensors\"}");
+    EXPECT_ERR(llama_st_open(tmp_path("sub.index.json"), &st), SHARC_ERR_IO, "sub.safetensors",
+               "regular file");
+    rmdir(tmp_path("sub.safetensors"));
+    unlink(tmp_path("sub.index.json"));
+    CHECK(st == NULL);
+    unlink(path);
+}
+
+static void test_writer_misuse(void)
+{
+    const char *path = tmp_path("w.safetensors");
+    llama_st_out_t bad[2] = {{"x", SHARC_DTYPE_F32, 1, {2}}, {"x", SHARC_DTYPE_F32, 1, {2}}};
+    const char *odd_meta[] = {"key", NULL, NULL};
+    float data[8] = {0};
+    llama_st_writer_t *w = NULL;
+
+    EXPECT_ERR(llama_st_writer_open(path, bad, 2, NULL, &w), SHARC_ERR_INVALID, path, "twice");
+    bad[1].name = "__metadata__";
+    EXPECT_ERR(llama_st_writer_open(path, bad, 2, NULL, &w), SHARC_ERR_INVALID, path, "reserved");
+    bad[1].name = "y";
+    bad[1].dtype = SHARC_DTYPE_I32;
+    EXPECT_ERR(llama_st_writer_open(path, bad, 2, NULL, &w), SHARC_ERR_INVALID, path, "F32");
+    bad[1].dtype = SHARC_DTYPE_F16;
+    bad[1].ndim = 9;
+    EXPECT_ERR(llama_st_writer_open(path, bad, 2, NULL, &w), SHARC_ERR_INVALID, path, "dimensions");
+    bad[1].ndim = 3;
+    bad[1].shape[1] = bad[1].shape[2] = (size_t)1 << 40;
+    EXPECT_ERR(llama_st_writer_open(path, bad, 2, NULL, &w), SHARC_ERR_INVALID, path, "overflows");
+    bad[1].ndim = 1;
+    EXPECT_ERR(llama_st_writer_open(path, bad, 2, odd_meta, &w), SHARC_ERR_INVALID, path, "key");
+    CHECK(w == NULL);
+
+    /* too few elements: commit fails and leaves nothing; too many: the put fails */
+    CHECK(llama_st_writer_open(path, bad, 2, NULL, &w) == SHARC_OK);
+    CHECK(llama_st_writer_put(w, data, 3) == SHARC_OK);
+    EXPECT_ERR(llama_st_writer_close(w, 1), SHARC_ERR_INVALID, path, "3 of 4");
+    CHECK(access(path, F_OK) != 0);
+    CHECK(llama_st_writer_open(path, bad, 2, NULL, &w) == SHARC_OK);
+    EXPECT_ERR(llama_st_writer_put(w, data, 5), SHARC_ERR_INVALID, path, "more elements");
+    EXPECT_ERR(llama_st_writer_close(w, 1), SHARC_ERR_INVALID, path, "a put failed");
+    CHECK(access(path, F_OK) != 0);
+    /* an aborted write leaves nothing either, and a committed one replaces the old file */
+    CHECK(llama_st_writer_open(path, bad, 2, NULL, &w) == SHARC_OK);
+    CHECK(llama_st_writer_put(w, data, 4) == SHARC_OK);
+    CHECK(llama_st_writer_close(w, 0) == SHARC_OK);
+    CHECK(access(path, F_OK) != 0);
+    write_bytes(path, "old", 3);
+    CHECK(write_set(path, bad, 2, NULL, 5) == SHARC_OK);
+    CHECK(llama_st_writer_close(NULL, 1) == SHARC_OK);
+    unlink(path);
+    EXPECT_ERR(llama_st_writer_open(tmp_path("nodir/x"), bad, 2, NULL, &w), SHARC_ERR_IO, "nodir",
+               "create");
+}
+
+/* Nothing but the captured log may be left in the directory. */
+static void remove_dir(void)
+{
+    struct dirent *e;
+    DIR *d = opendir(dir);
+
+    while (d != NULL && (e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) {
+            continue;
+        }
+        CHECK_MSG(strcmp(e->d_name, "stderr.log") == 0, "left behind: %s", e->d_name);
+        unlink(tmp_path(e->d_name));
+    }
+    if (d != NULL) {
+        closedir(d);
+    }
+    CHECK(rmdir(dir) == 0);
+    while (npaths > 0) {
+        free(paths[--npaths]);
+    }
+}
+
+int main(void)
+{
+    const char *tmp = getenv("TMPDIR");
+
+    snprintf(dir, sizeof(dir), "%s/test_safetensors.XXXXXX", tmp != NULL && *tmp ? tmp : "/tmp");
+    if (mkdtemp(dir) == NULL) {
+        perror("mkdtemp");
+        return 1;
+    }
+    test_round_trip();
+    unlink(tmp_path("round.safetensors"));
+    test_integers();
+    test_sharded();
+    test_bad_index();
+    test_bad_files();
+    test_writer_misuse();
+    remove_dir();
+    return check_result("test_safetensors");
+}
