@@ -1,14 +1,15 @@
 #!/bin/bash
 # sharc-llama learns: the 15m config on the prepared corpus (the King James Bible, 4096-token
 # BPE; trainer/prepare_data.py) must bring the validation loss from ln(4096) = 8.32 below
-# LEARN_TARGET within LEARN_STEPS steps of 4 x 128 tokens on 2 ranks. A unigram model of the
+# LEARN_TARGET within LEARN_STEPS steps of 2 ranks x 2 x 128 tokens. A unigram model of the
 # training split scores 6.02 on the validation split, so the target asks for context learnt,
-# not token frequencies. docs/perf.md records the run the target was set from. Skips (77)
-# without sentencepiece or the corpus.
+# not token frequencies. The target was set from a run that reached 5.15 at step 200 and
+# 4.95 at step 300 (f32, deterministic for a given BLAS); 5.2 leaves room for another CPU's
+# BLAS rounding. Skips (77) without sentencepiece or the corpus.
 . "$(dirname "$0")/lib.sh"
 
-LEARN_STEPS=200
-LEARN_TARGET=5.3
+LEARN_STEPS=300
+LEARN_TARGET=5.2
 python=/usr/bin/python3
 if ! "$python" -c 'import sentencepiece' 2> /dev/null || ! command -v bible > /dev/null; then
     echo "SKIP: needs python3-sentencepiece and bible-kjv (tools/install-deps.sh)"
