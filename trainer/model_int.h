@@ -70,7 +70,7 @@ struct llama_model {
     float *dln, *tmp;            /* (N,C) */
     float *dh, *dg, *du;         /* (N,F) */
     float *datty, *dq, *dk, *dv; /* (N,H*hd), (N,KV*hd) */
-    float *dscores;              /* (T,T) */
+    float *dscores;              /* (B,KV,T,T) */
     void **bufs;                 /* every buffer above, for destroy */
     int nbufs, cap_bufs;
 };

@@ -16,6 +16,8 @@ typedef struct {
     void *(*alloc)(size_t bytes); /**< zero-filled; NULL on failure */
     void (*free)(void *ptr);
     void (*zero)(float *x, size_t n);
+    /** Threads the compute may use (BLAS and the loops); 1 by default. */
+    void (*set_threads)(int n);
 
     /** out (N,Cout) = in (N,Cin) @ w^T, w (Cout,Cin) as torch.nn.Linear stores it. */
     void (*matmul_fwd)(float *out, const float *in, const float *w, int N, int Cin, int Cout);
@@ -44,7 +46,7 @@ typedef struct {
      */
     void (*attention_fwd)(float *out, float *probs, const float *q, const float *k, const float *v,
                           int B, int T, int H, int KV, int hd);
-    /** dq = ..., dk, dv = ... (overwritten); scratch holds T*T floats. */
+    /** dq = ..., dk, dv = ... (overwritten); scratch holds B*KV*T*T floats. */
     void (*attention_bwd)(float *dq, float *dk, float *dv, float *scratch, const float *dout,
                           const float *q, const float *k, const float *v, const float *probs, int B,
                           int T, int H, int KV, int hd);

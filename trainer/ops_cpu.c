@@ -1,7 +1,8 @@
 /*
  * trainer/ops_cpu.c: llama_ops_t on the CPU in f32. Matrix products go to BLAS
- * (cblas_sgemm); attention runs one (batch, head) at a time as three small products; the rest
- * are loops written to vectorize. Shapes are in ops.h.
+ * (cblas_sgemm), threaded by BLAS itself; attention runs its (batch, head) pairs on the
+ * compute threads at once (OpenMP), each as small single-threaded products; the row and
+ * element loops are split over the same threads. Shapes are in ops.h.
  */
 #include "ops.h"
 
@@ -9,6 +10,33 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+static int cpu_threads = 1;
+
+static void cpu_set_threads(int n)
+{
+    cpu_threads = n > 0 ? n : 1;
+    openblas_set_num_threads(cpu_threads);
+}
+
+/* Loops whose items call BLAS run one item per thread with BLAS single threaded inside
+ * (several small products at once beat one small product on several threads). */
+static void blas_items_begin(void)
+{
+    if (cpu_threads > 1) {
+        openblas_set_num_threads(1);
+    }
+}
+
+static void blas_items_end(void)
+{
+    if (cpu_threads > 1) {
+        openblas_set_num_threads(cpu_threads);
+    }
+}
+
+/* element loops shorter than this stay on one thread */
+#define PAR_MIN 32768
 
 static void *cpu_alloc(size_t bytes)
 {
@@ -52,6 +80,7 @@ static void cpu_matmul_bwd(float *din, float *dw, const float *dout, const float
 static void cpu_rmsnorm_fwd(float *out, float *rstd, const float *x, const float *w, int N, int C,
                             float eps)
 {
+#pragma omp parallel for num_threads(cpu_threads) schedule(static) if ((size_t)N * C >= PAR_MIN)
     for (int n = 0; n < N; n++) {
         const float *xn = x + (size_t)n * C;
         float *on = out + (size_t)n * C;
@@ -75,6 +104,9 @@ static void cpu_rmsnorm_fwd(float *out, float *rstd, const float *x, const float
 static void cpu_rmsnorm_bwd(float *dx, float *dw, const float *dout, const float *x, const float *w,
                             const float *rstd, int N, int C)
 {
+    /* dx row by row on the threads; dw, a sum over rows, in a second pass by columns so the
+     * order of its sum is the same whatever the thread count */
+#pragma omp parallel for num_threads(cpu_threads) schedule(static) if ((size_t)N * C >= PAR_MIN)
     for (int n = 0; n < N; n++) {
         const float *xn = x + (size_t)n * C;
         const float *dn = dout + (size_t)n * C;
@@ -84,11 +116,19 @@ static void cpu_rmsnorm_bwd(float *dx, float *dw, const float *dout, const float
 
         for (int c = 0; c < C; c++) {
             dot += w[c] * dn[c] * xn[c];
-            dw[c] += dn[c] * xn[c] * r;
         }
         float k = dot * r * r * r / (float)C;
         for (int c = 0; c < C; c++) {
             dxn[c] += r * w[c] * dn[c] - k * xn[c];
+        }
+    }
+    for (int n = 0; n < N; n++) {
+        const float *xn = x + (size_t)n * C;
+        const float *dn = dout + (size_t)n * C;
+        float r = rstd[n];
+
+        for (int c = 0; c < C; c++) {
+            dw[c] += dn[c] * xn[c] * r;
         }
     }
 }
@@ -99,6 +139,8 @@ static void rope_apply(float *x, const float *cos, const float *sin, int B, int 
 {
     int half = hd / 2;
 
+#pragma omp parallel for collapse(2) num_threads(cpu_threads)                                      \
+    schedule(static) if ((size_t)B * T * nh * hd >= PAR_MIN)
     for (int b = 0; b < B; b++) {
         for (int t = 0; t < T; t++) {
             const float *c = cos + (size_t)t * half;
@@ -132,6 +174,8 @@ static void cpu_attention_fwd(float *out, float *probs, const float *q, const fl
     const float scale = 1.0f / sqrtf((float)hd);
     const int group = H / KV, qs = H * hd, ks = KV * hd;
 
+    blas_items_begin();
+#pragma omp parallel for collapse(2) num_threads(cpu_threads) schedule(dynamic)
     for (int b = 0; b < B; b++) {
         for (int h = 0; h < H; h++) {
             const float *qb = q + (size_t)b * T * qs + (size_t)h * hd; /* (T,hd), ld qs */
@@ -165,6 +209,7 @@ static void cpu_attention_fwd(float *out, float *probs, const float *q, const fl
                         0.0f, out + (size_t)b * T * qs + (size_t)h * hd, qs);
         }
     }
+    blas_items_end();
 }
 
 /*
@@ -181,41 +226,48 @@ static void cpu_attention_bwd(float *dq, float *dk, float *dv, float *scratch, c
 
     memset(dk, 0, (size_t)B * T * ks * sizeof(float));
     memset(dv, 0, (size_t)B * T * ks * sizeof(float));
+    /* one (batch, kv head) per item: its query heads add into its dk, dv in order */
+    blas_items_begin();
+#pragma omp parallel for collapse(2) num_threads(cpu_threads) schedule(dynamic)
     for (int b = 0; b < B; b++) {
-        for (int h = 0; h < H; h++) {
-            size_t qoff = (size_t)b * T * qs + (size_t)h * hd;
-            size_t koff = (size_t)b * T * ks + (size_t)(h / group) * hd;
-            const float *p = probs + ((size_t)b * H + h) * T * T;
-            float *ds = scratch; /* (T,T): dP, then dS in place */
+        for (int kh = 0; kh < KV; kh++) {
+            for (int h = kh * group; h < (kh + 1) * group; h++) {
+                size_t qoff = (size_t)b * T * qs + (size_t)h * hd;
+                size_t koff = (size_t)b * T * ks + (size_t)kh * hd;
+                const float *p = probs + ((size_t)b * H + h) * T * T;
+                float *ds = scratch + ((size_t)b * KV + kh) * T * T; /* (T,T): dP, then dS */
 
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hd, 1.0f, dout + qoff, qs,
-                        v + koff, ks, 0.0f, ds, T);
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hd, T, 1.0f, p, T, dout + qoff,
-                        qs, 1.0f, dv + koff, ks);
-            for (int i = 0; i < T; i++) {
-                const float *pr = p + (size_t)i * T;
-                float *dr = ds + (size_t)i * T;
-                float dot = 0.0f;
-                for (int j = 0; j <= i; j++) {
-                    dot += pr[j] * dr[j];
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hd, 1.0f, dout + qoff,
+                            qs, v + koff, ks, 0.0f, ds, T);
+                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hd, T, 1.0f, p, T,
+                            dout + qoff, qs, 1.0f, dv + koff, ks);
+                for (int i = 0; i < T; i++) {
+                    const float *pr = p + (size_t)i * T;
+                    float *dr = ds + (size_t)i * T;
+                    float dot = 0.0f;
+                    for (int j = 0; j <= i; j++) {
+                        dot += pr[j] * dr[j];
+                    }
+                    for (int j = 0; j <= i; j++) {
+                        dr[j] = pr[j] * (dr[j] - dot);
+                    }
+                    for (int j = i + 1; j < T; j++) {
+                        dr[j] = 0.0f;
+                    }
                 }
-                for (int j = 0; j <= i; j++) {
-                    dr[j] = pr[j] * (dr[j] - dot);
-                }
-                for (int j = i + 1; j < T; j++) {
-                    dr[j] = 0.0f;
-                }
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hd, T, scale, ds, T,
+                            k + koff, ks, 0.0f, dq + qoff, qs);
+                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hd, T, scale, ds, T,
+                            q + qoff, qs, 1.0f, dk + koff, ks);
             }
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hd, T, scale, ds, T, k + koff,
-                        ks, 0.0f, dq + qoff, qs);
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hd, T, scale, ds, T, q + qoff,
-                        qs, 1.0f, dk + koff, ks);
         }
     }
+    blas_items_end();
 }
 
 static void cpu_swiglu_fwd(float *h, const float *g, const float *u, size_t n)
 {
+#pragma omp parallel for num_threads(cpu_threads) schedule(static) if (n >= PAR_MIN)
     for (size_t i = 0; i < n; i++) {
         float s = 1.0f / (1.0f + expf(-g[i]));
         h[i] = g[i] * s * u[i];
@@ -226,6 +278,7 @@ static void cpu_swiglu_fwd(float *h, const float *g, const float *u, size_t n)
 static void cpu_swiglu_bwd(float *dg, float *du, const float *dh, const float *g, const float *u,
                            size_t n)
 {
+#pragma omp parallel for num_threads(cpu_threads) schedule(static) if (n >= PAR_MIN)
     for (size_t i = 0; i < n; i++) {
         float s = 1.0f / (1.0f + expf(-g[i]));
         du[i] = dh[i] * g[i] * s;
@@ -256,32 +309,42 @@ static double cpu_xent(float *dlogits, const float *logits, const int32_t *targe
 {
     double total = 0.0;
 
+    /* one exp per logit: kept in dlogits (which may be logits: the target's logit and the
+     * maximum are read first) and scaled by the row's sum; sums in double */
+#pragma omp parallel for num_threads(cpu_threads) schedule(static) reduction(+ : total) \
+    if ((size_t)N * V >= PAR_MIN)
     for (int n = 0; n < N; n++) {
         const float *l = logits + (size_t)n * V;
-        float mx = l[0];
+        float mx = l[0], lt = l[targets[n]];
         double sum = 0.0;
 
         for (int j = 1; j < V; j++) {
             mx = l[j] > mx ? l[j] : mx;
         }
-        for (int j = 0; j < V; j++) {
-            sum += exp((double)(l[j] - mx));
-        }
-        double lse = (double)mx + log(sum);
-        total += lse - (double)l[targets[n]];
         if (dlogits != NULL) {
             float *d = dlogits + (size_t)n * V;
             for (int j = 0; j < V; j++) {
-                d[j] = (float)exp((double)l[j] - lse) * dscale;
+                d[j] = expf(l[j] - mx);
+                sum += d[j];
+            }
+            float k = (float)(dscale / sum);
+            for (int j = 0; j < V; j++) {
+                d[j] *= k;
             }
             d[targets[n]] -= dscale;
+        } else {
+            for (int j = 0; j < V; j++) {
+                sum += expf(l[j] - mx);
+            }
         }
+        total += (double)mx + log(sum) - (double)lt;
     }
     return total;
 }
 
 static void cpu_add(float *y, const float *a, const float *b, size_t n)
 {
+#pragma omp parallel for num_threads(cpu_threads) schedule(static) if (n >= PAR_MIN)
     for (size_t i = 0; i < n; i++) {
         y[i] = a[i] + b[i];
     }
@@ -289,6 +352,7 @@ static void cpu_add(float *y, const float *a, const float *b, size_t n)
 
 const llama_ops_t llama_ops_cpu = {
     .name = "cpu",
+    .set_threads = cpu_set_threads,
     .alloc = cpu_alloc,
     .free = cpu_free,
     .zero = cpu_zero,

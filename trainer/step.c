@@ -124,7 +124,7 @@ sharc_status_t llama_acts_create(llama_model_t *m)
     m->dq = buf(m, N * HD, &failed);
     m->dk = buf(m, N * KVD, &failed);
     m->dv = buf(m, N * KVD, &failed);
-    m->dscores = buf(m, T * T, &failed);
+    m->dscores = buf(m, B * (size_t)c->n_kv_heads * T * T, &failed);
     if (m->run.param_dtype != SHARC_DTYPE_F32) {
         m->wbuf = buf(m, m->max_unit, &failed);
     }
