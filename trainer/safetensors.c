@@ -38,7 +38,7 @@ static const struct {
     sharc_dtype_t dtype;
     size_t size;
 } st_dtypes[] = {
-    {"F64", SHARC_DTYPE_F64, 8},  {"F32", SHARC_DTYPE_F32, 4}, {"F16", SHARC_DTYPE_F16, 2},
+    {"F64", SHARC_DTYPE_F64, 8},   {"F32", SHARC_DTYPE_F32, 4}, {"F16", SHARC_DTYPE_F16, 2},
     {"BF16", SHARC_DTYPE_BF16, 2}, {"I64", SHARC_DTYPE_I64, 8}, {"I32", SHARC_DTYPE_I32, 4},
     {"U8", SHARC_DTYPE_U8, 1},
 };
@@ -47,8 +47,8 @@ static const struct {
 
 struct llama_st {
     int nfiles;
-    int *fds;                          /* open until llama_st_close */
-    char **paths;                      /* for messages */
+    int *fds;     /* open until llama_st_close */
+    char **paths; /* for messages */
     int ntensors;
     llama_st_tensor_t *tensors;        /* by file, then by offset in the file */
     const llama_st_tensor_t **by_name; /* sorted by name, for llama_st_find */
@@ -104,26 +104,6 @@ static sharc_status_t st_pread(int fd, const char *path, void *buf, size_t bytes
         p += ret;
         bytes -= (size_t)ret;
         offset += (uint64_t)ret;
-    }
-    return SHARC_OK;
-}
-
-static sharc_status_t st_write(int fd, const char *path, const void *buf, size_t bytes)
-{
-    const char *p = buf;
-    ssize_t ret;
-
-    while (bytes > 0) {
-        ret = write(fd, p, bytes);
-        if (ret < 0 && errno == EINTR) {
-            continue;
-        }
-        if (ret < 0) {
-            llama_err("%s: write failed: %s", path, strerror(errno));
-            return SHARC_ERR_IO;
-        }
-        p += ret;
-        bytes -= (size_t)ret;
     }
     return SHARC_OK;
 }
@@ -188,9 +168,7 @@ static size_t st_count_top_keys(const char *s, size_t len)
             }
             break;
         case '{':
-        case '[':
-            want_key = ++depth == 1;
-            break;
+        case '[': want_key = ++depth == 1; break;
         case '}':
         case ']': depth--; break;
         case ',': want_key = depth == 1; break;
@@ -224,8 +202,7 @@ static sharc_status_t st_parse_object(const char *path, const char *text, size_t
         enum json_tokener_error jerr = json_tokener_get_error(tok);
 
         llama_err("%s: not valid JSON: %s at byte %zu", path,
-                  jerr == json_tokener_continue ? "unexpected end"
-                                                : json_tokener_error_desc(jerr),
+                  jerr == json_tokener_continue ? "unexpected end" : json_tokener_error_desc(jerr),
                   json_tokener_get_parse_end(tok));
         json_tokener_free(tok);
         return SHARC_ERR_INVALID;
@@ -275,8 +252,7 @@ static sharc_status_t st_check_metadata(const char *path, json_object *meta)
  * data section, @p data_bytes its length.
  */
 static sharc_status_t st_parse_entry(const char *path, const char *name, json_object *e,
-                                     uint64_t data_start, uint64_t data_bytes,
-                                     llama_st_tensor_t *t)
+                                     uint64_t data_start, uint64_t data_bytes, llama_st_tensor_t *t)
 {
     json_object *dtype, *shape, *offsets;
     const char *dname;
@@ -331,8 +307,7 @@ static sharc_status_t st_parse_entry(const char *path, const char *name, json_ob
     }
 
     if (!json_object_object_get_ex(e, "data_offsets", &offsets) ||
-        !json_object_is_type(offsets, json_type_array) ||
-        json_object_array_length(offsets) != 2 ||
+        !json_object_is_type(offsets, json_type_array) || json_object_array_length(offsets) != 2 ||
         st_json_uint(json_object_array_get_idx(offsets, 0), &begin) != 0 ||
         st_json_uint(json_object_array_get_idx(offsets, 1), &end) != 0) {
         llama_err("%s: tensor %s: data_offsets is not two non-negative integers", path, name);
@@ -527,8 +502,8 @@ static sharc_status_t st_add_file(llama_st_t *st, const char *path)
         goto err_free_header;
     }
     header[hlen] = '\0';
-    status = st_parse_header(path, header, hlen, 8 + hlen, size - 8 - hlen, st->nfiles, &tensors,
-                             &n);
+    status =
+        st_parse_header(path, header, hlen, 8 + hlen, size - 8 - hlen, st->nfiles, &tensors, &n);
     if (status != SHARC_OK) {
         goto err_free_header;
     }
@@ -861,8 +836,8 @@ const llama_st_tensor_t *llama_st_find(const llama_st_t *st, const char *name)
 }
 
 /* Range and ownership checks common to both readers; @p what names the reader. */
-static sharc_status_t st_check_read(const llama_st_t *st, const llama_st_tensor_t *t,
-                                    size_t start, size_t n, const void *out, const char *what)
+static sharc_status_t st_check_read(const llama_st_t *st, const llama_st_tensor_t *t, size_t start,
+                                    size_t n, const void *out, const char *what)
 {
     if (st == NULL || t == NULL || t < st->tensors || t >= st->tensors + st->ntensors) {
         llama_err("%s: not a tensor of this set", what);
@@ -912,8 +887,8 @@ sharc_status_t llama_st_read_f32(const llama_st_t *st, const llama_st_tensor_t *
     }
     for (done = 0; done < n; done += k) {
         k = n - done < ST_CHUNK / esize ? n - done : ST_CHUNK / esize;
-        status = st_pread(fd, st->paths[t->file], buf, k * esize,
-                          t->offset + (start + done) * esize);
+        status =
+            st_pread(fd, st->paths[t->file], buf, k * esize, t->offset + (start + done) * esize);
         if (status != SHARC_OK) {
             break;
         }
@@ -1053,7 +1028,7 @@ static sharc_status_t st_writer_header(const char *path, const llama_st_out_t *t
         if (t->name == NULL || strcmp(t->name, ST_META_KEY) == 0 ||
             json_object_object_get_ex(root, t->name, NULL)) {
             llama_err("%s: tensor %d: %s%s", path, i, t->name == NULL ? "no name" : t->name,
-                      t->name == NULL                   ? ""
+                      t->name == NULL                     ? ""
                       : strcmp(t->name, ST_META_KEY) == 0 ? " is a reserved name"
                                                           : " given twice");
             goto err_invalid;
@@ -1154,8 +1129,8 @@ sharc_status_t llama_st_writer_open(const char *path, const llama_st_out_t *tens
         w->total += w->counts[i];
     }
 
-    json = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN |
-                                                    JSON_C_TO_STRING_NOSLASHESCAPE);
+    json = json_object_to_json_string_ext(root,
+                                          JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
     if (json == NULL) {
         llama_err("%s: out of memory building the header", path);
         status = SHARC_ERR_NOMEM;
@@ -1173,12 +1148,12 @@ sharc_status_t llama_st_writer_open(const char *path, const llama_st_out_t *tens
         status = SHARC_ERR_IO;
         goto err_put;
     }
-    status = st_write(w->fd, w->tmp, lenbuf, sizeof(lenbuf));
+    status = llama_write_all(w->fd, w->tmp, lenbuf, sizeof(lenbuf));
     if (status == SHARC_OK) {
-        status = st_write(w->fd, w->tmp, json, len);
+        status = llama_write_all(w->fd, w->tmp, json, len);
     }
     if (status == SHARC_OK) {
-        status = st_write(w->fd, w->tmp, "       ", hlen - len);
+        status = llama_write_all(w->fd, w->tmp, "       ", hlen - len);
     }
     if (status != SHARC_OK) {
         goto err_unlink;
@@ -1202,7 +1177,7 @@ err_nomem:
 
 static sharc_status_t st_writer_flush(llama_st_writer_t *w)
 {
-    sharc_status_t status = st_write(w->fd, w->tmp, w->buf, w->buf_used);
+    sharc_status_t status = llama_write_all(w->fd, w->tmp, w->buf, w->buf_used);
 
     w->buf_used = 0;
     return status;

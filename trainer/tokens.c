@@ -165,8 +165,8 @@ void llama_tokens_close(llama_tokens_t *tok)
     free(tok);
 }
 
-sharc_status_t llama_tokens_read(const llama_tokens_t *tok, size_t start, size_t n,
-                                 uint32_t vocab, int32_t *out)
+sharc_status_t llama_tokens_read(const llama_tokens_t *tok, size_t start, size_t n, uint32_t vocab,
+                                 int32_t *out)
 {
     const uint16_t *t16;
     const uint32_t *t32;
@@ -178,8 +178,8 @@ sharc_status_t llama_tokens_read(const llama_tokens_t *tok, size_t start, size_t
         return SHARC_ERR_INVALID;
     }
     if (start > tok->count || n > tok->count - start) {
-        llama_err("%s: tokens [%zu, %zu + %zu) are past its %zu tokens", tok->path, start, start,
-                  n, tok->count);
+        llama_err("%s: tokens [%zu, %zu + %zu) are past its %zu tokens", tok->path, start, start, n,
+                  tok->count);
         return SHARC_ERR_INVALID;
     }
     /* ids go out as int32: one above INT32_MAX cannot be a valid id either */
@@ -190,31 +190,11 @@ sharc_status_t llama_tokens_read(const llama_tokens_t *tok, size_t start, size_t
     for (i = 0; i < n; i++) {
         id = tok->width == 2 ? t16[start + i] : t32[start + i];
         if (id >= limit) {
-            llama_err("%s: token %zu is %u, not below the vocabulary size %u", tok->path,
-                      start + i, id, limit);
+            llama_err("%s: token %zu is %u, not below the vocabulary size %u", tok->path, start + i,
+                      id, limit);
             return SHARC_ERR_INVALID;
         }
         out[i] = (int32_t)id;
-    }
-    return SHARC_OK;
-}
-
-static sharc_status_t tok_write(int fd, const char *path, const void *buf, size_t bytes)
-{
-    const char *p = buf;
-    ssize_t ret;
-
-    while (bytes > 0) {
-        ret = write(fd, p, bytes);
-        if (ret < 0 && errno == EINTR) {
-            continue;
-        }
-        if (ret < 0) {
-            llama_err("%s: write failed: %s", path, strerror(errno));
-            return SHARC_ERR_IO;
-        }
-        p += ret;
-        bytes -= (size_t)ret;
     }
     return SHARC_OK;
 }
@@ -235,9 +215,9 @@ static sharc_status_t tok_write_all(int fd, const char *tmp, const uint32_t *ids
     tok_put_u32(header + 16, (uint32_t)count);
     tok_put_u32(header + 20, (uint32_t)(count >> 32));
     tok_put_u32(header + 24, vocab);
-    status = tok_write(fd, tmp, header, sizeof(header));
+    status = llama_write_all(fd, tmp, header, sizeof(header));
     if (status != SHARC_OK || width == 4) {
-        return status == SHARC_OK ? tok_write(fd, tmp, ids, n * 4) : status;
+        return status == SHARC_OK ? llama_write_all(fd, tmp, ids, n * 4) : status;
     }
     buf = malloc(TOK_CHUNK * sizeof(*buf));
     if (buf == NULL) {
@@ -249,7 +229,7 @@ static sharc_status_t tok_write_all(int fd, const char *tmp, const uint32_t *ids
         for (i = 0; i < k; i++) {
             buf[i] = (uint16_t)ids[done + i];
         }
-        status = tok_write(fd, tmp, buf, k * sizeof(*buf));
+        status = llama_write_all(fd, tmp, buf, k * sizeof(*buf));
     }
     free(buf);
     return status;

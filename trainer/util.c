@@ -4,11 +4,13 @@
  */
 #include "util.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 int llama_log_rank = -1;
 
@@ -39,6 +41,26 @@ void llama_info(const char *fmt, ...)
     va_end(ap);
     putchar('\n');
     fflush(stdout);
+}
+
+sharc_status_t llama_write_all(int fd, const char *path, const void *buf, size_t bytes)
+{
+    const char *p = buf;
+    ssize_t ret;
+
+    while (bytes > 0) {
+        ret = write(fd, p, bytes);
+        if (ret < 0 && errno == EINTR) {
+            continue;
+        }
+        if (ret < 0) {
+            llama_err("%s: write failed: %s", path, strerror(errno));
+            return SHARC_ERR_IO;
+        }
+        p += ret;
+        bytes -= (size_t)ret;
+    }
+    return SHARC_OK;
 }
 
 double llama_now(void)

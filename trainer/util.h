@@ -18,6 +18,9 @@ void llama_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /** Progress and results, rank 0 (or before the communicator exists) only, on stdout. */
 void llama_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/** Write all @p bytes to @p fd (retrying short writes and EINTR); SHARC_ERR_IO naming @p path. */
+sharc_status_t llama_write_all(int fd, const char *path, const void *buf, size_t bytes);
+
 /** Seconds from a monotonic clock. */
 double llama_now(void);
 
