@@ -454,23 +454,15 @@ static sharc_status_t st_add_file(llama_st_t *st, const char *path)
     llama_st_tensor_t *tensors, *all;
     unsigned char lenbuf[8];
     sharc_status_t status;
-    struct stat sb;
     uint64_t hlen = 0, size;
     char *header, *copy;
     int i, fd, n, *fds;
     char **paths;
 
-    fd = open(path, O_RDONLY | O_CLOEXEC);
+    fd = llama_open_file(path, &size);
     if (fd < 0) {
-        llama_err("%s: cannot open: %s", path, strerror(errno));
         return SHARC_ERR_IO;
     }
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        llama_err("%s: not a readable regular file", path);
-        status = SHARC_ERR_IO;
-        goto err_close;
-    }
-    size = (uint64_t)sb.st_size;
     if (size < 8) {
         llama_err("%s: file of %llu bytes is shorter than its 8-byte header length", path,
                   (unsigned long long)size);
@@ -588,40 +580,35 @@ static sharc_status_t st_sort_names(llama_st_t *st, const char *path)
 static sharc_status_t st_slurp(const char *path, size_t limit, char **text_p, size_t *len_p)
 {
     sharc_status_t status;
-    struct stat sb;
+    uint64_t size;
     char *text;
     int fd;
 
-    fd = open(path, O_RDONLY | O_CLOEXEC);
+    fd = llama_open_file(path, &size);
     if (fd < 0) {
-        llama_err("%s: cannot open: %s", path, strerror(errno));
         return SHARC_ERR_IO;
     }
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        llama_err("%s: not a readable regular file", path);
-        status = SHARC_ERR_IO;
-        goto err_close;
-    }
-    if ((uint64_t)sb.st_size > limit) {
-        llama_err("%s: %lld bytes, more than the %zu allowed", path, (long long)sb.st_size, limit);
+    if (size > limit) {
+        llama_err("%s: %llu bytes, more than the %zu allowed", path, (unsigned long long)size,
+                  limit);
         status = SHARC_ERR_INVALID;
         goto err_close;
     }
-    text = malloc((size_t)sb.st_size + 1);
+    text = malloc((size_t)size + 1);
     if (text == NULL) {
         llama_err("%s: out of memory", path);
         status = SHARC_ERR_NOMEM;
         goto err_close;
     }
-    status = st_pread(fd, path, text, (size_t)sb.st_size, 0);
+    status = st_pread(fd, path, text, (size_t)size, 0);
     if (status != SHARC_OK) {
         free(text);
         goto err_close;
     }
-    text[sb.st_size] = '\0';
+    text[size] = '\0';
     close(fd);
     *text_p = text;
-    *len_p = (size_t)sb.st_size;
+    *len_p = (size_t)size;
     return SHARC_OK;
 
 err_close:

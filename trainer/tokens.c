@@ -90,7 +90,7 @@ sharc_status_t llama_tokens_open(const char *path, llama_tokens_t **tok_p)
 {
     sharc_status_t status;
     llama_tokens_t *tok;
-    struct stat sb;
+    uint64_t size;
     void *map;
     int fd;
 
@@ -98,23 +98,17 @@ sharc_status_t llama_tokens_open(const char *path, llama_tokens_t **tok_p)
         llama_err("llama_tokens_open: NULL argument");
         return SHARC_ERR_INVALID;
     }
-    fd = open(path, O_RDONLY | O_CLOEXEC);
+    fd = llama_open_file(path, &size);
     if (fd < 0) {
-        llama_err("%s: cannot open: %s", path, strerror(errno));
         return SHARC_ERR_IO;
     }
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        llama_err("%s: not a readable regular file", path);
-        status = SHARC_ERR_IO;
-        goto err_close;
-    }
-    if (sb.st_size < LLAMA_TOKENS_HEADER) {
+    if (size < LLAMA_TOKENS_HEADER) {
         llama_err("%s: %s", path,
-                  sb.st_size == 0 ? "empty file: no tokens" : "shorter than the 32-byte header");
+                  size == 0 ? "empty file: no tokens" : "shorter than the 32-byte header");
         status = SHARC_ERR_INVALID;
         goto err_close;
     }
-    if ((uint64_t)sb.st_size > SIZE_MAX) {
+    if (size > SIZE_MAX) {
         llama_err("%s: too large to map", path);
         status = SHARC_ERR_INVALID;
         goto err_close;
@@ -125,26 +119,26 @@ sharc_status_t llama_tokens_open(const char *path, llama_tokens_t **tok_p)
         status = SHARC_ERR_NOMEM;
         goto err_free;
     }
-    map = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_SHARED, fd, 0);
+    map = mmap(NULL, (size_t)size, PROT_READ, MAP_SHARED, fd, 0);
     if (map == MAP_FAILED) {
-        llama_err("%s: mmap of %lld bytes failed: %s", path, (long long)sb.st_size,
+        llama_err("%s: mmap of %llu bytes failed: %s", path, (unsigned long long)size,
                   strerror(errno));
         status = SHARC_ERR_IO;
         goto err_free;
     }
-    status = tok_check_header(path, map, (uint64_t)sb.st_size, tok);
+    status = tok_check_header(path, map, size, tok);
     if (status != SHARC_OK) {
         goto err_unmap;
     }
     tok->map = map;
-    tok->map_bytes = (size_t)sb.st_size;
+    tok->map_bytes = (size_t)size;
     tok->data = (const unsigned char *)map + LLAMA_TOKENS_HEADER;
     close(fd); /* the mapping stays valid */
     *tok_p = tok;
     return SHARC_OK;
 
 err_unmap:
-    munmap(map, (size_t)sb.st_size);
+    munmap(map, (size_t)size);
 err_free:
     if (tok != NULL) {
         free((char *)tok->path);

@@ -5,10 +5,12 @@
 #include "util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -41,6 +43,24 @@ void llama_info(const char *fmt, ...)
     va_end(ap);
     putchar('\n');
     fflush(stdout);
+}
+
+int llama_open_file(const char *path, uint64_t *size_p)
+{
+    struct stat sb;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+    if (fd < 0) {
+        llama_err("%s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        llama_err("%s: not a readable regular file", path);
+        close(fd);
+        return -1;
+    }
+    *size_p = (uint64_t)sb.st_size;
+    return fd;
 }
 
 sharc_status_t llama_write_all(int fd, const char *path, const void *buf, size_t bytes)

@@ -18,6 +18,10 @@ void llama_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /** Progress and results, rank 0 (or before the communicator exists) only, on stdout. */
 void llama_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/** Open @p path read-only; it must be a regular file. Its descriptor, and its size in
+ *  @p size_p; -1 with the cause logged (the caller's status: SHARC_ERR_IO). */
+int llama_open_file(const char *path, uint64_t *size_p);
+
 /** Write all @p bytes to @p fd (retrying short writes and EINTR); SHARC_ERR_IO naming @p path. */
 sharc_status_t llama_write_all(int fd, const char *path, const void *buf, size_t bytes);
 

@@ -8,7 +8,6 @@
  */
 #include "config.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,40 +15,8 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "quiet.h"
+#include "testfiles.h"
 #include "safetensors.h"
-
-static char dir[256];
-
-/* "<dir>/<name>", kept until the end (so a test may hold several): freed by remove_dir. */
-static char *paths[256];
-static int npaths;
-
-static const char *tmp_path(const char *name)
-{
-    char buf[512];
-    int i;
-
-    snprintf(buf, sizeof(buf), "%s/%s", dir, name);
-    for (i = 0; i < npaths; i++) {
-        if (strcmp(paths[i], buf) == 0) {
-            return paths[i];
-        }
-    }
-    if (npaths == (int)(sizeof(paths) / sizeof(paths[0]))) {
-        fprintf(stderr, "test_safetensors: too many paths\n");
-        abort();
-    }
-    paths[npaths] = strdup(buf);
-    return paths[npaths++];
-}
-
-static void write_bytes(const char *path, const void *data, size_t len)
-{
-    FILE *f = fopen(path, "wb");
-
-    CHECK_MSG(f != NULL && fwrite(data, 1, len, f) == len && fclose(f) == 0, "%s", path);
-}
 
 /* A safetensors file from its parts; @p hlen_field overrides the length field when not 0. */
 static void write_st(const char *path, const char *json, const void *data, size_t len,
@@ -634,35 +601,9 @@ static void test_writer_misuse(void)
                "create");
 }
 
-/* Nothing but the captured log may be left in the directory. */
-static void remove_dir(void)
-{
-    struct dirent *e;
-    DIR *d = opendir(dir);
-
-    while (d != NULL && (e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) {
-            continue;
-        }
-        CHECK_MSG(0, "left behind: %s", e->d_name);
-        unlink(tmp_path(e->d_name));
-    }
-    if (d != NULL) {
-        closedir(d);
-    }
-    CHECK(rmdir(dir) == 0);
-    while (npaths > 0) {
-        free(paths[--npaths]);
-    }
-}
-
 int main(void)
 {
-    const char *tmp = getenv("TMPDIR");
-
-    snprintf(dir, sizeof(dir), "%s/test_safetensors.XXXXXX", tmp != NULL && *tmp ? tmp : "/tmp");
-    if (mkdtemp(dir) == NULL) {
-        perror("mkdtemp");
+    if (testdir_create("test_safetensors") != 0) {
         return 1;
     }
     test_round_trip();
@@ -672,6 +613,6 @@ int main(void)
     test_bad_index();
     test_bad_files();
     test_writer_misuse();
-    remove_dir();
+    testdir_remove();
     return check_result("test_safetensors");
 }

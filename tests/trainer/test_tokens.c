@@ -6,7 +6,6 @@
  */
 #include "config.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,40 +13,8 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "quiet.h"
+#include "testfiles.h"
 #include "tokens.h"
-
-static char dir[256];
-
-/* "<dir>/<name>", kept until the end: freed by remove_dir. */
-static char *paths[64];
-static int npaths;
-
-static const char *tmp_path(const char *name)
-{
-    char buf[512];
-    int i;
-
-    snprintf(buf, sizeof(buf), "%s/%s", dir, name);
-    for (i = 0; i < npaths; i++) {
-        if (strcmp(paths[i], buf) == 0) {
-            return paths[i];
-        }
-    }
-    if (npaths == (int)(sizeof(paths) / sizeof(paths[0]))) {
-        fprintf(stderr, "test_tokens: too many paths\n");
-        abort();
-    }
-    paths[npaths] = strdup(buf);
-    return paths[npaths++];
-}
-
-static void write_bytes(const char *path, const void *data, size_t len)
-{
-    FILE *f = fopen(path, "wb");
-
-    CHECK_MSG(f != NULL && fwrite(data, 1, len, f) == len && fclose(f) == 0, "%s", path);
-}
 
 static void put_u32(unsigned char *p, uint32_t v)
 {
@@ -307,35 +274,9 @@ static void test_bad_files(void)
     unlink(path);
 }
 
-/* Nothing but the captured log may be left in the directory. */
-static void remove_dir(void)
-{
-    struct dirent *e;
-    DIR *d = opendir(dir);
-
-    while (d != NULL && (e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) {
-            continue;
-        }
-        CHECK_MSG(0, "left behind: %s", e->d_name);
-        unlink(tmp_path(e->d_name));
-    }
-    if (d != NULL) {
-        closedir(d);
-    }
-    CHECK(rmdir(dir) == 0);
-    while (npaths > 0) {
-        free(paths[--npaths]);
-    }
-}
-
 int main(void)
 {
-    const char *tmp = getenv("TMPDIR");
-
-    snprintf(dir, sizeof(dir), "%s/test_tokens.XXXXXX", tmp != NULL && *tmp ? tmp : "/tmp");
-    if (mkdtemp(dir) == NULL) {
-        perror("mkdtemp");
+    if (testdir_create("test_tokens") != 0) {
         return 1;
     }
     test_round_trip(1000, 2, 5000);
@@ -344,6 +285,6 @@ int main(void)
     test_round_trip(128256, 4, 100000 + 7); /* Llama 3 */
     test_vocab();
     test_bad_files();
-    remove_dir();
+    testdir_remove();
     return check_result("test_tokens");
 }
