@@ -8,9 +8,11 @@
 #include <stdio.h>
 #include <sharc/sharc.h>
 
-/** f32 GEMM rate of this process, in FLOP/s: the best of a few 1024^3 products (BLAS with
- *  the thread count already set). */
-double llama_gemm_peak(void);
+#include "ops.h"
+
+/** f32 GEMM rate of this process, in FLOP/s: the best of a few 1024^3 products through
+ *  @p ops (its thread count already set). */
+double llama_gemm_peak(const llama_ops_t *ops);
 
 /** Peak resident memory of this process in MiB. */
 double llama_peak_rss_mib(void);

@@ -1,8 +1,9 @@
 /*
- * trainer/ops_cpu.c: llama_ops_t on the CPU in f32. Matrix products go to BLAS
- * (cblas_sgemm), threaded by BLAS itself; attention runs its (batch, head) pairs on the
- * compute threads at once (OpenMP), each as small single-threaded products; the row and
- * element loops are split over the same threads. Shapes are in ops.h.
+ * trainer/ops_cpu.c: llama_ops_t on the CPU in f32. The compute threads are OpenMP's: matrix
+ * products are split over them in slices, each a single-threaded BLAS call (cblas_sgemm);
+ * attention runs its (batch, head) pairs on them at once, each as small products; the row and
+ * element loops are split over the same threads. Built without OpenMP, BLAS threads the
+ * products itself and the loops run on one thread. Shapes are in ops.h.
  */
 #include "ops.h"
 
@@ -10,29 +11,21 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 static int cpu_threads = 1;
 
 static void cpu_set_threads(int n)
 {
     cpu_threads = n > 0 ? n : 1;
+#ifdef _OPENMP
+    /* the threads are OpenMP's; BLAS runs single threaded inside them */
+    openblas_set_num_threads(1);
+#else
     openblas_set_num_threads(cpu_threads);
-}
-
-/* Loops whose items call BLAS run one item per thread with BLAS single threaded inside
- * (several small products at once beat one small product on several threads). */
-static void blas_items_begin(void)
-{
-    if (cpu_threads > 1) {
-        openblas_set_num_threads(1);
-    }
-}
-
-static void blas_items_end(void)
-{
-    if (cpu_threads > 1) {
-        openblas_set_num_threads(cpu_threads);
-    }
+#endif
 }
 
 /* element loops shorter than this stay on one thread */
@@ -60,21 +53,58 @@ static void cpu_zero(float *x, size_t n)
     memset(x, 0, n * sizeof(*x));
 }
 
+/*
+ * With several threads each product is split over the OpenMP threads by hand, one
+ * single-threaded BLAS call per slice: rows of the output for out and din, rows of dw (its
+ * output channels) for dw. Every element is still one dot product in one call: the result
+ * matches the unsplit product to rounding, and BLAS starts no workers of its own that would
+ * spin while the element loops run.
+ */
+static void slice(int n, int parts, int i, int *lo, int *len)
+{
+    int base = n / parts, extra = n % parts;
+
+    *lo = i * base + (i < extra ? i : extra);
+    *len = base + (i < extra ? 1 : 0);
+}
+
 static void cpu_matmul_fwd(float *out, const float *in, const float *w, int N, int Cin, int Cout)
 {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, Cout, Cin, 1.0f, in, Cin, w, Cin, 0.0f,
-                out, Cout);
+#pragma omp parallel num_threads(cpu_threads) if (cpu_threads > 1)
+    {
+        int lo = 0, len = N;
+#ifdef _OPENMP
+        slice(N, omp_get_num_threads(), omp_get_thread_num(), &lo, &len);
+#endif
+        if (len > 0) {
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, len, Cout, Cin, 1.0f,
+                        in + (size_t)lo * Cin, Cin, w, Cin, 0.0f, out + (size_t)lo * Cout, Cout);
+        }
+    }
 }
 
 static void cpu_matmul_bwd(float *din, float *dw, const float *dout, const float *in,
                            const float *w, int N, int Cin, int Cout, int din_add)
 {
-    if (din != NULL) {
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, Cin, Cout, 1.0f, dout, Cout, w,
-                    Cin, din_add ? 1.0f : 0.0f, din, Cin);
+#pragma omp parallel num_threads(cpu_threads) if (cpu_threads > 1)
+    {
+        int lo = 0, len = N, parts = 1, me = 0;
+#ifdef _OPENMP
+        parts = omp_get_num_threads();
+        me = omp_get_thread_num();
+#endif
+        slice(N, parts, me, &lo, &len);
+        if (din != NULL && len > 0) {
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, len, Cin, Cout, 1.0f,
+                        dout + (size_t)lo * Cout, Cout, w, Cin, din_add ? 1.0f : 0.0f,
+                        din + (size_t)lo * Cin, Cin);
+        }
+        slice(Cout, parts, me, &lo, &len);
+        if (len > 0) {
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, len, Cin, N, 1.0f, dout + lo,
+                        Cout, in, Cin, 1.0f, dw + (size_t)lo * Cin, Cin);
+        }
     }
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, Cout, Cin, N, 1.0f, dout, Cout, in, Cin,
-                1.0f, dw, Cin);
 }
 
 static void cpu_rmsnorm_fwd(float *out, float *rstd, const float *x, const float *w, int N, int C,
@@ -174,7 +204,6 @@ static void cpu_attention_fwd(float *out, float *probs, const float *q, const fl
     const float scale = 1.0f / sqrtf((float)hd);
     const int group = H / KV, qs = H * hd, ks = KV * hd;
 
-    blas_items_begin();
 #pragma omp parallel for collapse(2) num_threads(cpu_threads) schedule(dynamic)
     for (int b = 0; b < B; b++) {
         for (int h = 0; h < H; h++) {
@@ -209,7 +238,6 @@ static void cpu_attention_fwd(float *out, float *probs, const float *q, const fl
                         0.0f, out + (size_t)b * T * qs + (size_t)h * hd, qs);
         }
     }
-    blas_items_end();
 }
 
 /*
@@ -227,7 +255,6 @@ static void cpu_attention_bwd(float *dq, float *dk, float *dv, float *scratch, c
     memset(dk, 0, (size_t)B * T * ks * sizeof(float));
     memset(dv, 0, (size_t)B * T * ks * sizeof(float));
     /* one (batch, kv head) per item: its query heads add into its dk, dv in order */
-    blas_items_begin();
 #pragma omp parallel for collapse(2) num_threads(cpu_threads) schedule(dynamic)
     for (int b = 0; b < B; b++) {
         for (int kh = 0; kh < KV; kh++) {
@@ -262,7 +289,6 @@ static void cpu_attention_bwd(float *dq, float *dk, float *dv, float *scratch, c
             }
         }
     }
-    blas_items_end();
 }
 
 static void cpu_swiglu_fwd(float *h, const float *g, const float *u, size_t n)

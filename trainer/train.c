@@ -79,7 +79,7 @@ static void usage(FILE *f)
             "  --resume DIR         continue from a checkpoint (weights, moments, step)\n"
             "  --export DIR         write a Hugging Face checkpoint at the end\n"
             "  --export-dtype D     f32 or bf16 (default f32)\n"
-            "  --threads N          BLAS threads per rank (default: cores / ranks on the node)\n"
+            "  --threads N          compute threads per rank (default: cores / ranks on the node)\n"
             "  --peak-gflops X      peak per rank for MFU (default: a GEMM measured at start)\n");
 }
 
@@ -362,7 +362,7 @@ static int cmd_flops(int argc, char **argv)
 
 /* ---- train ---------------------------------------------------------------------------------- */
 
-static int blas_threads(const opts_t *o, sharc_comm_h comm)
+static int compute_threads(const opts_t *o, sharc_comm_h comm)
 {
     cpu_set_t set;
     int cpus = 1;
@@ -484,9 +484,9 @@ static int train(const opts_t *o, sharc_comm_h comm)
         goto out;
     }
 
-    int threads = blas_threads(o, comm);
+    int threads = compute_threads(o, comm);
     llama_ops_cpu.set_threads(threads);
-    double peak = o->peak_gflops > 0 ? o->peak_gflops * 1e9 : llama_gemm_peak();
+    double peak = o->peak_gflops > 0 ? o->peak_gflops * 1e9 : llama_gemm_peak(&llama_ops_cpu);
     size_t N = (size_t)run.batch * run.seq;
     x = malloc(N * sizeof(*x));
     y = malloc(N * sizeof(*y));
@@ -517,7 +517,7 @@ static int train(const opts_t *o, sharc_comm_h comm)
 
     double fpt = llama_config_flops_per_token(&cfg, run.seq);
     llama_info("sharc-llama: %s, %.2fM params, %d ranks x batch %d x seq %d x accum %d = %zu "
-               "tokens/step; params %s, reduce %s%s%s; %d BLAS thread(s)/rank, GEMM peak %.1f "
+               "tokens/step; params %s, reduce %s%s%s; %d compute thread(s)/rank, GEMM peak %.1f "
                "GFLOP/s/rank",
                cfg.name, (double)llama_config_params(&cfg) / 1e6, world, run.batch, run.seq,
                o->accum, N * o->accum * world, sharc_dtype_name(run.param_dtype),
