@@ -101,8 +101,8 @@ static void cpu_matmul_bwd(float *din, float *dw, const float *dout, const float
         }
         slice(Cout, parts, me, &lo, &len);
         if (len > 0) {
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, len, Cin, N, 1.0f, dout + lo,
-                        Cout, in, Cin, 1.0f, dw + (size_t)lo * Cin, Cin);
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, len, Cin, N, 1.0f, dout + lo, Cout,
+                        in, Cin, 1.0f, dw + (size_t)lo * Cin, Cin);
         }
     }
 }
