@@ -207,6 +207,13 @@ double perf_cuda_copy_bw(void *dst, const void *src, size_t bytes, int warmup, i
 
 static ncclComm_t perf_nccl;
 
+int perf_nccl_version(void)
+{
+    int version = 0;
+
+    return ncclGetVersion(&version) == ncclSuccess ? version : 0;
+}
+
 int perf_nccl_init(sharc_comm_h comm)
 {
     ncclUniqueId id;
@@ -257,6 +264,11 @@ int perf_nccl_run(int coll, const void *send, void *recv, size_t count, sharc_dt
     return perf_cuda_ok(cudaStreamSynchronize(perf_stream), "stream synchronize");
 }
 #else
+int perf_nccl_version(void)
+{
+    return 0;
+}
+
 int perf_nccl_init(sharc_comm_h comm)
 {
     fprintf(stderr, "sharc-perf: --vs-nccl needs sharc built with NCCL\n");
@@ -341,6 +353,11 @@ int perf_cuda_get(void *dst, const void *src, size_t bytes)
 }
 
 double perf_cuda_copy_bw(void *dst, const void *src, size_t bytes, int warmup, int iters)
+{
+    return 0;
+}
+
+int perf_nccl_version(void)
 {
     return 0;
 }

@@ -37,6 +37,9 @@ int perf_cuda_get(void *dst, const void *src, size_t bytes);
 /* Device-to-device copy of @p bytes: GB/s of the copy (bytes / time), median of @p iters. */
 double perf_cuda_copy_bw(void *dst, const void *src, size_t bytes, int warmup, int iters);
 
+/* NCCL's version code (ncclGetVersion; no GPU needed), 0 without NCCL. */
+int perf_nccl_version(void);
+
 /* A communicator of NCCL's own over @p comm's ranks (the id through a sharc broadcast). */
 int perf_nccl_init(sharc_comm_h comm);
 void perf_nccl_fini(void);

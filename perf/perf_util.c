@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -184,4 +185,15 @@ int perf_parse_size(const char *s, size_t *out)
     }
     *out = (size_t)(v * mult);
     return 0;
+}
+
+int perf_snprintf(char *buf, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    va_start(ap, fmt);
+    n = vsnprintf(buf, len, fmt, ap);
+    va_end(ap);
+    return n;
 }

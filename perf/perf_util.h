@@ -27,6 +27,14 @@ double perf_median(double *v, size_t n);
 /* sharc-perf overlap (perf_overlap.c): argv[1] is "overlap". */
 int perf_overlap_main(int argc, char **argv);
 
+/* sharc-perf tune (tune_main.c): argv[1] is "tune". */
+int perf_tune_main(int argc, char **argv);
+
+/* snprintf for messages and names where cutting a long value short is fine (so the
+ * compiler's truncation warnings do not apply); returns vsnprintf's value. */
+int perf_snprintf(char *buf, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* Seconds on the monotonic clock. */
 double perf_now(void);
 
