@@ -160,9 +160,22 @@ SHARC_API sharc_status_t sharc_request_wait_stream(sharc_request_h req, void *st
 /* The collectives' names, for messages ("allgather", ...). */
 extern SHARC_HIDDEN const char *const sharc_coll_names[SHARC_COLL_LAST];
 
-/* The host algorithm for a collective: SHARC_<COLL>_ALGO's, or the table's (select.c). */
+/* Algorithm names each collective's SHARC_<COLL>_ALGO accepts ("auto" first, then NULL). */
+extern SHARC_HIDDEN const char *const *const sharc_coll_algo_names[SHARC_COLL_BARRIER];
+
+/*
+ * The host algorithm for a collective: SHARC_<COLL>_ALGO's, else the tune file's, else the
+ * built-in table's (select.c). Logs the choice and why at debug level.
+ */
 SHARC_HIDDEN sharc_status_t sharc_coll_select(sharc_comm_h comm, const sharc_coll_args_t *a,
                                               const sharc_coll_algo_t **algo_p);
+
+/*
+ * The host algorithm of @p type that SHARC_<COLL>_ALGO calls @p name, or NULL ("auto"
+ * included); *pow2_p: whether it needs a power-of-two rank count.
+ */
+SHARC_HIDDEN const sharc_coll_algo_t *sharc_coll_algo_find(sharc_coll_type_t type, const char *name,
+                                                           int *pow2_p);
 
 /* The engine (coll.c), for post.c and the algorithms that run sub-tasks. */
 SHARC_HIDDEN void sharc_coll_lock(sharc_coll_comm_t *cc); /* callers first, then the thread */

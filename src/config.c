@@ -164,6 +164,11 @@ static const sharc_cfg_field_t sharc_cfg_table[] = {
      "All-to-all algorithm: auto, direct (every exchange posted at once) or pairwise (one peer "
      "per step, a few steps in flight; in place through a few blocks of scratch).",
      SHARC_CFG_ENUM, SHARC_CFG_OFF(algo[4]), sharc_cfg_alltoall_algos, 3, 0, 0},
+    {"TUNE_FILE", "",
+     "A per-size algorithm table written by `sharc-perf tune` (format in the README, \"Tune "
+     "file\"); its rules take precedence over the built-in table, SHARC_<COLL>_ALGO over both. "
+     "Empty: none. Every rank must read the same rules.",
+     SHARC_CFG_STRING, SHARC_CFG_OFF(tune_file), NULL, 0, 0, 0},
 };
 
 #define SHARC_CFG_NKNOBS SHARC_ARRAY_SIZE(sharc_cfg_table)

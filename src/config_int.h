@@ -36,6 +36,7 @@ typedef struct {
     /* SHARC_{ALLGATHER,REDUCE_SCATTER,ALLREDUCE,BROADCAST,ALLTOALL}_ALGO, indexed by
      * sharc_coll_type_t; 0 = auto */
     int algo[5];
+    const char *tune_file; /* SHARC_TUNE_FILE: "" for none */
 } sharc_cfg_t;
 
 /* SHARC_TRANSPORT values; the registry in transport/ maps them to backends. */

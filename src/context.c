@@ -1,6 +1,7 @@
 /*
  * context.c: contexts. Creating one applies its logging settings process-wide (see
- * sharc/log.h) and warns about SHARC_* variables that name no knob.
+ * sharc/log.h), reads SHARC_TUNE_FILE's rules (coll/tune.c) and warns about SHARC_*
+ * variables that name no knob.
  */
 #include "config.h"
 
@@ -25,21 +26,33 @@ sharc_status_t sharc_context_create(sharc_config_h config, sharc_context_h *ctx_
     status = (config == NULL) ? sharc_config_create(0, &ctx->config)
                               : sharc_config_dup(config, &ctx->config);
     if (status != SHARC_OK) {
-        free(ctx);
-        return status;
+        goto err_free_ctx;
     }
     status = sharc_mem_table_create(&ctx->mem);
     if (status != SHARC_OK) {
-        sharc_config_destroy(ctx->config);
-        free(ctx);
-        return status;
+        goto err_destroy_config;
     }
     ctx->cfg = sharc_config_parsed(ctx->config);
     ctx->refs = 1;
+    /* logging first, so that the tune file's messages go where the user asked */
     sharc_log_configure(ctx->cfg->log_level, ctx->cfg->log_subsys, ctx->cfg->log_file);
+    if (ctx->cfg->tune_file[0] != '\0') {
+        status = sharc_coll_tune_load(ctx->cfg->tune_file, &ctx->tune);
+        if (status != SHARC_OK) {
+            goto err_destroy_mem;
+        }
+    }
     sharc_config_warn_unknown_env();
     *ctx_p = ctx;
     return SHARC_OK;
+
+err_destroy_mem:
+    sharc_mem_table_destroy(ctx->mem);
+err_destroy_config:
+    sharc_config_destroy(ctx->config);
+err_free_ctx:
+    free(ctx);
+    return status;
 }
 
 void sharc_context_get(sharc_context_h ctx)
@@ -50,6 +63,7 @@ void sharc_context_get(sharc_context_h ctx)
 void sharc_context_put(sharc_context_h ctx)
 {
     if (__atomic_sub_fetch(&ctx->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+        sharc_coll_tune_destroy(ctx->tune);
         sharc_mem_table_destroy(ctx->mem);
         sharc_config_destroy(ctx->config);
         free(ctx);

@@ -464,6 +464,9 @@ int main(int argc, char **argv)
     int iter = 0;
 
     CHECK(sharc_context_create(NULL, &ctx) == SHARC_OK);
+    if (check_failures != 0) {
+        return check_result("test_coll"); /* e.g. a bad SHARC_TUNE_FILE (tune_file.sh) */
+    }
     CHECK(sharc_comm_create(ctx, NULL, &comm) == SHARC_OK);
     if (check_failures != 0) {
         return check_result("test_coll");
