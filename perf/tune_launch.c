@@ -224,7 +224,7 @@ static int run_job(perf_tune_launcher_t *l, const char *line, const char *log,
         return -1;
     }
     if (pid == 0) {
-        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
         setpgid(0, 0); /* its own group, so a timeout stops all of it */
         if (fd >= 0) {
             dup2(fd, 1);
@@ -261,9 +261,13 @@ static int run_job(perf_tune_launcher_t *l, const char *line, const char *log,
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         char last[200];
         last_line(log, last, sizeof(last));
-        if (WIFSIGNALED(status)) {
-            perf_snprintf(r->error, sizeof(r->error), "killed by signal %d: %s", WTERMSIG(status),
-                          last);
+        /* the shell reports a job killed by a signal as 128 + the signal */
+        int sig = WIFSIGNALED(status) ? WTERMSIG(status)
+                  : WEXITSTATUS(status) > 128 && WEXITSTATUS(status) < 128 + 65
+                      ? WEXITSTATUS(status) - 128
+                      : 0;
+        if (sig != 0) {
+            perf_snprintf(r->error, sizeof(r->error), "killed by signal %d: %s", sig, last);
         } else {
             perf_snprintf(r->error, sizeof(r->error), "exit status %d: %s", WEXITSTATUS(status),
                           last);

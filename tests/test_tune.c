@@ -17,6 +17,8 @@
 #include "../perf/tune.h"
 #include "../perf/tune_launch.h"
 #include "../perf/tune_out.h"
+#include "../coll/tune.h"
+#include "../src/context.h"
 #include "../transport/topo/topo.h"
 #include "check.h"
 
@@ -456,13 +458,25 @@ static void test_outputs(void)
     CHECK(strstr(csv, "\nallreduce,131072,262143,nvls_tree,simple,16,1,2,-1,-1\n") != NULL);
     free(csv);
 
-    /* sharc's table: direct from 64 KiB up to the first size it lost at */
+    /* sharc's table: direct from 64 KiB up to the first size it lost at, as the library
+     * reads it (SHARC_TUNE_FILE) */
     char *conf = slurp(dir, "sharc-tune.conf");
     CHECK(strstr(conf, "allgather          2        65536       524287  direct\n") != NULL);
     free(conf);
+    sharc_coll_tune_t *tune = NULL;
+    char path[400];
+    snprintf(path, sizeof(path), "%s/sharc-tune.conf", dir);
+    CHECK(sharc_coll_tune_load(path, &tune) == SHARC_OK && tune != NULL && tune->nrules == 1);
+    if (tune != NULL) {
+        const sharc_coll_tune_rule_t *rule =
+            sharc_coll_tune_lookup(tune, SHARC_COLL_ALLGATHER, 2, 300000);
+        CHECK(rule != NULL && strcmp(rule->algo->name, "direct") == 0);
+        CHECK(sharc_coll_tune_lookup(tune, SHARC_COLL_ALLGATHER, 2, 524288) == NULL);
+        CHECK(sharc_coll_tune_lookup(tune, SHARC_COLL_ALLGATHER, 4, 65536) == NULL);
+        sharc_coll_tune_destroy(tune);
+    }
 
     /* tune.json back through --check's loader */
-    char path[400];
     snprintf(path, sizeof(path), "%s/tune.json", dir);
     CHECK(perf_tune_load(path, &saved, err, sizeof(err)) == 0);
     CHECK(strcmp(saved.fingerprint, "0123456789abcdef") == 0 && saved.np == 2);
