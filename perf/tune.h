@@ -103,8 +103,8 @@ void perf_tune_space_build(const perf_tune_target_t *t, perf_tune_space_t *space
  *     values KNOB V1 V2 ...   replace a knob's candidate values (a value: V, or K=V;K=V)
  *     drop KNOB ...           leave knobs out
  *     only KNOB ...           leave every other knob out
- *     add [per-size] VAR V1 V2 ... [for COLL,COLL]   a knob of the user's (an environment
- *                                                    variable NCCL_*, UCX_*, SHARC_*, FI_*)
+ *     add VAR V1 V2 ... [for COLL,COLL]   a global knob of the user's (an environment
+ *                                         variable NCCL_*, UCX_*, SHARC_*, FI_*)
  * '#' starts a comment. An unknown knob, command or collective, or a value with characters
  * a shell would read, is an error: 0, or -1 with the cause in err (file and line).
  */

@@ -433,6 +433,7 @@ int perf_tune_load(const char *path, perf_tune_saved_t *saved, char *err, size_t
     env_from_json(v, &saved->plan.global);
     for (size_t k = 0; k < json_object_array_length(colls); k++) {
         json_object *co = json_object_array_get_idx(colls, k), *sizes, *at, *kept, *tuned;
+        json_object *spread = NULL;
         const char *name = jstr(co, "collective");
         int c;
 
@@ -450,6 +451,7 @@ int perf_tune_load(const char *path, perf_tune_saved_t *saved, char *err, size_t
             goto out;
         }
         perf_tune_coll_plan_t *p = &saved->plan.coll[c];
+        json_object_object_get_ex(co, "spread", &spread);
         p->coll = c;
         p->n = (int)json_object_array_length(sizes);
         for (int i = 0; i < p->n; i++) {
@@ -457,6 +459,10 @@ int perf_tune_load(const char *path, perf_tune_saved_t *saved, char *err, size_t
             env_from_json(json_object_array_get_idx(at, i), &p->at[i]);
             p->kept[i] = json_object_get_boolean(json_object_array_get_idx(kept, i));
             saved->tuned[c][i] = json_object_get_double(json_object_array_get_idx(tuned, i));
+            saved->spread[c][i] =
+                spread != NULL && json_object_array_length(spread) == (size_t)p->n
+                    ? json_object_get_double(json_object_array_get_idx(spread, i))
+                    : 0;
         }
         saved->colls |= 1u << c;
     }
@@ -504,8 +510,9 @@ static void report_plot(const char *dir, const perf_tune_plan_t *plan)
     fprintf(f,
             "set terminal pngcairo size 1000,600 noenhanced\nset output '%s/report.png'\n"
             "set logscale x 2\nset format x '%%.0b%%B'\nset xlabel 'size'\n"
-            "set ylabel 'busbw (GB/s)'\nset key top left\nset grid\n"
-            "set title 'sharc-perf tune: default vs tuned busbw (bars: spread)'\nplot ",
+            "set ylabel 'busbw (GB/s)'\nset yrange [0:*]\nset key top left\nset grid\n"
+            "set title 'sharc-perf tune: default vs tuned busbw, medians (bars: the spread, "
+            "max - min)'\nplot ",
             dir);
     for (int b = 0, c = 0; c < PERF_TUNE_NCOLLS; c++) {
         if (plan->coll[c].n == 0) {
@@ -513,7 +520,7 @@ static void report_plot(const char *dir, const perf_tune_plan_t *plan)
         }
         fprintf(f,
                 "%s'%s/report.dat' index %d using 2:3 with linespoints dt 2 lc %d title '%s "
-                "default', '' index %d using 2:4:5 with yerrorlines lc %d title '%s tuned'",
+                "default', '' index %d using 2:4:($5/2) with yerrorlines lc %d title '%s tuned'",
                 b ? ", " : "", dir, b, b + 1, perf_tune_coll_names[c], b, b + 1,
                 perf_tune_coll_names[c]);
         b++;

@@ -15,7 +15,8 @@ typedef struct {
     unsigned colls;
     perf_tune_env_t base_env;
     perf_tune_plan_t plan; /* global, and per collective: sizes, at, kept */
-    double tuned[PERF_TUNE_NCOLLS][PERF_TUNE_MAX_SIZES]; /* busbw when it was tuned */
+    double tuned[PERF_TUNE_NCOLLS][PERF_TUNE_MAX_SIZES];  /* busbw when it was tuned */
+    double spread[PERF_TUNE_NCOLLS][PERF_TUNE_MAX_SIZES]; /* and its spread then */
 } perf_tune_saved_t;
 
 /*

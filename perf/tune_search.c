@@ -15,7 +15,9 @@
  *    table beats every round of the defaults and the medians are apart by more than the
  *    spread (max - min over the rounds of either) plus the noise floor; the global settings
  *    are kept when their geometric-mean gain over the table exceeds the median relative
- *    spread plus the noise floor. A setting within noise is not kept.
+ *    spread plus the noise floor (and the sizes whose per-size setting was dropped then run
+ *    again under the global settings alone, so the tuned figures are of what is written).
+ *    A setting within noise is not kept.
  * Sizes whose per-size settings differ are measured in separate launches, one per group
  * (sharc-perf sweeps one range per job); the search stops starting launches once the budget
  * share is spent, and says which knobs it did not try.
@@ -218,12 +220,12 @@ static int launch(search_t *s, int coll, size_t minb, size_t maxb, const perf_tu
 }
 
 /*
- * busbw of collective c with settings envs[i] at size i of its plan: one launch per group of
- * sizes with equal settings, over the group's range. 1 all measured, 0 a launch failed, -1
- * stop. Values of sizes not measured are 0.
+ * busbw of collective c with settings envs[i] at size i of its plan (the sizes need[] marks,
+ * all with NULL): one launch per group of sizes with equal settings, over the group's range.
+ * 1 all measured, 0 a launch failed, -1 stop. Values of sizes not measured are 0.
  */
-static int measure_map(search_t *s, int c, const perf_tune_env_t *envs, const char *tag,
-                       double *busbw, double *memcpy_bw)
+static int measure_map(search_t *s, int c, const perf_tune_env_t *envs, const int *need,
+                       const char *tag, double *busbw, double *memcpy_bw)
 {
     const perf_tune_coll_plan_t *p = &s->plan->coll[c];
     int done[PERF_TUNE_MAX_SIZES] = {0}, all = 1;
@@ -238,11 +240,11 @@ static int measure_map(search_t *s, int c, const perf_tune_env_t *envs, const ch
         int last = i;
         perf_tune_result_t r;
 
-        if (done[i]) {
+        if (done[i] || (need != NULL && !need[i])) {
             continue;
         }
         for (int j = i; j < p->n; j++) {
-            if (!done[j] && perf_tune_env_equal(&envs[i], &envs[j])) {
+            if (!done[j] && (need == NULL || need[j]) && perf_tune_env_equal(&envs[i], &envs[j])) {
                 last = j;
             }
         }
@@ -250,7 +252,7 @@ static int measure_map(search_t *s, int c, const perf_tune_env_t *envs, const ch
             return -1;
         }
         for (int j = i; j <= last; j++) {
-            if (done[j] || !perf_tune_env_equal(&envs[i], &envs[j])) {
+            if (done[j] || (need != NULL && !need[j]) || !perf_tune_env_equal(&envs[i], &envs[j])) {
                 continue;
             }
             done[j] = 1;
@@ -365,7 +367,7 @@ static int global_knob(search_t *s, const perf_tune_knob_t *k)
                 envs[i] = s->env[c][i];
                 perf_tune_env_apply(&envs[i], k->values[v]);
             }
-            int m = measure_map(s, c, envs, "search", got[c], NULL);
+            int m = measure_map(s, c, envs, NULL, "search", got[c], NULL);
             if (m < 0) {
                 return -1;
             }
@@ -422,7 +424,7 @@ static int per_size_knob(search_t *s, const perf_tune_knob_t *k, int c)
             envs[i] = s->env[c][i];
             perf_tune_env_apply(&envs[i], k->values[v]);
         }
-        if (measure_map(s, c, envs, "search", got, NULL) < 0) {
+        if (measure_map(s, c, envs, NULL, "search", got, NULL) < 0) {
             return -1;
         }
         for (int i = 0; i < p->n; i++) {
@@ -487,6 +489,54 @@ static double rounds_max(const rounds_t *r, int rounds, int i)
     return v;
 }
 
+/*
+ * With the global settings kept: the sizes whose per-size setting was dropped ran under it in
+ * the "table + global" rounds, which is not what is kept there. Measure them again with the
+ * global settings alone, so that the tuned figures are of what the outputs hold.
+ */
+static int finals_dropped(search_t *s, int rounds)
+{
+    perf_tune_plan_t *plan = s->plan;
+    static rounds_t again[PERF_TUNE_NCOLLS];
+    static int need[PERF_TUNE_NCOLLS][PERF_TUNE_MAX_SIZES];
+    int any[PERF_TUNE_NCOLLS] = {0};
+
+    for (int c = 0; c < PERF_TUNE_NCOLLS; c++) {
+        for (int i = 0; tuned_coll(s, c, ~0u) && i < plan->coll[c].n; i++) {
+            need[c][i] = plan->coll[c].at[i].n > 0 && !plan->coll[c].kept[i];
+            any[c] |= need[c][i];
+        }
+    }
+    for (int r = 0; r < rounds; r++) {
+        for (int c = 0; c < PERF_TUNE_NCOLLS; c++) {
+            perf_tune_env_t envs[PERF_TUNE_MAX_SIZES];
+            char tag[32];
+
+            if (!any[c]) {
+                continue;
+            }
+            for (int i = 0; i < plan->coll[c].n; i++) {
+                envs[i] = plan->global;
+            }
+            perf_snprintf(tag, sizeof(tag), "final.global.%d", r + 1);
+            if (measure_map(s, c, envs, need[c], tag, again[c].v[r], NULL) < 0) {
+                return -1;
+            }
+        }
+    }
+    for (int c = 0; c < PERF_TUNE_NCOLLS; c++) {
+        perf_tune_coll_plan_t *p = &plan->coll[c];
+        for (int i = 0; any[c] && i < p->n; i++) {
+            double sa;
+            if (need[c][i]) {
+                p->tuned[i] = rounds_median(&again[c], rounds, i, &sa);
+                p->spread[i] = sa > p->spread[i] ? sa : p->spread[i];
+            }
+        }
+    }
+    return 0;
+}
+
 static int finals(search_t *s, int with_global)
 {
     const perf_tune_opts_t *o = s->o;
@@ -496,12 +546,14 @@ static int finals(search_t *s, int with_global)
                                                     : o->rounds;
     static rounds_t base[PERF_TUNE_NCOLLS], table[PERF_TUNE_NCOLLS], full[PERF_TUNE_NCOLLS];
     int has_table[PERF_TUNE_NCOLLS] = {0};
+    static int has_at[PERF_TUNE_NCOLLS][PERF_TUNE_MAX_SIZES]; /* sizes with per-size settings */
     double logsum = 0, spreads[PERF_TUNE_NCOLLS * PERF_TUNE_MAX_SIZES];
     int count = 0, nspreads = 0;
 
     for (int c = 0; c < PERF_TUNE_NCOLLS; c++) {
         for (int i = 0; tuned_coll(s, c, ~0u) && i < plan->coll[c].n; i++) {
-            has_table[c] |= plan->coll[c].at[i].n > 0;
+            has_at[c][i] = plan->coll[c].at[i].n > 0;
+            has_table[c] |= has_at[c][i];
             base[c].ok[i] = table[c].ok[i] = full[c].ok[i] = 1;
         }
     }
@@ -518,21 +570,21 @@ static int finals(search_t *s, int with_global)
             }
             memset(envs, 0, sizeof(envs));
             perf_snprintf(tag, sizeof(tag), "final.%d", r + 1);
-            if (measure_map(s, c, envs, tag, base[c].v[r], base[c].cp[r]) < 0) {
+            if (measure_map(s, c, envs, NULL, tag, base[c].v[r], base[c].cp[r]) < 0) {
                 return -1;
             }
-            if (has_table[c] && measure_map(s, c, p->at, tag, table[c].v[r], NULL) < 0) {
+            if (has_table[c] && measure_map(s, c, p->at, has_at[c], tag, table[c].v[r], NULL) < 0) {
                 return -1;
             }
             for (int i = 0; with_global && i < p->n; i++) {
                 perf_tune_env_merge(&envs[i], &plan->proposed, &p->at[i]);
             }
-            if (with_global && measure_map(s, c, envs, tag, full[c].v[r], NULL) < 0) {
+            if (with_global && measure_map(s, c, envs, NULL, tag, full[c].v[r], NULL) < 0) {
                 return -1;
             }
             for (int i = 0; i < p->n; i++) {
                 base[c].ok[i] &= base[c].v[r][i] > 0;
-                table[c].ok[i] &= !has_table[c] || table[c].v[r][i] > 0;
+                table[c].ok[i] &= !has_at[c][i] || table[c].v[r][i] > 0;
                 full[c].ok[i] &= !with_global || full[c].v[r][i] > 0;
             }
         }
@@ -544,7 +596,7 @@ static int finals(search_t *s, int with_global)
 
         for (int i = 0; tuned_coll(s, c, ~0u) && i < p->n; i++) {
             double sb, st = 0, mb = rounds_median(&base[c], rounds, i, &sb);
-            double mt = has_table[c] ? rounds_median(&table[c], rounds, i, &st) : mb;
+            double mt = has_at[c][i] ? rounds_median(&table[c], rounds, i, &st) : mb;
             double cp[PERF_TUNE_MAX_ROUNDS];
 
             for (int k = 0; k < rounds; k++) {
@@ -561,13 +613,13 @@ static int finals(search_t *s, int with_global)
             p->tuned[i] = p->kept[i] ? mt : mb;
         }
     }
-    /* global settings: the table + them against the table (the defaults without a table) */
+    /* global settings: the table + them against the table (the defaults where it has nothing) */
     if (with_global) {
         for (int c = 0; c < PERF_TUNE_NCOLLS; c++) {
             perf_tune_coll_plan_t *p = &plan->coll[c];
 
             for (int i = 0; tuned_coll(s, c, ~0u) && i < p->n; i++) {
-                const rounds_t *ref = has_table[c] ? &table[c] : &base[c];
+                const rounds_t *ref = has_at[c][i] ? &table[c] : &base[c];
                 double sr, sf, mr = rounds_median(ref, rounds, i, &sr);
                 double mf = rounds_median(&full[c], rounds, i, &sf);
 
@@ -589,6 +641,9 @@ static int finals(search_t *s, int with_global)
                     p->tuned[i] = rounds_median(&full[c], rounds, i, &sf);
                     p->spread[i] = sf > p->spread[i] ? sf : p->spread[i];
                 }
+            }
+            if (finals_dropped(s, rounds) != 0) {
+                return -1;
             }
         }
         say(s, "tune: global settings: %.3fx over the table, spread %.1f%%: %s\n",
@@ -682,8 +737,8 @@ int perf_tune_compare(const perf_tune_opts_t *o, perf_tune_plan_t *plan)
                 perf_tune_env_merge(&envs[i], &plan->global, p->kept[i] ? &p->at[i] : &none[i]);
             }
             perf_snprintf(tag, sizeof(tag), "check.%d", r + 1);
-            if (measure_map(s, c, none, tag, base[c].v[r], base[c].cp[r]) < 0 ||
-                measure_map(s, c, envs, tag, saved[c].v[r], NULL) < 0) {
+            if (measure_map(s, c, none, NULL, tag, base[c].v[r], base[c].cp[r]) < 0 ||
+                measure_map(s, c, envs, NULL, tag, saved[c].v[r], NULL) < 0) {
                 goto out;
             }
         }
@@ -693,9 +748,14 @@ int perf_tune_compare(const perf_tune_opts_t *o, perf_tune_plan_t *plan)
 
         for (int i = 0; tuned_coll(s, c, ~0u) && i < p->n; i++) {
             double sb, st;
+            double cp[PERF_TUNE_MAX_ROUNDS];
             p->base[i] = rounds_median(&base[c], rounds, i, &sb);
             p->tuned[i] = rounds_median(&saved[c], rounds, i, &st);
             p->spread[i] = sb > st ? sb : st;
+            for (int k = 0; k < rounds; k++) {
+                cp[k] = base[c].cp[k][i];
+            }
+            p->memcpy[i] = median(cp, rounds);
         }
     }
     ret = 0;

@@ -453,11 +453,12 @@ int perf_tune_space_file(perf_tune_space_t *space, const char *path, char *err, 
                 value(&space->knobs[k], words[i]);
             }
         } else if (strcmp(words[0], "add") == 0) {
-            int w = 1, per_size = 0, last = nw;
+            int w = 1, last = nw;
             unsigned colls = PERF_TUNE_ALL_COLLS;
             if (w < nw && strcmp(words[w], "per-size") == 0) {
-                per_size = 1;
-                w++;
+                SPACE_ERR("an added knob is global: per-size settings need a table that "
+                          "carries them (sharc's algorithms, NCCL's algorithm, protocol and "
+                          "channels), and those knobs are built in");
             }
             if (nw >= 2 && strcmp(words[nw - 2], "for") == 0) {
                 colls = parse_colls(words[nw - 1]);
@@ -479,7 +480,7 @@ int perf_tune_space_file(perf_tune_space_t *space, const char *path, char *err, 
             if (last - w - 1 > PERF_TUNE_MAX_VALUES) {
                 SPACE_ERR("at most %d values", PERF_TUNE_MAX_VALUES);
             }
-            perf_tune_knob_t *k = knob(space, words[w], per_size, colls, "added by the space file");
+            perf_tune_knob_t *k = knob(space, words[w], 0, colls, "added by the space file");
             if (k == NULL) {
                 SPACE_ERR("too many knobs (at most %d)", PERF_TUNE_MAX_KNOBS);
             }
