@@ -298,7 +298,7 @@ static int space_file(const char *text, char *err, size_t len)
     int ret = perf_tune_space_file(&sp, path, err, len);
     if (ret == 0 && strstr(text, "only") != NULL) {
         CHECK(sp.nknobs == 2 && has_knob(&sp, "UCX_TLS") && has_knob(&sp, "NCCL_FOO"));
-        CHECK(sp.knobs[1].per_size && sp.knobs[1].colls == 1u << PERF_TUNE_ALLREDUCE);
+        CHECK(!sp.knobs[1].per_size && sp.knobs[1].colls == 1u << PERF_TUNE_ALLREDUCE);
         CHECK(sp.knobs[0].nvalues == 1 && strcmp(sp.knobs[0].values[0], "UCX_TLS=tcp,self") == 0);
     }
     return ret;
@@ -308,7 +308,7 @@ static void test_space_file(void)
 {
     char err[512];
 
-    CHECK(space_file("# comment\n\nvalues UCX_TLS tcp,self\nadd per-size NCCL_FOO 1 2 for "
+    CHECK(space_file("# comment\n\nvalues UCX_TLS tcp,self\nadd NCCL_FOO 1 2 for "
                      "allreduce\nonly UCX_TLS NCCL_FOO\n",
                      err, sizeof(err)) == 0);
     CHECK(space_file("drop UCX_NOPE\n", err, sizeof(err)) == -1 && strstr(err, ":1:") != NULL &&
@@ -323,6 +323,8 @@ static void test_space_file(void)
           strstr(err, "unknown collective") != NULL);
     CHECK(space_file("add UCX_TLS sm\n", err, sizeof(err)) == -1 && strstr(err, "already") != NULL);
     CHECK(space_file("values UCX_TLS\n", err, sizeof(err)) == -1);
+    CHECK(space_file("add per-size NCCL_FOO 1 2\n", err, sizeof(err)) == -1 &&
+          strstr(err, "global") != NULL);
 }
 
 static void test_expand(void)
