@@ -16,6 +16,8 @@ packages=(
     # tests: ss (free ports), network namespaces later; python3 builds topology fixtures;
     # clang + libFuzzer fuzz the parsers (tools/fuzz.sh)
     iproute2 procps python3 clang libclang-rt-dev
+    # verbs for real: a QEMU guest with soft-RoCE (tools/rdma-vm.sh, tests/rdma/)
+    qemu-system-x86 busybox-static cpio kmod
     # trainer: tokenizer training and the corpus (trainer/prepare_data.py), scaling plots
     python3-sentencepiece bible-kjv bible-kjv-text gnuplot-nox
 )
