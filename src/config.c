@@ -109,6 +109,14 @@ static const sharc_cfg_field_t sharc_cfg_table[] = {
      "Longest wait for a collective; past it the wait fails with a timeout naming the peer it "
      "waited for, and the communicator is failed.",
      SHARC_CFG_TIME, SHARC_CFG_OFF(timeout), NULL, 0, 0, 0},
+    {"IB_HCA", "",
+     "The verbs transport (SHARC_TRANSPORT=ib): the RDMA device, and optionally its port, as "
+     "mlx5_0 or mlx5_0:1; empty: the first device with an active port.",
+     SHARC_CFG_STRING, SHARC_CFG_OFF(ib_hca), NULL, 0, 0, 0},
+    {"IB_GID_INDEX", "-1",
+     "The verbs transport on RoCE: the GID table entry to use; -1: the port's RoCE v2 entry "
+     "with an IPv4 address (else any RoCE v2 entry).",
+     SHARC_CFG_INT, SHARC_CFG_OFF(ib_gid_index), NULL, 0, -1, 255},
     {"COLL_CHUNK", "1m",
      "Bytes per chunk of the pipelined ring and chain algorithms: smaller starts forwarding "
      "sooner, larger costs fewer messages.",

@@ -23,6 +23,8 @@ typedef struct {
     size_t bootstrap_max_msg; /* bytes */
     int transport;            /* sharc_cfg_transport_t */
     int shm_cma;              /* the shm transport may copy with process_vm_readv */
+    const char *ib_hca;       /* verbs: device[:port], "" for the first active */
+    int ib_gid_index;         /* verbs on RoCE: GID index, -1 for automatic */
     double timeout;           /* seconds a collective may take */
     size_t coll_chunk;        /* bytes per pipelined chunk of the ring and chain algorithms */
     size_t stage_chunk;       /* bytes per chunk of CUDA buffers staged through host memory */

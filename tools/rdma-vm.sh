@@ -79,6 +79,10 @@ mount -t proc proc /host/proc
 mount -t sysfs sys /host/sys
 mount -t devtmpfs dev /host/dev
 mkdir -p /host/dev/shm /host/dev/pts 2> /dev/null
+ln -sf /proc/self/fd /host/dev/fd
+ln -sf /proc/self/fd/0 /host/dev/stdin
+ln -sf /proc/self/fd/1 /host/dev/stdout
+ln -sf /proc/self/fd/2 /host/dev/stderr
 mount -t tmpfs tmpfs /host/dev/shm
 mount -t devpts devpts /host/dev/pts
 mount -t tmpfs tmpfs /host/tmp

@@ -19,16 +19,22 @@ extern const sharc_tp_ops_t sharc_tp_shm_ops;
 #ifdef HAVE_UCX
 extern const sharc_tp_ops_t sharc_tp_ucx_ops;
 #endif
+#ifdef HAVE_VERBS
+extern const sharc_tp_ops_t sharc_tp_ib_ops;
+#endif
 #ifdef HAVE_NCCL
 extern const sharc_tp_ops_t sharc_tp_nccl_ops;
 #endif
 
-/* In order of preference; later backends slot in here (ib). */
+/* In order of preference (ib only when SHARC_TRANSPORT=ib names it: UCX comes first). */
 static const sharc_tp_ops_t *const sharc_tp_backends[] = {
     &sharc_tp_self_ops,
     &sharc_tp_shm_ops,
 #ifdef HAVE_UCX
     &sharc_tp_ucx_ops,
+#endif
+#ifdef HAVE_VERBS
+    &sharc_tp_ib_ops,
 #endif
 #ifdef HAVE_NCCL
     &sharc_tp_nccl_ops,

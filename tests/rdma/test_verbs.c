@@ -40,8 +40,7 @@ static int tv_roce_v2_gid(tv_dev_t *d, int table_len)
         if (ibv_query_gid_ex(d->ctx, d->port, (uint32_t)i, &e, 0) != 0) {
             continue;
         }
-        if (e.gid_type == IBV_GID_TYPE_ROCE_V2 && e.gid.raw[10] == 0xff &&
-            e.gid.raw[11] == 0xff) {
+        if (e.gid_type == IBV_GID_TYPE_ROCE_V2 && e.gid.raw[10] == 0xff && e.gid.raw[11] == 0xff) {
             d->gid = e.gid;
             return i;
         }
@@ -112,8 +111,8 @@ static struct ibv_qp *tv_qp(tv_dev_t *d)
     CHECK(qp != NULL);
     if (qp != NULL) {
         CHECK(ibv_modify_qp(qp, &m,
-                            IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-                                IBV_QP_ACCESS_FLAGS) == 0);
+                            IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) ==
+              0);
     }
     return qp;
 }
@@ -138,8 +137,8 @@ static int tv_connect(tv_dev_t *d, struct ibv_qp *qp, uint32_t peer_qpn, uint32_
         a.ah_attr.grh.hop_limit = 64;
     }
     if (ibv_modify_qp(qp, &a,
-                      IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-                          IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) != 0) {
+                      IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                          IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) != 0) {
         return -1;
     }
     memset(&a, 0, sizeof(a));

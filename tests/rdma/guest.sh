@@ -1,0 +1,41 @@
+#!/bin/bash
+# guest.sh: what tests/rdma.sh runs inside the soft-RoCE guest (tests/rdma/vm.sh), from the
+# build directory: the verbs unit test, then sharc's ib transport (SHARC_TRANSPORT=ib) on
+# rxe0: point-to-point semantics and every collective (every dtype and op, f32 and bf16
+# included) at 2, 3 and 4 ranks, the sharding engine at 2; and the faults: a rank that dies
+# before a collective and a rank killed in the middle of a large transfer (the others fail
+# within SHARC_TIMEOUT, naming whom they waited for).
+. "$(dirname "$0")/../lib.sh"
+
+run_ok_match "verbs: RC QPs, RDMA write with immediate, a QP forced into error, a bad registration" \
+    "device rxe0.*rdma write with immediate of [0-9]+ bytes: ok.*QP in error: Work Request Flushed Error.*registering an unmapped range: Bad address" \
+    "$BIN/rdma/test_verbs"
+export SHARC_TRANSPORT=ib
+for n in 2 3 4; do
+    run_ok_match "ib: point to point, $n ranks" "transport ib: ok" "$LAUNCH" --mode env -n $n \
+        --timeout 200 -- "$BIN/test_tp_p2p"
+    run_ok "ib: every collective, $n ranks" "$LAUNCH" --mode env -n $n --timeout 300 -- \
+        "$BIN/test_coll" 100003
+done
+run_ok "ib: the sharding engine, 2 ranks" "$LAUNCH" --mode env -n 2 --timeout 300 -- \
+    "$BIN/test_shard"
+run_ok_match "ib: sharc-perf reports it" "transport ib.*33554432 +8388608 +f32" \
+    env SHARC_LOG_LEVEL=info "$LAUNCH" --mode env -n 2 --timeout 200 -- \
+    "$top_builddir/perf/sharc-perf" allgather -b 1M -e 32M -f 32 -n 2 -w 1
+
+crash_ranks=(--rank-env 0:SHARCTEST_CRASH_RANK=1 --rank-env 1:SHARCTEST_CRASH_RANK=1
+    --rank-env 2:SHARCTEST_CRASH_RANK=1)
+run_fail "ib: a rank dies before an allreduce" 60 \
+    "did not complete within 10 s \(SHARC_TIMEOUT\): waiting for rank .*the next collective: timed out" \
+    env SHARC_TIMEOUT=10s "$LAUNCH" --mode env -n 3 "${crash_ranks[@]}" --timeout 60 -- \
+    "$BIN/test_coll"
+# rank 1 killed (SIGKILL) 15 s in, inside a long run of 16 MiB all-gathers: rank 0 fails
+# within SHARC_TIMEOUT naming it. (On a real HCA the probe of a silent peer fails sooner, with
+# "transport retry counter exceeded"; rxe never reports a destroyed peer QP: writes to it
+# get no completion at all, so here the timeout is what notices.)
+run_fail "ib: a rank killed in the middle of a transfer" 90 \
+    "did not complete within 20 s \(SHARC_TIMEOUT\): waiting for rank 1" \
+    env SHARC_TIMEOUT=20s "$LAUNCH" --mode env -n 2 --timeout 120 -- sh -c \
+    'if [ "$RANK" = 1 ]; then exec timeout -s KILL 15 "$@"; fi; exec "$@"' sh \
+    "$top_builddir/perf/sharc-perf" allgather -b 16M -e 16M -n 100000 -w 0 -c 0
+finish

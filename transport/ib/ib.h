@@ -1,0 +1,121 @@
+/*
+ * ib.h: the raw-verbs transport (SHARC_TRANSPORT=ib): sharc's algorithms on InfiniBand or
+ * RoCE without UCX. One reliable-connected QP per peer, brought up through the bootstrap.
+ *
+ * Data moves by RDMA write with immediate into a ring of slots the receiver registered for
+ * that peer: each slot holds a header (tag, message size, offset) and a chunk of the
+ * message; the immediate names the slot. A sender uses a slot only while it holds a credit
+ * for it: the receiver writes the count of slots it has consumed into the sender's credit
+ * word (an RDMA write, no completion on the sender), so a sender never overruns the posted
+ * buffers. Large messages go as a pipeline of chunks, up to a ring's worth in flight.
+ * Chunks are staged through registered bounce slots on the sender and copied out of the
+ * ring on the receiver, so user buffers need no registration.
+ *
+ * Matching: per peer, messages arrive in order (one QP, in-order delivery); the first chunk
+ * of a message is matched against the receives posted for that peer, first posted first,
+ * by exact tag; a message with no receive yet is kept in an unexpected queue (its chunks
+ * copied out, its slots returned) until one is posted.
+ *
+ * Errors: a completion with an error status (retry exceeded when a peer died, a QP in the
+ * error state, a remote access error) fails that peer: every request on it completes with
+ * SHARC_ERR_REMOTE and the log names the peer and the verbs status. A peer this rank waits
+ * for (a receive posted, or a send out of credits) that has shown no sign of life for a
+ * second gets a probe, a zero-length RDMA write: if its side of the connection is gone the
+ * probe fails with "retry exceeded" within the QP's timeout, and so does the wait.
+ */
+#ifndef SHARC_TP_IB_H
+#define SHARC_TP_IB_H
+
+#include <infiniband/verbs.h>
+#include <pthread.h>
+
+#include "../transport.h"
+
+#define SHARC_IB_SLOTS      32         /* slots in a ring: chunks in flight per peer */
+#define SHARC_IB_SLOT_BYTES (64 << 10) /* header + chunk */
+
+/* At the start of every slot. */
+typedef struct {
+    uint64_t tag;
+    uint64_t total;  /* bytes of the whole message */
+    uint64_t offset; /* of this chunk in the message */
+    uint32_t len;    /* bytes of this chunk, after the header */
+    uint32_t pad;
+} sharc_ib_hdr_t;
+
+#define SHARC_IB_CHUNK (SHARC_IB_SLOT_BYTES - sizeof(sharc_ib_hdr_t))
+
+/* A message being received: matched (into req's buffer) or unexpected (into its own). */
+typedef struct sharc_ib_msg {
+    uint64_t tag;
+    size_t total, got;
+    char *data;          /* unexpected: malloc'd, total bytes */
+    sharc_tp_req_t *req; /* the receive it matched, or NULL */
+    struct sharc_ib_msg *next;
+} sharc_ib_msg_t;
+
+/* What each side tells the other at bring-up, per peer (through the bootstrap). */
+typedef struct {
+    uint32_t qpn, psn;
+    uint64_t ring_addr; /* my ring for you */
+    uint64_t credit_addr;
+    uint32_t ring_rkey, credit_rkey;
+    uint16_t lid;
+    uint8_t mtu; /* enum ibv_mtu */
+    uint8_t pad;
+    uint8_t gid[16];
+} sharc_ib_addr_t;
+
+typedef struct {
+    struct ibv_qp *qp;
+    int failed;
+    double last_heard; /* when a completion last showed the peer alive */
+    int probing;       /* a probe (zero-length write) is in flight */
+    /* receiving: my ring for this peer, and how much of it I consumed */
+    char *ring;
+    struct ibv_mr *ring_mr;
+    uint64_t consumed, reported;
+    int credit_writes;                         /* credit writes in flight */
+    sharc_ib_msg_t *cur;                       /* the message whose chunks are arriving */
+    sharc_ib_msg_t *unexp_head, *unexp_tail;   /* unexpected, in arrival order */
+    sharc_tp_req_t *posted_head, *posted_tail; /* receives not matched yet, in order */
+    /* sending: bounce slots, the peer's ring, credits */
+    char *bounce;
+    struct ibv_mr *bounce_mr;
+    sharc_tp_req_t *slot_req[SHARC_IB_SLOTS]; /* the send each bounce slot carries */
+    uint64_t sent;                            /* slots written */
+    uint64_t remote_ring, remote_credit;
+    uint32_t remote_ring_rkey, remote_credit_rkey;
+    sharc_tp_req_t *sendq_head, *sendq_tail; /* sends not fully posted, in order */
+} sharc_ib_peer_t;
+
+struct sharc_tp_comm {
+    pthread_mutex_t lock; /* recursive: completions post */
+    int rank, size;
+    struct ibv_context *ctx;
+    struct ibv_pd *pd;
+    struct ibv_cq *cq;
+    uint8_t port;
+    int gid_index; /* -1: InfiniBand, LID routing */
+    sharc_ib_peer_t *peers;
+    /* credits[p]: slots peer p has consumed of what I sent (it writes it); credit_src[p]:
+     * what I consumed of p's, the source of my writes to p */
+    uint64_t *credits, *credit_src;
+    struct ibv_mr *credits_mr, *credit_src_mr;
+    char dev_name[64];
+    double now; /* monotonic seconds at the start of the current progress call */
+};
+
+SHARC_HIDDEN sharc_status_t sharc_tp_ib_send(sharc_tp_comm_t *tp, int peer, uint64_t tag,
+                                             const void *buf, size_t bytes, sharc_tp_mem_t *mem,
+                                             sharc_tp_req_t *req);
+SHARC_HIDDEN sharc_status_t sharc_tp_ib_recv(sharc_tp_comm_t *tp, int peer, uint64_t tag, void *buf,
+                                             size_t bytes, sharc_tp_mem_t *mem,
+                                             sharc_tp_req_t *req);
+SHARC_HIDDEN int sharc_tp_ib_progress(sharc_tp_comm_t *tp);
+/* Fail every request on @p peer with SHARC_ERR_REMOTE (under tp->lock). */
+SHARC_HIDDEN void sharc_tp_ib_fail_peer(sharc_tp_comm_t *tp, int peer);
+/* Post the receive work requests that RDMA writes with immediate consume. */
+SHARC_HIDDEN int sharc_tp_ib_post_recvs(sharc_tp_comm_t *tp, int peer, int n);
+
+#endif

@@ -1,0 +1,545 @@
+/*
+ * ib_ep.c: point-to-point messages over the verbs transport: chunks written with immediate
+ * into the peer's ring under credits, matched by tag on arrival, completions from the
+ * completion queue in progress (ib.h has the protocol).
+ */
+#include "config.h"
+
+#define SHARC_THIS_SUBSYS SHARC_SUBSYS_TP
+
+#include <endian.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../../src/log.h"
+#include "ib.h"
+
+/* wr_id: what completed (kind), for which peer, which slot */
+enum { SHARC_IB_WR_PROBE = 0, SHARC_IB_WR_DATA = 1, SHARC_IB_WR_CREDIT = 2, SHARC_IB_WR_RECV = 3 };
+
+/* a peer waited for and silent this long gets a probe */
+#define SHARC_IB_PROBE_AFTER 1.0
+#define SHARC_IB_WR(_kind, _peer, _slot)                                                           \
+    (((uint64_t)(_kind) << 62) | ((uint64_t)(uint32_t)(_peer) << 32) | (uint32_t)(_slot))
+#define SHARC_IB_WR_KIND(_id) ((int)((_id) >> 62))
+#define SHARC_IB_WR_PEER(_id) ((int)(((_id) >> 32) & 0x3fffffff))
+#define SHARC_IB_WR_SLOT(_id) ((uint32_t)(_id))
+
+/* request fields while in flight (sharc_tp_req_t.tp_priv) */
+#define SHARC_IB_TAG(_r)    ((_r)->tp_priv[0].u64)
+#define SHARC_IB_BUF(_r)    ((_r)->tp_priv[1].ptr)
+#define SHARC_IB_OFF(_r)    ((_r)->tp_priv[2].u64) /* send: bytes posted; recv: capacity */
+#define SHARC_IB_FLIGHT(_r) ((_r)->tp_priv[3].u64) /* send: chunks in flight | ALL_POSTED */
+#define SHARC_IB_ALL_POSTED (1ull << 63)
+
+/* credit writes in flight per peer, at most (they share the send queue with data) */
+#define SHARC_IB_MAX_CREDIT_WRITES SHARC_IB_SLOTS
+
+static void sharc_ib_complete(sharc_tp_req_t *req, sharc_status_t status)
+{
+    if (sharc_tp_req_status(req) == SHARC_INPROGRESS) {
+        sharc_tp_req_complete(req, status);
+    }
+}
+
+void sharc_tp_ib_fail_peer(sharc_tp_comm_t *tp, int peer)
+{
+    sharc_ib_peer_t *p = &tp->peers[peer];
+    sharc_tp_req_t *req, *next;
+    sharc_ib_msg_t *m, *mnext;
+
+    if (p->failed) {
+        return;
+    }
+    p->failed = 1;
+    for (int s = 0; s < SHARC_IB_SLOTS; s++) {
+        if (p->slot_req[s] != NULL) {
+            req = p->slot_req[s];
+            p->slot_req[s] = NULL;
+            sharc_ib_complete(req, SHARC_ERR_REMOTE);
+        }
+    }
+    for (req = p->sendq_head; req != NULL; req = next) {
+        next = req->next;
+        sharc_ib_complete(req, SHARC_ERR_REMOTE);
+    }
+    p->sendq_head = p->sendq_tail = NULL;
+    for (req = p->posted_head; req != NULL; req = next) {
+        next = req->next;
+        sharc_ib_complete(req, SHARC_ERR_REMOTE);
+    }
+    p->posted_head = p->posted_tail = NULL;
+    if (p->cur != NULL && p->cur->req != NULL) { /* matched: not on the unexpected list */
+        sharc_ib_complete(p->cur->req, SHARC_ERR_REMOTE);
+        free(p->cur->data);
+        free(p->cur);
+    }
+    p->cur = NULL;
+    for (m = p->unexp_head; m != NULL; m = mnext) {
+        mnext = m->next;
+        if (m->req != NULL) {
+            sharc_ib_complete(m->req, SHARC_ERR_REMOTE);
+        }
+        free(m->data);
+        free(m);
+    }
+    p->unexp_head = p->unexp_tail = NULL;
+}
+
+static void sharc_ib_verbs_error(sharc_tp_comm_t *tp, int peer, const char *what, int err)
+{
+    if (!tp->peers[peer].failed) {
+        sharc_error("ib: rank %d: %s rank %d failed: %s", tp->rank, what, peer, strerror(err));
+        sharc_tp_ib_fail_peer(tp, peer);
+    }
+}
+
+int sharc_tp_ib_post_recvs(sharc_tp_comm_t *tp, int peer, int n)
+{
+    for (int i = 0; i < n; i++) {
+        struct ibv_recv_wr wr = {.wr_id = SHARC_IB_WR(SHARC_IB_WR_RECV, peer, 0)}, *bad;
+        int err = ibv_post_recv(tp->peers[peer].qp, &wr, &bad);
+
+        if (err != 0) {
+            return err;
+        }
+    }
+    return 0;
+}
+
+/* ---- receiving ---------------------------------------------------------------------------- */
+
+/* The receive's buffer is too short for the message: it fails, and says so. */
+static void sharc_ib_truncated(sharc_tp_comm_t *tp, int peer, sharc_tp_req_t *req, size_t total)
+{
+    sharc_error("ib: rank %d: a %zu-byte message from rank %d (tag %#llx) does not fit the "
+                "%llu-byte receive buffer",
+                tp->rank, total, peer, (unsigned long long)SHARC_IB_TAG(req),
+                (unsigned long long)SHARC_IB_OFF(req));
+    req->bytes = 0;
+    sharc_ib_complete(req, SHARC_ERR_INVALID);
+}
+
+/* A message fully here: its receive completes (from the message's own copy if unexpected). */
+static void sharc_ib_msg_done(sharc_tp_comm_t *tp, int peer, sharc_ib_msg_t *m)
+{
+    sharc_tp_req_t *req = m->req;
+
+    if (m->total > SHARC_IB_OFF(req)) {
+        sharc_ib_truncated(tp, peer, req, m->total);
+    } else {
+        if (m->data != NULL && m->total > 0) {
+            memcpy(SHARC_IB_BUF(req), m->data, m->total);
+        }
+        req->bytes = m->total;
+        sharc_ib_complete(req, SHARC_OK);
+    }
+    free(m->data);
+    free(m);
+}
+
+/* The first posted receive for @p tag, taken off the list; NULL if none. */
+static sharc_tp_req_t *sharc_ib_take_posted(sharc_ib_peer_t *p, uint64_t tag)
+{
+    sharc_tp_req_t *prev = NULL;
+
+    for (sharc_tp_req_t *req = p->posted_head; req != NULL; prev = req, req = req->next) {
+        if (SHARC_IB_TAG(req) == tag) {
+            if (prev == NULL) {
+                p->posted_head = req->next;
+            } else {
+                prev->next = req->next;
+            }
+            if (p->posted_tail == req) {
+                p->posted_tail = prev;
+            }
+            return req;
+        }
+    }
+    return NULL;
+}
+
+/* One chunk of a message from @p peer (from its ring slot, or a whole message to self). */
+static int sharc_ib_deliver(sharc_tp_comm_t *tp, int peer, const sharc_ib_hdr_t *h,
+                            const void *data)
+{
+    sharc_ib_peer_t *p = &tp->peers[peer];
+    sharc_ib_msg_t *m = p->cur;
+
+    sharc_trace("ib: rank %d: chunk from rank %d: tag %#llx offset %llu len %u total %llu%s",
+                tp->rank, peer, (unsigned long long)h->tag, (unsigned long long)h->offset, h->len,
+                (unsigned long long)h->total, m != NULL ? " (continues)" : "");
+    if (h->offset == 0 && m == NULL) {
+        m = calloc(1, sizeof(*m));
+        if (m == NULL) {
+            return -1;
+        }
+        m->tag = h->tag;
+        m->total = h->total;
+        m->req = sharc_ib_take_posted(p, h->tag);
+        if (m->req == NULL) { /* unexpected: kept, in arrival order */
+            m->data = malloc(h->total > 0 ? h->total : 1);
+            if (m->data == NULL) {
+                free(m);
+                return -1;
+            }
+            if (p->unexp_tail != NULL) {
+                p->unexp_tail->next = m;
+            } else {
+                p->unexp_head = m;
+            }
+            p->unexp_tail = m;
+        }
+        p->cur = m;
+    }
+    if (m == NULL || h->offset != m->got || h->total != m->total || h->len > m->total - m->got) {
+        sharc_error("ib: rank %d: a chunk from rank %d does not follow its message (offset %llu "
+                    "of %llu, %u bytes; expected offset %zu of %zu)",
+                    tp->rank, peer, (unsigned long long)h->offset, (unsigned long long)h->total,
+                    h->len, m != NULL ? m->got : 0, m != NULL ? m->total : 0);
+        return -1;
+    }
+    if (m->data != NULL) {
+        memcpy(m->data + h->offset, data, h->len);
+    } else if (m->total <= SHARC_IB_OFF(m->req)) {
+        memcpy((char *)SHARC_IB_BUF(m->req) + h->offset, data, h->len);
+    }
+    m->got += h->len;
+    if (m->got == m->total) {
+        p->cur = NULL;
+        if (m->req != NULL) {
+            sharc_ib_msg_done(tp, peer, m);
+        }
+        /* else: complete on the unexpected list, for a receive to come */
+    }
+    return 0;
+}
+
+sharc_status_t sharc_tp_ib_recv(sharc_tp_comm_t *tp, int peer, uint64_t tag, void *buf,
+                                size_t bytes, sharc_tp_mem_t *mem, sharc_tp_req_t *req)
+{
+    sharc_ib_peer_t *p;
+    sharc_ib_msg_t *m, *prev = NULL;
+    sharc_status_t status = SHARC_INPROGRESS;
+
+    if (peer < 0 || peer >= tp->size || tag > SHARC_TP_TAG_MAX) {
+        sharc_error("ib: receive from peer %d, tag %#llx: the peer must be in [0, %d) and the tag "
+                    "below 2^%d",
+                    peer, (unsigned long long)tag, tp->size, SHARC_TP_TAG_BITS);
+        return SHARC_ERR_INVALID;
+    }
+    pthread_mutex_lock(&tp->lock);
+    p = &tp->peers[peer];
+    if (p->failed) {
+        pthread_mutex_unlock(&tp->lock);
+        sharc_error("ib: rank %d cannot receive from rank %d: its connection failed earlier",
+                    tp->rank, peer);
+        return SHARC_ERR_REMOTE;
+    }
+    req->status = SHARC_INPROGRESS;
+    req->bytes = 0;
+    req->next = NULL;
+    SHARC_IB_BUF(req) = buf;
+    SHARC_IB_OFF(req) = bytes;
+    SHARC_IB_TAG(req) = tag;
+    for (m = p->unexp_head; m != NULL && m->tag != tag; prev = m, m = m->next) {
+    }
+    sharc_trace("ib: rank %d: receive from rank %d, tag %#llx, %zu bytes: %s", tp->rank, peer,
+                (unsigned long long)tag, bytes, m != NULL ? "an unexpected message" : "posted");
+    if (m != NULL) { /* the oldest unexpected message with this tag */
+        if (prev == NULL) {
+            p->unexp_head = m->next;
+        } else {
+            prev->next = m->next;
+        }
+        if (p->unexp_tail == m) {
+            p->unexp_tail = prev;
+        }
+        m->req = req;
+        if (m->got == m->total && p->cur != m) {
+            sharc_ib_msg_done(tp, peer, m);
+            status = SHARC_OK;
+        }
+        /* else its chunks are arriving: it completes with the last one */
+    } else if (p->posted_tail != NULL) {
+        p->posted_tail->next = req;
+        p->posted_tail = req;
+    } else {
+        p->posted_head = p->posted_tail = req;
+    }
+    pthread_mutex_unlock(&tp->lock);
+    (void)mem;
+    return status;
+}
+
+/* ---- sending ------------------------------------------------------------------------------ */
+
+/* Post the chunks of queued sends to @p peer while slots and credits last. */
+static void sharc_ib_push(sharc_tp_comm_t *tp, int peer)
+{
+    sharc_ib_peer_t *p = &tp->peers[peer];
+
+    while (p->sendq_head != NULL && !p->failed) {
+        sharc_tp_req_t *req = p->sendq_head;
+        uint64_t credit = __atomic_load_n(&tp->credits[peer], __ATOMIC_ACQUIRE);
+        uint32_t slot = (uint32_t)(p->sent % SHARC_IB_SLOTS);
+        size_t off = SHARC_IB_OFF(req), len;
+        char *b = p->bounce + (size_t)slot * SHARC_IB_SLOT_BYTES;
+        sharc_ib_hdr_t *h = (sharc_ib_hdr_t *)b;
+
+        if (p->sent - credit >= SHARC_IB_SLOTS || p->slot_req[slot] != NULL) {
+            return; /* no credit, or the bounce slot's last write has not completed */
+        }
+        len = req->bytes - off < SHARC_IB_CHUNK ? req->bytes - off : SHARC_IB_CHUNK;
+        h->tag = SHARC_IB_TAG(req);
+        h->total = req->bytes;
+        h->offset = off;
+        h->len = (uint32_t)len;
+        memcpy(b + sizeof(*h), (const char *)SHARC_IB_BUF(req) + off, len);
+
+        struct ibv_sge sge = {.addr = (uintptr_t)b,
+                              .length = (uint32_t)(sizeof(*h) + len),
+                              .lkey = p->bounce_mr->lkey};
+        struct ibv_send_wr wr = {.wr_id = SHARC_IB_WR(SHARC_IB_WR_DATA, peer, slot),
+                                 .sg_list = &sge,
+                                 .num_sge = 1,
+                                 .opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
+                                 .send_flags = IBV_SEND_SIGNALED,
+                                 .imm_data = htobe32(slot)},
+                           *bad;
+        wr.wr.rdma.remote_addr = p->remote_ring + (uint64_t)slot * SHARC_IB_SLOT_BYTES;
+        wr.wr.rdma.rkey = p->remote_ring_rkey;
+        int err = ibv_post_send(p->qp, &wr, &bad);
+        if (err != 0) {
+            sharc_ib_verbs_error(tp, peer, "posting a write to", err);
+            return;
+        }
+        sharc_trace("ib: rank %d: chunk %llu of tag %#llx (%zu of %zu bytes) to rank %d, slot %u",
+                    tp->rank, (unsigned long long)p->sent, (unsigned long long)h->tag, off + len,
+                    (size_t)req->bytes, peer, slot);
+        p->slot_req[slot] = req;
+        p->sent++;
+        SHARC_IB_OFF(req) = off + len;
+        SHARC_IB_FLIGHT(req)++;
+        if (off + len == req->bytes) { /* every chunk posted: off the queue */
+            SHARC_IB_FLIGHT(req) |= SHARC_IB_ALL_POSTED;
+            p->sendq_head = req->next;
+            if (p->sendq_head == NULL) {
+                p->sendq_tail = NULL;
+            }
+        }
+    }
+}
+
+sharc_status_t sharc_tp_ib_send(sharc_tp_comm_t *tp, int peer, uint64_t tag, const void *buf,
+                                size_t bytes, sharc_tp_mem_t *mem, sharc_tp_req_t *req)
+{
+    sharc_ib_peer_t *p;
+    sharc_status_t status = SHARC_INPROGRESS;
+
+    if (peer < 0 || peer >= tp->size || tag > SHARC_TP_TAG_MAX) {
+        sharc_error("ib: send to peer %d, tag %#llx: the peer must be in [0, %d) and the tag "
+                    "below 2^%d",
+                    peer, (unsigned long long)tag, tp->size, SHARC_TP_TAG_BITS);
+        return SHARC_ERR_INVALID;
+    }
+    pthread_mutex_lock(&tp->lock);
+    p = &tp->peers[peer];
+    if (p->failed) {
+        pthread_mutex_unlock(&tp->lock);
+        sharc_error("ib: rank %d cannot send to rank %d: its connection failed earlier", tp->rank,
+                    peer);
+        return SHARC_ERR_REMOTE;
+    }
+    req->status = SHARC_INPROGRESS;
+    req->bytes = bytes;
+    req->next = NULL;
+    SHARC_IB_BUF(req) = (void *)buf;
+    SHARC_IB_OFF(req) = 0;
+    SHARC_IB_FLIGHT(req) = 0;
+    SHARC_IB_TAG(req) = tag;
+    if (peer == tp->rank) { /* to self: delivered at once, whole */
+        sharc_ib_hdr_t h = {.tag = tag, .total = bytes, .offset = 0, .len = (uint32_t)bytes};
+        int ok = bytes <= UINT32_MAX && sharc_ib_deliver(tp, peer, &h, buf) == 0;
+        pthread_mutex_unlock(&tp->lock);
+        if (!ok) {
+            return SHARC_ERR_NOMEM;
+        }
+        sharc_tp_req_complete(req, SHARC_OK);
+        return SHARC_OK;
+    }
+    if (p->sendq_tail != NULL) {
+        p->sendq_tail->next = req;
+    } else {
+        p->sendq_head = req;
+    }
+    p->sendq_tail = req;
+    sharc_ib_push(tp, peer);
+    if (p->failed) {
+        status = SHARC_INPROGRESS; /* completed with the error by fail_peer */
+    }
+    pthread_mutex_unlock(&tp->lock);
+    (void)mem;
+    return status;
+}
+
+/* ---- progress ----------------------------------------------------------------------------- */
+
+/* Tell @p peer how many of its slots are consumed, if it has not heard it yet. */
+static void sharc_ib_report(sharc_tp_comm_t *tp, int peer)
+{
+    sharc_ib_peer_t *p = &tp->peers[peer];
+
+    if (p->failed || p->consumed == p->reported || p->credit_writes >= SHARC_IB_MAX_CREDIT_WRITES) {
+        return;
+    }
+    tp->credit_src[peer] = p->consumed;
+    struct ibv_sge sge = {.addr = (uintptr_t)&tp->credit_src[peer],
+                          .length = sizeof(uint64_t),
+                          .lkey = tp->credit_src_mr->lkey};
+    struct ibv_send_wr wr = {.wr_id = SHARC_IB_WR(SHARC_IB_WR_CREDIT, peer, 0),
+                             .sg_list = &sge,
+                             .num_sge = 1,
+                             .opcode = IBV_WR_RDMA_WRITE,
+                             .send_flags = IBV_SEND_SIGNALED},
+                       *bad;
+    wr.wr.rdma.remote_addr = p->remote_credit;
+    wr.wr.rdma.rkey = p->remote_credit_rkey;
+    int err = ibv_post_send(p->qp, &wr, &bad);
+    if (err != 0) {
+        sharc_ib_verbs_error(tp, peer, "posting a credit write to", err);
+        return;
+    }
+    p->reported = p->consumed;
+    p->credit_writes++;
+}
+
+static void sharc_ib_completion(sharc_tp_comm_t *tp, const struct ibv_wc *wc)
+{
+    int kind = SHARC_IB_WR_KIND(wc->wr_id), peer = SHARC_IB_WR_PEER(wc->wr_id);
+    sharc_ib_peer_t *p;
+
+    sharc_trace("ib: rank %d: completion kind %d peer %d slot %u status %d opcode %d", tp->rank,
+                kind, peer, SHARC_IB_WR_SLOT(wc->wr_id), (int)wc->status, (int)wc->opcode);
+    if (peer < 0 || peer >= tp->size) {
+        return;
+    }
+    p = &tp->peers[peer];
+    if (kind == SHARC_IB_WR_CREDIT) {
+        p->credit_writes--;
+    } else if (kind == SHARC_IB_WR_PROBE) {
+        p->probing = 0;
+    }
+    if (wc->status != IBV_WC_SUCCESS) {
+        if (!p->failed) {
+            sharc_error("ib: rank %d: %s rank %d failed: %s (verbs status %d, vendor error "
+                        "%#x)%s",
+                        tp->rank,
+                        kind == SHARC_IB_WR_RECV    ? "a receive from"
+                        : kind == SHARC_IB_WR_PROBE ? "a probe of"
+                                                    : "a write to",
+                        peer, ibv_wc_status_str(wc->status), (int)wc->status, wc->vendor_err,
+                        wc->status == IBV_WC_RETRY_EXC_ERR
+                            ? ": the peer does not answer (it died, or the network is cut)"
+                            : "");
+            sharc_tp_ib_fail_peer(tp, peer);
+        }
+        return;
+    }
+    p->last_heard = tp->now;
+    if (kind == SHARC_IB_WR_DATA) {
+        uint32_t slot = SHARC_IB_WR_SLOT(wc->wr_id);
+        sharc_tp_req_t *req = slot < SHARC_IB_SLOTS ? p->slot_req[slot] : NULL;
+
+        if (req == NULL) {
+            return;
+        }
+        p->slot_req[slot] = NULL;
+        SHARC_IB_FLIGHT(req)--;
+        if (SHARC_IB_FLIGHT(req) == SHARC_IB_ALL_POSTED) {
+            sharc_ib_complete(req, SHARC_OK);
+        }
+    } else if (kind == SHARC_IB_WR_RECV && !p->failed) {
+        uint32_t slot = be32toh(wc->imm_data);
+        const sharc_ib_hdr_t *h;
+
+        if (wc->opcode != IBV_WC_RECV_RDMA_WITH_IMM || slot >= SHARC_IB_SLOTS) {
+            sharc_error("ib: rank %d: unexpected completion from rank %d (opcode %d, slot %u)",
+                        tp->rank, peer, (int)wc->opcode, slot);
+            sharc_tp_ib_fail_peer(tp, peer);
+            return;
+        }
+        h = (const sharc_ib_hdr_t *)(p->ring + (size_t)slot * SHARC_IB_SLOT_BYTES);
+        if (h->len > SHARC_IB_CHUNK || sharc_ib_deliver(tp, peer, h, h + 1) != 0) {
+            sharc_tp_ib_fail_peer(tp, peer);
+            return;
+        }
+        p->consumed++;
+        int err = sharc_tp_ib_post_recvs(tp, peer, 1);
+        if (err != 0) {
+            sharc_ib_verbs_error(tp, peer, "reposting a receive for", err);
+        }
+    }
+}
+
+/*
+ * A peer this rank waits for (a receive posted or a message arriving, a send out of
+ * credits) and that has been silent for a while: a zero-length RDMA write shows whether its
+ * side of the connection still exists (the write then completes) or not (retry exceeded).
+ */
+static void sharc_ib_probe(sharc_tp_comm_t *tp, int peer)
+{
+    sharc_ib_peer_t *p = &tp->peers[peer];
+    int waiting = p->posted_head != NULL || p->cur != NULL || p->sendq_head != NULL;
+
+    if (p->failed || p->probing || !waiting || tp->now - p->last_heard < SHARC_IB_PROBE_AFTER) {
+        return;
+    }
+    struct ibv_send_wr wr = {.wr_id = SHARC_IB_WR(SHARC_IB_WR_PROBE, peer, 0),
+                             .sg_list = NULL,
+                             .num_sge = 0,
+                             .opcode = IBV_WR_RDMA_WRITE,
+                             .send_flags = IBV_SEND_SIGNALED},
+                       *bad;
+    wr.wr.rdma.remote_addr = p->remote_credit;
+    wr.wr.rdma.rkey = p->remote_credit_rkey;
+    int err = ibv_post_send(p->qp, &wr, &bad);
+    if (err != 0) {
+        sharc_ib_verbs_error(tp, peer, "probing", err);
+        return;
+    }
+    p->probing = 1;
+    p->last_heard = tp->now; /* the next probe a second after this one's answer at the latest */
+}
+
+int sharc_tp_ib_progress(sharc_tp_comm_t *tp)
+{
+    struct ibv_wc wc[32];
+    int n, total = 0;
+
+    struct timespec ts;
+
+    pthread_mutex_lock(&tp->lock);
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    tp->now = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    while ((n = ibv_poll_cq(tp->cq, 32, wc)) > 0) {
+        for (int i = 0; i < n; i++) {
+            sharc_ib_completion(tp, &wc[i]);
+        }
+        total += n;
+    }
+    for (int peer = 0; peer < tp->size; peer++) {
+        if (peer != tp->rank) {
+            sharc_ib_report(tp, peer);
+            sharc_ib_push(tp, peer);
+            sharc_ib_probe(tp, peer);
+        }
+    }
+    pthread_mutex_unlock(&tp->lock);
+    if (n < 0) {
+        sharc_error("ib: rank %d: polling the completion queue failed", tp->rank);
+        return SHARC_ERR_IO;
+    }
+    return total > 0;
+}

@@ -1,0 +1,426 @@
+/*
+ * ib_init.c: the verbs transport's setup: the device and port (SHARC_IB_HCA, else the first
+ * device with an active port), the GID for RoCE v2 (SHARC_IB_GID_INDEX, else the port's RoCE
+ * v2 entry with an IPv4 address; InfiniBand routes by LID), a ring, bounce slots and an RC
+ * QP per peer, addresses exchanged through the bootstrap, each QP taken INIT -> RTR -> RTS.
+ */
+#include "config.h"
+
+#define SHARC_THIS_SUBSYS SHARC_SUBSYS_TP
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../src/log.h"
+#include "ib.h"
+
+/* RC timeouts: 4.096 us * 2^14 = 67 ms per try, 7 retries: a dead peer shows in about 0.5 s */
+#define SHARC_IB_TIMEOUT   14
+#define SHARC_IB_RETRY     7
+#define SHARC_IB_RNR_RETRY 7
+
+static sharc_status_t sharc_tp_ib_query(const sharc_cfg_t *cfg)
+{
+    int n = 0;
+    struct ibv_device **list = ibv_get_device_list(&n);
+
+    if (list == NULL || n == 0) {
+        sharc_info("ib: no RDMA device (%s)", list == NULL ? strerror(errno) : "none listed");
+        if (list != NULL) {
+            ibv_free_device_list(list);
+        }
+        return SHARC_ERR_UNSUPPORTED;
+    }
+    ibv_free_device_list(list);
+    (void)cfg;
+    return SHARC_OK;
+}
+
+/* The RoCE v2 entry with an IPv4-mapped address (::ffff:a.b.c.d), else any RoCE v2; -1. */
+static int sharc_ib_roce_gid(struct ibv_context *ctx, uint8_t port, int len)
+{
+    int any = -1;
+
+    for (int i = 0; i < len; i++) {
+        struct ibv_gid_entry e;
+
+        if (ibv_query_gid_ex(ctx, port, (uint32_t)i, &e, 0) != 0 ||
+            e.gid_type != IBV_GID_TYPE_ROCE_V2) {
+            continue;
+        }
+        if (e.gid.raw[10] == 0xff && e.gid.raw[11] == 0xff) {
+            return i;
+        }
+        any = any < 0 ? i : any;
+    }
+    return any;
+}
+
+/* Open the device SHARC_IB_HCA names ("mlx5_0" or "mlx5_0:1"), or the first with an active
+ * port; fills tp->ctx, port, gid_index, dev_name and the port's attributes. */
+static sharc_status_t sharc_ib_open(sharc_tp_comm_t *tp, const sharc_cfg_t *cfg,
+                                    struct ibv_port_attr *pa)
+{
+    char want[64] = "";
+    int want_port = 0, n = 0;
+    struct ibv_device **list = ibv_get_device_list(&n);
+
+    if (cfg->ib_hca[0] != '\0') {
+        char *colon;
+        snprintf(want, sizeof(want), "%s", cfg->ib_hca);
+        colon = strchr(want, ':');
+        if (colon != NULL) {
+            *colon = '\0';
+            want_port = atoi(colon + 1);
+        }
+    }
+    for (int i = 0; list != NULL && i < n && tp->ctx == NULL; i++) {
+        const char *name = ibv_get_device_name(list[i]);
+        struct ibv_context *ctx;
+        struct ibv_device_attr da;
+
+        if (want[0] != '\0' && strcmp(name, want) != 0) {
+            continue;
+        }
+        ctx = ibv_open_device(list[i]);
+        if (ctx == NULL || ibv_query_device(ctx, &da) != 0) {
+            if (ctx != NULL) {
+                ibv_close_device(ctx);
+            }
+            continue;
+        }
+        for (int port = 1; port <= da.phys_port_cnt; port++) {
+            if ((want_port == 0 || port == want_port) &&
+                ibv_query_port(ctx, (uint8_t)port, pa) == 0 && pa->state == IBV_PORT_ACTIVE) {
+                tp->ctx = ctx;
+                tp->port = (uint8_t)port;
+                snprintf(tp->dev_name, sizeof(tp->dev_name), "%s", name);
+                break;
+            }
+        }
+        if (tp->ctx == NULL) {
+            ibv_close_device(ctx);
+        }
+    }
+    if (list != NULL) {
+        ibv_free_device_list(list);
+    }
+    if (tp->ctx == NULL) {
+        sharc_error("ib: %s%s%s has no active port%s", want[0] ? "device " : "no RDMA device", want,
+                    want[0] ? "" : " here", want[0] ? " (SHARC_IB_HCA)" : "");
+        return SHARC_ERR_UNSUPPORTED;
+    }
+    tp->gid_index = -1;
+    if (pa->link_layer == IBV_LINK_LAYER_ETHERNET) {
+        tp->gid_index = cfg->ib_gid_index >= 0
+                            ? cfg->ib_gid_index
+                            : sharc_ib_roce_gid(tp->ctx, tp->port, pa->gid_tbl_len);
+        if (tp->gid_index < 0) {
+            sharc_error("ib: %s port %u is RoCE but has no RoCE v2 GID (an IP address on its "
+                        "netdev?); SHARC_IB_GID_INDEX picks one",
+                        tp->dev_name, tp->port);
+            return SHARC_ERR_UNSUPPORTED;
+        }
+    }
+    sharc_info("ib: rank %d: %s port %u, %s, mtu %d%s", tp->rank, tp->dev_name, tp->port,
+               pa->link_layer == IBV_LINK_LAYER_ETHERNET ? "RoCE" : "InfiniBand",
+               128 << pa->active_mtu, tp->gid_index >= 0 ? ", RoCE v2 GID" : "");
+    return SHARC_OK;
+}
+
+static void *sharc_ib_alloc(size_t bytes)
+{
+    void *p = NULL;
+
+    return posix_memalign(&p, 4096, bytes) == 0 ? memset(p, 0, bytes) : NULL;
+}
+
+/* A peer's QP (to INIT), ring and bounce slots; the receives its writes consume. */
+static sharc_status_t sharc_ib_peer_setup(sharc_tp_comm_t *tp, int peer)
+{
+    sharc_ib_peer_t *p = &tp->peers[peer];
+    size_t bytes = (size_t)SHARC_IB_SLOTS * SHARC_IB_SLOT_BYTES;
+    struct ibv_qp_init_attr qa = {
+        .send_cq = tp->cq,
+        .recv_cq = tp->cq,
+        .cap = {.max_send_wr = 2 * SHARC_IB_SLOTS + 8,
+                .max_recv_wr = SHARC_IB_SLOTS + 4,
+                .max_send_sge = 1,
+                .max_recv_sge = 1},
+        .qp_type = IBV_QPT_RC,
+    };
+    struct ibv_qp_attr init = {.qp_state = IBV_QPS_INIT,
+                               .port_num = tp->port,
+                               .qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE};
+
+    p->ring = sharc_ib_alloc(bytes);
+    p->bounce = sharc_ib_alloc(bytes);
+    if (p->ring == NULL || p->bounce == NULL) {
+        return SHARC_ERR_NOMEM;
+    }
+    p->ring_mr =
+        ibv_reg_mr(tp->pd, p->ring, bytes, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    p->bounce_mr = ibv_reg_mr(tp->pd, p->bounce, bytes, IBV_ACCESS_LOCAL_WRITE);
+    if (p->ring_mr == NULL || p->bounce_mr == NULL) {
+        sharc_error("ib: registering %zu bytes of buffers for rank %d failed: %s", 2 * bytes, peer,
+                    strerror(errno));
+        return SHARC_ERR_NOMEM;
+    }
+    p->qp = ibv_create_qp(tp->pd, &qa);
+    if (p->qp == NULL) {
+        sharc_error("ib: creating a QP for rank %d failed: %s", peer, strerror(errno));
+        return SHARC_ERR_IO;
+    }
+    if (ibv_modify_qp(p->qp, &init,
+                      IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) != 0 ||
+        sharc_tp_ib_post_recvs(tp, peer, SHARC_IB_SLOTS) != 0) {
+        sharc_error("ib: QP for rank %d: INIT or its receives failed: %s", peer, strerror(errno));
+        return SHARC_ERR_IO;
+    }
+    return SHARC_OK;
+}
+
+/* INIT -> RTR -> RTS toward what the peer sent. */
+static sharc_status_t sharc_ib_connect(sharc_tp_comm_t *tp, int peer, const sharc_ib_addr_t *mine,
+                                       const sharc_ib_addr_t *theirs)
+{
+    sharc_ib_peer_t *p = &tp->peers[peer];
+    struct ibv_qp_attr a = {
+        .qp_state = IBV_QPS_RTR,
+        .path_mtu = (enum ibv_mtu)(mine->mtu < theirs->mtu ? mine->mtu : theirs->mtu),
+        .dest_qp_num = theirs->qpn,
+        .rq_psn = theirs->psn,
+        .max_dest_rd_atomic = 1,
+        .min_rnr_timer = 12,
+        .ah_attr = {.dlid = theirs->lid, .port_num = tp->port},
+    };
+
+    if (tp->gid_index >= 0) {
+        a.ah_attr.is_global = 1;
+        memcpy(a.ah_attr.grh.dgid.raw, theirs->gid, 16);
+        a.ah_attr.grh.sgid_index = (uint8_t)tp->gid_index;
+        a.ah_attr.grh.hop_limit = 64;
+    }
+    if (ibv_modify_qp(p->qp, &a,
+                      IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                          IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) != 0) {
+        sharc_error("ib: QP to rank %d: INIT -> RTR failed: %s", peer, strerror(errno));
+        return SHARC_ERR_IO;
+    }
+    memset(&a, 0, sizeof(a));
+    a.qp_state = IBV_QPS_RTS;
+    a.timeout = SHARC_IB_TIMEOUT;
+    a.retry_cnt = SHARC_IB_RETRY;
+    a.rnr_retry = SHARC_IB_RNR_RETRY;
+    a.sq_psn = mine->psn;
+    a.max_rd_atomic = 1;
+    if (ibv_modify_qp(p->qp, &a,
+                      IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                          IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) != 0) {
+        sharc_error("ib: QP to rank %d: RTR -> RTS failed: %s", peer, strerror(errno));
+        return SHARC_ERR_IO;
+    }
+    p->remote_ring = theirs->ring_addr;
+    p->remote_ring_rkey = theirs->ring_rkey;
+    p->remote_credit = theirs->credit_addr;
+    p->remote_credit_rkey = theirs->credit_rkey;
+    return SHARC_OK;
+}
+
+static void sharc_tp_ib_comm_destroy(sharc_tp_comm_t *tp)
+{
+    if (tp == NULL) {
+        return;
+    }
+    for (int r = 0; tp->peers != NULL && r < tp->size; r++) {
+        sharc_ib_peer_t *p = &tp->peers[r];
+
+        if (r != tp->rank) {
+            sharc_tp_ib_fail_peer(tp, r); /* frees what is queued; nothing should be */
+        }
+        if (p->qp != NULL) {
+            ibv_destroy_qp(p->qp);
+        }
+        if (p->ring_mr != NULL) {
+            ibv_dereg_mr(p->ring_mr);
+        }
+        if (p->bounce_mr != NULL) {
+            ibv_dereg_mr(p->bounce_mr);
+        }
+        free(p->ring);
+        free(p->bounce);
+    }
+    if (tp->peers != NULL && tp->rank < tp->size) {
+        sharc_tp_ib_fail_peer(tp, tp->rank); /* unexpected messages to self */
+    }
+    if (tp->credits_mr != NULL) {
+        ibv_dereg_mr(tp->credits_mr);
+    }
+    if (tp->credit_src_mr != NULL) {
+        ibv_dereg_mr(tp->credit_src_mr);
+    }
+    if (tp->cq != NULL) {
+        ibv_destroy_cq(tp->cq);
+    }
+    if (tp->pd != NULL) {
+        ibv_dealloc_pd(tp->pd);
+    }
+    if (tp->ctx != NULL) {
+        ibv_close_device(tp->ctx);
+    }
+    free(tp->credits);
+    free(tp->credit_src);
+    free(tp->peers);
+    pthread_mutex_destroy(&tp->lock);
+    free(tp);
+}
+
+static sharc_status_t sharc_tp_ib_comm_create(const sharc_tp_comm_params_t *params,
+                                              sharc_tp_comm_t **tp_p)
+{
+    sharc_tp_comm_t *tp = calloc(1, sizeof(*tp));
+    sharc_ib_addr_t *mine = NULL, *theirs = NULL;
+    int *oks = NULL;
+    struct ibv_port_attr pa;
+    pthread_mutexattr_t attr;
+    sharc_status_t status = SHARC_ERR_NOMEM;
+    union ibv_gid gid = {0};
+    size_t cbytes;
+    int n;
+
+    if (tp == NULL) {
+        return SHARC_ERR_NOMEM;
+    }
+    pthread_mutexattr_init(&attr);
+    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutex_init(&tp->lock, &attr);
+    pthread_mutexattr_destroy(&attr);
+    tp->rank = params->rank;
+    tp->size = n = params->size;
+    cbytes = (size_t)n * sizeof(uint64_t);
+    tp->peers = calloc((size_t)n, sizeof(*tp->peers));
+    tp->credits = sharc_ib_alloc(cbytes);
+    tp->credit_src = sharc_ib_alloc(cbytes);
+    mine = calloc((size_t)n, sizeof(*mine));
+    theirs = calloc((size_t)n, sizeof(*theirs));
+    oks = calloc((size_t)n, sizeof(*oks));
+    if (tp->peers == NULL || tp->credits == NULL || tp->credit_src == NULL || mine == NULL ||
+        theirs == NULL || oks == NULL) {
+        goto err;
+    }
+    /* every rank opens its device, even if a step fails, so that the exchange below (a
+     * collective) is reached by all; a failure is agreed on after it */
+    status = sharc_ib_open(tp, params->cfg, &pa);
+    if (status == SHARC_OK) {
+        tp->pd = ibv_alloc_pd(tp->ctx);
+        tp->cq = ibv_create_cq(tp->ctx, (n - 1) * (3 * SHARC_IB_SLOTS + 16) + 16, NULL, NULL, 0);
+        tp->credits_mr = tp->pd != NULL
+                             ? ibv_reg_mr(tp->pd, tp->credits, cbytes,
+                                          IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE)
+                             : NULL;
+        tp->credit_src_mr = tp->pd != NULL
+                                ? ibv_reg_mr(tp->pd, tp->credit_src, cbytes, IBV_ACCESS_LOCAL_WRITE)
+                                : NULL;
+        if (tp->pd == NULL || tp->cq == NULL || tp->credits_mr == NULL ||
+            tp->credit_src_mr == NULL) {
+            sharc_error("ib: %s: protection domain, completion queue or credit registration "
+                        "failed: %s",
+                        tp->dev_name, strerror(errno));
+            status = SHARC_ERR_IO;
+        }
+    }
+    if (status == SHARC_OK && tp->gid_index >= 0 &&
+        ibv_query_gid(tp->ctx, tp->port, tp->gid_index, &gid) != 0) {
+        sharc_error("ib: %s port %u: reading GID %d failed", tp->dev_name, tp->port, tp->gid_index);
+        status = SHARC_ERR_IO;
+    }
+    for (int r = 0; status == SHARC_OK && r < n; r++) {
+        if (r == tp->rank) {
+            continue;
+        }
+        status = sharc_ib_peer_setup(tp, r);
+        if (status == SHARC_OK) {
+            sharc_ib_peer_t *p = &tp->peers[r];
+            mine[r].qpn = p->qp->qp_num;
+            mine[r].psn = (uint32_t)((tp->rank * 7919u + (unsigned)r * 104729u) & 0xffffff);
+            mine[r].ring_addr = (uintptr_t)p->ring;
+            mine[r].ring_rkey = p->ring_mr->rkey;
+            mine[r].credit_addr = (uintptr_t)&tp->credits[r];
+            mine[r].credit_rkey = tp->credits_mr->rkey;
+            mine[r].lid = pa.lid;
+            mine[r].mtu = (uint8_t)pa.active_mtu;
+            memcpy(mine[r].gid, gid.raw, 16);
+        }
+    }
+    /* an all-zero address tells the peers this rank failed */
+    sharc_status_t xs = sharc_boot_alltoall(params->boot, mine, theirs, sizeof(*mine));
+    if (xs != SHARC_OK) {
+        status = xs;
+        goto err;
+    }
+    for (int r = 0; status == SHARC_OK && r < n; r++) {
+        if (r != tp->rank && theirs[r].qpn == 0) {
+            sharc_error("ib: rank %d could not set up its side of the connection to rank %d", r,
+                        tp->rank);
+            status = SHARC_ERR_REMOTE;
+        }
+    }
+    for (int r = 0; status == SHARC_OK && r < n; r++) {
+        if (r != tp->rank) {
+            status = sharc_ib_connect(tp, r, &mine[r], &theirs[r]);
+        }
+    }
+    /* every QP ready to receive before anyone sends; a failure is every rank's */
+    int ok = status == SHARC_OK;
+    xs = sharc_boot_allgather(params->boot, &ok, oks, sizeof(int));
+    for (int r = 0; xs == SHARC_OK && status == SHARC_OK && r < n; r++) {
+        if (!oks[r]) {
+            sharc_error("ib: rank %d could not bring up its connections", r);
+            status = SHARC_ERR_REMOTE;
+        }
+    }
+    if (xs != SHARC_OK) {
+        status = xs;
+    }
+    if (status != SHARC_OK) {
+        goto err;
+    }
+    free(mine);
+    free(theirs);
+    free(oks);
+    *tp_p = tp;
+    return SHARC_OK;
+
+err:
+    free(mine);
+    free(theirs);
+    free(oks);
+    sharc_tp_ib_comm_destroy(tp);
+    return status;
+}
+
+/* Give up: every request on every peer fails now. */
+static void sharc_tp_ib_abort(sharc_tp_comm_t *tp)
+{
+    pthread_mutex_lock(&tp->lock);
+    for (int r = 0; r < tp->size; r++) {
+        if (r != tp->rank) {
+            sharc_tp_ib_fail_peer(tp, r);
+        }
+    }
+    pthread_mutex_unlock(&tp->lock);
+}
+
+const sharc_tp_ops_t sharc_tp_ib_ops = {
+    .version = SHARC_TP_OPS_VERSION,
+    .name = "ib",
+    .caps = SHARC_TP_CAP_P2P | SHARC_TP_CAP_HOST_MEM | SHARC_TP_CAP_REMOTE,
+    .query = sharc_tp_ib_query,
+    .comm_create = sharc_tp_ib_comm_create,
+    .comm_destroy = sharc_tp_ib_comm_destroy,
+    .abort = sharc_tp_ib_abort,
+    .send = sharc_tp_ib_send,
+    .recv = sharc_tp_ib_recv,
+    .progress = sharc_tp_ib_progress,
+};
