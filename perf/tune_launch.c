@@ -43,9 +43,15 @@ static void result_key(const perf_tune_launcher_t *l, int coll, size_t minb, siz
 {
     char text[PERF_TUNE_MAX_KV * (PERF_TUNE_NAME + PERF_TUNE_VALUE)];
 
+    char base[PERF_TUNE_MAX_KV * (PERF_TUNE_NAME + PERF_TUNE_VALUE)];
+
     perf_tune_env_text(env, text, sizeof(text));
-    perf_snprintf(key, len, "%s|np=%d|%zu-%zu|%s|%s", perf_tune_coll_names[coll], l->np, minb, maxb,
-                  text, tag);
+    perf_tune_env_text(&l->base_env, base, sizeof(base));
+    /* everything that changes what a job measures: a resumed run with other options
+     * measures again */
+    perf_snprintf(key, len, "%s|np=%d|%zu-%zu|n=%d,w=%d,%s,%s|base %s|launch %s|%s|%s",
+                  perf_tune_coll_names[coll], l->np, minb, maxb, l->iters, l->warmup, l->dtype,
+                  l->cuda ? "cuda" : "host", base, l->launch, text, tag);
 }
 
 static void json_doubles(json_object *o, const char *name, const double *v, int n)
@@ -225,7 +231,12 @@ static int run_job(perf_tune_launcher_t *l, const char *line, const char *log,
     }
     if (pid == 0) {
         int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-        setpgid(0, 0); /* its own group, so a timeout stops all of it */
+        int null = open("/dev/null", O_RDONLY);
+        setpgid(0, 0);   /* its own group, so a timeout stops all of it */
+        if (null >= 0) { /* a launcher reading a terminal from the background would stop */
+            dup2(null, 0);
+            close(null);
+        }
         if (fd >= 0) {
             dup2(fd, 1);
             dup2(fd, 2);
@@ -298,7 +309,10 @@ static int read_results(const char *path, perf_tune_result_t *r)
             goto out;
         }
         r->size[r->n] = (size_t)json_object_get_int64(v);
-        json_object_object_get_ex(oop, "busbw_gbps", &v);
+        if (!json_object_object_get_ex(oop, "busbw_gbps", &v)) {
+            perf_snprintf(r->error, sizeof(r->error), "no busbw in %s", path);
+            goto out;
+        }
         r->busbw[r->n] = json_object_get_double(v);
         r->memcpy[r->n] =
             json_object_object_get_ex(e, "memcpy_gbps", &v) ? json_object_get_double(v) : 0;
@@ -376,6 +390,9 @@ int perf_tune_measure(void *arg, int coll, size_t minb, size_t maxb, const perf_
     if (tune_interrupted) {
         return -1; /* not journaled: measured again on resume */
     }
+    if (r->seconds == 0 && !r->ok) {
+        return 0; /* the job never ran (fork failed, line too long): not journaled */
+    }
     if (!r->ok) {
         char tail[sizeof(r->error) - 40];
         perf_snprintf(tail, sizeof(tail), "%s", r->error);
@@ -408,10 +425,15 @@ int perf_tune_launcher_open(perf_tune_launcher_t *l, char *err, size_t errlen)
         return -1;
     }
     perf_snprintf(path, sizeof(path), "%s/results.jsonl", l->dir);
-    if (journal_load(l, path) != 0 || (l->journal = fopen(path, "a")) == NULL) {
+    if (journal_load(l, path) != 0 || (l->journal = fopen(path, "a+")) == NULL) {
         perf_snprintf(err, errlen, "cannot use the journal %s: %s", path, strerror(errno));
         return -1;
     }
+    /* a line cut by a crash is ended, so that the next record starts on its own line */
+    if (fseek(l->journal, -1, SEEK_END) == 0 && fgetc(l->journal) != '\n') {
+        fputc('\n', l->journal);
+    }
+    fseek(l->journal, 0, SEEK_END);
     /* numbering of logs continues after what an earlier run left */
     for (l->seq = 0;; l->seq++) {
         perf_snprintf(path, sizeof(path), "%s/logs/%04d.log", l->dir, l->seq + 1);

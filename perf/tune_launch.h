@@ -10,7 +10,7 @@
 #define PERF_TUNE_PATH 512
 
 typedef struct {
-    char key[2048];
+    char key[16384];
     perf_tune_result_t result;
 } perf_tune_cached_t;
 

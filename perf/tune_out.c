@@ -459,10 +459,9 @@ int perf_tune_load(const char *path, perf_tune_saved_t *saved, char *err, size_t
             env_from_json(json_object_array_get_idx(at, i), &p->at[i]);
             p->kept[i] = json_object_get_boolean(json_object_array_get_idx(kept, i));
             saved->tuned[c][i] = json_object_get_double(json_object_array_get_idx(tuned, i));
-            saved->spread[c][i] =
-                spread != NULL && json_object_array_length(spread) == (size_t)p->n
-                    ? json_object_get_double(json_object_array_get_idx(spread, i))
-                    : 0;
+            saved->spread[c][i] = spread != NULL && json_object_array_length(spread) == (size_t)p->n
+                                      ? json_object_get_double(json_object_array_get_idx(spread, i))
+                                      : 0;
         }
         saved->colls |= 1u << c;
     }

@@ -141,9 +141,9 @@ static int dbl_cmp(const void *a, const void *b)
 
 static double median(const double *v, int n)
 {
-    double s[64];
+    double s[PERF_TUNE_NCOLLS * PERF_TUNE_MAX_SIZES];
 
-    if (n <= 0 || n > 64) {
+    if (n <= 0 || n > (int)(sizeof(s) / sizeof(s[0]))) {
         return 0;
     }
     memcpy(s, v, (size_t)n * sizeof(*v));
@@ -619,10 +619,15 @@ static int finals(search_t *s, int with_global)
             perf_tune_coll_plan_t *p = &plan->coll[c];
 
             for (int i = 0; tuned_coll(s, c, ~0u) && i < p->n; i++) {
+                /* where a per-size setting was dropped, "table + global" ran with it, which
+                 * is not what would be written: those sizes do not vote */
                 const rounds_t *ref = has_at[c][i] ? &table[c] : &base[c];
                 double sr, sf, mr = rounds_median(ref, rounds, i, &sr);
                 double mf = rounds_median(&full[c], rounds, i, &sf);
 
+                if (has_at[c][i] && !p->kept[i]) {
+                    continue;
+                }
                 if (full[c].ok[i] && ref->ok[i] && mr > 0) {
                     logsum += log(mf / mr);
                     count++;

@@ -37,12 +37,14 @@ run_ok() {
 }
 
 # run_ok_match DESCRIPTION PATTERN COMMAND...: the command must succeed and its output match
-# the extended regex PATTERN (to show which path it took).
+# the extended regex PATTERN (to show which path it took). The output stays in last_out for
+# further checks.
 run_ok_match() {
     local what=$1 pattern=$2; shift 2
     local out st
     out=$("$@" 2>&1)
     st=$?
+    last_out=$out
     if [ $st -ne 0 ]; then
         echo "FAIL: $what (exit $st)"
         echo "$out" | tail -40

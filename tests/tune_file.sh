@@ -19,27 +19,16 @@ allgather       2   0        18446744073709551615  direct
 reduce_scatter  *   0        18446744073709551615  ring
 EOF
 
-# run_tuned DESCRIPTION PATTERN COMMAND...: like run_ok_match, and no allgather on 2 ranks
-# may have been chosen by anything but the tune file.
+# run_tuned DESCRIPTION PATTERN COMMAND...: run_ok_match, and no allgather on 2 ranks may
+# have been chosen by anything but the tune file.
 run_tuned() {
-    local what=$1 pattern=$2; shift 2
-    local out st
-    out=$("$@" 2>&1)
-    st=$?
-    if [ $st -ne 0 ]; then
-        echo "FAIL: $what (exit $st)"
-        echo "$out" | tail -40
-        failures=$((failures + 1))
-    elif ! echo "$out" | grep -Ezq -- "$pattern"; then
-        echo "FAIL: $what: output does not match /$pattern/"
-        echo "$out" | tail -40
-        failures=$((failures + 1))
-    elif echo "$out" | grep -E "allgather [0-9]+ B on 2 ranks: " | grep -vq "(tune file "; then
+    local what=$1 before=$failures
+    run_ok_match "$@"
+    [ $failures -eq $before ] || return
+    if echo "$last_out" | grep -E "allgather [0-9]+ B on 2 ranks: " | grep -vq "(tune file "; then
         echo "FAIL: $what: an allgather was not chosen by the tune file"
-        echo "$out" | grep -E "allgather [0-9]+ B on 2 ranks: " | grep -v "(tune file " | head
+        echo "$last_out" | grep -E "allgather [0-9]+ B on 2 ranks: " | grep -v "(tune file " | head
         failures=$((failures + 1))
-    else
-        echo "ok: $what"
     fi
 }
 

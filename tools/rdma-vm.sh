@@ -12,7 +12,8 @@
 #
 # The guest has no root file system of its own: /init mounts the host's / read-only over
 # virtio-9p and runs the test command chrooted into it, so every library and every program
-# built on the host runs inside unchanged. Writable: /tmp, /run, /dev/shm (tmpfs).
+# built on the host runs inside unchanged. Writable: /tmp (an overlay on the host's, changes
+# kept in the guest), /run and /dev/shm (tmpfs).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 dir=${1:-$top/build/rdma-vm}
@@ -47,7 +48,7 @@ mkdir -p "$root"/{bin,dev,proc,sys,host,lib/modules}
 cp /bin/busybox "$root/bin/busybox"
 ln -s busybox "$root/bin/sh"
 # crc32_generic: rxe checksums its packets with the crypto API's crc32
-mods="virtio_pci 9pnet_virtio 9p dummy crc32_generic rdma_rxe ib_uverbs rdma_ucm"
+mods="virtio_pci 9pnet_virtio 9p overlay dummy crc32_generic rdma_rxe ib_uverbs rdma_ucm"
 moddir=$dir/kernel/lib/modules/$ver
 mkdir -p "$root/lib/modules/$ver"
 for m in $mods; do
@@ -85,7 +86,11 @@ ln -sf /proc/self/fd/1 /host/dev/stdout
 ln -sf /proc/self/fd/2 /host/dev/stderr
 mount -t tmpfs tmpfs /host/dev/shm
 mount -t devpts devpts /host/dev/pts
-mount -t tmpfs tmpfs /host/tmp
+# /tmp: the host's, made writable by an overlay (a build tree may live there), changes kept
+# in the guest's memory
+mkdir -p /ovl && mount -t tmpfs tmpfs /ovl && mkdir -p /ovl/upper /ovl/work
+mount -t overlay overlay -o lowerdir=/host/tmp,upperdir=/ovl/upper,workdir=/ovl/work /host/tmp ||
+    mount -t tmpfs tmpfs /host/tmp
 mount -t tmpfs tmpfs /host/run
 # the host's iproute2 (busybox's ip has no dummy links, and no rdma tool)
 chroot /host ip link set lo up

@@ -46,45 +46,62 @@ static void sharc_ib_complete(sharc_tp_req_t *req, sharc_status_t status)
 void sharc_tp_ib_fail_peer(sharc_tp_comm_t *tp, int peer)
 {
     sharc_ib_peer_t *p = &tp->peers[peer];
-    sharc_tp_req_t *req, *next;
-    sharc_ib_msg_t *m, *mnext;
+    sharc_tp_req_t *doomed = NULL, *req, *next;
+    sharc_ib_msg_t *m, *mnext, *cur = p->cur;
+    struct ibv_qp_attr err = {.qp_state = IBV_QPS_ERR};
 
     if (p->failed) {
         return;
     }
     p->failed = 1;
+    /* the peer learns it too: its writes and probes to this QP fail from now on */
+    if (p->qp != NULL) {
+        ibv_modify_qp(p->qp, &err, IBV_QP_STATE);
+    }
+    /* Detach every request first and complete each once afterwards: a completion callback
+     * may post again (on this peer it fails at once), and must not find its request still
+     * in these lists. A send may hold several slots and the head of the queue. */
     for (int s = 0; s < SHARC_IB_SLOTS; s++) {
-        if (p->slot_req[s] != NULL) {
-            req = p->slot_req[s];
-            p->slot_req[s] = NULL;
-            sharc_ib_complete(req, SHARC_ERR_REMOTE);
+        req = p->slot_req[s];
+        p->slot_req[s] = NULL;
+        for (sharc_tp_req_t *q = doomed; req != NULL && q != NULL; q = q->next) {
+            req = q == req ? NULL : req;
+        }
+        if (req != NULL && req != p->sendq_head) {
+            req->next = doomed;
+            doomed = req;
         }
     }
     for (req = p->sendq_head; req != NULL; req = next) {
         next = req->next;
-        sharc_ib_complete(req, SHARC_ERR_REMOTE);
+        req->next = doomed;
+        doomed = req;
     }
-    p->sendq_head = p->sendq_tail = NULL;
     for (req = p->posted_head; req != NULL; req = next) {
         next = req->next;
-        sharc_ib_complete(req, SHARC_ERR_REMOTE);
+        req->next = doomed;
+        doomed = req;
     }
+    p->sendq_head = p->sendq_tail = NULL;
     p->posted_head = p->posted_tail = NULL;
-    if (p->cur != NULL && p->cur->req != NULL) { /* matched: not on the unexpected list */
-        sharc_ib_complete(p->cur->req, SHARC_ERR_REMOTE);
-        free(p->cur->data);
-        free(p->cur);
-    }
     p->cur = NULL;
-    for (m = p->unexp_head; m != NULL; m = mnext) {
+    if (cur != NULL && cur->req != NULL) { /* matched: not on the unexpected list */
+        cur->req->next = doomed;
+        doomed = cur->req;
+        free(cur->data);
+        free(cur);
+    }
+    for (m = p->unexp_head; m != NULL; m = mnext) { /* attached receives left the list */
         mnext = m->next;
-        if (m->req != NULL) {
-            sharc_ib_complete(m->req, SHARC_ERR_REMOTE);
-        }
         free(m->data);
         free(m);
     }
     p->unexp_head = p->unexp_tail = NULL;
+    for (req = doomed; req != NULL; req = next) {
+        next = req->next;
+        req->next = NULL;
+        sharc_ib_complete(req, SHARC_ERR_REMOTE);
+    }
 }
 
 static void sharc_ib_verbs_error(sharc_tp_comm_t *tp, int peer, const char *what, int err)
@@ -216,6 +233,28 @@ static int sharc_ib_deliver(sharc_tp_comm_t *tp, int peer, const sharc_ib_hdr_t 
     return 0;
 }
 
+/*
+ * What a send and a receive check first: the peer and tag, then (with tp->lock taken, and
+ * kept on success) that the connection to the peer has not failed.
+ */
+static sharc_status_t sharc_ib_begin(sharc_tp_comm_t *tp, int peer, uint64_t tag, const char *what)
+{
+    if (peer < 0 || peer >= tp->size || tag > SHARC_TP_TAG_MAX) {
+        sharc_error("ib: %s peer %d, tag %#llx: the peer must be in [0, %d) and the tag below "
+                    "2^%d",
+                    what, peer, (unsigned long long)tag, tp->size, SHARC_TP_TAG_BITS);
+        return SHARC_ERR_INVALID;
+    }
+    pthread_mutex_lock(&tp->lock);
+    if (tp->peers[peer].failed) {
+        pthread_mutex_unlock(&tp->lock);
+        sharc_error("ib: rank %d cannot %s rank %d: its connection failed earlier", tp->rank, what,
+                    peer);
+        return SHARC_ERR_REMOTE;
+    }
+    return SHARC_OK;
+}
+
 sharc_status_t sharc_tp_ib_recv(sharc_tp_comm_t *tp, int peer, uint64_t tag, void *buf,
                                 size_t bytes, sharc_tp_mem_t *mem, sharc_tp_req_t *req)
 {
@@ -223,20 +262,12 @@ sharc_status_t sharc_tp_ib_recv(sharc_tp_comm_t *tp, int peer, uint64_t tag, voi
     sharc_ib_msg_t *m, *prev = NULL;
     sharc_status_t status = SHARC_INPROGRESS;
 
-    if (peer < 0 || peer >= tp->size || tag > SHARC_TP_TAG_MAX) {
-        sharc_error("ib: receive from peer %d, tag %#llx: the peer must be in [0, %d) and the tag "
-                    "below 2^%d",
-                    peer, (unsigned long long)tag, tp->size, SHARC_TP_TAG_BITS);
-        return SHARC_ERR_INVALID;
+    status = sharc_ib_begin(tp, peer, tag, "receive from");
+    if (status != SHARC_OK) {
+        return status;
     }
-    pthread_mutex_lock(&tp->lock);
+    status = SHARC_INPROGRESS;
     p = &tp->peers[peer];
-    if (p->failed) {
-        pthread_mutex_unlock(&tp->lock);
-        sharc_error("ib: rank %d cannot receive from rank %d: its connection failed earlier",
-                    tp->rank, peer);
-        return SHARC_ERR_REMOTE;
-    }
     req->status = SHARC_INPROGRESS;
     req->bytes = 0;
     req->next = NULL;
@@ -338,20 +369,16 @@ sharc_status_t sharc_tp_ib_send(sharc_tp_comm_t *tp, int peer, uint64_t tag, con
     sharc_ib_peer_t *p;
     sharc_status_t status = SHARC_INPROGRESS;
 
-    if (peer < 0 || peer >= tp->size || tag > SHARC_TP_TAG_MAX) {
-        sharc_error("ib: send to peer %d, tag %#llx: the peer must be in [0, %d) and the tag "
-                    "below 2^%d",
-                    peer, (unsigned long long)tag, tp->size, SHARC_TP_TAG_BITS);
+    if (peer == tp->rank && bytes > UINT32_MAX) {
+        sharc_error("ib: a send of %zu bytes to self: at most 4 GiB", bytes);
         return SHARC_ERR_INVALID;
     }
-    pthread_mutex_lock(&tp->lock);
-    p = &tp->peers[peer];
-    if (p->failed) {
-        pthread_mutex_unlock(&tp->lock);
-        sharc_error("ib: rank %d cannot send to rank %d: its connection failed earlier", tp->rank,
-                    peer);
-        return SHARC_ERR_REMOTE;
+    status = sharc_ib_begin(tp, peer, tag, "send to");
+    if (status != SHARC_OK) {
+        return status;
     }
+    status = SHARC_INPROGRESS;
+    p = &tp->peers[peer];
     req->status = SHARC_INPROGRESS;
     req->bytes = bytes;
     req->next = NULL;
@@ -361,7 +388,7 @@ sharc_status_t sharc_tp_ib_send(sharc_tp_comm_t *tp, int peer, uint64_t tag, con
     SHARC_IB_TAG(req) = tag;
     if (peer == tp->rank) { /* to self: delivered at once, whole */
         sharc_ib_hdr_t h = {.tag = tag, .total = bytes, .offset = 0, .len = (uint32_t)bytes};
-        int ok = bytes <= UINT32_MAX && sharc_ib_deliver(tp, peer, &h, buf) == 0;
+        int ok = sharc_ib_deliver(tp, peer, &h, buf) == 0;
         pthread_mutex_unlock(&tp->lock);
         if (!ok) {
             return SHARC_ERR_NOMEM;

@@ -405,9 +405,7 @@ static void sharc_tp_ib_abort(sharc_tp_comm_t *tp)
 {
     pthread_mutex_lock(&tp->lock);
     for (int r = 0; r < tp->size; r++) {
-        if (r != tp->rank) {
-            sharc_tp_ib_fail_peer(tp, r);
-        }
+        sharc_tp_ib_fail_peer(tp, r); /* self too: its receives complete */
     }
     pthread_mutex_unlock(&tp->lock);
 }
