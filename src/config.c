@@ -111,7 +111,8 @@ static const sharc_cfg_field_t sharc_cfg_table[] = {
      SHARC_CFG_TIME, SHARC_CFG_OFF(timeout), NULL, 0, 0, 0},
     {"IB_HCA", "",
      "The verbs transport (SHARC_TRANSPORT=ib): the RDMA device, and optionally its port, as "
-     "mlx5_0 or mlx5_0:1; empty: the first device with an active port.",
+     "mlx5_0 or mlx5_0:1; empty: an active port on the rank's NUMA node, the node's ranks "
+     "spread over them.",
      SHARC_CFG_STRING, SHARC_CFG_OFF(ib_hca), NULL, 0, 0, 0},
     {"IB_GID_INDEX", "-1",
      "The verbs transport on RoCE: the GID table entry to use; -1: the port's RoCE v2 entry "

@@ -5,6 +5,7 @@
 np=$1; shift
 case " $* " in
     *" SHARC_COLL_CHUNK=256k "*) exec sleep 600 ;;
-    *" SHARC_COLL_CHUNK=4m "*) kill -SEGV $$ ;;
+    # a shell of its own, without the sanitizer builds' preload (which would catch the signal)
+    *" SHARC_COLL_CHUNK=4m "*) exec env -u LD_PRELOAD sh -c 'kill -SEGV $$' ;;
 esac
 exec $TUNE_WRAP_LAUNCH -np "$np" "$@"

@@ -106,6 +106,14 @@ struct sharc_tp_comm {
     double now; /* monotonic seconds at the start of the current progress call */
 };
 
+/*
+ * Which of @p n active (device, port) candidates a rank takes when SHARC_IB_HCA names none:
+ * those on the rank's NUMA node (@p numa[i] of each, -1 unknown; @p my_numa -1 unknown) if
+ * any, else all; among them the (local_rank % count)-th, so that the ranks of a node spread
+ * over its NICs (rails). Returns an index into the candidates.
+ */
+SHARC_HIDDEN int sharc_tp_ib_choose(const int *numa, int n, int my_numa, int local_rank);
+
 SHARC_HIDDEN sharc_status_t sharc_tp_ib_send(sharc_tp_comm_t *tp, int peer, uint64_t tag,
                                              const void *buf, size_t bytes, sharc_tp_mem_t *mem,
                                              sharc_tp_req_t *req);

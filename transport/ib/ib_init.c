@@ -1,18 +1,22 @@
 /*
- * ib_init.c: the verbs transport's setup: the device and port (SHARC_IB_HCA, else the first
- * device with an active port), the GID for RoCE v2 (SHARC_IB_GID_INDEX, else the port's RoCE
- * v2 entry with an IPv4 address; InfiniBand routes by LID), a ring, bounce slots and an RC
- * QP per peer, addresses exchanged through the bootstrap, each QP taken INIT -> RTR -> RTS.
+ * ib_init.c: the verbs transport's setup: the device and port (SHARC_IB_HCA, else an active
+ * port on the rank's NUMA node, spread over the node's ranks), the GID for RoCE v2
+ * (SHARC_IB_GID_INDEX, else the port's RoCE v2 entry with an IPv4 address; InfiniBand routes by
+ * LID), a ring, bounce slots and an RC QP per peer, addresses exchanged through the bootstrap, each
+ * QP taken INIT -> RTR -> RTS.
  */
 #include "config.h"
 
 #define SHARC_THIS_SUBSYS SHARC_SUBSYS_TP
 
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../../src/log.h"
+#include "../topo/topo.h"
 #include "ib.h"
 
 /* RC timeouts: 4.096 us * 2^14 = 67 ms per try, 7 retries: a dead peer shows in about 0.5 s */
@@ -57,13 +61,73 @@ static int sharc_ib_roce_gid(struct ibv_context *ctx, uint8_t port, int len)
     return any;
 }
 
-/* Open the device SHARC_IB_HCA names ("mlx5_0" or "mlx5_0:1"), or the first with an active
- * port; fills tp->ctx, port, gid_index, dev_name and the port's attributes. */
-static sharc_status_t sharc_ib_open(sharc_tp_comm_t *tp, const sharc_cfg_t *cfg,
+int sharc_tp_ib_choose(const int *numa, int n, int my_numa, int local_rank)
+{
+    int near = 0, k;
+
+    for (int i = 0; i < n; i++) {
+        near += my_numa >= 0 && numa[i] == my_numa;
+    }
+    k = local_rank % (near > 0 ? near : n);
+    for (int i = 0; i < n; i++) {
+        if (near == 0 || numa[i] == my_numa) {
+            if (k-- == 0) {
+                return i;
+            }
+        }
+    }
+    return 0;
+}
+
+/* The NUMA node of the CPU this thread runs on, -1 if unknown. */
+static int sharc_ib_my_numa(void)
+{
+    int cpu = sched_getcpu();
+    char path[96];
+
+    for (int node = 0; cpu >= 0 && node < 64; node++) {
+        snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/node%d", cpu, node);
+        if (access(path, F_OK) == 0) {
+            return node;
+        }
+    }
+    return -1;
+}
+
+/* NUMA node of each named RDMA device from the topology of /sys (-1 unknown). */
+static void sharc_ib_numa_of(char (*names)[64], int n, int *numa)
+{
+    sharc_topo_t *topo = NULL;
+
+    for (int i = 0; i < n; i++) {
+        numa[i] = -1;
+    }
+    if (sharc_topo_create(&topo) != SHARC_OK || sharc_topo_read_sysfs(topo, "/sys") != SHARC_OK) {
+        sharc_topo_destroy(topo);
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        for (int k = 0; k < topo->nnics; k++) {
+            if (strcmp(topo->nics[k].name, names[i]) == 0) {
+                numa[i] = topo->nics[k].pci.numa;
+            }
+        }
+    }
+    sharc_topo_destroy(topo);
+}
+
+#define SHARC_IB_MAX_CANDIDATES 64
+
+/*
+ * Open the device SHARC_IB_HCA names ("mlx5_0" or "mlx5_0:1"), or choose among the active
+ * ports: the NICs on this rank's NUMA node first, spread over the node's ranks
+ * (sharc_tp_ib_choose). Fills tp->ctx, port, gid_index, dev_name and the port's attributes.
+ */
+static sharc_status_t sharc_ib_open(sharc_tp_comm_t *tp, const sharc_cfg_t *cfg, int local_rank,
                                     struct ibv_port_attr *pa)
 {
-    char want[64] = "";
-    int want_port = 0, n = 0;
+    char want[64] = "", names[SHARC_IB_MAX_CANDIDATES][64];
+    int want_port = 0, n = 0, nc = 0, ports[SHARC_IB_MAX_CANDIDATES], numa[SHARC_IB_MAX_CANDIDATES];
     struct ibv_device **list = ibv_get_device_list(&n);
 
     if (cfg->ib_hca[0] != '\0') {
@@ -75,7 +139,8 @@ static sharc_status_t sharc_ib_open(sharc_tp_comm_t *tp, const sharc_cfg_t *cfg,
             want_port = atoi(colon + 1);
         }
     }
-    for (int i = 0; list != NULL && i < n && tp->ctx == NULL; i++) {
+    /* the candidates: every active port (of the named device) */
+    for (int i = 0; list != NULL && i < n; i++) {
         const char *name = ibv_get_device_name(list[i]);
         struct ibv_context *ctx;
         struct ibv_device_attr da;
@@ -90,17 +155,39 @@ static sharc_status_t sharc_ib_open(sharc_tp_comm_t *tp, const sharc_cfg_t *cfg,
             }
             continue;
         }
-        for (int port = 1; port <= da.phys_port_cnt; port++) {
+        for (int port = 1; port <= da.phys_port_cnt && nc < SHARC_IB_MAX_CANDIDATES; port++) {
             if ((want_port == 0 || port == want_port) &&
                 ibv_query_port(ctx, (uint8_t)port, pa) == 0 && pa->state == IBV_PORT_ACTIVE) {
-                tp->ctx = ctx;
-                tp->port = (uint8_t)port;
-                snprintf(tp->dev_name, sizeof(tp->dev_name), "%s", name);
-                break;
+                snprintf(names[nc], sizeof(names[nc]), "%s", name);
+                ports[nc++] = port;
             }
         }
-        if (tp->ctx == NULL) {
-            ibv_close_device(ctx);
+        ibv_close_device(ctx);
+    }
+    if (nc > 0) {
+        int pick = 0, my_numa = -1;
+        if (nc > 1) {
+            my_numa = sharc_ib_my_numa();
+            sharc_ib_numa_of(names, nc, numa);
+            pick = sharc_tp_ib_choose(numa, nc, my_numa, local_rank);
+        }
+        for (int i = 0; list != NULL && i < n && tp->ctx == NULL; i++) {
+            if (strcmp(ibv_get_device_name(list[i]), names[pick]) == 0) {
+                tp->ctx = ibv_open_device(list[i]);
+            }
+        }
+        if (tp->ctx != NULL && ibv_query_port(tp->ctx, (uint8_t)ports[pick], pa) == 0) {
+            tp->port = (uint8_t)ports[pick];
+            memcpy(tp->dev_name, names[pick], sizeof(tp->dev_name)); /* both 64, NUL-ended */
+            if (nc > 1) {
+                sharc_info("ib: rank %d (local %d, NUMA node %d): %s port %d of %d active ports "
+                           "(%s)",
+                           tp->rank, local_rank, my_numa, names[pick], ports[pick], nc,
+                           want[0] ? "SHARC_IB_HCA" : "this NUMA node's first, by local rank");
+            }
+        } else if (tp->ctx != NULL) {
+            ibv_close_device(tp->ctx);
+            tp->ctx = NULL;
         }
     }
     if (list != NULL) {
@@ -311,7 +398,11 @@ static sharc_status_t sharc_tp_ib_comm_create(const sharc_tp_comm_params_t *para
     }
     /* every rank opens its device, even if a step fails, so that the exchange below (a
      * collective) is reached by all; a failure is agreed on after it */
-    status = sharc_ib_open(tp, params->cfg, &pa);
+    int local_rank = 0;
+    for (int r = 0; r < params->rank; r++) {
+        local_rank += params->node_of[r] == params->node_of[params->rank];
+    }
+    status = sharc_ib_open(tp, params->cfg, local_rank, &pa);
     if (status == SHARC_OK) {
         tp->pd = ibv_alloc_pd(tp->ctx);
         tp->cq = ibv_create_cq(tp->ctx, (n - 1) * (3 * SHARC_IB_SLOTS + 16) + 16, NULL, NULL, 0);
