@@ -413,6 +413,33 @@ sharc_status_t sharc_tp_ib_send(sharc_tp_comm_t *tp, int peer, uint64_t tag, con
 
 /* ---- progress ----------------------------------------------------------------------------- */
 
+/*
+ * An RDMA write to @p peer's credit word for this rank: the credit count (@p sge), or nothing
+ * at all (a probe, @p sge NULL: a zero-length write only tests the connection). 0, or -1
+ * with the peer failed.
+ */
+static int sharc_ib_write_credit_word(sharc_tp_comm_t *tp, int peer, int kind, struct ibv_sge *sge,
+                                      const char *what)
+{
+    sharc_ib_peer_t *p = &tp->peers[peer];
+    struct ibv_send_wr wr = {.wr_id = SHARC_IB_WR(kind, peer, 0),
+                             .sg_list = sge,
+                             .num_sge = sge != NULL ? 1 : 0,
+                             .opcode = IBV_WR_RDMA_WRITE,
+                             .send_flags = IBV_SEND_SIGNALED},
+                       *bad;
+    int err;
+
+    wr.wr.rdma.remote_addr = p->remote_credit;
+    wr.wr.rdma.rkey = p->remote_credit_rkey;
+    err = ibv_post_send(p->qp, &wr, &bad);
+    if (err != 0) {
+        sharc_ib_verbs_error(tp, peer, what, err);
+        return -1;
+    }
+    return 0;
+}
+
 /* Tell @p peer how many of its slots are consumed, if it has not heard it yet. */
 static void sharc_ib_report(sharc_tp_comm_t *tp, int peer)
 {
@@ -425,17 +452,8 @@ static void sharc_ib_report(sharc_tp_comm_t *tp, int peer)
     struct ibv_sge sge = {.addr = (uintptr_t)&tp->credit_src[peer],
                           .length = sizeof(uint64_t),
                           .lkey = tp->credit_src_mr->lkey};
-    struct ibv_send_wr wr = {.wr_id = SHARC_IB_WR(SHARC_IB_WR_CREDIT, peer, 0),
-                             .sg_list = &sge,
-                             .num_sge = 1,
-                             .opcode = IBV_WR_RDMA_WRITE,
-                             .send_flags = IBV_SEND_SIGNALED},
-                       *bad;
-    wr.wr.rdma.remote_addr = p->remote_credit;
-    wr.wr.rdma.rkey = p->remote_credit_rkey;
-    int err = ibv_post_send(p->qp, &wr, &bad);
-    if (err != 0) {
-        sharc_ib_verbs_error(tp, peer, "posting a credit write to", err);
+    if (sharc_ib_write_credit_word(tp, peer, SHARC_IB_WR_CREDIT, &sge,
+                                   "posting a credit write to") != 0) {
         return;
     }
     p->reported = p->consumed;
@@ -523,17 +541,7 @@ static void sharc_ib_probe(sharc_tp_comm_t *tp, int peer)
     if (p->failed || p->probing || !waiting || tp->now - p->last_heard < SHARC_IB_PROBE_AFTER) {
         return;
     }
-    struct ibv_send_wr wr = {.wr_id = SHARC_IB_WR(SHARC_IB_WR_PROBE, peer, 0),
-                             .sg_list = NULL,
-                             .num_sge = 0,
-                             .opcode = IBV_WR_RDMA_WRITE,
-                             .send_flags = IBV_SEND_SIGNALED},
-                       *bad;
-    wr.wr.rdma.remote_addr = p->remote_credit;
-    wr.wr.rdma.rkey = p->remote_credit_rkey;
-    int err = ibv_post_send(p->qp, &wr, &bad);
-    if (err != 0) {
-        sharc_ib_verbs_error(tp, peer, "probing", err);
+    if (sharc_ib_write_credit_word(tp, peer, SHARC_IB_WR_PROBE, NULL, "probing") != 0) {
         return;
     }
     p->probing = 1;
