@@ -17,8 +17,10 @@ for n in 2 3 4; do
     run_ok "ib: every collective, $n ranks" "$LAUNCH" --mode env -n $n --timeout 300 -- \
         "$BIN/test_coll" 100003
 done
-run_ok "ib: the sharding engine, 2 ranks" "$LAUNCH" --mode env -n 2 --timeout 300 -- \
-    "$BIN/test_shard"
+# the engine's training steps against a single-rank reference (test_shard's lighter part:
+# under emulation, and beside the other tests of make check, the whole of it takes minutes)
+run_ok "ib: the sharding engine's steps, 2 ranks" "$LAUNCH" --mode env -n 2 --timeout 400 -- \
+    "$BIN/test_shard" steps
 run_ok_match "ib: sharc-perf reports it" "transport ib.*33554432 +8388608 +f32" \
     env SHARC_LOG_LEVEL=info "$LAUNCH" --mode env -n 2 --timeout 200 -- \
     "$top_builddir/perf/sharc-perf" allgather -b 1M -e 32M -f 32 -n 2 -w 1
