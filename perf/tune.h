@@ -109,6 +109,8 @@ void perf_tune_space_build(const perf_tune_target_t *t, perf_tune_space_t *space
  * a shell would read, is an error: 0, or -1 with the cause in err (file and line).
  */
 int perf_tune_space_file(perf_tune_space_t *space, const char *path, char *err, size_t errlen);
+/* Bits of the collectives in "allgather,allreduce"; 0 with the unknown name in @p unknown. */
+unsigned perf_tune_parse_colls(const char *list, char *unknown, size_t len);
 /* Values that pass to a shell unquoted: letters, digits and _ . , : + - / ^ = @ */
 int perf_tune_value_ok(const char *value);
 

@@ -77,21 +77,14 @@ static int parse_int(const char *s, int min, int *out)
     return 0;
 }
 
+/* the collectives of a comma-separated list, 0 (said) for an unknown one */
 static unsigned parse_colls(const char *list)
 {
-    char buf[256], *save = NULL;
-    unsigned bits = 0;
+    char unknown[PERF_TUNE_NAME];
+    unsigned bits = perf_tune_parse_colls(list, unknown, sizeof(unknown));
 
-    perf_snprintf(buf, sizeof(buf), "%s", list);
-    for (char *c = strtok_r(buf, ",", &save); c != NULL; c = strtok_r(NULL, ",", &save)) {
-        int i;
-        for (i = 0; i < PERF_TUNE_NCOLLS && strcmp(c, perf_tune_coll_names[i]) != 0; i++) {
-        }
-        if (i == PERF_TUNE_NCOLLS) {
-            fprintf(stderr, "sharc-perf tune: unknown collective '%s'\n", c);
-            return 0;
-        }
-        bits |= 1u << i;
+    if (bits == 0) {
+        fprintf(stderr, "sharc-perf tune: unknown collective '%s'\n", unknown);
     }
     return bits;
 }

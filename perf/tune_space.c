@@ -345,17 +345,18 @@ static int assignments_ok(const char *text)
     return n > 0;
 }
 
-/* "allgather,allreduce" into bits; 0 for an unknown name */
-static unsigned parse_colls(char *list)
+unsigned perf_tune_parse_colls(const char *list, char *unknown, size_t len)
 {
+    char buf[256], *save = NULL;
     unsigned bits = 0;
-    char *save = NULL;
 
-    for (char *c = strtok_r(list, ",", &save); c != NULL; c = strtok_r(NULL, ",", &save)) {
+    perf_snprintf(buf, sizeof(buf), "%s", list);
+    for (char *c = strtok_r(buf, ",", &save); c != NULL; c = strtok_r(NULL, ",", &save)) {
         int i;
         for (i = 0; i < PERF_TUNE_NCOLLS && strcmp(c, perf_tune_coll_names[i]) != 0; i++) {
         }
         if (i == PERF_TUNE_NCOLLS) {
+            perf_snprintf(unknown, len, "%s", c);
             return 0;
         }
         bits |= 1u << i;
@@ -461,7 +462,8 @@ int perf_tune_space_file(perf_tune_space_t *space, const char *path, char *err, 
                           "channels), and those knobs are built in");
             }
             if (nw >= 2 && strcmp(words[nw - 2], "for") == 0) {
-                colls = parse_colls(words[nw - 1]);
+                char unknown[PERF_TUNE_NAME];
+                colls = perf_tune_parse_colls(words[nw - 1], unknown, sizeof(unknown));
                 if (colls == 0) {
                     SPACE_ERR("unknown collective in '%s'", words[nw - 1]);
                 }
