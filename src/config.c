@@ -118,6 +118,17 @@ static const sharc_cfg_field_t sharc_cfg_table[] = {
      "The verbs transport on RoCE: the GID table entry to use; -1: the port's RoCE v2 entry "
      "with an IPv4 address (else any RoCE v2 entry).",
      SHARC_CFG_INT, SHARC_CFG_OFF(ib_gid_index), NULL, 0, -1, 255},
+    {"IB_ZCOPY_MIN", "256k",
+     "The verbs transport: messages at least this large whose send buffer is registered "
+     "(sharc_mem_alloc memory, or a registration through the transport) go zero-copy: the "
+     "receiver reads them with RDMA read straight into its buffer. Smaller ones, and others, "
+     "are copied through registered slots. 0: never zero-copy.",
+     SHARC_CFG_SIZE, SHARC_CFG_OFF(ib_zcopy_min), NULL, 0, 0, 1L << 40},
+    {"IB_REG_CACHE", "4g",
+     "The verbs transport: bytes of memory registrations kept for reuse (pinned); past it the "
+     "least recently used ones not in use are released. A buffer freed with sharc_mem_free "
+     "leaves the cache at once.",
+     SHARC_CFG_SIZE, SHARC_CFG_OFF(ib_reg_cache), NULL, 0, 0, 1L << 50},
     {"COLL_CHUNK", "1m",
      "Bytes per chunk of the pipelined ring and chain algorithms: smaller starts forwarding "
      "sooner, larger costs fewer messages.",

@@ -25,6 +25,8 @@ typedef struct {
     int shm_cma;              /* the shm transport may copy with process_vm_readv */
     const char *ib_hca;       /* verbs: device[:port], "" for the first active */
     int ib_gid_index;         /* verbs on RoCE: GID index, -1 for automatic */
+    size_t ib_zcopy_min;      /* verbs: messages this large go zero-copy (0: never) */
+    size_t ib_reg_cache;      /* verbs: bytes the registration cache keeps pinned */
     double timeout;           /* seconds a collective may take */
     size_t coll_chunk;        /* bytes per pipelined chunk of the ring and chain algorithms */
     size_t stage_chunk;       /* bytes per chunk of CUDA buffers staged through host memory */

@@ -24,6 +24,14 @@ struct sharc_mem_table {
     sharc_mem_region_t *regions; /* [n], sorted by base */
     size_t n, cap;
     uint64_t next_id;
+    /* who hears of frees (transports' registration caches); its own lock, taken without
+     * the table's, so that a watcher may look buffers up */
+    pthread_mutex_t watch_lock;
+    struct sharc_mem_watch {
+        sharc_mem_free_cb_t cb;
+        void *arg;
+    } *watch;
+    int nwatch, watch_cap;
 };
 
 sharc_status_t sharc_mem_table_create(sharc_mem_table_t **table_p)
@@ -34,6 +42,7 @@ sharc_status_t sharc_mem_table_create(sharc_mem_table_t **table_p)
         return SHARC_ERR_NOMEM;
     }
     pthread_mutex_init(&t->lock, NULL);
+    pthread_mutex_init(&t->watch_lock, NULL);
     t->next_id = 1;
     *table_p = t;
     return SHARC_OK;
@@ -58,8 +67,46 @@ void sharc_mem_table_destroy(sharc_mem_table_t *t)
         sharc_mem_unmap(&t->regions[i]);
     }
     pthread_mutex_destroy(&t->lock);
+    pthread_mutex_destroy(&t->watch_lock);
+    free(t->watch);
     free(t->regions);
     free(t);
+}
+
+sharc_status_t sharc_mem_table_watch(sharc_mem_table_t *t, sharc_mem_free_cb_t cb, void *arg)
+{
+    sharc_status_t status = SHARC_OK;
+
+    pthread_mutex_lock(&t->watch_lock);
+    if (t->nwatch == t->watch_cap) {
+        int cap = t->watch_cap > 0 ? 2 * t->watch_cap : 4;
+        struct sharc_mem_watch *w = realloc(t->watch, (size_t)cap * sizeof(*w));
+
+        if (w == NULL) {
+            status = SHARC_ERR_NOMEM;
+        } else {
+            t->watch = w;
+            t->watch_cap = cap;
+        }
+    }
+    if (status == SHARC_OK) {
+        t->watch[t->nwatch].cb = cb;
+        t->watch[t->nwatch++].arg = arg;
+    }
+    pthread_mutex_unlock(&t->watch_lock);
+    return status;
+}
+
+void sharc_mem_table_unwatch(sharc_mem_table_t *t, sharc_mem_free_cb_t cb, void *arg)
+{
+    pthread_mutex_lock(&t->watch_lock);
+    for (int i = 0; i < t->nwatch; i++) {
+        if (t->watch[i].cb == cb && t->watch[i].arg == arg) {
+            t->watch[i] = t->watch[--t->nwatch];
+            break;
+        }
+    }
+    pthread_mutex_unlock(&t->watch_lock);
 }
 
 /* Index of the first region whose base is above @p addr. Lock held. */
@@ -188,6 +235,11 @@ sharc_status_t sharc_mem_free(sharc_context_h ctx, void *ptr)
     memmove(&t->regions[i - 1], &t->regions[i], (t->n - i) * sizeof(r));
     t->n--;
     pthread_mutex_unlock(&t->lock);
+    pthread_mutex_lock(&t->watch_lock);
+    for (int w = 0; w < t->nwatch; w++) {
+        t->watch[w].cb(t->watch[w].arg, &r);
+    }
+    pthread_mutex_unlock(&t->watch_lock);
     sharc_mem_unmap(&r);
     return SHARC_OK;
 }

@@ -32,4 +32,16 @@ SHARC_HIDDEN void sharc_mem_table_destroy(sharc_mem_table_t *table);
 SHARC_HIDDEN int sharc_mem_table_find(sharc_mem_table_t *table, const void *addr, size_t bytes,
                                       sharc_mem_region_t *region_p);
 
+/*
+ * Told of every buffer sharc_mem_free releases, before it is unmapped: a transport drops
+ * what it keeps about it (memory registrations). Runs in the freeing thread, without the
+ * table's lock held (it may look buffers up).
+ */
+typedef void (*sharc_mem_free_cb_t)(void *arg, const sharc_mem_region_t *region);
+
+SHARC_HIDDEN sharc_status_t sharc_mem_table_watch(sharc_mem_table_t *table, sharc_mem_free_cb_t cb,
+                                                  void *arg);
+SHARC_HIDDEN void sharc_mem_table_unwatch(sharc_mem_table_t *table, sharc_mem_free_cb_t cb,
+                                          void *arg);
+
 #endif

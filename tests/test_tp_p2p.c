@@ -1,9 +1,12 @@
 /*
  * test_tp_p2p.c: one rank of a multi-rank test of the communicator's point-to-point
  * transport (UCX when built in; SHARC_TRANSPORT picks another). Every rank exchanges with
- * every other rank messages of 0 B to 1 MiB + 3 with 8 in flight per pair under one tag
- * (they must match in order), receives posted before and after the sends, registered and
- * unregistered buffers, checked byte for byte; then a truncated receive must fail.
+ * every other rank messages of 0 B to 2 MiB + 5 with 8 in flight per pair under one tag
+ * (they must match in order), receives posted before and after the sends, buffers from
+ * malloc, registered with the transport, or from sharc_mem_alloc (the verbs transport sends
+ * the large ones of the last two zero-copy), checked byte for byte; buffers freed and
+ * allocated again (a transport that caches registrations must not use a stale one); then a
+ * truncated receive must fail, copied or zero-copy.
  */
 #include "config.h"
 
@@ -49,18 +52,42 @@ static int wait_all(sharc_comm_h comm, sharc_tp_req_t *reqs, size_t n)
     }
 }
 
-static void exchange(sharc_comm_h comm, size_t len, int recv_first, int registered)
+enum { BUF_MALLOC, BUF_REGISTERED, BUF_SHARED };
+
+static unsigned char *buf_alloc(sharc_comm_h comm, size_t bytes, int kind)
+{
+    void *p = NULL;
+
+    if (kind == BUF_SHARED) {
+        CHECK(sharc_mem_alloc(comm->ctx, bytes, &p) == SHARC_OK);
+    } else {
+        p = malloc(bytes);
+        CHECK(p != NULL);
+    }
+    return p;
+}
+
+static void buf_free(sharc_comm_h comm, void *p, int kind)
+{
+    if (kind == BUF_SHARED) {
+        CHECK(sharc_mem_free(comm->ctx, p) == SHARC_OK);
+    } else {
+        free(p);
+    }
+}
+
+static void exchange(sharc_comm_h comm, size_t len, int recv_first, int kind, int k0)
 {
     const sharc_tp_ops_t *ops = comm->tp_ops;
     int n = comm->size, me = comm->rank;
     size_t nreq = (size_t)n * INFLIGHT;
-    unsigned char *sbuf = malloc((size_t)n * INFLIGHT * len + 1);
-    unsigned char *rbuf = malloc((size_t)n * INFLIGHT * len + 1);
+    unsigned char *sbuf = buf_alloc(comm, (size_t)n * INFLIGHT * len + 1, kind);
+    unsigned char *rbuf = buf_alloc(comm, (size_t)n * INFLIGHT * len + 1, kind);
     sharc_tp_req_t *sreq = calloc(nreq, sizeof(*sreq)), *rreq = calloc(nreq, sizeof(*rreq));
     sharc_tp_mem_t *smem = NULL, *rmem = NULL;
     uint64_t tag = 1000 + len % 977;
 
-    if (registered && ops->mem_reg != NULL) {
+    if (kind == BUF_REGISTERED && ops->mem_reg != NULL) {
         CHECK(ops->mem_reg(comm->tp, sbuf, (size_t)n * INFLIGHT * len + 1, SHARC_MEMTYPE_HOST,
                            &smem) == SHARC_OK);
         CHECK(ops->mem_reg(comm->tp, rbuf, (size_t)n * INFLIGHT * len + 1, SHARC_MEMTYPE_HOST,
@@ -69,7 +96,7 @@ static void exchange(sharc_comm_h comm, size_t len, int recv_first, int register
     for (int p = 0; p < n; p++) {
         for (int k = 0; k < INFLIGHT; k++) {
             for (size_t i = 0; i < len; i++) {
-                sbuf[((size_t)p * INFLIGHT + k) * len + i] = pattern(me, p, k, i);
+                sbuf[((size_t)p * INFLIGHT + k) * len + i] = pattern(me, p, k0 + k, i);
             }
         }
     }
@@ -102,7 +129,7 @@ static void exchange(sharc_comm_h comm, size_t len, int recv_first, int register
                   "recv from %d #%d: %s, %zu bytes", p, k,
                   sharc_status_string(sharc_tp_req_status(&rreq[s])), rreq[s].bytes);
         for (size_t i = 0; i < len; i++) {
-            bad += rbuf[s * len + i] != pattern(p, me, k, i);
+            bad += rbuf[s * len + i] != pattern(p, me, k0 + k, i);
         }
         CHECK_MSG(bad == 0, "%zu bytes from rank %d, message %d: %zu wrong", len, p, k, bad);
     }
@@ -110,8 +137,8 @@ static void exchange(sharc_comm_h comm, size_t len, int recv_first, int register
         ops->mem_dereg(comm->tp, smem);
         ops->mem_dereg(comm->tp, rmem);
     }
-    free(sbuf);
-    free(rbuf);
+    buf_free(comm, sbuf, kind);
+    buf_free(comm, rbuf, kind);
     free(sreq);
     free(rreq);
 }
@@ -187,7 +214,7 @@ static void exchange_reduce(sharc_comm_h comm, size_t count, int shared, int lat
 
 int main(void)
 {
-    static const size_t sizes[] = {0, 1, 4097, 65536, (1u << 20) + 3};
+    static const size_t sizes[] = {0, 1, 4097, 65536, (1u << 20) + 3, (2u << 20) + 5};
     sharc_context_h ctx;
     sharc_comm_h comm;
 
@@ -203,7 +230,13 @@ int main(void)
         return 77;
     }
     for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
-        exchange(comm, sizes[s], (int)(s % 2), (int)(s % 3 == 1));
+        exchange(comm, sizes[s], (int)(s % 2), (int)(s % 3), 0);
+        CHECK(sharc_comm_barrier(comm) == SHARC_OK);
+    }
+    /* shareable buffers freed and allocated again, likely at the same address, with other
+     * contents each time */
+    for (int round = 1; round <= 3; round++) {
+        exchange(comm, (1u << 20) + 7, round % 2, BUF_SHARED, round);
         CHECK(sharc_comm_barrier(comm) == SHARC_OK);
     }
     /* a message longer than its receive buffer fails that receive, on the receiver */
@@ -220,6 +253,16 @@ int main(void)
         wait_all(comm, &s, 1);
         CHECK_MSG(sharc_tp_req_status(&r) == SHARC_ERR_INVALID, "truncated receive: %s",
                   sharc_status_string(sharc_tp_req_status(&r)));
+        /* the same with a large shareable buffer (zero-copy where the transport has it): the
+         * receive fails; the send completes, with or without an error */
+        void *large = buf_alloc(comm, 1u << 20, BUF_SHARED);
+        CHECK(ops->send(comm->tp, right, 8, large, 1u << 20, NULL, &s) >= SHARC_OK);
+        CHECK(ops->recv(comm->tp, left, 8, small, sizeof(small), NULL, &r) >= SHARC_OK);
+        wait_all(comm, &r, 1);
+        CHECK(wait_all(comm, &s, 1) == 0);
+        CHECK_MSG(sharc_tp_req_status(&r) == SHARC_ERR_INVALID, "truncated large receive: %s",
+                  sharc_status_string(sharc_tp_req_status(&r)));
+        buf_free(comm, large, BUF_SHARED);
         CHECK(ops->send(comm->tp, comm->size, 7, big, 1, NULL, &s) == SHARC_ERR_INVALID);
         CHECK(ops->send(comm->tp, right, 1ull << 60, big, 1, NULL, &s) == SHARC_ERR_INVALID);
         CHECK(sharc_comm_barrier(comm) == SHARC_OK);

@@ -59,7 +59,7 @@ typedef struct sharc_tp_req {
     union {
         void *ptr;
         uint64_t u64;
-    } tp_priv[4];              /* for the backend while the request is in flight */
+    } tp_priv[5];              /* for the backend while the request is in flight */
     struct sharc_tp_req *next; /* for the backend's queues */
 } sharc_tp_req_t;
 

@@ -11,6 +11,16 @@
  * Chunks are staged through registered bounce slots on the sender and copied out of the
  * ring on the receiver, so user buffers need no registration.
  *
+ * Zero-copy: a message of at least SHARC_IB_ZCOPY_MIN bytes whose send buffer is registered
+ * (sharc_mem_alloc memory, through the registration cache; or a handle from mem_reg) goes as
+ * a request to send (RTS) in a slot, carrying the buffer's address, rkey and a sequence
+ * number. The receiver, once the message matches a receive, reads it with RDMA reads
+ * straight into the receive buffer (registered from the cache, by the receive's handle, or
+ * for this transfer), up to a few reads in flight, then writes the sequence number into the
+ * sender's finish word for that number (an RDMA write, no completion on the sender), which
+ * the sender's progress sees and completes the send. At most SHARC_IB_ZC of them are in
+ * flight per direction; their sequence numbers index the finish words.
+ *
  * Matching: per peer, messages arrive in order (one QP, in-order delivery); the first chunk
  * of a message is matched against the receives posted for that peer, first posted first,
  * by exact tag; a message with no receive yet is kept in an unexpected queue (its chunks
@@ -40,8 +50,48 @@ typedef struct {
     uint64_t total;  /* bytes of the whole message */
     uint64_t offset; /* of this chunk in the message */
     uint32_t len;    /* bytes of this chunk, after the header */
-    uint32_t pad;
+    uint32_t flags;  /* SHARC_IB_F_* */
 } sharc_ib_hdr_t;
+
+#define SHARC_IB_F_RTS 1u /* no data: a sharc_ib_rts_t after the header */
+
+/* A zero-copy message's request to send. */
+typedef struct {
+    uint64_t addr; /* the sender's buffer */
+    uint32_t rkey;
+    uint32_t seq;
+} sharc_ib_rts_t;
+
+#define SHARC_IB_ZC         16        /* zero-copy messages in flight per direction */
+#define SHARC_IB_READS      8         /* RDMA reads in flight per peer, at most */
+#define SHARC_IB_READ_CHUNK (1 << 20) /* bytes per read */
+#define SHARC_IB_FIN_ERR    (1ull << 63)
+
+/* A registration (ib_reg.c): of a sharc_mem buffer, cached; or of its own. */
+typedef struct sharc_ib_reg {
+    struct ibv_mr *mr;
+    char *base;
+    size_t bytes;
+    uint64_t region_id; /* the sharc_mem buffer, 0: not cached */
+    int refs;           /* users: handles, transfers */
+    int dead;           /* its buffer was freed: released by the last user */
+    struct sharc_ib_reg *prev, *next;
+} sharc_ib_reg_t;
+
+typedef struct {
+    pthread_mutex_t lock; /* taken after tp->lock, never before */
+    int ready;
+    struct ibv_pd *pd;
+    sharc_mem_table_t *mem;
+    sharc_ib_reg_t *head, *tail; /* most recently used first */
+    size_t bytes, limit;
+    unsigned long long hits, misses, evictions;
+} sharc_ib_rcache_t;
+
+struct sharc_tp_mem {
+    sharc_memtype_t memtype;
+    sharc_ib_reg_t *reg;
+};
 
 #define SHARC_IB_CHUNK (SHARC_IB_SLOT_BYTES - sizeof(sharc_ib_hdr_t))
 
@@ -52,6 +102,12 @@ typedef struct sharc_ib_msg {
     char *data;          /* unexpected: malloc'd, total bytes */
     sharc_tp_req_t *req; /* the receive it matched, or NULL */
     struct sharc_ib_msg *next;
+    /* zero-copy (an RTS arrived): the sender's buffer, what is read of it, into what */
+    int zc;
+    sharc_ib_rts_t rts;
+    size_t posted; /* bytes of reads posted */
+    int reads;     /* reads in flight */
+    sharc_ib_reg_t *reg;
 } sharc_ib_msg_t;
 
 /* What each side tells the other at bring-up, per peer (through the bootstrap). */
@@ -59,10 +115,11 @@ typedef struct {
     uint32_t qpn, psn;
     uint64_t ring_addr; /* my ring for you */
     uint64_t credit_addr;
-    uint32_t ring_rkey, credit_rkey;
+    uint64_t fin_addr; /* my finish words for you */
+    uint32_t ring_rkey, credit_rkey, fin_rkey;
     uint16_t lid;
-    uint8_t mtu; /* enum ibv_mtu */
-    uint8_t pad;
+    uint8_t mtu;     /* enum ibv_mtu */
+    uint8_t rd_atom; /* RDMA reads I answer at once (max_dest_rd_atomic) */
     uint8_t gid[16];
 } sharc_ib_addr_t;
 
@@ -87,6 +144,18 @@ typedef struct {
     uint64_t remote_ring, remote_credit;
     uint32_t remote_ring_rkey, remote_credit_rkey;
     sharc_tp_req_t *sendq_head, *sendq_tail; /* sends not fully posted, in order */
+    /* zero-copy sends the peer reads (by seq % SHARC_IB_ZC) and their registrations; the
+     * peer's finish words for me */
+    sharc_tp_req_t *zc_send[SHARC_IB_ZC];
+    sharc_ib_reg_t *zc_reg[SHARC_IB_ZC];
+    uint32_t zc_seq[SHARC_IB_ZC];
+    uint32_t zc_next; /* the next RTS's sequence number */
+    int zc_out;       /* zero-copy sends in flight */
+    uint64_t remote_fin;
+    uint32_t remote_fin_rkey;
+    /* zero-copy receives being read (by seq % SHARC_IB_ZC) */
+    sharc_ib_msg_t *zc_recv[SHARC_IB_ZC];
+    int reads, max_reads; /* RDMA reads in flight, and the most the peer answers at once */
 } sharc_ib_peer_t;
 
 struct sharc_tp_comm {
@@ -102,6 +171,13 @@ struct sharc_tp_comm {
      * what I consumed of p's, the source of my writes to p */
     uint64_t *credits, *credit_src;
     struct ibv_mr *credits_mr, *credit_src_mr;
+    /* fin[p * SHARC_IB_ZC + i]: peer p's word for my zero-copy send i (seq + 1, with
+     * SHARC_IB_FIN_ERR when it could not read it); fin_src: the source of my writes */
+    uint64_t *fin, *fin_src;
+    struct ibv_mr *fin_mr, *fin_src_mr;
+    sharc_ib_rcache_t rcache;
+    size_t zcopy_min;           /* SHARC_IB_ZCOPY_MIN, 0: never */
+    int rd_atom, init_rd_atom; /* RDMA reads a QP answers / issues at once (device limits) */
     char dev_name[64];
     double now; /* monotonic seconds at the start of the current progress call */
 };
@@ -125,5 +201,24 @@ SHARC_HIDDEN int sharc_tp_ib_progress(sharc_tp_comm_t *tp);
 SHARC_HIDDEN void sharc_tp_ib_fail_peer(sharc_tp_comm_t *tp, int peer);
 /* Post the receive work requests that RDMA writes with immediate consume. */
 SHARC_HIDDEN int sharc_tp_ib_post_recvs(sharc_tp_comm_t *tp, int peer, int n);
+
+/* ib_reg.c: the registration cache over @p mem (the context's sharc_mem buffers, whose frees
+ * it watches), keeping up to @p limit bytes registered. */
+SHARC_HIDDEN sharc_status_t sharc_ib_rcache_init(sharc_ib_rcache_t *rc, struct ibv_pd *pd,
+                                                 sharc_mem_table_t *mem, size_t limit);
+SHARC_HIDDEN void sharc_ib_rcache_fini(sharc_ib_rcache_t *rc);
+/* A registration covering [addr, addr + bytes), taken (release it with sharc_ib_reg_put):
+ * from the cache for sharc_mem memory; else, with @p temp_ok, one of its own; else NULL.
+ * NULL also when registering failed (logged). */
+SHARC_HIDDEN sharc_ib_reg_t *sharc_ib_reg_get(sharc_ib_rcache_t *rc, void *addr, size_t bytes,
+                                              int temp_ok);
+SHARC_HIDDEN void sharc_ib_reg_put(sharc_ib_rcache_t *rc, sharc_ib_reg_t *reg);
+SHARC_HIDDEN void sharc_ib_reg_ref(sharc_ib_rcache_t *rc, sharc_ib_reg_t *reg);
+/* As sharc_ib_reg_get, but @p mem's registration when it covers the range. */
+SHARC_HIDDEN sharc_ib_reg_t *sharc_ib_reg_for(sharc_tp_comm_t *tp, sharc_tp_mem_t *mem, void *addr,
+                                              size_t bytes, int temp_ok);
+SHARC_HIDDEN sharc_status_t sharc_tp_ib_mem_reg(sharc_tp_comm_t *tp, void *addr, size_t bytes,
+                                                sharc_memtype_t memtype, sharc_tp_mem_t **mem_p);
+SHARC_HIDDEN void sharc_tp_ib_mem_dereg(sharc_tp_comm_t *tp, sharc_tp_mem_t *mem);
 
 #endif

@@ -1,7 +1,8 @@
 /*
  * ib_ep.c: point-to-point messages over the verbs transport: chunks written with immediate
- * into the peer's ring under credits, matched by tag on arrival, completions from the
- * completion queue in progress (ib.h has the protocol).
+ * into the peer's ring under credits, matched by tag on arrival; large registered messages
+ * read by the receiver (zero-copy); completions from the completion queue in progress (ib.h
+ * has the protocol).
  */
 #include "config.h"
 
@@ -15,23 +16,34 @@
 #include "../../src/log.h"
 #include "ib.h"
 
-/* wr_id: what completed (kind), for which peer, which slot */
-enum { SHARC_IB_WR_PROBE = 0, SHARC_IB_WR_DATA = 1, SHARC_IB_WR_CREDIT = 2, SHARC_IB_WR_RECV = 3 };
+/* wr_id: what completed (kind), for which peer, which slot (zero-copy: which message) */
+enum {
+    SHARC_IB_WR_PROBE = 0,
+    SHARC_IB_WR_DATA = 1,
+    SHARC_IB_WR_CREDIT = 2,
+    SHARC_IB_WR_RECV = 3,
+    SHARC_IB_WR_READ = 4,
+    SHARC_IB_WR_FIN = 5,
+};
 
 /* a peer waited for and silent this long gets a probe */
 #define SHARC_IB_PROBE_AFTER 1.0
 #define SHARC_IB_WR(_kind, _peer, _slot)                                                           \
-    (((uint64_t)(_kind) << 62) | ((uint64_t)(uint32_t)(_peer) << 32) | (uint32_t)(_slot))
-#define SHARC_IB_WR_KIND(_id) ((int)((_id) >> 62))
-#define SHARC_IB_WR_PEER(_id) ((int)(((_id) >> 32) & 0x3fffffff))
+    (((uint64_t)(_kind) << 61) | (((uint64_t)(uint32_t)(_peer) & 0x1fffffff) << 32) |             \
+     (uint32_t)(_slot))
+#define SHARC_IB_WR_KIND(_id) ((int)((_id) >> 61))
+#define SHARC_IB_WR_PEER(_id) ((int)(((_id) >> 32) & 0x1fffffff))
 #define SHARC_IB_WR_SLOT(_id) ((uint32_t)(_id))
 
 /* request fields while in flight (sharc_tp_req_t.tp_priv) */
 #define SHARC_IB_TAG(_r)    ((_r)->tp_priv[0].u64)
 #define SHARC_IB_BUF(_r)    ((_r)->tp_priv[1].ptr)
 #define SHARC_IB_OFF(_r)    ((_r)->tp_priv[2].u64) /* send: bytes posted; recv: capacity */
-#define SHARC_IB_FLIGHT(_r) ((_r)->tp_priv[3].u64) /* send: chunks in flight | ALL_POSTED */
+#define SHARC_IB_FLIGHT(_r) ((_r)->tp_priv[3].u64) /* send: chunks in flight | flags below */
+#define SHARC_IB_MEM(_r)    ((sharc_tp_mem_t *)(_r)->tp_priv[4].ptr) /* its registration */
 #define SHARC_IB_ALL_POSTED (1ull << 63)
+#define SHARC_IB_ZC_WAIT    (1ull << 62) /* zero-copy: the receiver has not finished reading */
+#define SHARC_IB_ZC_FAILED  (1ull << 61) /* zero-copy: the receiver could not read it */
 
 /* credit writes in flight per peer, at most (they share the send queue with data) */
 #define SHARC_IB_MAX_CREDIT_WRITES SHARC_IB_SLOTS
@@ -40,6 +52,20 @@ static void sharc_ib_complete(sharc_tp_req_t *req, sharc_status_t status)
 {
     if (sharc_tp_req_status(req) == SHARC_INPROGRESS) {
         sharc_tp_req_complete(req, status);
+    }
+}
+
+/* Put @p req on @p *doomed unless it is there already (a send may hold several slots). */
+static void sharc_ib_doom(sharc_tp_req_t **doomed, sharc_tp_req_t *req)
+{
+    for (sharc_tp_req_t *q = *doomed; req != NULL && q != NULL; q = q->next) {
+        if (q == req) {
+            return;
+        }
+    }
+    if (req != NULL) {
+        req->next = *doomed;
+        *doomed = req;
     }
 }
 
@@ -60,34 +86,37 @@ void sharc_tp_ib_fail_peer(sharc_tp_comm_t *tp, int peer)
     }
     /* Detach every request first and complete each once afterwards: a completion callback
      * may post again (on this peer it fails at once), and must not find its request still
-     * in these lists. A send may hold several slots and the head of the queue. */
-    for (int s = 0; s < SHARC_IB_SLOTS; s++) {
-        req = p->slot_req[s];
-        p->slot_req[s] = NULL;
-        for (sharc_tp_req_t *q = doomed; req != NULL && q != NULL; q = q->next) {
-            req = q == req ? NULL : req;
-        }
-        if (req != NULL && req != p->sendq_head) {
-            req->next = doomed;
-            doomed = req;
-        }
-    }
+     * in these lists. The queues first (their links are followed), then what holds slots. */
     for (req = p->sendq_head; req != NULL; req = next) {
         next = req->next;
-        req->next = doomed;
-        doomed = req;
+        sharc_ib_doom(&doomed, req);
     }
     for (req = p->posted_head; req != NULL; req = next) {
         next = req->next;
-        req->next = doomed;
-        doomed = req;
+        sharc_ib_doom(&doomed, req);
     }
     p->sendq_head = p->sendq_tail = NULL;
     p->posted_head = p->posted_tail = NULL;
+    for (int s = 0; s < SHARC_IB_SLOTS; s++) {
+        sharc_ib_doom(&doomed, p->slot_req[s]);
+        p->slot_req[s] = NULL;
+    }
+    for (int i = 0; i < SHARC_IB_ZC; i++) {
+        sharc_ib_doom(&doomed, p->zc_send[i]);
+        sharc_ib_reg_put(&tp->rcache, p->zc_reg[i]);
+        p->zc_send[i] = NULL;
+        p->zc_reg[i] = NULL;
+        if ((m = p->zc_recv[i]) != NULL) {
+            sharc_ib_doom(&doomed, m->req);
+            sharc_ib_reg_put(&tp->rcache, m->reg);
+            free(m);
+            p->zc_recv[i] = NULL;
+        }
+    }
+    p->zc_out = p->reads = 0;
     p->cur = NULL;
     if (cur != NULL && cur->req != NULL) { /* matched: not on the unexpected list */
-        cur->req->next = doomed;
-        doomed = cur->req;
+        sharc_ib_doom(&doomed, cur->req);
         free(cur->data);
         free(cur);
     }
@@ -177,6 +206,160 @@ static sharc_tp_req_t *sharc_ib_take_posted(sharc_ib_peer_t *p, uint64_t tag)
     return NULL;
 }
 
+/* ---- zero-copy receiving ------------------------------------------------------------------ */
+
+/* Tell @p peer its zero-copy send @p seq is done with (read, or @p failed to be). */
+static void sharc_ib_fin(sharc_tp_comm_t *tp, int peer, uint32_t seq, int failed)
+{
+    sharc_ib_peer_t *p = &tp->peers[peer];
+    uint32_t i = seq % SHARC_IB_ZC;
+    uint64_t *src = &tp->fin_src[(size_t)peer * SHARC_IB_ZC + i];
+    struct ibv_sge sge = {.addr = (uintptr_t)src, .length = 8, .lkey = tp->fin_src_mr->lkey};
+    struct ibv_send_wr wr = {.wr_id = SHARC_IB_WR(SHARC_IB_WR_FIN, peer, i),
+                             .sg_list = &sge,
+                             .num_sge = 1,
+                             .opcode = IBV_WR_RDMA_WRITE,
+                             .send_flags = IBV_SEND_SIGNALED},
+                       *bad;
+    int err;
+
+    if (p->failed) {
+        return;
+    }
+    *src = ((uint64_t)seq + 1) | (failed ? SHARC_IB_FIN_ERR : 0);
+    wr.wr.rdma.remote_addr = p->remote_fin + 8ull * i;
+    wr.wr.rdma.rkey = p->remote_fin_rkey;
+    err = ibv_post_send(p->qp, &wr, &bad);
+    if (err != 0) {
+        sharc_ib_verbs_error(tp, peer, "posting a finish write to", err);
+    }
+}
+
+/* Post RDMA reads of the zero-copy messages being read from @p peer, as many as it answers. */
+static void sharc_ib_reads(sharc_tp_comm_t *tp, int peer)
+{
+    sharc_ib_peer_t *p = &tp->peers[peer];
+
+    for (int i = 0; i < SHARC_IB_ZC && p->reads < p->max_reads && !p->failed; i++) {
+        sharc_ib_msg_t *m = p->zc_recv[i];
+
+        while (m != NULL && m->posted < m->total && p->reads < p->max_reads) {
+            size_t len = m->total - m->posted < SHARC_IB_READ_CHUNK ? m->total - m->posted
+                                                                    : SHARC_IB_READ_CHUNK;
+            struct ibv_sge sge = {.addr = (uintptr_t)SHARC_IB_BUF(m->req) + m->posted,
+                                  .length = (uint32_t)len,
+                                  .lkey = m->reg->mr->lkey};
+            struct ibv_send_wr wr = {.wr_id = SHARC_IB_WR(SHARC_IB_WR_READ, peer, i),
+                                     .sg_list = &sge,
+                                     .num_sge = 1,
+                                     .opcode = IBV_WR_RDMA_READ,
+                                     .send_flags = IBV_SEND_SIGNALED},
+                               *bad;
+            int err;
+
+            wr.wr.rdma.remote_addr = m->rts.addr + m->posted;
+            wr.wr.rdma.rkey = m->rts.rkey;
+            err = ibv_post_send(p->qp, &wr, &bad);
+            if (err != 0) {
+                sharc_ib_verbs_error(tp, peer, "posting a read from", err);
+                return;
+            }
+            m->posted += len;
+            m->reads++;
+            p->reads++;
+        }
+    }
+}
+
+/*
+ * A zero-copy message matched its receive: read it into the receive's buffer (registered
+ * from the cache, by the receive's handle, or for this transfer). A buffer too short, or one
+ * that cannot be registered, fails the receive; the sender hears of it either way.
+ */
+static void sharc_ib_zc_start(sharc_tp_comm_t *tp, int peer, sharc_ib_msg_t *m)
+{
+    sharc_ib_peer_t *p = &tp->peers[peer];
+    sharc_tp_req_t *req = m->req;
+
+    sharc_trace("ib: rank %d: reading %zu bytes of tag %#llx from rank %d (zero-copy %u)", tp->rank,
+                m->total, (unsigned long long)m->tag, peer, m->rts.seq);
+    if (m->total > SHARC_IB_OFF(req)) {
+        sharc_ib_truncated(tp, peer, req, m->total);
+    } else if ((m->reg = sharc_ib_reg_for(tp, SHARC_IB_MEM(req), SHARC_IB_BUF(req), m->total, 1)) ==
+               NULL) {
+        req->bytes = 0;
+        sharc_ib_complete(req, SHARC_ERR_IO);
+    } else {
+        p->zc_recv[m->rts.seq % SHARC_IB_ZC] = m;
+        sharc_ib_reads(tp, peer);
+        return;
+    }
+    sharc_ib_fin(tp, peer, m->rts.seq, 1);
+    free(m);
+}
+
+/* A read of a zero-copy message from @p peer completed: the message, once all read, too. */
+static void sharc_ib_read_done(sharc_tp_comm_t *tp, int peer, uint32_t i)
+{
+    sharc_ib_peer_t *p = &tp->peers[peer];
+    sharc_ib_msg_t *m = i < SHARC_IB_ZC ? p->zc_recv[i] : NULL;
+
+    if (m == NULL) {
+        return;
+    }
+    p->reads--;
+    m->reads--;
+    if (m->reads == 0 && m->posted == m->total) {
+        sharc_tp_req_t *req = m->req;
+
+        p->zc_recv[i] = NULL;
+        sharc_ib_reg_put(&tp->rcache, m->reg);
+        sharc_ib_fin(tp, peer, m->rts.seq, 0);
+        req->bytes = m->total;
+        free(m);
+        sharc_ib_complete(req, SHARC_OK);
+    }
+}
+
+/* A request to send from @p peer: read now if a receive is posted, else kept unexpected. */
+static int sharc_ib_rts(sharc_tp_comm_t *tp, int peer, const sharc_ib_hdr_t *h, const void *data)
+{
+    sharc_ib_peer_t *p = &tp->peers[peer];
+    sharc_ib_msg_t *m;
+
+    if (p->cur != NULL || h->offset != 0 || h->len != sizeof(sharc_ib_rts_t) || h->total == 0) {
+        sharc_error("ib: rank %d: a malformed request to send from rank %d (%u bytes, total %llu)",
+                    tp->rank, peer, h->len, (unsigned long long)h->total);
+        return -1;
+    }
+    m = calloc(1, sizeof(*m));
+    if (m == NULL) {
+        return -1;
+    }
+    m->tag = h->tag;
+    m->total = h->total;
+    m->zc = 1;
+    memcpy(&m->rts, data, sizeof(m->rts));
+    if (p->zc_recv[m->rts.seq % SHARC_IB_ZC] != NULL) {
+        sharc_error("ib: rank %d: rank %d sent zero-copy message %u while %u is being read", tp->rank,
+                    peer, m->rts.seq, p->zc_recv[m->rts.seq % SHARC_IB_ZC]->rts.seq);
+        free(m);
+        return -1;
+    }
+    m->req = sharc_ib_take_posted(p, h->tag);
+    if (m->req != NULL) {
+        sharc_ib_zc_start(tp, peer, m);
+    } else if (p->unexp_tail != NULL) {
+        p->unexp_tail->next = m;
+        p->unexp_tail = m;
+    } else {
+        p->unexp_head = p->unexp_tail = m;
+    }
+    return 0;
+}
+
+/* ---- receiving, copied ---------------------------------------------------------------------- */
+
 /* One chunk of a message from @p peer (from its ring slot, or a whole message to self). */
 static int sharc_ib_deliver(sharc_tp_comm_t *tp, int peer, const sharc_ib_hdr_t *h,
                             const void *data)
@@ -187,6 +370,9 @@ static int sharc_ib_deliver(sharc_tp_comm_t *tp, int peer, const sharc_ib_hdr_t 
     sharc_trace("ib: rank %d: chunk from rank %d: tag %#llx offset %llu len %u total %llu%s",
                 tp->rank, peer, (unsigned long long)h->tag, (unsigned long long)h->offset, h->len,
                 (unsigned long long)h->total, m != NULL ? " (continues)" : "");
+    if (h->flags & SHARC_IB_F_RTS) {
+        return sharc_ib_rts(tp, peer, h, data);
+    }
     if (h->offset == 0 && m == NULL) {
         m = calloc(1, sizeof(*m));
         if (m == NULL) {
@@ -274,6 +460,7 @@ sharc_status_t sharc_tp_ib_recv(sharc_tp_comm_t *tp, int peer, uint64_t tag, voi
     SHARC_IB_BUF(req) = buf;
     SHARC_IB_OFF(req) = bytes;
     SHARC_IB_TAG(req) = tag;
+    req->tp_priv[4].ptr = mem;
     for (m = p->unexp_head; m != NULL && m->tag != tag; prev = m, m = m->next) {
     }
     sharc_trace("ib: rank %d: receive from rank %d, tag %#llx, %zu bytes: %s", tp->rank, peer,
@@ -288,7 +475,10 @@ sharc_status_t sharc_tp_ib_recv(sharc_tp_comm_t *tp, int peer, uint64_t tag, voi
             p->unexp_tail = prev;
         }
         m->req = req;
-        if (m->got == m->total && p->cur != m) {
+        if (m->zc) {
+            sharc_ib_zc_start(tp, peer, m);
+            status = sharc_tp_req_status(req) != SHARC_INPROGRESS ? SHARC_OK : status;
+        } else if (m->got == m->total && p->cur != m) {
             sharc_ib_msg_done(tp, peer, m);
             status = SHARC_OK;
         }
@@ -300,11 +490,51 @@ sharc_status_t sharc_tp_ib_recv(sharc_tp_comm_t *tp, int peer, uint64_t tag, voi
         p->posted_head = p->posted_tail = req;
     }
     pthread_mutex_unlock(&tp->lock);
-    (void)mem;
     return status;
 }
 
 /* ---- sending ------------------------------------------------------------------------------ */
+
+/* The send's outcome once every write completed and, zero-copy, the receiver finished. */
+static void sharc_ib_send_step(sharc_tp_req_t *req)
+{
+    uint64_t f = SHARC_IB_FLIGHT(req);
+
+    if ((f & ~SHARC_IB_ZC_FAILED) == SHARC_IB_ALL_POSTED) {
+        sharc_ib_complete(req, (f & SHARC_IB_ZC_FAILED) ? SHARC_ERR_REMOTE : SHARC_OK);
+    }
+}
+
+/*
+ * Should @p req go zero-copy? Large enough, its buffer registered (a handle, or sharc_mem
+ * memory through the cache) and a zero-copy slot free: then it takes the slot (and the
+ * registration) and *rts is filled. Never waits for a slot: a send waiting on a receive the
+ * peer posts after a later message would deadlock; it goes by copy instead.
+ */
+static int sharc_ib_zc_claim(sharc_tp_comm_t *tp, int peer, sharc_tp_req_t *req,
+                             sharc_ib_rts_t *rts)
+{
+    sharc_ib_peer_t *p = &tp->peers[peer];
+    uint32_t seq = p->zc_next, i = seq % SHARC_IB_ZC;
+    sharc_ib_reg_t *reg;
+
+    if (tp->zcopy_min == 0 || req->bytes < tp->zcopy_min || p->zc_send[i] != NULL) {
+        return 0;
+    }
+    reg = sharc_ib_reg_for(tp, SHARC_IB_MEM(req), SHARC_IB_BUF(req), req->bytes, 0);
+    if (reg == NULL) {
+        return 0;
+    }
+    p->zc_send[i] = req;
+    p->zc_reg[i] = reg;
+    p->zc_seq[i] = seq;
+    p->zc_next++;
+    p->zc_out++;
+    rts->addr = (uintptr_t)SHARC_IB_BUF(req);
+    rts->rkey = reg->mr->rkey;
+    rts->seq = seq;
+    return 1;
+}
 
 /* Post the chunks of queued sends to @p peer while slots and credits last. */
 static void sharc_ib_push(sharc_tp_comm_t *tp, int peer)
@@ -315,22 +545,34 @@ static void sharc_ib_push(sharc_tp_comm_t *tp, int peer)
         sharc_tp_req_t *req = p->sendq_head;
         uint64_t credit = __atomic_load_n(&tp->credits[peer], __ATOMIC_ACQUIRE);
         uint32_t slot = (uint32_t)(p->sent % SHARC_IB_SLOTS);
-        size_t off = SHARC_IB_OFF(req), len;
+        size_t off = SHARC_IB_OFF(req), len, wire;
         char *b = p->bounce + (size_t)slot * SHARC_IB_SLOT_BYTES;
         sharc_ib_hdr_t *h = (sharc_ib_hdr_t *)b;
+        sharc_ib_rts_t rts;
 
         if (p->sent - credit >= SHARC_IB_SLOTS || p->slot_req[slot] != NULL) {
             return; /* no credit, or the bounce slot's last write has not completed */
         }
-        len = req->bytes - off < SHARC_IB_CHUNK ? req->bytes - off : SHARC_IB_CHUNK;
         h->tag = SHARC_IB_TAG(req);
         h->total = req->bytes;
         h->offset = off;
-        h->len = (uint32_t)len;
-        memcpy(b + sizeof(*h), (const char *)SHARC_IB_BUF(req) + off, len);
+        if (off == 0 && sharc_ib_zc_claim(tp, peer, req, &rts)) { /* the peer reads it */
+            h->flags = SHARC_IB_F_RTS;
+            h->len = sizeof(rts);
+            memcpy(b + sizeof(*h), &rts, sizeof(rts));
+            SHARC_IB_FLIGHT(req) |= SHARC_IB_ZC_WAIT;
+            wire = sizeof(rts);
+            len = req->bytes;
+        } else {
+            len = req->bytes - off < SHARC_IB_CHUNK ? req->bytes - off : SHARC_IB_CHUNK;
+            h->flags = 0;
+            h->len = (uint32_t)len;
+            memcpy(b + sizeof(*h), (const char *)SHARC_IB_BUF(req) + off, len);
+            wire = len;
+        }
 
         struct ibv_sge sge = {.addr = (uintptr_t)b,
-                              .length = (uint32_t)(sizeof(*h) + len),
+                              .length = (uint32_t)(sizeof(*h) + wire),
                               .lkey = p->bounce_mr->lkey};
         struct ibv_send_wr wr = {.wr_id = SHARC_IB_WR(SHARC_IB_WR_DATA, peer, slot),
                                  .sg_list = &sge,
@@ -346,9 +588,9 @@ static void sharc_ib_push(sharc_tp_comm_t *tp, int peer)
             sharc_ib_verbs_error(tp, peer, "posting a write to", err);
             return;
         }
-        sharc_trace("ib: rank %d: chunk %llu of tag %#llx (%zu of %zu bytes) to rank %d, slot %u",
+        sharc_trace("ib: rank %d: chunk %llu of tag %#llx (%zu of %zu bytes%s) to rank %d, slot %u",
                     tp->rank, (unsigned long long)p->sent, (unsigned long long)h->tag, off + len,
-                    (size_t)req->bytes, peer, slot);
+                    (size_t)req->bytes, h->flags ? ", zero-copy" : "", peer, slot);
         p->slot_req[slot] = req;
         p->sent++;
         SHARC_IB_OFF(req) = off + len;
@@ -360,6 +602,37 @@ static void sharc_ib_push(sharc_tp_comm_t *tp, int peer)
                 p->sendq_tail = NULL;
             }
         }
+    }
+}
+
+/* Zero-copy sends to @p peer whose finish word the peer wrote: done. */
+static void sharc_ib_fins(sharc_tp_comm_t *tp, int peer)
+{
+    sharc_ib_peer_t *p = &tp->peers[peer];
+
+    for (int i = 0; i < SHARC_IB_ZC && p->zc_out > 0; i++) {
+        sharc_tp_req_t *req = p->zc_send[i];
+        uint64_t v;
+
+        if (req == NULL) {
+            continue;
+        }
+        v = __atomic_load_n(&tp->fin[(size_t)peer * SHARC_IB_ZC + (size_t)i], __ATOMIC_ACQUIRE);
+        if ((v & ~SHARC_IB_FIN_ERR) != (uint64_t)p->zc_seq[i] + 1) {
+            continue;
+        }
+        p->zc_send[i] = NULL;
+        p->zc_out--;
+        sharc_ib_reg_put(&tp->rcache, p->zc_reg[i]);
+        p->zc_reg[i] = NULL;
+        SHARC_IB_FLIGHT(req) &= ~SHARC_IB_ZC_WAIT;
+        if (v & SHARC_IB_FIN_ERR) {
+            sharc_error("ib: rank %d: rank %d did not take the %zu-byte message (tag %#llx) it was "
+                        "to read (its receive failed)",
+                        tp->rank, peer, (size_t)req->bytes, (unsigned long long)SHARC_IB_TAG(req));
+            SHARC_IB_FLIGHT(req) |= SHARC_IB_ZC_FAILED;
+        }
+        sharc_ib_send_step(req);
     }
 }
 
@@ -386,6 +659,7 @@ sharc_status_t sharc_tp_ib_send(sharc_tp_comm_t *tp, int peer, uint64_t tag, con
     SHARC_IB_OFF(req) = 0;
     SHARC_IB_FLIGHT(req) = 0;
     SHARC_IB_TAG(req) = tag;
+    req->tp_priv[4].ptr = mem;
     if (peer == tp->rank) { /* to self: delivered at once, whole */
         sharc_ib_hdr_t h = {.tag = tag, .total = bytes, .offset = 0, .len = (uint32_t)bytes};
         int ok = sharc_ib_deliver(tp, peer, &h, buf) == 0;
@@ -407,7 +681,6 @@ sharc_status_t sharc_tp_ib_send(sharc_tp_comm_t *tp, int peer, uint64_t tag, con
         status = SHARC_INPROGRESS; /* completed with the error by fail_peer */
     }
     pthread_mutex_unlock(&tp->lock);
-    (void)mem;
     return status;
 }
 
@@ -483,6 +756,7 @@ static void sharc_ib_completion(sharc_tp_comm_t *tp, const struct ibv_wc *wc)
                         tp->rank,
                         kind == SHARC_IB_WR_RECV    ? "a receive from"
                         : kind == SHARC_IB_WR_PROBE ? "a probe of"
+                        : kind == SHARC_IB_WR_READ  ? "a read from"
                                                     : "a write to",
                         peer, ibv_wc_status_str(wc->status), (int)wc->status, wc->vendor_err,
                         wc->status == IBV_WC_RETRY_EXC_ERR
@@ -502,9 +776,9 @@ static void sharc_ib_completion(sharc_tp_comm_t *tp, const struct ibv_wc *wc)
         }
         p->slot_req[slot] = NULL;
         SHARC_IB_FLIGHT(req)--;
-        if (SHARC_IB_FLIGHT(req) == SHARC_IB_ALL_POSTED) {
-            sharc_ib_complete(req, SHARC_OK);
-        }
+        sharc_ib_send_step(req);
+    } else if (kind == SHARC_IB_WR_READ && !p->failed) {
+        sharc_ib_read_done(tp, peer, SHARC_IB_WR_SLOT(wc->wr_id));
     } else if (kind == SHARC_IB_WR_RECV && !p->failed) {
         uint32_t slot = be32toh(wc->imm_data);
         const sharc_ib_hdr_t *h;
@@ -536,7 +810,8 @@ static void sharc_ib_completion(sharc_tp_comm_t *tp, const struct ibv_wc *wc)
 static void sharc_ib_probe(sharc_tp_comm_t *tp, int peer)
 {
     sharc_ib_peer_t *p = &tp->peers[peer];
-    int waiting = p->posted_head != NULL || p->cur != NULL || p->sendq_head != NULL;
+    int waiting = p->posted_head != NULL || p->cur != NULL || p->sendq_head != NULL ||
+                  p->zc_out > 0 || p->reads > 0;
 
     if (p->failed || p->probing || !waiting || tp->now - p->last_heard < SHARC_IB_PROBE_AFTER) {
         return;
@@ -567,7 +842,9 @@ int sharc_tp_ib_progress(sharc_tp_comm_t *tp)
     for (int peer = 0; peer < tp->size; peer++) {
         if (peer != tp->rank) {
             sharc_ib_report(tp, peer);
+            sharc_ib_fins(tp, peer);
             sharc_ib_push(tp, peer);
+            sharc_ib_reads(tp, peer);
             sharc_ib_probe(tp, peer);
         }
     }

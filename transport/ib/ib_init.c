@@ -3,7 +3,7 @@
  * port on the rank's NUMA node, spread over the node's ranks), the GID for RoCE v2
  * (SHARC_IB_GID_INDEX, else the port's RoCE v2 entry with an IPv4 address; InfiniBand routes by
  * LID), a ring, bounce slots and an RC QP per peer, addresses exchanged through the bootstrap, each
- * QP taken INIT -> RTR -> RTS.
+ * QP taken INIT -> RTR -> RTS; the finish words of zero-copy sends and the registration cache.
  */
 #include "config.h"
 
@@ -23,6 +23,12 @@
 #define SHARC_IB_TIMEOUT   14
 #define SHARC_IB_RETRY     7
 #define SHARC_IB_RNR_RETRY 7
+
+/* work requests on a send queue at most: data and credit writes, finish writes, reads, a probe */
+#define SHARC_IB_SEND_WR (2 * SHARC_IB_SLOTS + SHARC_IB_ZC + SHARC_IB_READS + 8)
+#define SHARC_IB_RECV_WR (SHARC_IB_SLOTS + 4)
+/* RDMA reads a QP answers at once, at most (what it asks of the device) */
+#define SHARC_IB_RD_ATOM 16
 
 static sharc_status_t sharc_tp_ib_query(const sharc_cfg_t *cfg)
 {
@@ -231,15 +237,16 @@ static sharc_status_t sharc_ib_peer_setup(sharc_tp_comm_t *tp, int peer)
     struct ibv_qp_init_attr qa = {
         .send_cq = tp->cq,
         .recv_cq = tp->cq,
-        .cap = {.max_send_wr = 2 * SHARC_IB_SLOTS + 8,
-                .max_recv_wr = SHARC_IB_SLOTS + 4,
+        .cap = {.max_send_wr = SHARC_IB_SEND_WR,
+                .max_recv_wr = SHARC_IB_RECV_WR,
                 .max_send_sge = 1,
                 .max_recv_sge = 1},
         .qp_type = IBV_QPT_RC,
     };
     struct ibv_qp_attr init = {.qp_state = IBV_QPS_INIT,
                                .port_num = tp->port,
-                               .qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE};
+                               .qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+                                                  IBV_ACCESS_REMOTE_READ};
 
     p->ring = sharc_ib_alloc(bytes);
     p->bounce = sharc_ib_alloc(bytes);
@@ -278,7 +285,7 @@ static sharc_status_t sharc_ib_connect(sharc_tp_comm_t *tp, int peer, const shar
         .path_mtu = (enum ibv_mtu)(mine->mtu < theirs->mtu ? mine->mtu : theirs->mtu),
         .dest_qp_num = theirs->qpn,
         .rq_psn = theirs->psn,
-        .max_dest_rd_atomic = 1,
+        .max_dest_rd_atomic = mine->rd_atom,
         .min_rnr_timer = 12,
         .ah_attr = {.dlid = theirs->lid, .port_num = tp->port},
     };
@@ -301,7 +308,9 @@ static sharc_status_t sharc_ib_connect(sharc_tp_comm_t *tp, int peer, const shar
     a.retry_cnt = SHARC_IB_RETRY;
     a.rnr_retry = SHARC_IB_RNR_RETRY;
     a.sq_psn = mine->psn;
-    a.max_rd_atomic = 1;
+    a.max_rd_atomic = (uint8_t)(tp->init_rd_atom < theirs->rd_atom ? tp->init_rd_atom
+                                                                    : theirs->rd_atom);
+    p->max_reads = a.max_rd_atomic < SHARC_IB_READS ? a.max_rd_atomic : SHARC_IB_READS;
     if (ibv_modify_qp(p->qp, &a,
                       IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
                           IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) != 0) {
@@ -312,6 +321,8 @@ static sharc_status_t sharc_ib_connect(sharc_tp_comm_t *tp, int peer, const shar
     p->remote_ring_rkey = theirs->ring_rkey;
     p->remote_credit = theirs->credit_addr;
     p->remote_credit_rkey = theirs->credit_rkey;
+    p->remote_fin = theirs->fin_addr;
+    p->remote_fin_rkey = theirs->fin_rkey;
     return SHARC_OK;
 }
 
@@ -347,6 +358,13 @@ static void sharc_tp_ib_comm_destroy(sharc_tp_comm_t *tp)
     if (tp->credit_src_mr != NULL) {
         ibv_dereg_mr(tp->credit_src_mr);
     }
+    if (tp->fin_mr != NULL) {
+        ibv_dereg_mr(tp->fin_mr);
+    }
+    if (tp->fin_src_mr != NULL) {
+        ibv_dereg_mr(tp->fin_src_mr);
+    }
+    sharc_ib_rcache_fini(&tp->rcache);
     if (tp->cq != NULL) {
         ibv_destroy_cq(tp->cq);
     }
@@ -358,6 +376,8 @@ static void sharc_tp_ib_comm_destroy(sharc_tp_comm_t *tp)
     }
     free(tp->credits);
     free(tp->credit_src);
+    free(tp->fin);
+    free(tp->fin_src);
     free(tp->peers);
     pthread_mutex_destroy(&tp->lock);
     free(tp);
@@ -373,7 +393,7 @@ static sharc_status_t sharc_tp_ib_comm_create(const sharc_tp_comm_params_t *para
     pthread_mutexattr_t attr;
     sharc_status_t status = SHARC_ERR_NOMEM;
     union ibv_gid gid = {0};
-    size_t cbytes;
+    size_t cbytes, fbytes;
     int n;
 
     if (tp == NULL) {
@@ -386,14 +406,18 @@ static sharc_status_t sharc_tp_ib_comm_create(const sharc_tp_comm_params_t *para
     tp->rank = params->rank;
     tp->size = n = params->size;
     cbytes = (size_t)n * sizeof(uint64_t);
+    fbytes = cbytes * SHARC_IB_ZC;
+    tp->zcopy_min = params->cfg->ib_zcopy_min;
     tp->peers = calloc((size_t)n, sizeof(*tp->peers));
     tp->credits = sharc_ib_alloc(cbytes);
     tp->credit_src = sharc_ib_alloc(cbytes);
+    tp->fin = sharc_ib_alloc(fbytes);
+    tp->fin_src = sharc_ib_alloc(fbytes);
     mine = calloc((size_t)n, sizeof(*mine));
     theirs = calloc((size_t)n, sizeof(*theirs));
     oks = calloc((size_t)n, sizeof(*oks));
-    if (tp->peers == NULL || tp->credits == NULL || tp->credit_src == NULL || mine == NULL ||
-        theirs == NULL || oks == NULL) {
+    if (tp->peers == NULL || tp->credits == NULL || tp->credit_src == NULL || tp->fin == NULL ||
+        tp->fin_src == NULL || mine == NULL || theirs == NULL || oks == NULL) {
         goto err;
     }
     /* every rank opens its device, even if a step fails, so that the exchange below (a
@@ -404,21 +428,32 @@ static sharc_status_t sharc_tp_ib_comm_create(const sharc_tp_comm_params_t *para
     }
     status = sharc_ib_open(tp, params->cfg, local_rank, &pa);
     if (status == SHARC_OK) {
+        struct ibv_device_attr da;
+        int rw = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+
         tp->pd = ibv_alloc_pd(tp->ctx);
-        tp->cq = ibv_create_cq(tp->ctx, (n - 1) * (3 * SHARC_IB_SLOTS + 16) + 16, NULL, NULL, 0);
-        tp->credits_mr = tp->pd != NULL
-                             ? ibv_reg_mr(tp->pd, tp->credits, cbytes,
-                                          IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE)
-                             : NULL;
-        tp->credit_src_mr = tp->pd != NULL
-                                ? ibv_reg_mr(tp->pd, tp->credit_src, cbytes, IBV_ACCESS_LOCAL_WRITE)
-                                : NULL;
+        tp->cq = ibv_create_cq(tp->ctx, (n - 1) * (SHARC_IB_SEND_WR + SHARC_IB_RECV_WR) + 16, NULL,
+                               NULL, 0);
+        if (tp->pd != NULL) {
+            tp->credits_mr = ibv_reg_mr(tp->pd, tp->credits, cbytes, rw);
+            tp->credit_src_mr = ibv_reg_mr(tp->pd, tp->credit_src, cbytes, IBV_ACCESS_LOCAL_WRITE);
+            tp->fin_mr = ibv_reg_mr(tp->pd, tp->fin, fbytes, rw);
+            tp->fin_src_mr = ibv_reg_mr(tp->pd, tp->fin_src, fbytes, IBV_ACCESS_LOCAL_WRITE);
+        }
         if (tp->pd == NULL || tp->cq == NULL || tp->credits_mr == NULL ||
-            tp->credit_src_mr == NULL) {
+            tp->credit_src_mr == NULL || tp->fin_mr == NULL || tp->fin_src_mr == NULL ||
+            ibv_query_device(tp->ctx, &da) != 0) {
             sharc_error("ib: %s: protection domain, completion queue or credit registration "
                         "failed: %s",
                         tp->dev_name, strerror(errno));
             status = SHARC_ERR_IO;
+        } else {
+            tp->rd_atom = da.max_qp_rd_atom < SHARC_IB_RD_ATOM ? da.max_qp_rd_atom
+                                                                : SHARC_IB_RD_ATOM;
+            tp->init_rd_atom = da.max_qp_init_rd_atom < SHARC_IB_RD_ATOM ? da.max_qp_init_rd_atom
+                                                                          : SHARC_IB_RD_ATOM;
+            status = sharc_ib_rcache_init(&tp->rcache, tp->pd, params->mem,
+                                          params->cfg->ib_reg_cache);
         }
     }
     if (status == SHARC_OK && tp->gid_index >= 0 &&
@@ -439,6 +474,9 @@ static sharc_status_t sharc_tp_ib_comm_create(const sharc_tp_comm_params_t *para
             mine[r].ring_rkey = p->ring_mr->rkey;
             mine[r].credit_addr = (uintptr_t)&tp->credits[r];
             mine[r].credit_rkey = tp->credits_mr->rkey;
+            mine[r].fin_addr = (uintptr_t)&tp->fin[(size_t)r * SHARC_IB_ZC];
+            mine[r].fin_rkey = tp->fin_mr->rkey;
+            mine[r].rd_atom = (uint8_t)(tp->rd_atom > 0 ? tp->rd_atom : 1);
             mine[r].lid = pa.lid;
             mine[r].mtu = (uint8_t)pa.active_mtu;
             memcpy(mine[r].gid, gid.raw, 16);
@@ -509,6 +547,8 @@ const sharc_tp_ops_t sharc_tp_ib_ops = {
     .comm_create = sharc_tp_ib_comm_create,
     .comm_destroy = sharc_tp_ib_comm_destroy,
     .abort = sharc_tp_ib_abort,
+    .mem_reg = sharc_tp_ib_mem_reg,
+    .mem_dereg = sharc_tp_ib_mem_dereg,
     .send = sharc_tp_ib_send,
     .recv = sharc_tp_ib_recv,
     .progress = sharc_tp_ib_progress,

@@ -1,0 +1,344 @@
+/*
+ * ib_reg.c: memory registrations of the verbs transport, and their cache.
+ *
+ * Buffers from sharc_mem_alloc are registered whole, once, and kept: the cache is keyed by
+ * the buffer's id (never reused), the least recently used registrations not in use are
+ * released past SHARC_IB_REG_CACHE bytes, and sharc_mem_free drops a buffer's registration
+ * at once (the context's table tells the cache; one still in use by a transfer goes when that
+ * transfer ends). Other host memory is registered for one transfer, or for as long as a
+ * handle from mem_reg lives: without hooks on munmap a registration of arbitrary memory
+ * cannot be kept safely, since a freed and reused range would still be pinned to the old
+ * pages. CUDA memory is registered through a dmabuf when the driver and the device allow it
+ * (ibv_reg_dmabuf_mr), else directly (peer memory: nvidia-peermem).
+ */
+#include "config.h"
+
+#define SHARC_THIS_SUBSYS SHARC_SUBSYS_TP
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifdef HAVE_CUDA
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#endif
+
+#include "../../src/log.h"
+#include "ib.h"
+
+#define SHARC_IB_ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ)
+
+static sharc_ib_reg_t *sharc_ib_reg_new(struct ibv_mr *mr, void *base, size_t bytes, uint64_t id)
+{
+    sharc_ib_reg_t *r = calloc(1, sizeof(*r));
+
+    if (r == NULL) {
+        ibv_dereg_mr(mr);
+        return NULL;
+    }
+    r->mr = mr;
+    r->base = base;
+    r->bytes = bytes;
+    r->region_id = id;
+    r->refs = 1;
+    return r;
+}
+
+static void sharc_ib_reg_free(sharc_ib_reg_t *r)
+{
+    ibv_dereg_mr(r->mr);
+    free(r);
+}
+
+/* Take @p r off the cache's list (lock held). */
+static void sharc_ib_rcache_unlink(sharc_ib_rcache_t *rc, sharc_ib_reg_t *r)
+{
+    if (r->prev != NULL) {
+        r->prev->next = r->next;
+    } else {
+        rc->head = r->next;
+    }
+    if (r->next != NULL) {
+        r->next->prev = r->prev;
+    } else {
+        rc->tail = r->prev;
+    }
+    r->prev = r->next = NULL;
+    rc->bytes -= r->bytes;
+}
+
+/* Most recently used first (lock held). */
+static void sharc_ib_rcache_push(sharc_ib_rcache_t *rc, sharc_ib_reg_t *r)
+{
+    r->prev = NULL;
+    r->next = rc->head;
+    if (rc->head != NULL) {
+        rc->head->prev = r;
+    } else {
+        rc->tail = r;
+    }
+    rc->head = r;
+    rc->bytes += r->bytes;
+}
+
+/* Past the limit: release the least recently used registrations nobody uses (lock held). */
+static void sharc_ib_rcache_trim(sharc_ib_rcache_t *rc)
+{
+    sharc_ib_reg_t *r = rc->tail, *prev;
+
+    for (; r != NULL && rc->bytes > rc->limit; r = prev) {
+        prev = r->prev;
+        if (r->refs == 0) {
+            sharc_ib_rcache_unlink(rc, r);
+            sharc_debug("ib: registration cache: released %zu bytes at %p (least recently used; "
+                        "%zu of %zu bytes kept)",
+                        r->bytes, (void *)r->base, rc->bytes, rc->limit);
+            rc->evictions++;
+            sharc_ib_reg_free(r);
+        }
+    }
+}
+
+/* sharc_mem_free of a buffer: its registration goes now, or with its last user. */
+static void sharc_ib_rcache_freed(void *arg, const sharc_mem_region_t *region)
+{
+    sharc_ib_rcache_t *rc = arg;
+
+    pthread_mutex_lock(&rc->lock);
+    for (sharc_ib_reg_t *r = rc->head; r != NULL; r = r->next) {
+        if (r->region_id == region->id) {
+            sharc_ib_rcache_unlink(rc, r);
+            if (r->refs == 0) {
+                sharc_ib_reg_free(r);
+            } else {
+                r->dead = 1;
+            }
+            break;
+        }
+    }
+    pthread_mutex_unlock(&rc->lock);
+}
+
+sharc_status_t sharc_ib_rcache_init(sharc_ib_rcache_t *rc, struct ibv_pd *pd,
+                                    sharc_mem_table_t *mem, size_t limit)
+{
+    pthread_mutex_init(&rc->lock, NULL);
+    rc->pd = pd;
+    rc->mem = mem;
+    rc->limit = limit;
+    rc->ready = 1;
+    return mem != NULL ? sharc_mem_table_watch(mem, sharc_ib_rcache_freed, rc) : SHARC_OK;
+}
+
+void sharc_ib_rcache_fini(sharc_ib_rcache_t *rc)
+{
+    sharc_ib_reg_t *r, *next;
+
+    if (!rc->ready) {
+        return;
+    }
+    if (rc->mem != NULL) {
+        sharc_mem_table_unwatch(rc->mem, sharc_ib_rcache_freed, rc);
+    }
+    for (r = rc->head; r != NULL; r = next) {
+        next = r->next;
+        if (r->refs > 0) { /* a handle not deregistered: it keeps its memory registered */
+            sharc_warn("ib: a registration of %zu bytes at %p is still in use as the "
+                       "communicator goes",
+                       r->bytes, (void *)r->base);
+        }
+        sharc_ib_reg_free(r);
+    }
+    sharc_debug("ib: registration cache: %llu hits, %llu misses, %llu released",
+                (unsigned long long)rc->hits, (unsigned long long)rc->misses,
+                (unsigned long long)rc->evictions);
+    pthread_mutex_destroy(&rc->lock);
+    rc->ready = 0;
+}
+
+sharc_ib_reg_t *sharc_ib_reg_get(sharc_ib_rcache_t *rc, void *addr, size_t bytes, int temp_ok)
+{
+    sharc_mem_region_t region;
+    sharc_ib_reg_t *r;
+    struct ibv_mr *mr;
+
+    if (!sharc_mem_table_find(rc->mem, addr, bytes, &region)) {
+        if (!temp_ok) {
+            return NULL;
+        }
+        mr = ibv_reg_mr(rc->pd, addr, bytes, SHARC_IB_ACCESS);
+        if (mr == NULL) {
+            sharc_error("ib: registering %zu bytes at %p failed: %s%s", bytes, addr,
+                        strerror(errno),
+                        errno == ENOMEM ? " (the locked-memory limit, ulimit -l, too low?)" : "");
+            return NULL;
+        }
+        return sharc_ib_reg_new(mr, addr, bytes, 0);
+    }
+    pthread_mutex_lock(&rc->lock);
+    for (r = rc->head; r != NULL && r->region_id != region.id; r = r->next) {
+    }
+    if (r != NULL) {
+        sharc_ib_rcache_unlink(rc, r);
+        sharc_ib_rcache_push(rc, r);
+        r->refs++;
+        rc->hits++;
+        pthread_mutex_unlock(&rc->lock);
+        return r;
+    }
+    rc->misses++;
+    pthread_mutex_unlock(&rc->lock);
+    /* registered outside the lock (it pins every page); a second registration of the same
+     * buffer by a racing thread is harmless: both are kept, the older ages out */
+    mr = ibv_reg_mr(rc->pd, region.base, region.bytes, SHARC_IB_ACCESS);
+    if (mr == NULL) {
+        sharc_error("ib: registering the %zu-byte buffer at %p failed: %s", region.bytes,
+                    region.base, strerror(errno));
+        return NULL;
+    }
+    r = sharc_ib_reg_new(mr, region.base, region.bytes, region.id);
+    if (r == NULL) {
+        return NULL;
+    }
+    pthread_mutex_lock(&rc->lock);
+    sharc_ib_rcache_push(rc, r);
+    sharc_ib_rcache_trim(rc);
+    pthread_mutex_unlock(&rc->lock);
+    sharc_debug("ib: registration cache: registered the %zu-byte buffer at %p", region.bytes,
+                region.base);
+    return r;
+}
+
+void sharc_ib_reg_put(sharc_ib_rcache_t *rc, sharc_ib_reg_t *r)
+{
+    int gone;
+
+    if (r == NULL) {
+        return;
+    }
+    pthread_mutex_lock(&rc->lock);
+    gone = --r->refs == 0;
+    if (gone && r->region_id != 0 && !r->dead) { /* cached: kept while the cache has room */
+        sharc_ib_rcache_trim(rc);
+        gone = 0;
+    }
+    pthread_mutex_unlock(&rc->lock);
+    if (gone) { /* a registration of its own, or of a buffer freed meanwhile */
+        sharc_ib_reg_free(r);
+    }
+}
+
+void sharc_ib_reg_ref(sharc_ib_rcache_t *rc, sharc_ib_reg_t *r)
+{
+    pthread_mutex_lock(&rc->lock);
+    r->refs++;
+    pthread_mutex_unlock(&rc->lock);
+}
+
+/* ---- registration handles (mem_reg / mem_dereg) -------------------------------------------- */
+
+#ifdef HAVE_CUDA
+/* CUDA memory through a dmabuf of the range; NULL with errno when the stack cannot. */
+static struct ibv_mr *sharc_ib_reg_dmabuf(struct ibv_pd *pd, void *addr, size_t bytes)
+{
+    typedef CUresult (*get_handle_fn)(void *, CUdeviceptr, size_t, CUmemRangeHandleType,
+                                      unsigned long long);
+    get_handle_fn get_handle = NULL;
+    enum cudaDriverEntryPointQueryResult q;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    uintptr_t a = (uintptr_t)addr, base = a & ~(uintptr_t)(page - 1);
+    size_t len = (a + bytes - base + page - 1) & ~(page - 1);
+    struct ibv_mr *mr;
+    int fd = -1;
+
+#if CUDART_VERSION >= 12050
+    if (cudaGetDriverEntryPointByVersion("cuMemGetHandleForAddressRange", (void **)&get_handle,
+                                         12000, cudaEnableDefault, &q) != cudaSuccess ||
+#else
+    if (cudaGetDriverEntryPoint("cuMemGetHandleForAddressRange", (void **)&get_handle,
+                                cudaEnableDefault, &q) != cudaSuccess ||
+#endif
+        q != cudaDriverEntryPointSuccess || get_handle == NULL) {
+        errno = ENOTSUP;
+        return NULL;
+    }
+    if (get_handle(&fd, (CUdeviceptr)base, len, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0) !=
+        CUDA_SUCCESS) {
+        errno = ENOTSUP;
+        return NULL;
+    }
+    mr = ibv_reg_dmabuf_mr(pd, a - base, bytes, a, fd, SHARC_IB_ACCESS);
+    close(fd);
+    return mr;
+}
+#endif
+
+sharc_status_t sharc_tp_ib_mem_reg(sharc_tp_comm_t *tp, void *addr, size_t bytes,
+                                   sharc_memtype_t memtype, sharc_tp_mem_t **mem_p)
+{
+    sharc_tp_mem_t *mem = calloc(1, sizeof(*mem));
+    sharc_status_t status = SHARC_ERR_NOMEM;
+
+    if (mem == NULL) {
+        return SHARC_ERR_NOMEM;
+    }
+    if (addr == NULL || bytes == 0) {
+        sharc_error("ib: registering %zu bytes at %p: nothing to register", bytes, addr);
+        free(mem);
+        return SHARC_ERR_INVALID;
+    }
+    mem->memtype = memtype;
+    if (memtype == SHARC_MEMTYPE_HOST) {
+        mem->reg = sharc_ib_reg_get(&tp->rcache, addr, bytes, 1);
+    } else {
+#ifdef HAVE_CUDA
+        struct ibv_mr *mr = sharc_ib_reg_dmabuf(tp->pd, addr, bytes);
+        const char *how = "a dmabuf";
+        if (mr == NULL) { /* peer memory (nvidia-peermem), where it is loaded */
+            mr = ibv_reg_mr(tp->pd, addr, bytes, SHARC_IB_ACCESS);
+            how = "peer memory";
+        }
+        if (mr == NULL) {
+            status = SHARC_ERR_UNSUPPORTED;
+            sharc_error("ib: %s cannot register CUDA memory (%zu bytes at %p): neither a dmabuf "
+                        "(driver and kernel support) nor peer memory (nvidia-peermem): %s",
+                        tp->dev_name, bytes, addr, strerror(errno));
+        } else {
+            sharc_info("ib: CUDA memory (%zu bytes at %p) registered through %s", bytes, addr,
+                       how);
+            mem->reg = sharc_ib_reg_new(mr, addr, bytes, 0);
+        }
+#else
+        status = SHARC_ERR_UNSUPPORTED;
+        sharc_error("ib: sharc was built without CUDA: cannot register device memory");
+#endif
+    }
+    if (mem->reg == NULL) {
+        free(mem);
+        return status;
+    }
+    *mem_p = mem;
+    return SHARC_OK;
+}
+
+void sharc_tp_ib_mem_dereg(sharc_tp_comm_t *tp, sharc_tp_mem_t *mem)
+{
+    if (mem != NULL) {
+        sharc_ib_reg_put(&tp->rcache, mem->reg);
+        free(mem);
+    }
+}
+
+sharc_ib_reg_t *sharc_ib_reg_for(sharc_tp_comm_t *tp, sharc_tp_mem_t *mem, void *addr, size_t bytes,
+                                 int temp_ok)
+{
+    if (mem != NULL && mem->reg != NULL && (char *)addr >= mem->reg->base &&
+        (size_t)((char *)addr - mem->reg->base) <= mem->reg->bytes &&
+        bytes <= mem->reg->bytes - (size_t)((char *)addr - mem->reg->base)) {
+        sharc_ib_reg_ref(&tp->rcache, mem->reg);
+        return mem->reg;
+    }
+    return sharc_ib_reg_get(&tp->rcache, addr, bytes, temp_ok);
+}
