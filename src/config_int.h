@@ -33,9 +33,9 @@ typedef struct {
     int cuda_backend;         /* SHARC_CUDA_BACKEND: 0 auto, 1 nccl, 2 staged */
     int progress_thread;      /* a thread per communicator progresses its collectives */
     int check;                /* compare every collective's arguments across ranks first */
-    size_t shard_bucket;         /* bytes per automatically packed unit */
-    int shard_prefetch;          /* units gathered ahead */
-    int shard_max_unsharded;     /* bound on gathered units; 0: derived */
+    size_t shard_bucket;      /* bytes per automatically packed unit */
+    int shard_prefetch;       /* units gathered ahead */
+    int shard_max_unsharded;  /* bound on gathered units; 0: derived */
     int shard_reshard_after_forward;
     /* SHARC_{ALLGATHER,REDUCE_SCATTER,ALLREDUCE,BROADCAST,ALLTOALL}_ALGO, indexed by
      * sharc_coll_type_t; 0 = auto */

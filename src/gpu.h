@@ -17,6 +17,10 @@
  *  and always without CUDA). Cheap after the first call in a process without a GPU. */
 SHARC_HIDDEN sharc_memtype_t sharc_gpu_memtype(const void *ptr);
 
+/** PCI address ("0000:05:00.0", lower case) of the calling thread's current CUDA device:
+ *  SHARC_OK, or SHARC_ERR_UNSUPPORTED (no CUDA, no device; not logged). */
+SHARC_HIDDEN sharc_status_t sharc_gpu_current_busid(char *busid, size_t len);
+
 /** The CUDA kernels (kernels/cuda), or NULL without CUDA. */
 SHARC_HIDDEN const sharc_kern_ops_t *sharc_gpu_kern(void);
 

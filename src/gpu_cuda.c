@@ -4,6 +4,8 @@
  */
 #include "config.h"
 
+#include <ctype.h>
+
 #include <cuda_runtime.h>
 
 #include "gpu.h"
@@ -36,6 +38,21 @@ sharc_memtype_t sharc_gpu_memtype(const void *ptr)
     case cudaMemoryTypeManaged: return SHARC_MEMTYPE_CUDA_MANAGED;
     default: return SHARC_MEMTYPE_HOST; /* unregistered or page-locked host memory */
     }
+}
+
+sharc_status_t sharc_gpu_current_busid(char *busid, size_t len)
+{
+    int dev;
+
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetPCIBusId(busid, (int)len, dev) != cudaSuccess) {
+        cudaGetLastError();
+        return SHARC_ERR_UNSUPPORTED;
+    }
+    for (char *c = busid; *c != '\0'; c++) {
+        *c = (char)tolower((unsigned char)*c);
+    }
+    return SHARC_OK;
 }
 
 const sharc_kern_ops_t *sharc_gpu_kern(void)

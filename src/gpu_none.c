@@ -13,6 +13,13 @@ static sharc_status_t sharc_gpu_none(const char *what)
     return SHARC_ERR_UNSUPPORTED;
 }
 
+sharc_status_t sharc_gpu_current_busid(char *busid, size_t len)
+{
+    (void)busid;
+    (void)len;
+    return SHARC_ERR_UNSUPPORTED;
+}
+
 sharc_memtype_t sharc_gpu_memtype(const void *ptr)
 {
     return SHARC_MEMTYPE_HOST;

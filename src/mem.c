@@ -30,7 +30,7 @@ struct sharc_mem_table {
     struct sharc_mem_watch {
         sharc_mem_free_cb_t cb;
         void *arg;
-    } *watch;
+    } * watch;
     int nwatch, watch_cap;
 };
 

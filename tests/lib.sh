@@ -21,6 +21,20 @@ free_port() {
     echo $((12000 + RANDOM % 20000))
 }
 
+# show_out TEXT: a failed command's output, its start and its end (the launcher prints rank
+# 0's output first: a hang or error there stays in sight).
+show_out() {
+    local n
+    n=$(printf '%s\n' "$1" | wc -l)
+    if [ "$n" -le 70 ]; then
+        printf '%s\n' "$1"
+    else
+        printf '%s\n' "$1" | head -25
+        echo "[... $((n - 65)) lines ...]"
+        printf '%s\n' "$1" | tail -40
+    fi
+}
+
 # run_ok DESCRIPTION COMMAND...: the command must succeed.
 run_ok() {
     local what=$1; shift
@@ -29,7 +43,7 @@ run_ok() {
     local st=$?
     if [ $st -ne 0 ]; then
         echo "FAIL: $what (exit $st)"
-        echo "$out" | tail -40
+        show_out "$out"
         failures=$((failures + 1))
     else
         echo "ok: $what"
@@ -47,11 +61,11 @@ run_ok_match() {
     last_out=$out
     if [ $st -ne 0 ]; then
         echo "FAIL: $what (exit $st)"
-        echo "$out" | tail -40
+        show_out "$out"
         failures=$((failures + 1))
     elif ! echo "$out" | grep -Ezq -- "$pattern"; then
         echo "FAIL: $what: output does not match /$pattern/"
-        echo "$out" | tail -40
+        show_out "$out"
         failures=$((failures + 1))
     else
         echo "ok: $what"
@@ -71,15 +85,15 @@ run_fail() {
     secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')
     if [ $st -eq 0 ]; then
         echo "FAIL: $what: succeeded, expected a failure"
-        echo "$out" | tail -40
+        show_out "$out"
         failures=$((failures + 1))
     elif awk -v s="$secs" -v m="$max" 'BEGIN { exit !(s > m) }'; then
         echo "FAIL: $what: took $secs s, limit $max s"
-        echo "$out" | tail -40
+        show_out "$out"
         failures=$((failures + 1))
     elif ! echo "$out" | grep -Ezq -- "$pattern"; then
         echo "FAIL: $what: output does not match /$pattern/"
-        echo "$out" | tail -40
+        show_out "$out"
         failures=$((failures + 1))
     else
         echo "ok: $what (failed as expected in $secs s)"

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Verbs for real on soft-RoCE: tests/rdma/guest.sh (the verbs unit test, sharc's ib transport
-# at 2, 3 and 4 ranks, its fault cases) inside the QEMU guest (tests/rdma/vm.sh), prepared on
-# first use by tools/rdma-vm.sh into the build tree. Skips (77) without QEMU, when the guest
+# at 2, 3 and 4 ranks, zero-copy, the sharding engine, its fault cases) inside the QEMU guest
+# (tests/rdma/vm.sh), prepared on first use by tools/rdma-vm.sh into the build tree. Skips (77) without QEMU, when the guest
 # cannot be prepared (no Debian mirror for the kernel package), and in sanitizer builds (the
 # emulated guest would run them several times slower; the plain build covers them).
 . "$(dirname "$0")/lib.sh"
@@ -22,7 +22,7 @@ if [ ! -f "$vm/vmlinuz" ] || [ ! -f "$vm/initrd.img" ]; then
     fi
 fi
 run_ok_match "verbs and the ib transport on rxe0 in the guest" \
-    "ok: verbs: .*ok: ib: every collective, 4 ranks.*a rank killed in the middle of a transfer" \
+    "ok: verbs: .*ok: ib: every collective, 4 ranks.*ok: ib: the sharding engine's steps.*a rank killed in the middle of a transfer" \
     "$top_srcdir/tests/rdma/vm.sh" --dir "$vm" --timeout 900 -- env top_srcdir="$top_srcdir" \
     top_builddir="$top_builddir" "$top_srcdir/tests/rdma/guest.sh"
 finish

@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include "../transport/ib/ib.h"
+#include "../transport/topo/topo.h"
 #include "check.h"
 
 int main(void)
@@ -23,5 +24,15 @@ int main(void)
     CHECK(sharc_tp_ib_choose(unknown, 3, 0, 4) == 1);
     /* one NIC: it */
     CHECK(sharc_tp_ib_choose(two_numa, 1, 1, 7) == 0);
+    /* by PCI distance to the rank's GPU (nvidia-smi topo's order: PIX < PXB < PHB < NODE <
+     * SYS): the NIC under the GPU's switch; two equally near, spread by local rank */
+    const int gpu0[] = {SHARC_TOPO_LINK_PIX, SHARC_TOPO_LINK_SYS, SHARC_TOPO_LINK_NODE,
+                        SHARC_TOPO_LINK_SYS};
+    const int gpu1[] = {SHARC_TOPO_LINK_NODE, SHARC_TOPO_LINK_PXB, SHARC_TOPO_LINK_SYS,
+                        SHARC_TOPO_LINK_PXB};
+    CHECK(sharc_tp_ib_choose_nearest(gpu0, 4, 0) == 0);
+    CHECK(sharc_tp_ib_choose_nearest(gpu0, 4, 5) == 0);
+    CHECK(sharc_tp_ib_choose_nearest(gpu1, 4, 0) == 1);
+    CHECK(sharc_tp_ib_choose_nearest(gpu1, 4, 1) == 3);
     return check_result("test_tp_ib");
 }

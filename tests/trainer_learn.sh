@@ -19,7 +19,8 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/sharc-learn.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 run_ok "prepare the corpus" "$python" "$top_srcdir/trainer/prepare_data.py" --out "$work/kjv"
 
-"$LAUNCH" --mode env -n 2 -- "$top_builddir/trainer/sharc-llama" train --config 15m \
+# (--timeout: 300 steps take 90 s in a plain build, a few times that under the sanitizers)
+"$LAUNCH" --mode env -n 2 --timeout 900 -- "$top_builddir/trainer/sharc-llama" train --config 15m \
     --data "$work/kjv" --batch 2 --seq 128 --steps $LEARN_STEPS --warmup 20 --lr 2e-3 \
     --min-lr 2e-4 --val-every 50 --val-seqs 32 --print-every 25 --log "$work/learn.jsonl" \
     > "$work/learn.out" 2>&1

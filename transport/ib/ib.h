@@ -176,7 +176,7 @@ struct sharc_tp_comm {
     uint64_t *fin, *fin_src;
     struct ibv_mr *fin_mr, *fin_src_mr;
     sharc_ib_rcache_t rcache;
-    size_t zcopy_min;           /* SHARC_IB_ZCOPY_MIN, 0: never */
+    size_t zcopy_min;          /* SHARC_IB_ZCOPY_MIN, 0: never */
     int rd_atom, init_rd_atom; /* RDMA reads a QP answers / issues at once (device limits) */
     char dev_name[64];
     double now; /* monotonic seconds at the start of the current progress call */
@@ -189,6 +189,9 @@ struct sharc_tp_comm {
  * over its NICs (rails). Returns an index into the candidates.
  */
 SHARC_HIDDEN int sharc_tp_ib_choose(const int *numa, int n, int my_numa, int local_rank);
+/* Among @p n candidates, the nearest (smallest @p key) spread by local rank: the
+ * (local_rank % count)-th of those with the smallest key. */
+SHARC_HIDDEN int sharc_tp_ib_choose_nearest(const int *key, int n, int local_rank);
 
 SHARC_HIDDEN sharc_status_t sharc_tp_ib_send(sharc_tp_comm_t *tp, int peer, uint64_t tag,
                                              const void *buf, size_t bytes, sharc_tp_mem_t *mem,

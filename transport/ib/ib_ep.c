@@ -29,7 +29,7 @@ enum {
 /* a peer waited for and silent this long gets a probe */
 #define SHARC_IB_PROBE_AFTER 1.0
 #define SHARC_IB_WR(_kind, _peer, _slot)                                                           \
-    (((uint64_t)(_kind) << 61) | (((uint64_t)(uint32_t)(_peer) & 0x1fffffff) << 32) |             \
+    (((uint64_t)(_kind) << 61) | (((uint64_t)(uint32_t)(_peer)&0x1fffffff) << 32) |                \
      (uint32_t)(_slot))
 #define SHARC_IB_WR_KIND(_id) ((int)((_id) >> 61))
 #define SHARC_IB_WR_PEER(_id) ((int)(((_id) >> 32) & 0x1fffffff))
@@ -341,8 +341,8 @@ static int sharc_ib_rts(sharc_tp_comm_t *tp, int peer, const sharc_ib_hdr_t *h, 
     m->zc = 1;
     memcpy(&m->rts, data, sizeof(m->rts));
     if (p->zc_recv[m->rts.seq % SHARC_IB_ZC] != NULL) {
-        sharc_error("ib: rank %d: rank %d sent zero-copy message %u while %u is being read", tp->rank,
-                    peer, m->rts.seq, p->zc_recv[m->rts.seq % SHARC_IB_ZC]->rts.seq);
+        sharc_error("ib: rank %d: rank %d sent zero-copy message %u while %u is being read",
+                    tp->rank, peer, m->rts.seq, p->zc_recv[m->rts.seq % SHARC_IB_ZC]->rts.seq);
         free(m);
         return -1;
     }

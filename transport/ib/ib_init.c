@@ -1,7 +1,7 @@
 /*
  * ib_init.c: the verbs transport's setup: the device and port (SHARC_IB_HCA, else an active
- * port on the rank's NUMA node, spread over the node's ranks), the GID for RoCE v2
- * (SHARC_IB_GID_INDEX, else the port's RoCE v2 entry with an IPv4 address; InfiniBand routes by
+ * port nearest the rank's GPU, or on its NUMA node, spread over the node's ranks), the GID for RoCE
+ * v2 (SHARC_IB_GID_INDEX, else the port's RoCE v2 entry with an IPv4 address; InfiniBand routes by
  * LID), a ring, bounce slots and an RC QP per peer, addresses exchanged through the bootstrap, each
  * QP taken INIT -> RTR -> RTS; the finish words of zero-copy sends and the registration cache.
  */
@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../../src/gpu.h"
 #include "../../src/log.h"
 #include "../topo/topo.h"
 #include "ib.h"
@@ -25,8 +26,10 @@
 #define SHARC_IB_RNR_RETRY 7
 
 /* work requests on a send queue at most: data and credit writes, finish writes, reads, a probe */
-#define SHARC_IB_SEND_WR (2 * SHARC_IB_SLOTS + SHARC_IB_ZC + SHARC_IB_READS + 8)
-#define SHARC_IB_RECV_WR (SHARC_IB_SLOTS + 4)
+#define SHARC_IB_SEND_WR        (2 * SHARC_IB_SLOTS + SHARC_IB_ZC + SHARC_IB_READS + 8)
+#define SHARC_IB_RECV_WR        (SHARC_IB_SLOTS + 4)
+#define SHARC_IB_MAX_CANDIDATES 64
+
 /* RDMA reads a QP answers at once, at most (what it asks of the device) */
 #define SHARC_IB_RD_ATOM 16
 
@@ -67,22 +70,35 @@ static int sharc_ib_roce_gid(struct ibv_context *ctx, uint8_t port, int len)
     return any;
 }
 
-int sharc_tp_ib_choose(const int *numa, int n, int my_numa, int local_rank)
+int sharc_tp_ib_choose_nearest(const int *key, int n, int local_rank)
 {
-    int near = 0, k;
+    int best = -1, count = 0, k;
 
     for (int i = 0; i < n; i++) {
-        near += my_numa >= 0 && numa[i] == my_numa;
+        if (best < 0 || key[i] < best) {
+            best = key[i];
+            count = 0;
+        }
+        count += key[i] == best;
     }
-    k = local_rank % (near > 0 ? near : n);
+    k = count > 0 ? local_rank % count : 0;
     for (int i = 0; i < n; i++) {
-        if (near == 0 || numa[i] == my_numa) {
-            if (k-- == 0) {
-                return i;
-            }
+        if (key[i] == best && k-- == 0) {
+            return i;
         }
     }
     return 0;
+}
+
+int sharc_tp_ib_choose(const int *numa, int n, int my_numa, int local_rank)
+{
+    int key[SHARC_IB_MAX_CANDIDATES];
+
+    for (int i = 0; i < n && i < SHARC_IB_MAX_CANDIDATES; i++) {
+        key[i] = my_numa >= 0 && numa[i] == my_numa ? 0 : 1;
+    }
+    return sharc_tp_ib_choose_nearest(
+        key, n < SHARC_IB_MAX_CANDIDATES ? n : SHARC_IB_MAX_CANDIDATES, local_rank);
 }
 
 /* The NUMA node of the CPU this thread runs on, -1 if unknown. */
@@ -100,29 +116,49 @@ static int sharc_ib_my_numa(void)
     return -1;
 }
 
-/* NUMA node of each named RDMA device from the topology of /sys (-1 unknown). */
-static void sharc_ib_numa_of(char (*names)[64], int n, int *numa)
+/*
+ * How near each named RDMA device is to this rank, from the topology of /sys (smaller is
+ * nearer): the PCI distance to the rank's current CUDA device if it has one (as nvidia-smi
+ * topo counts it: the NIC under the GPU's PCIe switch first), else 0 on the rank's NUMA node
+ * and 1 elsewhere. Says which in @p how.
+ */
+static void sharc_ib_nearness(char (*names)[64], int n, int *key, const char **how)
 {
     sharc_topo_t *topo = NULL;
+    const sharc_topo_gpu_t *gpu = NULL;
+    char busid[32];
+    int my_numa = sharc_ib_my_numa();
 
+    *how = "this NUMA node's first, by local rank";
     for (int i = 0; i < n; i++) {
-        numa[i] = -1;
+        key[i] = 1;
     }
     if (sharc_topo_create(&topo) != SHARC_OK || sharc_topo_read_sysfs(topo, "/sys") != SHARC_OK) {
         sharc_topo_destroy(topo);
         return;
     }
+    if (sharc_gpu_current_busid(busid, sizeof(busid)) == SHARC_OK) {
+        for (int g = 0; g < topo->ngpus && gpu == NULL; g++) {
+            gpu = strcmp(topo->gpus[g].pci.busid, busid) == 0 ? &topo->gpus[g] : NULL;
+        }
+    }
     for (int i = 0; i < n; i++) {
         for (int k = 0; k < topo->nnics; k++) {
-            if (strcmp(topo->nics[k].name, names[i]) == 0) {
-                numa[i] = topo->nics[k].pci.numa;
+            if (strcmp(topo->nics[k].name, names[i]) != 0) {
+                continue;
+            }
+            if (gpu != NULL) {
+                key[i] = (int)sharc_topo_pci_distance(&gpu->pci, &topo->nics[k].pci);
+            } else {
+                key[i] = my_numa >= 0 && topo->nics[k].pci.numa == my_numa ? 0 : 1;
             }
         }
     }
+    if (gpu != NULL) {
+        *how = "the nearest to the rank's GPU, by local rank";
+    }
     sharc_topo_destroy(topo);
 }
-
-#define SHARC_IB_MAX_CANDIDATES 64
 
 /*
  * Open the device SHARC_IB_HCA names ("mlx5_0" or "mlx5_0:1"), or choose among the active
@@ -133,7 +169,8 @@ static sharc_status_t sharc_ib_open(sharc_tp_comm_t *tp, const sharc_cfg_t *cfg,
                                     struct ibv_port_attr *pa)
 {
     char want[64] = "", names[SHARC_IB_MAX_CANDIDATES][64];
-    int want_port = 0, n = 0, nc = 0, ports[SHARC_IB_MAX_CANDIDATES], numa[SHARC_IB_MAX_CANDIDATES];
+    int want_port = 0, n = 0, nc = 0, ports[SHARC_IB_MAX_CANDIDATES], key[SHARC_IB_MAX_CANDIDATES];
+    const char *how = "";
     struct ibv_device **list = ibv_get_device_list(&n);
 
     if (cfg->ib_hca[0] != '\0') {
@@ -171,11 +208,11 @@ static sharc_status_t sharc_ib_open(sharc_tp_comm_t *tp, const sharc_cfg_t *cfg,
         ibv_close_device(ctx);
     }
     if (nc > 0) {
-        int pick = 0, my_numa = -1;
+        int pick = 0;
         if (nc > 1) {
-            my_numa = sharc_ib_my_numa();
-            sharc_ib_numa_of(names, nc, numa);
-            pick = sharc_tp_ib_choose(numa, nc, my_numa, local_rank);
+            sharc_ib_nearness(names, nc, key, &how);
+            pick = sharc_tp_ib_choose_nearest(key, nc, local_rank);
+            how = want[0] ? "the nearest port of SHARC_IB_HCA's device" : how;
         }
         for (int i = 0; list != NULL && i < n && tp->ctx == NULL; i++) {
             if (strcmp(ibv_get_device_name(list[i]), names[pick]) == 0) {
@@ -186,10 +223,8 @@ static sharc_status_t sharc_ib_open(sharc_tp_comm_t *tp, const sharc_cfg_t *cfg,
             tp->port = (uint8_t)ports[pick];
             memcpy(tp->dev_name, names[pick], sizeof(tp->dev_name)); /* both 64, NUL-ended */
             if (nc > 1) {
-                sharc_info("ib: rank %d (local %d, NUMA node %d): %s port %d of %d active ports "
-                           "(%s)",
-                           tp->rank, local_rank, my_numa, names[pick], ports[pick], nc,
-                           want[0] ? "SHARC_IB_HCA" : "this NUMA node's first, by local rank");
+                sharc_info("ib: rank %d (local %d): %s port %d of %d active ports (%s)", tp->rank,
+                           local_rank, names[pick], ports[pick], nc, how);
             }
         } else if (tp->ctx != NULL) {
             ibv_close_device(tp->ctx);
@@ -308,8 +343,8 @@ static sharc_status_t sharc_ib_connect(sharc_tp_comm_t *tp, int peer, const shar
     a.retry_cnt = SHARC_IB_RETRY;
     a.rnr_retry = SHARC_IB_RNR_RETRY;
     a.sq_psn = mine->psn;
-    a.max_rd_atomic = (uint8_t)(tp->init_rd_atom < theirs->rd_atom ? tp->init_rd_atom
-                                                                    : theirs->rd_atom);
+    a.max_rd_atomic =
+        (uint8_t)(tp->init_rd_atom < theirs->rd_atom ? tp->init_rd_atom : theirs->rd_atom);
     p->max_reads = a.max_rd_atomic < SHARC_IB_READS ? a.max_rd_atomic : SHARC_IB_READS;
     if (ibv_modify_qp(p->qp, &a,
                       IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
@@ -416,17 +451,22 @@ static sharc_status_t sharc_tp_ib_comm_create(const sharc_tp_comm_params_t *para
     mine = calloc((size_t)n, sizeof(*mine));
     theirs = calloc((size_t)n, sizeof(*theirs));
     oks = calloc((size_t)n, sizeof(*oks));
-    if (tp->peers == NULL || tp->credits == NULL || tp->credit_src == NULL || tp->fin == NULL ||
-        tp->fin_src == NULL || mine == NULL || theirs == NULL || oks == NULL) {
-        goto err;
+    if (mine == NULL || theirs == NULL || oks == NULL) {
+        goto err; /* (the peers' exchange then times out: nothing to tell them with) */
     }
-    /* every rank opens its device, even if a step fails, so that the exchange below (a
-     * collective) is reached by all; a failure is agreed on after it */
+    /* every rank goes on to the exchange below (a collective), even after a failed step,
+     * with an all-zero address then; a failure is agreed on after it */
     int local_rank = 0;
     for (int r = 0; r < params->rank; r++) {
         local_rank += params->node_of[r] == params->node_of[params->rank];
     }
-    status = sharc_ib_open(tp, params->cfg, local_rank, &pa);
+    if (tp->peers == NULL || tp->credits == NULL || tp->credit_src == NULL || tp->fin == NULL ||
+        tp->fin_src == NULL) {
+        sharc_error("ib: rank %d: no memory for the state of %d peers", tp->rank, n);
+        status = SHARC_ERR_NOMEM;
+    } else {
+        status = sharc_ib_open(tp, params->cfg, local_rank, &pa);
+    }
     if (status == SHARC_OK) {
         struct ibv_device_attr da;
         int rw = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
@@ -448,12 +488,12 @@ static sharc_status_t sharc_tp_ib_comm_create(const sharc_tp_comm_params_t *para
                         tp->dev_name, strerror(errno));
             status = SHARC_ERR_IO;
         } else {
-            tp->rd_atom = da.max_qp_rd_atom < SHARC_IB_RD_ATOM ? da.max_qp_rd_atom
-                                                                : SHARC_IB_RD_ATOM;
+            tp->rd_atom =
+                da.max_qp_rd_atom < SHARC_IB_RD_ATOM ? da.max_qp_rd_atom : SHARC_IB_RD_ATOM;
             tp->init_rd_atom = da.max_qp_init_rd_atom < SHARC_IB_RD_ATOM ? da.max_qp_init_rd_atom
-                                                                          : SHARC_IB_RD_ATOM;
-            status = sharc_ib_rcache_init(&tp->rcache, tp->pd, params->mem,
-                                          params->cfg->ib_reg_cache);
+                                                                         : SHARC_IB_RD_ATOM;
+            status =
+                sharc_ib_rcache_init(&tp->rcache, tp->pd, params->mem, params->cfg->ib_reg_cache);
         }
     }
     if (status == SHARC_OK && tp->gid_index >= 0 &&

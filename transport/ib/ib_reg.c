@@ -306,8 +306,7 @@ sharc_status_t sharc_tp_ib_mem_reg(sharc_tp_comm_t *tp, void *addr, size_t bytes
                         "(driver and kernel support) nor peer memory (nvidia-peermem): %s",
                         tp->dev_name, bytes, addr, strerror(errno));
         } else {
-            sharc_info("ib: CUDA memory (%zu bytes at %p) registered through %s", bytes, addr,
-                       how);
+            sharc_info("ib: CUDA memory (%zu bytes at %p) registered through %s", bytes, addr, how);
             mem->reg = sharc_ib_reg_new(mr, addr, bytes, 0);
         }
 #else
