@@ -118,6 +118,12 @@ static const sharc_cfg_field_t sharc_cfg_table[] = {
      "The verbs transport on RoCE: the GID table entry to use; -1: the port's RoCE v2 entry "
      "with an IPv4 address (else any RoCE v2 entry).",
      SHARC_CFG_INT, SHARC_CFG_OFF(ib_gid_index), NULL, 0, -1, 255},
+    {"IB_TIMEOUT", "18",
+     "The verbs transport: how long a QP waits for an acknowledgement before it sends again, "
+     "4.096 us * 2^value (18: about 1 s; 7 tries, so a peer that vanished fails its "
+     "operations within about 8 s); as NCCL_IB_TIMEOUT. Lower detects dead peers sooner but "
+     "resends more under load.",
+     SHARC_CFG_INT, SHARC_CFG_OFF(ib_timeout), NULL, 0, 1, 31},
     {"IB_ZCOPY_MIN", "256k",
      "The verbs transport: messages at least this large whose send buffer is registered "
      "(sharc_mem_alloc memory, or a registration through the transport) go zero-copy: the "

@@ -25,6 +25,7 @@ typedef struct {
     int shm_cma;              /* the shm transport may copy with process_vm_readv */
     const char *ib_hca;       /* verbs: device[:port], "" for the first active */
     int ib_gid_index;         /* verbs on RoCE: GID index, -1 for automatic */
+    int ib_timeout;           /* verbs: QP ACK timeout, 4.096 us * 2^ib_timeout per try */
     size_t ib_zcopy_min;      /* verbs: messages this large go zero-copy (0: never) */
     size_t ib_reg_cache;      /* verbs: bytes the registration cache keeps pinned */
     double timeout;           /* seconds a collective may take */

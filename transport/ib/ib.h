@@ -9,7 +9,11 @@
  * word (an RDMA write, no completion on the sender), so a sender never overruns the posted
  * buffers. Large messages go as a pipeline of chunks, up to a ring's worth in flight.
  * Chunks are staged through registered bounce slots on the sender and copied out of the
- * ring on the receiver, so user buffers need no registration.
+ * ring on the receiver, so user buffers need no registration. Such a send completes when
+ * its last chunk is copied and posted (eager), never on the peer's acknowledgement: soft-RoCE
+ * acknowledges after the receiver's completion, and a receiver that then destroys its side
+ * at once would leave the sender waiting forever. Destroying a communicator first waits (a
+ * bounded time) for this rank's posted chunks and finish words to be acknowledged.
  *
  * Zero-copy: a message of at least SHARC_IB_ZCOPY_MIN bytes whose send buffer is registered
  * (sharc_mem_alloc memory, through the registration cache; or a handle from mem_reg) goes as
@@ -30,8 +34,8 @@
  * error state, a remote access error) fails that peer: every request on it completes with
  * SHARC_ERR_REMOTE and the log names the peer and the verbs status. A peer this rank waits
  * for (a receive posted, or a send out of credits) that has shown no sign of life for a
- * second gets a probe, a zero-length RDMA write: if its side of the connection is gone the
- * probe fails with "retry exceeded" within the QP's timeout, and so does the wait.
+ * second gets a probe, its credit word written again: if its side of the connection is gone
+ * the probe fails with "retry exceeded" within the QP's timeout, and so does the wait.
  */
 #ifndef SHARC_TP_IB_H
 #define SHARC_TP_IB_H
@@ -127,7 +131,7 @@ typedef struct {
     struct ibv_qp *qp;
     int failed;
     double last_heard; /* when a completion last showed the peer alive */
-    int probing;       /* a probe (zero-length write) is in flight */
+    int probing;       /* a probe is in flight */
     /* receiving: my ring for this peer, and how much of it I consumed */
     char *ring;
     struct ibv_mr *ring_mr;
@@ -139,8 +143,10 @@ typedef struct {
     /* sending: bounce slots, the peer's ring, credits */
     char *bounce;
     struct ibv_mr *bounce_mr;
-    sharc_tp_req_t *slot_req[SHARC_IB_SLOTS]; /* the send each bounce slot carries */
-    uint64_t sent;                            /* slots written */
+    unsigned char slot_busy[SHARC_IB_SLOTS]; /* a bounce slot's write not completed yet */
+    int busy;                                /* such slots */
+    int fin_writes;                          /* finish writes in flight */
+    uint64_t sent;                           /* slots written */
     uint64_t remote_ring, remote_credit;
     uint32_t remote_ring_rkey, remote_credit_rkey;
     sharc_tp_req_t *sendq_head, *sendq_tail; /* sends not fully posted, in order */
@@ -177,6 +183,8 @@ struct sharc_tp_comm {
     struct ibv_mr *fin_mr, *fin_src_mr;
     sharc_ib_rcache_t rcache;
     size_t zcopy_min;          /* SHARC_IB_ZCOPY_MIN, 0: never */
+    int timeout;               /* SHARC_IB_TIMEOUT: ACK timeout exponent of the QPs */
+    double drain_s;            /* longest wait for acknowledgements at destroy */
     int rd_atom, init_rd_atom; /* RDMA reads a QP answers / issues at once (device limits) */
     char dev_name[64];
     double now; /* monotonic seconds at the start of the current progress call */

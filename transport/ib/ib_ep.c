@@ -36,14 +36,10 @@ enum {
 #define SHARC_IB_WR_SLOT(_id) ((uint32_t)(_id))
 
 /* request fields while in flight (sharc_tp_req_t.tp_priv) */
-#define SHARC_IB_TAG(_r)    ((_r)->tp_priv[0].u64)
-#define SHARC_IB_BUF(_r)    ((_r)->tp_priv[1].ptr)
-#define SHARC_IB_OFF(_r)    ((_r)->tp_priv[2].u64) /* send: bytes posted; recv: capacity */
-#define SHARC_IB_FLIGHT(_r) ((_r)->tp_priv[3].u64) /* send: chunks in flight | flags below */
-#define SHARC_IB_MEM(_r)    ((sharc_tp_mem_t *)(_r)->tp_priv[4].ptr) /* its registration */
-#define SHARC_IB_ALL_POSTED (1ull << 63)
-#define SHARC_IB_ZC_WAIT    (1ull << 62) /* zero-copy: the receiver has not finished reading */
-#define SHARC_IB_ZC_FAILED  (1ull << 61) /* zero-copy: the receiver could not read it */
+#define SHARC_IB_TAG(_r) ((_r)->tp_priv[0].u64)
+#define SHARC_IB_BUF(_r) ((_r)->tp_priv[1].ptr)
+#define SHARC_IB_OFF(_r) ((_r)->tp_priv[2].u64) /* send: bytes posted; recv: capacity */
+#define SHARC_IB_MEM(_r) ((sharc_tp_mem_t *)(_r)->tp_priv[4].ptr) /* its registration */
 
 /* credit writes in flight per peer, at most (they share the send queue with data) */
 #define SHARC_IB_MAX_CREDIT_WRITES SHARC_IB_SLOTS
@@ -97,10 +93,6 @@ void sharc_tp_ib_fail_peer(sharc_tp_comm_t *tp, int peer)
     }
     p->sendq_head = p->sendq_tail = NULL;
     p->posted_head = p->posted_tail = NULL;
-    for (int s = 0; s < SHARC_IB_SLOTS; s++) {
-        sharc_ib_doom(&doomed, p->slot_req[s]);
-        p->slot_req[s] = NULL;
-    }
     for (int i = 0; i < SHARC_IB_ZC; i++) {
         sharc_ib_doom(&doomed, p->zc_send[i]);
         sharc_ib_reg_put(&tp->rcache, p->zc_reg[i]);
@@ -232,7 +224,9 @@ static void sharc_ib_fin(sharc_tp_comm_t *tp, int peer, uint32_t seq, int failed
     err = ibv_post_send(p->qp, &wr, &bad);
     if (err != 0) {
         sharc_ib_verbs_error(tp, peer, "posting a finish write to", err);
+        return;
     }
+    p->fin_writes++;
 }
 
 /* Post RDMA reads of the zero-copy messages being read from @p peer, as many as it answers. */
@@ -495,16 +489,6 @@ sharc_status_t sharc_tp_ib_recv(sharc_tp_comm_t *tp, int peer, uint64_t tag, voi
 
 /* ---- sending ------------------------------------------------------------------------------ */
 
-/* The send's outcome once every write completed and, zero-copy, the receiver finished. */
-static void sharc_ib_send_step(sharc_tp_req_t *req)
-{
-    uint64_t f = SHARC_IB_FLIGHT(req);
-
-    if ((f & ~SHARC_IB_ZC_FAILED) == SHARC_IB_ALL_POSTED) {
-        sharc_ib_complete(req, (f & SHARC_IB_ZC_FAILED) ? SHARC_ERR_REMOTE : SHARC_OK);
-    }
-}
-
 /*
  * Should @p req go zero-copy? Large enough, its buffer registered (a handle, or sharc_mem
  * memory through the cache) and a zero-copy slot free: then it takes the slot (and the
@@ -536,7 +520,14 @@ static int sharc_ib_zc_claim(sharc_tp_comm_t *tp, int peer, sharc_tp_req_t *req,
     return 1;
 }
 
-/* Post the chunks of queued sends to @p peer while slots and credits last. */
+/*
+ * Post the chunks of queued sends to @p peer while slots and credits last. A send copied
+ * through the slots completes once its last chunk is copied and posted (its buffer is free
+ * then; the slot stays taken until the write completes), as an eager send does: its
+ * completion never waits on the peer's acknowledgement, which a peer that received the
+ * data and then destroyed its side of the connection at once may never send. A zero-copy
+ * send completes when the receiver's finish word arrives.
+ */
 static void sharc_ib_push(sharc_tp_comm_t *tp, int peer)
 {
     sharc_ib_peer_t *p = &tp->peers[peer];
@@ -549,8 +540,9 @@ static void sharc_ib_push(sharc_tp_comm_t *tp, int peer)
         char *b = p->bounce + (size_t)slot * SHARC_IB_SLOT_BYTES;
         sharc_ib_hdr_t *h = (sharc_ib_hdr_t *)b;
         sharc_ib_rts_t rts;
+        int zc = 0;
 
-        if (p->sent - credit >= SHARC_IB_SLOTS || p->slot_req[slot] != NULL) {
+        if (p->sent - credit >= SHARC_IB_SLOTS || p->slot_busy[slot]) {
             return; /* no credit, or the bounce slot's last write has not completed */
         }
         h->tag = SHARC_IB_TAG(req);
@@ -560,7 +552,7 @@ static void sharc_ib_push(sharc_tp_comm_t *tp, int peer)
             h->flags = SHARC_IB_F_RTS;
             h->len = sizeof(rts);
             memcpy(b + sizeof(*h), &rts, sizeof(rts));
-            SHARC_IB_FLIGHT(req) |= SHARC_IB_ZC_WAIT;
+            zc = 1;
             wire = sizeof(rts);
             len = req->bytes;
         } else {
@@ -591,15 +583,18 @@ static void sharc_ib_push(sharc_tp_comm_t *tp, int peer)
         sharc_trace("ib: rank %d: chunk %llu of tag %#llx (%zu of %zu bytes%s) to rank %d, slot %u",
                     tp->rank, (unsigned long long)p->sent, (unsigned long long)h->tag, off + len,
                     (size_t)req->bytes, h->flags ? ", zero-copy" : "", peer, slot);
-        p->slot_req[slot] = req;
+        p->slot_busy[slot] = 1;
+        p->busy++;
         p->sent++;
         SHARC_IB_OFF(req) = off + len;
-        SHARC_IB_FLIGHT(req)++;
         if (off + len == req->bytes) { /* every chunk posted: off the queue */
-            SHARC_IB_FLIGHT(req) |= SHARC_IB_ALL_POSTED;
             p->sendq_head = req->next;
             if (p->sendq_head == NULL) {
                 p->sendq_tail = NULL;
+            }
+            req->next = NULL;
+            if (!zc) {
+                sharc_ib_complete(req, SHARC_OK);
             }
         }
     }
@@ -625,14 +620,12 @@ static void sharc_ib_fins(sharc_tp_comm_t *tp, int peer)
         p->zc_out--;
         sharc_ib_reg_put(&tp->rcache, p->zc_reg[i]);
         p->zc_reg[i] = NULL;
-        SHARC_IB_FLIGHT(req) &= ~SHARC_IB_ZC_WAIT;
         if (v & SHARC_IB_FIN_ERR) {
             sharc_error("ib: rank %d: rank %d did not take the %zu-byte message (tag %#llx) it was "
                         "to read (its receive failed)",
                         tp->rank, peer, (size_t)req->bytes, (unsigned long long)SHARC_IB_TAG(req));
-            SHARC_IB_FLIGHT(req) |= SHARC_IB_ZC_FAILED;
         }
-        sharc_ib_send_step(req);
+        sharc_ib_complete(req, (v & SHARC_IB_FIN_ERR) ? SHARC_ERR_REMOTE : SHARC_OK);
     }
 }
 
@@ -657,7 +650,6 @@ sharc_status_t sharc_tp_ib_send(sharc_tp_comm_t *tp, int peer, uint64_t tag, con
     req->next = NULL;
     SHARC_IB_BUF(req) = (void *)buf;
     SHARC_IB_OFF(req) = 0;
-    SHARC_IB_FLIGHT(req) = 0;
     SHARC_IB_TAG(req) = tag;
     req->tp_priv[4].ptr = mem;
     if (peer == tp->rank) { /* to self: delivered at once, whole */
@@ -677,9 +669,8 @@ sharc_status_t sharc_tp_ib_send(sharc_tp_comm_t *tp, int peer, uint64_t tag, con
     }
     p->sendq_tail = req;
     sharc_ib_push(tp, peer);
-    if (p->failed) {
-        status = SHARC_INPROGRESS; /* completed with the error by fail_peer */
-    }
+    /* done inside the call (copied), or failed with the peer by fail_peer */
+    status = sharc_tp_req_status(req) != SHARC_INPROGRESS ? SHARC_OK : status;
     pthread_mutex_unlock(&tp->lock);
     return status;
 }
@@ -687,17 +678,19 @@ sharc_status_t sharc_tp_ib_send(sharc_tp_comm_t *tp, int peer, uint64_t tag, con
 /* ---- progress ----------------------------------------------------------------------------- */
 
 /*
- * An RDMA write to @p peer's credit word for this rank: the credit count (@p sge), or nothing
- * at all (a probe, @p sge NULL: a zero-length write only tests the connection). 0, or -1
- * with the peer failed.
+ * An RDMA write of tp->credit_src[peer] (the slots of @p peer's consumed, as last reported)
+ * into its credit word for this rank: a credit report, or a probe (the same value again: it
+ * only tests the connection). 0, or -1 with the peer failed.
  */
-static int sharc_ib_write_credit_word(sharc_tp_comm_t *tp, int peer, int kind, struct ibv_sge *sge,
-                                      const char *what)
+static int sharc_ib_write_credit_word(sharc_tp_comm_t *tp, int peer, int kind, const char *what)
 {
     sharc_ib_peer_t *p = &tp->peers[peer];
+    struct ibv_sge sge = {.addr = (uintptr_t)&tp->credit_src[peer],
+                          .length = sizeof(uint64_t),
+                          .lkey = tp->credit_src_mr->lkey};
     struct ibv_send_wr wr = {.wr_id = SHARC_IB_WR(kind, peer, 0),
-                             .sg_list = sge,
-                             .num_sge = sge != NULL ? 1 : 0,
+                             .sg_list = &sge,
+                             .num_sge = 1,
                              .opcode = IBV_WR_RDMA_WRITE,
                              .send_flags = IBV_SEND_SIGNALED},
                        *bad;
@@ -722,11 +715,8 @@ static void sharc_ib_report(sharc_tp_comm_t *tp, int peer)
         return;
     }
     tp->credit_src[peer] = p->consumed;
-    struct ibv_sge sge = {.addr = (uintptr_t)&tp->credit_src[peer],
-                          .length = sizeof(uint64_t),
-                          .lkey = tp->credit_src_mr->lkey};
-    if (sharc_ib_write_credit_word(tp, peer, SHARC_IB_WR_CREDIT, &sge,
-                                   "posting a credit write to") != 0) {
+    if (sharc_ib_write_credit_word(tp, peer, SHARC_IB_WR_CREDIT, "posting a credit write to") !=
+        0) {
         return;
     }
     p->reported = p->consumed;
@@ -748,6 +738,11 @@ static void sharc_ib_completion(sharc_tp_comm_t *tp, const struct ibv_wc *wc)
         p->credit_writes--;
     } else if (kind == SHARC_IB_WR_PROBE) {
         p->probing = 0;
+    } else if (kind == SHARC_IB_WR_FIN) {
+        p->fin_writes--;
+    } else if (kind == SHARC_IB_WR_DATA && SHARC_IB_WR_SLOT(wc->wr_id) < SHARC_IB_SLOTS) {
+        p->slot_busy[SHARC_IB_WR_SLOT(wc->wr_id)] = 0; /* the bounce slot is free again */
+        p->busy--;
     }
     if (wc->status != IBV_WC_SUCCESS) {
         if (!p->failed) {
@@ -767,17 +762,7 @@ static void sharc_ib_completion(sharc_tp_comm_t *tp, const struct ibv_wc *wc)
         return;
     }
     p->last_heard = tp->now;
-    if (kind == SHARC_IB_WR_DATA) {
-        uint32_t slot = SHARC_IB_WR_SLOT(wc->wr_id);
-        sharc_tp_req_t *req = slot < SHARC_IB_SLOTS ? p->slot_req[slot] : NULL;
-
-        if (req == NULL) {
-            return;
-        }
-        p->slot_req[slot] = NULL;
-        SHARC_IB_FLIGHT(req)--;
-        sharc_ib_send_step(req);
-    } else if (kind == SHARC_IB_WR_READ && !p->failed) {
+    if (kind == SHARC_IB_WR_READ && !p->failed) {
         sharc_ib_read_done(tp, peer, SHARC_IB_WR_SLOT(wc->wr_id));
     } else if (kind == SHARC_IB_WR_RECV && !p->failed) {
         uint32_t slot = be32toh(wc->imm_data);
@@ -804,8 +789,10 @@ static void sharc_ib_completion(sharc_tp_comm_t *tp, const struct ibv_wc *wc)
 
 /*
  * A peer this rank waits for (a receive posted or a message arriving, a send out of
- * credits) and that has been silent for a while: a zero-length RDMA write shows whether its
- * side of the connection still exists (the write then completes) or not (retry exceeded).
+ * credits, a zero-copy transfer) and that has been silent for a while: a write of the credit
+ * word it already has shows whether its side of the connection still exists (the write then
+ * completes) or not (retry exceeded). (Not a zero-length write: soft-RoCE of some kernels
+ * mishandles those.)
  */
 static void sharc_ib_probe(sharc_tp_comm_t *tp, int peer)
 {
@@ -816,7 +803,7 @@ static void sharc_ib_probe(sharc_tp_comm_t *tp, int peer)
     if (p->failed || p->probing || !waiting || tp->now - p->last_heard < SHARC_IB_PROBE_AFTER) {
         return;
     }
-    if (sharc_ib_write_credit_word(tp, peer, SHARC_IB_WR_PROBE, NULL, "probing") != 0) {
+    if (sharc_ib_write_credit_word(tp, peer, SHARC_IB_WR_PROBE, "probing") != 0) {
         return;
     }
     p->probing = 1;

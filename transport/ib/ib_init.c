@@ -13,15 +13,16 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../../src/gpu.h"
 #include "../../src/log.h"
+#include "../../src/util.h"
 #include "../topo/topo.h"
 #include "ib.h"
 
-/* RC timeouts: 4.096 us * 2^14 = 67 ms per try, 7 retries: a dead peer shows in about 0.5 s */
-#define SHARC_IB_TIMEOUT   14
+/* RC: 7 retries of SHARC_IB_TIMEOUT each (4.096 us * 2^timeout) */
 #define SHARC_IB_RETRY     7
 #define SHARC_IB_RNR_RETRY 7
 
@@ -339,7 +340,7 @@ static sharc_status_t sharc_ib_connect(sharc_tp_comm_t *tp, int peer, const shar
     }
     memset(&a, 0, sizeof(a));
     a.qp_state = IBV_QPS_RTS;
-    a.timeout = SHARC_IB_TIMEOUT;
+    a.timeout = (uint8_t)tp->timeout;
     a.retry_cnt = SHARC_IB_RETRY;
     a.rnr_retry = SHARC_IB_RNR_RETRY;
     a.sq_psn = mine->psn;
@@ -361,10 +362,48 @@ static sharc_status_t sharc_ib_connect(sharc_tp_comm_t *tp, int peer, const shar
     return SHARC_OK;
 }
 
+/*
+ * Before the QPs go: the writes of this rank a peer may still wait for (message chunks, and
+ * the finish words of zero-copy messages it read) are acknowledged, or the QP's own retries
+ * run out (bounded by SHARC_TIMEOUT too). Destroying a QP flushes what it has not sent.
+ */
+static void sharc_ib_drain(sharc_tp_comm_t *tp)
+{
+    double deadline = sharc_time_now() + tp->drain_s;
+    struct timespec ts = {0, 50000};
+
+    for (;;) {
+        int left = 0;
+
+        pthread_mutex_lock(&tp->lock);
+        for (int r = 0; r < tp->size; r++) {
+            if (r != tp->rank && !tp->peers[r].failed) {
+                left += tp->peers[r].busy + tp->peers[r].fin_writes;
+            }
+        }
+        pthread_mutex_unlock(&tp->lock);
+        if (left == 0) {
+            return;
+        }
+        if (sharc_time_now() > deadline) {
+            sharc_warn("ib: rank %d: %d writes to peers still unacknowledged after %.1f s; the "
+                       "connections go anyway",
+                       tp->rank, left, tp->drain_s);
+            return;
+        }
+        if (sharc_tp_ib_progress(tp) <= 0) {
+            nanosleep(&ts, NULL);
+        }
+    }
+}
+
 static void sharc_tp_ib_comm_destroy(sharc_tp_comm_t *tp)
 {
     if (tp == NULL) {
         return;
+    }
+    if (tp->peers != NULL && tp->cq != NULL) {
+        sharc_ib_drain(tp);
     }
     for (int r = 0; tp->peers != NULL && r < tp->size; r++) {
         sharc_ib_peer_t *p = &tp->peers[r];
@@ -443,6 +482,9 @@ static sharc_status_t sharc_tp_ib_comm_create(const sharc_tp_comm_params_t *para
     cbytes = (size_t)n * sizeof(uint64_t);
     fbytes = cbytes * SHARC_IB_ZC;
     tp->zcopy_min = params->cfg->ib_zcopy_min;
+    tp->timeout = params->cfg->ib_timeout;
+    tp->drain_s = 4.096e-6 * (double)(1ull << tp->timeout) * (SHARC_IB_RETRY + 1);
+    tp->drain_s = tp->drain_s < params->cfg->timeout ? tp->drain_s : params->cfg->timeout;
     tp->peers = calloc((size_t)n, sizeof(*tp->peers));
     tp->credits = sharc_ib_alloc(cbytes);
     tp->credit_src = sharc_ib_alloc(cbytes);
