@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include <sharc/sharc.h>
 
@@ -266,6 +267,16 @@ int main(void)
         CHECK(ops->send(comm->tp, comm->size, 7, big, 1, NULL, &s) == SHARC_ERR_INVALID);
         CHECK(ops->send(comm->tp, right, 1ull << 60, big, 1, NULL, &s) == SHARC_ERR_INVALID);
         CHECK(sharc_comm_barrier(comm) == SHARC_OK);
+    }
+    /* a registration of memory that is not mapped fails, with the reason logged */
+    if (comm->tp_ops->mem_reg != NULL && strcmp(comm->tp_ops->name, "ib") == 0) {
+        sharc_tp_mem_t *bad = NULL;
+        void *hole = mmap(NULL, 1 << 16, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+        CHECK(hole != MAP_FAILED && munmap(hole, 1 << 16) == 0);
+        CHECK(comm->tp_ops->mem_reg(comm->tp, hole, 1 << 16, SHARC_MEMTYPE_HOST, &bad) != SHARC_OK);
+        CHECK(comm->tp_ops->mem_reg(comm->tp, NULL, 0, SHARC_MEMTYPE_HOST, &bad) ==
+              SHARC_ERR_INVALID);
     }
     if (comm->size > 1 && comm->tp_ops->recv_reduce != NULL) {
         static const size_t counts[] = {1, 1000, 300001};

@@ -90,6 +90,7 @@ typedef struct {
     sharc_ib_reg_t *head, *tail; /* most recently used first */
     size_t bytes, limit;
     unsigned long long hits, misses, evictions;
+    unsigned long long frees; /* buffers freed so far (a registration racing one is not kept) */
 } sharc_ib_rcache_t;
 
 struct sharc_tp_mem {

@@ -159,6 +159,12 @@ static void sharc_ib_truncated(sharc_tp_comm_t *tp, int peer, sharc_tp_req_t *re
     sharc_ib_complete(req, SHARC_ERR_INVALID);
 }
 
+/* A request on CUDA memory (a handle from mem_reg): only zero-copy reaches it. */
+static int sharc_ib_on_device(const sharc_tp_req_t *req)
+{
+    return SHARC_IB_MEM(req) != NULL && SHARC_IB_MEM(req)->memtype != SHARC_MEMTYPE_HOST;
+}
+
 /* A message fully here: its receive completes (from the message's own copy if unexpected). */
 static void sharc_ib_msg_done(sharc_tp_comm_t *tp, int peer, sharc_ib_msg_t *m)
 {
@@ -166,6 +172,13 @@ static void sharc_ib_msg_done(sharc_tp_comm_t *tp, int peer, sharc_ib_msg_t *m)
 
     if (m->total > SHARC_IB_OFF(req)) {
         sharc_ib_truncated(tp, peer, req, m->total);
+    } else if (sharc_ib_on_device(req)) {
+        sharc_error("ib: rank %d: a %zu-byte message from rank %d came copied, into a receive "
+                    "on device memory, which only zero-copy reaches (its send buffer was not "
+                    "registered)",
+                    tp->rank, m->total, peer);
+        req->bytes = 0;
+        sharc_ib_complete(req, SHARC_ERR_UNSUPPORTED);
     } else {
         if (m->data != NULL && m->total > 0) {
             memcpy(SHARC_IB_BUF(req), m->data, m->total);
@@ -399,7 +412,7 @@ static int sharc_ib_deliver(sharc_tp_comm_t *tp, int peer, const sharc_ib_hdr_t 
     }
     if (m->data != NULL) {
         memcpy(m->data + h->offset, data, h->len);
-    } else if (m->total <= SHARC_IB_OFF(m->req)) {
+    } else if (m->total <= SHARC_IB_OFF(m->req) && !sharc_ib_on_device(m->req)) {
         memcpy((char *)SHARC_IB_BUF(m->req) + h->offset, data, h->len);
     }
     m->got += h->len;
@@ -501,18 +514,27 @@ static int sharc_ib_zc_claim(sharc_tp_comm_t *tp, int peer, sharc_tp_req_t *req,
     sharc_ib_peer_t *p = &tp->peers[peer];
     uint32_t seq = p->zc_next, i = seq % SHARC_IB_ZC;
     sharc_ib_reg_t *reg;
+    int device = SHARC_IB_MEM(req) != NULL && SHARC_IB_MEM(req)->memtype != SHARC_MEMTYPE_HOST;
 
-    if (tp->zcopy_min == 0 || req->bytes < tp->zcopy_min || p->zc_send[i] != NULL) {
+    /* the first free index from the next sequence number on (sequence numbers may skip) */
+    for (int k = 0; k < SHARC_IB_ZC && p->zc_send[i] != NULL; k++) {
+        seq++;
+        i = seq % SHARC_IB_ZC;
+    }
+    if (!device && (tp->zcopy_min == 0 || req->bytes < tp->zcopy_min || p->zc_send[i] != NULL)) {
         return 0;
+    }
+    if (p->zc_send[i] != NULL) {
+        return -1; /* device memory cannot be copied: it waits for a zero-copy index */
     }
     reg = sharc_ib_reg_for(tp, SHARC_IB_MEM(req), SHARC_IB_BUF(req), req->bytes, 0);
     if (reg == NULL) {
-        return 0;
+        return 0; /* (device memory: its handle covers it, checked at the send) */
     }
     p->zc_send[i] = req;
     p->zc_reg[i] = reg;
     p->zc_seq[i] = seq;
-    p->zc_next++;
+    p->zc_next = seq + 1;
     p->zc_out++;
     rts->addr = (uintptr_t)SHARC_IB_BUF(req);
     rts->rkey = reg->mr->rkey;
@@ -548,11 +570,14 @@ static void sharc_ib_push(sharc_tp_comm_t *tp, int peer)
         h->tag = SHARC_IB_TAG(req);
         h->total = req->bytes;
         h->offset = off;
-        if (off == 0 && sharc_ib_zc_claim(tp, peer, req, &rts)) { /* the peer reads it */
+        zc = off == 0 ? sharc_ib_zc_claim(tp, peer, req, &rts) : 0;
+        if (zc < 0) {
+            return;
+        }
+        if (zc) { /* the peer reads it */
             h->flags = SHARC_IB_F_RTS;
             h->len = sizeof(rts);
             memcpy(b + sizeof(*h), &rts, sizeof(rts));
-            zc = 1;
             wire = sizeof(rts);
             len = req->bytes;
         } else {
@@ -638,6 +663,15 @@ sharc_status_t sharc_tp_ib_send(sharc_tp_comm_t *tp, int peer, uint64_t tag, con
     if (peer == tp->rank && bytes > UINT32_MAX) {
         sharc_error("ib: a send of %zu bytes to self: at most 4 GiB", bytes);
         return SHARC_ERR_INVALID;
+    }
+    if (mem != NULL && mem->memtype != SHARC_MEMTYPE_HOST &&
+        (peer == tp->rank || bytes == 0 || (const char *)buf < mem->reg->base ||
+         (size_t)((const char *)buf - mem->reg->base) + bytes > mem->reg->bytes)) {
+        sharc_error("ib: a send of %zu bytes of device memory at %p to rank %d: it goes "
+                    "zero-copy only, to another rank, from inside its registration (%zu bytes "
+                    "at %p)",
+                    bytes, buf, peer, mem->reg->bytes, (void *)mem->reg->base);
+        return SHARC_ERR_UNSUPPORTED;
     }
     status = sharc_ib_begin(tp, peer, tag, "send to");
     if (status != SHARC_OK) {

@@ -27,7 +27,7 @@
 #define SHARC_IB_RNR_RETRY 7
 
 /* work requests on a send queue at most: data and credit writes, finish writes, reads, a probe */
-#define SHARC_IB_SEND_WR        (2 * SHARC_IB_SLOTS + SHARC_IB_ZC + SHARC_IB_READS + 8)
+#define SHARC_IB_SEND_WR        (2 * SHARC_IB_SLOTS + 2 * SHARC_IB_ZC + SHARC_IB_READS + 8)
 #define SHARC_IB_RECV_WR        (SHARC_IB_SLOTS + 4)
 #define SHARC_IB_MAX_CANDIDATES 64
 
@@ -144,6 +144,7 @@ static void sharc_ib_nearness(char (*names)[64], int n, int *key, const char **h
         }
     }
     for (int i = 0; i < n; i++) {
+        key[i] = gpu != NULL ? SHARC_TOPO_LINK_UNKNOWN : 1; /* not in the topology: last */
         for (int k = 0; k < topo->nnics; k++) {
             if (strcmp(topo->nics[k].name, names[i]) != 0) {
                 continue;
@@ -346,6 +347,7 @@ static sharc_status_t sharc_ib_connect(sharc_tp_comm_t *tp, int peer, const shar
     a.sq_psn = mine->psn;
     a.max_rd_atomic =
         (uint8_t)(tp->init_rd_atom < theirs->rd_atom ? tp->init_rd_atom : theirs->rd_atom);
+    a.max_rd_atomic = a.max_rd_atomic > 0 ? a.max_rd_atomic : 1;
     p->max_reads = a.max_rd_atomic < SHARC_IB_READS ? a.max_rd_atomic : SHARC_IB_READS;
     if (ibv_modify_qp(p->qp, &a,
                       IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |

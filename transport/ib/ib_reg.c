@@ -106,8 +106,12 @@ static void sharc_ib_rcache_freed(void *arg, const sharc_mem_region_t *region)
 {
     sharc_ib_rcache_t *rc = arg;
 
+    sharc_ib_reg_t *r, *next;
+
     pthread_mutex_lock(&rc->lock);
-    for (sharc_ib_reg_t *r = rc->head; r != NULL; r = r->next) {
+    rc->frees++;
+    for (r = rc->head; r != NULL; r = next) {
+        next = r->next;
         if (r->region_id == region->id) {
             sharc_ib_rcache_unlink(rc, r);
             if (r->refs == 0) {
@@ -115,7 +119,6 @@ static void sharc_ib_rcache_freed(void *arg, const sharc_mem_region_t *region)
             } else {
                 r->dead = 1;
             }
-            break;
         }
     }
     pthread_mutex_unlock(&rc->lock);
@@ -144,9 +147,9 @@ void sharc_ib_rcache_fini(sharc_ib_rcache_t *rc)
     }
     for (r = rc->head; r != NULL; r = next) {
         next = r->next;
-        if (r->refs > 0) { /* a handle not deregistered: it keeps its memory registered */
+        if (r->refs > 0) { /* a handle not deregistered: mem_dereg must come first */
             sharc_warn("ib: a registration of %zu bytes at %p is still in use as the "
-                       "communicator goes",
+                       "communicator goes (deregister handles before destroying it)",
                        r->bytes, (void *)r->base);
         }
         sharc_ib_reg_free(r);
@@ -158,12 +161,31 @@ void sharc_ib_rcache_fini(sharc_ib_rcache_t *rc)
     rc->ready = 0;
 }
 
+/* The cached registration of buffer @p id, taken (lock held); NULL if none. */
+static sharc_ib_reg_t *sharc_ib_rcache_take(sharc_ib_rcache_t *rc, uint64_t id)
+{
+    sharc_ib_reg_t *r;
+
+    for (r = rc->head; r != NULL && r->region_id != id; r = r->next) {
+    }
+    if (r != NULL) {
+        sharc_ib_rcache_unlink(rc, r);
+        sharc_ib_rcache_push(rc, r);
+        r->refs++;
+    }
+    return r;
+}
+
 sharc_ib_reg_t *sharc_ib_reg_get(sharc_ib_rcache_t *rc, void *addr, size_t bytes, int temp_ok)
 {
     sharc_mem_region_t region;
-    sharc_ib_reg_t *r;
+    sharc_ib_reg_t *r, *mine;
     struct ibv_mr *mr;
+    unsigned long long frees;
 
+    pthread_mutex_lock(&rc->lock);
+    frees = rc->frees;
+    pthread_mutex_unlock(&rc->lock);
     if (!sharc_mem_table_find(rc->mem, addr, bytes, &region)) {
         if (!temp_ok) {
             return NULL;
@@ -178,34 +200,41 @@ sharc_ib_reg_t *sharc_ib_reg_get(sharc_ib_rcache_t *rc, void *addr, size_t bytes
         return sharc_ib_reg_new(mr, addr, bytes, 0);
     }
     pthread_mutex_lock(&rc->lock);
-    for (r = rc->head; r != NULL && r->region_id != region.id; r = r->next) {
-    }
+    r = sharc_ib_rcache_take(rc, region.id);
+    rc->hits += r != NULL;
+    rc->misses += r == NULL;
+    pthread_mutex_unlock(&rc->lock);
     if (r != NULL) {
-        sharc_ib_rcache_unlink(rc, r);
-        sharc_ib_rcache_push(rc, r);
-        r->refs++;
-        rc->hits++;
-        pthread_mutex_unlock(&rc->lock);
         return r;
     }
-    rc->misses++;
-    pthread_mutex_unlock(&rc->lock);
-    /* registered outside the lock (it pins every page); a second registration of the same
-     * buffer by a racing thread is harmless: both are kept, the older ages out */
+    /* registered outside the lock (it pins every page) */
     mr = ibv_reg_mr(rc->pd, region.base, region.bytes, SHARC_IB_ACCESS);
     if (mr == NULL) {
         sharc_error("ib: registering the %zu-byte buffer at %p failed: %s", region.bytes,
                     region.base, strerror(errno));
         return NULL;
     }
-    r = sharc_ib_reg_new(mr, region.base, region.bytes, region.id);
-    if (r == NULL) {
+    mine = sharc_ib_reg_new(mr, region.base, region.bytes, region.id);
+    if (mine == NULL) {
         return NULL;
     }
     pthread_mutex_lock(&rc->lock);
-    sharc_ib_rcache_push(rc, r);
-    sharc_ib_rcache_trim(rc);
+    r = sharc_ib_rcache_take(rc, region.id); /* a racing thread registered it meanwhile? */
+    if (r == NULL) {
+        r = mine;
+        mine = NULL;
+        /* freed while being registered (a buffer in use freed: the caller's bug): not cached,
+         * released by its last user */
+        r->dead = rc->frees != frees && !sharc_mem_table_find(rc->mem, addr, bytes, &region);
+        if (!r->dead) {
+            sharc_ib_rcache_push(rc, r);
+            sharc_ib_rcache_trim(rc);
+        }
+    }
     pthread_mutex_unlock(&rc->lock);
+    if (mine != NULL) {
+        sharc_ib_reg_free(mine);
+    }
     sharc_debug("ib: registration cache: registered the %zu-byte buffer at %p", region.bytes,
                 region.base);
     return r;
@@ -243,6 +272,7 @@ void sharc_ib_reg_ref(sharc_ib_rcache_t *rc, sharc_ib_reg_t *r)
 /* CUDA memory through a dmabuf of the range; NULL with errno when the stack cannot. */
 static struct ibv_mr *sharc_ib_reg_dmabuf(struct ibv_pd *pd, void *addr, size_t bytes)
 {
+#if CUDART_VERSION >= 12000
     typedef CUresult (*get_handle_fn)(void *, CUdeviceptr, size_t, CUmemRangeHandleType,
                                       unsigned long long);
     get_handle_fn get_handle = NULL;
@@ -256,14 +286,18 @@ static struct ibv_mr *sharc_ib_reg_dmabuf(struct ibv_pd *pd, void *addr, size_t 
 #if CUDART_VERSION >= 12050
     if (cudaGetDriverEntryPointByVersion("cuMemGetHandleForAddressRange", (void **)&get_handle,
                                          12000, cudaEnableDefault, &q) != cudaSuccess ||
-#else
-    if (cudaGetDriverEntryPoint("cuMemGetHandleForAddressRange", (void **)&get_handle,
-                                cudaEnableDefault, &q) != cudaSuccess ||
-#endif
         q != cudaDriverEntryPointSuccess || get_handle == NULL) {
         errno = ENOTSUP;
         return NULL;
     }
+#else
+    if (cudaGetDriverEntryPoint("cuMemGetHandleForAddressRange", (void **)&get_handle,
+                                cudaEnableDefault, &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess || get_handle == NULL) {
+        errno = ENOTSUP;
+        return NULL;
+    }
+#endif
     if (get_handle(&fd, (CUdeviceptr)base, len, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0) !=
         CUDA_SUCCESS) {
         errno = ENOTSUP;
@@ -272,6 +306,13 @@ static struct ibv_mr *sharc_ib_reg_dmabuf(struct ibv_pd *pd, void *addr, size_t 
     mr = ibv_reg_dmabuf_mr(pd, a - base, bytes, a, fd, SHARC_IB_ACCESS);
     close(fd);
     return mr;
+#else /* dmabuf export needs CUDA 12: peer memory only */
+    (void)pd;
+    (void)addr;
+    (void)bytes;
+    errno = ENOTSUP;
+    return NULL;
+#endif
 }
 #endif
 
