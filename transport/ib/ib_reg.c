@@ -225,7 +225,9 @@ sharc_ib_reg_t *sharc_ib_reg_get(sharc_ib_rcache_t *rc, void *addr, size_t bytes
         mine = NULL;
         /* freed while being registered (a buffer in use freed: the caller's bug): not cached,
          * released by its last user */
-        r->dead = rc->frees != frees && !sharc_mem_table_find(rc->mem, addr, bytes, &region);
+        sharc_mem_region_t now;
+        r->dead = rc->frees != frees &&
+                  (!sharc_mem_table_find(rc->mem, addr, bytes, &now) || now.id != r->region_id);
         if (!r->dead) {
             sharc_ib_rcache_push(rc, r);
             sharc_ib_rcache_trim(rc);
