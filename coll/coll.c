@@ -26,17 +26,13 @@ static void *sharc_coll_thread(void *arg);
 sharc_status_t sharc_coll_comm_create(sharc_comm_h comm)
 {
     sharc_coll_comm_t *cc = calloc(1, sizeof(*cc));
-    pthread_mutexattr_t attr;
     int ret;
 
     if (cc == NULL) {
         return SHARC_ERR_NOMEM;
     }
     /* recursive: transport callbacks inside progress may reach the engine again */
-    pthread_mutexattr_init(&attr);
-    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
-    pthread_mutex_init(&cc->lock, &attr);
-    pthread_mutexattr_destroy(&attr);
+    sharc_mutex_init_recursive(&cc->lock);
     pthread_cond_init(&cc->cond, NULL);
     comm->coll = cc;
     if (comm->ctx->cfg->progress_thread) {

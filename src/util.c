@@ -54,3 +54,13 @@ int sharc_snprintf(char *buf, size_t size, const char *fmt, ...)
     va_end(ap);
     return (n < 0 || (size_t)n >= size) ? -1 : 0;
 }
+
+void sharc_mutex_init_recursive(pthread_mutex_t *mutex)
+{
+    pthread_mutexattr_t attr;
+
+    pthread_mutexattr_init(&attr);
+    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutex_init(mutex, &attr);
+    pthread_mutexattr_destroy(&attr);
+}

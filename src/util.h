@@ -1,10 +1,11 @@
 /*
  * util.h: small internal helpers shared by the core: name tables, monotonic time, a 64-bit
- * hash, and bounded formatting. Not part of the public API.
+ * hash, bounded formatting and recursive mutexes. Not part of the public API.
  */
 #ifndef SHARC_UTIL_H
 #define SHARC_UTIL_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdarg.h>
@@ -24,6 +25,9 @@ SHARC_HIDDEN uint64_t sharc_hash64(uint64_t seed, const void *data, size_t len);
 /** snprintf that reports truncation: 0 when the whole text fit, -1 otherwise. */
 SHARC_HIDDEN int sharc_snprintf(char *buf, size_t size, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/** A mutex the thread holding it may take again (completions that post from inside progress). */
+SHARC_HIDDEN void sharc_mutex_init_recursive(pthread_mutex_t *mutex);
 
 extern SHARC_HIDDEN const char *const sharc_log_level_names[];
 extern SHARC_HIDDEN const char *const sharc_bootstrap_names[];

@@ -226,6 +226,8 @@ SHARC_HIDDEN sharc_ib_reg_t *sharc_ib_reg_get(sharc_ib_rcache_t *rc, void *addr,
                                               int temp_ok);
 SHARC_HIDDEN void sharc_ib_reg_put(sharc_ib_rcache_t *rc, sharc_ib_reg_t *reg);
 SHARC_HIDDEN void sharc_ib_reg_ref(sharc_ib_rcache_t *rc, sharc_ib_reg_t *reg);
+/* Does @p reg (NULL: no) cover [addr, addr + bytes)? */
+SHARC_HIDDEN int sharc_ib_reg_covers(const sharc_ib_reg_t *reg, const void *addr, size_t bytes);
 /* As sharc_ib_reg_get, but @p mem's registration when it covers the range. */
 SHARC_HIDDEN sharc_ib_reg_t *sharc_ib_reg_for(sharc_tp_comm_t *tp, sharc_tp_mem_t *mem, void *addr,
                                               size_t bytes, int temp_ok);

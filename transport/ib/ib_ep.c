@@ -211,6 +211,17 @@ static sharc_tp_req_t *sharc_ib_take_posted(sharc_ib_peer_t *p, uint64_t tag)
     return NULL;
 }
 
+/* A message with no receive posted yet: kept, in arrival order, for the receive to come. */
+static void sharc_ib_keep_unexpected(sharc_ib_peer_t *p, sharc_ib_msg_t *m)
+{
+    if (p->unexp_tail != NULL) {
+        p->unexp_tail->next = m;
+    } else {
+        p->unexp_head = m;
+    }
+    p->unexp_tail = m;
+}
+
 /* ---- zero-copy receiving ------------------------------------------------------------------ */
 
 /* Tell @p peer its zero-copy send @p seq is done with (read, or @p failed to be). */
@@ -356,11 +367,8 @@ static int sharc_ib_rts(sharc_tp_comm_t *tp, int peer, const sharc_ib_hdr_t *h, 
     m->req = sharc_ib_take_posted(p, h->tag);
     if (m->req != NULL) {
         sharc_ib_zc_start(tp, peer, m);
-    } else if (p->unexp_tail != NULL) {
-        p->unexp_tail->next = m;
-        p->unexp_tail = m;
     } else {
-        p->unexp_head = p->unexp_tail = m;
+        sharc_ib_keep_unexpected(p, m);
     }
     return 0;
 }
@@ -394,12 +402,7 @@ static int sharc_ib_deliver(sharc_tp_comm_t *tp, int peer, const sharc_ib_hdr_t 
                 free(m);
                 return -1;
             }
-            if (p->unexp_tail != NULL) {
-                p->unexp_tail->next = m;
-            } else {
-                p->unexp_head = m;
-            }
-            p->unexp_tail = m;
+            sharc_ib_keep_unexpected(p, m);
         }
         p->cur = m;
     }
@@ -665,8 +668,7 @@ sharc_status_t sharc_tp_ib_send(sharc_tp_comm_t *tp, int peer, uint64_t tag, con
         return SHARC_ERR_INVALID;
     }
     if (mem != NULL && mem->memtype != SHARC_MEMTYPE_HOST &&
-        (peer == tp->rank || bytes == 0 || (const char *)buf < mem->reg->base ||
-         (size_t)((const char *)buf - mem->reg->base) + bytes > mem->reg->bytes)) {
+        (peer == tp->rank || bytes == 0 || !sharc_ib_reg_covers(mem->reg, buf, bytes))) {
         sharc_error("ib: a send of %zu bytes of device memory at %p to rank %d: it goes "
                     "zero-copy only, to another rank, from inside its registration (%zu bytes "
                     "at %p)",

@@ -91,12 +91,19 @@ int sharc_tp_ib_choose_nearest(const int *key, int n, int local_rank)
     return 0;
 }
 
+/* Nearness of a NIC on NUMA node @p nic_numa to a rank on @p my_numa (-1: unknown): 0 on the
+ * same node, 1 elsewhere or unknown. */
+static int sharc_ib_numa_key(int nic_numa, int my_numa)
+{
+    return my_numa >= 0 && nic_numa == my_numa ? 0 : 1;
+}
+
 int sharc_tp_ib_choose(const int *numa, int n, int my_numa, int local_rank)
 {
     int key[SHARC_IB_MAX_CANDIDATES];
 
     for (int i = 0; i < n && i < SHARC_IB_MAX_CANDIDATES; i++) {
-        key[i] = my_numa >= 0 && numa[i] == my_numa ? 0 : 1;
+        key[i] = sharc_ib_numa_key(numa[i], my_numa);
     }
     return sharc_tp_ib_choose_nearest(
         key, n < SHARC_IB_MAX_CANDIDATES ? n : SHARC_IB_MAX_CANDIDATES, local_rank);
@@ -152,7 +159,7 @@ static void sharc_ib_nearness(char (*names)[64], int n, int *key, const char **h
             if (gpu != NULL) {
                 key[i] = (int)sharc_topo_pci_distance(&gpu->pci, &topo->nics[k].pci);
             } else {
-                key[i] = my_numa >= 0 && topo->nics[k].pci.numa == my_numa ? 0 : 1;
+                key[i] = sharc_ib_numa_key(topo->nics[k].pci.numa, my_numa);
             }
         }
     }
@@ -466,7 +473,6 @@ static sharc_status_t sharc_tp_ib_comm_create(const sharc_tp_comm_params_t *para
     sharc_ib_addr_t *mine = NULL, *theirs = NULL;
     int *oks = NULL;
     struct ibv_port_attr pa;
-    pthread_mutexattr_t attr;
     sharc_status_t status = SHARC_ERR_NOMEM;
     union ibv_gid gid = {0};
     size_t cbytes, fbytes;
@@ -475,10 +481,7 @@ static sharc_status_t sharc_tp_ib_comm_create(const sharc_tp_comm_params_t *para
     if (tp == NULL) {
         return SHARC_ERR_NOMEM;
     }
-    pthread_mutexattr_init(&attr);
-    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
-    pthread_mutex_init(&tp->lock, &attr);
-    pthread_mutexattr_destroy(&attr);
+    sharc_mutex_init_recursive(&tp->lock);
     tp->rank = params->rank;
     tp->size = n = params->size;
     cbytes = (size_t)n * sizeof(uint64_t);

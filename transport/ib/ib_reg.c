@@ -373,12 +373,17 @@ void sharc_tp_ib_mem_dereg(sharc_tp_comm_t *tp, sharc_tp_mem_t *mem)
     }
 }
 
+int sharc_ib_reg_covers(const sharc_ib_reg_t *reg, const void *addr, size_t bytes)
+{
+    uintptr_t a = (uintptr_t)addr, b = (uintptr_t)(reg != NULL ? reg->base : NULL);
+
+    return reg != NULL && a >= b && a - b <= reg->bytes && bytes <= reg->bytes - (a - b);
+}
+
 sharc_ib_reg_t *sharc_ib_reg_for(sharc_tp_comm_t *tp, sharc_tp_mem_t *mem, void *addr, size_t bytes,
                                  int temp_ok)
 {
-    if (mem != NULL && mem->reg != NULL && (char *)addr >= mem->reg->base &&
-        (size_t)((char *)addr - mem->reg->base) <= mem->reg->bytes &&
-        bytes <= mem->reg->bytes - (size_t)((char *)addr - mem->reg->base)) {
+    if (mem != NULL && sharc_ib_reg_covers(mem->reg, addr, bytes)) {
         sharc_ib_reg_ref(&tp->rcache, mem->reg);
         return mem->reg;
     }

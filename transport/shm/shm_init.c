@@ -214,7 +214,6 @@ static sharc_status_t sharc_shm_comm_create(const sharc_tp_comm_params_t *params
                                             sharc_tp_comm_t **tp_p)
 {
     sharc_shm_card_t *cards = NULL, mine = {.ok = 0};
-    pthread_mutexattr_t attr;
     sharc_tp_comm_t *tp;
     sharc_status_t status;
     int32_t ok, *oks = NULL;
@@ -223,10 +222,7 @@ static sharc_status_t sharc_shm_comm_create(const sharc_tp_comm_params_t *params
     if (tp == NULL) {
         return SHARC_ERR_NOMEM;
     }
-    pthread_mutexattr_init(&attr);
-    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
-    pthread_mutex_init(&tp->lock, &attr);
-    pthread_mutexattr_destroy(&attr);
+    sharc_mutex_init_recursive(&tp->lock);
     tp->rank = params->rank;
     tp->size = params->size;
     tp->next_cookie = 1;

@@ -185,7 +185,6 @@ static sharc_status_t sharc_tp_ucx_comm_create(const sharc_tp_comm_params_t *par
         .field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
         .thread_mode = UCS_THREAD_MODE_SERIALIZED, /* tp->lock serializes */
     };
-    pthread_mutexattr_t attr;
     sharc_tp_comm_t *tp;
     ucs_status_t ustatus;
     sharc_status_t status;
@@ -201,10 +200,7 @@ static sharc_status_t sharc_tp_ucx_comm_create(const sharc_tp_comm_params_t *par
     if (tp == NULL) {
         return SHARC_ERR_NOMEM;
     }
-    pthread_mutexattr_init(&attr);
-    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
-    pthread_mutex_init(&tp->lock, &attr);
-    pthread_mutexattr_destroy(&attr);
+    sharc_mutex_init_recursive(&tp->lock);
     tp->rank = params->rank;
     tp->size = params->size;
     tp->timeout = params->cfg->bootstrap_timeout;
