@@ -16,9 +16,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "../src/gpu.h"
-#include "../src/log.h"
-#include "../src/util.h"
+#include "../src/base/gpu.h"
+#include "../src/base/log.h"
+#include "../src/base/util.h"
 #include "coll.h"
 
 static void *sharc_coll_thread(void *arg);

@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../src/gpu.h"
-#include "../src/log.h"
-#include "../src/util.h"
+#include "../src/base/gpu.h"
+#include "../src/base/log.h"
+#include "../src/base/util.h"
 #include "coll.h"
 
 /* Do [a, a + alen) and [b, b + blen) overlap? */

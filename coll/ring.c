@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../src/log.h"
+#include "../src/base/log.h"
 #include "coll.h"
 
 /* Scratch slots of the reduce-scatter ring: enough for receives to run ahead of sends. */

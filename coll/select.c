@@ -10,8 +10,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../src/log.h"
-#include "../src/util.h"
+#include "../src/base/log.h"
+#include "../src/base/util.h"
 #include "coll.h"
 #include "tune.h"
 

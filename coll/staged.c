@@ -18,8 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../src/gpu.h"
-#include "../src/log.h"
+#include "../src/base/gpu.h"
+#include "../src/base/log.h"
 #include "coll.h"
 
 #define SHARC_STAGE_SLOTS 4 /* chunks in flight: down, on the host, up */

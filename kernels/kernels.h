@@ -11,7 +11,7 @@
 #include <string.h>
 #include <sharc/types.h>
 
-#include "../src/def_int.h"
+#include "../src/base/def_int.h"
 
 /* One tensor of a bucket: @p count elements at @p ptr, at element @p offset of the bucket. */
 typedef struct {
@@ -82,9 +82,11 @@ static inline int sharc_kern_op_valid(sharc_dtype_t dtype, sharc_op_t op)
 }
 
 extern SHARC_HIDDEN const sharc_kern_ops_t sharc_kern_cpu_ops;
-#ifdef HAVE_CUDA
+/* Defined in builds with CUDA only (kernels/cuda/cuda.cu); others ask sharc_kern_cuda(). */
 extern SHARC_HIDDEN const sharc_kern_ops_t sharc_kern_cuda_ops;
-#endif
+
+/** The CUDA kernels, or NULL in a build without CUDA (kernels/cuda_none.c). */
+SHARC_HIDDEN const sharc_kern_ops_t *sharc_kern_cuda(void);
 
 static inline uint32_t sharc_kern_f32_bits(float f)
 {

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../transport/topo/topo.h"
+#include "topo/topo_tool.h"
 
 #define SHARC_TOPO_MAX_INPUT   (16u << 20) /* bytes read from a capture file */
 #define SHARC_TOPO_MAX_SETTING 256

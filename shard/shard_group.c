@@ -13,9 +13,9 @@
 
 #include <sharc/mem.h>
 
-#include "../src/gpu.h"
-#include "../src/log.h"
-#include "../src/util.h"
+#include "../src/base/gpu.h"
+#include "../src/base/log.h"
+#include "../src/base/util.h"
 #include "shard.h"
 
 /* The group's settings: cfg's fields where set, else the configuration knobs. */
@@ -63,7 +63,7 @@ static sharc_status_t sharc_shard_settings(sharc_shard_group_t *g, const sharc_s
                     (int)cfg->memtype);
         return SHARC_ERR_INVALID;
     }
-    if (g->cuda && sharc_gpu_kern() == NULL) {
+    if (g->cuda && sharc_kern_cuda() == NULL) {
         sharc_error("memtype SHARC_MEMTYPE_CUDA, but this sharc was built without CUDA");
         return SHARC_ERR_UNSUPPORTED;
     }
@@ -224,7 +224,7 @@ static sharc_status_t sharc_shard_cuda_setup(sharc_shard_group_t *g)
         sharc_comm_gpu_backend(g->replica_comm, &status);
     }
     if (status == SHARC_OK) {
-        g->kern = sharc_gpu_kern();
+        g->kern = sharc_kern_cuda();
         g->step_ev = sharc_shard_stats_mark(g, g->stream); /* the first step starts here */
     }
     return status;

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../src/log.h"
+#include "../src/base/log.h"
 #include "shard.h"
 
 size_t sharc_shard_count(size_t count, int nranks)

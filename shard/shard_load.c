@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../src/log.h"
+#include "../src/base/log.h"
 #include "shard.h"
 
 #if defined(HAVE_JSONC) && defined(HAVE_XXHASH)

@@ -18,8 +18,8 @@
 
 #include <sharc/mem.h>
 
-#include "../src/gpu.h"
-#include "../src/log.h"
+#include "../src/base/gpu.h"
+#include "../src/base/log.h"
 #include "shard.h"
 
 /* ---- shards ---------------------------------------------------------------------------- */

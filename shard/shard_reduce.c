@@ -13,8 +13,8 @@
 
 #include <string.h>
 
-#include "../src/log.h"
-#include "../src/util.h"
+#include "../src/base/log.h"
+#include "../src/base/util.h"
 #include "shard.h"
 
 /* This rank's part of the unit's gradient buffer. */

@@ -17,9 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../src/gpu.h"
-#include "../src/log.h"
-#include "../src/util.h"
+#include "../src/base/gpu.h"
+#include "../src/base/log.h"
+#include "../src/base/util.h"
 #include "shard.h"
 
 void sharc_shard_stats_op(sharc_shard_group_t *g, sharc_shard_unit_t *u, sharc_coll_type_t type,

@@ -11,8 +11,8 @@
 #include <unistd.h>
 
 #include "comm.h"
-#include "log.h"
-#include "util.h"
+#include "base/log.h"
+#include "base/util.h"
 
 #define SHARC_COMM_PEER_MAGIC 0x73686332u /* "shc2": bump when sharc_comm_peer_t changes */
 

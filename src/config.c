@@ -16,9 +16,9 @@
 
 #include <sharc/sharc.h>
 
-#include "config_int.h"
-#include "log.h"
-#include "util.h"
+#include "base/config_int.h"
+#include "base/log.h"
+#include "base/util.h"
 
 typedef enum {
     SHARC_CFG_INT,    /* decimal integer within [min, max] */
@@ -492,6 +492,17 @@ sharc_status_t sharc_config_get(sharc_config_h config, const char *name, char *v
         return SHARC_ERR_INVALID;
     }
     return SHARC_OK;
+}
+
+const char *sharc_config_choice(const char *name, int index)
+{
+    int i = sharc_cfg_find(name);
+
+    if (i < 0 || sharc_cfg_table[i].type != SHARC_CFG_ENUM || index < 0 ||
+        index >= sharc_cfg_table[i].nnames) {
+        return NULL;
+    }
+    return sharc_cfg_table[i].names[index];
 }
 
 /* Print @p text as "# " comment lines of at most ~90 columns, broken at spaces. */

@@ -7,8 +7,10 @@
 
 #include <stdlib.h>
 
+#include <sharc/mem.h>
+
 #include "context.h"
-#include "log.h"
+#include "base/log.h"
 
 sharc_status_t sharc_context_create(sharc_config_h config, sharc_context_h *ctx_p)
 {
@@ -68,6 +70,27 @@ void sharc_context_put(sharc_context_h ctx)
         sharc_config_destroy(ctx->config);
         free(ctx);
     }
+}
+
+sharc_status_t sharc_mem_alloc(sharc_context_h ctx, size_t bytes, void **ptr_p)
+{
+    if (ctx == NULL || ptr_p == NULL) {
+        sharc_error("sharc_mem_alloc: %s is NULL", ctx == NULL ? "ctx" : "ptr_p");
+        return SHARC_ERR_INVALID;
+    }
+    return sharc_mem_table_alloc(ctx->mem, bytes, ptr_p);
+}
+
+sharc_status_t sharc_mem_free(sharc_context_h ctx, void *ptr)
+{
+    if (ptr == NULL) {
+        return SHARC_OK;
+    }
+    if (ctx == NULL) {
+        sharc_error("sharc_mem_free: ctx is NULL");
+        return SHARC_ERR_INVALID;
+    }
+    return sharc_mem_table_free(ctx->mem, ptr);
 }
 
 void sharc_context_destroy(sharc_context_h ctx)

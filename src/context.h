@@ -7,9 +7,9 @@
 
 #include <sharc/context.h>
 
-#include "config_int.h"
-#include "def_int.h"
-#include "mem.h"
+#include "base/config_int.h"
+#include "base/def_int.h"
+#include "base/mem.h"
 
 /* SHARC_TUNE_FILE's rules (coll/tune.h), read by algorithm selection. */
 typedef struct sharc_coll_tune sharc_coll_tune_t;

@@ -16,7 +16,7 @@
 
 #include "../src/boot/sock.h"
 #include "../src/boot/store_proto.h"
-#include "../src/util.h"
+#include "../src/base/util.h"
 
 static void send_hdr(int fd, uint8_t op, uint32_t klen, uint32_t vlen)
 {

@@ -11,7 +11,7 @@
 
 #include <sharc/sharc.h>
 
-#include "../src/config_int.h"
+#include "../src/base/config_int.h"
 #include "check.h"
 
 static void test_long(void)

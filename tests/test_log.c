@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../src/log.h"
+#include "../src/base/log.h"
 #include "check.h"
 
 static char *slurp(const char *path)

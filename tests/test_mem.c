@@ -17,7 +17,7 @@
 #include <sharc/sharc.h>
 
 #include "../src/context.h"
-#include "../src/mem.h"
+#include "../src/base/mem.h"
 #include "check.h"
 
 /* A child opens the parent's buffer through /proc and reads it. */

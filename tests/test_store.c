@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "../src/boot/store.h"
-#include "../src/util.h"
+#include "../src/base/util.h"
 #include "check.h"
 
 #define NRANKS  4

@@ -8,7 +8,7 @@
 
 #include <string.h>
 
-#include "../transport/topo/topo.h"
+#include "../perf/topo/topo_tool.h"
 #include "check.h"
 
 static sharc_topo_link_t dist(const char *a, int numa_a, const char *b, int numa_b)

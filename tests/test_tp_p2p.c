@@ -18,7 +18,7 @@
 #include <sharc/sharc.h>
 
 #include "../src/comm.h"
-#include "../src/util.h"
+#include "../src/base/util.h"
 #include "check.h"
 
 #define INFLIGHT 8

@@ -6,7 +6,7 @@
 
 #include <string.h>
 
-#include "../src/config_int.h"
+#include "../src/base/config_int.h"
 #include "../transport/transport.h"
 #include "check.h"
 

@@ -18,8 +18,9 @@
 #include "../perf/tune_launch.h"
 #include "../perf/tune_out.h"
 #include "../coll/tune.h"
+#include "../perf/topo/topo_tool.h"
 #include "../src/context.h"
-#include "../transport/topo/topo.h"
+#include "../topo/topo.h"
 #include "check.h"
 
 /* ---- the stand-in ------------------------------------------------------------------------- */

@@ -17,7 +17,7 @@
 
 #include "../coll/tune.h"
 #include "../src/context.h"
-#include "../src/log.h"
+#include "../src/base/log.h"
 #include "check.h"
 
 static char dir[] = "/tmp/sharc-test-tune-XXXXXX";

@@ -31,8 +31,8 @@ fi
 # shellcheck disable=SC2054 # the commas are in one -fsanitize= list
 flags=(-g -O1 -std=gnu11 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
        -I"$top/include" -I"$builddir/include" -I"$builddir")
-topo_srcs=("$top/transport/topo/topo.c" "$top/transport/topo/topo_smi.c"
-           "$top/transport/topo/topo_xml.c" "$top/src/log.c" "$top/src/util.c")
+topo_srcs=("$top/topo/topo.c" "$top/perf/topo/topo_classify.c" "$top/perf/topo/topo_smi.c"
+           "$top/perf/topo/topo_xml.c" "$top/src/base/log.c" "$top/src/base/util.c")
 
 # Keywords of the safetensors header and index, for the mutator.
 write_st_dict() {

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../src/log.h"
+#include "../src/base/log.h"
 #include "hybrid.h"
 
 typedef struct {

@@ -9,8 +9,10 @@
 
 #include <string.h>
 
-#include "../src/log.h"
-#include "../src/util.h"
+#include <sharc/version.h>
+
+#include "../src/base/log.h"
+#include "../src/base/util.h"
 #include "hybrid.h"
 #include "transport.h"
 
@@ -50,6 +52,11 @@ const sharc_tp_ops_t *sharc_tp_find(const char *name)
         }
     }
     return NULL;
+}
+
+int sharc_build_has_transport(const char *name)
+{
+    return name != NULL && sharc_tp_find(name) != NULL;
 }
 
 /* Could this backend serve a communicator of @p size here? */

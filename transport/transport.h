@@ -15,9 +15,9 @@
 #include <sharc/types.h>
 
 #include "../src/boot/boot.h"
-#include "../src/config_int.h"
-#include "../src/def_int.h"
-#include "../src/mem.h"
+#include "../src/base/config_int.h"
+#include "../src/base/def_int.h"
+#include "../src/base/mem.h"
 
 /* Bump when a member is added, removed or changes meaning. */
 #define SHARC_TP_OPS_VERSION 4

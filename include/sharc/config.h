@@ -60,6 +60,15 @@ SHARC_API sharc_status_t sharc_config_get(sharc_config_h config, const char *nam
  */
 SHARC_API void sharc_config_print(sharc_config_h config, FILE *stream, unsigned flags);
 
+/**
+ * The values an enumerated knob accepts, one at a time: the @p index-th (from 0) of knob
+ * @p name (named as in sharc_config_set), e.g. "auto", "self", "ucx", ... for TRANSPORT, or
+ * "auto", "ring", ... for ALLGATHER_ALGO. Thread-safe; the string is constant.
+ * @return the value, or NULL past the last one, for a knob that is not enumerated and for an
+ *         unknown name.
+ */
+SHARC_API const char *sharc_config_choice(const char *name, int index);
+
 /** Free a configuration. NULL is a no-op. */
 SHARC_API void sharc_config_destroy(sharc_config_h config);
 

@@ -7,7 +7,7 @@
 
 #define SHARC_THIS_SUBSYS SHARC_SUBSYS_KERN
 extern "C" {
-#include "../../src/log.h"
+#include "../../src/base/log.h"
 #include "cuda.h"
 }
 
@@ -28,3 +28,8 @@ extern "C" const sharc_kern_ops_t sharc_kern_cuda_ops = {
     sharc_kern_cuda_pack,
     sharc_kern_cuda_unpack,
 };
+
+extern "C" const sharc_kern_ops_t *sharc_kern_cuda(void)
+{
+    return &sharc_kern_cuda_ops;
+}

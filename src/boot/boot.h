@@ -11,8 +11,8 @@
 #include <stddef.h>
 #include <sharc/comm.h>
 
-#include "../config_int.h"
-#include "../def_int.h"
+#include "../base/config_int.h"
+#include "../base/def_int.h"
 
 typedef struct sharc_boot sharc_boot_t;
 

@@ -18,8 +18,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "../log.h"
-#include "../util.h"
+#include "../base/log.h"
+#include "../base/util.h"
 
 typedef struct {
     sharc_boot_t super;

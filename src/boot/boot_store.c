@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../log.h"
-#include "../util.h"
+#include "../base/log.h"
+#include "../base/util.h"
 #include "boot.h"
 #include "store.h"
 

@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../log.h"
-#include "../util.h"
+#include "../base/log.h"
+#include "../base/util.h"
 #include "boot.h"
 #include "sock.h"
 

@@ -20,9 +20,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../config_int.h"
-#include "../log.h"
-#include "../util.h"
+#include "../base/config_int.h"
+#include "../base/log.h"
+#include "../base/util.h"
 #include "sock.h"
 
 sharc_status_t sharc_sock_parse_addr(const char *addr, char *host, size_t host_size, int *port_p)

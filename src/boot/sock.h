@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <sharc/status.h>
 
-#include "../def_int.h"
+#include "../base/def_int.h"
 
 #define SHARC_SOCK_HOST_MAX 256
 

@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <sharc/status.h>
 
-#include "../def_int.h"
+#include "../base/def_int.h"
 
 typedef struct sharc_store_server sharc_store_server_t;
 typedef struct sharc_store_client sharc_store_client_t;

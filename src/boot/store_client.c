@@ -16,8 +16,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../log.h"
-#include "../util.h"
+#include "../base/log.h"
+#include "../base/util.h"
 #include "sock.h"
 #include "store.h"
 #include "store_proto.h"

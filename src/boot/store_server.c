@@ -22,8 +22,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "../log.h"
-#include "../util.h"
+#include "../base/log.h"
+#include "../base/util.h"
 #include "sock.h"
 #include "store.h"
 #include "store_proto.h"

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../../transport/topo/topo.h"
+#include "../../perf/topo/topo_tool.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "../../transport/topo/topo.h"
+#include "../../perf/topo/topo_tool.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

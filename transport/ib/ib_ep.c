@@ -13,7 +13,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../../src/log.h"
+#include "../../src/base/log.h"
 #include "ib.h"
 
 /* wr_id: what completed (kind), for which peer, which slot (zero-copy: which message) */

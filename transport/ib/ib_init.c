@@ -16,10 +16,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../src/gpu.h"
-#include "../../src/log.h"
-#include "../../src/util.h"
-#include "../topo/topo.h"
+#include "../../src/base/gpu.h"
+#include "../../src/base/log.h"
+#include "../../src/base/util.h"
+#include "../../topo/topo.h"
 #include "ib.h"
 
 /* RC: 7 retries of SHARC_IB_TIMEOUT each (4.096 us * 2^timeout) */

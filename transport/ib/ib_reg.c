@@ -25,7 +25,7 @@
 #include <cuda_runtime_api.h>
 #endif
 
-#include "../../src/log.h"
+#include "../../src/base/log.h"
 #include "ib.h"
 
 #define SHARC_IB_ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ)

@@ -11,7 +11,7 @@
 
 #include <stdlib.h>
 
-#include "../../src/log.h"
+#include "../../src/base/log.h"
 #include "nccl.h"
 
 static int sharc_tp_nccl_dtype(sharc_dtype_t dtype, ncclDataType_t *out)

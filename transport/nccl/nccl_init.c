@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../src/log.h"
-#include "../../src/util.h"
+#include "../../src/base/log.h"
+#include "../../src/base/util.h"
 #include "nccl.h"
 
 sharc_status_t sharc_tp_nccl_status(sharc_tp_comm_t *tp, ncclResult_t res, const char *what)

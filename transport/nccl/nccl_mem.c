@@ -11,7 +11,7 @@
 
 #include <stdlib.h>
 
-#include "../../src/log.h"
+#include "../../src/base/log.h"
 #include "nccl.h"
 
 #define SHARC_NCCL_REG_VERSION 21900 /* ncclMemAlloc and ncclCommRegister */

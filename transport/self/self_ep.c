@@ -9,7 +9,7 @@
 
 #include <string.h>
 
-#include "../../src/log.h"
+#include "../../src/base/log.h"
 #include "self.h"
 
 /* What a queued request remembers (in its tp_priv slots). */

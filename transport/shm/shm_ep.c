@@ -19,8 +19,8 @@
 #include <sys/uio.h>
 
 #include "../../kernels/kernels.h"
-#include "../../src/log.h"
-#include "../../src/util.h"
+#include "../../src/base/log.h"
+#include "../../src/base/util.h"
 #include "shm.h"
 
 /* What a request remembers while in flight (tp_priv). */

@@ -8,7 +8,7 @@
 
 #define SHARC_THIS_SUBSYS SHARC_SUBSYS_TP
 
-#include "../../src/log.h"
+#include "../../src/base/log.h"
 #include "ucx.h"
 
 #define SHARC_UCX_PEER(_req) ((_req)->tp_priv[0].u64)

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../src/log.h"
-#include "../../src/util.h"
+#include "../../src/base/log.h"
+#include "../../src/base/util.h"
 #include "ucx.h"
 
 sharc_status_t sharc_tp_ucx_status(ucs_status_t status)

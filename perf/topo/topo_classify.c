@@ -1,23 +1,21 @@
 /*
- * topo.c: the topology object (lifecycle, warnings, file reading) and its classification:
- * PCI distances from device paths, the intra-node GPU path, the inter-node fabric, each
- * GPU's rails and expected network bandwidth. Input readers and output live elsewhere.
+ * topo_classify.c: what follows from a topology read by topo/: PCI distances filled from
+ * device paths (unless a capture gave them), the intra-node GPU path, the inter-node fabric,
+ * each GPU's rails and expected network bandwidth; the names of links, fabrics and paths;
+ * and whole-file reading for the offline inputs.
  */
 #include "config.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define SHARC_THIS_SUBSYS SHARC_SUBSYS_TOPO
-#include "../../src/log.h"
-#include "../../src/util.h"
-#include "topo.h"
+#include "../../src/base/log.h"
+#include "../../src/base/util.h"
+#include "topo_tool.h"
 
-/* Beyond this many warnings the input is garbage; keep the report readable. */
-#define SHARC_TOPO_MAX_WARNINGS 200
 /* NVLinks per GPU on the largest parts (Hopper, Blackwell). A GPU that reaches every peer
  * with more links than this in total must go through NVSwitches. */
 #define SHARC_TOPO_NVLINKS_PER_GPU 18
@@ -40,50 +38,6 @@ static const char *const sharc_topo_intra_names[SHARC_TOPO_INTRA_LAST] = {
     [SHARC_TOPO_INTRA_PCIE] = "PCIe P2P",     [SHARC_TOPO_INTRA_HOST] = "host memory",
 };
 
-/* GPU models by PCI device id: the datacenter parts people build clusters from. */
-static const struct {
-    unsigned device;
-    const char *model;
-    int sm;
-    int nvlinks; /* on an NVSwitch baseboard; 0 for PCIe cards */
-} sharc_topo_gpu_models[] = {
-    {0x1db1, "V100 SXM2 16GB", 70, 6},
-    {0x1db5, "V100 SXM2 32GB", 70, 6},
-    {0x1db4, "V100 PCIe 16GB", 70, 0},
-    {0x1eb8, "T4", 75, 0},
-    {0x20b0, "A100 SXM4 40GB", 80, 12},
-    {0x20b2, "A100 SXM4 80GB", 80, 12},
-    {0x20b3, "A100 SXM 64GB", 80, 12},
-    {0x20b5, "A100 PCIe 80GB", 80, 0},
-    {0x20f1, "A100 PCIe 40GB", 80, 0},
-    {0x20b7, "A30", 80, 0},
-    {0x2236, "A10", 86, 0},
-    {0x26b9, "L40S", 89, 0},
-    {0x27b8, "L4", 89, 0},
-    {0x2330, "H100 SXM5 80GB", 90, 18},
-    {0x2331, "H100 PCIe", 90, 0},
-    {0x2321, "H100 NVL", 90, 0},
-    {0x2324, "H800 SXM5", 90, 8},
-    {0x2335, "H200 SXM 141GB", 90, 18},
-    {0x2901, "B200", 100, 18},
-};
-
-void sharc_topo_gpu_identify(sharc_topo_gpu_t *gpu)
-{
-    if (gpu->vendor != SHARC_TOPO_PCI_VENDOR_NVIDIA) {
-        return;
-    }
-    for (size_t m = 0; m < SHARC_ARRAY_SIZE(sharc_topo_gpu_models); m++) {
-        if (sharc_topo_gpu_models[m].device == gpu->device) {
-            snprintf(gpu->model, sizeof(gpu->model), "%s", sharc_topo_gpu_models[m].model);
-            if (gpu->sm == 0) {
-                gpu->sm = sharc_topo_gpu_models[m].sm;
-            }
-            gpu->nvlinks_max = sharc_topo_gpu_models[m].nvlinks;
-        }
-    }
-}
-
 const char *sharc_topo_link_name(sharc_topo_link_t link)
 {
     return (link >= 0 && link < SHARC_TOPO_LINK_LAST) ? sharc_topo_link_names[link] : "?";
@@ -98,63 +52,6 @@ const char *sharc_topo_fabric_name(sharc_topo_fabric_t fabric)
 const char *sharc_topo_intra_name(sharc_topo_intra_t intra)
 {
     return (intra >= 0 && intra < SHARC_TOPO_INTRA_LAST) ? sharc_topo_intra_names[intra] : "?";
-}
-
-sharc_status_t sharc_topo_create(sharc_topo_t **topo_p)
-{
-    sharc_topo_t *topo = calloc(1, sizeof(*topo));
-
-    if (topo == NULL) {
-        sharc_error("cannot allocate %zu bytes for a topology", sizeof(*topo));
-        return SHARC_ERR_NOMEM;
-    }
-    for (int i = 0; i < SHARC_TOPO_MAX_GPUS; i++) {
-        for (int j = 0; j < SHARC_TOPO_MAX_GPUS; j++) {
-            topo->gpu_gpu[i][j] = (i == j) ? SHARC_TOPO_LINK_X : SHARC_TOPO_LINK_UNKNOWN;
-        }
-        for (int k = 0; k < SHARC_TOPO_MAX_NICS; k++) {
-            topo->gpu_nic[i][k] = SHARC_TOPO_LINK_UNKNOWN;
-        }
-    }
-    topo->eth_best = -1;
-    *topo_p = topo;
-    return SHARC_OK;
-}
-
-void sharc_topo_destroy(sharc_topo_t *topo)
-{
-    if (topo == NULL) {
-        return;
-    }
-    for (int i = 0; i < topo->nwarnings; i++) {
-        free(topo->warnings[i]);
-    }
-    free(topo->warnings);
-    free(topo);
-}
-
-void sharc_topo_warn(sharc_topo_t *topo, const char *fmt, ...)
-{
-    char line[512];
-    char **grown;
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof(line), fmt, ap);
-    va_end(ap);
-    sharc_debug("%s", line);
-    if (topo->nwarnings >= SHARC_TOPO_MAX_WARNINGS) {
-        return;
-    }
-    grown = realloc(topo->warnings, (topo->nwarnings + 1) * sizeof(*grown));
-    if (grown == NULL) {
-        return; /* a lost warning is not worth failing the report for */
-    }
-    topo->warnings = grown;
-    topo->warnings[topo->nwarnings] = strdup(line);
-    if (topo->warnings[topo->nwarnings] != NULL) {
-        topo->nwarnings++;
-    }
 }
 
 sharc_status_t sharc_topo_read_file(const char *path, size_t max, char **text_p, size_t *len_p)
@@ -188,70 +85,6 @@ sharc_status_t sharc_topo_read_file(const char *path, size_t max, char **text_p,
     *text_p = text;
     *len_p = len;
     return SHARC_OK;
-}
-
-/* Split a PCI path into its components; returns how many (at most max). */
-static int sharc_topo_split_path(const char *path, char comps[][24], int max)
-{
-    int n = 0;
-
-    while (*path != '\0' && n < max) {
-        const char *slash = strchr(path, '/');
-        size_t len = (slash != NULL) ? (size_t)(slash - path) : strlen(path);
-
-        if (len > 0) {
-            snprintf(comps[n++], 24, "%.*s", (int)SHARC_MIN(len, 23), path);
-        }
-        path += len;
-        if (*path == '/') {
-            path++;
-        }
-    }
-    return n;
-}
-
-/*
- * The rule, in nvidia-smi's terms, from the two devices' paths (host bridge, bridges,
- * device): different host bridges are NODE when both sit on one NUMA node (or neither
- * node is known) and SYS otherwise; one host bridge but no bridge in common is PHB; below a
- * common bridge, the two are PIX when the path stays inside one PCIe switch (the common
- * ancestor is a switch's upstream port or deeper and each side is at most its downstream
- * port and the device), or when they are functions of one device; PXB otherwise.
- */
-sharc_topo_link_t sharc_topo_pci_distance(const sharc_topo_pci_t *a, const sharc_topo_pci_t *b)
-{
-    char ca[32][24], cb[32][24];
-    int na, nb, common = 0, below_a, below_b;
-
-    if (a->path[0] == '\0' || b->path[0] == '\0') {
-        return SHARC_TOPO_LINK_UNKNOWN;
-    }
-    na = sharc_topo_split_path(a->path, ca, 32);
-    nb = sharc_topo_split_path(b->path, cb, 32);
-    if (na < 2 || nb < 2) {
-        return SHARC_TOPO_LINK_UNKNOWN;
-    }
-    if (strcmp(ca[0], cb[0]) != 0) {
-        return (a->numa == b->numa) ? SHARC_TOPO_LINK_NODE : SHARC_TOPO_LINK_SYS;
-    }
-    while (1 + common < na && 1 + common < nb && strcmp(ca[1 + common], cb[1 + common]) == 0) {
-        common++;
-    }
-    if (common == 0) {
-        return SHARC_TOPO_LINK_PHB;
-    }
-    below_a = na - 1 - common;
-    below_b = nb - 1 - common;
-    if (below_a == 0 || below_b == 0) {
-        return SHARC_TOPO_LINK_PIX; /* one is behind the other */
-    }
-    if (below_a == 1 && below_b == 1) {
-        return SHARC_TOPO_LINK_PIX; /* siblings on one bus */
-    }
-    if (common >= 2 && below_a <= 2 && below_b <= 2) {
-        return SHARC_TOPO_LINK_PIX;
-    }
-    return SHARC_TOPO_LINK_PXB;
 }
 
 static double sharc_topo_nic_gbps(const sharc_topo_nic_t *nic)

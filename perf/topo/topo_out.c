@@ -13,9 +13,9 @@
 #endif
 
 #define SHARC_THIS_SUBSYS SHARC_SUBSYS_TOPO
-#include "../../src/log.h"
-#include "../../src/util.h"
-#include "topo.h"
+#include "../../src/base/log.h"
+#include "../../src/base/util.h"
+#include "topo_tool.h"
 
 static const char *const sharc_topo_severity_names[] = {
     [SHARC_TOPO_FINDING_OK] = "ok",           [SHARC_TOPO_FINDING_STALE] = "stale",

@@ -28,6 +28,19 @@ SHARC_HIDDEN sharc_status_t sharc_mem_table_create(sharc_mem_table_t **table_p);
 /* Frees the buffers left in it, with a warning. */
 SHARC_HIDDEN void sharc_mem_table_destroy(sharc_mem_table_t *table);
 
+/*
+ * A shareable buffer of @p bytes (rounded up to pages; 0 gives NULL), entered in @p table:
+ * SHARC_OK, or SHARC_ERR_NOMEM (logged).
+ */
+SHARC_HIDDEN sharc_status_t sharc_mem_table_alloc(sharc_mem_table_t *table, size_t bytes,
+                                                  void **ptr_p);
+
+/*
+ * Release a buffer of @p table, after telling the watchers; NULL is a no-op.
+ * SHARC_ERR_INVALID (logged) for a pointer that is no buffer of the table.
+ */
+SHARC_HIDDEN sharc_status_t sharc_mem_table_free(sharc_mem_table_t *table, void *ptr);
+
 /* Does [addr, addr + bytes) lie inside one buffer of @p table? 1 and *region_p, or 0. */
 SHARC_HIDDEN int sharc_mem_table_find(sharc_mem_table_t *table, const void *addr, size_t bytes,
                                       sharc_mem_region_t *region_p);

@@ -14,11 +14,9 @@
 #include <strings.h>
 
 #define SHARC_THIS_SUBSYS SHARC_SUBSYS_TOPO
-#include "../../src/log.h"
-#include "../../src/config_int.h"
-#include "../../src/util.h"
-#include "../transport.h"
-#include "topo.h"
+#include "../../src/base/log.h"
+#include "../../src/base/util.h"
+#include "topo_tool.h"
 
 /* ---- the doctor */
 
@@ -517,34 +515,40 @@ static void sharc_topo_doc_cuda_visible(sharc_topo_doc_t *doc, const sharc_topo_
  */
 static void sharc_topo_doc_transport(sharc_topo_doc_t *doc, const sharc_topo_setting_t *set)
 {
-    int ngpus = doc->topo->ngpus;
-    int idx = sharc_name_index(sharc_cfg_transport_names, SHARC_CFG_TRANSPORT_LAST, set->value);
+    int ngpus = doc->topo->ngpus, known = 0;
+    const char *v = set->value, *name;
+    char names[128] = "";
+    size_t len = 0;
 
-    if (idx < 0) {
+    for (int i = 0; (name = sharc_config_choice("TRANSPORT", i)) != NULL; i++) {
+        known |= strcasecmp(name, v) == 0;
+        len += (size_t)snprintf(names + len, len < sizeof(names) ? sizeof(names) - len : 0, "%s%s",
+                                i > 0 ? ", " : "", name);
+    }
+    if (!known) {
         sharc_topo_find(doc, SHARC_TOPO_FINDING_HARMFUL, set,
-                        "not a transport sharc knows (auto, self, shm, ucx, ib, nccl): creating "
-                        "a context fails");
-    } else if (idx == SHARC_CFG_TRANSPORT_AUTO) {
+                        "not a transport sharc knows (%s): creating a context fails", names);
+    } else if (strcasecmp(v, "auto") == 0) {
         sharc_topo_find(doc, SHARC_TOPO_FINDING_OK, set,
                         "%s host buffers through shm inside the node and ucx between nodes",
                         ngpus > 0 ? "GPU buffers through NCCL," : "no GPU:");
-    } else if (idx == SHARC_CFG_TRANSPORT_NCCL) {
+    } else if (strcasecmp(v, "nccl") == 0) {
         sharc_topo_find(doc, SHARC_TOPO_FINDING_HARMFUL, set,
                         "forces NCCL on every buffer, but NCCL carries GPU buffers only: %s%s; "
                         "auto sends GPU buffers through NCCL and host buffers through shm+ucx",
                         ngpus > 0 ? "host buffers have no transport"
                                   : "this node has no GPU, so nothing can use it",
-                        sharc_tp_find("nccl") == NULL
+                        !sharc_build_has_transport("nccl")
                             ? ", and this sharc has no nccl backend yet: every communicator fails"
                             : "");
-    } else if (sharc_tp_find(set->value) == NULL) {
+    } else if (!sharc_build_has_transport(v)) {
         sharc_topo_find(doc, SHARC_TOPO_FINDING_HARMFUL, set,
                         "this sharc was built without %s: every communicator fails", set->value);
-    } else if (idx == SHARC_CFG_TRANSPORT_SELF) {
+    } else if (strcasecmp(v, "self") == 0) {
         sharc_topo_find(doc, SHARC_TOPO_FINDING_HARMFUL, set,
                         "self reaches only the calling rank: every communicator of two or more "
                         "ranks fails");
-    } else if (idx == SHARC_CFG_TRANSPORT_SHM) {
+    } else if (strcasecmp(v, "shm") == 0) {
         sharc_topo_find(doc, SHARC_TOPO_FINDING_STALE, set,
                         "shm reaches the ranks of this node only: a job over several nodes fails "
                         "to create its communicators%s; auto uses shm inside the node anyway",

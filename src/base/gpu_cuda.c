@@ -55,11 +55,6 @@ sharc_status_t sharc_gpu_current_busid(char *busid, size_t len)
     return SHARC_OK;
 }
 
-const sharc_kern_ops_t *sharc_gpu_kern(void)
-{
-    return &sharc_kern_cuda_ops;
-}
-
 sharc_status_t sharc_gpu_stream_create(void **stream_p)
 {
     cudaStream_t s;

@@ -23,9 +23,9 @@
 #endif
 
 #define SHARC_THIS_SUBSYS SHARC_SUBSYS_TOPO
-#include "../../src/log.h"
-#include "../../src/util.h"
-#include "topo.h"
+#include "../../src/base/log.h"
+#include "../../src/base/util.h"
+#include "topo_tool.h"
 
 #ifdef HAVE_LIBXML2
 

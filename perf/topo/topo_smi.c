@@ -14,8 +14,8 @@
 #include <string.h>
 
 #define SHARC_THIS_SUBSYS SHARC_SUBSYS_TOPO
-#include "../../src/log.h"
-#include "topo.h"
+#include "../../src/base/log.h"
+#include "topo_tool.h"
 
 #define SHARC_SMI_TOKEN_MAX 64
 #define SHARC_SMI_MAX_COLS  (SHARC_TOPO_MAX_GPUS + SHARC_TOPO_MAX_NICS)

@@ -1,10 +1,10 @@
 /*
- * topo_sysfs.h: what the readers of a sysfs-shaped tree share (topo_sysfs.c: PCI, RDMA,
- * CPUs; topo_net.c: network interfaces): the tree being read and its attribute helpers.
- * Internal to those two files.
+ * topo_fs.h: what the readers of a sysfs-shaped tree share (topo_sysfs.c: PCI, RDMA, CPUs;
+ * topo_net.c: network interfaces): the tree being read and its attribute helpers
+ * (topo_fs.c). Internal to topo/.
  */
-#ifndef SHARC_TOPO_SYSFS_H
-#define SHARC_TOPO_SYSFS_H
+#ifndef SHARC_TOPO_FS_H
+#define SHARC_TOPO_FS_H
 
 #include <dirent.h>
 #include <limits.h>
@@ -19,6 +19,8 @@ typedef struct {
 
 /** Read a small attribute, trailing whitespace stripped. Returns 0, or -1. */
 SHARC_HIDDEN int sharc_topo_attr(const char *dir, const char *name, char *buf, size_t size);
+/** A hexadecimal attribute (PCI ids and classes), at most 0xffffff. Returns 0, or -1. */
+SHARC_HIDDEN int sharc_topo_attr_hex(const char *dir, const char *name, unsigned *value_p);
 /** A decimal attribute. Returns 0, or -1. */
 SHARC_HIDDEN int sharc_topo_attr_int(const char *dir, const char *name, long *value_p);
 /** The real path of root/rel, which must stay inside the tree (else -1 and a warning). */

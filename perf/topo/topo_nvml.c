@@ -16,8 +16,8 @@
 #endif
 
 #define SHARC_THIS_SUBSYS SHARC_SUBSYS_TOPO
-#include "../../src/log.h"
-#include "topo.h"
+#include "../../src/base/log.h"
+#include "topo_tool.h"
 
 #define SHARC_NVML_MAX_LINKS 18 /* NVML_NVLINK_MAX_LINKS */
 

@@ -18,10 +18,10 @@
 #include <unistd.h>
 
 #define SHARC_THIS_SUBSYS SHARC_SUBSYS_TOPO
-#include "../../src/log.h"
-#include "../../src/util.h"
+#include "../src/base/log.h"
+#include "../src/base/util.h"
 #include "topo.h"
-#include "topo_sysfs.h"
+#include "topo_fs.h"
 
 /* Interfaces that are not a way off the node. */
 static int sharc_topo_netdev_skipped(const char *name)

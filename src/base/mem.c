@@ -1,5 +1,5 @@
 /*
- * mem.c: shareable host memory (sharc/mem.h). Each buffer is a memfd mapped MAP_SHARED; the
+ * mem.c: shareable host memory (behind sharc/mem.h, whose calls are in src/context.c). Each buffer is a memfd mapped MAP_SHARED; the
  * fd stays open while the buffer lives so that a peer can open it through /proc. The
  * context's table keeps the buffers sorted by address for lookups from the transports.
  */
@@ -13,9 +13,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <sharc/mem.h>
-
-#include "context.h"
 #include "log.h"
 #include "mem.h"
 
@@ -149,17 +146,12 @@ int sharc_mem_table_find(sharc_mem_table_t *t, const void *addr, size_t bytes,
     return found;
 }
 
-sharc_status_t sharc_mem_alloc(sharc_context_h ctx, size_t bytes, void **ptr_p)
+sharc_status_t sharc_mem_table_alloc(sharc_mem_table_t *t, size_t bytes, void **ptr_p)
 {
-    sharc_mem_table_t *t;
     sharc_mem_region_t r = {.fd = -1};
     struct stat st;
     size_t page = (size_t)sysconf(_SC_PAGESIZE), i;
 
-    if (ctx == NULL || ptr_p == NULL) {
-        sharc_error("sharc_mem_alloc: %s is NULL", ctx == NULL ? "ctx" : "ptr_p");
-        return SHARC_ERR_INVALID;
-    }
     if (bytes == 0) {
         *ptr_p = NULL;
         return SHARC_OK;
@@ -168,7 +160,6 @@ sharc_status_t sharc_mem_alloc(sharc_context_h ctx, size_t bytes, void **ptr_p)
         sharc_error("sharc_mem_alloc: %zu bytes is too large", bytes);
         return SHARC_ERR_NOMEM;
     }
-    t = ctx->mem;
     r.bytes = SHARC_ALIGN_UP(bytes, page);
     r.fd = memfd_create("sharc-mem", MFD_CLOEXEC);
     if (r.fd < 0 || ftruncate(r.fd, (off_t)r.bytes) != 0 || fstat(r.fd, &st) != 0) {
@@ -210,20 +201,14 @@ err:
     return SHARC_ERR_NOMEM;
 }
 
-sharc_status_t sharc_mem_free(sharc_context_h ctx, void *ptr)
+sharc_status_t sharc_mem_table_free(sharc_mem_table_t *t, void *ptr)
 {
-    sharc_mem_table_t *t;
     sharc_mem_region_t r;
     size_t i;
 
     if (ptr == NULL) {
         return SHARC_OK;
     }
-    if (ctx == NULL) {
-        sharc_error("sharc_mem_free: ctx is NULL");
-        return SHARC_ERR_INVALID;
-    }
-    t = ctx->mem;
     pthread_mutex_lock(&t->lock);
     i = sharc_mem_upper(t, ptr);
     if (i == 0 || t->regions[i - 1].base != ptr) {

@@ -25,11 +25,6 @@ sharc_memtype_t sharc_gpu_memtype(const void *ptr)
     return SHARC_MEMTYPE_HOST;
 }
 
-const sharc_kern_ops_t *sharc_gpu_kern(void)
-{
-    return NULL;
-}
-
 sharc_status_t sharc_gpu_stream_create(void **stream_p)
 {
     return sharc_gpu_none("a CUDA stream");

@@ -10,10 +10,9 @@
 #include <string.h>
 
 #define SHARC_THIS_SUBSYS SHARC_SUBSYS_TOPO
-#include "../../src/log.h"
-#include "../../src/util.h"
-#include "../transport.h"
-#include "topo.h"
+#include "../../src/base/log.h"
+#include "../../src/base/util.h"
+#include "topo_tool.h"
 
 static void sharc_topo_rec_add(sharc_topo_recs_t *recs, const char *key, int unset,
                                const char *value, const char *fmt, ...)
@@ -184,7 +183,7 @@ static void sharc_topo_recommend_transport(const sharc_topo_t *topo, sharc_topo_
     snprintf(recs->gpu_backend, sizeof(recs->gpu_backend), "%s", topo->ngpus > 0 ? "nccl" : "-");
     snprintf(recs->host_backend, sizeof(recs->host_backend), "shm+ucx");
     for (size_t i = topo->ngpus > 0 ? 0 : 1; i < SHARC_ARRAY_SIZE(used); i++) {
-        if (sharc_tp_find(used[i]) == NULL && len < sizeof(recs->not_built)) {
+        if (!sharc_build_has_transport(used[i]) && len < sizeof(recs->not_built)) {
             len += (size_t)snprintf(recs->not_built + len, sizeof(recs->not_built) - len, "%s%s",
                                     len > 0 ? "," : "", used[i]);
         }
@@ -202,7 +201,7 @@ static void sharc_topo_recommend_transport(const sharc_topo_t *topo, sharc_topo_
                        "between nodes; naming one backend forces it on both kinds%s",
                        topo->ngpus, sharc_topo_intra_name(topo->intra),
                        sharc_topo_fabric_name(topo->fabric), ucx,
-                       sharc_tp_find("nccl") == NULL ? "; this sharc has no nccl backend yet" : "");
+                       !sharc_build_has_transport("nccl") ? "; this sharc has no nccl backend yet" : "");
 }
 
 void sharc_topo_recommend(const sharc_topo_t *topo, sharc_topo_recs_t *recs)

@@ -1,7 +1,7 @@
 /*
  * gpu.h: the CUDA runtime as the layers above the transports use it (memory types, streams,
  * events, copies, allocations), behind void pointers so that no file outside src/gpu_cuda.c
- * includes CUDA headers. Built without CUDA (src/gpu_none.c), every buffer is host memory
+ * includes CUDA headers. Built without CUDA (gpu_none.c), every buffer is host memory
  * and the rest answers SHARC_ERR_UNSUPPORTED. Errors are translated and logged here.
  */
 #ifndef SHARC_GPU_H
@@ -10,7 +10,6 @@
 #include <stddef.h>
 #include <sharc/types.h>
 
-#include "../kernels/kernels.h"
 #include "def_int.h"
 
 /** Where @p ptr lives: CUDA device memory, managed memory, or host memory (also for NULL,
@@ -20,9 +19,6 @@ SHARC_HIDDEN sharc_memtype_t sharc_gpu_memtype(const void *ptr);
 /** PCI address ("0000:05:00.0", lower case) of the calling thread's current CUDA device:
  *  SHARC_OK, or SHARC_ERR_UNSUPPORTED (no CUDA, no device; not logged). */
 SHARC_HIDDEN sharc_status_t sharc_gpu_current_busid(char *busid, size_t len);
-
-/** The CUDA kernels (kernels/cuda), or NULL without CUDA. */
-SHARC_HIDDEN const sharc_kern_ops_t *sharc_gpu_kern(void);
 
 /** A non-blocking stream on the current device. */
 SHARC_HIDDEN sharc_status_t sharc_gpu_stream_create(void **stream_p);

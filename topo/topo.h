@@ -1,11 +1,11 @@
 /*
- * topo.h: sharc's view of the machine it runs on (internal). GPUs, NVLink/NVSwitch, RDMA
- * NICs (InfiniBand, RoCE, EFA), Ethernet interfaces, CPU sockets and NUMA nodes, the PCI
- * distance between each pair in nvidia-smi topo's terms, and what follows from them: the
- * intra-node path, the inter-node fabric, the NICs of each GPU (rails), the settings to use
- * and a doctor that checks the settings in force. Filled live from sysfs (+NVML, hwloc) or
- * offline from a sysfs-shaped tree, an `nvidia-smi topo -m` capture or NCCL topology XML.
- * Malformed input gives a partial result plus warnings (topo->warnings), never a failure.
+ * topo.h: sharc's view of the machine it runs on (internal): GPUs, NVLink/NVSwitch, RDMA
+ * NICs (InfiniBand, RoCE, EFA), Ethernet interfaces, CPU sockets and NUMA nodes, and the PCI
+ * distance between two devices in nvidia-smi topo's terms. The library reads it from sysfs
+ * (the verbs transport picks the NIC nearest its GPU with it); sharc-topo's tool library
+ * (perf/topo/topo_tool.h) adds the other inputs, the classification, recommendations and the
+ * doctor. Malformed input gives a partial result plus warnings (topo->warnings), never a
+ * failure.
  */
 #ifndef SHARC_TOPO_H
 #define SHARC_TOPO_H
@@ -14,7 +14,7 @@
 
 #include <sharc/status.h>
 
-#include "../../src/def_int.h"
+#include "../src/base/def_int.h"
 
 #define SHARC_TOPO_MAX_GPUS    32
 #define SHARC_TOPO_MAX_NICS    64 /* RDMA devices; a p5.48xlarge has 32 */
@@ -170,61 +170,7 @@ typedef struct sharc_topo {
     int nwarnings;
 } sharc_topo_t;
 
-/* One recommended setting: set KEY=VALUE, or unset KEY, with the reason. */
-typedef struct {
-    char key[48];
-    char value[512];
-    char reason[320];
-    int unset;
-} sharc_topo_rec_t;
-
-/* Something about the node that no setting fixes (a missing address), under the key it
- * concerns; the doctor repeats it as a WARN finding. */
-typedef struct {
-    char key[48];
-    char text[512];
-} sharc_topo_note_t;
-
-#define SHARC_TOPO_MAX_NOTES 8
-
-typedef struct {
-    sharc_topo_rec_t recs[SHARC_TOPO_MAX_RECS];
-    int nrecs;
-    sharc_topo_note_t notes[SHARC_TOPO_MAX_NOTES];
-    int nnotes;
-    char transport[8];    /* SHARC_TRANSPORT to set: "auto" */
-    char gpu_backend[8];  /* the backend auto picks for GPU buffers, "-" without GPUs */
-    char host_backend[8]; /* and for host buffers */
-    char not_built[32];   /* those of them this sharc was built without, comma-separated */
-} sharc_topo_recs_t;
-
-typedef enum {
-    SHARC_TOPO_FINDING_OK = 0, /* a rule looked at the setting and found it fine */
-    SHARC_TOPO_FINDING_STALE,  /* unneeded or noisy here, not harmful */
-    SHARC_TOPO_FINDING_HARMFUL,
-    SHARC_TOPO_FINDING_SUGGEST, /* a recommended setting that is not set */
-    SHARC_TOPO_FINDING_DIFFERS, /* set to another value than the recommended one, valid */
-    SHARC_TOPO_FINDING_WARN,    /* a note of the recommendation: the node needs fixing */
-    SHARC_TOPO_FINDING_NOTE,    /* has no effect here; worth knowing, nothing to do */
-} sharc_topo_severity_t;
-
-typedef struct {
-    sharc_topo_severity_t severity;
-    char key[48];
-    char value[256];
-    char source[SHARC_TOPO_PATH_MAX]; /* "environment", the conf file, or "topology" */
-    char reason[1024];
-    int no_value; /* about the key, not about a value set (WARN) */
-} sharc_topo_finding_t;
-
-/* A setting in force: the environment overrides the NCCL conf file, as in NCCL. */
-typedef struct {
-    char key[48];
-    char value[256];
-    char source[SHARC_TOPO_PATH_MAX];
-} sharc_topo_setting_t;
-
-/* ---- lifecycle and input (topo.c, topo_sysfs.c, topo_nvml.c, topo_smi.c, topo_xml.c) */
+/* ---- lifecycle and input (topo.c, topo_sysfs.c, topo_net.c) */
 
 /** Allocate an empty topology. */
 SHARC_HIDDEN sharc_status_t sharc_topo_create(sharc_topo_t **topo_p);
@@ -242,112 +188,13 @@ SHARC_HIDDEN void sharc_topo_warn(sharc_topo_t *topo, const char *fmt, ...)
  */
 SHARC_HIDDEN sharc_status_t sharc_topo_read_sysfs(sharc_topo_t *topo, const char *root);
 
-/**
- * Add NVLink counts from NVML (dlopen of libnvidia-ml.so.1) for the GPUs already found.
- * Returns SHARC_ERR_UNSUPPORTED, quietly, when NVML is absent or finds no GPU.
- */
-SHARC_HIDDEN sharc_status_t sharc_topo_read_nvml(sharc_topo_t *topo);
-
-/** Live CPU sockets and NUMA nodes through hwloc; SHARC_ERR_UNSUPPORTED without hwloc. */
-SHARC_HIDDEN sharc_status_t sharc_topo_read_hwloc(sharc_topo_t *topo);
-
-/**
- * Parse the text of `nvidia-smi topo -m` (@p len bytes, need not be NUL-terminated): GPU
- * and NIC rows, NV#/PIX/PXB/PHB/NODE/SYS/X cells, the NIC legend. GPUs and NICs not yet in
- * @p topo are added (by index for GPUs, by name for NICs); the capture's distances replace
- * computed ones. Unparseable lines give warnings. SHARC_ERR_INVALID if no matrix is found.
- */
-SHARC_HIDDEN sharc_status_t sharc_topo_parse_smi(sharc_topo_t *topo, const char *text, size_t len);
-
-/** Import NCCL topology XML (NCCL_TOPO_FILE format) from memory. SHARC_ERR_UNSUPPORTED
- * without libxml2, SHARC_ERR_INVALID when it is not such a document. */
-SHARC_HIDDEN sharc_status_t sharc_topo_parse_nccl_xml(sharc_topo_t *topo, const char *text,
-                                                      size_t len);
-
-/** Write @p topo as NCCL topology XML. */
-SHARC_HIDDEN sharc_status_t sharc_topo_write_nccl_xml(const sharc_topo_t *topo, FILE *out);
-
-/** Read a whole file (at most @p max bytes) into a NUL-terminated buffer to free(). */
-SHARC_HIDDEN sharc_status_t sharc_topo_read_file(const char *path, size_t max, char **text_p,
-                                                 size_t *len_p);
-
-/* ---- classification, recommendations and the doctor (topo.c, topo_rec.c, topo_doctor.c) */
-
 #define SHARC_TOPO_PCI_VENDOR_NVIDIA 0x10de
 
 /** Model, compute capability and NVLink count of a GPU from its PCI ids, where known. */
 SHARC_HIDDEN void sharc_topo_gpu_identify(sharc_topo_gpu_t *gpu);
 
-/** Distances from PCI paths (unless captured), intra-node path, fabric, rails, bandwidth. */
-SHARC_HIDDEN void sharc_topo_classify(sharc_topo_t *topo);
-
 /** Distance between two PCI positions (the path rule is in topo.c). */
 SHARC_HIDDEN sharc_topo_link_t sharc_topo_pci_distance(const sharc_topo_pci_t *a,
                                                        const sharc_topo_pci_t *b);
-
-SHARC_HIDDEN void sharc_topo_recommend(const sharc_topo_t *topo, sharc_topo_recs_t *recs);
-
-/** Index of the RoCE v2 GID with an IPv4 address on a port, or -1. */
-SHARC_HIDDEN int sharc_topo_roce_v2_ipv4(const sharc_topo_port_t *port);
-
-/**
- * Check @p settings against the topology and the recommendation. Fills up to @p max
- * findings and returns how many; *harmful_p is set to whether any is harmful. Each setting
- * gets the findings of the rules for its key; one set to another value than recommended
- * also gets the recommended value and its reason (DIFFERS, or added to the rule's finding
- * when the rule found something wrong); a recommended key that is not set is a SUGGEST;
- * each note of the recommendation is a WARN.
- */
-SHARC_HIDDEN int sharc_topo_doctor(const sharc_topo_t *topo, const sharc_topo_recs_t *recs,
-                                   const sharc_topo_setting_t *settings, int nsettings,
-                                   sharc_topo_finding_t *findings, int max, int *harmful_p);
-
-/* ---- the syntax of settings (topo_conf.c) */
-
-/* An NCCL device list (NCCL_IB_HCA, NCCL_SOCKET_IFNAME): "^" excludes, "=" matches names
- * exactly instead of as prefixes, entries are comma-separated, ":N" selects a port. */
-#define SHARC_TOPO_SPEC_MAX 32
-typedef struct {
-    int exclude, exact;
-    struct {
-        char name[SHARC_TOPO_NAME_MAX];
-        int port; /* -1: any */
-    } entries[SHARC_TOPO_SPEC_MAX];
-    int nentries;
-} sharc_topo_spec_t;
-
-SHARC_HIDDEN void sharc_topo_spec_parse(const char *value, sharc_topo_spec_t *spec);
-/** Whether entry @p i of @p spec names device @p name (port not considered). */
-SHARC_HIDDEN int sharc_topo_spec_entry_matches(const sharc_topo_spec_t *spec, int i,
-                                               const char *name);
-/** Whether two values of @p key name the same set: comma-separated items in any order, after
- * the same "^"/"=" prefix; case-insensitive for sharc's own knobs. */
-SHARC_HIDDEN int sharc_topo_same_value(const char *key, const char *a, const char *b);
-
-/**
- * Parse an NCCL conf file's text (KEY=VALUE lines, '#' comments) into @p settings after
- * the @p n already there, without replacing keys that are already set. Returns the new count.
- */
-SHARC_HIDDEN int sharc_topo_parse_conf(const char *text, const char *source,
-                                       sharc_topo_setting_t *settings, int n, int max);
-
-/* ---- output (topo_out.c) */
-
-typedef enum {
-    SHARC_TOPO_FMT_TEXT = 0, /* matrix, NICs, classification, recommendations */
-    SHARC_TOPO_FMT_SHELL,    /* export KEY=VALUE lines */
-    SHARC_TOPO_FMT_ENV,      /* KEY=VALUE lines, the /etc/nccl.conf format */
-    SHARC_TOPO_FMT_JSON,
-} sharc_topo_fmt_t;
-
-SHARC_HIDDEN sharc_status_t sharc_topo_print(const sharc_topo_t *topo,
-                                             const sharc_topo_recs_t *recs, sharc_topo_fmt_t fmt,
-                                             FILE *out);
-SHARC_HIDDEN sharc_status_t sharc_topo_print_doctor(const sharc_topo_finding_t *findings, int n,
-                                                    int json, FILE *out);
-
-SHARC_HIDDEN const char *sharc_topo_link_name(sharc_topo_link_t link);
-SHARC_HIDDEN const char *sharc_topo_fabric_name(sharc_topo_fabric_t fabric);
-SHARC_HIDDEN const char *sharc_topo_intra_name(sharc_topo_intra_t intra);
 
 #endif
