@@ -13,16 +13,10 @@
 
 static sharc_status_t sharc_coll_backend_init(sharc_coll_task_t *task)
 {
-    static const sharc_tp_coll_type_t types[SHARC_COLL_LAST] = {
-        [SHARC_COLL_ALLGATHER] = SHARC_TP_COLL_ALLGATHER,
-        [SHARC_COLL_REDUCE_SCATTER] = SHARC_TP_COLL_REDUCE_SCATTER,
-        [SHARC_COLL_ALLREDUCE] = SHARC_TP_COLL_ALLREDUCE,
-        [SHARC_COLL_BROADCAST] = SHARC_TP_COLL_BCAST,
-    };
-    sharc_comm_h comm = task->comm;
+    sharc_coll_comm_t *cc = task->cc;
     const sharc_coll_args_t *a = &task->args;
-    sharc_tp_coll_args_t ta = {types[a->type], a->sendbuf, a->recvbuf, a->count,
-                               a->dtype,       a->op,      a->root,    a->stream};
+    sharc_tp_coll_args_t ta = {a->type,  a->sendbuf, a->recvbuf, a->count,
+                               a->dtype, a->op,      a->root,    a->stream};
     sharc_status_t status;
 
     task->reqs = calloc(1, sizeof(*task->reqs));
@@ -30,7 +24,7 @@ static sharc_status_t sharc_coll_backend_init(sharc_coll_task_t *task)
         return SHARC_ERR_NOMEM;
     }
     task->nreqs = 1;
-    status = comm->gpu_ops->coll(comm->gpu_tp, &ta, &task->reqs[0]);
+    status = cc->gpu_ops->coll(cc->gpu_tp, &ta, &task->reqs[0]);
     task->event = task->reqs[0].event;
     return (status == SHARC_INPROGRESS) ? SHARC_OK : status;
 }
@@ -47,7 +41,7 @@ static sharc_status_t sharc_coll_backend_progress(sharc_coll_task_t *task)
 }
 
 const sharc_coll_algo_t sharc_coll_backend = {
-    .name = "backend",
+    .info = {.name = "backend", .flags = 0},
     .init = sharc_coll_backend_init,
     .progress = sharc_coll_backend_progress,
 };

@@ -23,7 +23,8 @@
 
 static void *sharc_coll_thread(void *arg);
 
-sharc_status_t sharc_coll_comm_create(sharc_comm_h comm)
+sharc_status_t sharc_coll_comm_create(const sharc_coll_comm_params_t *params,
+                                      sharc_coll_comm_t **cc_p)
 {
     sharc_coll_comm_t *cc = calloc(1, sizeof(*cc));
     int ret;
@@ -31,23 +32,33 @@ sharc_status_t sharc_coll_comm_create(sharc_comm_h comm)
     if (cc == NULL) {
         return SHARC_ERR_NOMEM;
     }
+    cc->rank = params->rank;
+    cc->size = params->size;
+    cc->cfg = params->cfg;
+    cc->tune = params->tune;
+    cc->boot = params->boot;
+    cc->tp_ops = params->tp_ops;
+    cc->tp = params->tp;
+    cc->gpu_ops = params->gpu_ops;
+    cc->gpu_tp = params->gpu_tp;
+    cc->gpu_failed = params->gpu_failed;
+    cc->hosts = params->hosts;
     /* recursive: transport callbacks inside progress may reach the engine again */
     sharc_mutex_init_recursive(&cc->lock);
     pthread_cond_init(&cc->cond, NULL);
-    comm->coll = cc;
-    if (comm->ctx->cfg->progress_thread) {
-        ret = pthread_create(&cc->thread, NULL, sharc_coll_thread, comm);
+    if (cc->cfg->progress_thread) {
+        ret = pthread_create(&cc->thread, NULL, sharc_coll_thread, cc);
         if (ret != 0) {
             errno = ret;
             sharc_error("cannot start the progress thread (SHARC_PROGRESS_THREAD): %m");
             pthread_cond_destroy(&cc->cond);
             pthread_mutex_destroy(&cc->lock);
             free(cc);
-            comm->coll = NULL;
             return SHARC_ERR_NOMEM;
         }
         cc->thread_running = 1;
     }
+    *cc_p = cc;
     return SHARC_OK;
 }
 
@@ -55,7 +66,7 @@ sharc_status_t sharc_coll_comm_create(sharc_comm_h comm)
 
 char *sharc_coll_scratch(sharc_coll_task_t *task, size_t bytes)
 {
-    sharc_coll_comm_t *cc = task->comm->coll;
+    sharc_coll_comm_t *cc = task->cc;
 
     if (!cc->scratch_busy) {
         if (cc->scratch_bytes < bytes) {
@@ -78,7 +89,7 @@ char *sharc_coll_scratch(sharc_coll_task_t *task, size_t bytes)
 void sharc_coll_scratch_put(sharc_coll_task_t *task)
 {
     if (task->scratch_cached) {
-        task->comm->coll->scratch_busy = 0;
+        task->cc->scratch_busy = 0;
         task->scratch_cached = 0;
     } else {
         free(task->scratch);
@@ -86,14 +97,80 @@ void sharc_coll_scratch_put(sharc_coll_task_t *task)
     task->scratch = NULL;
 }
 
+/* Free what a task holds; a task that ended in an error waits in the graveyard for the
+ * communicator's destroy, after its transports (which may still hold its requests). */
+static void sharc_coll_release_now(sharc_coll_task_t *task)
+{
+    if (task->algo != NULL && task->algo->finalize != NULL) {
+        task->algo->finalize(task); /* the algorithm's own state (task->u) */
+    }
+    free(task->reqs);
+    sharc_coll_scratch_put(task); /* a failed task's, or one whose init failed */
+    free(task);
+}
+
 void sharc_coll_release(sharc_coll_task_t *task)
 {
-    /* whatever state the algorithm allocated lives in these fields (NULL when unused) */
-    sharc_coll_staged_free(task);
-    free(task->reqs);
-    free(task->scratch); /* a done task's is NULL: sharc_coll_scratch_put took it */
-    sharc_coll_ring_cleanup(&task->ring);
-    free(task);
+    if (task->done && task->status != SHARC_OK) {
+        task->next = task->cc->graveyard;
+        task->cc->graveyard = task;
+        return;
+    }
+    sharc_coll_release_now(task);
+}
+
+/* How often progress asks the bootstrap whether a rank is gone (the fast failure of a job
+ * whose rank died: well within its 2 s). */
+#define SHARC_COLL_CHECK_S 0.1
+
+void sharc_coll_fail(sharc_coll_comm_t *cc, sharc_status_t status, const char *why)
+{
+    if (cc->failed != SHARC_OK) {
+        return;
+    }
+    cc->failed = status;
+    snprintf(cc->why, sizeof(cc->why), "%s", why);
+}
+
+static const char *sharc_coll_host(const sharc_coll_comm_t *cc, int rank)
+{
+    return (cc->hosts != NULL && rank >= 0 && rank < cc->size) ? cc->hosts[rank] : "?";
+}
+
+/*
+ * Has anyone said that a rank of this communicator is gone (its process died, or a peer's
+ * transport lost it)? Then the communicator fails now, naming the rank and its host, rather
+ * than at SHARC_TIMEOUT; a communicator that failed already on a transport's error learns
+ * which rank it was. A slow rank is never declared gone: only a closed connection or a
+ * transport's error says so. Every SHARC_COLL_CHECK_S, or at once with @p now_too.
+ */
+static void sharc_coll_watch(sharc_coll_comm_t *cc, int now_too)
+{
+    double now = sharc_time_now();
+    char why[192];
+    int lost, by;
+
+    if (cc->explained || cc->boot == NULL || (!now_too && now < cc->next_check) ||
+        (cc->failed != SHARC_OK && cc->failed != SHARC_ERR_REMOTE)) {
+        return;
+    }
+    cc->next_check = now + SHARC_COLL_CHECK_S;
+    if (sharc_boot_check(cc->boot, &lost, &by) == SHARC_OK) {
+        return;
+    }
+    if (lost == by) {
+        snprintf(why, sizeof(why), "rank %d (%s) of this %d-rank communicator is gone", lost,
+                 sharc_coll_host(cc, lost), cc->size);
+    } else {
+        snprintf(why, sizeof(why), "rank %d (%s) of this %d-rank communicator lost rank %d (%s)",
+                 by, sharc_coll_host(cc, by), cc->size, lost, sharc_coll_host(cc, lost));
+    }
+    sharc_error("rank %d: %s: its collectives fail", cc->rank, why);
+    cc->explained = 1;
+    if (cc->failed != SHARC_OK) { /* a transport's error, now explained */
+        snprintf(cc->why, sizeof(cc->why), "%s", why);
+    }
+    sharc_coll_fail(cc, SHARC_ERR_REMOTE, why);
 }
 
 /*
@@ -101,25 +178,31 @@ void sharc_coll_release(sharc_coll_task_t *task)
  * Returns whether anything moved (messages in the transport, a task finishing): pollers
  * back off when nothing does.
  */
-int sharc_coll_progress(sharc_comm_h comm)
+int sharc_coll_progress(sharc_coll_comm_t *cc)
 {
-    sharc_coll_comm_t *cc = comm->coll;
     int moved = 0;
 
-    if (comm->tp_ops != NULL && comm->tp_ops->progress != NULL) {
-        int ret = comm->tp_ops->progress(comm->tp);
+    if (cc->tp_ops != NULL && cc->tp_ops->progress != NULL) {
+        int ret = cc->tp_ops->progress(cc->tp);
         if (ret < 0 && cc->failed == SHARC_OK) {
-            cc->failed = (sharc_status_t)ret;
+            sharc_error("rank %d: the transport failed (%s): this communicator's collectives "
+                        "fail",
+                        cc->rank, sharc_status_string((sharc_status_t)ret));
+            sharc_coll_fail(cc, (sharc_status_t)ret, "its transport failed");
         }
         moved = ret > 0;
     }
-    if (comm->gpu_tp != NULL && comm->gpu_ops->progress != NULL) {
-        int ret = comm->gpu_ops->progress(comm->gpu_tp);
+    if (cc->gpu_tp != NULL && cc->gpu_ops->progress != NULL) {
+        int ret = cc->gpu_ops->progress(cc->gpu_tp);
         if (ret < 0 && cc->failed == SHARC_OK) {
-            cc->failed = (sharc_status_t)ret;
+            sharc_error("rank %d: the collective backend for CUDA buffers failed (%s): this "
+                        "communicator's collectives fail",
+                        cc->rank, sharc_status_string((sharc_status_t)ret));
+            sharc_coll_fail(cc, (sharc_status_t)ret, "its collective backend failed");
         }
         moved |= ret > 0;
     }
+    sharc_coll_watch(cc, 0);
     for (sharc_coll_task_t *t = cc->head; t != NULL; t = t->next) {
         if (t->done) {
             continue;
@@ -129,10 +212,18 @@ int sharc_coll_progress(sharc_comm_h comm)
             moved = 1;
             t->done = 1;
             t->t_done = sharc_time_now();
-            sharc_coll_scratch_put(t);
-            if (t->status != SHARC_OK && cc->failed == SHARC_OK) {
+            if (t->status == SHARC_OK) {
+                /* (a failed task keeps it: a transport may still write into it) */
+                sharc_coll_scratch_put(t);
+            } else if (cc->failed == SHARC_OK) {
                 /* the ranks no longer agree on what is in flight: stop the rest */
-                cc->failed = t->status;
+                char why[96];
+
+                snprintf(why, sizeof(why), "%s #%llu failed (%s)", sharc_coll_name(t->args.type),
+                         (unsigned long long)t->seq, sharc_status_string(t->status));
+                sharc_error("rank %d: %s: this communicator's collectives fail", cc->rank, why);
+                sharc_coll_fail(cc, t->status, why);
+                sharc_coll_watch(cc, 1); /* a rank that is gone may explain it already */
             }
         }
     }
@@ -150,6 +241,23 @@ int sharc_coll_progress(sharc_comm_h comm)
         }
     }
     return moved;
+}
+
+void sharc_coll_enqueue(sharc_coll_task_t *task)
+{
+    sharc_coll_comm_t *cc = task->cc;
+
+    if (cc->tail != NULL) {
+        cc->tail->next = task;
+    } else {
+        cc->head = task;
+    }
+    cc->tail = task;
+    if (cc->thread_running) {
+        pthread_cond_signal(&cc->cond); /* the thread moves it, off the caller's time */
+    } else {
+        sharc_coll_progress(cc); /* small collectives often finish here */
+    }
 }
 
 /*
@@ -183,8 +291,7 @@ static void sharc_coll_idle(int moved, int *idle)
  */
 static void *sharc_coll_thread(void *arg)
 {
-    sharc_comm_h comm = arg;
-    sharc_coll_comm_t *cc = comm->coll;
+    sharc_coll_comm_t *cc = arg;
     int idle = 0, moved;
 
     pthread_mutex_lock(&cc->lock);
@@ -194,7 +301,7 @@ static void *sharc_coll_thread(void *arg)
             idle = 0;
             continue;
         }
-        moved = sharc_coll_progress(comm);
+        moved = sharc_coll_progress(cc);
         pthread_mutex_unlock(&cc->lock);
         sharc_coll_idle(moved, &idle);
         /* A mutex is not fair: relocking at once would starve a caller that waits to post
@@ -226,12 +333,12 @@ sharc_status_t sharc_request_test(sharc_request_h req)
         sharc_error("sharc_request_test: request is NULL");
         return SHARC_ERR_INVALID;
     }
-    cc = req->comm->coll;
+    cc = req->cc;
     sharc_coll_lock(cc);
     /* With a progress thread, a test only looks: progressing here would move message data
      * (copies, reductions) on the caller's time, which the thread exists to take off it. */
     if (!req->complete && !cc->thread_running) {
-        sharc_coll_progress(req->comm);
+        sharc_coll_progress(cc);
     }
     status = req->complete ? req->status : SHARC_INPROGRESS;
     pthread_mutex_unlock(&cc->lock);
@@ -241,11 +348,11 @@ sharc_status_t sharc_request_test(sharc_request_h req)
 /* Progress from a caller that blocks anyway (sharc_request_wait): it may as well help. */
 static sharc_status_t sharc_coll_wait_step(sharc_request_h req, int *moved_p)
 {
-    sharc_coll_comm_t *cc = req->comm->coll;
+    sharc_coll_comm_t *cc = req->cc;
     sharc_status_t status;
 
     sharc_coll_lock(cc);
-    *moved_p = !req->complete ? sharc_coll_progress(req->comm) : 1;
+    *moved_p = !req->complete ? sharc_coll_progress(cc) : 1;
     status = req->complete ? req->status : SHARC_INPROGRESS;
     pthread_mutex_unlock(&cc->lock);
     return status;
@@ -261,12 +368,11 @@ sharc_status_t sharc_request_wait(sharc_request_h req)
         sharc_error("sharc_request_wait: request is NULL");
         return SHARC_ERR_INVALID;
     }
-    timeout = req->comm->ctx->cfg->timeout;
+    timeout = req->cc->cfg->timeout;
     deadline = sharc_time_now() + timeout;
     while ((status = sharc_coll_wait_step(req, &moved)) == SHARC_INPROGRESS) {
         if (sharc_time_now() > deadline) {
-            sharc_coll_comm_t *cc = req->comm->coll;
-
+            sharc_coll_comm_t *cc = req->cc;
             char peer[48] = "";
 
             sharc_coll_lock(cc);
@@ -275,15 +381,12 @@ sharc_status_t sharc_request_wait(sharc_request_h req)
             }
             sharc_error("rank %d: %s #%llu (%zu %s) did not complete within %.0f s "
                         "(SHARC_TIMEOUT)%s; the communicator is failed",
-                        req->comm->rank, sharc_coll_names[req->args.type],
-                        (unsigned long long)req->seq, req->args.count,
-                        sharc_dtype_name(req->args.dtype), timeout, peer);
-            if (cc->failed == SHARC_OK) {
-                cc->failed = SHARC_ERR_TIMEOUT;
-            }
-            if (req->algo == &sharc_coll_backend && req->comm->gpu_ops->abort != NULL) {
+                        cc->rank, sharc_coll_name(req->args.type), (unsigned long long)req->seq,
+                        req->args.count, sharc_dtype_name(req->args.dtype), timeout, peer);
+            sharc_coll_fail(cc, SHARC_ERR_TIMEOUT, "a collective timed out (SHARC_TIMEOUT)");
+            if (req->algo == &sharc_coll_backend && cc->gpu_ops->abort != NULL) {
                 /* the GPU would go on waiting for the missing peer: stop it */
-                req->comm->gpu_ops->abort(req->comm->gpu_tp);
+                cc->gpu_ops->abort(cc->gpu_tp);
             }
             pthread_mutex_unlock(&cc->lock);
             return SHARC_ERR_TIMEOUT;
@@ -303,7 +406,7 @@ void sharc_request_free(sharc_request_h req)
     if (!req->complete && !req->stream_waited) {
         sharc_request_wait(req); /* its buffers must be left alone once it is freed */
     }
-    cc = req->comm->coll;
+    cc = req->cc;
     sharc_coll_lock(cc);
     if (req->complete) {
         sharc_coll_release(req);
@@ -323,7 +426,7 @@ sharc_status_t sharc_request_wait_stream(sharc_request_h req, void *stream)
         sharc_error("sharc_request_wait_stream: request is NULL");
         return SHARC_ERR_INVALID;
     }
-    cc = req->comm->coll;
+    cc = req->cc;
     sharc_coll_lock(cc);
     if (req->complete) {
         status = req->status;
@@ -336,10 +439,23 @@ sharc_status_t sharc_request_wait_stream(sharc_request_h req, void *stream)
     return (status == SHARC_INPROGRESS) ? sharc_request_wait(req) : status;
 }
 
-void sharc_coll_comm_destroy(sharc_comm_h comm)
+int sharc_request_on_device(sharc_request_h req)
 {
-    sharc_coll_comm_t *cc = comm->coll;
+    return req->algo == &sharc_coll_backend;
+}
 
+double sharc_request_done_time(sharc_request_h req)
+{
+    return req->done ? req->t_done : 0.0;
+}
+
+int sharc_request_stream_waited(sharc_request_h req)
+{
+    return req->stream_waited;
+}
+
+void sharc_coll_comm_quiesce(sharc_coll_comm_t *cc)
+{
     if (cc == NULL) {
         return;
     }
@@ -349,6 +465,7 @@ void sharc_coll_comm_destroy(sharc_comm_h comm)
         pthread_cond_signal(&cc->cond);
         pthread_mutex_unlock(&cc->lock);
         pthread_join(cc->thread, NULL);
+        cc->thread_running = 0;
     }
     if (cc->head != NULL) {
         int unfreed = 0;
@@ -359,7 +476,7 @@ void sharc_coll_comm_destroy(sharc_comm_h comm)
         if (unfreed > 0) {
             sharc_warn("rank %d: communicator destroyed with %d collective(s) in flight; "
                        "completing them",
-                       comm->rank, unfreed);
+                       cc->rank, unfreed);
         }
         while (cc->head != NULL) {
             sharc_coll_task_t *t = cc->head;
@@ -368,6 +485,12 @@ void sharc_coll_comm_destroy(sharc_comm_h comm)
             }
         }
     }
+    /* a failed communicator: one more pass ends every task in flight (they fail) */
+    sharc_coll_lock(cc);
+    if (cc->failed != SHARC_OK && cc->head != NULL) {
+        sharc_coll_progress(cc);
+    }
+    pthread_mutex_unlock(&cc->lock);
     /* Tasks the caller has not freed are the caller's leak; those freed are released. */
     for (sharc_coll_task_t *t = cc->head, *next; t != NULL; t = next) {
         next = t->next;
@@ -375,14 +498,29 @@ void sharc_coll_comm_destroy(sharc_comm_h comm)
             sharc_coll_release(t);
         }
     }
-    sharc_coll_staged_cleanup(cc);
+}
+
+void sharc_coll_comm_destroy(sharc_coll_comm_t *cc)
+{
+    if (cc == NULL) {
+        return;
+    }
+    /* the transports are gone: nothing writes into the failed tasks' requests any more */
+    while (cc->graveyard != NULL) {
+        sharc_coll_task_t *t = cc->graveyard;
+
+        cc->graveyard = t->next;
+        sharc_coll_release_now(t);
+    }
+    /* the staging kept between collectives on CUDA buffers (staged.c) */
+    sharc_gpu_host_free(cc->pinned);
+    sharc_gpu_stream_destroy(cc->stage_stream);
     pthread_cond_destroy(&cc->cond);
     pthread_mutex_destroy(&cc->lock);
     if (!cc->scratch_busy) { /* else a task that never finished holds it: leaked with it */
         free(cc->scratch);
     }
     free(cc);
-    comm->coll = NULL;
 }
 
 /* ---- transport helpers ------------------------------------------------------------- */
@@ -390,37 +528,37 @@ void sharc_coll_comm_destroy(sharc_comm_h comm)
 sharc_status_t sharc_coll_send(sharc_coll_task_t *task, int peer, const void *buf, size_t bytes,
                                sharc_tp_req_t *req)
 {
-    sharc_comm_h comm = task->comm;
+    sharc_coll_comm_t *cc = task->cc;
     sharc_status_t status;
 
     memset(req, 0, sizeof(*req));
-    status = comm->tp_ops->send(comm->tp, peer, task->seq, buf, bytes, NULL, req);
+    status = cc->tp_ops->send(cc->tp, peer, task->seq, buf, bytes, NULL, req);
     return (status == SHARC_INPROGRESS) ? SHARC_OK : status;
 }
 
 sharc_status_t sharc_coll_recv(sharc_coll_task_t *task, int peer, void *buf, size_t bytes,
                                sharc_tp_req_t *req)
 {
-    sharc_comm_h comm = task->comm;
+    sharc_coll_comm_t *cc = task->cc;
     sharc_status_t status;
 
     memset(req, 0, sizeof(*req));
-    status = comm->tp_ops->recv(comm->tp, peer, task->seq, buf, bytes, NULL, req);
+    status = cc->tp_ops->recv(cc->tp, peer, task->seq, buf, bytes, NULL, req);
     return (status == SHARC_INPROGRESS) ? SHARC_OK : status;
 }
 
 sharc_status_t sharc_coll_recv_reduce(sharc_coll_task_t *task, int peer, void *dst, const void *src,
                                       size_t count, sharc_tp_req_t *req)
 {
-    sharc_comm_h comm = task->comm;
+    sharc_coll_comm_t *cc = task->cc;
     sharc_status_t status;
 
-    if (comm->tp_ops->recv_reduce == NULL) {
+    if (cc->tp_ops->recv_reduce == NULL) {
         return SHARC_ERR_UNSUPPORTED;
     }
     memset(req, 0, sizeof(*req));
-    status = comm->tp_ops->recv_reduce(comm->tp, peer, task->seq, dst, src, count, task->args.dtype,
-                                       task->args.op, req);
+    status = cc->tp_ops->recv_reduce(cc->tp, peer, task->seq, dst, src, count, task->args.dtype,
+                                     task->args.op, req);
     return (status == SHARC_INPROGRESS) ? SHARC_OK : status;
 }
 

@@ -1,10 +1,11 @@
 /*
  * coll.h: the collective layer's internals. A collective is a task: its arguments, the
- * algorithm chosen for it, and the algorithm's state. Algorithms are init + progress: the
- * progress function keeps its place in the task, never blocks, and returns SHARC_INPROGRESS
- * until it is done (UCC's model). Tasks run over the communicator's point-to-point
- * transport; all messages of one task share one tag (the task's sequence number), which
- * the transport matches in posting order between any two ranks.
+ * algorithm chosen for it, and the algorithm's state. Algorithms are init + progress (+ an
+ * optional finalize): the progress function keeps its place in the task, never blocks, and
+ * returns SHARC_INPROGRESS until it is done (UCC's model). Tasks run over the communicator's
+ * point-to-point transport; all messages of one task share one tag (the task's sequence
+ * number), which the transport matches in posting order between any two ranks. The layers
+ * above see api.h only.
  */
 #ifndef SHARC_COLL_INT_H
 #define SHARC_COLL_INT_H
@@ -15,30 +16,7 @@
 #include <sharc/coll.h>
 
 #include "../kernels/kernels.h"
-#include "../src/comm.h"
-
-typedef enum {
-    SHARC_COLL_ALLGATHER,
-    SHARC_COLL_REDUCE_SCATTER,
-    SHARC_COLL_ALLREDUCE,
-    SHARC_COLL_BROADCAST,
-    SHARC_COLL_ALLTOALL,
-    SHARC_COLL_BARRIER, /* the one collective without a SHARC_<COLL>_ALGO knob */
-    SHARC_COLL_LAST
-} sharc_coll_type_t;
-
-typedef struct {
-    sharc_coll_type_t type;
-    const void *sendbuf;
-    void *recvbuf;
-    /* allgather: per rank; alltoall: per block (peer); reduce_scatter: per rank (recvcount);
-     * else total */
-    size_t count;
-    sharc_dtype_t dtype;
-    sharc_op_t op;
-    int root;
-    void *stream; /* CUDA buffers: the stream whose queued work the collective follows */
-} sharc_coll_args_t;
+#include "api.h"
 
 /*
  * How a vector of @count elements splits into @n blocks, one per rank: the first (count % n)
@@ -60,10 +38,10 @@ static inline size_t sharc_coll_block_len(const sharc_coll_blocks_t *b, int i)
 
 /*
  * The ring engine shared by the ring algorithms (allgather_ring.c, reduce_scatter_ring.c,
- * and allreduce_ring.c, which runs one after the other). Blocks are cut into chunks and the
- * units of work are taken chunk by chunk, all ring steps of a chunk before the next chunk
- * (as NCCL does), so a chunk moves on as soon as it arrives and scratch stays at a few
- * chunks. Unit u is chunk u / (n-1), step u % (n-1).
+ * and allreduce_ring.c, which runs one after the other). Blocks are cut into chunks of
+ * SHARC_COLL_CHUNK bytes and the units of work are taken chunk by chunk, all ring steps of
+ * a chunk before the next chunk (as NCCL does), so a chunk moves on as soon as it arrives
+ * and scratch stays at a few chunks. Unit u is chunk u / (n-1), step u % (n-1).
  */
 typedef struct {
     /* set by the caller */
@@ -73,9 +51,9 @@ typedef struct {
     int own_copied;  /* allgather: own has been copied into vec */
     int reducing;    /* a reduce-scatter: scratch slots and fused receives */
     sharc_coll_blocks_t blocks;
-    size_t chunk; /* elements per chunk */
     double scale; /* reduce-scatter: factor for the result (AVG), or 0 */
     /* derived at init */
+    size_t chunk; /* elements per chunk */
     size_t esize, nchunks, units;
     int n, rank, left, right;
     sharc_tp_req_t *sreq, *rreq; /* [units] */
@@ -87,49 +65,89 @@ typedef struct {
 
 typedef struct sharc_request sharc_coll_task_t; /* a task is what the API calls a request */
 
-typedef struct {
-    const char *name;
+typedef struct sharc_coll_algo {
+    sharc_coll_algo_info_t info; /* name and constraints (sharc_coll_algo in sharc/coll.h) */
+    sharc_coll_type_t type;
     /* Optional: sequence numbers (tags) it needs beyond its own, for sub-tasks; asked before
      * init, so every rank reserves the same range. */
     size_t (*tags)(const sharc_coll_task_t *task);
     sharc_status_t (*init)(sharc_coll_task_t *task);
     /* SHARC_INPROGRESS, SHARC_OK, or the error that ended it; never blocks */
     sharc_status_t (*progress)(sharc_coll_task_t *task);
-    /* No cleanup member: the engine frees a task's reqs and ring arrays and scratch. */
+    /* Optional: release the algorithm's own state (task->u), done or not (lock held). The
+     * engine frees reqs and scratch itself. */
+    void (*finalize)(sharc_coll_task_t *task);
 } sharc_coll_algo_t;
 
+typedef struct sharc_stage sharc_coll_stage_t; /* staged.c's state of a task */
+
 struct sharc_request {
-    sharc_comm_h comm;
+    /* the engine's */
+    sharc_coll_comm_t *cc;
     sharc_coll_args_t args;
     const sharc_coll_algo_t *algo;
     uint64_t seq;          /* per communicator; the tag of every message of the task */
     sharc_status_t status; /* the algorithm's result once done */
     int done;              /* the algorithm finished (possibly before earlier tasks) */
-    double t_done;         /* when it finished (sharc_time_now), for the shard statistics */
+    double t_done;         /* when it finished (sharc_time_now) */
     int complete;          /* done, and every earlier task too: visible to the caller */
     int await_peer;        /* a peer the task waits for, for timeout messages, or -1 */
     int freed;             /* the caller freed it; the engine releases it when complete */
     void *event;           /* CUDA: fires on the device when the collective is done, or NULL */
     int stream_waited;     /* a stream waits for event: freeing it need not wait */
-    void *stage;           /* staged.c's state */
     struct sharc_request *next;
-    /* algorithm state */
-    int phase;
-    sharc_coll_ring_t ring;
-    size_t step;
-    size_t retired; /* windowed algorithms: steps whose requests have all completed */
+    /* what any algorithm may use; the engine releases them */
     sharc_tp_req_t *reqs;
     size_t nreqs;
     char *scratch;      /* from sharc_coll_scratch, or NULL; returned when the task is done */
     int scratch_cached; /* scratch is the communicator's cached buffer */
+    /* the algorithm's own state: the member of its family */
+    union {
+        sharc_coll_ring_t ring; /* ring allgather and reduce-scatter */
+        struct {
+            int phase; /* 0: reduce-scatter, 1: allgather */
+            sharc_coll_ring_t ring;
+        } allreduce_ring;
+        struct {
+            int phase;   /* exchanges posted */
+            size_t step; /* recursive doubling and halving, dissemination: the round */
+            size_t lo;   /* recursive halving: first block of the range this rank holds */
+        } rounds;
+        struct {
+            int phase;    /* direct algorithms, binomial and chain broadcast: what is posted */
+            size_t step;  /* chain broadcast: chunks forwarded */
+            size_t chunk; /* chain broadcast: bytes per chunk */
+        } direct;
+        struct {
+            size_t step;           /* peers posted */
+            size_t retired;        /* steps whose requests have all completed */
+        } window;                  /* pairwise all-to-all */
+        sharc_coll_stage_t *stage; /* collectives on CUDA buffers staged through host memory */
+    } u;
 };
 
 /* Communicator-level state of the collective layer (the communicator owns one). */
 struct sharc_coll_comm {
+    int rank, size;
+    const sharc_cfg_t *cfg;
+    const sharc_coll_tune_t *tune;
+    sharc_boot_t *boot;
+    const sharc_tp_ops_t *tp_ops; /* NULL: bootstrap only */
+    sharc_tp_comm_t *tp;
+    const sharc_tp_ops_t *gpu_ops; /* NULL: CUDA buffers are staged (or fail: gpu_failed) */
+    sharc_tp_comm_t *gpu_tp;
+    sharc_status_t gpu_failed;
+    const char (*hosts)[SHARC_HOST_MAX];
     pthread_mutex_t lock; /* the queue, and the algorithms' progress; recursive */
     uint64_t seq;
     sharc_coll_task_t *head, *tail;
     sharc_status_t failed; /* SHARC_OK, or why the communicator cannot run collectives */
+    char why[192];         /* what failed it, for the messages of later posts */
+    double next_check;     /* when progress next asks the bootstrap whether a rank is gone */
+    int explained;         /* it named the rank that is gone */
+    /* tasks that ended in an error: a transport may still hold their requests and buffers,
+     * so they are freed only with the communicator, after its transports */
+    sharc_coll_task_t *graveyard;
     /* SHARC_PROGRESS_THREAD: the thread waits on cond while the queue is empty */
     pthread_t thread;
     pthread_cond_t cond;
@@ -140,48 +158,55 @@ struct sharc_coll_comm {
     size_t scratch_bytes;
     int scratch_busy;
     /* staging of CUDA buffers through host memory (staged.c): its stream and the page-locked
-     * buffer kept between collectives; under lock */
+     * buffer kept between collectives; under lock, released with the communicator */
     void *stage_stream;
     char *pinned;
     size_t pinned_bytes;
     int pinned_busy;
 };
 
-/*
- * Post a collective (post.c): the public calls with the communicator's stream, the shard
- * engine with its own. Checks, routing, queueing; blocks when @p req_p is NULL.
- */
-SHARC_HIDDEN sharc_status_t sharc_coll_start(sharc_comm_h comm, const sharc_coll_args_t *args,
-                                             sharc_request_h *req_p);
+/* ---- the one table of host algorithms (algos.c) */
 
-/* Let @p stream wait for @p req on the device (for host tasks: wait on the host). */
-SHARC_API sharc_status_t sharc_request_wait_stream(sharc_request_h req, void *stream);
+/* The host algorithms of @p type in SHARC_<COLL>_ALGO's order ("auto" aside): the
+ * @p index-th, or NULL past the last. */
+SHARC_HIDDEN const sharc_coll_algo_t *sharc_coll_algo_at(sharc_coll_type_t type, int index);
 
-/* The collectives' names, for messages ("allgather", ...). */
-extern SHARC_HIDDEN const char *const sharc_coll_names[SHARC_COLL_LAST];
+/* The host algorithm of @p type that SHARC_<COLL>_ALGO calls @p name (any case), or NULL
+ * ("auto" included). */
+SHARC_HIDDEN const sharc_coll_algo_t *sharc_coll_algo_find(sharc_coll_type_t type,
+                                                           const char *name);
 
-/* Algorithm names each collective's SHARC_<COLL>_ALGO accepts ("auto" first, then NULL). */
-extern SHARC_HIDDEN const char *const *const sharc_coll_algo_names[SHARC_COLL_BARRIER];
+/* Whether @p algo can run on @p nranks ranks (its constraints). */
+SHARC_HIDDEN int sharc_coll_algo_fits(const sharc_coll_algo_t *algo, int nranks);
+
+/* The knob naming each collective's algorithm ("SHARC_ALLGATHER_ALGO"), for messages. */
+SHARC_HIDDEN const char *sharc_coll_algo_knob(sharc_coll_type_t type);
+
+/* ---- selection (select.c) */
 
 /*
  * The host algorithm for a collective: SHARC_<COLL>_ALGO's, else the tune file's, else the
- * built-in table's (select.c). Logs the choice and why at debug level.
+ * built-in table's. Logs the choice and why at debug level.
  */
-SHARC_HIDDEN sharc_status_t sharc_coll_select(sharc_comm_h comm, const sharc_coll_args_t *a,
+SHARC_HIDDEN sharc_status_t sharc_coll_select(sharc_coll_comm_t *cc, const sharc_coll_args_t *a,
                                               const sharc_coll_algo_t **algo_p);
 
-/*
- * The host algorithm of @p type that SHARC_<COLL>_ALGO calls @p name, or NULL ("auto"
- * included); *pow2_p: whether it needs a power-of-two rank count.
- */
-SHARC_HIDDEN const sharc_coll_algo_t *sharc_coll_algo_find(sharc_coll_type_t type, const char *name,
-                                                           int *pow2_p);
+/* nccl-tests' size of a collective: bytes of its larger side (alltoall: all blocks). */
+SHARC_HIDDEN size_t sharc_coll_size(int nranks, const sharc_coll_args_t *a);
 
-/* The engine (coll.c), for post.c and the algorithms that run sub-tasks. */
-SHARC_HIDDEN void sharc_coll_lock(sharc_coll_comm_t *cc); /* callers first, then the thread */
-SHARC_HIDDEN int sharc_coll_progress(sharc_comm_h comm);  /* lock held; 1 if anything moved */
+/* ---- the engine (coll.c), for post.c and the algorithms that run sub-tasks */
+
+SHARC_HIDDEN void sharc_coll_lock(sharc_coll_comm_t *cc);      /* callers first, then the thread */
+SHARC_HIDDEN int sharc_coll_progress(sharc_coll_comm_t *cc);   /* lock held; 1: anything moved */
+SHARC_HIDDEN void sharc_coll_enqueue(sharc_coll_task_t *task); /* lock held; an initialized task */
 SHARC_HIDDEN void sharc_coll_scratch_put(sharc_coll_task_t *task); /* lock held */
 SHARC_HIDDEN void sharc_coll_release(sharc_coll_task_t *task);     /* free a task's state */
+
+/*
+ * The communicator cannot run collectives any more (lock held): every task in flight and
+ * every later post fails with @p status; @p why is logged once and repeated by later posts.
+ */
+SHARC_HIDDEN void sharc_coll_fail(sharc_coll_comm_t *cc, sharc_status_t status, const char *why);
 
 /**
  * Scratch of @p bytes for a task's algorithm (from its init or progress, lock held): the
@@ -215,7 +240,8 @@ SHARC_HIDDEN sharc_status_t sharc_coll_sendrecv(sharc_coll_task_t *task, int to,
 /* SHARC_OK when all @p n requests completed fine, SHARC_INPROGRESS, or the first error. */
 SHARC_HIDDEN sharc_status_t sharc_coll_reqs_status(const sharc_tp_req_t *reqs, size_t n);
 
-/* The ring engine: init, then progress until it returns something but SHARC_INPROGRESS. */
+/* ---- the ring engine (ring.c): init, then progress until it returns something but
+ * SHARC_INPROGRESS; cleanup in the algorithm's finalize */
 SHARC_HIDDEN sharc_status_t sharc_coll_ring_init(sharc_coll_task_t *task, sharc_coll_ring_t *ring);
 SHARC_HIDDEN sharc_status_t sharc_coll_ring_allgather(sharc_coll_task_t *task,
                                                       sharc_coll_ring_t *ring);
@@ -223,7 +249,7 @@ SHARC_HIDDEN sharc_status_t sharc_coll_ring_reduce_scatter(sharc_coll_task_t *ta
                                                            sharc_coll_ring_t *ring);
 SHARC_HIDDEN void sharc_coll_ring_cleanup(sharc_coll_ring_t *ring);
 
-/* The algorithms, one per file. */
+/* ---- the algorithms, one per file */
 extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_allgather_ring;
 extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_allgather_recursive_doubling;
 extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_allgather_direct;
@@ -240,9 +266,5 @@ extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_barrier_dissemination;
 /* Collectives on CUDA buffers: through the collective backend, or staged through host memory. */
 extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_backend;
 extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_staged;
-
-/* staged.c: a task's staging state (lock held), and the communicator's at destroy. */
-SHARC_HIDDEN void sharc_coll_staged_free(sharc_coll_task_t *task);
-SHARC_HIDDEN void sharc_coll_staged_cleanup(sharc_coll_comm_t *cc);
 
 #endif

@@ -2,7 +2,8 @@
  * post.c: posting a collective: the checks every rank makes before communicating,
  * SHARC_CHECK's comparison across ranks, the task and its algorithm (host algorithms from
  * select.c; on CUDA buffers the collective backend, or staging through host memory), and
- * the public collective functions. Blocking calls are post + wait + free.
+ * its place in the queue. Blocking calls are post + wait + free. The public collective
+ * functions are the core's (core/comm_coll.c).
  */
 #include "config.h"
 
@@ -27,10 +28,10 @@ static int sharc_coll_overlap(const void *a, size_t alen, const void *b, size_t 
 }
 
 /* The checks every rank makes before communicating: a bad call fails on its own rank. */
-static sharc_status_t sharc_coll_check(sharc_comm_h comm, const sharc_coll_args_t *a)
+static sharc_status_t sharc_coll_check(const sharc_coll_comm_t *cc, const sharc_coll_args_t *a)
 {
-    const char *name = sharc_coll_names[a->type];
-    size_t esize = sharc_dtype_size(a->dtype), n = (size_t)comm->size;
+    const char *name = sharc_coll_name(a->type);
+    size_t esize = sharc_dtype_size(a->dtype), n = (size_t)cc->size;
     size_t sbytes = 0, rbytes = 0;
 
     if (a->type != SHARC_COLL_BARRIER) {
@@ -63,13 +64,13 @@ static sharc_status_t sharc_coll_check(sharc_comm_h comm, const sharc_coll_args_
     case SHARC_COLL_ALLREDUCE: sbytes = rbytes = a->count * esize; break;
     case SHARC_COLL_ALLTOALL: sbytes = rbytes = a->count * esize * n; break;
     case SHARC_COLL_BROADCAST:
-        if (a->root < 0 || a->root >= comm->size) {
+        if (a->root < 0 || a->root >= cc->size) {
             sharc_error("broadcast: root %d is not a rank of this %d-rank communicator", a->root,
-                        comm->size);
+                        cc->size);
             return SHARC_ERR_INVALID;
         }
         rbytes = a->count * esize;
-        sbytes = (comm->rank == a->root) ? rbytes : 0;
+        sbytes = (cc->rank == a->root) ? rbytes : 0;
         break;
     default: break;
     }
@@ -81,14 +82,14 @@ static sharc_status_t sharc_coll_check(sharc_comm_h comm, const sharc_coll_args_
     /* the only overlaps allowed are the in-place forms of the buffer contract */
     switch (a->type) {
     case SHARC_COLL_ALLGATHER:
-        if (a->sendbuf != (char *)a->recvbuf + (size_t)comm->rank * sbytes &&
+        if (a->sendbuf != (char *)a->recvbuf + (size_t)cc->rank * sbytes &&
             sharc_coll_overlap(a->sendbuf, sbytes, a->recvbuf, rbytes)) {
             sharc_error("allgather: sendbuf overlaps recvbuf but is not recvbuf + rank * count");
             return SHARC_ERR_INVALID;
         }
         break;
     case SHARC_COLL_REDUCE_SCATTER:
-        if (a->recvbuf != (const char *)a->sendbuf + (size_t)comm->rank * rbytes &&
+        if (a->recvbuf != (const char *)a->sendbuf + (size_t)cc->rank * rbytes &&
             sharc_coll_overlap(a->sendbuf, sbytes, a->recvbuf, rbytes)) {
             sharc_error("reduce_scatter: recvbuf overlaps sendbuf but is not sendbuf + rank * "
                         "recvcount");
@@ -119,8 +120,8 @@ static void sharc_coll_describe(const sharc_coll_sig_t *s, char *buf, size_t siz
 {
     const char *dt = sharc_dtype_name((sharc_dtype_t)s->dtype);
 
-    snprintf(buf, size, "%s(%llu %s", sharc_coll_names[s->type], (unsigned long long)s->count,
-             dt ? dt : "?");
+    snprintf(buf, size, "%s(%llu %s", sharc_coll_name((sharc_coll_type_t)s->type),
+             (unsigned long long)s->count, dt ? dt : "?");
     if (s->type == SHARC_COLL_REDUCE_SCATTER || s->type == SHARC_COLL_ALLREDUCE) {
         snprintf(buf + strlen(buf), size - strlen(buf), ", %s",
                  sharc_op_name((sharc_op_t)s->op) ? sharc_op_name((sharc_op_t)s->op) : "?");
@@ -135,9 +136,8 @@ static void sharc_coll_describe(const sharc_coll_sig_t *s, char *buf, size_t siz
  * bootstrap. Called with the lock held, before the sequence number is taken. A mismatch
  * fails the communicator on every rank, and every rank names the same two ranks.
  */
-static sharc_status_t sharc_coll_check_peers(sharc_comm_h comm, const sharc_coll_args_t *a)
+static sharc_status_t sharc_coll_check_peers(sharc_coll_comm_t *cc, const sharc_coll_args_t *a)
 {
-    sharc_coll_comm_t *cc = comm->coll;
     sharc_coll_sig_t mine = {cc->seq, a->count, a->type, a->dtype, a->op, a->root}, *all;
     sharc_status_t status;
     char d0[96], d1[96];
@@ -148,19 +148,19 @@ static sharc_status_t sharc_coll_check_peers(sharc_comm_h comm, const sharc_coll
     if (a->type != SHARC_COLL_REDUCE_SCATTER && a->type != SHARC_COLL_ALLREDUCE) {
         mine.op = 0;
     }
-    all = calloc((size_t)comm->size, sizeof(*all));
+    all = calloc((size_t)cc->size, sizeof(*all));
     if (all == NULL) {
         return SHARC_ERR_NOMEM;
     }
-    status = sharc_boot_allgather(comm->boot, &mine, all, sizeof(mine));
-    for (int r = 1; status == SHARC_OK && r < comm->size; r++) {
+    status = sharc_boot_allgather(cc->boot, &mine, all, sizeof(mine));
+    for (int r = 1; status == SHARC_OK && r < cc->size; r++) {
         if (memcmp(&all[r], &all[0], sizeof(mine)) != 0) {
             sharc_coll_describe(&all[r], d1, sizeof(d1));
             sharc_coll_describe(&all[0], d0, sizeof(d0));
             sharc_error("SHARC_CHECK: rank %d called %s, rank 0 called %s, seq %llu", r, d1, d0,
                         (unsigned long long)all[0].seq);
             status = SHARC_ERR_REMOTE;
-            cc->failed = status;
+            sharc_coll_fail(cc, status, "SHARC_CHECK found ranks calling different collectives");
         }
     }
     free(all);
@@ -170,53 +170,48 @@ static sharc_status_t sharc_coll_check_peers(sharc_comm_h comm, const sharc_coll
 /*
  * Who runs the collective: on host buffers a host algorithm over the point-to-point
  * transport; on CUDA buffers (either side) the collective backend (NCCL) where it has the
- * collective, else staging through host memory. Opening the backend is collective: every
- * rank reaches this for the same collective.
+ * collective, else staging through host memory.
  */
-static sharc_status_t sharc_coll_route(sharc_comm_h comm, const sharc_coll_args_t *a,
+static sharc_status_t sharc_coll_route(sharc_coll_comm_t *cc, const sharc_coll_args_t *a,
                                        const sharc_coll_algo_t **algo_p)
 {
-    int p2p = comm->size == 1 || (comm->tp_ops != NULL && comm->tp_ops->send != NULL);
+    int p2p = cc->size == 1 || (cc->tp_ops != NULL && cc->tp_ops->send != NULL);
     int gpu =
         a->type != SHARC_COLL_BARRIER && (sharc_gpu_memtype(a->sendbuf) != SHARC_MEMTYPE_HOST ||
                                           sharc_gpu_memtype(a->recvbuf) != SHARC_MEMTYPE_HOST);
 
     if (gpu && a->type != SHARC_COLL_ALLTOALL) {
-        sharc_status_t status;
-
-        if (sharc_comm_gpu_backend(comm, &status) != NULL) {
+        if (cc->gpu_ops != NULL) {
             *algo_p = &sharc_coll_backend;
             return SHARC_OK;
         }
-        if (status != SHARC_OK) {
-            return status; /* SHARC_CUDA_BACKEND=nccl without NCCL */
+        if (cc->gpu_failed != SHARC_OK) {
+            sharc_error("%s on CUDA buffers: SHARC_CUDA_BACKEND=nccl, but NCCL could not be "
+                        "opened for this communicator (%s)",
+                        sharc_coll_name(a->type), sharc_status_string(cc->gpu_failed));
+            return cc->gpu_failed;
         }
     }
     if (!p2p) {
         sharc_error("%s: this communicator of %d ranks has no point-to-point transport "
                     "(SHARC_TRANSPORT, and was sharc built with UCX?)",
-                    sharc_coll_names[a->type], comm->size);
+                    sharc_coll_name(a->type), cc->size);
         return SHARC_ERR_UNSUPPORTED;
     }
     if (gpu) {
         *algo_p = &sharc_coll_staged;
         return SHARC_OK;
     }
-    return sharc_coll_select(comm, a, algo_p);
+    return sharc_coll_select(cc, a, algo_p);
 }
 
-sharc_status_t sharc_coll_start(sharc_comm_h comm, const sharc_coll_args_t *args,
+sharc_status_t sharc_coll_start(sharc_coll_comm_t *cc, const sharc_coll_args_t *args,
                                 sharc_request_h *req_p)
 {
-    sharc_coll_comm_t *cc;
     sharc_coll_task_t *task;
     sharc_status_t status;
 
-    if (comm == NULL) {
-        sharc_error("%s: communicator is NULL", sharc_coll_names[args->type]);
-        return SHARC_ERR_INVALID;
-    }
-    status = sharc_coll_check(comm, args);
+    status = sharc_coll_check(cc, args);
     if (status != SHARC_OK) {
         return status;
     }
@@ -224,25 +219,29 @@ sharc_status_t sharc_coll_start(sharc_comm_h comm, const sharc_coll_args_t *args
     if (task == NULL) {
         return SHARC_ERR_NOMEM;
     }
-    task->comm = comm;
+    task->cc = cc;
     task->args = *args;
-    status = sharc_coll_route(comm, args, &task->algo);
+    status = sharc_coll_route(cc, args, &task->algo);
     if (status != SHARC_OK) {
         free(task);
         return status;
     }
     task->await_peer = -1;
     task->status = SHARC_INPROGRESS;
-    cc = comm->coll;
     sharc_coll_lock(cc);
+    if (cc->failed == SHARC_OK && cc->head == NULL) {
+        sharc_coll_progress(cc); /* an idle communicator still hears of a rank that is gone */
+    }
     if (cc->failed != SHARC_OK) {
+        sharc_status_t failed = cc->failed;
+
+        sharc_error("%s: the communicator failed earlier: %s (%s)", sharc_coll_name(args->type),
+                    cc->why, sharc_status_string(failed));
         pthread_mutex_unlock(&cc->lock);
         free(task);
-        sharc_error("%s: an earlier collective on this communicator failed (%s)",
-                    sharc_coll_names[args->type], sharc_status_string(cc->failed));
-        return cc->failed;
+        return failed;
     }
-    if (comm->ctx->cfg->check && (status = sharc_coll_check_peers(comm, args)) != SHARC_OK) {
+    if (cc->cfg->check && (status = sharc_coll_check_peers(cc, args)) != SHARC_OK) {
         pthread_mutex_unlock(&cc->lock);
         free(task);
         return status;
@@ -258,19 +257,9 @@ sharc_status_t sharc_coll_start(sharc_comm_h comm, const sharc_coll_args_t *args
         pthread_mutex_unlock(&cc->lock);
         return status;
     }
-    if (cc->tail != NULL) {
-        cc->tail->next = task;
-    } else {
-        cc->head = task;
-    }
-    cc->tail = task;
-    if (cc->thread_running) {
-        pthread_cond_signal(&cc->cond); /* the thread moves it, off the caller's time */
-    } else {
-        sharc_coll_progress(comm); /* small collectives often finish here */
-    }
+    sharc_coll_enqueue(task);
     pthread_mutex_unlock(&cc->lock);
-    sharc_trace("%s #%llu posted: %zu %s", sharc_coll_names[args->type],
+    sharc_trace("%s #%llu posted: %zu %s", sharc_coll_name(args->type),
                 (unsigned long long)task->seq, args->count, sharc_dtype_name(args->dtype));
     if (req_p != NULL) {
         *req_p = task;
@@ -279,67 +268,4 @@ sharc_status_t sharc_coll_start(sharc_comm_h comm, const sharc_coll_args_t *args
     status = sharc_request_wait(task);
     sharc_request_free(task);
     return status;
-}
-
-/* The public calls: the communicator's stream orders collectives on CUDA buffers. */
-static sharc_status_t sharc_coll_post(sharc_comm_h comm, sharc_coll_args_t *a,
-                                      sharc_request_h *req_p)
-{
-    a->stream = (comm != NULL) ? comm->stream : NULL;
-    return sharc_coll_start(comm, a, req_p);
-}
-
-sharc_status_t sharc_allgather(const void *sendbuf, void *recvbuf, size_t count,
-                               sharc_dtype_t dtype, sharc_comm_h comm, sharc_request_h *req_p)
-{
-    sharc_coll_args_t a = {SHARC_COLL_ALLGATHER, sendbuf, recvbuf, count, dtype,
-                           SHARC_OP_SUM,         0,       NULL};
-
-    return sharc_coll_post(comm, &a, req_p);
-}
-
-sharc_status_t sharc_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
-                                    sharc_dtype_t dtype, sharc_op_t op, sharc_comm_h comm,
-                                    sharc_request_h *req_p)
-{
-    sharc_coll_args_t a = {
-        SHARC_COLL_REDUCE_SCATTER, sendbuf, recvbuf, recvcount, dtype, op, 0, NULL};
-
-    return sharc_coll_post(comm, &a, req_p);
-}
-
-sharc_status_t sharc_allreduce(const void *sendbuf, void *recvbuf, size_t count,
-                               sharc_dtype_t dtype, sharc_op_t op, sharc_comm_h comm,
-                               sharc_request_h *req_p)
-{
-    sharc_coll_args_t a = {SHARC_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, 0, NULL};
-
-    return sharc_coll_post(comm, &a, req_p);
-}
-
-sharc_status_t sharc_broadcast(const void *sendbuf, void *recvbuf, size_t count,
-                               sharc_dtype_t dtype, int root, sharc_comm_h comm,
-                               sharc_request_h *req_p)
-{
-    sharc_coll_args_t a = {SHARC_COLL_BROADCAST, sendbuf, recvbuf, count, dtype,
-                           SHARC_OP_SUM,         root,    NULL};
-
-    return sharc_coll_post(comm, &a, req_p);
-}
-
-sharc_status_t sharc_alltoall(const void *sendbuf, void *recvbuf, size_t count, sharc_dtype_t dtype,
-                              sharc_comm_h comm, sharc_request_h *req_p)
-{
-    sharc_coll_args_t a = {SHARC_COLL_ALLTOALL, sendbuf, recvbuf, count, dtype,
-                           SHARC_OP_SUM,        0,       NULL};
-
-    return sharc_coll_post(comm, &a, req_p);
-}
-
-sharc_status_t sharc_barrier(sharc_comm_h comm, sharc_request_h *req_p)
-{
-    sharc_coll_args_t a = {SHARC_COLL_BARRIER, NULL,         NULL, 0,
-                           SHARC_DTYPE_U8,     SHARC_OP_SUM, 0,    NULL};
-
-    return sharc_coll_post(comm, &a, req_p);
 }

@@ -21,7 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../src/base/log.h"
 #include "coll.h"
 
 /* Scratch slots of the reduce-scatter ring: enough for receives to run ahead of sends. */
@@ -55,15 +54,16 @@ static size_t sharc_ring_chunk(const sharc_coll_ring_t *ring, size_t u)
 
 sharc_status_t sharc_coll_ring_init(sharc_coll_task_t *task, sharc_coll_ring_t *ring)
 {
-    sharc_comm_h comm = task->comm;
+    const sharc_coll_comm_t *cc = task->cc;
     size_t maxlen = ring->blocks.base + (ring->blocks.extra > 0);
 
     ring->esize = sharc_dtype_size(task->args.dtype);
-    ring->n = comm->size;
-    ring->rank = comm->rank;
-    ring->left = sharc_ring_mod(comm->rank - 1, comm->size);
-    ring->right = sharc_ring_mod(comm->rank + 1, comm->size);
-    ring->chunk = SHARC_MAX(ring->chunk, (size_t)1);
+    ring->n = cc->size;
+    ring->rank = cc->rank;
+    ring->left = sharc_ring_mod(cc->rank - 1, cc->size);
+    ring->right = sharc_ring_mod(cc->rank + 1, cc->size);
+    /* SHARC_COLL_CHUNK bytes, in whole elements (at least one) */
+    ring->chunk = SHARC_MAX(cc->cfg->coll_chunk / ring->esize, (size_t)1);
     ring->nchunks = SHARC_MAX((maxlen + ring->chunk - 1) / ring->chunk, (size_t)1);
     ring->units = (ring->n > 1 && maxlen > 0) ? ring->nchunks * (size_t)(ring->n - 1) : 0;
     ring->next_send = ring->next_recv = ring->next_reduce = ring->freed = 0;

@@ -32,7 +32,7 @@ typedef enum {
     SHARC_STAGE_DONE,
 } sharc_stage_state_t;
 
-typedef struct {
+struct sharc_stage {
     size_t n, per, chunk, nchunks, esize; /* ranks; elements per rank (block), per chunk */
     size_t srows, rrows;                  /* rows of L elements on each side of a chunk */
     char *pinned;                         /* SLOTS x (send side, receive side) */
@@ -42,7 +42,9 @@ typedef struct {
     sharc_stage_state_t *state;                                    /* [nchunks] */
     sharc_coll_task_t **child;                                     /* [nchunks] */
     size_t done;
-} sharc_stage_t;
+};
+
+typedef sharc_coll_stage_t sharc_stage_t;
 
 /* Elements per rank (all-gather, reduce-scatter), per block (all-to-all), or in all
  * (all-reduce, broadcast: the whole vector is one block): what the chunks divide. */
@@ -55,7 +57,7 @@ static size_t sharc_stage_chunk(const sharc_coll_task_t *task)
 {
     size_t esize = sharc_dtype_size(task->args.dtype);
 
-    return SHARC_MAX(task->comm->ctx->cfg->stage_chunk / esize, (size_t)1);
+    return SHARC_MAX(task->cc->cfg->stage_chunk / esize, (size_t)1);
 }
 
 static size_t sharc_stage_tags(const sharc_coll_task_t *task)
@@ -84,7 +86,7 @@ static size_t sharc_stage_len(const sharc_stage_t *st, size_t c)
 /* The communicator's page-locked buffer when free and large enough, else one of its own. */
 static sharc_status_t sharc_stage_pinned(sharc_coll_task_t *task, sharc_stage_t *st)
 {
-    sharc_coll_comm_t *cc = task->comm->coll;
+    sharc_coll_comm_t *cc = task->cc;
     sharc_status_t status;
 
     st->pinned_bytes = SHARC_STAGE_SLOTS * (st->srows + st->rrows) * st->chunk * st->esize;
@@ -110,15 +112,15 @@ static sharc_status_t sharc_stage_pinned(sharc_coll_task_t *task, sharc_stage_t 
 static sharc_status_t sharc_staged_init(sharc_coll_task_t *task)
 {
     const sharc_coll_args_t *a = &task->args;
-    sharc_coll_comm_t *cc = task->comm->coll;
+    sharc_coll_comm_t *cc = task->cc;
     sharc_stage_t *st = calloc(1, sizeof(*st));
     sharc_status_t status = SHARC_OK;
 
     if (st == NULL) {
         return SHARC_ERR_NOMEM;
     }
-    task->stage = st;
-    st->n = (size_t)task->comm->size;
+    task->u.stage = st;
+    st->n = (size_t)cc->size;
     st->esize = sharc_dtype_size(a->dtype);
     st->per = sharc_stage_per_rank(task);
     st->chunk = sharc_stage_chunk(task);
@@ -163,11 +165,11 @@ static sharc_status_t sharc_staged_init(sharc_coll_task_t *task)
 static sharc_status_t sharc_stage_down(sharc_coll_task_t *task, sharc_stage_t *st, size_t c)
 {
     const sharc_coll_args_t *a = &task->args;
-    void *s = task->comm->coll->stage_stream;
+    void *s = task->cc->stage_stream;
     size_t len = sharc_stage_len(st, c), off = c * st->chunk * st->esize, width = len * st->esize;
     sharc_status_t status = SHARC_OK;
 
-    if (a->type == SHARC_COLL_BROADCAST && task->comm->rank != a->root) {
+    if (a->type == SHARC_COLL_BROADCAST && task->cc->rank != a->root) {
         /* nothing to send */
     } else if (st->srows == 1) {
         status = sharc_gpu_copy(sharc_stage_send(st, c), (const char *)a->sendbuf + off, width, s);
@@ -183,7 +185,7 @@ static sharc_status_t sharc_stage_down(sharc_coll_task_t *task, sharc_stage_t *s
 static sharc_status_t sharc_stage_up(sharc_coll_task_t *task, sharc_stage_t *st, size_t c)
 {
     const sharc_coll_args_t *a = &task->args;
-    void *s = task->comm->coll->stage_stream;
+    void *s = task->cc->stage_stream;
     size_t len = sharc_stage_len(st, c), off = c * st->chunk * st->esize, width = len * st->esize;
     sharc_status_t status;
 
@@ -206,7 +208,7 @@ static sharc_status_t sharc_stage_child(sharc_coll_task_t *task, sharc_stage_t *
         return SHARC_ERR_NOMEM;
     }
     st->child[c] = t;
-    t->comm = task->comm;
+    t->cc = task->cc;
     t->args = task->args;
     t->args.sendbuf = sharc_stage_send(st, c);
     t->args.recvbuf = sharc_stage_recv(st, c);
@@ -215,7 +217,7 @@ static sharc_status_t sharc_stage_child(sharc_coll_task_t *task, sharc_stage_t *
     t->seq = (task->seq + 1 + c) & SHARC_TP_TAG_MAX;
     t->await_peer = -1;
     t->status = SHARC_INPROGRESS;
-    status = sharc_coll_select(task->comm, &t->args, &t->algo);
+    status = sharc_coll_select(task->cc, &t->args, &t->algo);
     return (status == SHARC_OK) ? t->algo->init(t) : status;
 }
 
@@ -266,7 +268,7 @@ static int sharc_stage_step(sharc_coll_task_t *task, sharc_stage_t *st, size_t c
 
 static sharc_status_t sharc_staged_progress(sharc_coll_task_t *task)
 {
-    sharc_stage_t *st = task->stage;
+    sharc_stage_t *st = task->u.stage;
     sharc_status_t status = SHARC_OK;
     int moved;
 
@@ -282,10 +284,11 @@ static sharc_status_t sharc_staged_progress(sharc_coll_task_t *task)
     return (st->done == st->nchunks) ? SHARC_OK : SHARC_INPROGRESS;
 }
 
-void sharc_coll_staged_free(sharc_coll_task_t *task)
+/* The task's staging, done or not (lock held); the communicator keeps its stream and buffer. */
+static void sharc_staged_finalize(sharc_coll_task_t *task)
 {
-    sharc_stage_t *st = task->stage;
-    sharc_coll_comm_t *cc = task->comm->coll;
+    sharc_stage_t *st = task->u.stage;
+    sharc_coll_comm_t *cc = task->cc;
 
     if (st == NULL) {
         return;
@@ -313,21 +316,13 @@ void sharc_coll_staged_free(sharc_coll_task_t *task)
     free(st->state);
     free(st->child);
     free(st);
-    task->stage = NULL;
-}
-
-void sharc_coll_staged_cleanup(sharc_coll_comm_t *cc)
-{
-    sharc_gpu_host_free(cc->pinned);
-    cc->pinned = NULL;
-    cc->pinned_bytes = 0;
-    sharc_gpu_stream_destroy(cc->stage_stream);
-    cc->stage_stream = NULL;
+    task->u.stage = NULL;
 }
 
 const sharc_coll_algo_t sharc_coll_staged = {
-    .name = "staged",
+    .info = {.name = "staged", .flags = 0},
     .tags = sharc_stage_tags,
     .init = sharc_staged_init,
     .progress = sharc_staged_progress,
+    .finalize = sharc_staged_finalize,
 };

@@ -39,7 +39,6 @@
 #include <strings.h>
 
 #include "../src/base/config_int.h"
-#include "../src/context.h"
 #include "../src/base/log.h"
 #include "../src/base/util.h"
 #include "tune.h"
@@ -69,19 +68,16 @@ static int sharc_coll_tune_parse_bytes(const char *path, size_t lineno, const ch
     return 0;
 }
 
-/* "a, b or c" from a NULL-terminated list, skipping its first @p skip names. */
-static const char *sharc_coll_tune_list(const char *const *names, int skip, char *buf, size_t size)
+/* "a, b or c": the algorithms of @p type, as the error of an unknown name lists them. */
+static const char *sharc_coll_tune_list(sharc_coll_type_t type, char *buf, size_t size)
 {
+    const sharc_coll_algo_t *algo;
     size_t len = 0;
-    int n = 0;
 
-    while (names[n] != NULL) {
-        n++;
-    }
     buf[0] = '\0';
-    for (int i = skip; i < n; i++) {
-        const char *sep = (i == skip) ? "" : (i == n - 1) ? " or " : ", ";
-        int ret = snprintf(buf + len, size - len, "%s%s", sep, names[i]);
+    for (int i = 0; (algo = sharc_coll_algo_at(type, i)) != NULL; i++) {
+        const char *sep = (i == 0) ? "" : (sharc_coll_algo_at(type, i + 1) == NULL) ? " or " : ", ";
+        int ret = snprintf(buf + len, size - len, "%s%s", sep, algo->info.name);
 
         if (ret < 0 || (size_t)ret >= size - len) {
             break;
@@ -91,18 +87,16 @@ static const char *sharc_coll_tune_list(const char *const *names, int skip, char
     return buf;
 }
 
-/* The algorithm of @p type called @p name as SHARC_<COLL>_ALGO spells it ("auto" aside). */
-static const sharc_coll_algo_t *sharc_coll_tune_algo(sharc_coll_type_t type, const char *name,
-                                                     int *pow2_p)
+/* The collective a tune file names (allgather .. alltoall; the barrier has no algorithms), or
+ * -1. */
+static int sharc_coll_tune_type(const char *name)
 {
-    const char *const *names = sharc_coll_algo_names[type];
-
-    for (int i = 1; names[i] != NULL; i++) { /* 0 is "auto" */
-        if (strcasecmp(names[i], name) == 0) {
-            return sharc_coll_algo_find(type, names[i], pow2_p);
+    for (int type = 0; type < SHARC_COLL_BARRIER; type++) {
+        if (strcasecmp(sharc_coll_name((sharc_coll_type_t)type), name) == 0) {
+            return type;
         }
     }
-    return NULL;
+    return -1;
 }
 
 /*
@@ -168,7 +162,7 @@ static int sharc_coll_tune_parse_line(const char *path, size_t lineno, char *tex
         return -1;
     }
 
-    type = sharc_name_index(sharc_coll_names, SHARC_COLL_BARRIER, field[0]);
+    type = sharc_coll_tune_type(field[0]);
     if (type < 0) {
         sharc_error("tune file %s line %zu: unknown collective '%s' (expected allgather, "
                     "reduce_scatter, allreduce, broadcast or alltoall)",
@@ -189,17 +183,17 @@ static int sharc_coll_tune_parse_line(const char *path, size_t lineno, char *tex
                     rule->min_bytes, rule->max_bytes);
         return -1;
     }
-    rule->algo = sharc_coll_tune_algo((sharc_coll_type_t)type, field[4], &rule->pow2);
+    rule->algo = sharc_coll_algo_find((sharc_coll_type_t)type, field[4]);
     if (rule->algo == NULL) {
         sharc_error("tune file %s line %zu: %s has no algorithm '%s' (expected %s)", path, lineno,
-                    sharc_coll_names[type], field[4],
-                    sharc_coll_tune_list(sharc_coll_algo_names[type], 1, buf, sizeof(buf)));
+                    sharc_coll_name((sharc_coll_type_t)type), field[4],
+                    sharc_coll_tune_list((sharc_coll_type_t)type, buf, sizeof(buf)));
         return -1;
     }
-    if (rule->pow2 && nranks != 0 && (nranks & (nranks - 1)) != 0) {
+    if (nranks != 0 && !sharc_coll_algo_fits(rule->algo, (int)nranks)) {
         sharc_warn("tune file %s line %zu: %s needs a power-of-two rank count: this rule for %ld "
                    "ranks never applies",
-                   path, lineno, rule->algo->name, nranks);
+                   path, lineno, rule->algo->info.name, nranks);
     }
     rule->type = (sharc_coll_type_t)type;
     rule->nranks = (int)nranks;
@@ -311,8 +305,6 @@ const sharc_coll_tune_rule_t *sharc_coll_tune_lookup(const sharc_coll_tune_t *tu
                                                      sharc_coll_type_t type, int nranks,
                                                      size_t bytes)
 {
-    int pow2 = (nranks & (nranks - 1)) == 0;
-
     if (tune == NULL || type >= SHARC_COLL_BARRIER) {
         return NULL;
     }
@@ -320,7 +312,7 @@ const sharc_coll_tune_rule_t *sharc_coll_tune_lookup(const sharc_coll_tune_t *tu
         const sharc_coll_tune_rule_t *rule = &tune->rules[i];
 
         if ((rule->nranks == 0 || rule->nranks == nranks) && bytes >= rule->min_bytes &&
-            bytes <= rule->max_bytes && (pow2 || !rule->pow2)) {
+            bytes <= rule->max_bytes && sharc_coll_algo_fits(rule->algo, nranks)) {
             return rule;
         }
     }

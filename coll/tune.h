@@ -1,6 +1,7 @@
 /*
  * tune.h: SHARC_TUNE_FILE's rules as algorithm selection reads them. The context loads them
- * once (sharc_coll_tune_load, declared in src/context.h); the format is described in tune.c.
+ * once (sharc_coll_tune_load, declared in api.h); the format is described in tune.c. A rule
+ * whose algorithm does not fit a rank count (sharc_coll_algo_fits) is passed over there.
  */
 #ifndef SHARC_COLL_TUNE_H
 #define SHARC_COLL_TUNE_H
@@ -17,7 +18,6 @@ typedef struct {
     int nranks;                  /* 0: any rank count */
     size_t min_bytes, max_bytes; /* inclusive; sizes as sharc_coll_select measures them */
     const sharc_coll_algo_t *algo;
-    int pow2;    /* algo needs a power-of-two rank count: the rule is skipped at other counts */
     size_t line; /* where the rule is in the file, for the selection log */
 } sharc_coll_tune_rule_t;
 

@@ -1,7 +1,7 @@
 /*
  * perf_cuda.c: sharc-perf's GPU side (see perf_cuda.h). A tool, not the library: it calls
  * the CUDA runtime and NCCL directly, with one device, one stream and one NCCL communicator
- * per process.
+ * per process. Built only with CUDA (perf_cuda_none.c otherwise).
  */
 #include "config.h"
 
@@ -10,12 +10,11 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "perf_cuda.h"
-#include "perf_util.h"
-
-#ifdef HAVE_CUDA
 #include <cuda_runtime.h>
 #include <sharc/sharc_cuda.h>
+
+#include "perf_cuda.h"
+#include "perf_util.h"
 
 static cudaStream_t perf_stream;
 
@@ -283,97 +282,5 @@ int perf_nccl_run(int coll, const void *send, void *recv, size_t count, sharc_dt
                   sharc_op_t op, int root)
 {
     return -1;
-}
-#endif
-
-#else /* without CUDA */
-
-static int perf_no_cuda(void)
-{
-    fprintf(stderr, "sharc-perf: --device cuda needs sharc built with CUDA\n");
-    return -1;
-}
-
-int perf_cuda_init(sharc_comm_h comm)
-{
-    return perf_no_cuda();
-}
-
-void perf_cuda_fini(void)
-{
-}
-
-void *perf_cuda_stream(void)
-{
-    return NULL;
-}
-
-int perf_cuda_sync(void)
-{
-    return perf_no_cuda();
-}
-
-int perf_cuda_hold(double seconds)
-{
-    return perf_no_cuda();
-}
-
-int perf_cuda_gemm_init(int n)
-{
-    return perf_no_cuda();
-}
-
-int perf_cuda_gemm(int reps)
-{
-    return perf_no_cuda();
-}
-
-void perf_cuda_gemm_fini(void)
-{
-}
-
-void *perf_cuda_alloc(size_t bytes)
-{
-    perf_no_cuda();
-    return NULL;
-}
-
-void perf_cuda_free(void *p)
-{
-}
-
-int perf_cuda_put(void *dst, const void *src, size_t bytes)
-{
-    return perf_no_cuda();
-}
-
-int perf_cuda_get(void *dst, const void *src, size_t bytes)
-{
-    return perf_no_cuda();
-}
-
-double perf_cuda_copy_bw(void *dst, const void *src, size_t bytes, int warmup, int iters)
-{
-    return 0;
-}
-
-int perf_nccl_version(void)
-{
-    return 0;
-}
-
-int perf_nccl_init(sharc_comm_h comm)
-{
-    return perf_no_cuda();
-}
-
-void perf_nccl_fini(void)
-{
-}
-
-int perf_nccl_run(int coll, const void *send, void *recv, size_t count, sharc_dtype_t dtype,
-                  sharc_op_t op, int root)
-{
-    return perf_no_cuda();
 }
 #endif

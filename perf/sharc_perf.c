@@ -26,23 +26,11 @@
 #include "perf_cuda.h"
 #include "perf_util.h"
 
-typedef enum {
-    PERF_ALLGATHER,
-    PERF_REDUCE_SCATTER,
-    PERF_ALLREDUCE,
-    PERF_BROADCAST,
-    PERF_ALLTOALL,
-    PERF_LAST
-} perf_coll_t;
-
-static const char *const perf_colls[] = {
-    [PERF_ALLGATHER] = "allgather", [PERF_REDUCE_SCATTER] = "reduce_scatter",
-    [PERF_ALLREDUCE] = "allreduce", [PERF_BROADCAST] = "broadcast",
-    [PERF_ALLTOALL] = "alltoall",
-};
+/* The collectives measured: sharc_coll_type_t's before the barrier, named by sharc_coll_name. */
+#define PERF_NCOLLS SHARC_COLL_BARRIER
 
 typedef struct {
-    perf_coll_t coll;
+    sharc_coll_type_t coll;
     size_t minbytes, maxbytes, stepbytes;
     double stepfactor;
     int iters, warmup, check, root, vs_mpi, vs_memcpy, vs_nccl;
@@ -54,11 +42,11 @@ typedef struct {
 } perf_opts_t;
 
 /* nccl-tests' bus bandwidth factors (alltoall: (n-1)/n, as all-gather). */
-static double perf_bus_factor(perf_coll_t coll, int n)
+static double perf_bus_factor(sharc_coll_type_t coll, int n)
 {
     switch (coll) {
-    case PERF_ALLREDUCE: return 2.0 * (n - 1) / n;
-    case PERF_BROADCAST: return 1.0;
+    case SHARC_COLL_ALLREDUCE: return 2.0 * (n - 1) / n;
+    case SHARC_COLL_BROADCAST: return 1.0;
     default: return (double)(n - 1) / n;
     }
 }
@@ -96,15 +84,15 @@ static void perf_layout(const perf_opts_t *o, int n, size_t size, perf_bufs_t *b
 
     b->count = size / esize;
     switch (o->coll) {
-    case PERF_ALLGATHER:
+    case SHARC_COLL_ALLGATHER:
         b->sendcount = b->count / n;
         b->recvcount = b->sendcount * n;
         break;
-    case PERF_REDUCE_SCATTER:
+    case SHARC_COLL_REDUCE_SCATTER:
         b->recvcount = b->count / n;
         b->sendcount = b->recvcount * n;
         break;
-    case PERF_ALLTOALL:
+    case SHARC_COLL_ALLTOALL:
         b->blockcount = b->count / n;
         b->sendcount = b->recvcount = b->blockcount * n;
         break;
@@ -121,17 +109,17 @@ static sharc_status_t perf_run_sharc(const perf_opts_t *o, sharc_comm_h comm, pe
     size_t esize = sharc_dtype_size(o->dtype);
 
     switch (o->coll) {
-    case PERF_ALLGATHER:
+    case SHARC_COLL_ALLGATHER:
         return sharc_allgather(inplace ? b->recv + rank * b->sendcount * esize : b->send, b->recv,
                                b->sendcount, o->dtype, comm, NULL);
-    case PERF_REDUCE_SCATTER:
+    case SHARC_COLL_REDUCE_SCATTER:
         return sharc_reduce_scatter(b->send,
                                     inplace ? b->send + rank * b->recvcount * esize : b->recv,
                                     b->recvcount, o->dtype, o->op, comm, NULL);
-    case PERF_ALLREDUCE:
+    case SHARC_COLL_ALLREDUCE:
         return sharc_allreduce(b->send, inplace ? b->send : b->recv, b->count, o->dtype, o->op,
                                comm, NULL);
-    case PERF_ALLTOALL:
+    case SHARC_COLL_ALLTOALL:
         return sharc_alltoall(b->send, inplace ? b->send : b->recv, b->blockcount, o->dtype, comm,
                               NULL);
     default:
@@ -157,7 +145,8 @@ static int perf_mpi_types(const perf_opts_t *o, MPI_Datatype *dt_p, MPI_Op *op_p
     case SHARC_OP_MIN: *op_p = MPI_MIN; break;
     case SHARC_OP_MAX: *op_p = MPI_MAX; break;
     default: /* MPI has no average: fine where nothing is reduced */
-        return (o->coll == PERF_ALLGATHER || o->coll == PERF_BROADCAST || o->coll == PERF_ALLTOALL)
+        return (o->coll == SHARC_COLL_ALLGATHER || o->coll == SHARC_COLL_BROADCAST ||
+                o->coll == SHARC_COLL_ALLTOALL)
                    ? 0
                    : -1;
     }
@@ -171,15 +160,15 @@ static int perf_run_mpi(const perf_opts_t *o, perf_bufs_t *b)
 
     perf_mpi_types(o, &dt, &op);
     switch (o->coll) {
-    case PERF_ALLGATHER:
+    case SHARC_COLL_ALLGATHER:
         return MPI_Allgather(b->send, (int)b->sendcount, dt, b->recv, (int)b->sendcount, dt,
                              MPI_COMM_WORLD);
-    case PERF_REDUCE_SCATTER:
+    case SHARC_COLL_REDUCE_SCATTER:
         return MPI_Reduce_scatter_block(b->send, b->recv, (int)b->recvcount, dt, op,
                                         MPI_COMM_WORLD);
-    case PERF_ALLREDUCE:
+    case SHARC_COLL_ALLREDUCE:
         return MPI_Allreduce(b->send, b->recv, (int)b->count, dt, op, MPI_COMM_WORLD);
-    case PERF_ALLTOALL:
+    case SHARC_COLL_ALLTOALL:
         return MPI_Alltoall(b->send, (int)b->blockcount, dt, b->recv, (int)b->blockcount, dt,
                             MPI_COMM_WORLD);
     default: return MPI_Bcast(b->send, (int)b->count, dt, o->root, MPI_COMM_WORLD);
@@ -204,7 +193,7 @@ static size_t perf_check(const perf_opts_t *o, sharc_comm_h comm, perf_bufs_t *b
     char *mine;
 
     switch (o->coll) {
-    case PERF_ALLGATHER:
+    case SHARC_COLL_ALLGATHER:
         mine = inplace ? b->hrecv + rank * b->sendcount * esize : b->hsend;
         perf_fill(mine, o->dtype, b->sendcount, rank, (size_t)rank * b->sendcount, o->op);
         if (perf_check_run(o, comm, b, inplace) != 0) {
@@ -218,7 +207,7 @@ static size_t perf_check(const perf_opts_t *o, sharc_comm_h comm, perf_bufs_t *b
             }
             return wrong;
         }
-    case PERF_REDUCE_SCATTER:
+    case SHARC_COLL_REDUCE_SCATTER:
         /* block i of every rank holds the elements i * recvcount .. of the vector */
         perf_fill(b->hsend, o->dtype, b->sendcount, rank, 0, o->op);
         if (perf_check_run(o, comm, b, inplace) != 0) {
@@ -226,13 +215,13 @@ static size_t perf_check(const perf_opts_t *o, sharc_comm_h comm, perf_bufs_t *b
         }
         return perf_wrong(inplace ? b->hsend + rank * b->recvcount * esize : b->hrecv, o->dtype,
                           b->recvcount, (size_t)rank * b->recvcount, -1, n, o->op);
-    case PERF_ALLREDUCE:
+    case SHARC_COLL_ALLREDUCE:
         perf_fill(b->hsend, o->dtype, b->count, rank, 0, o->op);
         if (perf_check_run(o, comm, b, inplace) != 0) {
             return b->count;
         }
         return perf_wrong(inplace ? b->hsend : b->hrecv, o->dtype, b->count, 0, -1, n, o->op);
-    case PERF_ALLTOALL:
+    case SHARC_COLL_ALLTOALL:
         /* block j of rank r's sendbuf holds perf_input(r, j * (blockcount + 1) + k): the
          * sender and the destination both show in the values (perf_input has period 4) */
         for (int j = 0; j < n; j++) {
@@ -329,9 +318,9 @@ static int perf_time_nccl(const perf_opts_t *o, sharc_comm_h comm, perf_bufs_t *
 {
     double *sorted = malloc(sizeof(double) * (size_t)o->iters);
     int coll = (int)o->coll;
-    size_t count = (o->coll == PERF_ALLGATHER)        ? b->sendcount
-                   : (o->coll == PERF_REDUCE_SCATTER) ? b->recvcount
-                                                      : b->count;
+    size_t count = (o->coll == SHARC_COLL_ALLGATHER)        ? b->sendcount
+                   : (o->coll == SHARC_COLL_REDUCE_SCATTER) ? b->recvcount
+                                                            : b->count;
 
     for (int i = 0; i < o->warmup + o->iters; i++) {
         double t0 = perf_now();
@@ -431,53 +420,146 @@ static void perf_free_bufs(const perf_opts_t *o, sharc_context_h ctx, perf_bufs_
     perf_free(o, ctx, b->recv);
 }
 
-static int perf_sweep(const perf_opts_t *o, sharc_context_h ctx, sharc_comm_h comm)
-{
-    int n = sharc_comm_size(comm), rank = sharc_comm_rank(comm), ret = 0, first = 1;
-    double factor = perf_bus_factor(o->coll, n);
-    perf_series_t oop = {0}, ip = {0}, mpi = {0}, nccl = {0};
-    FILE *json = NULL;
+/* The series of one sweep, and what one size measured. */
+typedef struct {
+    perf_series_t oop, ip, mpi, nccl;
+} perf_sweep_t;
 
-    oop.t = calloc((size_t)o->iters, sizeof(double));
-    ip.t = calloc((size_t)o->iters, sizeof(double));
-    mpi.t = calloc((size_t)o->iters, sizeof(double));
-    nccl.t = calloc((size_t)o->iters, sizeof(double));
-    if (rank == 0 && o->json != NULL && (json = fopen(o->json, "w")) == NULL) {
-        fprintf(stderr, "sharc-perf: cannot write %s\n", o->json);
-    }
+typedef struct {
+    double alg_oop, alg_ip, bus_oop, bus_ip, bus_mpi, bus_nccl, memcpy_bw;
+} perf_row_t;
+
+/* The JSON file's opening and the table's header (rank 0). */
+static void perf_sweep_header(const perf_opts_t *o, int n, FILE *json)
+{
     if (json != NULL) {
         fprintf(json,
                 "{\n  \"collective\": \"%s\", \"nranks\": %d, \"dtype\": \"%s\", "
                 "\"op\": \"%s\", \"root\": %d, \"iters\": %d, \"warmup\": %d, "
                 "\"registered\": %d, \"device\": \"%s\",\n"
                 "  \"results\": [\n",
-                perf_colls[o->coll], n, sharc_dtype_name(o->dtype), sharc_op_name(o->op), o->root,
-                o->iters, o->warmup, o->registered, o->cuda ? "cuda" : "host");
+                sharc_coll_name(o->coll), n, sharc_dtype_name(o->dtype), sharc_op_name(o->op),
+                o->root, o->iters, o->warmup, o->registered, o->cuda ? "cuda" : "host");
+    }
+    printf("# sharc-perf %s: %d ranks, %s, %s, %d iterations (+%d warmup), median of the "
+           "slowest rank per iteration; buffers from %s\n",
+           sharc_coll_name(o->coll), n, sharc_dtype_name(o->dtype), sharc_op_name(o->op), o->iters,
+           o->warmup,
+           o->cuda         ? "the device (--device cuda)"
+           : o->registered ? "sharc_mem_alloc (-R 1)"
+                           : "the heap");
+    printf("#%62s%32s%s%s%s\n", "out-of-place", "in-place", o->vs_mpi ? "               MPI" : "",
+           o->vs_nccl ? "              NCCL" : "",
+           o->vs_memcpy ? (o->cuda ? "  d2d copy" : "  memcpy") : "");
+    printf("#%12s %12s %8s %6s %6s %9s %7s %7s %6s %9s %7s %7s %6s%s%s%s\n", "size", "count",
+           "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw",
+           "#wrong", o->vs_mpi ? "      time   busbw  sharc/mpi" : "",
+           o->vs_nccl ? "      time   busbw sharc/nccl" : "",
+           o->vs_memcpy ? (o->cuda ? "  GB/s  busbw/copy" : "  GB/s  busbw/memcpy") : "");
+    printf("#%12s %12s %8s %6s %6s %9s %7s %7s %6s %9s %7s %7s %6s%s%s\n", "(B)", "(elements)", "",
+           "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "",
+           o->vs_mpi ? "      (us)  (GB/s)" : "", o->vs_nccl ? "      (us)  (GB/s)" : "");
+}
+
+/* Time one size on every side asked for into @p s, and its figures into @p row. 0 or 1. */
+static int perf_measure(const perf_opts_t *o, sharc_comm_h comm, perf_bufs_t *b, perf_sweep_t *s,
+                        perf_row_t *row)
+{
+    double factor = perf_bus_factor(o->coll, sharc_comm_size(comm));
+
+    memset(row, 0, sizeof(*row));
+    if (perf_time_sharc(o, comm, b, 0, &s->oop) != 0 ||
+        perf_time_sharc(o, comm, b, 1, &s->ip) != 0 ||
+        (o->vs_nccl && perf_time_nccl(o, comm, b, &s->nccl) != 0)) {
+        return 1;
+    }
+    row->bus_nccl =
+        (o->vs_nccl && s->nccl.median > 0) ? b->size / s->nccl.median / 1e9 * factor : 0;
+#ifdef HAVE_MPI
+    if (o->vs_mpi) {
+        perf_time_mpi(o, comm, b, &s->mpi);
+        row->bus_mpi = s->mpi.median > 0 ? b->size / s->mpi.median / 1e9 * factor : 0;
+    }
+#endif
+    if (o->vs_memcpy) {
+        row->memcpy_bw = perf_memcpy_bw(o, comm, b);
+    }
+    row->alg_oop = s->oop.median > 0 ? b->size / s->oop.median / 1e9 : 0;
+    row->alg_ip = s->ip.median > 0 ? b->size / s->ip.median / 1e9 : 0;
+    row->bus_oop = row->alg_oop * factor;
+    row->bus_ip = row->alg_ip * factor;
+    return 0;
+}
+
+/* One size's line of the table (rank 0). */
+static void perf_print_row(const perf_opts_t *o, const perf_bufs_t *b, const perf_sweep_t *s,
+                           const perf_row_t *r)
+{
+    printf(" %12zu %12zu %8s %6s %6d %9.1f %7.3f %7.3f %6zu %9.1f %7.3f %7.3f %6zu", b->size,
+           b->count, sharc_dtype_name(o->dtype),
+           (o->coll == SHARC_COLL_REDUCE_SCATTER || o->coll == SHARC_COLL_ALLREDUCE)
+               ? sharc_op_name(o->op)
+               : "none",
+           o->coll == SHARC_COLL_BROADCAST ? o->root : -1, s->oop.median * 1e6, r->alg_oop,
+           r->bus_oop, s->oop.wrong, s->ip.median * 1e6, r->alg_ip, r->bus_ip, s->ip.wrong);
+    if (o->vs_mpi) {
+        printf(" %9.1f %7.3f %10.2f", s->mpi.median * 1e6, r->bus_mpi,
+               r->bus_mpi > 0 ? r->bus_oop / r->bus_mpi : 0);
+    }
+    if (o->vs_nccl) {
+        printf(" %9.1f %7.3f %10.3f", s->nccl.median * 1e6, r->bus_nccl,
+               r->bus_nccl > 0 ? r->bus_oop / r->bus_nccl : 0);
+    }
+    if (o->vs_memcpy) {
+        printf(" %6.2f %13.2f", r->memcpy_bw, r->memcpy_bw > 0 ? r->bus_oop / r->memcpy_bw : 0);
+    }
+    printf("\n");
+    fflush(stdout);
+}
+
+/* One size's entry of the JSON file. */
+static void perf_json_row(const perf_opts_t *o, const perf_bufs_t *b, const perf_sweep_t *s,
+                          const perf_row_t *r, int first, FILE *json)
+{
+    fprintf(json, "%s    {\"size\": %zu, \"count\": %zu,\n", first ? "" : ",\n", b->size, b->count);
+    perf_json_series(json, "out_of_place", &s->oop, o->iters, r->alg_oop, r->bus_oop, 0);
+    if (o->vs_mpi) {
+        perf_json_series(json, "mpi", &s->mpi, o->iters, b->size / s->mpi.median / 1e9, r->bus_mpi,
+                         0);
+    }
+    if (o->vs_nccl) {
+        perf_json_series(json, "nccl", &s->nccl, o->iters, b->size / s->nccl.median / 1e9,
+                         r->bus_nccl, 0);
+    }
+    if (o->vs_memcpy) {
+        fprintf(json, "      \"memcpy_gbps\": %.4f,\n", r->memcpy_bw);
+    }
+    perf_json_series(json, "in_place", &s->ip, o->iters, r->alg_ip, r->bus_ip, 1);
+    fprintf(json, "    }");
+}
+
+/* Every size from -b to -e: measured, printed and written; 1 when one failed or was wrong. */
+static int perf_sweep(const perf_opts_t *o, sharc_context_h ctx, sharc_comm_h comm)
+{
+    int n = sharc_comm_size(comm), rank = sharc_comm_rank(comm), ret = 0, first = 1;
+    FILE *json = NULL;
+    perf_sweep_t s;
+
+    memset(&s, 0, sizeof(s));
+    s.oop.t = calloc((size_t)o->iters, sizeof(double));
+    s.ip.t = calloc((size_t)o->iters, sizeof(double));
+    s.mpi.t = calloc((size_t)o->iters, sizeof(double));
+    s.nccl.t = calloc((size_t)o->iters, sizeof(double));
+    if (rank == 0 && o->json != NULL && (json = fopen(o->json, "w")) == NULL) {
+        fprintf(stderr, "sharc-perf: cannot write %s\n", o->json);
     }
     if (rank == 0) {
-        printf("# sharc-perf %s: %d ranks, %s, %s, %d iterations (+%d warmup), median of the "
-               "slowest rank per iteration; buffers from %s\n",
-               perf_colls[o->coll], n, sharc_dtype_name(o->dtype), sharc_op_name(o->op), o->iters,
-               o->warmup,
-               o->cuda         ? "the device (--device cuda)"
-               : o->registered ? "sharc_mem_alloc (-R 1)"
-                               : "the heap");
-        printf("#%62s%32s%s%s%s\n", "out-of-place", "in-place",
-               o->vs_mpi ? "               MPI" : "", o->vs_nccl ? "              NCCL" : "",
-               o->vs_memcpy ? (o->cuda ? "  d2d copy" : "  memcpy") : "");
-        printf("#%12s %12s %8s %6s %6s %9s %7s %7s %6s %9s %7s %7s %6s%s%s%s\n", "size", "count",
-               "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw",
-               "busbw", "#wrong", o->vs_mpi ? "      time   busbw  sharc/mpi" : "",
-               o->vs_nccl ? "      time   busbw sharc/nccl" : "",
-               o->vs_memcpy ? (o->cuda ? "  GB/s  busbw/copy" : "  GB/s  busbw/memcpy") : "");
-        printf("#%12s %12s %8s %6s %6s %9s %7s %7s %6s %9s %7s %7s %6s%s%s\n", "(B)", "(elements)",
-               "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "",
-               o->vs_mpi ? "      (us)  (GB/s)" : "", o->vs_nccl ? "      (us)  (GB/s)" : "");
+        perf_sweep_header(o, n, json);
     }
     for (size_t size = o->minbytes; size <= o->maxbytes;
          size = (o->stepbytes ? size + o->stepbytes : (size_t)(size * o->stepfactor))) {
         perf_bufs_t b;
-        double alg_oop, alg_ip, bus_oop, bus_ip, bus_mpi = 0, bus_nccl = 0, memcpy_bw = 0;
+        perf_row_t row;
 
         perf_layout(o, n, size, &b);
         b.send = perf_alloc(o, ctx, b.size + 64);
@@ -485,69 +567,19 @@ static int perf_sweep(const perf_opts_t *o, sharc_context_h ctx, sharc_comm_h co
         b.hsend = o->cuda ? calloc(1, b.size + 64) : b.send;
         b.hrecv = o->cuda ? calloc(1, b.size + 64) : b.recv;
         if (b.send == NULL || b.recv == NULL || b.hsend == NULL || b.hrecv == NULL ||
-            perf_time_sharc(o, comm, &b, 0, &oop) != 0 ||
-            perf_time_sharc(o, comm, &b, 1, &ip) != 0 ||
-            (o->vs_nccl && perf_time_nccl(o, comm, &b, &nccl) != 0)) {
+            perf_measure(o, comm, &b, &s, &row) != 0) {
             ret = 1;
             perf_free_bufs(o, ctx, &b);
             break;
         }
-        bus_nccl = (o->vs_nccl && nccl.median > 0) ? b.size / nccl.median / 1e9 * factor : 0;
-#ifdef HAVE_MPI
-        if (o->vs_mpi) {
-            perf_time_mpi(o, comm, &b, &mpi);
-            bus_mpi = mpi.median > 0 ? b.size / mpi.median / 1e9 * factor : 0;
-        }
-#endif
-        if (o->vs_memcpy) {
-            memcpy_bw = perf_memcpy_bw(o, comm, &b);
-        }
-        alg_oop = oop.median > 0 ? b.size / oop.median / 1e9 : 0;
-        alg_ip = ip.median > 0 ? b.size / ip.median / 1e9 : 0;
-        bus_oop = alg_oop * factor;
-        bus_ip = alg_ip * factor;
         if (rank == 0) {
-            printf(" %12zu %12zu %8s %6s %6d %9.1f %7.3f %7.3f %6zu %9.1f %7.3f %7.3f %6zu", b.size,
-                   b.count, sharc_dtype_name(o->dtype),
-                   (o->coll == PERF_REDUCE_SCATTER || o->coll == PERF_ALLREDUCE)
-                       ? sharc_op_name(o->op)
-                       : "none",
-                   o->coll == PERF_BROADCAST ? o->root : -1, oop.median * 1e6, alg_oop, bus_oop,
-                   oop.wrong, ip.median * 1e6, alg_ip, bus_ip, ip.wrong);
-            if (o->vs_mpi) {
-                printf(" %9.1f %7.3f %10.2f", mpi.median * 1e6, bus_mpi,
-                       bus_mpi > 0 ? bus_oop / bus_mpi : 0);
-            }
-            if (o->vs_nccl) {
-                printf(" %9.1f %7.3f %10.3f", nccl.median * 1e6, bus_nccl,
-                       bus_nccl > 0 ? bus_oop / bus_nccl : 0);
-            }
-            if (o->vs_memcpy) {
-                printf(" %6.2f %13.2f", memcpy_bw, memcpy_bw > 0 ? bus_oop / memcpy_bw : 0);
-            }
-            printf("\n");
-            fflush(stdout);
+            perf_print_row(o, &b, &s, &row);
         }
         if (json != NULL) {
-            fprintf(json, "%s    {\"size\": %zu, \"count\": %zu,\n", first ? "" : ",\n", b.size,
-                    b.count);
-            perf_json_series(json, "out_of_place", &oop, o->iters, alg_oop, bus_oop, 0);
-            if (o->vs_mpi) {
-                perf_json_series(json, "mpi", &mpi, o->iters, b.size / mpi.median / 1e9, bus_mpi,
-                                 0);
-            }
-            if (o->vs_nccl) {
-                perf_json_series(json, "nccl", &nccl, o->iters, b.size / nccl.median / 1e9,
-                                 bus_nccl, 0);
-            }
-            if (o->vs_memcpy) {
-                fprintf(json, "      \"memcpy_gbps\": %.4f,\n", memcpy_bw);
-            }
-            perf_json_series(json, "in_place", &ip, o->iters, alg_ip, bus_ip, 1);
-            fprintf(json, "    }");
+            perf_json_row(o, &b, &s, &row, first, json);
             first = 0;
         }
-        ret |= (oop.wrong != 0 || ip.wrong != 0);
+        ret |= (s.oop.wrong != 0 || s.ip.wrong != 0);
         perf_free_bufs(o, ctx, &b);
         if (o->stepbytes == 0 && o->stepfactor <= 1.0) {
             break;
@@ -557,10 +589,10 @@ static int perf_sweep(const perf_opts_t *o, sharc_context_h ctx, sharc_comm_h co
         fprintf(json, "\n  ]\n}\n");
         fclose(json);
     }
-    free(oop.t);
-    free(ip.t);
-    free(mpi.t);
-    free(nccl.t);
+    free(s.oop.t);
+    free(s.ip.t);
+    free(s.mpi.t);
+    free(s.nccl.t);
     return ret;
 }
 
@@ -595,7 +627,8 @@ static void perf_usage(FILE *out)
             "Run it under the job's launcher: mpirun -np 2 sharc-perf allgather -b 1M -e 256M\n");
 }
 
-int main(int argc, char **argv)
+/* The collective and its options; 0, or 2 for bad arguments (said), or -1 for -h (done). */
+static int perf_parse_args(int argc, char **argv, perf_opts_t *o)
 {
     static const struct option opts[] = {
         {"minbytes", required_argument, NULL, 'b'},
@@ -617,6 +650,100 @@ int main(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
+    int c, bad = 0;
+
+    for (c = 0; c < PERF_NCOLLS && strcmp(argv[1], sharc_coll_name((sharc_coll_type_t)c)) != 0;
+         c++) {
+    }
+    if (c == PERF_NCOLLS) {
+        fprintf(stderr, "sharc-perf: unknown collective '%s'\n", argv[1]);
+        perf_usage(stderr);
+        return 2;
+    }
+    o->coll = (sharc_coll_type_t)c;
+    optind = 2;
+    while ((c = getopt_long(argc, argv, "b:e:i:f:n:w:c:d:o:r:R:J:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'b': bad |= perf_parse_size(optarg, &o->minbytes); break;
+        case 'e': bad |= perf_parse_size(optarg, &o->maxbytes); break;
+        case 'i': bad |= perf_parse_size(optarg, &o->stepbytes); break;
+        case 'f':
+            o->stepfactor = atof(optarg);
+            bad |= o->stepfactor <= 0;
+            break;
+        case 'n':
+            o->iters = atoi(optarg);
+            bad |= o->iters < 1;
+            break;
+        case 'w':
+            o->warmup = atoi(optarg);
+            bad |= o->warmup < 0;
+            break;
+        case 'c': o->check = atoi(optarg); break;
+        case 'd': bad |= sharc_dtype_from_name(optarg, &o->dtype) != SHARC_OK; break;
+        case 'o': bad |= sharc_op_from_name(optarg, &o->op) != SHARC_OK; break;
+        case 'r': o->root = atoi(optarg); break;
+        case 'R':
+            o->registered = atoi(optarg);
+            bad |= o->registered != 0 && o->registered != 1;
+            break;
+        case 'J': o->json = optarg; break;
+        case 'M': o->vs_mpi = 1; break;
+        case 'C': o->vs_memcpy = 1; break;
+        case 'N': o->vs_nccl = 1; break;
+        case 'D':
+            o->cuda = strcmp(optarg, "cuda") == 0;
+            bad |= !o->cuda && strcmp(optarg, "host") != 0;
+            break;
+        case 'h': perf_usage(stdout); return -1;
+        default: bad = 1; break;
+        }
+    }
+    if (bad || optind < argc || o->minbytes > o->maxbytes ||
+        (o->cuda && (o->vs_mpi || o->registered)) || (o->vs_nccl && !o->cuda)) {
+        fprintf(stderr, "sharc-perf: bad arguments\n");
+        perf_usage(stderr);
+        return 2;
+    }
+    return 0;
+}
+
+/* --vs-mpi: MPI for the comparison (initialized here, finalized by perf_mpi_fini). 0 or 2. */
+static int perf_mpi_init(const perf_opts_t *o, int *argc, char ***argv)
+{
+#ifdef HAVE_MPI
+    if (o->vs_mpi) {
+        MPI_Datatype dt = MPI_BYTE;
+        MPI_Op op = MPI_SUM;
+        int provided;
+
+        if (perf_mpi_types(o, &dt, &op) != 0) {
+            fprintf(stderr, "sharc-perf: --vs-mpi: MPI has no %s or no %s reduction\n",
+                    sharc_dtype_name(o->dtype), sharc_op_name(o->op));
+            return 2;
+        }
+        MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided);
+    }
+#else
+    if (o->vs_mpi) {
+        fprintf(stderr, "sharc-perf: --vs-mpi needs sharc built with MPI\n");
+        return 2;
+    }
+#endif
+    return 0;
+}
+
+static void perf_mpi_fini(const perf_opts_t *o)
+{
+#ifdef HAVE_MPI
+    if (o->vs_mpi) {
+        MPI_Finalize();
+    }
+#endif
+}
+
+int main(int argc, char **argv)
+{
     perf_opts_t o = {.minbytes = 32u << 20,
                      .maxbytes = 32u << 20,
                      .stepfactor = 2.0,
@@ -627,7 +754,7 @@ int main(int argc, char **argv)
                      .op = SHARC_OP_SUM};
     sharc_context_h ctx;
     sharc_comm_h comm;
-    int c, ret, bad = 0;
+    int ret;
 
     if (argc >= 2 && strcmp(argv[1], "overlap") == 0) {
         return perf_overlap_main(argc, argv);
@@ -639,77 +766,13 @@ int main(int argc, char **argv)
         perf_usage(argc >= 2 && strcmp(argv[1], "-h") == 0 ? stdout : stderr);
         return argc >= 2 && strcmp(argv[1], "-h") == 0 ? 0 : 2;
     }
-    for (c = 0; c < PERF_LAST && strcmp(argv[1], perf_colls[c]) != 0; c++) {
+    ret = perf_parse_args(argc, argv, &o);
+    if (ret == 0) {
+        ret = perf_mpi_init(&o, &argc, &argv);
     }
-    if (c == PERF_LAST) {
-        fprintf(stderr, "sharc-perf: unknown collective '%s'\n", argv[1]);
-        perf_usage(stderr);
-        return 2;
+    if (ret != 0) {
+        return ret < 0 ? 0 : ret;
     }
-    o.coll = (perf_coll_t)c;
-    optind = 2;
-    while ((c = getopt_long(argc, argv, "b:e:i:f:n:w:c:d:o:r:R:J:h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'b': bad |= perf_parse_size(optarg, &o.minbytes); break;
-        case 'e': bad |= perf_parse_size(optarg, &o.maxbytes); break;
-        case 'i': bad |= perf_parse_size(optarg, &o.stepbytes); break;
-        case 'f':
-            o.stepfactor = atof(optarg);
-            bad |= o.stepfactor <= 0;
-            break;
-        case 'n':
-            o.iters = atoi(optarg);
-            bad |= o.iters < 1;
-            break;
-        case 'w':
-            o.warmup = atoi(optarg);
-            bad |= o.warmup < 0;
-            break;
-        case 'c': o.check = atoi(optarg); break;
-        case 'd': bad |= sharc_dtype_from_name(optarg, &o.dtype) != SHARC_OK; break;
-        case 'o': bad |= sharc_op_from_name(optarg, &o.op) != SHARC_OK; break;
-        case 'r': o.root = atoi(optarg); break;
-        case 'R':
-            o.registered = atoi(optarg);
-            bad |= o.registered != 0 && o.registered != 1;
-            break;
-        case 'J': o.json = optarg; break;
-        case 'M': o.vs_mpi = 1; break;
-        case 'C': o.vs_memcpy = 1; break;
-        case 'N': o.vs_nccl = 1; break;
-        case 'D':
-            o.cuda = strcmp(optarg, "cuda") == 0;
-            bad |= !o.cuda && strcmp(optarg, "host") != 0;
-            break;
-        case 'h': perf_usage(stdout); return 0;
-        default: bad = 1; break;
-        }
-    }
-    if (bad || optind < argc || o.minbytes > o.maxbytes || (o.cuda && (o.vs_mpi || o.registered)) ||
-        (o.vs_nccl && !o.cuda)) {
-        fprintf(stderr, "sharc-perf: bad arguments\n");
-        perf_usage(stderr);
-        return 2;
-    }
-#ifdef HAVE_MPI
-    if (o.vs_mpi) {
-        MPI_Datatype dt = MPI_BYTE;
-        MPI_Op op = MPI_SUM;
-        int provided;
-
-        if (perf_mpi_types(&o, &dt, &op) != 0) {
-            fprintf(stderr, "sharc-perf: --vs-mpi: MPI has no %s or no %s reduction\n",
-                    sharc_dtype_name(o.dtype), sharc_op_name(o.op));
-            return 2;
-        }
-        MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
-    }
-#else
-    if (o.vs_mpi) {
-        fprintf(stderr, "sharc-perf: --vs-mpi needs sharc built with MPI\n");
-        return 2;
-    }
-#endif
     if (sharc_context_create(NULL, &ctx) != SHARC_OK ||
         sharc_comm_create(ctx, NULL, &comm) != SHARC_OK) {
         fprintf(stderr, "sharc-perf: cannot create the communicator (see the log above)\n");
@@ -727,10 +790,6 @@ int main(int argc, char **argv)
     }
     sharc_comm_destroy(comm);
     sharc_context_destroy(ctx);
-#ifdef HAVE_MPI
-    if (o.vs_mpi) {
-        MPI_Finalize();
-    }
-#endif
+    perf_mpi_fini(&o);
     return ret;
 }

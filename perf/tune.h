@@ -16,6 +16,7 @@
 
 #include <stddef.h>
 #include <stdio.h>
+#include <sharc/coll.h>
 
 #define PERF_TUNE_MAX_SIZES  40
 #define PERF_TUNE_MAX_KV     24 /* settings in one environment */
@@ -24,17 +25,9 @@
 #define PERF_TUNE_NAME       64
 #define PERF_TUNE_VALUE      160
 
-/* The collectives tune measures, in sharc-perf's names. */
-typedef enum {
-    PERF_TUNE_ALLGATHER,
-    PERF_TUNE_REDUCE_SCATTER,
-    PERF_TUNE_ALLREDUCE,
-    PERF_TUNE_BROADCAST,
-    PERF_TUNE_ALLTOALL,
-    PERF_TUNE_NCOLLS
-} perf_tune_coll_t;
-
-extern const char *const perf_tune_coll_names[PERF_TUNE_NCOLLS];
+/* The collectives tune measures: sharc_coll_type_t's before the barrier (sharc/coll.h),
+ * named by sharc_coll_name. */
+#define PERF_TUNE_NCOLLS SHARC_COLL_BARRIER
 
 /* ---- environments: the settings of one candidate ---------------------------------------- */
 
@@ -67,7 +60,7 @@ typedef struct {
     char values[PERF_TUNE_MAX_VALUES][PERF_TUNE_VALUE]; /* each "K=V[;K=V]" */
     int nvalues;
     int per_size;   /* chosen per collective and size (an algorithm table), else one value */
-    unsigned colls; /* bit (1u << perf_tune_coll_t) for each collective it matters to */
+    unsigned colls; /* bit (1u << sharc_coll_type_t) for each collective it matters to */
     char why[160];  /* why it is in the space */
 } perf_tune_knob_t;
 

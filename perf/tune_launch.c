@@ -50,8 +50,8 @@ static void result_key(const perf_tune_launcher_t *l, int coll, size_t minb, siz
     /* everything that changes what a job measures: a resumed run with other options
      * measures again */
     perf_snprintf(key, len, "%s|np=%d|%zu-%zu|n=%d,w=%d,%s,%s|base %s|launch %s|%s|%s",
-                  perf_tune_coll_names[coll], l->np, minb, maxb, l->iters, l->warmup, l->dtype,
-                  l->cuda ? "cuda" : "host", base, l->launch, text, tag);
+                  sharc_coll_name((sharc_coll_type_t)(coll)), l->np, minb, maxb, l->iters,
+                  l->warmup, l->dtype, l->cuda ? "cuda" : "host", base, l->launch, text, tag);
 }
 
 static void json_doubles(json_object *o, const char *name, const double *v, int n)
@@ -371,8 +371,8 @@ int perf_tune_measure(void *arg, int coll, size_t minb, size_t maxb, const perf_
         put(cmd, sizeof(cmd), &used, kv);
     }
     perf_snprintf(args, sizeof(args), " %s %s -b %zu -e %zu -f 2 -n %d -w %d -c 1 -d %s -J %s%s",
-                  l->perf, perf_tune_coll_names[coll], minb, maxb, l->iters, l->warmup, l->dtype,
-                  json, l->cuda ? " --device cuda" : " --vs-memcpy");
+                  l->perf, sharc_coll_name((sharc_coll_type_t)(coll)), minb, maxb, l->iters,
+                  l->warmup, l->dtype, json, l->cuda ? " --device cuda" : " --vs-memcpy");
     if (put(cmd, sizeof(cmd), &used, args) != 0 ||
         perf_tune_expand(l->launch, l->np, &all, cmd, line, sizeof(line)) != 0) {
         perf_snprintf(r->error, sizeof(r->error), "launch line too long");

@@ -323,7 +323,7 @@ static int check(tune_args_t *a, perf_tune_opts_t *o)
         if (p->n == 0) {
             continue;
         }
-        printf("\n## %s\n\n", perf_tune_coll_names[c]);
+        printf("\n## %s\n\n", sharc_coll_name((sharc_coll_type_t)(c)));
         perf_tune_report_table(stdout, &t, &saved.plan, c, "saved");
         for (int i = 0; i < p->n; i++) {
             /* slower than when tuned: by more than the spread now, the spread then, and 10% */
@@ -333,12 +333,13 @@ static int check(tune_args_t *a, perf_tune_opts_t *o)
             if (p->tuned[i] < p->base[i] - p->spread[i]) {
                 printf("REGRESSION: %s %zu B: the saved settings give %.3f GB/s, the defaults "
                        "%.3f (spread %.3f)\n",
-                       perf_tune_coll_names[c], p->size[i], p->tuned[i], p->base[i], p->spread[i]);
+                       sharc_coll_name((sharc_coll_type_t)(c)), p->size[i], p->tuned[i], p->base[i],
+                       p->spread[i]);
                 flagged = 1;
             } else if (then > 0 && p->tuned[i] < then - slack) {
                 printf("REGRESSION: %s %zu B: %.3f GB/s, %.3f when tuned (below by more than "
                        "either spread and 10%%)\n",
-                       perf_tune_coll_names[c], p->size[i], p->tuned[i], then);
+                       sharc_coll_name((sharc_coll_type_t)(c)), p->size[i], p->tuned[i], then);
                 flagged = 1;
             }
         }
@@ -351,8 +352,8 @@ int perf_tune_main(int argc, char **argv)
 {
     static perf_tune_space_t space;
     static perf_tune_plan_t plan;
-    tune_args_t a = {.colls = (1u << PERF_TUNE_ALLGATHER) | (1u << PERF_TUNE_REDUCE_SCATTER) |
-                              (1u << PERF_TUNE_ALLREDUCE),
+    tune_args_t a = {.colls = (1u << SHARC_COLL_ALLGATHER) | (1u << SHARC_COLL_REDUCE_SCATTER) |
+                              (1u << SHARC_COLL_ALLREDUCE),
                      .minb = 64u << 10,
                      .maxb = 256u << 20,
                      .np = 2,

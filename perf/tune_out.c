@@ -223,8 +223,8 @@ static int sharc_rows(FILE *f, const perf_tune_plan_t *plan, int np)
             }
             if (v != NULL) {
                 size_t max = j + 1 < p->n ? p->size[j + 1] - 1 : p->size[j];
-                fprintf(f, "%-15s %4d %12zu %12zu  %s\n", perf_tune_coll_names[c], np, p->size[i],
-                        max, v);
+                fprintf(f, "%-15s %4d %12zu %12zu  %s\n", sharc_coll_name((sharc_coll_type_t)(c)),
+                        np, p->size[i], max, v);
                 rows++;
             }
             i = j + 1;
@@ -379,7 +379,8 @@ static int write_json(const char *dir, const perf_tune_target_t *t, const perf_t
             json_object_array_add(at, env_json(&p->at[i]));
             json_object_array_add(kept, json_object_new_boolean(p->kept[i]));
         }
-        json_object_object_add(co, "collective", json_object_new_string(perf_tune_coll_names[c]));
+        json_object_object_add(co, "collective",
+                               json_object_new_string(sharc_coll_name((sharc_coll_type_t)(c))));
         json_object_object_add(co, "sizes", sizes);
         json_object_object_add(co, "per_size", at);
         json_object_object_add(co, "kept", kept);
@@ -437,7 +438,9 @@ int perf_tune_load(const char *path, perf_tune_saved_t *saved, char *err, size_t
         const char *name = jstr(co, "collective");
         int c;
 
-        for (c = 0; c < PERF_TUNE_NCOLLS && strcmp(name, perf_tune_coll_names[c]) != 0; c++) {
+        for (c = 0;
+             c < PERF_TUNE_NCOLLS && strcmp(name, sharc_coll_name((sharc_coll_type_t)(c))) != 0;
+             c++) {
         }
         if (c == PERF_TUNE_NCOLLS || !json_object_object_get_ex(co, "sizes", &sizes) ||
             !json_object_object_get_ex(co, "per_size", &at) ||
@@ -491,10 +494,10 @@ static void report_plot(const char *dir, const perf_tune_plan_t *plan)
         if (p->n == 0) {
             continue;
         }
-        fprintf(f, "%s# %s\n", blocks ? "\n\n" : "", perf_tune_coll_names[c]);
+        fprintf(f, "%s# %s\n", blocks ? "\n\n" : "", sharc_coll_name((sharc_coll_type_t)(c)));
         for (int i = 0; i < p->n; i++) {
-            fprintf(f, "%s %zu %.4f %.4f %.4f\n", perf_tune_coll_names[c], p->size[i], p->base[i],
-                    p->tuned[i], p->spread[i]);
+            fprintf(f, "%s %zu %.4f %.4f %.4f\n", sharc_coll_name((sharc_coll_type_t)(c)),
+                    p->size[i], p->base[i], p->tuned[i], p->spread[i]);
         }
         blocks++;
     }
@@ -520,8 +523,8 @@ static void report_plot(const char *dir, const perf_tune_plan_t *plan)
         fprintf(f,
                 "%s'%s/report.dat' index %d using 2:3 with linespoints dt 2 lc %d title '%s "
                 "default', '' index %d using 2:4:($5/2) with yerrorlines lc %d title '%s tuned'",
-                b ? ", " : "", dir, b, b + 1, perf_tune_coll_names[c], b, b + 1,
-                perf_tune_coll_names[c]);
+                b ? ", " : "", dir, b, b + 1, sharc_coll_name((sharc_coll_type_t)(c)), b, b + 1,
+                sharc_coll_name((sharc_coll_type_t)(c)));
         b++;
     }
     fprintf(f, "\n");
@@ -669,11 +672,11 @@ int perf_tune_write(const char *dir, const perf_tune_target_t *t, const perf_tun
         if (plan->coll[c].n == 0) {
             if (plan->coll[c].failed) {
                 fprintf(f, "## %s\n\nThe defaults could not be measured (see logs/).\n\n",
-                        perf_tune_coll_names[c]);
+                        sharc_coll_name((sharc_coll_type_t)(c)));
             }
             continue;
         }
-        fprintf(f, "## %s\n\n", perf_tune_coll_names[c]);
+        fprintf(f, "## %s\n\n", sharc_coll_name((sharc_coll_type_t)(c)));
         perf_tune_report_table(f, t, plan, c, "tuned");
         fprintf(f, "\n");
     }

@@ -30,12 +30,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const perf_tune_coll_names[PERF_TUNE_NCOLLS] = {
-    [PERF_TUNE_ALLGATHER] = "allgather", [PERF_TUNE_REDUCE_SCATTER] = "reduce_scatter",
-    [PERF_TUNE_ALLREDUCE] = "allreduce", [PERF_TUNE_BROADCAST] = "broadcast",
-    [PERF_TUNE_ALLTOALL] = "alltoall",
-};
-
 /* ---- environments ------------------------------------------------------------------------- */
 
 int perf_tune_env_set(perf_tune_env_t *env, const char *key, const char *value)
@@ -213,7 +207,8 @@ static int launch(search_t *s, int coll, size_t minb, size_t maxb, const perf_tu
     if (!r->ok) {
         char text[512];
         perf_tune_env_text(env, text, sizeof(text));
-        say(s, "tune: %s with %s failed: %s\n", perf_tune_coll_names[coll], text, r->error);
+        say(s, "tune: %s with %s failed: %s\n", sharc_coll_name((sharc_coll_type_t)(coll)), text,
+            r->error);
         s->plan->failures++;
     }
     return 0;
@@ -303,7 +298,7 @@ static int defaults(search_t *s)
         }
         if (!r1.ok || !r2.ok || r1.n == 0 || r1.n != r2.n) {
             say(s, "tune: %s: the defaults could not be measured; not tuned\n",
-                perf_tune_coll_names[c]);
+                sharc_coll_name((sharc_coll_type_t)(c)));
             p->failed = 1;
             continue;
         }
@@ -317,7 +312,8 @@ static int defaults(search_t *s)
             s->noise[c][i] = noise > o->noise_floor ? noise : o->noise_floor;
         }
         any = 1;
-        say(s, "tune: %s defaults measured at %d sizes\n", perf_tune_coll_names[c], p->n);
+        say(s, "tune: %s defaults measured at %d sizes\n", sharc_coll_name((sharc_coll_type_t)(c)),
+            p->n);
     }
     return any ? 0 : -1;
 }
@@ -416,8 +412,8 @@ static int per_size_knob(search_t *s, const perf_tune_knob_t *k, int c)
         int wins = 0;
 
         if (over_budget(s)) {
-            say(s, "tune: %s %s: budget spent after %d of %d values\n", perf_tune_coll_names[c],
-                k->name, v, k->nvalues);
+            say(s, "tune: %s %s: budget spent after %d of %d values\n",
+                sharc_coll_name((sharc_coll_type_t)(c)), k->name, v, k->nvalues);
             break;
         }
         for (int i = 0; i < p->n; i++) {
@@ -434,8 +430,8 @@ static int per_size_knob(search_t *s, const perf_tune_knob_t *k, int c)
                 wins++;
             }
         }
-        say(s, "tune: %-14s %-28s %-32s best so far at %d of %d sizes\n", perf_tune_coll_names[c],
-            k->name, k->values[v], wins, p->n);
+        say(s, "tune: %-14s %-28s %-32s best so far at %d of %d sizes\n",
+            sharc_coll_name((sharc_coll_type_t)(c)), k->name, k->values[v], wins, p->n);
     }
     for (int i = 0; i < p->n; i++) {
         if (best[i] >= 0) {

@@ -88,32 +88,37 @@ static void leave_out(perf_tune_space_t *s, const char *fmt, ...)
 
 static void space_host(const perf_tune_target_t *t, perf_tune_space_t *s)
 {
-    int pow2 = t->np > 0 && (t->np & (t->np - 1)) == 0;
+    int pow2 = t->np > 0 && (t->np & (t->np - 1)) == 0, left_pow2 = 0;
     static const char *const chunks[] = {"256k", "512k", "2m", "4m", NULL};
 
-    /* algorithms per collective and size: sharc's table (SHARC_TUNE_FILE) */
-    simple(s, "SHARC_ALLGATHER_ALGO", 1, PERF_TUNE_BIT(PERF_TUNE_ALLGATHER),
-           "sharc's all-gather algorithm per size",
-           pow2 ? (const char *const[]){"ring", "recursive_doubling", "direct", NULL}
-                : (const char *const[]){"ring", "direct", NULL});
-    simple(s, "SHARC_REDUCE_SCATTER_ALGO", 1, PERF_TUNE_BIT(PERF_TUNE_REDUCE_SCATTER),
-           "sharc's reduce-scatter algorithm per size",
-           pow2 ? (const char *const[]){"ring", "recursive_halving", "direct", NULL}
-                : (const char *const[]){"ring", "direct", NULL});
-    simple(s, "SHARC_ALLREDUCE_ALGO", 1, PERF_TUNE_BIT(PERF_TUNE_ALLREDUCE),
-           "sharc's all-reduce algorithm per size",
-           pow2 ? (const char *const[]){"ring", "recursive_doubling", NULL}
-                : (const char *const[]){"ring", NULL});
-    simple(s, "SHARC_BROADCAST_ALGO", 1, PERF_TUNE_BIT(PERF_TUNE_BROADCAST),
-           "sharc's broadcast algorithm per size",
-           (const char *const[]){"chain", "binomial", NULL});
-    simple(s, "SHARC_ALLTOALL_ALGO", 1, PERF_TUNE_BIT(PERF_TUNE_ALLTOALL),
-           "sharc's all-to-all algorithm per size",
-           (const char *const[]){"direct", "pairwise", NULL});
-    if (!pow2) {
+    /* algorithms per collective and size: sharc's table (SHARC_TUNE_FILE), from the library's
+     * own list of algorithms and their constraints */
+    for (int c = 0; c < PERF_TUNE_NCOLLS; c++) {
+        const sharc_coll_algo_info_t *algo;
+        char name[PERF_TUNE_NAME], why[64], upper[32];
+        perf_tune_knob_t *k;
+
+        perf_snprintf(upper, sizeof(upper), "%s", sharc_coll_name((sharc_coll_type_t)c));
+        for (char *p = upper; *p != '\0'; p++) {
+            *p = (char)toupper((unsigned char)*p);
+        }
+        perf_snprintf(name, sizeof(name), "SHARC_%s_ALGO", upper);
+        perf_snprintf(why, sizeof(why), "sharc's %s algorithm per size",
+                      sharc_coll_name((sharc_coll_type_t)c));
+        k = knob(s, name, 1, PERF_TUNE_BIT(c), why);
+        for (int i = 0; k != NULL && (algo = sharc_coll_algo((sharc_coll_type_t)c, i)) != NULL;
+             i++) {
+            if ((algo->flags & SHARC_COLL_ALGO_POW2) && !pow2) {
+                left_pow2 = 1;
+            } else {
+                value(k, algo->name);
+            }
+        }
+    }
+    if (left_pow2) {
         leave_out(s, "recursive doubling / halving: %d ranks is not a power of two", t->np);
     }
-    simple(s, "SHARC_COLL_CHUNK", 0, PERF_TUNE_ALL_COLLS & ~PERF_TUNE_BIT(PERF_TUNE_ALLTOALL),
+    simple(s, "SHARC_COLL_CHUNK", 0, PERF_TUNE_ALL_COLLS & ~PERF_TUNE_BIT(SHARC_COLL_ALLTOALL),
            "chunk of the pipelined ring and chain (default 1m)", chunks);
     if (t->shm) {
         simple(s, "SHARC_SHM_CMA", 0, PERF_TUNE_ALL_COLLS,
@@ -170,12 +175,12 @@ static void space_nccl(const perf_tune_target_t *t, perf_tune_space_t *s)
     int nvls = strcmp(t->intra, "NVSwitch") == 0 && t->gpu_sm >= 90;
     int ll128 = t->gpu_sm >= 70 || t->gpu_sm == 0;
     static const struct {
-        perf_tune_coll_t coll;
+        sharc_coll_type_t coll;
         const char *nccl;
-    } colls[] = {{PERF_TUNE_ALLGATHER, "allgather"},
-                 {PERF_TUNE_REDUCE_SCATTER, "reduce_scatter"},
-                 {PERF_TUNE_ALLREDUCE, "allreduce"},
-                 {PERF_TUNE_BROADCAST, "broadcast"}};
+    } colls[] = {{SHARC_COLL_ALLGATHER, "allgather"},
+                 {SHARC_COLL_REDUCE_SCATTER, "reduce_scatter"},
+                 {SHARC_COLL_ALLREDUCE, "allreduce"},
+                 {SHARC_COLL_BROADCAST, "broadcast"}};
     const char *protos[] = {"LL", "LL128", "Simple"};
 
     /* algorithm and protocol per collective and size, jointly (they interact): the rows of
@@ -186,12 +191,12 @@ static void space_nccl(const perf_tune_target_t *t, perf_tune_space_t *s)
         char name[PERF_TUNE_NAME], v[PERF_TUNE_VALUE];
 
         algos[nalgos++] = "Ring";
-        if (colls[c].coll == PERF_TUNE_ALLREDUCE) {
+        if (colls[c].coll == SHARC_COLL_ALLREDUCE) {
             algos[nalgos++] = "Tree";
             if (nvls) {
                 algos[nalgos++] = net ? "NVLSTree" : "NVLS";
             }
-        } else if (colls[c].coll != PERF_TUNE_BROADCAST) {
+        } else if (colls[c].coll != SHARC_COLL_BROADCAST) {
             if (nvls) {
                 algos[nalgos++] = "NVLS";
             }
@@ -216,7 +221,7 @@ static void space_nccl(const perf_tune_target_t *t, perf_tune_space_t *s)
         leave_out(s, "NVLS algorithms, NCCL_NVLS_ENABLE: no NVSwitch with sm90+ GPUs");
     }
     perf_tune_knob_t *k = knob(s, "NCCL_MIN_NCHANNELS=NCCL_MAX_NCHANNELS", 1,
-                               PERF_TUNE_ALL_COLLS & ~PERF_TUNE_BIT(PERF_TUNE_ALLTOALL),
+                               PERF_TUNE_ALL_COLLS & ~PERF_TUNE_BIT(SHARC_COLL_ALLTOALL),
                                "NCCL channels per size (tuner CSV)");
     for (int ch = 2; ch <= 32; ch *= 2) {
         char v[PERF_TUNE_VALUE];
@@ -353,7 +358,8 @@ unsigned perf_tune_parse_colls(const char *list, char *unknown, size_t len)
     perf_snprintf(buf, sizeof(buf), "%s", list);
     for (char *c = strtok_r(buf, ",", &save); c != NULL; c = strtok_r(NULL, ",", &save)) {
         int i;
-        for (i = 0; i < PERF_TUNE_NCOLLS && strcmp(c, perf_tune_coll_names[i]) != 0; i++) {
+        for (i = 0; i < PERF_TUNE_NCOLLS && strcmp(c, sharc_coll_name((sharc_coll_type_t)(i))) != 0;
+             i++) {
         }
         if (i == PERF_TUNE_NCOLLS) {
             perf_snprintf(unknown, len, "%s", c);

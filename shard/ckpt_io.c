@@ -6,8 +6,6 @@
 
 #define SHARC_THIS_SUBSYS SHARC_SUBSYS_SHARD
 
-#if defined(HAVE_JSONC) && defined(HAVE_XXHASH)
-
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -149,5 +147,3 @@ out:
     free(path);
     return status;
 }
-
-#endif

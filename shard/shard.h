@@ -2,10 +2,12 @@
  * shard.h: the sharding engine's internals (public contract in sharc/shard.h). A group holds
  * units; a unit holds its rank's f32 master and gradient shards for good, and, for a while,
  * an unsharded parameter buffer (param dtype) and an unsharded gradient buffer (reduce
- * dtype). The schedule (shard_sched.c) decides when buffers are gathered; shard_unit.c moves
- * them and shard_reduce.c reduces gradients; shard_mem.c says where memory lives and orders
- * the CUDA streams; shard_stats.c accounts for time and memory; shard_save.c and
- * shard_load.c write and read checkpoints.
+ * dtype). The files, from the bottom: shard_layout.c lays parameters out; shard_mem.c says
+ * where memory lives and orders the CUDA streams; shard_stats.c accounts for time and
+ * memory; shard_op.c posts and completes the group's collectives; shard_unit.c moves a
+ * unit's parameters, shard_reduce.c reduces its gradients, shard_sched.c keeps the
+ * schedule; shard_calls.c and shard_step.c are the calls that drive them; shard_group.c
+ * makes and destroys groups; shard_save.c and shard_load.c write and read checkpoints.
  */
 #ifndef SHARC_SHARD_INT_H
 #define SHARC_SHARD_INT_H
@@ -16,9 +18,9 @@
 #include <sharc/coll.h>
 #include <sharc/shard.h>
 
-#include "../coll/coll.h"
+#include "../coll/api.h"
 #include "../kernels/kernels.h"
-#include "../src/comm.h"
+#include "../core/comm.h"
 
 /* Where a unit's parameters are. */
 typedef enum {
@@ -204,7 +206,7 @@ SHARC_HIDDEN sharc_status_t sharc_shard_exchange(sharc_shard_group_t *g, sharc_s
                                                  sharc_shard_vote_t *vote, sharc_shard_vote_t *all,
                                                  const char *what);
 
-/* ---- units (shard_unit.c) ------------------------------------------------------------- */
+/* ---- the group's collectives (shard_op.c) ---------------------------------------------- */
 
 /* For sharc_shard_enter: the call is about the whole group, not one unit. */
 #define SHARC_SHARD_ALL INT_MIN
@@ -237,22 +239,43 @@ SHARC_HIDDEN sharc_status_t sharc_shard_complete(sharc_shard_group_t *g, sharc_s
                                                  sharc_shard_op_t *op, sharc_coll_type_t type,
                                                  int block, void *stream);
 
-/* Post the unit's all-gather (it is SHARDED and a slot is free). */
-SHARC_HIDDEN sharc_status_t sharc_shard_gather(sharc_shard_group_t *g, sharc_shard_unit_t *u);
-
-/* Create the unit's zeroed unsharded gradient buffer (it has none). */
-SHARC_HIDDEN sharc_status_t sharc_shard_open_grads(sharc_shard_group_t *g, sharc_shard_unit_t *u);
-
-/* Complete what has completed, without blocking; chain HSDP all-reduces. */
-SHARC_HIDDEN sharc_status_t sharc_shard_poll(sharc_shard_group_t *g);
-
-/* Release a unit's parameters (waiting for a gather in flight). */
-SHARC_HIDDEN sharc_status_t sharc_shard_release(sharc_shard_group_t *g, sharc_shard_unit_t *u);
+/* CUDA: the last step's requests, waited for on the host (bounded by the timeout) and
+ * freed; this step's become the last step's. @p all: this step's too (destroy). */
+SHARC_HIDDEN sharc_status_t sharc_shard_inflight_retire(sharc_shard_group_t *g, int all);
 
 /* Complete every outstanding operation, errors ignored (destroy). */
 SHARC_HIDDEN void sharc_shard_drain(sharc_shard_group_t *g);
 
+/* ---- a unit's parameters (shard_unit.c) ----------------------------------------------- */
+
+/* Post the unit's all-gather (it is SHARDED and a slot is free). */
+SHARC_HIDDEN sharc_status_t sharc_shard_gather(sharc_shard_group_t *g, sharc_shard_unit_t *u);
+
+/* The unit's all-gather, done for @p stream (CUDA) or the host: it is GATHERED. */
+SHARC_HIDDEN sharc_status_t sharc_shard_wait_gather(sharc_shard_group_t *g, sharc_shard_unit_t *u,
+                                                    void *stream);
+
+/* Release a unit's parameters (waiting for a gather in flight). */
+SHARC_HIDDEN sharc_status_t sharc_shard_release(sharc_shard_group_t *g, sharc_shard_unit_t *u);
+
+/*
+ * Make room for one more unsharded unit: when max_unsharded are out, release a unit that was
+ * prefetched and not used yet (the last one issued: it is needed last).
+ */
+SHARC_HIDDEN sharc_status_t sharc_shard_make_room(sharc_shard_group_t *g,
+                                                  const sharc_shard_unit_t *want);
+
+/* Create the unit's zeroed unsharded gradient buffer (it has none). */
+SHARC_HIDDEN sharc_status_t sharc_shard_open_grads(sharc_shard_group_t *g, sharc_shard_unit_t *u);
+
+/* Complete the gathers that have completed, without blocking. */
+SHARC_HIDDEN sharc_status_t sharc_shard_gathers_poll(sharc_shard_group_t *g);
+
 /* ---- reductions (shard_reduce.c) -------------------------------------------------------- */
+
+/* Start reducing the unit's open gradients: on CUDA the whole chain is queued on the
+ * device; on the host the reduce-scatter is posted and the unit joins the queue. */
+SHARC_HIDDEN sharc_status_t sharc_shard_reduce_start(sharc_shard_group_t *g, sharc_shard_unit_t *u);
 
 /* Wait until the unit's reduction in flight, if any, has reached its gradient shard. */
 SHARC_HIDDEN sharc_status_t sharc_shard_settle_grads(sharc_shard_group_t *g, sharc_shard_unit_t *u);
@@ -260,9 +283,13 @@ SHARC_HIDDEN sharc_status_t sharc_shard_settle_grads(sharc_shard_group_t *g, sha
 /* Advance the reductions in flight that are done, in posting order, without blocking. */
 SHARC_HIDDEN sharc_status_t sharc_shard_reduce_poll(sharc_shard_group_t *g);
 
-/* CUDA: the last step's requests, waited for on the host (bounded by the timeout) and
- * freed; this step's become the last step's. @p all: this step's too (destroy). */
-SHARC_HIDDEN sharc_status_t sharc_shard_inflight_retire(sharc_shard_group_t *g, int all);
+/* Complete every reduction in flight, in posting order (the host waits). */
+SHARC_HIDDEN sharc_status_t sharc_shard_reduce_all(sharc_shard_group_t *g);
+
+/* ---- driving (shard_calls.c) ------------------------------------------------------------ */
+
+/* Complete what has completed, without blocking; chain HSDP all-reduces. */
+SHARC_HIDDEN sharc_status_t sharc_shard_poll(sharc_shard_group_t *g);
 
 /* ---- memory (shard_mem.c) -------------------------------------------------------------- */
 
@@ -304,8 +331,14 @@ SHARC_HIDDEN void sharc_shard_buf_free_all(sharc_shard_group_t *g);
 /* A step ended: adopt the order seen this step where it differs from the schedule. */
 SHARC_HIDDEN void sharc_shard_sched_step(sharc_shard_group_t *g);
 
-/* Gather the next units of the schedule ahead of use, within max_unsharded. */
-SHARC_HIDDEN sharc_status_t sharc_shard_sched_prefetch(sharc_shard_group_t *g);
+/* Note the begin of (phase, unit): record it, and move the cursor past its entry (or leave
+ * the schedule for the rest of the step when it is not the next entry). */
+SHARC_HIDDEN void sharc_shard_sched_seen(sharc_shard_group_t *g, int phase, int unit);
+
+/* Entries of the schedule: the forward order, then the backward order; entry @p e. */
+SHARC_HIDDEN int sharc_shard_sched_entries(const sharc_shard_group_t *g);
+SHARC_HIDDEN void sharc_shard_sched_entry(const sharc_shard_group_t *g, int e, int *phase_p,
+                                          int *unit_p);
 
 /* The schedule's arrays (room for every unit running a few times per phase). */
 SHARC_HIDDEN sharc_status_t sharc_shard_sched_init(sharc_shard_group_t *g);

@@ -205,8 +205,7 @@ static sharc_status_t sharc_shard_alloc_shards(sharc_shard_group_t *g,
     return status;
 }
 
-/* CUDA: the engine's streams and ordering event, and the backend of the group's
- * communicators opened now (collective), so unsharded buffers can be registered with it. */
+/* CUDA: the engine's streams and ordering event. */
 static sharc_status_t sharc_shard_cuda_setup(sharc_shard_group_t *g)
 {
     sharc_status_t status = sharc_gpu_stream_create(&g->estream);
@@ -217,11 +216,12 @@ static sharc_status_t sharc_shard_cuda_setup(sharc_shard_group_t *g)
     if (status == SHARC_OK) {
         status = sharc_gpu_event_create(0, &g->order_ev);
     }
+    /* SHARC_CUDA_BACKEND=nccl and a communicator without it: fail now, not at a step */
     if (status == SHARC_OK) {
-        sharc_comm_gpu_backend(g->shard_comm, &status);
+        status = g->shard_comm->gpu_failed;
     }
     if (status == SHARC_OK && g->replica_comm != NULL) {
-        sharc_comm_gpu_backend(g->replica_comm, &status);
+        status = g->replica_comm->gpu_failed;
     }
     if (status == SHARC_OK) {
         g->kern = sharc_kern_cuda();
@@ -242,7 +242,7 @@ sharc_status_t sharc_shard_sync_replicas(sharc_shard_group_h g)
         sharc_coll_args_t a = {SHARC_COLL_BROADCAST, u->master,    u->master, u->shard,
                                SHARC_DTYPE_F32,      SHARC_OP_SUM, 0,         g->estream};
 
-        status = sharc_coll_start(g->replica_comm, &a, NULL); /* blocking */
+        status = sharc_coll_start(g->replica_comm->coll, &a, NULL); /* blocking */
     }
     return status;
 }
@@ -382,24 +382,6 @@ void sharc_shard_destroy(sharc_shard_group_h g)
 }
 
 /* ---- queries ------------------------------------------------------------------------- */
-
-sharc_status_t sharc_shard_enter(sharc_shard_group_t *g, int unit, const char *what)
-{
-    if (g == NULL) {
-        sharc_error("%s: group is NULL", what);
-        return SHARC_ERR_INVALID;
-    }
-    if (unit != SHARC_SHARD_ALL && (unit < 0 || unit >= g->nunits)) {
-        sharc_error("%s: unit %d is out of range (the group has %d)", what, unit, g->nunits);
-        return SHARC_ERR_INVALID;
-    }
-    if (g->failed != SHARC_OK) {
-        sharc_error("%s: the group's communication failed earlier (%s)", what,
-                    sharc_status_string(g->failed));
-        return g->failed;
-    }
-    return SHARC_OK;
-}
 
 int sharc_shard_num_units(sharc_shard_group_h g)
 {

@@ -21,7 +21,6 @@
 #include "../src/base/log.h"
 #include "shard.h"
 
-#if defined(HAVE_JSONC) && defined(HAVE_XXHASH)
 #include <json-c/json.h>
 #include <xxhash.h>
 
@@ -487,14 +486,3 @@ sharc_status_t sharc_shard_load(sharc_shard_group_h g, const char *dir, uint64_t
     sharc_ckpt_free(&c);
     return status;
 }
-
-#else /* without json-c or xxHash */
-
-sharc_status_t sharc_shard_load(sharc_shard_group_h g, const char *dir, uint64_t *step_p)
-{
-    sharc_error("sharc_shard_load: sharc was built without json-c or xxHash (checkpoints need "
-                "both)");
-    return SHARC_ERR_UNSUPPORTED;
-}
-
-#endif

@@ -107,42 +107,6 @@ static sharc_status_t sharc_shard_reduce_cuda(sharc_shard_group_t *g, sharc_shar
     return (status == SHARC_OK) ? sharc_shard_accumulate(g, u) : status;
 }
 
-sharc_status_t sharc_shard_reduce_grads(sharc_shard_group_h g, int unit)
-{
-    sharc_status_t status = sharc_shard_enter(g, unit, "sharc_shard_reduce_grads");
-    sharc_shard_unit_t *u;
-
-    if (status != SHARC_OK) {
-        return status;
-    }
-    u = &g->units[unit];
-    if (u->gstate != SHARC_SHARD_GRAD_OPEN) {
-        sharc_error("sharc_shard_reduce_grads: unit %d has %s", unit,
-                    u->gstate == SHARC_SHARD_GRAD_NONE
-                        ? "no gradients since its last reduction (gather it and write them "
-                          "through sharc_shard_grad_ptr first)"
-                        : "a reduction in flight already");
-        return SHARC_ERR_INVALID;
-    }
-    if (g->cuda) {
-        status = sharc_shard_reduce_cuda(g, u);
-        return (status == SHARC_OK) ? sharc_shard_poll(g) : status;
-    }
-    status = sharc_shard_reduce_scatter(g, u);
-    if (status != SHARC_OK) {
-        return status;
-    }
-    u->gstate = SHARC_SHARD_GRAD_REDUCING;
-    u->next_reduction = NULL;
-    if (g->rtail != NULL) {
-        g->rtail->next_reduction = u;
-    } else {
-        g->rhead = u;
-    }
-    g->rtail = u;
-    return sharc_shard_poll(g);
-}
-
 /*
  * Host: advance the unit at the head of the reduction queue by one stage if its collective
  * is done (@p block: wait for it). Returns SHARC_OK when it moved, SHARC_INPROGRESS when not.
@@ -202,80 +166,34 @@ sharc_status_t sharc_shard_reduce_poll(sharc_shard_group_t *g)
     return SHARC_OK;
 }
 
-/*
- * CUDA: the caller's stream waits for every reduction (exposed time), and the host sees the
- * last step's collectives done (they normally are; a dead peer ends in the timeout).
- */
-static sharc_status_t sharc_shard_finish_cuda(sharc_shard_group_t *g)
+sharc_status_t sharc_shard_reduce_start(sharc_shard_group_t *g, sharc_shard_unit_t *u)
 {
-    void *e0 = sharc_shard_stats_mark(g, g->stream);
-    sharc_status_t status = sharc_shard_after(g, g->stream, g->estream);
+    sharc_status_t status;
 
-    sharc_shard_stats_evspan(g, NULL, e0, sharc_shard_stats_mark(g, g->stream), 0);
-    if (status == SHARC_OK) {
-        status = sharc_shard_inflight_retire(g, 0);
+    if (g->cuda) {
+        return sharc_shard_reduce_cuda(g, u);
     }
-    return (status == SHARC_OK)
-               ? SHARC_OK
-               : sharc_shard_fail(g, status, NULL, "a collective of the last step");
-}
-
-sharc_status_t sharc_shard_finish(sharc_shard_group_h g)
-{
-    sharc_status_t status = sharc_shard_enter(g, SHARC_SHARD_ALL, "sharc_shard_finish");
-    double t0 = sharc_time_now();
-
-    while (status == SHARC_OK && g->rhead != NULL) {
-        status = sharc_shard_reduce_step(g, g->rhead, 1);
-    }
-    /* units prefetched and not used this step (it left the schedule): gathered from the
-     * masters the optimizer is about to change, so they go */
-    for (int i = 0; status == SHARC_OK && i < g->nunits; i++) {
-        sharc_shard_unit_t *u = &g->units[i];
-
-        if (u->prefetched && !u->in_use && u->pstate != SHARC_SHARD_SHARDED) {
-            sharc_debug("unit %d, prefetched and not used this step, released", i);
-            status = sharc_shard_release(g, u);
-        }
-    }
-    if (status == SHARC_OK && g->cuda) {
-        status = sharc_shard_finish_cuda(g);
-    }
-    for (int i = 0; status == SHARC_OK && i < g->nunits; i++) {
-        if (g->units[i].in_use) {
-            sharc_warn("step finished while unit %d is between its begin and end", i);
-        }
-    }
+    status = sharc_shard_reduce_scatter(g, u);
     if (status != SHARC_OK) {
         return status;
     }
-    sharc_shard_sched_step(g);
-    sharc_shard_stats_engine(g, t0);
-    sharc_debug("sharc_shard_finish: %.3f ms", (sharc_time_now() - t0) * 1e3);
-    sharc_shard_stats_step(g);
+    u->gstate = SHARC_SHARD_GRAD_REDUCING;
+    u->next_reduction = NULL;
+    if (g->rtail != NULL) {
+        g->rtail->next_reduction = u;
+    } else {
+        g->rhead = u;
+    }
+    g->rtail = u;
     return SHARC_OK;
 }
 
-sharc_status_t sharc_shard_zero_grads(sharc_shard_group_h g)
+sharc_status_t sharc_shard_reduce_all(sharc_shard_group_t *g)
 {
-    sharc_status_t status = sharc_shard_enter(g, SHARC_SHARD_ALL, "sharc_shard_zero_grads");
+    sharc_status_t status = SHARC_OK;
 
-    if (status != SHARC_OK) {
-        return status;
-    }
-    if (g->rhead != NULL) {
-        sharc_error("sharc_shard_zero_grads: reductions are in flight (sharc_shard_finish "
-                    "first)");
-        return SHARC_ERR_INVALID;
-    }
-    /* CUDA: on the caller's stream, after the accumulations (the engine's stream) */
-    if (g->cuda) {
-        status = sharc_shard_after(g, g->stream, g->estream);
-    }
-    for (int i = 0; status == SHARC_OK && i < g->nunits; i++) {
-        status =
-            sharc_shard_zero(g, g->units[i].grad, g->units[i].shard * sizeof(float), g->stream);
-        g->units[i].grad_zero = 1;
+    while (status == SHARC_OK && g->rhead != NULL) {
+        status = sharc_shard_reduce_step(g, g->rhead, 1);
     }
     return status;
 }

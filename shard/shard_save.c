@@ -20,7 +20,6 @@
 #include "../src/base/log.h"
 #include "shard.h"
 
-#if defined(HAVE_JSONC) && defined(HAVE_XXHASH)
 #include <json-c/json.h>
 
 #include "ckpt.h"
@@ -257,14 +256,3 @@ out:
     free(all);
     return status;
 }
-
-#else /* without json-c or xxHash */
-
-sharc_status_t sharc_shard_save(sharc_shard_group_h g, const char *dir, uint64_t step)
-{
-    sharc_error("sharc_shard_save: sharc was built without json-c or xxHash (checkpoints need "
-                "both)");
-    return SHARC_ERR_UNSUPPORTED;
-}
-
-#endif

@@ -45,12 +45,12 @@ void sharc_shard_sched_free(sharc_shard_group_t *g)
 }
 
 /* Entries of the schedule: the forward order, then the backward order. */
-static int sharc_shard_entries(const sharc_shard_group_t *g)
+int sharc_shard_sched_entries(const sharc_shard_group_t *g)
 {
     return g->norder[SHARC_SHARD_FORWARD] + g->norder[SHARC_SHARD_BACKWARD];
 }
 
-static void sharc_shard_entry(const sharc_shard_group_t *g, int e, int *phase_p, int *unit_p)
+void sharc_shard_sched_entry(const sharc_shard_group_t *g, int e, int *phase_p, int *unit_p)
 {
     int nf = g->norder[SHARC_SHARD_FORWARD];
 
@@ -58,38 +58,10 @@ static void sharc_shard_entry(const sharc_shard_group_t *g, int e, int *phase_p,
     *unit_p = (e < nf) ? g->order[SHARC_SHARD_FORWARD][e] : g->order[SHARC_SHARD_BACKWARD][e - nf];
 }
 
-sharc_status_t sharc_shard_sched_prefetch(sharc_shard_group_t *g)
-{
-    int end = SHARC_MIN(sharc_shard_entries(g), g->cursor + g->prefetch);
-
-    for (int e = g->cursor; g->sched_ok && e < end; e++) {
-        int phase, unit;
-        sharc_shard_unit_t *u;
-        sharc_status_t status;
-
-        sharc_shard_entry(g, e, &phase, &unit);
-        u = &g->units[unit];
-        if (u->pstate != SHARC_SHARD_SHARDED) {
-            continue;
-        }
-        if (g->alive >= g->max_unsharded) {
-            break; /* deferred: the next reshard frees a slot and comes back here */
-        }
-        status = sharc_shard_gather(g, u);
-        if (status != SHARC_OK) {
-            return status;
-        }
-        u->prefetched = 1;
-        g->stats.prefetches++;
-        u->stats.prefetches++;
-    }
-    return SHARC_OK;
-}
-
 /* Note the begin of (phase, unit): record it, and move the cursor past its entry. */
-static void sharc_shard_sched_seen(sharc_shard_group_t *g, int phase, int unit)
+void sharc_shard_sched_seen(sharc_shard_group_t *g, int phase, int unit)
 {
-    int total = sharc_shard_entries(g), e;
+    int total = sharc_shard_sched_entries(g), e;
 
     if (g->pass == 0 && g->nseen[phase] < SHARC_SHARD_SEEN_MAX(g)) {
         g->seen[phase][g->nseen[phase]++] = unit;
@@ -100,7 +72,7 @@ static void sharc_shard_sched_seen(sharc_shard_group_t *g, int phase, int unit)
     for (e = g->cursor; e < total; e++) {
         int ph, un;
 
-        sharc_shard_entry(g, e, &ph, &un);
+        sharc_shard_sched_entry(g, e, &ph, &un);
         if (ph == phase && un == unit) {
             break;
         }
@@ -113,151 +85,6 @@ static void sharc_shard_sched_seen(sharc_shard_group_t *g, int phase, int unit)
         return;
     }
     g->cursor = e + 1;
-}
-
-static sharc_status_t sharc_shard_begin_(sharc_shard_group_t *g, int phase, int unit,
-                                         const char *what)
-{
-    sharc_status_t status = sharc_shard_enter(g, unit, what);
-    sharc_shard_unit_t *u;
-
-    if (status != SHARC_OK) {
-        return status;
-    }
-    u = &g->units[unit];
-    if (u->in_use) {
-        sharc_error("%s: unit %d has begun already and not ended", what, unit);
-        return SHARC_ERR_INVALID;
-    }
-    if (phase == SHARC_SHARD_FORWARD && g->pass_backward) { /* the next micro-batch */
-        g->pass++;
-        g->pass_backward = 0;
-        g->cursor = 0;
-        g->sched_ok = 1;
-    }
-    g->pass_backward |= phase == SHARC_SHARD_BACKWARD;
-    sharc_shard_sched_seen(g, phase, unit);
-    if (u->pstate == SHARC_SHARD_SHARDED) {
-        status = sharc_shard_unshard(g, unit);
-        if (status != SHARC_OK) {
-            return status;
-        }
-    }
-    u->prefetched = 0;
-    u->in_use = 1;
-    /* the next units' gathers queue behind this one's, and run while it is computed */
-    status = sharc_shard_sched_prefetch(g);
-    if (status == SHARC_OK) {
-        status = sharc_shard_wait(g, unit);
-    }
-    if (status == SHARC_OK && phase == SHARC_SHARD_BACKWARD) {
-        status = sharc_shard_settle_grads(g, u); /* the last micro-batch's reduction */
-        if (status == SHARC_OK && u->gstate == SHARC_SHARD_GRAD_NONE) {
-            status = sharc_shard_open_grads(g, u);
-        }
-    }
-    return status;
-}
-
-static sharc_status_t sharc_shard_end_(sharc_shard_group_t *g, int phase, int unit,
-                                       const char *what)
-{
-    sharc_status_t status = sharc_shard_enter(g, unit, what);
-    sharc_shard_unit_t *u;
-    int nf = g->norder[SHARC_SHARD_FORWARD], keep;
-
-    if (status != SHARC_OK) {
-        return status;
-    }
-    u = &g->units[unit];
-    if (!u->in_use) {
-        sharc_error("%s: unit %d has not begun", what, unit);
-        return SHARC_ERR_INVALID;
-    }
-    u->in_use = 0;
-    if (phase == SHARC_SHARD_FORWARD) {
-        /* the forward's last unit is the backward's first: keep it rather than gather it
-         * again at once (as FSDP2 does for its root) */
-        keep = !g->reshard_after_forward ||
-               (g->sched_ok && nf > 0 && g->cursor == nf && g->norder[SHARC_SHARD_BACKWARD] > 0 &&
-                g->order[SHARC_SHARD_FORWARD][nf - 1] == unit &&
-                g->order[SHARC_SHARD_BACKWARD][0] == unit);
-    } else {
-        keep = 0;
-        if (g->sync) {
-            if (u->gstate == SHARC_SHARD_GRAD_NONE) {
-                status = sharc_shard_open_grads(g, u); /* every rank reduces, zeros or not */
-            }
-            if (status == SHARC_OK) {
-                status = sharc_shard_reduce_grads(g, unit);
-            }
-        }
-    }
-    if (status == SHARC_OK && !keep) {
-        status = sharc_shard_release(g, u);
-    }
-    if (status == SHARC_OK) {
-        status = sharc_shard_sched_prefetch(g);
-    }
-    return (status == SHARC_OK) ? sharc_shard_poll(g) : status;
-}
-
-/* begin and end, timed: the engine's cost on the caller's thread (engine_s) */
-/* A step call, timed: the engine's cost on the caller's thread (engine_s; per call at debug). */
-static sharc_status_t sharc_shard_timed(sharc_shard_group_t *g, int phase, int unit, int begin,
-                                        const char *what)
-{
-    double t0 = sharc_time_now(), waited = (g != NULL) ? g->stats.exposed_s : 0;
-    sharc_status_t status =
-        begin ? sharc_shard_begin_(g, phase, unit, what) : sharc_shard_end_(g, phase, unit, what);
-
-    if (g != NULL) {
-        sharc_shard_stats_engine(g, t0);
-        sharc_debug("%s(%d): %.3f ms, %.3f ms of it waiting", what, unit,
-                    (sharc_time_now() - t0) * 1e3, (g->stats.exposed_s - waited) * 1e3);
-    }
-    return status;
-}
-
-static sharc_status_t sharc_shard_begin(sharc_shard_group_t *g, int phase, int unit,
-                                        const char *what)
-{
-    return sharc_shard_timed(g, phase, unit, 1, what);
-}
-
-static sharc_status_t sharc_shard_end(sharc_shard_group_t *g, int phase, int unit, const char *what)
-{
-    return sharc_shard_timed(g, phase, unit, 0, what);
-}
-
-sharc_status_t sharc_shard_forward_begin(sharc_shard_group_h g, int unit)
-{
-    return sharc_shard_begin(g, SHARC_SHARD_FORWARD, unit, "sharc_shard_forward_begin");
-}
-
-sharc_status_t sharc_shard_forward_end(sharc_shard_group_h g, int unit)
-{
-    return sharc_shard_end(g, SHARC_SHARD_FORWARD, unit, "sharc_shard_forward_end");
-}
-
-sharc_status_t sharc_shard_backward_begin(sharc_shard_group_h g, int unit)
-{
-    return sharc_shard_begin(g, SHARC_SHARD_BACKWARD, unit, "sharc_shard_backward_begin");
-}
-
-sharc_status_t sharc_shard_backward_end(sharc_shard_group_h g, int unit)
-{
-    return sharc_shard_end(g, SHARC_SHARD_BACKWARD, unit, "sharc_shard_backward_end");
-}
-
-sharc_status_t sharc_shard_set_sync(sharc_shard_group_h g, int sync)
-{
-    sharc_status_t status = sharc_shard_enter(g, SHARC_SHARD_ALL, "sharc_shard_set_sync");
-
-    if (status == SHARC_OK) {
-        g->sync = sync != 0;
-    }
-    return status;
 }
 
 void sharc_shard_sched_step(sharc_shard_group_t *g)

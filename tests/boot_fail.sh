@@ -77,6 +77,6 @@ run_fail "rank 2 crashes: the others fail at once, naming it" 2 \
     "rank 2 of this communicator died" \
     "$LAUNCH" --mode env -n 4 --rank-env 2:SHARCTEST_CRASH_RANK=2 -- "$prog"
 run_fail "rank 0 crashes: the others lose the store" $((T + MARGIN)) \
-    "lost the store at 127.0.0.1:[0-9]+ .*did rank 0 fail" \
+    "lost the store at 127.0.0.1:[0-9]+[: ].*did rank 0 fail" \
     "$LAUNCH" --mode env -n 3 --rank-env 0:SHARCTEST_CRASH_RANK=0 -- "$prog"
 finish

@@ -11,7 +11,7 @@
 
 #include <sharc/sharc.h>
 
-#include "../src/comm.h"
+#include "../core/comm.h"
 #include "check.h"
 
 static unsigned char pattern(int src, int dst, size_t i)

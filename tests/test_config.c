@@ -12,6 +12,7 @@
 #include <sharc/sharc.h>
 
 #include "../src/base/config_int.h"
+#include "../core/context.h"
 #include "check.h"
 
 static void test_long(void)

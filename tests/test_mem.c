@@ -16,7 +16,7 @@
 
 #include <sharc/sharc.h>
 
-#include "../src/context.h"
+#include "../core/context.h"
 #include "../src/base/mem.h"
 #include "check.h"
 

@@ -17,7 +17,7 @@
 
 #include <sharc/sharc.h>
 
-#include "../src/comm.h"
+#include "../core/comm.h"
 #include "../src/base/util.h"
 #include "check.h"
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../src/base/config_int.h"
+#include "../core/context.h"
 #include "../transport/transport.h"
 #include "check.h"
 

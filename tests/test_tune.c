@@ -19,7 +19,7 @@
 #include "../perf/tune_out.h"
 #include "../coll/tune.h"
 #include "../perf/topo/topo_tool.h"
-#include "../src/context.h"
+#include "../core/context.h"
 #include "../topo/topo.h"
 #include "check.h"
 
@@ -105,7 +105,7 @@ static void space_standin(perf_tune_space_t *sp)
     snprintf(sp->knobs[0].values[1], PERF_TUNE_VALUE, "SHARC_COLL_CHUNK=2m");
     snprintf(sp->knobs[0].values[2], PERF_TUNE_VALUE, "SHARC_COLL_CHUNK=4m");
     sp->knobs[0].nvalues = 3;
-    sp->knobs[0].colls = 1u << PERF_TUNE_ALLGATHER | 1u << PERF_TUNE_ALLREDUCE;
+    sp->knobs[0].colls = 1u << SHARC_COLL_ALLGATHER | 1u << SHARC_COLL_ALLREDUCE;
     snprintf(sp->knobs[1].name, PERF_TUNE_NAME, "UCX_RNDV_THRESH");
     snprintf(sp->knobs[1].values[0], PERF_TUNE_VALUE, "UCX_RNDV_THRESH=8k");
     sp->knobs[1].nvalues = 1;
@@ -116,13 +116,13 @@ static void space_standin(perf_tune_space_t *sp)
     snprintf(sp->knobs[2].values[2], PERF_TUNE_VALUE, "SHARC_ALLGATHER_ALGO=direct");
     sp->knobs[2].nvalues = 3;
     sp->knobs[2].per_size = 1;
-    sp->knobs[2].colls = 1u << PERF_TUNE_ALLGATHER;
+    sp->knobs[2].colls = 1u << SHARC_COLL_ALLGATHER;
 }
 
 static void opts_standin(perf_tune_opts_t *o, standin_t *s)
 {
     memset(o, 0, sizeof(*o));
-    o->colls = 1u << PERF_TUNE_ALLGATHER | 1u << PERF_TUNE_ALLREDUCE;
+    o->colls = 1u << SHARC_COLL_ALLGATHER | 1u << SHARC_COLL_ALLREDUCE;
     o->minb = 64 << 10;
     o->maxb = 4 << 20;
     o->budget_s = 1e6;
@@ -144,7 +144,7 @@ static void test_search(unsigned seed)
     standin_t s = {.rng = 0x9e3779b97f4a7c15ull * seed, .noise = 0.03};
     perf_tune_space_t sp;
     perf_tune_opts_t o;
-    const perf_tune_coll_plan_t *ag = &plan.coll[PERF_TUNE_ALLGATHER];
+    const perf_tune_coll_plan_t *ag = &plan.coll[SHARC_COLL_ALLGATHER];
 
     space_standin(&sp);
     opts_standin(&o, &s);
@@ -155,7 +155,7 @@ static void test_search(unsigned seed)
     CHECK_MSG(perf_tune_env_get(&plan.global, "UCX_RNDV_THRESH") == NULL,
               "seed %u: a 0.5%% effect under 3%% noise was kept", seed);
     CHECK(plan.failures >= 1); /* 4m: its first collective fails, the value is dropped */
-    CHECK(ag->n == 7 && plan.coll[PERF_TUNE_ALLREDUCE].n == 7);
+    CHECK(ag->n == 7 && plan.coll[SHARC_COLL_ALLREDUCE].n == 7);
     for (int i = 0; i < ag->n; i++) {
         const char *v = ag->kept[i] ? perf_tune_env_get(&ag->at[i], "SHARC_ALLGATHER_ALGO") : NULL;
         if (ag->size[i] <= 262144) {
@@ -167,8 +167,8 @@ static void test_search(unsigned seed)
                       ag->size[i], v);
         }
     }
-    for (int i = 0; i < plan.coll[PERF_TUNE_ALLREDUCE].n; i++) {
-        CHECK(!plan.coll[PERF_TUNE_ALLREDUCE].kept[i]); /* no per-size knob of its own */
+    for (int i = 0; i < plan.coll[SHARC_COLL_ALLREDUCE].n; i++) {
+        CHECK(!plan.coll[SHARC_COLL_ALLREDUCE].kept[i]); /* no per-size knob of its own */
     }
     CHECK(plan.knobs_tried == 3 && plan.knobs_skipped == 0);
 }
@@ -210,7 +210,7 @@ static void test_defaults_fail(void)
     opts_standin(&o, &s);
     o.measure = failing_measure;
     CHECK(perf_tune_run(&o, &sp, p) == -1);
-    CHECK(p->coll[PERF_TUNE_ALLGATHER].failed && p->coll[PERF_TUNE_ALLREDUCE].failed);
+    CHECK(p->coll[SHARC_COLL_ALLGATHER].failed && p->coll[SHARC_COLL_ALLREDUCE].failed);
     free(p);
 }
 
@@ -299,7 +299,7 @@ static int space_file(const char *text, char *err, size_t len)
     int ret = perf_tune_space_file(&sp, path, err, len);
     if (ret == 0 && strstr(text, "only") != NULL) {
         CHECK(sp.nknobs == 2 && has_knob(&sp, "UCX_TLS") && has_knob(&sp, "NCCL_FOO"));
-        CHECK(!sp.knobs[1].per_size && sp.knobs[1].colls == 1u << PERF_TUNE_ALLREDUCE);
+        CHECK(!sp.knobs[1].per_size && sp.knobs[1].colls == 1u << SHARC_COLL_ALLREDUCE);
         CHECK(sp.knobs[0].nvalues == 1 && strcmp(sp.knobs[0].values[0], "UCX_TLS=tcp,self") == 0);
     }
     return ret;
@@ -420,7 +420,7 @@ static void test_outputs(void)
     perf_tune_env_t base = {0};
     sharc_topo_setting_t settings[16];
     char dir[300], err[512];
-    perf_tune_coll_plan_t *ar = &plan.coll[PERF_TUNE_ALLREDUCE];
+    perf_tune_coll_plan_t *ar = &plan.coll[SHARC_COLL_ALLREDUCE];
     int n, rows;
 
     /* test_search's plan, with NCCL per-size settings added to all-reduce's first sizes */
@@ -473,7 +473,7 @@ static void test_outputs(void)
     if (tune != NULL) {
         const sharc_coll_tune_rule_t *rule =
             sharc_coll_tune_lookup(tune, SHARC_COLL_ALLGATHER, 2, 300000);
-        CHECK(rule != NULL && strcmp(rule->algo->name, "direct") == 0);
+        CHECK(rule != NULL && strcmp(rule->algo->info.name, "direct") == 0);
         CHECK(sharc_coll_tune_lookup(tune, SHARC_COLL_ALLGATHER, 2, 524288) == NULL);
         CHECK(sharc_coll_tune_lookup(tune, SHARC_COLL_ALLGATHER, 4, 65536) == NULL);
         sharc_coll_tune_destroy(tune);
@@ -483,12 +483,12 @@ static void test_outputs(void)
     snprintf(path, sizeof(path), "%s/tune.json", dir);
     CHECK(perf_tune_load(path, &saved, err, sizeof(err)) == 0);
     CHECK(strcmp(saved.fingerprint, "0123456789abcdef") == 0 && saved.np == 2);
-    CHECK(saved.colls == (1u << PERF_TUNE_ALLGATHER | 1u << PERF_TUNE_ALLREDUCE));
+    CHECK(saved.colls == (1u << SHARC_COLL_ALLGATHER | 1u << SHARC_COLL_ALLREDUCE));
     CHECK(strcmp(perf_tune_env_get(&saved.plan.global, "SHARC_COLL_CHUNK"), "2m") == 0);
     CHECK(strcmp(perf_tune_env_get(&saved.base_env, "SHARC_TRANSPORT"), "ucx") == 0);
-    CHECK(saved.plan.coll[PERF_TUNE_ALLGATHER].kept[0] &&
-          !saved.plan.coll[PERF_TUNE_ALLGATHER].kept[6]);
-    CHECK(fabs(saved.tuned[PERF_TUNE_ALLGATHER][3] - plan.coll[PERF_TUNE_ALLGATHER].tuned[3]) <
+    CHECK(saved.plan.coll[SHARC_COLL_ALLGATHER].kept[0] &&
+          !saved.plan.coll[SHARC_COLL_ALLGATHER].kept[6]);
+    CHECK(fabs(saved.tuned[SHARC_COLL_ALLGATHER][3] - plan.coll[SHARC_COLL_ALLGATHER].tuned[3]) <
           1e-3);
     /* a broken one: a clear error */
     FILE *f = fopen(path, "w");

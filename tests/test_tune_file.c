@@ -16,7 +16,7 @@
 #include <sharc/sharc.h>
 
 #include "../coll/tune.h"
-#include "../src/context.h"
+#include "../core/context.h"
 #include "../src/base/log.h"
 #include "check.h"
 
@@ -100,8 +100,8 @@ static size_t rule_line(const sharc_coll_tune_t *tune, sharc_coll_type_t type, i
     if (rule == NULL) {
         return 0;
     }
-    CHECK_MSG(strcmp(rule->algo->name, algo) == 0, "%s %d ranks %zu B: %s, expected %s",
-              sharc_coll_names[type], nranks, bytes, rule->algo->name, algo);
+    CHECK_MSG(strcmp(rule->algo->info.name, algo) == 0, "%s %d ranks %zu B: %s, expected %s",
+              sharc_coll_name(type), nranks, bytes, rule->algo->info.name, algo);
     return rule->line;
 }
 
@@ -163,15 +163,15 @@ static void test_good(void)
     sharc_coll_tune_destroy(tune);
 }
 
-/* Select through a communicator of @p size ranks of context @p ctx (select reads no more). */
+/* Select on @p size ranks with context @p ctx's settings (select reads no more). */
 static const char *select_algo(sharc_context_h ctx, int size, sharc_coll_type_t type, size_t count)
 {
-    struct sharc_comm comm = {.ctx = ctx, .size = size};
+    sharc_coll_comm_t cc = {.cfg = ctx->cfg, .tune = ctx->tune, .size = size};
     sharc_coll_args_t args = {.type = type, .count = count, .dtype = SHARC_DTYPE_F32};
     const sharc_coll_algo_t *algo = NULL;
 
-    CHECK(sharc_coll_select(&comm, &args, &algo) == SHARC_OK && algo != NULL);
-    return algo ? algo->name : "(none)";
+    CHECK(sharc_coll_select(&cc, &args, &algo) == SHARC_OK && algo != NULL);
+    return algo ? algo->info.name : "(none)";
 }
 
 /* The order of the sources and the log that says which one chose. */

@@ -81,7 +81,7 @@ sharc_status_t llama_unit_weights(llama_model_t *m, int unit, float **w);
 sharc_status_t llama_unit_grads(llama_model_t *m, int unit, float **g);
 sharc_status_t llama_unit_grads_done(llama_model_t *m, int unit);
 
-/* Activation buffers and rope tables for run->batch x run->seq. */
+/* Activation buffers and rope tables for run->batch x run->seq (acts.c). */
 sharc_status_t llama_acts_create(llama_model_t *m);
 void llama_acts_destroy(llama_model_t *m);
 

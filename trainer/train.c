@@ -425,33 +425,50 @@ typedef struct {
     double step_s, data_s, exposed_s, opt_s, tokens_per_s;
 } step_time_t;
 
-static int train(const opts_t *o, sharc_comm_h comm)
-{
-    int rank = sharc_comm_rank(comm), world = sharc_comm_size(comm);
+/* One training run, from its setup to its summary. */
+typedef struct {
+    const opts_t *o;
+    sharc_comm_h comm;
+    int rank, world, threads;
     llama_config_t cfg;
-    llama_run_t run = o->run;
-    llama_data_t *train_data = NULL, *val_data = NULL;
-    llama_model_t *model = NULL;
-    llama_optim_t *optim = NULL;
-    llama_jsonl_t *log = NULL;
-    int32_t *x = NULL, *y = NULL;
-    step_time_t *times = NULL;
-    char pbuf[4096];
-    sharc_status_t status;
-    uint64_t start_step = 0;
-    int rc = 1;
+    llama_run_t run;
+    llama_data_t *train_data, *val_data;
+    llama_model_t *model;
+    sharc_shard_group_h sg; /* the model's shard group */
+    llama_optim_t *optim;
+    llama_jsonl_t *log; /* rank 0's JSON lines, or NULL */
+    int32_t *x, *y;     /* (B, T) token ids and their targets */
+    size_t N;           /* tokens of one micro-batch on one rank: B * T */
+    step_time_t *times; /* [steps] */
+    int nsteps;
+    uint64_t start_step;
+    double peak; /* GEMM FLOP/s per rank, for MFU */
+    double fpt;  /* FLOPs per token of a training step */
+    float val_loss;
+    double final_loss; /* the last step's loss, averaged over the ranks */
+} train_t;
 
-    /* model shape: named, or the checkpoint's config.json */
-    status = o->hf ? llama_config_load_hf(path_in(pbuf, sizeof(pbuf), o->hf, "config.json"), &cfg)
-                   : llama_config_named(o->config, &cfg);
+/*
+ * The model's shape (named, or the checkpoint's config.json) and the data: a named config
+ * takes its vocabulary from the data (or --vocab). 0, or 2 for a usage error (no config, no
+ * data), or 1.
+ */
+static int train_open(train_t *t)
+{
+    const opts_t *o = t->o;
+    const char *train_path = o->train_path, *val_path = o->val_path;
+    char pbuf[4096], tbuf[4096], vbuf[4096];
+    sharc_status_t status;
+
+    status = o->hf
+                 ? llama_config_load_hf(path_in(pbuf, sizeof(pbuf), o->hf, "config.json"), &t->cfg)
+                 : llama_config_named(o->config, &t->cfg);
     if (status != SHARC_OK) {
         return 2;
     }
-    if (run.seq == 0) {
-        run.seq = cfg.max_seq < 256 ? cfg.max_seq : 256;
+    if (t->run.seq == 0) {
+        t->run.seq = t->cfg.max_seq < 256 ? t->cfg.max_seq : 256;
     }
-    const char *train_path = o->train_path, *val_path = o->val_path;
-    char tbuf[4096], vbuf[4096];
     if (o->data_dir != NULL) {
         train_path =
             train_path ? train_path : path_in(tbuf, sizeof(tbuf), o->data_dir, "train.bin");
@@ -461,244 +478,322 @@ static int train(const opts_t *o, sharc_comm_h comm)
         llama_err("no training data: give --data DIR or --train FILE");
         return 2;
     }
-    status = llama_data_open(train_path, 0, run.seq, o->data_seed, &train_data);
+    status = llama_data_open(train_path, 0, t->run.seq, o->data_seed, &t->train_data);
     if (status != SHARC_OK) {
         return 2;
     }
-    /* a named config takes its vocabulary from the data (or --vocab) */
     if (o->hf == NULL) {
         if (o->vocab > 0) {
-            cfg.vocab = o->vocab;
-        } else if (llama_data_vocab(train_data) > 0) {
-            cfg.vocab = (int)llama_data_vocab(train_data);
+            t->cfg.vocab = o->vocab;
+        } else if (llama_data_vocab(t->train_data) > 0) {
+            t->cfg.vocab = (int)llama_data_vocab(t->train_data);
         }
     }
-    llama_data_close(train_data);
-    train_data = NULL;
-    status = llama_data_open(train_path, (uint32_t)cfg.vocab, run.seq, o->data_seed, &train_data);
+    llama_data_close(t->train_data);
+    t->train_data = NULL;
+    status = llama_data_open(train_path, (uint32_t)t->cfg.vocab, t->run.seq, o->data_seed,
+                             &t->train_data);
     if (status == SHARC_OK && val_path != NULL && o->val_seqs > 0) {
-        status =
-            llama_data_open(val_path, (uint32_t)cfg.vocab, run.seq, o->data_seed + 1, &val_data);
+        status = llama_data_open(val_path, (uint32_t)t->cfg.vocab, t->run.seq, o->data_seed + 1,
+                                 &t->val_data);
     }
-    if (status != SHARC_OK) {
-        goto out;
-    }
+    return (status == SHARC_OK) ? 0 : 1;
+}
 
-    int threads = compute_threads(o, comm);
-    llama_ops_cpu.set_threads(threads);
-    double peak = o->peak_gflops > 0 ? o->peak_gflops * 1e9 : llama_gemm_peak(&llama_ops_cpu);
-    size_t N = (size_t)run.batch * run.seq;
-    x = malloc(N * sizeof(*x));
-    y = malloc(N * sizeof(*y));
-    times = calloc((size_t)o->steps + 1, sizeof(*times));
-    if (x == NULL || y == NULL || times == NULL) {
-        status = SHARC_ERR_NOMEM;
-        goto out;
+/* Compute threads, buffers, the model (resumed from a checkpoint if asked), the optimizer
+ * and rank 0's log; every rank agrees on the outcome. */
+static sharc_status_t train_setup(train_t *t)
+{
+    const opts_t *o = t->o;
+    sharc_status_t status;
+
+    t->threads = compute_threads(o, t->comm);
+    llama_ops_cpu.set_threads(t->threads);
+    t->peak = o->peak_gflops > 0 ? o->peak_gflops * 1e9 : llama_gemm_peak(&llama_ops_cpu);
+    t->fpt = llama_config_flops_per_token(&t->cfg, t->run.seq);
+    t->N = (size_t)t->run.batch * t->run.seq;
+    t->x = malloc(t->N * sizeof(*t->x));
+    t->y = malloc(t->N * sizeof(*t->y));
+    t->times = calloc((size_t)o->steps + 1, sizeof(*t->times));
+    if (t->x == NULL || t->y == NULL || t->times == NULL) {
+        return SHARC_ERR_NOMEM;
     }
-    status = llama_model_create(comm, &cfg, &run, o->hf ? LLAMA_INIT_HF : LLAMA_INIT_RANDOM, o->hf,
-                                o->seed, &model);
+    status =
+        llama_model_create(t->comm, &t->cfg, &t->run, o->hf ? LLAMA_INIT_HF : LLAMA_INIT_RANDOM,
+                           o->hf, o->seed, &t->model);
     if (status != SHARC_OK) {
-        goto out;
+        return status;
     }
-    status = llama_optim_create(model, &o->optim, &optim);
+    t->sg = llama_model_group(t->model);
+    status = llama_optim_create(t->model, &o->optim, &t->optim);
     if (status == SHARC_OK && o->resume_dir != NULL) {
-        status = sharc_shard_load(llama_model_group(model), o->resume_dir, &start_step);
+        status = sharc_shard_load(t->sg, o->resume_dir, &t->start_step);
         if (status != SHARC_OK) {
             llama_err("cannot resume from %s (see the messages above)", o->resume_dir);
         }
     }
-    if (status == SHARC_OK && rank == 0) {
-        status = llama_jsonl_open(o->log_path, &log);
+    if (status == SHARC_OK && t->rank == 0) {
+        status = llama_jsonl_open(o->log_path, &t->log);
     }
-    status = agree(comm, status);
-    if (status != SHARC_OK) {
-        goto out;
-    }
+    return agree(t->comm, status);
+}
 
-    double fpt = llama_config_flops_per_token(&cfg, run.seq);
+static void train_log_start(const train_t *t)
+{
+    const opts_t *o = t->o;
+    const llama_config_t *cfg = &t->cfg;
+    const llama_run_t *run = &t->run;
+
     llama_info("sharc-llama: %s, %.2fM params, %d ranks x batch %d x seq %d x accum %d = %zu "
                "tokens/step; params %s, reduce %s%s%s; %d compute thread(s)/rank, GEMM peak %.1f "
                "GFLOP/s/rank",
-               cfg.name, (double)llama_config_params(&cfg) / 1e6, world, run.batch, run.seq,
-               o->accum, N * o->accum * world, sharc_dtype_name(run.param_dtype),
-               sharc_dtype_name(run.reduce_dtype), run.recompute ? ", recompute" : "",
-               run.shard_size > 0 ? ", HSDP" : "", threads, peak / 1e9);
-    if (start_step > 0) {
-        llama_info("resumed from %s at step %llu", o->resume_dir, (unsigned long long)start_step);
+               cfg->name, (double)llama_config_params(cfg) / 1e6, t->world, run->batch, run->seq,
+               o->accum, t->N * o->accum * t->world, sharc_dtype_name(run->param_dtype),
+               sharc_dtype_name(run->reduce_dtype), run->recompute ? ", recompute" : "",
+               run->shard_size > 0 ? ", HSDP" : "", t->threads, t->peak / 1e9);
+    if (t->start_step > 0) {
+        llama_info("resumed from %s at step %llu", o->resume_dir,
+                   (unsigned long long)t->start_step);
     }
-    llama_jsonl_begin(log, "start");
-    llama_jsonl_num(log, "params", (double)llama_config_params(&cfg));
-    llama_jsonl_int(log, "world", world);
-    llama_jsonl_int(log, "batch", run.batch);
-    llama_jsonl_int(log, "seq", run.seq);
-    llama_jsonl_int(log, "accum", o->accum);
-    llama_jsonl_int(log, "vocab", cfg.vocab);
-    llama_jsonl_int(log, "threads", threads);
-    llama_jsonl_str(log, "config", cfg.name);
-    llama_jsonl_num(log, "gemm_peak_gflops", peak / 1e9);
-    llama_jsonl_end(log);
+    llama_jsonl_begin(t->log, "start");
+    llama_jsonl_num(t->log, "params", (double)llama_config_params(cfg));
+    llama_jsonl_int(t->log, "world", t->world);
+    llama_jsonl_int(t->log, "batch", run->batch);
+    llama_jsonl_int(t->log, "seq", run->seq);
+    llama_jsonl_int(t->log, "accum", o->accum);
+    llama_jsonl_int(t->log, "vocab", cfg->vocab);
+    llama_jsonl_int(t->log, "threads", t->threads);
+    llama_jsonl_str(t->log, "config", cfg->name);
+    llama_jsonl_num(t->log, "gemm_peak_gflops", t->peak / 1e9);
+    llama_jsonl_end(t->log);
+}
 
-    sharc_shard_group_h sg = llama_model_group(model);
-    int nsteps = 0;
-    float val_loss = -1.0f, loss = 0.0f;
-    double final_loss = 0.0; /* the last step's loss, averaged over the ranks */
-    for (int step = (int)start_step; step < o->stop_at; step++) {
-        double t0 = llama_now(), data_s = 0.0, loss_sum = 0.0;
-        for (int k = 0; k < o->accum && status == SHARC_OK; k++) {
-            uint64_t micro = (uint64_t)step * o->accum + k;
-            double td = llama_now();
+/* The micro-batches of one step through the model, and the step's reductions; the
+ * summed loss over them in *loss_sum_p, the time spent reading data in *data_s_p. */
+static sharc_status_t train_forward_backward(train_t *t, int step, double *loss_sum_p,
+                                             double *data_s_p)
+{
+    const opts_t *o = t->o;
+    sharc_status_t status = SHARC_OK;
+    float loss;
+
+    for (int k = 0; k < o->accum && status == SHARC_OK; k++) {
+        uint64_t micro = (uint64_t)step * o->accum + k;
+        double td = llama_now();
+
+        status = llama_data_batch(t->train_data, (micro * t->world + t->rank) * t->run.batch,
+                                  t->run.batch, t->x, t->y);
+        *data_s_p += llama_now() - td;
+        if (status == SHARC_OK) {
             status =
-                llama_data_batch(train_data, (micro * world + rank) * run.batch, run.batch, x, y);
-            data_s += llama_now() - td;
-            if (status == SHARC_OK) {
-                status = llama_model_step(model, x, y, 1.0f / o->accum, k == o->accum - 1, &loss);
-                loss_sum += loss;
-            }
-        }
-        if (status == SHARC_OK) {
-            status = sharc_shard_finish(sg);
-        }
-        status = agree(comm, status);
-        if (status != SHARC_OK) {
-            llama_err("step %d failed: %s", step, sharc_status_string(status));
-            goto out;
-        }
-        double to = llama_now();
-        float norm, lr;
-        status = llama_optim_step(optim, step, &norm, &lr);
-        if (status == SHARC_OK) {
-            status = sharc_shard_zero_grads(sg);
-        }
-        double local_loss = loss_sum / o->accum, mean_loss = 0.0;
-        if (status == SHARC_OK) {
-            status = sharc_allreduce(&local_loss, &mean_loss, 1, SHARC_DTYPE_F64, SHARC_OP_AVG,
-                                     comm, NULL);
-        }
-        if (status != SHARC_OK) {
-            llama_err("optimizer step %d failed: %s", step, sharc_status_string(status));
-            goto out;
-        }
-        double t1 = llama_now();
-        sharc_shard_stats_t st;
-        sharc_shard_stats(sg, -1, &st);
-        step_time_t *tm = &times[nsteps++];
-        tm->step_s = t1 - t0;
-        tm->data_s = data_s;
-        tm->exposed_s = st.exposed_s;
-        tm->opt_s = t1 - to;
-        tm->tokens_per_s = (double)(N * o->accum * world) / tm->step_s;
-        double tps_rank = tm->tokens_per_s / world, mfu = peak > 0 ? fpt * tps_rank / peak : 0;
-        double compute_s = tm->step_s - tm->data_s - tm->exposed_s;
-        if ((step + 1) % o->print_every == 0 || step == (int)start_step || step + 1 == o->steps) {
-            llama_info("step %5d/%d | loss %.4f | lr %.2e | norm %.3f | %.0f tok/s (%.0f/rank) | "
-                       "mfu %.1f%% | %.3f s: compute %.3f, exposed comm %.3f, data %.3f",
-                       step + 1, o->steps, mean_loss, lr, norm, tm->tokens_per_s, tps_rank,
-                       100.0 * mfu, tm->step_s, compute_s, tm->exposed_s, tm->data_s);
-        }
-        final_loss = mean_loss;
-        llama_jsonl_begin(log, "step");
-        llama_jsonl_int(log, "step", step + 1);
-        llama_jsonl_num(log, "loss", mean_loss);
-        llama_jsonl_num(log, "lr", (double)lr);
-        llama_jsonl_num(log, "grad_norm", (double)norm);
-        llama_jsonl_num(log, "tokens_per_s", tm->tokens_per_s);
-        llama_jsonl_num(log, "tokens_per_s_rank", tps_rank);
-        llama_jsonl_num(log, "mfu", mfu);
-        llama_jsonl_num(log, "step_s", tm->step_s);
-        llama_jsonl_num(log, "compute_s", compute_s);
-        llama_jsonl_num(log, "comm_exposed_s", tm->exposed_s);
-        llama_jsonl_num(log, "comm_s", st.comm_s);
-        llama_jsonl_num(log, "data_s", tm->data_s);
-        llama_jsonl_num(log, "optim_s", tm->opt_s);
-        llama_jsonl_num(log, "peak_rss_mib", llama_peak_rss_mib());
-        llama_jsonl_end(log);
-        int last = step + 1 == o->stop_at;
-        if (val_data != NULL && ((o->val_every > 0 && (step + 1) % o->val_every == 0) || last)) {
-            status = validate(model, val_data, o, comm, x, y, &val_loss);
-            if (status != SHARC_OK) {
-                goto out;
-            }
-            llama_info("step %5d/%d | val loss %.4f", step + 1, o->steps, val_loss);
-            llama_jsonl_begin(log, "val");
-            llama_jsonl_int(log, "step", step + 1);
-            llama_jsonl_num(log, "val_loss", (double)val_loss);
-            llama_jsonl_end(log);
-        }
-        if (o->save_dir != NULL &&
-            ((o->save_every > 0 && (step + 1) % o->save_every == 0) || last)) {
-            status = sharc_shard_save(sg, o->save_dir, (uint64_t)step + 1);
-            if (status != SHARC_OK) {
-                llama_err("checkpoint at step %d into %s failed", step + 1, o->save_dir);
-                goto out;
-            }
-            llama_info("step %5d/%d | saved %s", step + 1, o->steps, o->save_dir);
+                llama_model_step(t->model, t->x, t->y, 1.0f / o->accum, k == o->accum - 1, &loss);
+            *loss_sum_p += loss;
         }
     }
-    if (o->export_dir != NULL) {
-        status = llama_model_export(model, comm, o->export_dir, o->export_dtype);
-        if (status != SHARC_OK) {
-            goto out;
-        }
-        llama_info("exported %s/model.safetensors and config.json", o->export_dir);
+    if (status == SHARC_OK) {
+        status = sharc_shard_finish(t->sg);
     }
+    return agree(t->comm, status);
+}
 
-    /* summary: medians over the steps after the first two (schedule recording, warm caches) */
-    if (nsteps > 0) {
-        int skip = nsteps > 4 ? 2 : 0, n = nsteps - skip;
-        double *v = malloc(sizeof(double) * (size_t)n * 5), rss = llama_peak_rss_mib(), rss_max;
-        if (v == NULL) {
-            status = SHARC_ERR_NOMEM;
-            goto out;
-        }
-        for (int i = 0; i < n; i++) {
-            v[i] = times[skip + i].tokens_per_s;
-            v[n + i] = times[skip + i].step_s;
-            v[2 * n + i] = times[skip + i].exposed_s;
-            v[3 * n + i] = times[skip + i].data_s;
-            v[4 * n + i] = times[skip + i].exposed_s / times[skip + i].step_s;
-        }
-        double tps = llama_median(v, n), step_s = llama_median(v + n, n);
-        double exposed = llama_median(v + 2 * n, n), data_s = llama_median(v + 3 * n, n);
-        double share = llama_median(v + 4 * n, n), mfu = peak > 0 ? fpt * tps / world / peak : 0;
-        free(v);
-        sharc_allreduce(&rss, &rss_max, 1, SHARC_DTYPE_F64, SHARC_OP_MAX, comm, NULL);
-        llama_info("summary: %d ranks | %.0f tok/s (%.0f/rank) | step %.3f s | exposed comm "
-                   "%.1f%% | mfu %.1f%% | peak rss %.0f MiB/rank | final loss %.4f",
-                   world, tps, tps / world, step_s, 100.0 * share, 100.0 * mfu, rss_max,
-                   final_loss);
-        if (val_loss >= 0) {
-            llama_info("summary: val loss %.4f", (double)val_loss);
-        }
-        llama_jsonl_begin(log, "summary");
-        llama_jsonl_int(log, "world", world);
-        llama_jsonl_num(log, "tokens_per_s", tps);
-        llama_jsonl_num(log, "tokens_per_s_rank", tps / world);
-        llama_jsonl_num(log, "step_s", step_s);
-        llama_jsonl_num(log, "comm_exposed_s", exposed);
-        llama_jsonl_num(log, "comm_exposed_share", share);
-        llama_jsonl_num(log, "data_s", data_s);
-        llama_jsonl_num(log, "mfu", mfu);
-        llama_jsonl_num(log, "gemm_peak_gflops", peak / 1e9);
-        llama_jsonl_num(log, "peak_rss_mib", rss_max);
-        llama_jsonl_num(log, "val_loss", (double)val_loss);
-        llama_jsonl_int(log, "steps", nsteps);
-        llama_jsonl_end(log);
-    }
-    rc = 0;
+/* The step's figures: a line every print_every steps and a JSON record every step. */
+static void train_log_step(train_t *t, int step, const step_time_t *tm, double mean_loss, float lr,
+                           float norm, double comm_s)
+{
+    const opts_t *o = t->o;
+    double tps_rank = tm->tokens_per_s / t->world;
+    double mfu = t->peak > 0 ? t->fpt * tps_rank / t->peak : 0;
+    double compute_s = tm->step_s - tm->data_s - tm->exposed_s;
 
-out:
+    if ((step + 1) % o->print_every == 0 || step == (int)t->start_step || step + 1 == o->steps) {
+        llama_info("step %5d/%d | loss %.4f | lr %.2e | norm %.3f | %.0f tok/s (%.0f/rank) | "
+                   "mfu %.1f%% | %.3f s: compute %.3f, exposed comm %.3f, data %.3f",
+                   step + 1, o->steps, mean_loss, lr, norm, tm->tokens_per_s, tps_rank, 100.0 * mfu,
+                   tm->step_s, compute_s, tm->exposed_s, tm->data_s);
+    }
+    llama_jsonl_begin(t->log, "step");
+    llama_jsonl_int(t->log, "step", step + 1);
+    llama_jsonl_num(t->log, "loss", mean_loss);
+    llama_jsonl_num(t->log, "lr", (double)lr);
+    llama_jsonl_num(t->log, "grad_norm", (double)norm);
+    llama_jsonl_num(t->log, "tokens_per_s", tm->tokens_per_s);
+    llama_jsonl_num(t->log, "tokens_per_s_rank", tps_rank);
+    llama_jsonl_num(t->log, "mfu", mfu);
+    llama_jsonl_num(t->log, "step_s", tm->step_s);
+    llama_jsonl_num(t->log, "compute_s", compute_s);
+    llama_jsonl_num(t->log, "comm_exposed_s", tm->exposed_s);
+    llama_jsonl_num(t->log, "comm_s", comm_s);
+    llama_jsonl_num(t->log, "data_s", tm->data_s);
+    llama_jsonl_num(t->log, "optim_s", tm->opt_s);
+    llama_jsonl_num(t->log, "peak_rss_mib", llama_peak_rss_mib());
+    llama_jsonl_end(t->log);
+}
+
+/* After step @p step: validation and a checkpoint, when they are due. */
+static sharc_status_t train_after_step(train_t *t, int step)
+{
+    const opts_t *o = t->o;
+    int last = step + 1 == o->stop_at;
+    sharc_status_t status;
+
+    if (t->val_data != NULL && ((o->val_every > 0 && (step + 1) % o->val_every == 0) || last)) {
+        status = validate(t->model, t->val_data, o, t->comm, t->x, t->y, &t->val_loss);
+        if (status != SHARC_OK) {
+            return status;
+        }
+        llama_info("step %5d/%d | val loss %.4f", step + 1, o->steps, t->val_loss);
+        llama_jsonl_begin(t->log, "val");
+        llama_jsonl_int(t->log, "step", step + 1);
+        llama_jsonl_num(t->log, "val_loss", (double)t->val_loss);
+        llama_jsonl_end(t->log);
+    }
+    if (o->save_dir != NULL && ((o->save_every > 0 && (step + 1) % o->save_every == 0) || last)) {
+        status = sharc_shard_save(t->sg, o->save_dir, (uint64_t)step + 1);
+        if (status != SHARC_OK) {
+            llama_err("checkpoint at step %d into %s failed", step + 1, o->save_dir);
+            return status;
+        }
+        llama_info("step %5d/%d | saved %s", step + 1, o->steps, o->save_dir);
+    }
+    return SHARC_OK;
+}
+
+/* One training step: forward and backward of its micro-batches, the optimizer, the figures,
+ * and what is due after it. */
+static sharc_status_t train_step(train_t *t, int step)
+{
+    const opts_t *o = t->o;
+    double t0 = llama_now(), data_s = 0.0, loss_sum = 0.0, mean_loss = 0.0, local_loss;
+    sharc_shard_stats_t st;
+    sharc_status_t status;
+    float norm, lr;
+
+    status = train_forward_backward(t, step, &loss_sum, &data_s);
     if (status != SHARC_OK) {
-        rc = 1;
+        llama_err("step %d failed: %s", step, sharc_status_string(status));
+        return status;
     }
-    llama_jsonl_close(log);
-    llama_optim_destroy(optim);
-    llama_model_destroy(model);
-    llama_data_close(train_data);
-    llama_data_close(val_data);
-    free(x);
-    free(y);
-    free(times);
-    return rc;
+    double to = llama_now();
+    status = llama_optim_step(t->optim, step, &norm, &lr);
+    if (status == SHARC_OK) {
+        status = sharc_shard_zero_grads(t->sg);
+    }
+    local_loss = loss_sum / o->accum;
+    if (status == SHARC_OK) {
+        status = sharc_allreduce(&local_loss, &mean_loss, 1, SHARC_DTYPE_F64, SHARC_OP_AVG, t->comm,
+                                 NULL);
+    }
+    if (status != SHARC_OK) {
+        llama_err("optimizer step %d failed: %s", step, sharc_status_string(status));
+        return status;
+    }
+    double t1 = llama_now();
+    step_time_t *tm = &t->times[t->nsteps++];
+
+    sharc_shard_stats(t->sg, -1, &st);
+    tm->step_s = t1 - t0;
+    tm->data_s = data_s;
+    tm->exposed_s = st.exposed_s;
+    tm->opt_s = t1 - to;
+    tm->tokens_per_s = (double)(t->N * o->accum * t->world) / tm->step_s;
+    train_log_step(t, step, tm, mean_loss, lr, norm, st.comm_s);
+    t->final_loss = mean_loss;
+    return train_after_step(t, step);
+}
+
+/* Medians over the steps after the first two (schedule recording, warm caches). */
+static sharc_status_t train_summary(train_t *t)
+{
+    int skip = t->nsteps > 4 ? 2 : 0, n = t->nsteps - skip, world = t->world;
+    double *v = malloc(sizeof(double) * (size_t)n * 5), rss = llama_peak_rss_mib(), rss_max;
+
+    if (v == NULL) {
+        return SHARC_ERR_NOMEM;
+    }
+    for (int i = 0; i < n; i++) {
+        const step_time_t *tm = &t->times[skip + i];
+
+        v[i] = tm->tokens_per_s;
+        v[n + i] = tm->step_s;
+        v[2 * n + i] = tm->exposed_s;
+        v[3 * n + i] = tm->data_s;
+        v[4 * n + i] = tm->exposed_s / tm->step_s;
+    }
+    double tps = llama_median(v, n), step_s = llama_median(v + n, n);
+    double exposed = llama_median(v + 2 * n, n), data_s = llama_median(v + 3 * n, n);
+    double share = llama_median(v + 4 * n, n);
+    double mfu = t->peak > 0 ? t->fpt * tps / world / t->peak : 0;
+    free(v);
+    sharc_allreduce(&rss, &rss_max, 1, SHARC_DTYPE_F64, SHARC_OP_MAX, t->comm, NULL);
+    llama_info("summary: %d ranks | %.0f tok/s (%.0f/rank) | step %.3f s | exposed comm "
+               "%.1f%% | mfu %.1f%% | peak rss %.0f MiB/rank | final loss %.4f",
+               world, tps, tps / world, step_s, 100.0 * share, 100.0 * mfu, rss_max, t->final_loss);
+    if (t->val_loss >= 0) {
+        llama_info("summary: val loss %.4f", (double)t->val_loss);
+    }
+    llama_jsonl_begin(t->log, "summary");
+    llama_jsonl_int(t->log, "world", world);
+    llama_jsonl_num(t->log, "tokens_per_s", tps);
+    llama_jsonl_num(t->log, "tokens_per_s_rank", tps / world);
+    llama_jsonl_num(t->log, "step_s", step_s);
+    llama_jsonl_num(t->log, "comm_exposed_s", exposed);
+    llama_jsonl_num(t->log, "comm_exposed_share", share);
+    llama_jsonl_num(t->log, "data_s", data_s);
+    llama_jsonl_num(t->log, "mfu", mfu);
+    llama_jsonl_num(t->log, "gemm_peak_gflops", t->peak / 1e9);
+    llama_jsonl_num(t->log, "peak_rss_mib", rss_max);
+    llama_jsonl_num(t->log, "val_loss", (double)t->val_loss);
+    llama_jsonl_int(t->log, "steps", t->nsteps);
+    llama_jsonl_end(t->log);
+    return SHARC_OK;
+}
+
+static void train_close(train_t *t)
+{
+    llama_jsonl_close(t->log);
+    llama_optim_destroy(t->optim);
+    llama_model_destroy(t->model);
+    llama_data_close(t->train_data);
+    llama_data_close(t->val_data);
+    free(t->x);
+    free(t->y);
+    free(t->times);
+}
+
+/* The run: setup, the step loop, the export and the summary. 0, 1 (failed) or 2 (usage). */
+static int train(const opts_t *o, sharc_comm_h comm)
+{
+    train_t t = {.o = o,
+                 .comm = comm,
+                 .rank = sharc_comm_rank(comm),
+                 .world = sharc_comm_size(comm),
+                 .run = o->run,
+                 .val_loss = -1.0f};
+    sharc_status_t status;
+    int rc = train_open(&t);
+
+    if (rc != 0) {
+        train_close(&t);
+        return rc;
+    }
+    status = train_setup(&t);
+    if (status == SHARC_OK) {
+        train_log_start(&t);
+    }
+    for (int step = (int)t.start_step; status == SHARC_OK && step < o->stop_at; step++) {
+        status = train_step(&t, step);
+    }
+    if (status == SHARC_OK && o->export_dir != NULL) {
+        status = llama_model_export(t.model, comm, o->export_dir, o->export_dtype);
+        if (status == SHARC_OK) {
+            llama_info("exported %s/model.safetensors and config.json", o->export_dir);
+        }
+    }
+    if (status == SHARC_OK && t.nsteps > 0) {
+        status = train_summary(&t);
+    }
+    train_close(&t);
+    return (status == SHARC_OK) ? 0 : 1;
 }
 
 static int cmd_train(int argc, char **argv)

@@ -28,6 +28,8 @@ extern const sharc_tp_ops_t sharc_tp_ib_ops;
 extern const sharc_tp_ops_t sharc_tp_nccl_ops;
 #endif
 
+const char *const sharc_tp_names[SHARC_TP_NAMES] = {"auto", "self", "ucx", "shm", "ib", "nccl"};
+
 /* In order of preference (ib only when SHARC_TRANSPORT=ib names it: UCX comes first). */
 static const sharc_tp_ops_t *const sharc_tp_backends[] = {
     &sharc_tp_self_ops,
@@ -103,7 +105,7 @@ static void sharc_tp_layout(const sharc_tp_comm_params_t *params, int *shared_p,
 static sharc_status_t sharc_tp_open_named(const sharc_tp_comm_params_t *params,
                                           const sharc_tp_ops_t **ops_p, sharc_tp_comm_t **tp_p)
 {
-    const char *name = sharc_cfg_transport_names[params->cfg->transport];
+    const char *name = sharc_tp_names[params->cfg->transport];
     const sharc_tp_ops_t *ops = sharc_tp_find(name);
     int shared, remote;
 
@@ -139,7 +141,7 @@ sharc_status_t sharc_tp_open(const sharc_tp_comm_params_t *params, const sharc_t
 
     *ops_p = NULL;
     *tp_p = NULL;
-    if (params->cfg->transport != SHARC_CFG_TRANSPORT_AUTO) {
+    if (params->cfg->transport != 0) { /* not auto */
         status = sharc_tp_open_named(params, ops_p, tp_p);
         if (status != SHARC_OK) {
             *ops_p = NULL;
@@ -194,22 +196,16 @@ sharc_status_t sharc_tp_open(const sharc_tp_comm_params_t *params, const sharc_t
     return status;
 }
 
-sharc_status_t sharc_tp_gpu_open(const sharc_tp_comm_params_t *params, const sharc_tp_ops_t **ops_p,
-                                 sharc_tp_comm_t **tp_p)
+const sharc_tp_ops_t *sharc_tp_gpu_find(const sharc_cfg_t *cfg)
 {
     for (size_t i = 0; sharc_tp_backends[i] != NULL; i++) {
         const sharc_tp_ops_t *ops = sharc_tp_backends[i];
 
         if ((ops->caps & SHARC_TP_CAP_COLL) && (ops->caps & SHARC_TP_CAP_CUDA_MEM) &&
             ops->version == SHARC_TP_OPS_VERSION &&
-            (ops->query == NULL || ops->query(params->cfg) == SHARC_OK)) {
-            sharc_status_t status = ops->comm_create(params, tp_p);
-
-            if (status == SHARC_OK) {
-                *ops_p = ops;
-            }
-            return status;
+            (ops->query == NULL || ops->query(cfg) == SHARC_OK)) {
+            return ops;
         }
     }
-    return SHARC_ERR_UNSUPPORTED;
+    return NULL;
 }

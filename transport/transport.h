@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sharc/coll.h>
 #include <sharc/types.h>
 
 #include "../src/boot/boot.h"
@@ -78,23 +79,18 @@ static inline void sharc_tp_req_complete(sharc_tp_req_t *req, sharc_status_t sta
 }
 
 typedef struct {
-    sharc_boot_t *boot;     /* for address exchange; collective over it */
+    /* for address exchange (collective over it); it outlives the transport, which may also
+     * report a peer it lost through it (sharc_boot_report) so that every rank learns it */
+    sharc_boot_t *boot;
     const sharc_cfg_t *cfg; /* outlives the transport communicator */
     int rank, size;
     const int *node_of;     /* [size]: node of every rank (valid during comm_create) */
     sharc_mem_table_t *mem; /* the context's shareable buffers (outlives the transport) */
 } sharc_tp_comm_params_t;
 
-typedef enum {
-    SHARC_TP_COLL_ALLGATHER,
-    SHARC_TP_COLL_REDUCE_SCATTER,
-    SHARC_TP_COLL_ALLREDUCE,
-    SHARC_TP_COLL_BCAST,
-} sharc_tp_coll_type_t;
-
 /* One whole collective for a collective backend; buffer contracts as in sharc's API. */
 typedef struct {
-    sharc_tp_coll_type_t type;
+    sharc_coll_type_t type; /* allgather, reduce_scatter, allreduce or broadcast */
     const void *sendbuf;
     void *recvbuf;
     size_t count; /* elements per rank (allgather: sent; reduce_scatter: received) */
@@ -198,13 +194,17 @@ typedef struct sharc_tp_ops {
 } sharc_tp_ops_t;
 
 /**
- * The collective backend for CUDA buffers (nccl), set up for a communicator when its first
- * collective on CUDA memory is posted: collective over params->boot. SHARC_ERR_UNSUPPORTED
- * (not logged) when none was built in or none can run here: then CUDA buffers are staged
- * through host memory over the point-to-point transport.
+ * The collective backend for CUDA buffers (nccl) if one was built in and can run here (its
+ * query: local, no side effects), else NULL (not logged). The communicator opens it with
+ * comm_create when every rank found one, and otherwise stages CUDA buffers through host
+ * memory over the point-to-point transport.
  */
-SHARC_HIDDEN sharc_status_t sharc_tp_gpu_open(const sharc_tp_comm_params_t *params,
-                                              const sharc_tp_ops_t **ops_p, sharc_tp_comm_t **tp_p);
+SHARC_HIDDEN const sharc_tp_ops_t *sharc_tp_gpu_find(const sharc_cfg_t *cfg);
+
+/* SHARC_TRANSPORT's values, the index sharc_cfg_t.transport holds: "auto" (0), then every
+ * backend sharc knows, built into this library or not (registry.c). */
+#define SHARC_TP_NAMES 6
+extern SHARC_HIDDEN const char *const sharc_tp_names[SHARC_TP_NAMES];
 
 /** Backend for a SHARC_TRANSPORT name, or NULL if it was not built in. */
 SHARC_HIDDEN const sharc_tp_ops_t *sharc_tp_find(const char *name);

@@ -19,10 +19,10 @@ static sharc_status_t sharc_allgather_direct_init(sharc_coll_task_t *task)
 {
     const sharc_coll_args_t *a = &task->args;
     size_t bytes = a->count * sharc_dtype_size(a->dtype);
-    char *mine = (char *)a->recvbuf + (size_t)task->comm->rank * bytes;
+    char *mine = (char *)a->recvbuf + (size_t)task->cc->rank * bytes;
 
-    task->nreqs = (size_t)(task->comm->size - 1);
-    task->phase = 0;
+    task->nreqs = (size_t)(task->cc->size - 1);
+    task->u.direct.phase = 0;
     if (task->nreqs == 0 || bytes == 0) {
         if (a->sendbuf != mine && bytes > 0) {
             sharc_kern_copy(mine, a->sendbuf, bytes);
@@ -36,7 +36,7 @@ static sharc_status_t sharc_allgather_direct_init(sharc_coll_task_t *task)
 
 static sharc_status_t sharc_allgather_direct_progress(sharc_coll_task_t *task)
 {
-    sharc_comm_h comm = task->comm;
+    const sharc_coll_comm_t *comm = task->cc;
     size_t bytes = task->args.count * sharc_dtype_size(task->args.dtype);
     char *buf = task->args.recvbuf, *mine = buf + (size_t)comm->rank * bytes;
     sharc_status_t status;
@@ -44,8 +44,8 @@ static sharc_status_t sharc_allgather_direct_progress(sharc_coll_task_t *task)
     if (task->nreqs == 0) {
         return SHARC_OK; /* one rank, or nothing to send */
     }
-    if (task->phase == 0) {
-        task->phase = 1;
+    if (task->u.direct.phase == 0) {
+        task->u.direct.phase = 1;
         for (int i = 1; i < comm->size; i++) { /* peers in ring order: no hot spot */
             int to = (comm->rank + i) % comm->size,
                 from = (comm->rank - i + comm->size) % comm->size;
@@ -66,7 +66,8 @@ static sharc_status_t sharc_allgather_direct_progress(sharc_coll_task_t *task)
 }
 
 const sharc_coll_algo_t sharc_coll_allgather_direct = {
-    .name = "direct",
+    .info = {.name = "direct", .flags = 0},
+    .type = SHARC_COLL_ALLGATHER,
     .init = sharc_allgather_direct_init,
     .progress = sharc_allgather_direct_progress,
 };

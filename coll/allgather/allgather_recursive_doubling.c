@@ -18,8 +18,8 @@ static sharc_status_t sharc_allgather_recdbl_init(sharc_coll_task_t *task)
 {
     const sharc_coll_args_t *a = &task->args;
     size_t bytes = a->count * sharc_dtype_size(a->dtype);
-    char *mine = (char *)a->recvbuf + (size_t)task->comm->rank * bytes;
-    int n = task->comm->size;
+    char *mine = (char *)a->recvbuf + (size_t)task->cc->rank * bytes;
+    int n = task->cc->size;
 
     if (n & (n - 1)) {
         return SHARC_ERR_UNSUPPORTED; /* the selection only picks it for powers of two */
@@ -27,45 +27,46 @@ static sharc_status_t sharc_allgather_recdbl_init(sharc_coll_task_t *task)
     if (a->sendbuf != mine && bytes > 0) {
         sharc_kern_copy(mine, a->sendbuf, bytes);
     }
-    task->step = 0;
-    task->phase = 0;
+    task->u.rounds.step = 0;
+    task->u.rounds.phase = 0;
     task->reqs = calloc(2, sizeof(*task->reqs));
     return task->reqs ? SHARC_OK : SHARC_ERR_NOMEM;
 }
 
 static sharc_status_t sharc_allgather_recdbl_progress(sharc_coll_task_t *task)
 {
-    sharc_comm_h comm = task->comm;
+    const sharc_coll_comm_t *comm = task->cc;
     size_t bytes = task->args.count * sharc_dtype_size(task->args.dtype);
     char *buf = task->args.recvbuf;
     sharc_status_t status;
 
-    while (bytes > 0 && ((size_t)1 << task->step) < (size_t)comm->size) {
-        size_t dist = (size_t)1 << task->step;
+    while (bytes > 0 && ((size_t)1 << task->u.rounds.step) < (size_t)comm->size) {
+        size_t dist = (size_t)1 << task->u.rounds.step;
         int partner = comm->rank ^ (int)dist;
         size_t mine = ((size_t)comm->rank & ~(dist - 1)) * bytes;
         size_t theirs = ((size_t)partner & ~(dist - 1)) * bytes;
 
-        if (task->phase == 0) {
+        if (task->u.rounds.phase == 0) {
             task->await_peer = partner;
             status = sharc_coll_sendrecv(task, partner, buf + mine, dist * bytes, &task->reqs[1],
                                          partner, buf + theirs, dist * bytes, &task->reqs[0]);
             if (status != SHARC_OK) {
                 return status;
             }
-            task->phase = 1;
+            task->u.rounds.phase = 1;
         }
         if ((status = sharc_coll_reqs_status(task->reqs, 2)) != SHARC_OK) {
             return status;
         }
-        task->phase = 0;
-        task->step++;
+        task->u.rounds.phase = 0;
+        task->u.rounds.step++;
     }
     return SHARC_OK;
 }
 
 const sharc_coll_algo_t sharc_coll_allgather_recursive_doubling = {
-    .name = "recursive_doubling",
+    .info = {.name = "recursive_doubling", .flags = SHARC_COLL_ALGO_POW2},
+    .type = SHARC_COLL_ALLGATHER,
     .init = sharc_allgather_recdbl_init,
     .progress = sharc_allgather_recdbl_progress,
 };

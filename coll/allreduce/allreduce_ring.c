@@ -17,14 +17,13 @@
 static void sharc_allreduce_ring_layout(sharc_coll_task_t *task)
 {
     const sharc_coll_args_t *a = &task->args;
-    sharc_coll_ring_t *ring = &task->ring;
-    size_t n = (size_t)task->comm->size, esize = sharc_dtype_size(a->dtype);
+    sharc_coll_ring_t *ring = &task->u.allreduce_ring.ring;
+    size_t n = (size_t)task->cc->size, esize = sharc_dtype_size(a->dtype);
 
     memset(ring, 0, sizeof(*ring));
     ring->vec = a->recvbuf;
     ring->blocks = (sharc_coll_blocks_t){.base = a->count / n, .extra = a->count % n};
-    ring->out = (char *)a->recvbuf + sharc_coll_block_off(&ring->blocks, task->comm->rank) * esize;
-    ring->chunk = task->comm->ctx->cfg->coll_chunk / esize;
+    ring->out = (char *)a->recvbuf + sharc_coll_block_off(&ring->blocks, task->cc->rank) * esize;
 }
 
 static sharc_status_t sharc_allreduce_ring_init(sharc_coll_task_t *task)
@@ -35,35 +34,42 @@ static sharc_status_t sharc_allreduce_ring_init(sharc_coll_task_t *task)
         memcpy(a->recvbuf, a->sendbuf, a->count * sharc_dtype_size(a->dtype));
     }
     sharc_allreduce_ring_layout(task);
-    task->ring.scale = (a->op == SHARC_OP_AVG) ? 1.0 / task->comm->size : 0.0;
-    task->ring.reducing = 1;
-    task->phase = 0;
-    return sharc_coll_ring_init(task, &task->ring);
+    task->u.allreduce_ring.ring.scale = (a->op == SHARC_OP_AVG) ? 1.0 / task->cc->size : 0.0;
+    task->u.allreduce_ring.ring.reducing = 1;
+    task->u.allreduce_ring.phase = 0;
+    return sharc_coll_ring_init(task, &task->u.allreduce_ring.ring);
 }
 
 static sharc_status_t sharc_allreduce_ring_progress(sharc_coll_task_t *task)
 {
     sharc_status_t status;
 
-    if (task->phase == 0) {
+    if (task->u.allreduce_ring.phase == 0) {
         /* the reduce-scatter reads and writes recvbuf in place: own block last */
-        status = sharc_coll_ring_reduce_scatter(task, &task->ring);
+        status = sharc_coll_ring_reduce_scatter(task, &task->u.allreduce_ring.ring);
         if (status != SHARC_OK) {
             return status;
         }
-        sharc_coll_ring_cleanup(&task->ring);
+        sharc_coll_ring_cleanup(&task->u.allreduce_ring.ring);
         sharc_allreduce_ring_layout(task);
-        status = sharc_coll_ring_init(task, &task->ring);
+        status = sharc_coll_ring_init(task, &task->u.allreduce_ring.ring);
         if (status != SHARC_OK) {
             return status;
         }
-        task->phase = 1;
+        task->u.allreduce_ring.phase = 1;
     }
-    return sharc_coll_ring_allgather(task, &task->ring);
+    return sharc_coll_ring_allgather(task, &task->u.allreduce_ring.ring);
+}
+
+static void sharc_allreduce_ring_finalize(sharc_coll_task_t *task)
+{
+    sharc_coll_ring_cleanup(&task->u.allreduce_ring.ring);
 }
 
 const sharc_coll_algo_t sharc_coll_allreduce_ring = {
-    .name = "ring",
+    .info = {.name = "ring", .flags = 0},
+    .type = SHARC_COLL_ALLREDUCE,
     .init = sharc_allreduce_ring_init,
     .progress = sharc_allreduce_ring_progress,
+    .finalize = sharc_allreduce_ring_finalize,
 };

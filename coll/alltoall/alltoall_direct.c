@@ -19,9 +19,9 @@
 static sharc_status_t sharc_alltoall_direct_init(sharc_coll_task_t *task)
 {
     const sharc_coll_args_t *a = &task->args;
-    size_t n = (size_t)task->comm->size, bytes = a->count * sharc_dtype_size(a->dtype);
+    size_t n = (size_t)task->cc->size, bytes = a->count * sharc_dtype_size(a->dtype);
 
-    task->phase = 0;
+    task->u.direct.phase = 0;
     task->nreqs = (bytes == 0) ? 0 : n - 1;
     if (task->nreqs > 0) {
         task->reqs = calloc(2 * task->nreqs, sizeof(*task->reqs));
@@ -42,15 +42,15 @@ static sharc_status_t sharc_alltoall_direct_init(sharc_coll_task_t *task)
 static sharc_status_t sharc_alltoall_direct_progress(sharc_coll_task_t *task)
 {
     const sharc_coll_args_t *a = &task->args;
-    sharc_comm_h comm = task->comm;
+    const sharc_coll_comm_t *comm = task->cc;
     int n = comm->size, r = comm->rank;
     size_t bytes = a->count * sharc_dtype_size(a->dtype);
     const char *send = (task->scratch != NULL) ? task->scratch : a->sendbuf;
     char *recv = a->recvbuf;
     sharc_status_t status;
 
-    if (task->phase == 0) {
-        task->phase = 1;
+    if (task->u.direct.phase == 0) {
+        task->u.direct.phase = 1;
         for (int k = 1; k < n && bytes > 0; k++) { /* peers in ring order: no hot spot */
             int to = (r + k) % n, from = (r - k + n) % n;
 
@@ -70,7 +70,8 @@ static sharc_status_t sharc_alltoall_direct_progress(sharc_coll_task_t *task)
 }
 
 const sharc_coll_algo_t sharc_coll_alltoall_direct = {
-    .name = "direct",
+    .info = {.name = "direct", .flags = 0},
+    .type = SHARC_COLL_ALLTOALL,
     .init = sharc_alltoall_direct_init,
     .progress = sharc_alltoall_direct_progress,
 };

@@ -23,17 +23,17 @@
 
 static int sharc_alltoall_pairwise_peer(const sharc_coll_task_t *task, size_t step)
 {
-    int n = task->comm->size;
+    int n = task->cc->size;
 
-    return (int)((step + (size_t)n - (size_t)task->comm->rank) % (size_t)n);
+    return (int)((step + (size_t)n - (size_t)task->cc->rank) % (size_t)n);
 }
 
 static sharc_status_t sharc_alltoall_pairwise_init(sharc_coll_task_t *task)
 {
     const sharc_coll_args_t *a = &task->args;
-    size_t n = (size_t)task->comm->size, bytes = a->count * sharc_dtype_size(a->dtype);
+    size_t n = (size_t)task->cc->size, bytes = a->count * sharc_dtype_size(a->dtype);
 
-    task->step = task->retired = 0;
+    task->u.window.step = task->u.window.retired = 0;
     task->nreqs = n; /* steps: reqs[2s] receives, reqs[2s + 1] sends */
     if (bytes == 0) {
         return SHARC_OK;
@@ -58,7 +58,7 @@ static sharc_status_t sharc_alltoall_pairwise_post(sharc_coll_task_t *task, size
     char *rblock = (char *)a->recvbuf + (size_t)peer * bytes;
     const char *sblock = (const char *)a->sendbuf + (size_t)peer * bytes;
 
-    if (peer == task->comm->rank) {
+    if (peer == task->cc->rank) {
         if (a->sendbuf != a->recvbuf) {
             memcpy(rblock, sblock, bytes);
         }
@@ -77,25 +77,26 @@ static sharc_status_t sharc_alltoall_pairwise_post(sharc_coll_task_t *task, size
 
 static sharc_status_t sharc_alltoall_pairwise_progress(sharc_coll_task_t *task)
 {
-    size_t n = (size_t)task->comm->size;
+    size_t n = (size_t)task->cc->size;
     sharc_status_t status;
 
     if (task->reqs == NULL) {
         return SHARC_OK; /* count 0 */
     }
-    while (task->retired < n) {
-        size_t s = task->retired;
+    while (task->u.window.retired < n) {
+        size_t s = task->u.window.retired;
 
-        if (task->step < n && task->step < task->retired + SHARC_ALLTOALL_WINDOW) {
-            status = sharc_alltoall_pairwise_post(task, task->step);
+        if (task->u.window.step < n &&
+            task->u.window.step < task->u.window.retired + SHARC_ALLTOALL_WINDOW) {
+            status = sharc_alltoall_pairwise_post(task, task->u.window.step);
             if (status != SHARC_OK) {
                 return status;
             }
-            task->step++;
+            task->u.window.step++;
             continue;
         }
         /* the oldest step in flight (a local copy has no requests and retires at once) */
-        if (sharc_alltoall_pairwise_peer(task, s) != task->comm->rank) {
+        if (sharc_alltoall_pairwise_peer(task, s) != task->cc->rank) {
             status = sharc_coll_reqs_status(&task->reqs[2 * s], 2);
             if (status == SHARC_INPROGRESS) {
                 task->await_peer = sharc_alltoall_pairwise_peer(task, s);
@@ -104,13 +105,14 @@ static sharc_status_t sharc_alltoall_pairwise_progress(sharc_coll_task_t *task)
                 return status;
             }
         }
-        task->retired++;
+        task->u.window.retired++;
     }
     return SHARC_OK;
 }
 
 const sharc_coll_algo_t sharc_coll_alltoall_pairwise = {
-    .name = "pairwise",
+    .info = {.name = "pairwise", .flags = 0},
+    .type = SHARC_COLL_ALLTOALL,
     .init = sharc_alltoall_pairwise_init,
     .progress = sharc_alltoall_pairwise_progress,
 };

@@ -15,12 +15,12 @@ static sharc_status_t sharc_barrier_dissemination_init(sharc_coll_task_t *task)
 {
     size_t steps = 0;
 
-    while (((size_t)1 << steps) < (size_t)task->comm->size) {
+    while (((size_t)1 << steps) < (size_t)task->cc->size) {
         steps++;
     }
     task->nreqs = steps;
-    task->step = 0;
-    task->phase = 0; /* 1: the current step's messages are posted */
+    task->u.rounds.step = 0;
+    task->u.rounds.phase = 0; /* 1: the current step's messages are posted */
     if (steps == 0) {
         return SHARC_OK;
     }
@@ -30,29 +30,29 @@ static sharc_status_t sharc_barrier_dissemination_init(sharc_coll_task_t *task)
 
 static sharc_status_t sharc_barrier_dissemination_progress(sharc_coll_task_t *task)
 {
-    int n = task->comm->size, r = task->comm->rank;
+    int n = task->cc->size, r = task->cc->rank;
     sharc_status_t status;
 
-    while (task->step < task->nreqs) {
-        size_t k = task->step;
+    while (task->u.rounds.step < task->nreqs) {
+        size_t k = task->u.rounds.step;
         int dist = (int)(((size_t)1 << k) % (size_t)n);
         sharc_tp_req_t *sreq = &task->reqs[2 * k], *rreq = &task->reqs[2 * k + 1];
 
-        if (!task->phase) {
+        if (!task->u.rounds.phase) {
             task->await_peer = (r - dist + n) % n;
             status = sharc_coll_sendrecv(task, (r + dist) % n, NULL, 0, sreq, task->await_peer,
                                          NULL, 0, rreq);
             if (status != SHARC_OK) {
                 return status;
             }
-            task->phase = 1;
+            task->u.rounds.phase = 1;
         }
         status = sharc_tp_req_status(rreq);
         if (status != SHARC_OK) {
             return status; /* INPROGRESS included */
         }
-        task->phase = 0;
-        task->step++;
+        task->u.rounds.phase = 0;
+        task->u.rounds.step++;
     }
     for (size_t k = 0; k < task->nreqs; k++) {
         if ((status = sharc_tp_req_status(&task->reqs[2 * k])) != SHARC_OK) {
@@ -63,7 +63,8 @@ static sharc_status_t sharc_barrier_dissemination_progress(sharc_coll_task_t *ta
 }
 
 const sharc_coll_algo_t sharc_coll_barrier_dissemination = {
-    .name = "dissemination",
+    .info = {.name = "dissemination", .flags = 0},
+    .type = SHARC_COLL_BARRIER,
     .init = sharc_barrier_dissemination_init,
     .progress = sharc_barrier_dissemination_progress,
 };

@@ -17,7 +17,7 @@
 static sharc_status_t sharc_broadcast_binomial_init(sharc_coll_task_t *task)
 {
     const sharc_coll_args_t *a = &task->args;
-    sharc_comm_h comm = task->comm;
+    const sharc_coll_comm_t *comm = task->cc;
     size_t bytes = a->count * sharc_dtype_size(a->dtype), levels = 0;
 
     if (comm->rank == a->root && a->sendbuf != a->recvbuf && bytes > 0) {
@@ -26,7 +26,7 @@ static sharc_status_t sharc_broadcast_binomial_init(sharc_coll_task_t *task)
     while (((size_t)1 << levels) < (size_t)comm->size) {
         levels++;
     }
-    task->phase = 0;
+    task->u.direct.phase = 0;
     task->nreqs = 0;                                      /* sends posted so far */
     task->reqs = calloc(levels + 1, sizeof(*task->reqs)); /* [0]: the receive */
     return task->reqs ? SHARC_OK : SHARC_ERR_NOMEM;
@@ -35,7 +35,7 @@ static sharc_status_t sharc_broadcast_binomial_init(sharc_coll_task_t *task)
 static sharc_status_t sharc_broadcast_binomial_progress(sharc_coll_task_t *task)
 {
     const sharc_coll_args_t *a = &task->args;
-    sharc_comm_h comm = task->comm;
+    const sharc_coll_comm_t *comm = task->cc;
     int n = comm->size, v = (comm->rank - a->root + n) % n, mask = 1;
     size_t bytes = a->count * sharc_dtype_size(a->dtype);
     sharc_status_t status;
@@ -46,7 +46,7 @@ static sharc_status_t sharc_broadcast_binomial_progress(sharc_coll_task_t *task)
     while (mask < n && !(v & mask)) { /* the lowest set bit of v: where the parent is */
         mask <<= 1;
     }
-    if (task->phase == 0) {
+    if (task->u.direct.phase == 0) {
         if (v != 0) {
             task->await_peer = (v - mask + a->root) % n;
             status = sharc_coll_recv(task, task->await_peer, a->recvbuf, bytes, &task->reqs[0]);
@@ -54,9 +54,9 @@ static sharc_status_t sharc_broadcast_binomial_progress(sharc_coll_task_t *task)
                 return status;
             }
         }
-        task->phase = 1;
+        task->u.direct.phase = 1;
     }
-    if (task->phase == 1) {
+    if (task->u.direct.phase == 1) {
         if (v != 0 && (status = sharc_tp_req_status(&task->reqs[0])) != SHARC_OK) {
             return status;
         }
@@ -70,13 +70,14 @@ static sharc_status_t sharc_broadcast_binomial_progress(sharc_coll_task_t *task)
                 task->nreqs++;
             }
         }
-        task->phase = 2;
+        task->u.direct.phase = 2;
     }
     return sharc_coll_reqs_status(task->reqs + 1, task->nreqs);
 }
 
 const sharc_coll_algo_t sharc_coll_broadcast_binomial = {
-    .name = "binomial",
+    .info = {.name = "binomial", .flags = 0},
+    .type = SHARC_COLL_BROADCAST,
     .init = sharc_broadcast_binomial_init,
     .progress = sharc_broadcast_binomial_progress,
 };

@@ -16,16 +16,16 @@
 static sharc_status_t sharc_broadcast_chain_init(sharc_coll_task_t *task)
 {
     const sharc_coll_args_t *a = &task->args;
-    sharc_comm_h comm = task->comm;
+    const sharc_coll_comm_t *comm = task->cc;
     size_t esize = sharc_dtype_size(a->dtype), bytes = a->count * esize;
-    size_t chunk = SHARC_MAX(comm->ctx->cfg->coll_chunk / esize, (size_t)1) * esize;
+    size_t chunk = SHARC_MAX(comm->cfg->coll_chunk / esize, (size_t)1) * esize;
 
     if (comm->rank == a->root && a->sendbuf != a->recvbuf && bytes > 0) {
         memcpy(a->recvbuf, a->sendbuf, bytes);
     }
     task->nreqs = (comm->size > 1 && bytes > 0) ? (bytes + chunk - 1) / chunk : 0;
-    task->step = 0;
-    task->ring.chunk = chunk; /* bytes, here */
+    task->u.direct.step = 0;
+    task->u.direct.chunk = chunk; /* bytes, here */
     if (task->nreqs == 0) {
         return SHARC_OK;
     }
@@ -39,18 +39,19 @@ static sharc_status_t sharc_broadcast_chain_init(sharc_coll_task_t *task)
 
 static sharc_status_t sharc_broadcast_chain_progress(sharc_coll_task_t *task)
 {
-    sharc_comm_h comm = task->comm;
+    const sharc_coll_comm_t *comm = task->cc;
     int n = comm->size, pos = (comm->rank - task->args.root + n) % n;
     int next = (comm->rank + 1) % n, prev = (comm->rank - 1 + n) % n;
-    size_t chunk = task->ring.chunk, total = task->args.count * sharc_dtype_size(task->args.dtype);
+    size_t chunk = task->u.direct.chunk,
+           total = task->args.count * sharc_dtype_size(task->args.dtype);
     sharc_tp_req_t *rreq = task->reqs, *sreq = task->reqs + task->nreqs;
     sharc_status_t status;
 
     if (task->nreqs == 0) {
         return SHARC_OK;
     }
-    if (task->phase == 0) { /* post every receive at once: each chunk has its place */
-        task->phase = 1;
+    if (task->u.direct.phase == 0) { /* post every receive at once: each chunk has its place */
+        task->u.direct.phase = 1;
         for (size_t c = 0; pos > 0 && c < task->nreqs; c++) {
             size_t off = c * chunk;
             status = sharc_coll_recv(task, prev, (char *)task->args.recvbuf + off,
@@ -61,8 +62,8 @@ static sharc_status_t sharc_broadcast_chain_progress(sharc_coll_task_t *task)
         }
     }
     /* forward each chunk once it is here (the root has them all; the last rank sends none) */
-    for (; pos < n - 1 && task->step < task->nreqs; task->step++) {
-        size_t c = task->step, off = c * chunk;
+    for (; pos < n - 1 && task->u.direct.step < task->nreqs; task->u.direct.step++) {
+        size_t c = task->u.direct.step, off = c * chunk;
 
         if (pos > 0 && (status = sharc_tp_req_status(&rreq[c])) != SHARC_OK) {
             if (status != SHARC_INPROGRESS) {
@@ -76,7 +77,7 @@ static sharc_status_t sharc_broadcast_chain_progress(sharc_coll_task_t *task)
             return status;
         }
     }
-    if (pos < n - 1 && task->step < task->nreqs) {
+    if (pos < n - 1 && task->u.direct.step < task->nreqs) {
         return SHARC_INPROGRESS; /* chunks still to forward */
     }
     if (pos > 0 && (status = sharc_coll_reqs_status(rreq, task->nreqs)) != SHARC_OK) {
@@ -86,7 +87,8 @@ static sharc_status_t sharc_broadcast_chain_progress(sharc_coll_task_t *task)
 }
 
 const sharc_coll_algo_t sharc_coll_broadcast_chain = {
-    .name = "chain",
+    .info = {.name = "chain", .flags = 0},
+    .type = SHARC_COLL_BROADCAST,
     .init = sharc_broadcast_chain_init,
     .progress = sharc_broadcast_chain_progress,
 };

@@ -16,30 +16,30 @@
 static sharc_status_t sharc_reduce_scatter_direct_init(sharc_coll_task_t *task)
 {
     size_t bytes = task->args.count * sharc_dtype_size(task->args.dtype);
-    size_t n = (size_t)task->comm->size;
+    size_t n = (size_t)task->cc->size;
 
-    task->phase = 0;
+    task->u.direct.phase = 0;
     task->nreqs = n - 1;
     task->reqs = calloc(2 * n, sizeof(*task->reqs));
-    task->ring.scratch = malloc(n * bytes + 1); /* slot p: rank p's block; slot r: the sum */
-    return (task->reqs && task->ring.scratch) ? SHARC_OK : SHARC_ERR_NOMEM;
+    sharc_coll_scratch(task, n * bytes + 1); /* slot p: rank p's block; slot r: the sum */
+    return (task->reqs && task->scratch) ? SHARC_OK : SHARC_ERR_NOMEM;
 }
 
 static sharc_status_t sharc_reduce_scatter_direct_progress(sharc_coll_task_t *task)
 {
     const sharc_coll_args_t *a = &task->args;
-    sharc_comm_h comm = task->comm;
+    const sharc_coll_comm_t *comm = task->cc;
     int n = comm->size, r = comm->rank;
     size_t bytes = a->count * sharc_dtype_size(a->dtype);
     const char *send = a->sendbuf;
-    char *slots = task->ring.scratch, *sum = slots + (size_t)r * bytes;
+    char *slots = task->scratch, *sum = slots + (size_t)r * bytes;
     sharc_status_t status;
 
     if (bytes == 0) {
         return SHARC_OK;
     }
-    if (task->phase == 0) {
-        task->phase = 1;
+    if (task->u.direct.phase == 0) {
+        task->u.direct.phase = 1;
         for (int i = 1; i < n; i++) {
             int to = (r + i) % n, from = (r - i + n) % n;
 
@@ -73,7 +73,8 @@ static sharc_status_t sharc_reduce_scatter_direct_progress(sharc_coll_task_t *ta
 }
 
 const sharc_coll_algo_t sharc_coll_reduce_scatter_direct = {
-    .name = "direct",
+    .info = {.name = "direct", .flags = 0},
+    .type = SHARC_COLL_REDUCE_SCATTER,
     .init = sharc_reduce_scatter_direct_init,
     .progress = sharc_reduce_scatter_direct_progress,
 };

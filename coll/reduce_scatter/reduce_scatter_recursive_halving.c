@@ -20,66 +20,67 @@
 static sharc_status_t sharc_reduce_scatter_rechalf_init(sharc_coll_task_t *task)
 {
     size_t bytes = task->args.count * sharc_dtype_size(task->args.dtype);
-    size_t n = (size_t)task->comm->size;
+    size_t n = (size_t)task->cc->size;
 
     if (n & (n - 1)) {
         return SHARC_ERR_UNSUPPORTED; /* the selection only picks it for powers of two */
     }
-    task->ring.scratch = malloc((n + n / 2) * bytes + 1);
+    sharc_coll_scratch(task, (n + n / 2) * bytes + 1);
     task->reqs = calloc(2, sizeof(*task->reqs));
-    if (task->ring.scratch == NULL || task->reqs == NULL) {
+    if (task->scratch == NULL || task->reqs == NULL) {
         return SHARC_ERR_NOMEM;
     }
-    memcpy(task->ring.scratch, task->args.sendbuf, n * bytes);
-    task->step = 0;
-    task->phase = 0;
-    task->ring.next_send = 0; /* first block of the range this rank holds */
+    memcpy(task->scratch, task->args.sendbuf, n * bytes);
+    task->u.rounds.step = 0;
+    task->u.rounds.phase = 0;
+    task->u.rounds.lo = 0; /* first block of the range this rank holds */
     return SHARC_OK;
 }
 
 static sharc_status_t sharc_reduce_scatter_rechalf_progress(sharc_coll_task_t *task)
 {
     const sharc_coll_args_t *a = &task->args;
-    size_t n = (size_t)task->comm->size, r = (size_t)task->comm->rank;
+    size_t n = (size_t)task->cc->size, r = (size_t)task->cc->rank;
     size_t bytes = a->count * sharc_dtype_size(a->dtype);
-    char *work = task->ring.scratch, *in = work + n * bytes;
+    char *work = task->scratch, *in = work + n * bytes;
     sharc_status_t status;
 
-    while (bytes > 0 && ((size_t)1 << task->step) < n) {
-        size_t d = n >> (task->step + 1), lo = task->ring.next_send;
+    while (bytes > 0 && ((size_t)1 << task->u.rounds.step) < n) {
+        size_t d = n >> (task->u.rounds.step + 1), lo = task->u.rounds.lo;
         size_t keep = (r & d) ? lo + d : lo, give = (r & d) ? lo : lo + d;
         int partner = (int)(r ^ d);
 
-        if (task->phase == 0) {
+        if (task->u.rounds.phase == 0) {
             task->await_peer = partner;
             status = sharc_coll_sendrecv(task, partner, work + give * bytes, d * bytes,
                                          &task->reqs[1], partner, in, d * bytes, &task->reqs[0]);
             if (status != SHARC_OK) {
                 return status;
             }
-            task->phase = 1;
+            task->u.rounds.phase = 1;
         }
         if ((status = sharc_coll_reqs_status(task->reqs, 2)) != SHARC_OK) {
             return status;
         }
         sharc_kern_cpu_ops.reduce(work + keep * bytes, work + keep * bytes, in, d * a->count,
                                   a->dtype, a->op, NULL);
-        task->ring.next_send = keep;
-        task->phase = 0;
-        task->step++;
+        task->u.rounds.lo = keep;
+        task->u.rounds.phase = 0;
+        task->u.rounds.step++;
     }
-    if (bytes > 0 && task->phase == 0) {
+    if (bytes > 0 && task->u.rounds.phase == 0) {
         if (a->op == SHARC_OP_AVG) {
             sharc_kern_cpu_ops.scale(work + r * bytes, a->count, a->dtype, 1.0 / n, NULL);
         }
         memcpy(a->recvbuf, work + r * bytes, bytes);
-        task->phase = 2; /* written out once */
+        task->u.rounds.phase = 2; /* written out once */
     }
     return SHARC_OK;
 }
 
 const sharc_coll_algo_t sharc_coll_reduce_scatter_recursive_halving = {
-    .name = "recursive_halving",
+    .info = {.name = "recursive_halving", .flags = SHARC_COLL_ALGO_POW2},
+    .type = SHARC_COLL_REDUCE_SCATTER,
     .init = sharc_reduce_scatter_rechalf_init,
     .progress = sharc_reduce_scatter_rechalf_progress,
 };

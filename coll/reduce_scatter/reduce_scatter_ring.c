@@ -17,13 +17,12 @@
 static sharc_status_t sharc_reduce_scatter_ring_init(sharc_coll_task_t *task)
 {
     const sharc_coll_args_t *a = &task->args;
-    sharc_coll_ring_t *ring = &task->ring;
-    int n = task->comm->size;
+    sharc_coll_ring_t *ring = &task->u.ring;
+    int n = task->cc->size;
 
     ring->vec = (char *)a->sendbuf; /* read only: partial sums live in scratch */
     ring->out = a->recvbuf;
     ring->blocks = (sharc_coll_blocks_t){.base = a->count, .extra = 0};
-    ring->chunk = task->comm->ctx->cfg->coll_chunk / sharc_dtype_size(a->dtype);
     ring->scale = (a->op == SHARC_OP_AVG) ? 1.0 / n : 0.0;
     ring->reducing = 1;
     if (n == 1 && a->count > 0) { /* no ring: the result is this rank's own block */
@@ -36,11 +35,18 @@ static sharc_status_t sharc_reduce_scatter_ring_init(sharc_coll_task_t *task)
 
 static sharc_status_t sharc_reduce_scatter_ring_progress(sharc_coll_task_t *task)
 {
-    return sharc_coll_ring_reduce_scatter(task, &task->ring);
+    return sharc_coll_ring_reduce_scatter(task, &task->u.ring);
+}
+
+static void sharc_reduce_scatter_ring_finalize(sharc_coll_task_t *task)
+{
+    sharc_coll_ring_cleanup(&task->u.ring);
 }
 
 const sharc_coll_algo_t sharc_coll_reduce_scatter_ring = {
-    .name = "ring",
+    .info = {.name = "ring", .flags = 0},
+    .type = SHARC_COLL_REDUCE_SCATTER,
     .init = sharc_reduce_scatter_ring_init,
     .progress = sharc_reduce_scatter_ring_progress,
+    .finalize = sharc_reduce_scatter_ring_finalize,
 };

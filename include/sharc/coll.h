@@ -101,6 +101,39 @@ SHARC_API sharc_status_t sharc_request_wait(sharc_request_h req);
  */
 SHARC_API void sharc_request_free(sharc_request_h req);
 
+/* ---- what the collectives are and which algorithms run them (for tools and bindings) */
+
+/** The collectives, as selection, tune files and sharc-perf name them. */
+typedef enum {
+    SHARC_COLL_ALLGATHER = 0,
+    SHARC_COLL_REDUCE_SCATTER,
+    SHARC_COLL_ALLREDUCE,
+    SHARC_COLL_BROADCAST,
+    SHARC_COLL_ALLTOALL,
+    SHARC_COLL_BARRIER,
+    SHARC_COLL_LAST
+} sharc_coll_type_t;
+
+/** A collective's name ("allgather", "reduce_scatter", ...), or NULL for no collective. */
+SHARC_API const char *sharc_coll_name(sharc_coll_type_t coll);
+
+/** SHARC_COLL_ALGO_POW2: the algorithm needs a power-of-two rank count. */
+#define SHARC_COLL_ALGO_POW2 (1u << 0)
+
+/** One host algorithm of a collective. */
+typedef struct {
+    const char *name; /**< as SHARC_<COLL>_ALGO and tune files spell it */
+    unsigned flags;   /**< SHARC_COLL_ALGO_* */
+} sharc_coll_algo_info_t;
+
+/**
+ * The host algorithms of @p coll, one at a time: the @p index-th (from 0), in the order
+ * SHARC_<COLL>_ALGO lists them. Constant data; thread-safe.
+ * @return the algorithm, or NULL past the last one (and for the barrier, which has one
+ *         algorithm and no knob).
+ */
+SHARC_API const sharc_coll_algo_info_t *sharc_coll_algo(sharc_coll_type_t coll, int index);
+
 SHARC_END_DECLS
 
 #endif

@@ -1,8 +1,7 @@
 /*
  * topo_nvml.c: NVLink links per GPU from NVML, loaded with dlopen so that sharc neither
- * links nor needs the driver library (absent on CPU machines and in build containers), and
- * live CPU/NUMA counts from hwloc when it is built in. Only the few NVML entry points used
- * are declared here, with their documented C types.
+ * links nor needs the driver library (absent on CPU machines and in build containers).
+ * Only the few NVML entry points used are declared here, with their documented C types.
  */
 #include "config.h"
 
@@ -10,10 +9,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
-
-#ifdef HAVE_HWLOC
-#include <hwloc.h>
-#endif
 
 #define SHARC_THIS_SUBSYS SHARC_SUBSYS_TOPO
 #include "../../src/base/log.h"
@@ -115,34 +110,4 @@ sharc_status_t sharc_topo_read_nvml(sharc_topo_t *topo)
     shutdown();
     dlclose(lib);
     return SHARC_OK;
-}
-
-sharc_status_t sharc_topo_read_hwloc(sharc_topo_t *topo)
-{
-#ifdef HAVE_HWLOC
-    hwloc_topology_t ht;
-    int nsockets, nnuma;
-
-    if (hwloc_topology_init(&ht) != 0) {
-        return SHARC_ERR_UNSUPPORTED;
-    }
-    if (hwloc_topology_load(ht) != 0) {
-        hwloc_topology_destroy(ht);
-        return SHARC_ERR_UNSUPPORTED;
-    }
-    nsockets = hwloc_get_nbobjs_by_type(ht, HWLOC_OBJ_PACKAGE);
-    nnuma = hwloc_get_nbobjs_by_type(ht, HWLOC_OBJ_NUMANODE);
-    /* hwloc also sees what sysfs hides in some containers; keep the larger counts */
-    if (nsockets > topo->cpu.nsockets) {
-        topo->cpu.nsockets = nsockets;
-    }
-    if (nnuma > topo->cpu.nnuma && nnuma <= SHARC_TOPO_MAX_NUMA) {
-        topo->cpu.nnuma = nnuma;
-    }
-    hwloc_topology_destroy(ht);
-    return SHARC_OK;
-#else
-    (void)topo;
-    return SHARC_ERR_UNSUPPORTED;
-#endif
 }

@@ -7,7 +7,8 @@
  * Nested <pci> elements are PCI switches as NCCL sees them (one element per switch); the
  * position of each device is the chain of busids below its <cpu>. The document is untrusted:
  * no network, no entity expansion, and bad elements become warnings; a damaged document gives
- * what could be read before the damage, with a warning.
+ * what could be read before the damage, with a warning. Built only with libxml2
+ * (topo_xml_none.c otherwise).
  */
 #include "config.h"
 
@@ -17,17 +18,13 @@
 #include <string.h>
 #include <strings.h>
 
-#ifdef HAVE_LIBXML2
 #include <libxml/parser.h>
 #include <libxml/tree.h>
-#endif
 
 #define SHARC_THIS_SUBSYS SHARC_SUBSYS_TOPO
 #include "../../src/base/log.h"
 #include "../../src/base/util.h"
 #include "topo_tool.h"
-
-#ifdef HAVE_LIBXML2
 
 #define SHARC_XML_MAX_PENDING 1024 /* nvlink elements waiting for their targets */
 
@@ -569,19 +566,3 @@ sharc_status_t sharc_topo_write_nccl_xml(const sharc_topo_t *topo, FILE *out)
     free(sel);
     return ferror(out) ? SHARC_ERR_IO : SHARC_OK;
 }
-
-#else /* !HAVE_LIBXML2 */
-
-sharc_status_t sharc_topo_parse_nccl_xml(sharc_topo_t *topo, const char *text, size_t len)
-{
-    sharc_error("NCCL XML import needs libxml2, which this build lacks");
-    return SHARC_ERR_UNSUPPORTED;
-}
-
-sharc_status_t sharc_topo_write_nccl_xml(const sharc_topo_t *topo, FILE *out)
-{
-    sharc_error("NCCL XML export needs libxml2, which this build lacks");
-    return SHARC_ERR_UNSUPPORTED;
-}
-
-#endif

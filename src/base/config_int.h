@@ -1,6 +1,7 @@
 /*
- * config_int.h: the parsed form of sharc's configuration, read by the rest of the library.
- * The table that fills it (names, defaults, docs, parsers) is in config.c.
+ * config_int.h: the parsed form of sharc's configuration, read by every layer, and the value
+ * parsers (parse.c). The table that fills it (names, defaults, docs) and the configuration
+ * object are the core's (core/config.c).
  */
 #ifndef SHARC_CONFIG_INT_H
 #define SHARC_CONFIG_INT_H
@@ -21,7 +22,7 @@ typedef struct {
     const char *bootstrap_bind_addr;
     int bootstrap_port;       /* 0: derive */
     size_t bootstrap_max_msg; /* bytes */
-    int transport;            /* sharc_cfg_transport_t */
+    int transport;            /* index into sharc_tp_names (transport/transport.h); 0: auto */
     int shm_cma;              /* the shm transport may copy with process_vm_readv */
     const char *ib_hca;       /* verbs: device[:port], "" for the first active */
     int ib_gid_index;         /* verbs on RoCE: GID index, -1 for automatic */
@@ -44,41 +45,11 @@ typedef struct {
     const char *tune_file; /* SHARC_TUNE_FILE: "" for none */
 } sharc_cfg_t;
 
-/* SHARC_TRANSPORT values; the registry in transport/ maps them to backends. */
-typedef enum {
-    SHARC_CFG_TRANSPORT_AUTO = 0,
-    SHARC_CFG_TRANSPORT_SELF,
-    SHARC_CFG_TRANSPORT_UCX,
-    SHARC_CFG_TRANSPORT_SHM,
-    SHARC_CFG_TRANSPORT_IB,
-    SHARC_CFG_TRANSPORT_NCCL,
-    SHARC_CFG_TRANSPORT_LAST
-} sharc_cfg_transport_t;
-
-extern SHARC_HIDDEN const char *const sharc_cfg_transport_names[];
-
-/* SHARC_CUDA_BACKEND's values: auto, nccl, staged. */
-extern SHARC_HIDDEN const char *const sharc_cfg_cuda_backends[];
-
-/* Algorithm names each SHARC_<COLL>_ALGO accepts ("auto" first), NULL-terminated. */
-extern SHARC_HIDDEN const char *const sharc_cfg_allgather_algos[];
-extern SHARC_HIDDEN const char *const sharc_cfg_reduce_scatter_algos[];
-extern SHARC_HIDDEN const char *const sharc_cfg_allreduce_algos[];
-extern SHARC_HIDDEN const char *const sharc_cfg_broadcast_algos[];
-extern SHARC_HIDDEN const char *const sharc_cfg_alltoall_algos[];
-
-/** The parsed view of a configuration. */
-SHARC_HIDDEN const sharc_cfg_t *sharc_config_parsed(sharc_config_h config);
-
-/** A deep copy (used by contexts so the caller may free theirs). */
-SHARC_HIDDEN sharc_status_t sharc_config_dup(sharc_config_h config, sharc_config_h *copy_p);
-
-/** Warn about SHARC_* environment variables that name no knob (typos). */
-SHARC_HIDDEN void sharc_config_warn_unknown_env(void);
-
 /*
- * The value parsers, exposed for the unit tests. Each returns 0 and sets *out_p, or -1 for
- * a value it does not accept: empty, garbage, trailing characters, out of range, overflow.
+ * The value parsers (parse.c), for the knob table (core/config.c) and for whoever reads
+ * numbers of its own (the launcher's variables, the tune file). Each returns 0 and sets
+ * *out_p, or -1 for a value it does not accept: empty, garbage, trailing characters, out of
+ * range, overflow.
  */
 SHARC_HIDDEN int sharc_cfg_parse_long(const char *s, long min, long max, long *out_p);
 SHARC_HIDDEN int sharc_cfg_parse_size(const char *s, size_t *out_p);

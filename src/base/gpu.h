@@ -44,6 +44,15 @@ SHARC_HIDDEN void sharc_gpu_free(void *ptr);
 SHARC_HIDDEN sharc_status_t sharc_gpu_host_alloc(size_t bytes, void **ptr_p);
 SHARC_HIDDEN void sharc_gpu_host_free(void *ptr);
 
+/**
+ * A dmabuf of the device pages under [@p addr, @p addr + @p bytes) for an RDMA NIC to
+ * register (ibv_reg_dmabuf_mr): a new file descriptor (the caller closes it) and where
+ * @p addr lies in it. SHARC_ERR_UNSUPPORTED (not logged) where the driver, CUDA (12 and
+ * later) or the memory cannot.
+ */
+SHARC_HIDDEN sharc_status_t sharc_gpu_dmabuf_export(void *addr, size_t bytes, int *fd_p,
+                                                    size_t *offset_p);
+
 /** Copy @p bytes, any direction (the runtime tells host from device), queued on @p stream. */
 SHARC_HIDDEN sharc_status_t sharc_gpu_copy(void *dst, const void *src, size_t bytes, void *stream);
 /** @p rows rows of @p width bytes, @p dpitch / @p spitch bytes apart, queued on @p stream. */

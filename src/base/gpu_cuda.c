@@ -1,11 +1,15 @@
 /*
- * gpu_cuda.c: src/gpu.h over the CUDA runtime, the one place outside transport/nccl and
- * kernels/cuda that calls it. cudaError_t becomes a sharc_status_t here, logged once.
+ * gpu_cuda.c: gpu.h over the CUDA runtime (and the one driver entry point for dmabuf export),
+ * the one place outside transport/nccl and kernels/cuda that calls it. cudaError_t becomes a
+ * sharc_status_t here, logged once.
  */
 #include "config.h"
 
 #include <ctype.h>
+#include <stdint.h>
+#include <unistd.h>
 
+#include <cuda.h>
 #include <cuda_runtime.h>
 
 #include "gpu.h"
@@ -196,4 +200,42 @@ sharc_status_t sharc_gpu_memset(void *ptr, int value, size_t bytes, void *stream
         return SHARC_OK;
     }
     return sharc_gpu_check(cudaMemsetAsync(ptr, value, bytes, (cudaStream_t)stream), "memset");
+}
+
+sharc_status_t sharc_gpu_dmabuf_export(void *addr, size_t bytes, int *fd_p, size_t *offset_p)
+{
+#if CUDART_VERSION >= 12000
+    typedef CUresult (*get_handle_fn)(void *, CUdeviceptr, size_t, CUmemRangeHandleType,
+                                      unsigned long long);
+    get_handle_fn get_handle = NULL;
+    enum cudaDriverEntryPointQueryResult q;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    uintptr_t a = (uintptr_t)addr, base = a & ~(uintptr_t)(page - 1);
+    size_t len = (a + bytes - base + page - 1) & ~(page - 1);
+    int fd = -1;
+
+    /* the driver's entry point, found at run time: the runtime has no wrapper for it */
+#if CUDART_VERSION >= 12050
+    if (cudaGetDriverEntryPointByVersion("cuMemGetHandleForAddressRange", (void **)&get_handle,
+                                         12000, cudaEnableDefault, &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess || get_handle == NULL) {
+        return SHARC_ERR_UNSUPPORTED;
+    }
+#else
+    if (cudaGetDriverEntryPoint("cuMemGetHandleForAddressRange", (void **)&get_handle,
+                                cudaEnableDefault, &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess || get_handle == NULL) {
+        return SHARC_ERR_UNSUPPORTED;
+    }
+#endif
+    if (get_handle(&fd, (CUdeviceptr)base, len, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0) !=
+        CUDA_SUCCESS) {
+        return SHARC_ERR_UNSUPPORTED;
+    }
+    *fd_p = fd;
+    *offset_p = a - base;
+    return SHARC_OK;
+#else /* dmabuf export needs CUDA 12: peer memory only */
+    return SHARC_ERR_UNSUPPORTED;
+#endif
 }

@@ -101,3 +101,8 @@ sharc_status_t sharc_gpu_memset(void *ptr, int value, size_t bytes, void *stream
 {
     return sharc_gpu_none("a device memset");
 }
+
+sharc_status_t sharc_gpu_dmabuf_export(void *addr, size_t bytes, int *fd_p, size_t *offset_p)
+{
+    return SHARC_ERR_UNSUPPORTED;
+}

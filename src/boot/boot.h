@@ -37,6 +37,16 @@ typedef struct {
                             sharc_boot_t **new_p);
     /** Release this rank's side. Not collective. */
     void (*destroy)(sharc_boot_t *boot);
+    /**
+     * Optional (NULL: this bootstrap cannot tell). Not collective, never blocks: whether a
+     * rank of the communicator is known to be gone, from anyone's report (its process died,
+     * or a peer's transport lost it). SHARC_OK, or SHARC_ERR_REMOTE with the lost rank and
+     * the rank that reported it (the same rank when its process died).
+     */
+    sharc_status_t (*check)(sharc_boot_t *boot, int *lost_p, int *by_p);
+    /** Optional. Not collective: tell every rank that @p rank is gone (this rank's transport
+     *  lost it), so that their collectives fail at once too. */
+    void (*report)(sharc_boot_t *boot, int rank);
 } sharc_boot_ops_t;
 
 struct sharc_boot {
@@ -105,6 +115,18 @@ static inline sharc_status_t sharc_boot_split(sharc_boot_t *boot, int color, int
                                               int new_size, sharc_boot_t **new_p)
 {
     return boot->ops->split(boot, color, key, new_rank, new_size, new_p);
+}
+
+static inline sharc_status_t sharc_boot_check(sharc_boot_t *boot, int *lost_p, int *by_p)
+{
+    return (boot->ops->check != NULL) ? boot->ops->check(boot, lost_p, by_p) : SHARC_OK;
+}
+
+static inline void sharc_boot_report(sharc_boot_t *boot, int rank)
+{
+    if (boot->ops->report != NULL) {
+        boot->ops->report(boot, rank);
+    }
 }
 
 static inline void sharc_boot_destroy(sharc_boot_t *boot)

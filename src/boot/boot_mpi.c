@@ -2,21 +2,20 @@
  * boot_mpi.c: the bootstrap over MPI, for jobs started by mpirun. Exchanges use MPI's
  * nonblocking collectives polled against the bootstrap timeout, so a rank that never
  * arrives gives SHARC_ERR_TIMEOUT instead of a hang. If the application has not initialized
- * MPI, sharc does, and finalizes it at process exit.
+ * MPI, sharc does, and finalizes it at process exit. Built only with MPI
+ * (boot_mpi_none.c otherwise).
  */
 #include "config.h"
 
 #define SHARC_THIS_SUBSYS SHARC_SUBSYS_BOOT
-
-#include "boot.h"
-
-#ifdef HAVE_MPI
 
 #include <mpi.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "boot.h"
 
 #include "../base/log.h"
 #include "../base/util.h"
@@ -370,12 +369,3 @@ sharc_status_t sharc_boot_mpi_create(const sharc_cfg_t *cfg, sharc_boot_t **boot
     sharc_mpi_release();
     return status;
 }
-
-#else /* !HAVE_MPI */
-
-sharc_status_t sharc_boot_mpi_create(const sharc_cfg_t *cfg, sharc_boot_t **boot_p)
-{
-    return SHARC_ERR_UNSUPPORTED; /* sharc_launch_read has said why */
-}
-
-#endif

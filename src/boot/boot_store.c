@@ -189,6 +189,16 @@ static void sharc_bs_destroy(sharc_boot_t *boot)
     free(bs);
 }
 
+static sharc_status_t sharc_bs_check(sharc_boot_t *boot, int *lost_p, int *by_p)
+{
+    return sharc_store_poll(((sharc_boot_store_t *)boot)->client, lost_p, by_p);
+}
+
+static void sharc_bs_report(sharc_boot_t *boot, int rank)
+{
+    sharc_store_report(((sharc_boot_store_t *)boot)->client, rank);
+}
+
 static const sharc_boot_ops_t sharc_boot_store_ops = {
     .name = "store",
     .allgather = sharc_bs_allgather,
@@ -197,6 +207,8 @@ static const sharc_boot_ops_t sharc_boot_store_ops = {
     .barrier = sharc_bs_barrier,
     .split = sharc_bs_split,
     .destroy = sharc_bs_destroy,
+    .check = sharc_bs_check,
+    .report = sharc_bs_report,
 };
 
 /* Connect one communicator's bootstrap; takes a reference on @p shared on success. */

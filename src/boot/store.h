@@ -63,6 +63,20 @@ SHARC_HIDDEN sharc_status_t sharc_store_gather(sharc_store_client_t *client, con
                                                uint32_t n, uint32_t readers, int root, void *out,
                                                size_t len, const char *what);
 
+/**
+ * Whether the store has said that a rank of this communicator is gone, or the store itself
+ * went away (rank 0, which serves it, died): SHARC_OK, or SHARC_ERR_REMOTE with the lost
+ * rank and the rank that reported it (the same when its connection closed; 0 and 0 for the
+ * store). Never blocks: while a request of another thread is under way it answers SHARC_OK
+ * and the next poll tells. Logged by the caller, except the loss of the store.
+ */
+SHARC_HIDDEN sharc_status_t sharc_store_poll(sharc_store_client_t *client, int *lost_p, int *by_p);
+
+/** Tell the store that @p rank of this communicator is gone (this rank's transport saw it
+ *  fail): every rank of the communicator hears of it. Not logged; failures are ignored, and
+ *  so is the report while another thread's request holds the connection. */
+SHARC_HIDDEN void sharc_store_report(sharc_store_client_t *client, int rank);
+
 /** Say BYE and close. NULL is a no-op. */
 SHARC_HIDDEN void sharc_store_close(sharc_store_client_t *client);
 

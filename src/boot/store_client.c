@@ -1,9 +1,11 @@
 /*
  * store_client.c: one rank's connection to the bootstrap store. Requests are synchronous
- * (one outstanding at a time) and every wait is bounded: the server answers a gather with a
- * TIMEOUT reply listing the missing ranks at the bootstrap timeout, and the client gives up
- * a few seconds after that if even that reply does not come. After any failure the
- * connection is marked broken and every later call fails at once.
+ * (one outstanding at a time, under the client's lock) and every wait is bounded: the server
+ * answers a gather with a TIMEOUT reply listing the missing ranks at the bootstrap timeout,
+ * and the client gives up a few seconds after that if even that reply does not come. After
+ * any failure the connection is marked broken and every later call fails at once. Between
+ * replies the server may send a NOTICE that a rank of the communicator is gone; it is kept,
+ * and sharc_store_poll hands it out without blocking.
  */
 #include "config.h"
 
@@ -11,6 +13,8 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,9 +30,11 @@
 #define SHARC_STORE_CLIENT_GRACE 5.0
 
 struct sharc_store_client {
+    pthread_mutex_t lock; /* one request at a time; the poll does not wait for it */
     int fd;
     int rank;
     int broken;
+    int lost_rank, lost_by; /* from a NOTICE (or the lost store: rank 0), -1 for none */
     double timeout;
     size_t max_msg;
     char addr[SHARC_SOCK_HOST_MAX + 16];
@@ -79,9 +85,22 @@ static sharc_status_t sharc_store_send_msg(sharc_store_client_t *c, uint8_t op, 
     return SHARC_OK;
 }
 
+/* A NOTICE's value, after its header: who is lost, and who said so. The first one counts. */
+static sharc_status_t sharc_store_take_notice(sharc_store_client_t *c, double deadline)
+{
+    uint32_t v[2];
+    sharc_status_t status = sharc_sock_recv(c->fd, v, sizeof(v), deadline);
+
+    if (status == SHARC_OK && c->lost_rank < 0) {
+        c->lost_rank = (int)ntohl(v[0]);
+        c->lost_by = (int)ntohl(v[1]);
+    }
+    return status;
+}
+
 /*
- * Receive one reply; *val_p is malloc'ed (NULL when empty). Not logged: returns TIMEOUT, IO
- * (errno set), REMOTE for a malformed reply, NOMEM.
+ * Receive one reply, taking NOTICEs that come first; *val_p is malloc'ed (NULL when empty).
+ * Not logged: returns TIMEOUT, IO (errno set), REMOTE for a malformed reply, NOMEM.
  */
 static sharc_status_t sharc_store_recv_raw(sharc_store_client_t *c, uint8_t op, double deadline,
                                            size_t max_len, int16_t *st_p, char **val_p,
@@ -92,12 +111,23 @@ static sharc_status_t sharc_store_recv_raw(sharc_store_client_t *c, uint8_t op, 
     sharc_status_t status;
     char *val = NULL;
 
-    status = sharc_sock_recv(c->fd, hdr, sizeof(hdr), deadline);
-    if (status != SHARC_OK) {
-        return status;
+    for (;;) {
+        status = sharc_sock_recv(c->fd, hdr, sizeof(hdr), deadline);
+        if (status != SHARC_OK) {
+            return status;
+        }
+        memcpy(&h, hdr, sizeof(h));
+        h.val_len = ntohl(h.val_len);
+        if (ntohl(h.magic) == SHARC_STORE_MAGIC && h.op == SHARC_STORE_OP_NOTICE &&
+            h.key_len == 0 && h.val_len == 8) {
+            status = sharc_store_take_notice(c, deadline);
+            if (status != SHARC_OK) {
+                return status;
+            }
+            continue; /* the reply comes after it */
+        }
+        break;
     }
-    memcpy(&h, hdr, sizeof(h));
-    h.val_len = ntohl(h.val_len);
     if (ntohl(h.magic) != SHARC_STORE_MAGIC || h.op != op || h.key_len != 0 ||
         h.val_len > max_len) {
         return SHARC_ERR_REMOTE;
@@ -236,6 +266,8 @@ sharc_status_t sharc_store_connect(const char *host, int port, const char *diges
     c->rank = rank;
     c->timeout = timeout;
     c->max_msg = max_msg;
+    c->lost_rank = c->lost_by = -1;
+    pthread_mutex_init(&c->lock, NULL);
     snprintf(c->addr, sizeof(c->addr), (strchr(host, ':') ? "[%s]:%d" : "%s:%d"), host, port);
     for (;;) {
         status = sharc_store_hello(c, host, port, digest, ns, size, deadline);
@@ -252,6 +284,7 @@ sharc_status_t sharc_store_connect(const char *host, int port, const char *diges
         usleep(50000);
     }
     if (status != SHARC_OK) {
+        pthread_mutex_destroy(&c->lock);
         free(c);
         return status;
     }
@@ -262,18 +295,21 @@ sharc_status_t sharc_store_connect(const char *host, int port, const char *diges
 sharc_status_t sharc_store_set(sharc_store_client_t *c, const char *key, const void *val,
                                size_t len)
 {
-    sharc_status_t status = sharc_store_check(c);
+    sharc_status_t status;
 
-    if (status != SHARC_OK) {
-        return status;
-    }
     if (len > c->max_msg) {
         sharc_error("rank %d: a %zu-byte bootstrap value exceeds SHARC_BOOTSTRAP_MAX_MSG (%zu)",
                     c->rank, len, c->max_msg);
         return SHARC_ERR_INVALID;
     }
-    return sharc_store_send_msg(c, SHARC_STORE_OP_SET, key, val, len,
-                                sharc_time_now() + c->timeout);
+    pthread_mutex_lock(&c->lock);
+    status = sharc_store_check(c);
+    if (status == SHARC_OK) {
+        status = sharc_store_send_msg(c, SHARC_STORE_OP_SET, key, val, len,
+                                      sharc_time_now() + c->timeout);
+    }
+    pthread_mutex_unlock(&c->lock);
+    return status;
 }
 
 /* "ranks 3, 5, 7" from the TIMEOUT reply's list (at most a few dozen are named). */
@@ -292,9 +328,9 @@ static void sharc_store_format_missing(const char *val, size_t len, char *buf, s
     }
 }
 
-sharc_status_t sharc_store_gather(sharc_store_client_t *c, const char *prefix, uint32_t n,
-                                  uint32_t readers, int root, void *out, size_t len,
-                                  const char *what)
+static sharc_status_t sharc_store_gather_locked(sharc_store_client_t *c, const char *prefix,
+                                                uint32_t n, uint32_t readers, int root, void *out,
+                                                size_t len, const char *what)
 {
     size_t expect = (size_t)n * (4 + len);
 
@@ -325,14 +361,19 @@ sharc_status_t sharc_store_gather(sharc_store_client_t *c, const char *prefix, u
         return status;
     }
     if (st == SHARC_STORE_ST_PEER_LOST) {
-        uint32_t lost = 0;
+        uint32_t lost[2] = {0, 0};
 
-        if (reply != NULL && reply_len == 4) {
-            memcpy(&lost, reply, 4);
+        if (reply != NULL && (reply_len == 4 || reply_len == 8)) {
+            memcpy(lost, reply, reply_len);
         }
-        sharc_error("rank %d: %s failed: rank %u of this communicator died (its connection to "
-                    "the store at %s closed without leaving)",
-                    c->rank, what, ntohl(lost), c->addr);
+        if (reply_len == 8 && lost[0] != lost[1]) {
+            sharc_error("rank %d: %s failed: rank %u of this communicator reported rank %u gone",
+                        c->rank, what, ntohl(lost[1]), ntohl(lost[0]));
+        } else {
+            sharc_error("rank %d: %s failed: rank %u of this communicator died (its connection "
+                        "to the store at %s closed without leaving)",
+                        c->rank, what, ntohl(lost[0]), c->addr);
+        }
         free(reply);
         return SHARC_ERR_REMOTE;
     }
@@ -384,6 +425,70 @@ sharc_status_t sharc_store_gather(sharc_store_client_t *c, const char *prefix, u
     return SHARC_OK;
 }
 
+sharc_status_t sharc_store_gather(sharc_store_client_t *c, const char *prefix, uint32_t n,
+                                  uint32_t readers, int root, void *out, size_t len,
+                                  const char *what)
+{
+    sharc_status_t status;
+
+    pthread_mutex_lock(&c->lock);
+    status = sharc_store_gather_locked(c, prefix, n, readers, root, out, len, what);
+    pthread_mutex_unlock(&c->lock);
+    return status;
+}
+
+sharc_status_t sharc_store_poll(sharc_store_client_t *c, int *lost_p, int *by_p)
+{
+    struct pollfd pfd = {.fd = c->fd, .events = POLLIN};
+    sharc_status_t status = SHARC_OK;
+
+    if (pthread_mutex_trylock(&c->lock) != 0) {
+        return SHARC_OK; /* a request is under way: it takes what arrives, the next poll tells */
+    }
+    /* what is there now only: a NOTICE, or the end of the connection (the store is gone) */
+    while (c->lost_rank < 0 && !c->broken && poll(&pfd, 1, 0) > 0) {
+        unsigned char hdr[SHARC_STORE_HDR_SIZE];
+        sharc_store_hdr_t h;
+
+        status = sharc_sock_recv(c->fd, hdr, sizeof(hdr), sharc_time_now() + 1.0);
+        memcpy(&h, hdr, sizeof(h));
+        if (status == SHARC_OK && ntohl(h.magic) == SHARC_STORE_MAGIC &&
+            h.op == SHARC_STORE_OP_NOTICE && ntohl(h.val_len) == 8) {
+            status = sharc_store_take_notice(c, sharc_time_now() + 1.0);
+        } else if (status == SHARC_OK) {
+            status = SHARC_ERR_REMOTE; /* nothing else comes unasked */
+        }
+        if (status != SHARC_OK) {
+            c->broken = 1;
+            c->lost_rank = c->lost_by = 0; /* rank 0 serves the store */
+            sharc_error("rank %d: lost the store at %s: rank 0, which serves it, is gone", c->rank,
+                        c->addr);
+        }
+    }
+    status = (c->lost_rank >= 0) ? SHARC_ERR_REMOTE : SHARC_OK;
+    if (status != SHARC_OK) {
+        *lost_p = c->lost_rank;
+        *by_p = c->lost_by;
+    }
+    pthread_mutex_unlock(&c->lock);
+    return status;
+}
+
+void sharc_store_report(sharc_store_client_t *c, int rank)
+{
+    uint32_t v = htonl((uint32_t)rank);
+
+    /* from inside a transport's progress: never wait for a request of another thread (the
+     * store hears of a dead process anyway, when its connection closes) */
+    if (pthread_mutex_trylock(&c->lock) != 0) {
+        return;
+    }
+    if (!c->broken && c->lost_rank < 0) {
+        sharc_store_send_msg(c, SHARC_STORE_OP_REPORT, "", &v, sizeof(v), sharc_time_now() + 1.0);
+    }
+    pthread_mutex_unlock(&c->lock);
+}
+
 void sharc_store_close(sharc_store_client_t *c)
 {
     if (c == NULL) {
@@ -393,5 +498,6 @@ void sharc_store_close(sharc_store_client_t *c)
         sharc_store_send_msg(c, SHARC_STORE_OP_BYE, "", NULL, 0, sharc_time_now() + 1.0);
     }
     close(c->fd);
+    pthread_mutex_destroy(&c->lock);
     free(c);
 }

@@ -29,11 +29,24 @@ typedef enum {
      * (u32 length, bytes). value: u32 n, u32 readers, u32 timeout_ms. After `readers` replies
      * the keys are deleted. On timeout the reply has status TIMEOUT and lists the missing
      * indices as u32s. If a rank of the requester's communicator lost its connection without
-     * BYE (it died), pending and later gathers of that communicator fail with PEER_LOST.
+     * BYE (it died) or was reported gone, pending and later gathers of that communicator fail
+     * with PEER_LOST.
      */
     SHARC_STORE_OP_GATHER = 3,
     /* Leaving: the server stops counting this connection as a live rank. No reply. */
     SHARC_STORE_OP_BYE = 4,
+    /*
+     * From the server, unasked, to every live connection of a communicator when one of its
+     * ranks is lost: status PEER_LOST, value u32 lost rank, u32 the rank that reported it
+     * (the lost rank itself when its connection closed without BYE). At most once per
+     * communicator; it may arrive between any two replies.
+     */
+    SHARC_STORE_OP_NOTICE = 5,
+    /*
+     * A rank tells the store that a peer of its communicator is gone (its transport saw it
+     * fail): value u32 that rank. No reply; the store sends NOTICE to every rank.
+     */
+    SHARC_STORE_OP_REPORT = 6,
 } sharc_store_op_t;
 
 /* Reply statuses (i16 in the header). */
@@ -45,9 +58,11 @@ enum {
     SHARC_STORE_ST_DUP_RANK = 4,
     SHARC_STORE_ST_BAD_SIZE = 5,
     SHARC_STORE_ST_BAD_VERSION = 6,
-    SHARC_STORE_ST_CLOSING = 7,   /* the server is shutting down: try again (a new one comes) */
-    SHARC_STORE_ST_PEER_LOST = 8, /* a rank of the communicator died; value: its rank (u32) */
-    SHARC_STORE_ST_TOO_BIG = 9,   /* the gathered values exceed what one reply can carry */
+    SHARC_STORE_ST_CLOSING = 7, /* the server is shutting down: try again (a new one comes) */
+    /* a rank of the communicator died or was reported gone; value: its rank and who reported
+     * it (u32 each; the same rank when its connection closed) */
+    SHARC_STORE_ST_PEER_LOST = 8,
+    SHARC_STORE_ST_TOO_BIG = 9, /* the gathered values exceed what one reply can carry */
 };
 
 typedef struct {

@@ -73,7 +73,8 @@ typedef struct {
 typedef struct sharc_store_ns {
     char *name;
     int size;
-    int lost_rank; /* a rank that died (closed without BYE), or -1 */
+    int lost_rank; /* a rank that died (closed without BYE) or was reported gone, or -1 */
+    int lost_by;   /* the rank that reported it (lost_rank itself when it closed) */
     struct sharc_store_ns *next;
 } sharc_store_ns_t;
 
@@ -559,8 +560,9 @@ static void sharc_store_gather_req(sharc_store_server_t *srv, sharc_store_conn_t
         return;
     }
     if (ns->lost_rank >= 0) {
-        uint32_t lost = htonl((uint32_t)ns->lost_rank);
-        sharc_store_reply(conn, SHARC_STORE_OP_GATHER, SHARC_STORE_ST_PEER_LOST, &lost, 4);
+        uint32_t lost[2] = {htonl((uint32_t)ns->lost_rank), htonl((uint32_t)ns->lost_by)};
+        sharc_store_reply(conn, SHARC_STORE_OP_GATHER, SHARC_STORE_ST_PEER_LOST, lost,
+                          sizeof(lost));
         sharc_store_free_waiter(w);
         return;
     }
@@ -574,6 +576,70 @@ static void sharc_store_gather_req(sharc_store_server_t *srv, sharc_store_conn_t
     }
     w->next = srv->waiters;
     srv->waiters = w;
+}
+
+/*
+ * Rank @p lost of communicator @p ns is gone (its connection closed without BYE, or rank
+ * @p by reported it): the communicator cannot complete another exchange, so every pending and
+ * later gather of it fails at once, naming the rank, and every live rank of it is told now
+ * (NOTICE), so that its collectives fail too instead of waiting for the timeout.
+ */
+static void sharc_store_peer_lost(sharc_store_server_t *srv, const char *name, int lost, int by)
+{
+    sharc_store_ns_t *ns = sharc_store_find_ns(srv, name);
+    uint32_t notice[2] = {htonl((uint32_t)lost), htonl((uint32_t)by)};
+
+    if (ns == NULL || ns->lost_rank >= 0) {
+        return;
+    }
+    ns->lost_rank = lost;
+    ns->lost_by = by;
+    if (by == lost) {
+        sharc_warn("store: rank %d of '%s' is gone: telling the others", lost, name);
+    } else {
+        sharc_warn("store: rank %d of '%s' reports rank %d gone: telling the others", by, name,
+                   lost);
+    }
+    for (sharc_store_waiter_t **pw = &srv->waiters; *pw != NULL;) {
+        sharc_store_waiter_t *w = *pw;
+
+        if (!w->conn->dead && w->conn->ns != NULL && strcmp(w->conn->ns, name) == 0) {
+            sharc_store_reply(w->conn, SHARC_STORE_OP_GATHER, SHARC_STORE_ST_PEER_LOST, notice,
+                              sizeof(notice));
+            *pw = w->next;
+            sharc_store_free_waiter(w);
+        } else {
+            pw = &w->next;
+        }
+    }
+    for (size_t i = 0; i < srv->nconns; i++) {
+        sharc_store_conn_t *c = srv->conns[i];
+
+        if (c->live && !c->dead && c->ns != NULL && strcmp(c->ns, name) == 0) {
+            sharc_store_reply(c, SHARC_STORE_OP_NOTICE, SHARC_STORE_ST_PEER_LOST, notice,
+                              sizeof(notice));
+        }
+    }
+}
+
+/* REPORT: a rank's transport lost a peer of its communicator. */
+static void sharc_store_srv_report(sharc_store_server_t *srv, sharc_store_conn_t *conn,
+                                   const char *val, size_t len)
+{
+    sharc_store_ns_t *ns = sharc_store_find_ns(srv, conn->ns);
+    uint32_t lost;
+
+    if (len != 4 || ns == NULL) {
+        sharc_store_reject(conn, "malformed REPORT");
+        return;
+    }
+    memcpy(&lost, val, 4);
+    lost = ntohl(lost);
+    if (lost >= (uint32_t)ns->size) {
+        sharc_store_reject(conn, "a REPORT of a rank outside its communicator");
+        return;
+    }
+    sharc_store_peer_lost(srv, conn->ns, (int)lost, conn->rank);
 }
 
 /* A whole message has arrived on @p conn. */
@@ -614,33 +680,10 @@ static void sharc_store_dispatch(sharc_store_server_t *srv, sharc_store_conn_t *
         sharc_store_gather_req(srv, conn, key, conn->payload + klen, vlen);
         return;
     case SHARC_STORE_OP_BYE: conn->live = 0; return;
-    default: sharc_store_reject(conn, "an unknown request"); return;
-    }
-}
-
-/*
- * A rank died: its communicator cannot complete another exchange, so every pending and
- * later gather of it fails at once, naming the rank, instead of waiting for the timeout.
- */
-static void sharc_store_peer_lost(sharc_store_server_t *srv, sharc_store_conn_t *dead)
-{
-    sharc_store_ns_t *ns = sharc_store_find_ns(srv, dead->ns);
-    uint32_t lost = htonl((uint32_t)dead->rank);
-
-    if (ns == NULL || ns->lost_rank >= 0) {
+    case SHARC_STORE_OP_REPORT:
+        sharc_store_srv_report(srv, conn, conn->payload + klen, vlen);
         return;
-    }
-    ns->lost_rank = dead->rank;
-    for (sharc_store_waiter_t **pw = &srv->waiters; *pw != NULL;) {
-        sharc_store_waiter_t *w = *pw;
-
-        if (w->conn != dead && w->conn->ns != NULL && strcmp(w->conn->ns, dead->ns) == 0) {
-            sharc_store_reply(w->conn, SHARC_STORE_OP_GATHER, SHARC_STORE_ST_PEER_LOST, &lost, 4);
-            *pw = w->next;
-            sharc_store_free_waiter(w);
-        } else {
-            pw = &w->next;
-        }
+    default: sharc_store_reject(conn, "an unknown request"); return;
     }
 }
 
@@ -793,7 +836,8 @@ static void sharc_store_sweep(sharc_store_server_t *srv, double now)
         }
         if (conn->dead) {
             if (conn->live) { /* gone without BYE, however it went: its communicator is lost */
-                sharc_store_peer_lost(srv, conn);
+                conn->live = 0;
+                sharc_store_peer_lost(srv, conn->ns, conn->rank, conn->rank);
             }
             if (!conn->authed) {
                 srv->unauthed--;

@@ -168,6 +168,7 @@ typedef struct {
 struct sharc_tp_comm {
     pthread_mutex_t lock; /* recursive: completions post */
     int rank, size;
+    sharc_boot_t *boot; /* the communicator's: a peer lost is reported through it */
     struct ibv_context *ctx;
     struct ibv_pd *pd;
     struct ibv_cq *cq;

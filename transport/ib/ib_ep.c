@@ -794,6 +794,7 @@ static void sharc_ib_completion(sharc_tp_comm_t *tp, const struct ibv_wc *wc)
                             ? ": the peer does not answer (it died, or the network is cut)"
                             : "");
             sharc_tp_ib_fail_peer(tp, peer);
+            sharc_boot_report(tp->boot, peer); /* every rank of the communicator hears of it */
         }
         return;
     }

@@ -466,28 +466,20 @@ static void sharc_tp_ib_comm_destroy(sharc_tp_comm_t *tp)
     free(tp);
 }
 
-static sharc_status_t sharc_tp_ib_comm_create(const sharc_tp_comm_params_t *params,
-                                              sharc_tp_comm_t **tp_p)
+/* The transport's state for @p params's ranks: settings and per-peer arrays. */
+static sharc_status_t sharc_ib_state_alloc(sharc_tp_comm_t *tp,
+                                           const sharc_tp_comm_params_t *params)
 {
-    sharc_tp_comm_t *tp = calloc(1, sizeof(*tp));
-    sharc_ib_addr_t *mine = NULL, *theirs = NULL;
-    int *oks = NULL;
-    struct ibv_port_attr pa;
-    sharc_status_t status = SHARC_ERR_NOMEM;
-    union ibv_gid gid = {0};
-    size_t cbytes, fbytes;
-    int n;
+    int n = params->size;
+    size_t cbytes = (size_t)n * sizeof(uint64_t), fbytes = cbytes * SHARC_IB_ZC;
 
-    if (tp == NULL) {
-        return SHARC_ERR_NOMEM;
-    }
     sharc_mutex_init_recursive(&tp->lock);
     tp->rank = params->rank;
-    tp->size = n = params->size;
-    cbytes = (size_t)n * sizeof(uint64_t);
-    fbytes = cbytes * SHARC_IB_ZC;
+    tp->boot = params->boot;
+    tp->size = n;
     tp->zcopy_min = params->cfg->ib_zcopy_min;
     tp->timeout = params->cfg->ib_timeout;
+    /* the QP's own give-up time for a silent peer, bounded by the collective timeout */
     tp->drain_s = 4.096e-6 * (double)(1ull << tp->timeout) * (SHARC_IB_RETRY + 1);
     tp->drain_s = tp->drain_s < params->cfg->timeout ? tp->drain_s : params->cfg->timeout;
     tp->peers = calloc((size_t)n, sizeof(*tp->peers));
@@ -495,66 +487,74 @@ static sharc_status_t sharc_tp_ib_comm_create(const sharc_tp_comm_params_t *para
     tp->credit_src = sharc_ib_alloc(cbytes);
     tp->fin = sharc_ib_alloc(fbytes);
     tp->fin_src = sharc_ib_alloc(fbytes);
-    mine = calloc((size_t)n, sizeof(*mine));
-    theirs = calloc((size_t)n, sizeof(*theirs));
-    oks = calloc((size_t)n, sizeof(*oks));
-    if (mine == NULL || theirs == NULL || oks == NULL) {
-        goto err; /* (the peers' exchange then times out: nothing to tell them with) */
-    }
-    /* every rank goes on to the exchange below (a collective), even after a failed step,
-     * with an all-zero address then; a failure is agreed on after it */
-    int local_rank = 0;
-    for (int r = 0; r < params->rank; r++) {
-        local_rank += params->node_of[r] == params->node_of[params->rank];
-    }
     if (tp->peers == NULL || tp->credits == NULL || tp->credit_src == NULL || tp->fin == NULL ||
         tp->fin_src == NULL) {
         sharc_error("ib: rank %d: no memory for the state of %d peers", tp->rank, n);
-        status = SHARC_ERR_NOMEM;
-    } else {
-        status = sharc_ib_open(tp, params->cfg, local_rank, &pa);
+        return SHARC_ERR_NOMEM;
     }
-    if (status == SHARC_OK) {
-        struct ibv_device_attr da;
-        int rw = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+    return SHARC_OK;
+}
 
-        tp->pd = ibv_alloc_pd(tp->ctx);
-        tp->cq = ibv_create_cq(tp->ctx, (n - 1) * (SHARC_IB_SEND_WR + SHARC_IB_RECV_WR) + 16, NULL,
-                               NULL, 0);
-        if (tp->pd != NULL) {
-            tp->credits_mr = ibv_reg_mr(tp->pd, tp->credits, cbytes, rw);
-            tp->credit_src_mr = ibv_reg_mr(tp->pd, tp->credit_src, cbytes, IBV_ACCESS_LOCAL_WRITE);
-            tp->fin_mr = ibv_reg_mr(tp->pd, tp->fin, fbytes, rw);
-            tp->fin_src_mr = ibv_reg_mr(tp->pd, tp->fin_src, fbytes, IBV_ACCESS_LOCAL_WRITE);
-        }
-        if (tp->pd == NULL || tp->cq == NULL || tp->credits_mr == NULL ||
-            tp->credit_src_mr == NULL || tp->fin_mr == NULL || tp->fin_src_mr == NULL ||
-            ibv_query_device(tp->ctx, &da) != 0) {
-            sharc_error("ib: %s: protection domain, completion queue or credit registration "
-                        "failed: %s",
-                        tp->dev_name, strerror(errno));
-            status = SHARC_ERR_IO;
-        } else {
-            tp->rd_atom =
-                da.max_qp_rd_atom < SHARC_IB_RD_ATOM ? da.max_qp_rd_atom : SHARC_IB_RD_ATOM;
-            tp->init_rd_atom = da.max_qp_init_rd_atom < SHARC_IB_RD_ATOM ? da.max_qp_init_rd_atom
-                                                                         : SHARC_IB_RD_ATOM;
-            status =
-                sharc_ib_rcache_init(&tp->rcache, tp->pd, params->mem, params->cfg->ib_reg_cache);
-        }
+/* The device and port (sharc_ib_open), its protection domain, completion queue, the
+ * registered credit and finish words, the registration cache and the port's GID. */
+static sharc_status_t sharc_ib_device_setup(sharc_tp_comm_t *tp,
+                                            const sharc_tp_comm_params_t *params,
+                                            struct ibv_port_attr *pa, union ibv_gid *gid)
+{
+    int n = tp->size, local_rank = 0, rw = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+    size_t cbytes = (size_t)n * sizeof(uint64_t), fbytes = cbytes * SHARC_IB_ZC;
+    struct ibv_device_attr da;
+    sharc_status_t status;
+
+    for (int r = 0; r < params->rank; r++) {
+        local_rank += params->node_of[r] == params->node_of[params->rank];
     }
+    status = sharc_ib_open(tp, params->cfg, local_rank, pa);
+    if (status != SHARC_OK) {
+        return status;
+    }
+    tp->pd = ibv_alloc_pd(tp->ctx);
+    tp->cq =
+        ibv_create_cq(tp->ctx, (n - 1) * (SHARC_IB_SEND_WR + SHARC_IB_RECV_WR) + 16, NULL, NULL, 0);
+    if (tp->pd != NULL) {
+        tp->credits_mr = ibv_reg_mr(tp->pd, tp->credits, cbytes, rw);
+        tp->credit_src_mr = ibv_reg_mr(tp->pd, tp->credit_src, cbytes, IBV_ACCESS_LOCAL_WRITE);
+        tp->fin_mr = ibv_reg_mr(tp->pd, tp->fin, fbytes, rw);
+        tp->fin_src_mr = ibv_reg_mr(tp->pd, tp->fin_src, fbytes, IBV_ACCESS_LOCAL_WRITE);
+    }
+    if (tp->pd == NULL || tp->cq == NULL || tp->credits_mr == NULL || tp->credit_src_mr == NULL ||
+        tp->fin_mr == NULL || tp->fin_src_mr == NULL || ibv_query_device(tp->ctx, &da) != 0) {
+        sharc_error("ib: %s: protection domain, completion queue or credit registration "
+                    "failed: %s",
+                    tp->dev_name, strerror(errno));
+        return SHARC_ERR_IO;
+    }
+    tp->rd_atom = da.max_qp_rd_atom < SHARC_IB_RD_ATOM ? da.max_qp_rd_atom : SHARC_IB_RD_ATOM;
+    tp->init_rd_atom =
+        da.max_qp_init_rd_atom < SHARC_IB_RD_ATOM ? da.max_qp_init_rd_atom : SHARC_IB_RD_ATOM;
+    status = sharc_ib_rcache_init(&tp->rcache, tp->pd, params->mem, params->cfg->ib_reg_cache);
     if (status == SHARC_OK && tp->gid_index >= 0 &&
-        ibv_query_gid(tp->ctx, tp->port, tp->gid_index, &gid) != 0) {
+        ibv_query_gid(tp->ctx, tp->port, tp->gid_index, gid) != 0) {
         sharc_error("ib: %s port %u: reading GID %d failed", tp->dev_name, tp->port, tp->gid_index);
         status = SHARC_ERR_IO;
     }
-    for (int r = 0; status == SHARC_OK && r < n; r++) {
+    return status;
+}
+
+/* A QP, ring and slots per peer, and what each peer needs to reach them (@p mine[peer]). */
+static sharc_status_t sharc_ib_addresses(sharc_tp_comm_t *tp, const struct ibv_port_attr *pa,
+                                         const union ibv_gid *gid, sharc_ib_addr_t *mine)
+{
+    sharc_status_t status = SHARC_OK;
+
+    for (int r = 0; status == SHARC_OK && r < tp->size; r++) {
         if (r == tp->rank) {
             continue;
         }
         status = sharc_ib_peer_setup(tp, r);
         if (status == SHARC_OK) {
             sharc_ib_peer_t *p = &tp->peers[r];
+
             mine[r].qpn = p->qp->qp_num;
             mine[r].psn = (uint32_t)((tp->rank * 7919u + (unsigned)r * 104729u) & 0xffffff);
             mine[r].ring_addr = (uintptr_t)p->ring;
@@ -564,16 +564,36 @@ static sharc_status_t sharc_tp_ib_comm_create(const sharc_tp_comm_params_t *para
             mine[r].fin_addr = (uintptr_t)&tp->fin[(size_t)r * SHARC_IB_ZC];
             mine[r].fin_rkey = tp->fin_mr->rkey;
             mine[r].rd_atom = (uint8_t)(tp->rd_atom > 0 ? tp->rd_atom : 1);
-            mine[r].lid = pa.lid;
-            mine[r].mtu = (uint8_t)pa.active_mtu;
-            memcpy(mine[r].gid, gid.raw, 16);
+            mine[r].lid = pa->lid;
+            mine[r].mtu = (uint8_t)pa->active_mtu;
+            memcpy(mine[r].gid, gid->raw, 16);
         }
     }
-    /* an all-zero address tells the peers this rank failed */
-    sharc_status_t xs = sharc_boot_alltoall(params->boot, mine, theirs, sizeof(*mine));
+    return status;
+}
+
+/*
+ * Exchange the addresses (collective: a rank that failed sends all zeros, so that its peers
+ * learn it), bring every QP up, and agree that all did before anyone sends.
+ */
+static sharc_status_t sharc_ib_exchange(sharc_tp_comm_t *tp, const sharc_tp_comm_params_t *params,
+                                        sharc_status_t status, const sharc_ib_addr_t *mine)
+{
+    int n = tp->size, ok;
+    sharc_ib_addr_t *theirs = calloc((size_t)n, sizeof(*theirs));
+    int *oks = calloc((size_t)n, sizeof(*oks));
+    sharc_status_t xs;
+
+    if (theirs == NULL || oks == NULL) {
+        free(theirs);
+        free(oks);
+        return SHARC_ERR_NOMEM; /* (the peers' exchange then times out: nothing to tell them with)
+                                 */
+    }
+    xs = sharc_boot_alltoall(params->boot, mine, theirs, sizeof(*mine));
     if (xs != SHARC_OK) {
         status = xs;
-        goto err;
+        goto out;
     }
     for (int r = 0; status == SHARC_OK && r < n; r++) {
         if (r != tp->rank && theirs[r].qpn == 0) {
@@ -588,7 +608,7 @@ static sharc_status_t sharc_tp_ib_comm_create(const sharc_tp_comm_params_t *para
         }
     }
     /* every QP ready to receive before anyone sends; a failure is every rank's */
-    int ok = status == SHARC_OK;
+    ok = status == SHARC_OK;
     xs = sharc_boot_allgather(params->boot, &ok, oks, sizeof(int));
     for (int r = 0; xs == SHARC_OK && status == SHARC_OK && r < n; r++) {
         if (!oks[r]) {
@@ -599,21 +619,47 @@ static sharc_status_t sharc_tp_ib_comm_create(const sharc_tp_comm_params_t *para
     if (xs != SHARC_OK) {
         status = xs;
     }
-    if (status != SHARC_OK) {
-        goto err;
-    }
-    free(mine);
+out:
     free(theirs);
     free(oks);
+    return status;
+}
+
+static sharc_status_t sharc_tp_ib_comm_create(const sharc_tp_comm_params_t *params,
+                                              sharc_tp_comm_t **tp_p)
+{
+    sharc_tp_comm_t *tp = calloc(1, sizeof(*tp));
+    sharc_ib_addr_t *mine = NULL;
+    struct ibv_port_attr pa;
+    union ibv_gid gid = {0};
+    sharc_status_t status;
+
+    if (tp == NULL) {
+        return SHARC_ERR_NOMEM;
+    }
+    status = sharc_ib_state_alloc(tp, params);
+    mine = calloc((size_t)params->size, sizeof(*mine));
+    if (mine == NULL) {
+        sharc_tp_ib_comm_destroy(tp);
+        return SHARC_ERR_NOMEM; /* (the peers' exchange then times out: nothing to tell them with)
+                                 */
+    }
+    /* every rank goes on to the exchange (a collective), even after a failed step, with an
+     * all-zero address then; a failure is agreed on there */
+    if (status == SHARC_OK) {
+        status = sharc_ib_device_setup(tp, params, &pa, &gid);
+    }
+    if (status == SHARC_OK) {
+        status = sharc_ib_addresses(tp, &pa, &gid, mine);
+    }
+    status = sharc_ib_exchange(tp, params, status, mine);
+    free(mine);
+    if (status != SHARC_OK) {
+        sharc_tp_ib_comm_destroy(tp);
+        return status;
+    }
     *tp_p = tp;
     return SHARC_OK;
-
-err:
-    free(mine);
-    free(theirs);
-    free(oks);
-    sharc_tp_ib_comm_destroy(tp);
-    return status;
 }
 
 /* Give up: every request on every peer fails now. */

@@ -20,11 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#ifdef HAVE_CUDA
-#include <cuda.h>
-#include <cuda_runtime_api.h>
-#endif
-
+#include "../../src/base/gpu.h"
 #include "../../src/base/log.h"
 #include "ib.h"
 
@@ -270,53 +266,22 @@ void sharc_ib_reg_ref(sharc_ib_rcache_t *rc, sharc_ib_reg_t *r)
 
 /* ---- registration handles (mem_reg / mem_dereg) -------------------------------------------- */
 
-#ifdef HAVE_CUDA
-/* CUDA memory through a dmabuf of the range; NULL with errno when the stack cannot. */
+/* CUDA memory through a dmabuf of its pages (the GPU runtime exports it); NULL where the
+ * driver or the stack cannot. */
 static struct ibv_mr *sharc_ib_reg_dmabuf(struct ibv_pd *pd, void *addr, size_t bytes)
 {
-#if CUDART_VERSION >= 12000
-    typedef CUresult (*get_handle_fn)(void *, CUdeviceptr, size_t, CUmemRangeHandleType,
-                                      unsigned long long);
-    get_handle_fn get_handle = NULL;
-    enum cudaDriverEntryPointQueryResult q;
-    size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    uintptr_t a = (uintptr_t)addr, base = a & ~(uintptr_t)(page - 1);
-    size_t len = (a + bytes - base + page - 1) & ~(page - 1);
     struct ibv_mr *mr;
-    int fd = -1;
+    size_t offset;
+    int fd;
 
-#if CUDART_VERSION >= 12050
-    if (cudaGetDriverEntryPointByVersion("cuMemGetHandleForAddressRange", (void **)&get_handle,
-                                         12000, cudaEnableDefault, &q) != cudaSuccess ||
-        q != cudaDriverEntryPointSuccess || get_handle == NULL) {
+    if (sharc_gpu_dmabuf_export(addr, bytes, &fd, &offset) != SHARC_OK) {
         errno = ENOTSUP;
         return NULL;
     }
-#else
-    if (cudaGetDriverEntryPoint("cuMemGetHandleForAddressRange", (void **)&get_handle,
-                                cudaEnableDefault, &q) != cudaSuccess ||
-        q != cudaDriverEntryPointSuccess || get_handle == NULL) {
-        errno = ENOTSUP;
-        return NULL;
-    }
-#endif
-    if (get_handle(&fd, (CUdeviceptr)base, len, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0) !=
-        CUDA_SUCCESS) {
-        errno = ENOTSUP;
-        return NULL;
-    }
-    mr = ibv_reg_dmabuf_mr(pd, a - base, bytes, a, fd, SHARC_IB_ACCESS);
+    mr = ibv_reg_dmabuf_mr(pd, offset, bytes, (uintptr_t)addr, fd, SHARC_IB_ACCESS);
     close(fd);
     return mr;
-#else /* dmabuf export needs CUDA 12: peer memory only */
-    (void)pd;
-    (void)addr;
-    (void)bytes;
-    errno = ENOTSUP;
-    return NULL;
-#endif
 }
-#endif
 
 sharc_status_t sharc_tp_ib_mem_reg(sharc_tp_comm_t *tp, void *addr, size_t bytes,
                                    sharc_memtype_t memtype, sharc_tp_mem_t **mem_p)
@@ -335,10 +300,15 @@ sharc_status_t sharc_tp_ib_mem_reg(sharc_tp_comm_t *tp, void *addr, size_t bytes
     mem->memtype = memtype;
     if (memtype == SHARC_MEMTYPE_HOST) {
         mem->reg = sharc_ib_reg_get(&tp->rcache, addr, bytes, 1);
+    } else if (sharc_gpu_memtype(addr) == SHARC_MEMTYPE_HOST) {
+        status = SHARC_ERR_UNSUPPORTED;
+        sharc_error("ib: %p is not CUDA memory (or sharc was built without CUDA): cannot "
+                    "register it as device memory",
+                    addr);
     } else {
-#ifdef HAVE_CUDA
         struct ibv_mr *mr = sharc_ib_reg_dmabuf(tp->pd, addr, bytes);
         const char *how = "a dmabuf";
+
         if (mr == NULL) { /* peer memory (nvidia-peermem), where it is loaded */
             mr = ibv_reg_mr(tp->pd, addr, bytes, SHARC_IB_ACCESS);
             how = "peer memory";
@@ -352,10 +322,6 @@ sharc_status_t sharc_tp_ib_mem_reg(sharc_tp_comm_t *tp, void *addr, size_t bytes
             sharc_info("ib: CUDA memory (%zu bytes at %p) registered through %s", bytes, addr, how);
             mem->reg = sharc_ib_reg_new(mr, addr, bytes, 0);
         }
-#else
-        status = SHARC_ERR_UNSUPPORTED;
-        sharc_error("ib: sharc was built without CUDA: cannot register device memory");
-#endif
     }
     if (mem->reg == NULL) {
         free(mem);

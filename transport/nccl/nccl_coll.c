@@ -77,12 +77,12 @@ static ncclResult_t sharc_tp_nccl_call(sharc_tp_comm_t *tp, const sharc_tp_coll_
                                        ncclDataType_t dt)
 {
     switch (a->type) {
-    case SHARC_TP_COLL_ALLGATHER:
+    case SHARC_COLL_ALLGATHER:
         return ncclAllGather(a->sendbuf, a->recvbuf, a->count, dt, tp->nccl, tp->stream);
-    case SHARC_TP_COLL_REDUCE_SCATTER:
+    case SHARC_COLL_REDUCE_SCATTER:
         return ncclReduceScatter(a->sendbuf, a->recvbuf, a->count, dt, sharc_tp_nccl_op(a->op),
                                  tp->nccl, tp->stream);
-    case SHARC_TP_COLL_ALLREDUCE:
+    case SHARC_COLL_ALLREDUCE:
         return ncclAllReduce(a->sendbuf, a->recvbuf, a->count, dt, sharc_tp_nccl_op(a->op),
                              tp->nccl, tp->stream);
     default:

@@ -124,6 +124,7 @@ typedef struct {
 struct sharc_tp_comm {
     pthread_mutex_t lock; /* recursive: completion callbacks may post */
     int rank, size;
+    sharc_boot_t *boot; /* the communicator's: a peer found dead is reported through it */
     int nlocal;
     int *local_of;           /* [size]: index into peers, or -1 for ranks on other nodes */
     sharc_shm_peer_t *peers; /* [nlocal] */

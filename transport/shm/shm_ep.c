@@ -558,6 +558,7 @@ static void shm_check_liveness(sharc_tp_comm_t *tp)
                     "fail",
                     tp->rank, p->rank, (int)p->pid);
         p->failed = 1;
+        sharc_boot_report(tp->boot, p->rank); /* every rank of the communicator hears of it */
         shm_fail_queue(&p->sendq);
         shm_fail_queue(&p->wait_fin);
         shm_fail_queue(&p->streaming);

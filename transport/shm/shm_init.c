@@ -224,6 +224,7 @@ static sharc_status_t sharc_shm_comm_create(const sharc_tp_comm_params_t *params
     }
     sharc_mutex_init_recursive(&tp->lock);
     tp->rank = params->rank;
+    tp->boot = params->boot;
     tp->size = params->size;
     tp->next_cookie = 1;
     tp->mem = params->mem;

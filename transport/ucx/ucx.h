@@ -22,6 +22,7 @@ struct sharc_tp_comm {
      * Recursive, because completion callbacks run inside progress and may post.
      */
     pthread_mutex_t lock;
+    sharc_boot_t *boot; /* the communicator's: a peer lost is reported through it */
     ucp_context_h context;
     ucp_worker_h worker;
     ucp_ep_h *eps;    /* [size] */

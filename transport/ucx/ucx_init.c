@@ -42,6 +42,7 @@ static void sharc_tp_ucx_ep_error(void *arg, ucp_ep_h ep, ucs_status_t status)
             sharc_error("ucx: rank %d lost its connection to rank %d: %s", tp->rank, p,
                         ucs_status_string(status));
             __atomic_store_n(&tp->peer_failed[p], 1, __ATOMIC_RELEASE);
+            sharc_boot_report(tp->boot, p); /* every rank of the communicator hears of it */
         }
     }
 }
@@ -202,6 +203,7 @@ static sharc_status_t sharc_tp_ucx_comm_create(const sharc_tp_comm_params_t *par
     }
     sharc_mutex_init_recursive(&tp->lock);
     tp->rank = params->rank;
+    tp->boot = params->boot;
     tp->size = params->size;
     tp->timeout = params->cfg->bootstrap_timeout;
     tp->eps = calloc((size_t)tp->size, sizeof(*tp->eps));

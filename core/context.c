@@ -9,8 +9,9 @@
 
 #include <sharc/mem.h>
 
+#include "../coll/api.h"
 #include "context.h"
-#include "base/log.h"
+#include "../src/base/log.h"
 
 sharc_status_t sharc_context_create(sharc_config_h config, sharc_context_h *ctx_p)
 {

@@ -1,6 +1,8 @@
 /*
  * comm.c: communicators: creation from a bootstrap, the node layout (which ranks share a
- * node, local ranks), split, the bootstrap barrier, and the data transport selection.
+ * node, local ranks), split, the bootstrap barrier, and the opening of the transports (the
+ * data transport, and the collective backend for CUDA buffers) and of the collective state
+ * over them. The public collective calls that post through it are in comm_coll.c.
  */
 #include "config.h"
 
@@ -11,18 +13,19 @@
 #include <unistd.h>
 
 #include "comm.h"
-#include "base/log.h"
-#include "base/util.h"
+#include "../src/base/log.h"
+#include "../src/base/util.h"
 
-#define SHARC_COMM_PEER_MAGIC 0x73686332u /* "shc2": bump when sharc_comm_peer_t changes */
+#define SHARC_COMM_PEER_MAGIC 0x73686334u /* "shc4": bump when sharc_comm_peer_t changes */
 
 /* What each rank tells the others at creation (fixed layout, same on every rank). */
 typedef struct {
     uint32_t magic;
     int32_t rank;
     int32_t node_hint, local_rank, local_size; /* launcher's, or -1 */
-    uint32_t pad;
+    uint32_t gpu;  /* a collective backend for CUDA buffers can run here (sharc_tp_gpu_find) */
     uint64_t host; /* hash of the host's identity (sharc_comm_host_id) */
+    char host_name[SHARC_HOST_MAX]; /* for messages that name a rank's host */
 } sharc_comm_peer_t;
 
 /*
@@ -154,14 +157,16 @@ static sharc_status_t sharc_comm_alloc(sharc_context_h ctx, int rank, int size,
         return SHARC_ERR_NOMEM;
     }
     comm->node_of = calloc((size_t)size, sizeof(*comm->node_of));
-    comm->rank = rank;
-    comm->size = size;
-    comm->ctx = ctx;
-    if (comm->node_of == NULL || sharc_coll_comm_create(comm) != SHARC_OK) {
+    comm->hosts = calloc((size_t)size, sizeof(*comm->hosts));
+    if (comm->node_of == NULL || comm->hosts == NULL) {
         free(comm->node_of);
+        free(comm->hosts);
         free(comm);
         return SHARC_ERR_NOMEM;
     }
+    comm->rank = rank;
+    comm->size = size;
+    comm->ctx = ctx;
     sharc_context_get(ctx);
     *comm_p = comm;
     return SHARC_OK;
@@ -169,16 +174,18 @@ static sharc_status_t sharc_comm_alloc(sharc_context_h ctx, int rank, int size,
 
 static void sharc_comm_free(sharc_comm_h comm)
 {
-    sharc_coll_comm_destroy(comm); /* before the transports its tasks use */
+    sharc_coll_comm_quiesce(comm->coll); /* before the transports its tasks use */
     if (comm->gpu_tp != NULL) {
         comm->gpu_ops->comm_destroy(comm->gpu_tp);
     }
     if (comm->tp != NULL) {
         comm->tp_ops->comm_destroy(comm->tp);
     }
+    sharc_coll_comm_destroy(comm->coll);
     sharc_boot_destroy(comm->boot);
     sharc_context_put(comm->ctx);
     free(comm->node_of);
+    free(comm->hosts);
     free(comm);
 }
 
@@ -196,33 +203,65 @@ static sharc_tp_comm_params_t sharc_comm_tp_params(sharc_comm_h comm)
     return params;
 }
 
-const sharc_tp_ops_t *sharc_comm_gpu_backend(sharc_comm_h comm, sharc_status_t *status_p)
+/* The collective backend this rank could run (NULL: none, or SHARC_CUDA_BACKEND=staged). */
+static const sharc_tp_ops_t *sharc_comm_gpu_here(const sharc_cfg_t *cfg)
 {
-    int mode = comm->ctx->cfg->cuda_backend; /* 0 auto, 1 nccl, 2 staged */
+    return (cfg->cuda_backend != SHARC_CUDA_BACKEND_STAGED) ? sharc_tp_gpu_find(cfg) : NULL;
+}
 
-    *status_p = SHARC_OK;
-    if (!comm->gpu_tried && mode != 2) {
-        sharc_tp_comm_params_t params = sharc_comm_tp_params(comm);
-        sharc_status_t status;
+/*
+ * Open the collective backend for CUDA buffers when every rank can run it (@p everywhere,
+ * from the creation records, so that every rank takes the same step: comm_create is
+ * collective). Without it CUDA buffers are staged through host memory, or, with
+ * SHARC_CUDA_BACKEND=nccl, fail.
+ */
+static sharc_status_t sharc_comm_open_gpu(sharc_comm_h comm, const sharc_tp_ops_t *ops,
+                                          int everywhere)
+{
+    int forced = comm->ctx->cfg->cuda_backend == SHARC_CUDA_BACKEND_NCCL;
+    sharc_tp_comm_params_t params = sharc_comm_tp_params(comm);
+    sharc_status_t status = SHARC_ERR_UNSUPPORTED;
 
-        comm->gpu_tried = 1;
-        status = sharc_tp_gpu_open(&params, &comm->gpu_ops, &comm->gpu_tp);
-        if (status != SHARC_OK) {
-            comm->gpu_ops = NULL;
-            comm->gpu_tp = NULL;
-            if (mode == 1) {
-                sharc_error("comm: SHARC_CUDA_BACKEND=nccl, but NCCL cannot run here (%s)",
-                            sharc_status_string(status));
-                comm->gpu_failed = status == SHARC_ERR_UNSUPPORTED ? SHARC_ERR_UNSUPPORTED : status;
-            } else {
-                sharc_info("comm: no collective backend for CUDA buffers (%s): they are staged "
-                           "through host memory",
-                           sharc_status_string(status));
-            }
+    if (ops != NULL && everywhere) {
+        status = ops->comm_create(&params, &comm->gpu_tp);
+        if (status == SHARC_OK) {
+            comm->gpu_ops = ops;
+            sharc_info("comm: collectives on CUDA buffers run on %s", ops->name);
+            return SHARC_OK;
         }
+        comm->gpu_tp = NULL;
     }
-    *status_p = comm->gpu_failed;
-    return (mode == 2) ? NULL : comm->gpu_ops;
+    if (forced) {
+        sharc_warn("comm: SHARC_CUDA_BACKEND=nccl, but NCCL cannot run %s (%s): collectives "
+                   "on CUDA buffers will fail",
+                   ops == NULL ? "here" : "on every rank", sharc_status_string(status));
+        comm->gpu_failed = status;
+    } else if (ops != NULL) { /* (without one here, the backend's query has said why) */
+        sharc_info("comm: no collective backend for CUDA buffers%s (%s): they are staged "
+                   "through host memory",
+                   !everywhere ? " on every rank" : "", sharc_status_string(status));
+    }
+    return SHARC_OK;
+}
+
+/* The collective state over the communicator's transports, as the last step of making it. */
+static sharc_status_t sharc_comm_open_coll(sharc_comm_h comm)
+{
+    sharc_coll_comm_params_t params = {
+        .rank = comm->rank,
+        .size = comm->size,
+        .cfg = comm->ctx->cfg,
+        .tune = comm->ctx->tune,
+        .boot = comm->boot,
+        .tp_ops = comm->tp_ops,
+        .tp = comm->tp,
+        .gpu_ops = comm->gpu_ops,
+        .gpu_tp = comm->gpu_tp,
+        .gpu_failed = comm->gpu_failed,
+        .hosts = (const char(*)[SHARC_HOST_MAX])comm->hosts,
+    };
+
+    return sharc_coll_comm_create(&params, &comm->coll);
 }
 
 sharc_status_t sharc_comm_set_cuda_stream(sharc_comm_h comm, void *stream)
@@ -255,6 +294,8 @@ sharc_status_t sharc_comm_create(sharc_context_h ctx, const sharc_comm_params_t 
     sharc_status_t status;
     sharc_boot_t *boot;
     sharc_comm_h comm;
+    const sharc_tp_ops_t *gpu;
+    int gpu_everywhere = 1;
 
     if (ctx == NULL || comm_p == NULL) {
         sharc_error("sharc_comm_create: %s is NULL", ctx == NULL ? "ctx" : "comm_p");
@@ -284,6 +325,11 @@ sharc_status_t sharc_comm_create(sharc_context_h ctx, const sharc_comm_params_t 
     me.local_rank = launch.local_rank;
     me.local_size = launch.local_size;
     me.host = sharc_comm_host_id();
+    if (gethostname(me.host_name, sizeof(me.host_name) - 1) != 0 || me.host_name[0] == '\0') {
+        snprintf(me.host_name, sizeof(me.host_name), "unknown host");
+    }
+    gpu = sharc_comm_gpu_here(ctx->cfg);
+    me.gpu = gpu != NULL;
     peers = calloc((size_t)comm->size, sizeof(*peers));
     if (peers == NULL) {
         status = SHARC_ERR_NOMEM;
@@ -293,11 +339,22 @@ sharc_status_t sharc_comm_create(sharc_context_h ctx, const sharc_comm_params_t 
     if (status == SHARC_OK) {
         status = sharc_comm_layout(comm, peers);
     }
+    for (int r = 0; status == SHARC_OK && r < comm->size; r++) {
+        gpu_everywhere &= peers[r].gpu != 0;
+        memcpy(comm->hosts[r], peers[r].host_name, SHARC_HOST_MAX);
+        comm->hosts[r][SHARC_HOST_MAX - 1] = '\0';
+    }
     free(peers);
     if (status != SHARC_OK) {
         goto err_free_comm;
     }
     status = sharc_comm_open_transport(comm);
+    if (status == SHARC_OK) {
+        status = sharc_comm_open_gpu(comm, gpu, gpu_everywhere);
+    }
+    if (status == SHARC_OK) {
+        status = sharc_comm_open_coll(comm);
+    }
     if (status != SHARC_OK) {
         goto err_free_comm;
     }
@@ -362,6 +419,7 @@ static sharc_status_t sharc_comm_split_layout(sharc_comm_h parent, sharc_comm_h 
             map[pn] = ++sub->nnodes;
         }
         sub->node_of[r] = map[pn] - 1;
+        memcpy(sub->hosts[r], parent->hosts[members[r].rank], SHARC_HOST_MAX);
     }
     sub->node = sub->node_of[sub->rank];
     sub->local_rank = sub->local_size = 0;
@@ -457,10 +515,10 @@ sharc_status_t sharc_comm_split(sharc_comm_h comm, int color, int key, sharc_com
     newcomm->boot = boot;
     newcomm->mode = comm->mode;
     newcomm->stream = comm->stream;
+    newcomm->gpu_failed = comm->gpu_failed;
     if (gpu_child != NULL) { /* the child owns it from here, failures below included */
         newcomm->gpu_ops = comm->gpu_ops;
         newcomm->gpu_tp = gpu_child;
-        newcomm->gpu_tried = 1;
     }
     status = sharc_comm_split_layout(comm, newcomm, color, all);
     if (status != SHARC_OK) {
@@ -468,6 +526,9 @@ sharc_status_t sharc_comm_split(sharc_comm_h comm, int color, int key, sharc_com
         goto out_free_all;
     }
     status = sharc_comm_open_transport(newcomm);
+    if (status == SHARC_OK) {
+        status = sharc_comm_open_coll(newcomm);
+    }
     if (status != SHARC_OK) {
         sharc_comm_free(newcomm);
         goto out_free_all;

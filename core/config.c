@@ -16,9 +16,12 @@
 
 #include <sharc/sharc.h>
 
-#include "base/config_int.h"
-#include "base/log.h"
-#include "base/util.h"
+#include "../coll/api.h"
+#include "../transport/transport.h"
+#include "../src/base/config_int.h"
+#include "../src/base/log.h"
+#include "../src/base/util.h"
+#include "context.h"
 
 typedef enum {
     SHARC_CFG_INT,    /* decimal integer within [min, max] */
@@ -35,166 +38,169 @@ typedef struct {
     const char *dflt;
     const char *doc;
     sharc_cfg_type_t type;
-    size_t offset; /* into sharc_cfg_t */
-    const char *const *names;
+    size_t offset;            /* into sharc_cfg_t */
+    const char *const *names; /* ENUM: its values, */
     int nnames;
     long min, max;
+    /* or, for values another layer owns (coll's algorithm table), the @p i-th of @p arg */
+    const char *(*choice)(int arg, int i);
+    int arg;
 } sharc_cfg_field_t;
 
-const char *const sharc_cfg_transport_names[SHARC_CFG_TRANSPORT_LAST] = {
-    [SHARC_CFG_TRANSPORT_AUTO] = "auto", [SHARC_CFG_TRANSPORT_SELF] = "self",
-    [SHARC_CFG_TRANSPORT_UCX] = "ucx",   [SHARC_CFG_TRANSPORT_SHM] = "shm",
-    [SHARC_CFG_TRANSPORT_IB] = "ib",     [SHARC_CFG_TRANSPORT_NCCL] = "nccl",
+static const char *const sharc_cfg_cuda_backends[] = {
+    [SHARC_CUDA_BACKEND_AUTO] = "auto",
+    [SHARC_CUDA_BACKEND_NCCL] = "nccl",
+    [SHARC_CUDA_BACKEND_STAGED] = "staged",
 };
-
-const char *const sharc_cfg_cuda_backends[] = {"auto", "nccl", "staged", NULL};
-const char *const sharc_cfg_allgather_algos[] = {"auto", "ring", "recursive_doubling", "direct",
-                                                 NULL};
-const char *const sharc_cfg_reduce_scatter_algos[] = {"auto", "ring", "recursive_halving", "direct",
-                                                      NULL};
-const char *const sharc_cfg_allreduce_algos[] = {"auto", "ring", "recursive_doubling", NULL};
-const char *const sharc_cfg_broadcast_algos[] = {"auto", "chain", "binomial", NULL};
-const char *const sharc_cfg_alltoall_algos[] = {"auto", "direct", "pairwise", NULL};
 
 #define SHARC_CFG_OFF(_field) offsetof(sharc_cfg_t, _field)
 
 static const sharc_cfg_field_t sharc_cfg_table[] = {
     {"LOG_LEVEL", "warn", "Log level: error, warn, info, debug or trace.", SHARC_CFG_ENUM,
-     SHARC_CFG_OFF(log_level), sharc_log_level_names, SHARC_LOG_LAST, 0, 0},
+     SHARC_CFG_OFF(log_level), sharc_log_level_names, SHARC_LOG_LAST, 0, 0, NULL, 0},
     {"LOG_SUBSYS", "all",
      "Subsystems to log: all, a list of core,boot,tp,coll,shard,topo,kern,perf, or ^list for "
      "all but those. Errors are always logged.",
-     SHARC_CFG_SUBSYS, SHARC_CFG_OFF(log_subsys), NULL, 0, 0, 0},
+     SHARC_CFG_SUBSYS, SHARC_CFG_OFF(log_subsys), NULL, 0, 0, 0, NULL, 0},
     {"LOG_FILE", "",
      "Log to this file instead of stderr; %r is replaced by the rank, %h by the host name, %p "
      "by the process id (e.g. sharc.%h.%r.log).",
-     SHARC_CFG_STRING, SHARC_CFG_OFF(log_file), NULL, 0, 0, 0},
+     SHARC_CFG_STRING, SHARC_CFG_OFF(log_file), NULL, 0, 0, 0, NULL, 0},
     {"BOOTSTRAP", "auto",
      "How ranks find each other: auto (mpirun, then torchrun-style env, then Slurm, else a "
      "single process), mpi, env, slurm, explicit or single.",
-     SHARC_CFG_ENUM, SHARC_CFG_OFF(bootstrap), sharc_bootstrap_names, SHARC_BOOTSTRAP_LAST, 0, 0},
+     SHARC_CFG_ENUM, SHARC_CFG_OFF(bootstrap), sharc_bootstrap_names, SHARC_BOOTSTRAP_LAST, 0, 0,
+     NULL, 0},
     {"BOOTSTRAP_TIMEOUT", "120s",
      "Longest wait for any bootstrap step (other ranks arriving, the store answering), e.g. "
      "500ms, 30s, 2m.",
-     SHARC_CFG_TIME, SHARC_CFG_OFF(bootstrap_timeout), NULL, 0, 0, 0},
+     SHARC_CFG_TIME, SHARC_CFG_OFF(bootstrap_timeout), NULL, 0, 0, 0, NULL, 0},
     {"BOOTSTRAP_TOKEN", "",
      "Job token every rank presents to the store; empty: derived from the launch environment "
      "(MASTER_ADDR/PORT, WORLD_SIZE, run or job id). Guards against stray and stale clients; "
      "set a secret value to also keep out other users.",
-     SHARC_CFG_STRING, SHARC_CFG_OFF(bootstrap_token), NULL, 0, 0, 0},
+     SHARC_CFG_STRING, SHARC_CFG_OFF(bootstrap_token), NULL, 0, 0, 0, NULL, 0},
     {"BOOTSTRAP_BIND_ADDR", "",
      "Address rank 0's store listens on: empty for the store address itself (MASTER_ADDR), "
      "* for every interface, or an address.",
-     SHARC_CFG_STRING, SHARC_CFG_OFF(bootstrap_bind_addr), NULL, 0, 0, 0},
+     SHARC_CFG_STRING, SHARC_CFG_OFF(bootstrap_bind_addr), NULL, 0, 0, 0, NULL, 0},
     {"BOOTSTRAP_PORT", "0",
      "Store port; 0 derives it: MASTER_PORT (MASTER_PORT+1 under torchrun, whose agent holds "
      "MASTER_PORT), or 12000 + SLURM_JOB_ID % 20000 under Slurm without MASTER_PORT.",
-     SHARC_CFG_INT, SHARC_CFG_OFF(bootstrap_port), NULL, 0, 0, 65535},
+     SHARC_CFG_INT, SHARC_CFG_OFF(bootstrap_port), NULL, 0, 0, 65535, NULL, 0},
     {"BOOTSTRAP_MAX_MSG", "64m",
      "Largest message the store accepts; bigger ones are rejected as garbage.", SHARC_CFG_SIZE,
-     SHARC_CFG_OFF(bootstrap_max_msg), NULL, 0, 4096, 1L << 30},
+     SHARC_CFG_OFF(bootstrap_max_msg), NULL, 0, 4096, 1L << 30, NULL, 0},
     {"TRANSPORT", "auto",
      "Data transport of communicators: auto, self, ucx, shm, ib or nccl (auto: self for one "
      "rank; shm between ranks of one node and ucx between nodes; ucx alone where shm cannot "
      "attach).",
-     SHARC_CFG_ENUM, SHARC_CFG_OFF(transport), sharc_cfg_transport_names, SHARC_CFG_TRANSPORT_LAST,
-     0, 0},
+     SHARC_CFG_ENUM, SHARC_CFG_OFF(transport), sharc_tp_names, SHARC_TP_NAMES, 0, 0, NULL, 0},
     {"SHM_CMA", "yes",
      "Let the shm transport copy large messages straight from the sender's memory with "
      "process_vm_readv (one copy). It makes the process readable by other processes of its "
      "user (PR_SET_PTRACER), as Open MPI does; no streams every message through the shared "
      "FIFO (two copies).",
-     SHARC_CFG_BOOL, SHARC_CFG_OFF(shm_cma), NULL, 0, 0, 0},
+     SHARC_CFG_BOOL, SHARC_CFG_OFF(shm_cma), NULL, 0, 0, 0, NULL, 0},
     {"TIMEOUT", "10m",
      "Longest wait for a collective; past it the wait fails with a timeout naming the peer it "
      "waited for, and the communicator is failed.",
-     SHARC_CFG_TIME, SHARC_CFG_OFF(timeout), NULL, 0, 0, 0},
+     SHARC_CFG_TIME, SHARC_CFG_OFF(timeout), NULL, 0, 0, 0, NULL, 0},
     {"IB_HCA", "",
      "The verbs transport (SHARC_TRANSPORT=ib): the RDMA device, and optionally its port, as "
      "mlx5_0 or mlx5_0:1; empty: an active port on the rank's NUMA node, the node's ranks "
      "spread over them.",
-     SHARC_CFG_STRING, SHARC_CFG_OFF(ib_hca), NULL, 0, 0, 0},
+     SHARC_CFG_STRING, SHARC_CFG_OFF(ib_hca), NULL, 0, 0, 0, NULL, 0},
     {"IB_GID_INDEX", "-1",
      "The verbs transport on RoCE: the GID table entry to use; -1: the port's RoCE v2 entry "
      "with an IPv4 address (else any RoCE v2 entry).",
-     SHARC_CFG_INT, SHARC_CFG_OFF(ib_gid_index), NULL, 0, -1, 255},
+     SHARC_CFG_INT, SHARC_CFG_OFF(ib_gid_index), NULL, 0, -1, 255, NULL, 0},
     {"IB_TIMEOUT", "18",
      "The verbs transport: how long a QP waits for an acknowledgement before it sends again, "
      "4.096 us * 2^value (18: about 1 s; 7 tries, so a peer that vanished fails its "
      "operations within about 8 s); as NCCL_IB_TIMEOUT. Lower detects dead peers sooner but "
      "resends more under load.",
-     SHARC_CFG_INT, SHARC_CFG_OFF(ib_timeout), NULL, 0, 1, 31},
+     SHARC_CFG_INT, SHARC_CFG_OFF(ib_timeout), NULL, 0, 1, 31, NULL, 0},
     {"IB_ZCOPY_MIN", "256k",
      "The verbs transport: messages at least this large whose send buffer is registered "
      "(sharc_mem_alloc memory, or a registration through the transport) go zero-copy: the "
      "receiver reads them with RDMA read straight into its buffer. Smaller ones, and others, "
      "are copied through registered slots. 0: never zero-copy.",
-     SHARC_CFG_SIZE, SHARC_CFG_OFF(ib_zcopy_min), NULL, 0, 0, 1L << 40},
+     SHARC_CFG_SIZE, SHARC_CFG_OFF(ib_zcopy_min), NULL, 0, 0, 1L << 40, NULL, 0},
     {"IB_REG_CACHE", "4g",
      "The verbs transport: bytes of memory registrations kept for reuse (pinned); past it the "
      "least recently used ones not in use are released. A buffer freed with sharc_mem_free "
      "leaves the cache at once.",
-     SHARC_CFG_SIZE, SHARC_CFG_OFF(ib_reg_cache), NULL, 0, 0, 1L << 50},
+     SHARC_CFG_SIZE, SHARC_CFG_OFF(ib_reg_cache), NULL, 0, 0, 1L << 50, NULL, 0},
     {"COLL_CHUNK", "1m",
      "Bytes per chunk of the pipelined ring and chain algorithms: smaller starts forwarding "
      "sooner, larger costs fewer messages.",
-     SHARC_CFG_SIZE, SHARC_CFG_OFF(coll_chunk), NULL, 0, 64, 1L << 30},
+     SHARC_CFG_SIZE, SHARC_CFG_OFF(coll_chunk), NULL, 0, 64, 1L << 30, NULL, 0},
     {"CUDA_BACKEND", "auto",
      "Collectives on CUDA buffers: auto (NCCL where it can run, else staged), nccl (NCCL or "
      "fail), or staged (through page-locked host memory over the host transports).",
-     SHARC_CFG_ENUM, SHARC_CFG_OFF(cuda_backend), sharc_cfg_cuda_backends, 3, 0, 0},
+     SHARC_CFG_ENUM, SHARC_CFG_OFF(cuda_backend), sharc_cfg_cuda_backends, 3, 0, 0, NULL, 0},
     {"STAGE_CHUNK", "4m",
      "CUDA buffers of collectives that cannot run on the GPU (no NCCL, or alltoall) move "
      "through page-locked host memory in chunks of this many bytes per rank: the copy of one "
      "chunk overlaps the host collective of the one before.",
-     SHARC_CFG_SIZE, SHARC_CFG_OFF(stage_chunk), NULL, 0, 4096, 1L << 30},
+     SHARC_CFG_SIZE, SHARC_CFG_OFF(stage_chunk), NULL, 0, 4096, 1L << 30, NULL, 0},
     {"PROGRESS_THREAD", "no",
      "Progress collectives from a thread per communicator, so that a posted collective "
      "completes while the caller computes (costs a core while collectives are in flight).",
-     SHARC_CFG_BOOL, SHARC_CFG_OFF(progress_thread), NULL, 0, 0, 0},
+     SHARC_CFG_BOOL, SHARC_CFG_OFF(progress_thread), NULL, 0, 0, 0, NULL, 0},
     {"CHECK", "no",
      "Before each collective, compare its kind, dtype, op, count, root and sequence number "
      "across ranks (through the bootstrap: slow, for debugging); a mismatch fails every rank "
      "with a message naming the ranks instead of hanging or corrupting data.",
-     SHARC_CFG_BOOL, SHARC_CFG_OFF(check), NULL, 0, 0, 0},
+     SHARC_CFG_BOOL, SHARC_CFG_OFF(check), NULL, 0, 0, 0, NULL, 0},
     {"SHARD_BUCKET", "64m",
      "Sharding engine: bytes of gathered parameters per unit when units are packed "
      "automatically (a larger parameter gets a unit of its own).",
-     SHARC_CFG_SIZE, SHARC_CFG_OFF(shard_bucket), NULL, 0, 4096, 1L << 40},
+     SHARC_CFG_SIZE, SHARC_CFG_OFF(shard_bucket), NULL, 0, 4096, 1L << 40, NULL, 0},
     {"SHARD_PREFETCH", "1",
      "Sharding engine: units gathered ahead of the one in use, along the schedule recorded in "
      "the first step (0: gather each unit when it begins).",
-     SHARC_CFG_INT, SHARC_CFG_OFF(shard_prefetch), NULL, 0, 0, 1024},
+     SHARC_CFG_INT, SHARC_CFG_OFF(shard_prefetch), NULL, 0, 0, 1024, NULL, 0},
     {"SHARD_MAX_UNSHARDED", "0",
      "Sharding engine: most units with gathered parameters at once, the bound on unsharded "
      "memory; 0: prefetch + 1 when units are resharded after forward, else every unit.",
-     SHARC_CFG_INT, SHARC_CFG_OFF(shard_max_unsharded), NULL, 0, 0, 1 << 20},
+     SHARC_CFG_INT, SHARC_CFG_OFF(shard_max_unsharded), NULL, 0, 0, 1 << 20, NULL, 0},
     {"SHARD_RESHARD_AFTER_FORWARD", "yes",
      "Sharding engine: release a unit's gathered parameters after its forward and gather them "
      "again for its backward (no: keep them, trading memory for one all-gather per unit).",
-     SHARC_CFG_BOOL, SHARC_CFG_OFF(shard_reshard_after_forward), NULL, 0, 0, 0},
+     SHARC_CFG_BOOL, SHARC_CFG_OFF(shard_reshard_after_forward), NULL, 0, 0, 0, NULL, 0},
     {"ALLGATHER_ALGO", "auto",
-     "All-gather algorithm: auto (by size and rank count), ring, recursive_doubling (powers "
-     "of two) or direct.",
-     SHARC_CFG_ENUM, SHARC_CFG_OFF(algo[0]), sharc_cfg_allgather_algos, 4, 0, 0},
+     "All-gather algorithm: auto picks one by size and rank count (the syntax line lists the "
+     "others; recursive doubling needs a power-of-two rank count).",
+     SHARC_CFG_ENUM, SHARC_CFG_OFF(algo[SHARC_COLL_ALLGATHER]), NULL, 0, 0, 0,
+     sharc_coll_algo_choice, SHARC_COLL_ALLGATHER},
     {"REDUCE_SCATTER_ALGO", "auto",
-     "Reduce-scatter algorithm: auto, ring, recursive_halving (powers of two) or direct.",
-     SHARC_CFG_ENUM, SHARC_CFG_OFF(algo[1]), sharc_cfg_reduce_scatter_algos, 4, 0, 0},
+     "Reduce-scatter algorithm: auto picks one by size and rank count (recursive halving "
+     "needs a power-of-two rank count).",
+     SHARC_CFG_ENUM, SHARC_CFG_OFF(algo[SHARC_COLL_REDUCE_SCATTER]), NULL, 0, 0, 0,
+     sharc_coll_algo_choice, SHARC_COLL_REDUCE_SCATTER},
     {"ALLREDUCE_ALGO", "auto",
-     "All-reduce algorithm: auto, ring or recursive_doubling (powers of two).", SHARC_CFG_ENUM,
-     SHARC_CFG_OFF(algo[2]), sharc_cfg_allreduce_algos, 3, 0, 0},
+     "All-reduce algorithm: auto picks one by size and rank count (recursive doubling needs a "
+     "power-of-two rank count).",
+     SHARC_CFG_ENUM, SHARC_CFG_OFF(algo[SHARC_COLL_ALLREDUCE]), NULL, 0, 0, 0,
+     sharc_coll_algo_choice, SHARC_COLL_ALLREDUCE},
     {"BROADCAST_ALGO", "auto",
-     "Broadcast algorithm: auto, chain (pipelined, large messages) or binomial (small).",
-     SHARC_CFG_ENUM, SHARC_CFG_OFF(algo[3]), sharc_cfg_broadcast_algos, 3, 0, 0},
+     "Broadcast algorithm: auto picks one by size (chain: pipelined, for large messages; "
+     "binomial: for small ones).",
+     SHARC_CFG_ENUM, SHARC_CFG_OFF(algo[SHARC_COLL_BROADCAST]), NULL, 0, 0, 0,
+     sharc_coll_algo_choice, SHARC_COLL_BROADCAST},
     {"ALLTOALL_ALGO", "auto",
-     "All-to-all algorithm: auto, direct (every exchange posted at once) or pairwise (one peer "
-     "per step, a few steps in flight; in place through a few blocks of scratch).",
-     SHARC_CFG_ENUM, SHARC_CFG_OFF(algo[4]), sharc_cfg_alltoall_algos, 3, 0, 0},
+     "All-to-all algorithm: auto picks one by size (direct: every exchange posted at once; "
+     "pairwise: one peer per step, a few steps in flight, in place through a few blocks of "
+     "scratch).",
+     SHARC_CFG_ENUM, SHARC_CFG_OFF(algo[SHARC_COLL_ALLTOALL]), NULL, 0, 0, 0,
+     sharc_coll_algo_choice, SHARC_COLL_ALLTOALL},
     {"TUNE_FILE", "",
      "A per-size algorithm table written by `sharc-perf tune` (format in the README, \"Tune "
      "file\"); its rules take precedence over the built-in table, SHARC_<COLL>_ALGO over both. "
      "Empty: none. Every rank must read the same rules.",
-     SHARC_CFG_STRING, SHARC_CFG_OFF(tune_file), NULL, 0, 0, 0},
+     SHARC_CFG_STRING, SHARC_CFG_OFF(tune_file), NULL, 0, 0, 0, NULL, 0},
 };
 
 #define SHARC_CFG_NKNOBS SHARC_ARRAY_SIZE(sharc_cfg_table)
@@ -204,108 +210,39 @@ struct sharc_config {
     sharc_cfg_t parsed;
 };
 
-int sharc_cfg_parse_long(const char *s, long min, long max, long *out_p)
+/* The @p i-th value of an ENUM knob (NULL: none there), and how many there are. */
+static const char *sharc_cfg_enum_name(const sharc_cfg_field_t *f, int i)
 {
-    char *end;
-    long v;
-
-    if (s == NULL || *s == '\0' || isspace((unsigned char)*s)) {
-        return -1;
+    if (f->choice != NULL) {
+        return f->choice(f->arg, i);
     }
-    errno = 0;
-    v = strtol(s, &end, 10);
-    if (errno != 0 || *end != '\0' || v < min || v > max) {
-        return -1;
-    }
-    *out_p = v;
-    return 0;
+    return (i >= 0 && i < f->nnames) ? f->names[i] : NULL;
 }
 
-int sharc_cfg_parse_size(const char *s, size_t *out_p)
+static int sharc_cfg_enum_count(const sharc_cfg_field_t *f)
 {
-    static const char suffixes[] = "kmgt";
-    unsigned long long v, mult = 1;
-    char *end;
+    int n = 0;
 
-    if (s == NULL || !isdigit((unsigned char)*s)) {
-        return -1; /* also rejects "-1", which strtoull would wrap */
+    if (f->choice == NULL) {
+        return f->nnames;
     }
-    errno = 0;
-    v = strtoull(s, &end, 10);
-    if (errno != 0) {
-        return -1;
+    while (f->choice(f->arg, n) != NULL) {
+        n++;
     }
-    if (*end != '\0') {
-        const char *p = strchr(suffixes, tolower((unsigned char)*end));
-
-        if (p == NULL) {
-            return -1;
-        }
-        mult = 1ull << (10 * (p - suffixes + 1));
-        end++;
-        /* optional "b" or "ib": 64k, 64kb, 64KiB */
-        if (strcasecmp(end, "b") == 0 || strcasecmp(end, "ib") == 0) {
-            end += strlen(end);
-        }
-        if (*end != '\0') {
-            return -1;
-        }
-    }
-    if (v > SIZE_MAX / mult) {
-        return -1;
-    }
-    *out_p = (size_t)(v * mult);
-    return 0;
+    return n;
 }
 
-int sharc_cfg_parse_time(const char *s, double *out_p)
+/* The index of @p value among an ENUM knob's values (any case), or -1. */
+static int sharc_cfg_enum_index(const sharc_cfg_field_t *f, const char *value)
 {
-    char *end;
-    double v, mult;
+    for (int i = 0, n = sharc_cfg_enum_count(f); value != NULL && i < n; i++) {
+        const char *name = sharc_cfg_enum_name(f, i);
 
-    if (s == NULL || !(isdigit((unsigned char)*s) || *s == '.')) {
-        return -1; /* no sign, no "inf", no "nan", no leading blanks */
+        if (name != NULL && strcasecmp(name, value) == 0) {
+            return i;
+        }
     }
-    errno = 0;
-    v = strtod(s, &end);
-    if (errno != 0 || !isfinite(v)) {
-        return -1;
-    }
-    if (*end == '\0' || strcmp(end, "s") == 0) {
-        mult = 1.0;
-    } else if (strcmp(end, "ms") == 0) {
-        mult = 1e-3;
-    } else if (strcmp(end, "us") == 0) {
-        mult = 1e-6;
-    } else if (strcmp(end, "m") == 0) {
-        mult = 60.0;
-    } else if (strcmp(end, "h") == 0) {
-        mult = 3600.0;
-    } else {
-        return -1;
-    }
-    v *= mult;
-    /* A timeout of zero would fail everything at once; a year is surely a typo. */
-    if (v <= 0.0 || v > 365.0 * 86400.0) {
-        return -1;
-    }
-    *out_p = v;
-    return 0;
-}
-
-int sharc_cfg_parse_bool(const char *s, int *out_p)
-{
-    static const char *const yes[] = {"y", "yes", "1", "on", "true"};
-    static const char *const no[] = {"n", "no", "0", "off", "false"};
-
-    if (sharc_name_index(yes, SHARC_ARRAY_SIZE(yes), s) >= 0) {
-        *out_p = 1;
-    } else if (sharc_name_index(no, SHARC_ARRAY_SIZE(no), s) >= 0) {
-        *out_p = 0;
-    } else {
-        return -1;
-    }
-    return 0;
+    return -1;
 }
 
 static const char *sharc_cfg_accepts(const sharc_cfg_field_t *f, char *buf, size_t size)
@@ -329,8 +266,9 @@ static const char *sharc_cfg_accepts(const sharc_cfg_field_t *f, char *buf, size
     case SHARC_CFG_STRING: snprintf(buf, size, "any text"); break;
     case SHARC_CFG_ENUM:
         buf[0] = '\0';
-        for (int i = 0; i < f->nnames; i++) {
-            int n = snprintf(buf + len, size - len, "%s%s", i ? ", " : "one of ", f->names[i]);
+        for (int i = 0, count = sharc_cfg_enum_count(f); i < count; i++) {
+            int n = snprintf(buf + len, size - len, "%s%s", i ? ", " : "one of ",
+                             sharc_cfg_enum_name(f, i) ? sharc_cfg_enum_name(f, i) : "?");
             if (n < 0 || (size_t)n >= size - len) {
                 break;
             }
@@ -368,7 +306,7 @@ static int sharc_cfg_parse_field(const sharc_cfg_field_t *f, const char *value, 
     case SHARC_CFG_BOOL: return sharc_cfg_parse_bool(value, (int *)dst);
     case SHARC_CFG_SUBSYS: return sharc_log_parse_subsys(value, (unsigned *)dst);
     case SHARC_CFG_ENUM:
-        idx = sharc_name_index(f->names, f->nnames, value);
+        idx = sharc_cfg_enum_index(f, value);
         if (idx < 0) {
             return -1;
         }
@@ -498,11 +436,10 @@ const char *sharc_config_choice(const char *name, int index)
 {
     int i = sharc_cfg_find(name);
 
-    if (i < 0 || sharc_cfg_table[i].type != SHARC_CFG_ENUM || index < 0 ||
-        index >= sharc_cfg_table[i].nnames) {
+    if (i < 0 || sharc_cfg_table[i].type != SHARC_CFG_ENUM) {
         return NULL;
     }
-    return sharc_cfg_table[i].names[index];
+    return sharc_cfg_enum_name(&sharc_cfg_table[i], index);
 }
 
 /* Print @p text as "# " comment lines of at most ~90 columns, broken at spaces. */

@@ -1,0 +1,95 @@
+/*
+ * api.h: the collective layer as the layers above it use it: the core makes a collective
+ * state per communicator and posts the public collectives through it; the sharding engine
+ * posts its own on its streams and asks of a request whether the device follows it and when
+ * it finished. Everything else of coll/ (tasks, algorithms, the queue) stays in coll.h.
+ */
+#ifndef SHARC_COLL_API_H
+#define SHARC_COLL_API_H
+
+#include <stddef.h>
+#include <sharc/coll.h>
+
+#include "../src/base/config_int.h"
+#include "../src/base/def_int.h"
+#include "../src/boot/boot.h"
+#include "../transport/transport.h"
+
+typedef struct sharc_coll_comm sharc_coll_comm_t; /* one communicator's collective state */
+typedef struct sharc_coll_tune sharc_coll_tune_t; /* SHARC_TUNE_FILE's rules */
+
+/* What the collective layer needs of a communicator; everything outlives the state. */
+typedef struct {
+    int rank, size;
+    const sharc_cfg_t *cfg;
+    const sharc_coll_tune_t *tune; /* NULL: no tune file */
+    sharc_boot_t *boot;            /* SHARC_CHECK compares collectives through it */
+    const sharc_tp_ops_t *tp_ops;  /* the point-to-point transport, or NULL (bootstrap only) */
+    sharc_tp_comm_t *tp;
+    const sharc_tp_ops_t *gpu_ops; /* the collective backend for CUDA buffers, or NULL */
+    sharc_tp_comm_t *gpu_tp;
+    /* SHARC_OK, or why CUDA buffers must fail rather than be staged (SHARC_CUDA_BACKEND=nccl
+     * and no NCCL) */
+    sharc_status_t gpu_failed;
+    const char (*hosts)[SHARC_HOST_MAX]; /* [size]: every rank's host, for messages */
+} sharc_coll_comm_params_t;
+
+/* Make a communicator's collective state (and its progress thread, if configured). */
+SHARC_HIDDEN sharc_status_t sharc_coll_comm_create(const sharc_coll_comm_params_t *params,
+                                                   sharc_coll_comm_t **cc_p);
+/* Complete what is still in flight (a failed communicator: end it), and stop the progress
+ * thread; before the transports go. NULL is a no-op. */
+SHARC_HIDDEN void sharc_coll_comm_quiesce(sharc_coll_comm_t *cc);
+/* Release it, after the transports (tasks that failed may have left requests with them
+ * until then). NULL is a no-op. */
+SHARC_HIDDEN void sharc_coll_comm_destroy(sharc_coll_comm_t *cc);
+
+/* One collective; buffer contracts as in sharc/coll.h. */
+typedef struct {
+    sharc_coll_type_t type;
+    const void *sendbuf;
+    void *recvbuf;
+    /* allgather: per rank; alltoall: per block (peer); reduce_scatter: per rank (recvcount);
+     * else total */
+    size_t count;
+    sharc_dtype_t dtype;
+    sharc_op_t op;
+    int root;
+    void *stream; /* CUDA buffers: the stream whose queued work the collective follows */
+} sharc_coll_args_t;
+
+/*
+ * Post a collective: the checks every rank makes, routing (host algorithm, the collective
+ * backend for CUDA buffers, or staging), queueing. Blocks until it completes when @p req_p
+ * is NULL.
+ */
+SHARC_HIDDEN sharc_status_t sharc_coll_start(sharc_coll_comm_t *cc, const sharc_coll_args_t *args,
+                                             sharc_request_h *req_p);
+
+/* Whether the device follows @p req: it runs on the collective backend's stream, and a
+ * stream may wait for it (sharc_request_wait_stream) without the host. */
+SHARC_HIDDEN int sharc_request_on_device(sharc_request_h req);
+
+/* When @p req's collective finished, on sharc_time_now's clock (0 before it has). */
+SHARC_HIDDEN double sharc_request_done_time(sharc_request_h req);
+
+/* Whether a stream waits for @p req on the device, so that freeing it need not wait. */
+SHARC_HIDDEN int sharc_request_stream_waited(sharc_request_h req);
+
+/* Let @p stream wait for @p req on the device (for host tasks: wait on the host). */
+SHARC_API sharc_status_t sharc_request_wait_stream(sharc_request_h req, void *stream);
+
+/*
+ * The @p index-th value SHARC_<COLL>_ALGO accepts for collective @p coll (an int for the
+ * configuration table): "auto" first, then the algorithms of the one table; NULL past them.
+ */
+SHARC_HIDDEN const char *sharc_coll_algo_choice(int coll, int index);
+
+/*
+ * Read the tune file at @p path (tune.c, which describes the format). Any fault is logged
+ * with the file, line and cause and gives SHARC_ERR_INVALID; *tune_p is set only on success.
+ */
+SHARC_HIDDEN sharc_status_t sharc_coll_tune_load(const char *path, sharc_coll_tune_t **tune_p);
+SHARC_HIDDEN void sharc_coll_tune_destroy(sharc_coll_tune_t *tune); /* NULL: no-op */
+
+#endif

@@ -1,0 +1,37 @@
+/*
+ * comm.h: the communicator as the layers above the core see it (the sharding engine): its
+ * bootstrap, node layout, transports, and the collective state it posts through (coll/api.h).
+ */
+#ifndef SHARC_COMM_INT_H
+#define SHARC_COMM_INT_H
+
+#include <sharc/comm.h>
+
+#include "../coll/api.h"
+#include "../transport/transport.h"
+#include "../src/boot/boot.h"
+#include "context.h"
+
+struct sharc_comm {
+    sharc_context_h ctx;
+    sharc_boot_t *boot;
+    sharc_bootstrap_t mode;
+    int rank, size;
+    int node, nnodes, local_rank, local_size;
+    int *node_of;                  /* [size]: node index of every rank */
+    char (*hosts)[SHARC_HOST_MAX]; /* [size]: host name of every rank, for messages */
+    const sharc_tp_ops_t *tp_ops;  /* NULL: bootstrap only */
+    sharc_tp_comm_t *tp;
+    /* the collective backend for CUDA buffers (nccl), opened with the communicator when every
+     * rank can run it (or split from the parent's), else NULL: CUDA buffers are staged */
+    const sharc_tp_ops_t *gpu_ops;
+    sharc_tp_comm_t *gpu_tp;
+    sharc_status_t gpu_failed; /* SHARC_CUDA_BACKEND=nccl and it could not be opened */
+    sharc_coll_comm_t *coll;   /* the collectives' state, over the transports above */
+    void *stream; /* sharc_comm_set_cuda_stream: the caller's stream (NULL: legacy default) */
+};
+
+/* sharc/sharc_cuda.h, with the stream as a pointer (CUDA's headers stay out of the core). */
+SHARC_API sharc_status_t sharc_comm_set_cuda_stream(sharc_comm_h comm, void *stream);
+
+#endif

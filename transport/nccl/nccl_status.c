@@ -1,0 +1,52 @@
+/*
+ * nccl_status.c: the NCCL boundary: ncclResult_t becomes a sharc status here and nowhere
+ * else (logged once, with NCCL's last error), and non-blocking calls are waited for with a
+ * deadline, after which the communicator is aborted rather than hung on.
+ */
+#include "config.h"
+
+#define SHARC_THIS_SUBSYS SHARC_SUBSYS_TP
+
+#include "../../src/base/log.h"
+#include "../../src/base/util.h"
+#include "nccl.h"
+
+sharc_status_t sharc_tp_nccl_status(sharc_tp_comm_t *tp, ncclResult_t res, const char *what)
+{
+    const char *last = (tp != NULL && tp->nccl != NULL) ? ncclGetLastError(tp->nccl) : NULL;
+
+    switch (res) {
+    case ncclSuccess: return SHARC_OK;
+    case ncclInProgress: return SHARC_INPROGRESS;
+    default: break;
+    }
+    sharc_error("nccl: %s failed: %s%s%s", what, ncclGetErrorString(res),
+                (last != NULL && last[0] != '\0') ? ": " : "", last != NULL ? last : "");
+    switch (res) {
+    case ncclInvalidArgument:
+    case ncclInvalidUsage: return SHARC_ERR_INVALID;
+    case ncclRemoteError: return SHARC_ERR_REMOTE;
+    default: return SHARC_ERR_BACKEND;
+    }
+}
+
+sharc_status_t sharc_tp_nccl_settle(sharc_tp_comm_t *tp, ncclResult_t res, double timeout,
+                                    const char *what)
+{
+    double deadline = sharc_time_now() + timeout;
+
+    while (res == ncclInProgress) {
+        if (sharc_time_now() > deadline) {
+            sharc_error("nccl: %s did not finish within %.0f s; the communicator is aborted", what,
+                        timeout);
+            ncclCommAbort(tp->nccl);
+            tp->nccl = NULL;
+            tp->failed = SHARC_ERR_TIMEOUT;
+            return SHARC_ERR_TIMEOUT;
+        }
+        if (ncclCommGetAsyncError(tp->nccl, &res) != ncclSuccess) {
+            res = ncclInternalError;
+        }
+    }
+    return sharc_tp_nccl_status(tp, res, what);
+}
