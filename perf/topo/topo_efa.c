@@ -268,7 +268,7 @@ void sharc_topo_doc_nccl_net(sharc_topo_doc_t *doc, const sharc_topo_setting_t *
     if (strcasecmp(set->value, "Socket") == 0) {
         if (rdma || efa) {
             sharc_topo_find(doc, SHARC_TOPO_FINDING_HARMFUL, set,
-                            "forces NCCL's TCP sockets on a %s node: a fraction of the bandwidth",
+                            "forces NCCL's TCP sockets on this %s node: a fraction of the bandwidth",
                             sharc_topo_fabric_name(topo->fabric));
         } else {
             sharc_topo_find(doc, SHARC_TOPO_FINDING_OK, set, "NCCL's TCP sockets");

@@ -85,7 +85,7 @@ void sharc_topo_parse_fi_info(const char *text, size_t len, sharc_topo_fi_info_t
 {
     const char *p = text, *end = text + len;
     char domain[64] = "", seen[SHARC_TOPO_MAX_NICS][64];
-    int in_efa = 0;
+    int in_efa = 0, block_rdm = 0; /* in an efa entry; that entry counted as RDM */
     size_t dlen = 0;
 
     memset(info, 0, sizeof(*info));
@@ -109,6 +109,7 @@ void sharc_topo_parse_fi_info(const char *text, size_t len, sharc_topo_fi_info_t
                 in_efa = strncasecmp(value, "efa", 3) == 0 && (value[3] == '\0' || value[3] == ';');
                 info->nefa += in_efa;
                 domain[0] = '\0';
+                block_rdm = 0;
             } else if (in_efa && strcmp(key, "domain") == 0) {
                 snprintf(domain, sizeof(domain), "%.63s", value);
             } else if (in_efa && strcmp(key, "version") == 0) {
@@ -119,9 +120,11 @@ void sharc_topo_parse_fi_info(const char *text, size_t len, sharc_topo_fi_info_t
                     info->major = (int)(v / 100);
                     info->minor = (int)(v % 100);
                 }
-            } else if (in_efa && strcmp(key, "type") == 0 && strcmp(value, "FI_EP_RDM") == 0) {
+            } else if (in_efa && !block_rdm && strcmp(key, "type") == 0 &&
+                       strcmp(value, "FI_EP_RDM") == 0) {
                 int dup = 0;
 
+                block_rdm = 1;
                 info->nrdm++;
                 for (int d = 0; d < info->ndomains && !dup; d++) {
                     dup = strcmp(seen[d], domain) == 0;

@@ -243,8 +243,8 @@ static void sharc_topo_if_list(const sharc_topo_t *topo, const char *prefix, int
 
 /* Interfaces NCCL's socket transport takes at most (MAX_IFS in its socket code). */
 #define SHARC_TOPO_NCCL_MAX_IFS 16
-/* Rails UCX splits one rendezvous over at most, here: an endpoint has 8 lanes in all (6 in
- * releases before 1.12), shared with its eager and control lanes. */
+/* Rails UCX is asked to split one rendezvous over at most: a UCX endpoint has 8 lanes in all
+ * in current releases (6 in older ones), which its eager and control lanes share. */
 #define SHARC_TOPO_UCX_MAX_RAILS 4
 
 /*
@@ -307,7 +307,8 @@ static void sharc_topo_recommend_ucx_tcp(const sharc_topo_t *topo, const char *s
                  SHARC_MIN(topo->nsocket_ifs, SHARC_TOPO_UCX_MAX_RAILS));
         sharc_topo_rec_add(recs, "UCX_MAX_RNDV_RAILS", 0, value,
                            "a large message is split over at most this many of them (UCX's "
-                           "default is 2; an endpoint has no more than %d lanes for it)",
+                           "default is 2); at most %d, as a UCX endpoint has 8 lanes in all "
+                           "(fewer in older releases) and needs some for other traffic",
                            SHARC_TOPO_UCX_MAX_RAILS);
     }
     sharc_topo_rec_add(recs, "UCX_TLS", 0, "tcp,sm,self",
@@ -330,10 +331,18 @@ static void sharc_topo_recommend_efa(const sharc_topo_t *topo, sharc_topo_recs_t
                        "otherwise takes the first provider with the features it needs, which is "
                        "TCP when EFA is unusable, and the job runs at a fraction of the speed "
                        "without an error");
-    sharc_topo_rec_add(recs, "FI_EFA_USE_DEVICE_RDMA", 1, "",
-                       "%s; libfabric 1.18+ turns device RDMA on by itself where the EFA device "
-                       "reads remote memory: setting it is stale, 0 disables GPUDirect%s",
-                       why, rdma == 0 ? ", and 1 aborts the job on this device" : "");
+    if (rdma == 0) {
+        sharc_topo_rec_add(recs, "FI_EFA_USE_DEVICE_RDMA", 1, "",
+                           "%s: there is no device RDMA to turn on, and 1 makes libfabric abort "
+                           "the job",
+                           why);
+    } else {
+        sharc_topo_rec_add(recs, "FI_EFA_USE_DEVICE_RDMA", 1, "",
+                           "%s; libfabric 1.18+ turns device RDMA on by itself where the EFA "
+                           "device reads remote memory: setting it is stale, 0 disables "
+                           "GPUDirect RDMA",
+                           why);
+    }
     sharc_topo_rec_add(recs, "NCCL_PROTO", 1, "",
                        "'simple' was advice for old aws-ofi-nccl; current plugins support "
                        "LL128 and NCCL picks protocols per size, forcing Simple costs "
