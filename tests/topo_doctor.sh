@@ -271,6 +271,7 @@ docm 0 '^note +GPUDirect RDMA \(topology\): g5.48xlarge: its EFA has no RDMA rea
 docm 1 '^HARMFUL +FI_EFA_USE_DEVICE_RDMA=1 .*g5.48xlarge: its EFA has no RDMA read: libfabric aborts' \
     g5-efa FI_EFA_USE_DEVICE_RDMA=1
 docm 0 '^stale +FI_EFA_USE_DEVICE_RDMA=0 .*nothing to turn off' g5-efa FI_EFA_USE_DEVICE_RDMA=0
+docm 1 '^HARMFUL +FI_EFA_USE_DEVICE_RDMA=maybe .*not a boolean' p4d FI_EFA_USE_DEVICE_RDMA=maybe
 # the EFA settings elsewhere
 doc 0 stale FI_PROVIDER dgx-h100 FI_PROVIDER=efa
 doc 0 ok NCCL_NET dgx-h100 NCCL_NET=IB

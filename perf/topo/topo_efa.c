@@ -183,7 +183,12 @@ void sharc_topo_doc_efa(sharc_topo_doc_t *doc, const sharc_topo_setting_t *set)
         return;
     }
     rdma = sharc_topo_efa_rdma_read(doc->topo, why, sizeof(why));
-    if (!sharc_topo_truthy(set->value)) {
+    if (!sharc_topo_truthy(set->value) && strcmp(set->value, "0") != 0 &&
+        strcasecmp(set->value, "n") != 0 && strcasecmp(set->value, "no") != 0 &&
+        strcasecmp(set->value, "false") != 0 && strcasecmp(set->value, "off") != 0) {
+        sharc_topo_find(doc, SHARC_TOPO_FINDING_HARMFUL, set,
+                        "not a boolean (1/0, yes/no, true/false, on/off): libfabric aborts");
+    } else if (!sharc_topo_truthy(set->value)) {
         if (rdma == 0) {
             sharc_topo_find(doc, SHARC_TOPO_FINDING_STALE, set, "%s: nothing to turn off", why);
         } else {
@@ -267,9 +272,10 @@ void sharc_topo_doc_nccl_net(sharc_topo_doc_t *doc, const sharc_topo_setting_t *
     }
     if (strcasecmp(set->value, "Socket") == 0) {
         if (rdma || efa) {
-            sharc_topo_find(doc, SHARC_TOPO_FINDING_HARMFUL, set,
-                            "forces NCCL's TCP sockets on this %s node: a fraction of the bandwidth",
-                            sharc_topo_fabric_name(topo->fabric));
+            sharc_topo_find(
+                doc, SHARC_TOPO_FINDING_HARMFUL, set,
+                "forces NCCL's TCP sockets on this %s node: a fraction of the bandwidth",
+                sharc_topo_fabric_name(topo->fabric));
         } else {
             sharc_topo_find(doc, SHARC_TOPO_FINDING_OK, set, "NCCL's TCP sockets");
         }

@@ -296,11 +296,11 @@ static void sharc_topo_recommend_ucx_tcp(const sharc_topo_t *topo, const char *s
     } else {
         sharc_topo_if_list(topo, "", SHARC_TOPO_MAX_NETDEVS, list, sizeof(list));
         sharc_topo_rec_add(recs, "UCX_NET_DEVICES", 0, list,
-                           "%sthe %d interfaces of the fastest class (%s each): UCX spreads over "
+                           "%sthe %d interfaces of the fastest class (%s%s): UCX spreads over "
                            "them all, where naming one leaves the others idle",
                            efa ? "UCX has no EFA transport: host buffers go over TCP on "
                                : "host-buffer traffic on ",
-                           topo->nsocket_ifs, speed);
+                           topo->nsocket_ifs, speed, eth->speed_mbps >= 0 ? " each" : "");
     }
     if (topo->nsocket_ifs > 2) {
         snprintf(value, sizeof(value), "%d",
@@ -370,11 +370,12 @@ static void sharc_topo_recommend_sockets(const sharc_topo_t *topo, const char *s
                            tuned);
     } else {
         sharc_topo_rec_add(recs, "NCCL_SOCKET_IFNAME", 0, value,
-                           "the %d interfaces of the fastest class that are up%s (%s, %s each)%s: "
+                           "the %d interfaces of the fastest class that are up%s (%s%s, %s)%s: "
                            "NCCL makes each a NET device and gives every GPU the nearest (its "
                            "rails), where naming one leaves %d idle; '=' matches names "
                            "exactly%s",
                            topo->nsocket_ifs, eth->ipv4 == 1 ? " with an IPv4 address" : "", speed,
+                           eth->speed_mbps >= 0 ? " each" : "",
                            eth->driver[0] ? eth->driver : "driver ?",
                            topo->nsocket_ifs > SHARC_TOPO_NCCL_MAX_IFS
                                ? "; NCCL takes 16 at most, the first 16 are named"

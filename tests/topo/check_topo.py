@@ -487,11 +487,15 @@ CASES = {f.__name__.replace("_", "-"): f for f in [
 
 if __name__ == "__main__":
     case, path = sys.argv[1], sys.argv[2]
-    if case in XML_CASES:
-        XML_CASES[case](ET.parse(path).getroot())
-    else:
-        with open(path) as f:
-            CASES[case](json.load(f))
+    try:
+        if case in XML_CASES:
+            XML_CASES[case](ET.parse(path).getroot())
+        else:
+            with open(path) as f:
+                CASES[case](json.load(f))
+    except (KeyError, IndexError, TypeError) as e:
+        # a field missing from the output fails the case after what was checked before it
+        failures.append("%s %s" % (type(e).__name__, e))
     for what in failures:
         print("FAIL: %s: %s" % (case, what))
     sys.exit(1 if failures else 0)
