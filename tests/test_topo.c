@@ -7,8 +7,11 @@
  */
 #include "config.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "../perf/topo/topo_tool.h"
 #include "check.h"
@@ -344,6 +347,56 @@ static void test_plugin_version(void)
     CHECK(out[0] == '\0');
 }
 
+/*
+ * The probe as on a live EFA node, with the tools it runs and the directories it searches all
+ * made here: fi_info is found on PATH and run (its output, stderr too, parsed); the plugin and
+ * libfabric are looked for in an empty directory and not found, and nothing else is guessed.
+ */
+static void test_probe_fi_info(void)
+{
+    char dir[] = "/tmp/sharc_test_topo_XXXXXX", tool[64], *path = getenv("PATH");
+    char *saved = path != NULL ? strdup(path) : NULL;
+    sharc_topo_libs_opts_t opts = {NULL, NULL, NULL, 1, 1};
+    sharc_topo_libs_t libs;
+    FILE *f;
+
+    if (mkdtemp(dir) == NULL) {
+        CHECK(!"mkdtemp");
+        return;
+    }
+    snprintf(tool, sizeof(tool), "%s/fi_info", dir);
+    f = fopen(tool, "w");
+    CHECK(f != NULL);
+    if (f == NULL) {
+        return;
+    }
+    fprintf(f, "#!/bin/sh\n[ \"$1 $2\" = \"-p efa\" ] || exit 3\n"
+               "printf 'provider: efa\\n    domain: rdmap0s6-rdm\\n    version: 121.0\\n"
+               "    type: FI_EP_RDM\\n'\necho 'fi_getinfo: late' >&2\n");
+    fclose(f);
+    CHECK(chmod(tool, 0755) == 0);
+    opts.lib_path = dir; /* empty: no plugin, no libfabric */
+    setenv("PATH", dir, 1);
+    sharc_topo_probe_libs(&opts, &libs);
+    CHECK(libs.probed && libs.searched && libs.fi.have);
+    CHECK(libs.fi.info.nefa == 1 && libs.fi.info.nrdm == 1 && libs.fi.info.minor == 21);
+    CHECK(strcmp(libs.fi.info.error, "fi_getinfo: late") == 0); /* stderr is read too */
+    CHECK(strstr(libs.fi.source, "fi_info -p efa") != NULL);
+    CHECK(!libs.plugin.found && !libs.plugin.loads && !libs.fabric.found);
+    CHECK(strcmp(libs.plugin.tried, "libnccl-net.so") == 0);
+    /* offline input without a path or fi_info text: nothing probed, nothing run */
+    opts.live = 0;
+    opts.lib_path = NULL;
+    sharc_topo_probe_libs(&opts, &libs);
+    CHECK(!libs.probed && !libs.fi.have);
+    if (saved != NULL) {
+        setenv("PATH", saved, 1);
+        free(saved);
+    }
+    unlink(tool);
+    rmdir(dir);
+}
+
 int main(void)
 {
     test_distance();
@@ -357,5 +410,6 @@ int main(void)
     test_sort();
     test_fi_info();
     test_plugin_version();
+    test_probe_fi_info();
     return check_result("test_topo");
 }
