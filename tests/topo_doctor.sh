@@ -221,6 +221,8 @@ if command -v "$CC" > /dev/null; then
     doc 0 ok NCCL_NET p4d "NCCL_NET=AWS Libfabric"
     doc 0 ok NCCL_NET p4d NCCL_NET=ofi
     docm 1 "^HARMFUL +NCCL_NET=Foo .*registers network 'Libfabric', not 'Foo'" p4d NCCL_NET=Foo
+    docm 1 "^HARMFUL +NCCL network \\(summary\\): NCCL_NET=Foo names no network here" p4d NCCL_NET=Foo
+    docm 0 "^ok +NCCL network \\(summary\\): the NET plugin 'Libfabric' over EFA" p4d NCCL_NET=OFI
     docm 1 '^HARMFUL +NCCL_NET=Socket .*forces NCCL.s TCP sockets on this EFA node' p4d NCCL_NET=Socket
     docm 1 '^HARMFUL +NCCL network \(summary\): NCCL_NET=Socket' p4d NCCL_NET=Socket
     docm 1 '^HARMFUL +NCCL_NET=IB .*no active InfiniBand or RoCE port' p4d NCCL_NET=IB

@@ -542,6 +542,13 @@ void sharc_topo_doc_efa_node(sharc_topo_doc_t *doc)
     } else if (net != NULL && strcasecmp(net, "IB") == 0) {
         sharc_topo_find_node(doc, SHARC_TOPO_FINDING_HARMFUL, "NCCL network", "summary",
                              "NCCL_NET=%s: no such network here, communicators fail", net);
+    } else if (net != NULL && plugin_ok && strcasecmp(net, libs->plugin.name) != 0 &&
+               !(strcasecmp(libs->plugin.name, "Libfabric") == 0 &&
+                 sharc_efa_libfabric_name(net))) {
+        sharc_topo_find_node(doc, SHARC_TOPO_FINDING_HARMFUL, "NCCL network", "summary",
+                             "NCCL_NET=%s names no network here (the plugin's is '%s'): "
+                             "communicators fail",
+                             net, libs->plugin.name);
     } else if (plugin_ok && fabric_ok) {
         sharc_topo_find_node(doc, SHARC_TOPO_FINDING_OK, "NCCL network", "summary",
                              "the NET plugin '%s' over EFA (%d device(s))", libs->plugin.name,
