@@ -2,8 +2,10 @@
  * sharc-topo: what this node is (GPUs, NVLink/NVSwitch, NICs, fabric, PCI distances, rails)
  * and what to set for it; `sharc-topo doctor` checks the settings in force against it.
  * Reads the live machine, or offline inputs (a sysfs-shaped tree, an `nvidia-smi topo -m`
- * capture, NCCL topology XML) for bug reports and tests. Links sharc's internal topology
- * module (transport/topo/), which is not public API.
+ * capture, NCCL topology XML) for bug reports and tests; on EFA nodes the doctor also checks
+ * the NCCL NET plugin and libfabric (--lib-path and --fi-info stand in for another machine's).
+ * Links sharc-topo's tool library (perf/topo/) over the library's detection (topo/), which is
+ * not public API.
  */
 #include "config.h"
 
@@ -34,6 +36,11 @@ static void usage(FILE *out)
             "  --nccl-xml FILE         an NCCL topology XML file (NCCL_TOPO_FILE format)\n"
             "  --nccl-conf FILE        doctor: the NCCL conf file (default: $NCCL_CONF_FILE,\n"
             "                          else /etc/nccl.conf)\n"
+            "  --lib-path DIRS         doctor: look for the NCCL NET plugin and libfabric in\n"
+            "                          these directories (colon-separated) instead of the\n"
+            "                          dynamic loader's path; with offline input, the only way\n"
+            "                          they are checked\n"
+            "  --fi-info FILE          doctor: the text of `fi_info -p efa` instead of running it\n"
             "output:\n"
             "  --json                  JSON\n"
             "  --shell                 recommended settings as shell exports\n"
@@ -104,22 +111,55 @@ static int gather_settings(const char *conf, sharc_topo_setting_t *settings, int
     return n;
 }
 
-static int doctor(const sharc_topo_t *topo, const sharc_topo_recs_t *recs, const char *conf,
-                  int json)
+typedef struct {
+    const char *conf;     /* --nccl-conf */
+    const char *lib_path; /* --lib-path */
+    const char *fi_info;  /* --fi-info */
+    int live;             /* the input is this machine */
+    int json;
+} doctor_opts_t;
+
+/*
+ * The NET plugin and libfabric, where they matter: on EFA nodes, and wherever NCCL_NET_PLUGIN
+ * names a plugin. On the live machine the loader's own search finds them (and fi_info runs);
+ * offline, only what --lib-path and --fi-info give.
+ */
+static void probe_libs(const sharc_topo_t *topo, const doctor_opts_t *opts,
+                       const sharc_topo_setting_t *settings, int n, sharc_topo_libs_t *libs)
+{
+    sharc_topo_libs_opts_t lopts = {opts->lib_path, opts->fi_info, NULL, opts->live,
+                                    topo->fabric == SHARC_TOPO_FABRIC_EFA};
+
+    for (int s = 0; s < n; s++) {
+        if (strcmp(settings[s].key, "NCCL_NET_PLUGIN") == 0) {
+            lopts.net_plugin = settings[s].value;
+        }
+    }
+    memset(libs, 0, sizeof(*libs));
+    if (lopts.efa || lopts.net_plugin != NULL) {
+        sharc_topo_probe_libs(&lopts, libs);
+    }
+}
+
+static int doctor(const sharc_topo_t *topo, sharc_topo_recs_t *recs, const doctor_opts_t *opts)
 {
     sharc_topo_setting_t *settings = calloc(SHARC_TOPO_MAX_SETTING, sizeof(*settings));
     sharc_topo_finding_t *findings = calloc(SHARC_TOPO_MAX_SETTING * 2, sizeof(*findings));
-    int n, nfind, harmful = 0;
+    sharc_topo_libs_t *libs = calloc(1, sizeof(*libs));
+    int n, nfind, harmful = 0, json = opts->json;
 
-    if (settings == NULL || findings == NULL) {
+    if (settings == NULL || findings == NULL || libs == NULL) {
         fprintf(stderr, "sharc-topo: out of memory\n");
         free(settings);
         free(findings);
+        free(libs);
         return 2;
     }
-    n = gather_settings(conf, settings, SHARC_TOPO_MAX_SETTING);
-    nfind =
-        sharc_topo_doctor(topo, recs, settings, n, findings, SHARC_TOPO_MAX_SETTING * 2, &harmful);
+    n = gather_settings(opts->conf, settings, SHARC_TOPO_MAX_SETTING);
+    probe_libs(topo, opts, settings, n, libs);
+    sharc_topo_recommend_libs(topo, libs, recs);
+    nfind = sharc_topo_doctor(topo, recs, libs, settings, n, findings, SHARC_TOPO_MAX_SETTING * 2,
+                              &harmful);
     if (!json) {
         printf("sharc-topo doctor: %s; %d GPU(s), intra-node %s, fabric %s\n", topo->source,
                topo->ngpus, sharc_topo_intra_name(topo->intra),
@@ -131,17 +171,30 @@ static int doctor(const sharc_topo_t *topo, const sharc_topo_recs_t *recs, const
     }
     free(settings);
     free(findings);
+    free(libs);
     return harmful ? 1 : 0;
 }
 
 int main(int argc, char **argv)
 {
-    enum { OPT_SYSFS = 256, OPT_SMI, OPT_XML, OPT_CONF, OPT_SHELL, OPT_ENV, OPT_EXPORT_XML };
+    enum {
+        OPT_SYSFS = 256,
+        OPT_SMI,
+        OPT_XML,
+        OPT_CONF,
+        OPT_SHELL,
+        OPT_ENV,
+        OPT_EXPORT_XML,
+        OPT_LIB_PATH,
+        OPT_FI_INFO
+    };
     static const struct option opts[] = {
         {"sysfs-root", required_argument, NULL, OPT_SYSFS},
         {"nvidia-smi-topo", required_argument, NULL, OPT_SMI},
         {"nccl-xml", required_argument, NULL, OPT_XML},
         {"nccl-conf", required_argument, NULL, OPT_CONF},
+        {"lib-path", required_argument, NULL, OPT_LIB_PATH},
+        {"fi-info", required_argument, NULL, OPT_FI_INFO},
         {"json", no_argument, NULL, 'j'},
         {"shell", no_argument, NULL, OPT_SHELL},
         {"env", no_argument, NULL, OPT_ENV},
@@ -149,7 +202,8 @@ int main(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    const char *sysfs = NULL, *smi = NULL, *xml = NULL, *conf = NULL;
+    const char *sysfs = NULL, *smi = NULL, *xml = NULL;
+    doctor_opts_t dopts = {NULL, NULL, NULL, 0, 0};
     sharc_topo_fmt_t fmt = SHARC_TOPO_FMT_TEXT;
     int c, export_xml = 0, is_doctor = 0, ret = 0;
     sharc_topo_recs_t recs;
@@ -160,7 +214,9 @@ int main(int argc, char **argv)
         case OPT_SYSFS: sysfs = optarg; break;
         case OPT_SMI: smi = optarg; break;
         case OPT_XML: xml = optarg; break;
-        case OPT_CONF: conf = optarg; break;
+        case OPT_CONF: dopts.conf = optarg; break;
+        case OPT_LIB_PATH: dopts.lib_path = optarg; break;
+        case OPT_FI_INFO: dopts.fi_info = optarg; break;
         case 'j': fmt = SHARC_TOPO_FMT_JSON; break;
         case OPT_SHELL: fmt = SHARC_TOPO_FMT_SHELL; break;
         case OPT_ENV: fmt = SHARC_TOPO_FMT_ENV; break;
@@ -201,7 +257,9 @@ int main(int argc, char **argv)
     sharc_topo_classify(topo);
     sharc_topo_recommend(topo, &recs);
     if (is_doctor) {
-        ret = doctor(topo, &recs, conf, fmt == SHARC_TOPO_FMT_JSON);
+        dopts.live = (sysfs == NULL && smi == NULL && xml == NULL);
+        dopts.json = (fmt == SHARC_TOPO_FMT_JSON);
+        ret = doctor(topo, &recs, &dopts);
     } else if (export_xml) {
         ret = sharc_topo_write_nccl_xml(topo, stdout) == SHARC_OK ? 0 : 2;
     } else {

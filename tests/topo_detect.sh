@@ -34,7 +34,8 @@ check_json() {
     fi
 }
 
-for m in p5 p4de dgx-h100 roce roce-nogid cloud-vm cloud-vm-virtio eth-bond cpu-only broken; do
+for m in p5 p4de dgx-h100 roce roce-nogid cloud-vm cloud-vm-virtio eth-bond cpu-only broken \
+        hgx-h100-ib h100-roce gcp-a3 l40s-eth p4d g5-efa; do
     "$PY" "$FIX/mkfixture.py" "$m" "$work/$m" || { echo "FAIL: mkfixture $m"; exit 1; }
     check_json "$m" --sysfs-root "$work/$m"
 done
@@ -48,8 +49,9 @@ else
     echo "FAIL: --export-xml"
     failures=$((failures + 1))
 fi
-# export: NICs whose ports are all down stay out; devices on no known NUMA node join node 0
-for m in dgx-h100 eth-bond; do
+# export: NICs whose ports are all down stay out; devices on no known NUMA node join node 0;
+# GPUs numbered by PCI address
+for m in dgx-h100 eth-bond hgx-h100-ib; do
     if "$TOPO" --export-xml --sysfs-root "$work/$m" > "$work/$m.xml" &&
             "$PY" "$FIX/check_topo.py" "export-$m" "$work/$m.xml"; then
         echo "ok: export-$m"
@@ -58,6 +60,45 @@ for m in dgx-h100 eth-bond; do
     fi
 done
 check_json xml-roundtrip-eth-bond --nccl-xml "$work/eth-bond.xml"
+check_json xml-roundtrip-hgx --nccl-xml "$work/hgx-h100-ib.xml"
+
+# GPU numbering by PCI address against an nvidia-smi capture of the same machine: the same
+# order, no warning; with two rows swapped, a warning for each and no renumbering
+check_json hgx-smi --sysfs-root "$work/hgx-h100-ib" --nvidia-smi-topo "$FIX/smi_hgx_h100.txt"
+sed -e 's/^GPU0\t/GPUx\t/' -e 's/^GPU4\t/GPU0\t/' -e 's/^GPUx\t/GPU4\t/' \
+    "$FIX/smi_hgx_h100.txt" > "$work/smi_swapped.txt"
+check_json hgx-smi-swapped --sysfs-root "$work/hgx-h100-ib" --nvidia-smi-topo "$work/smi_swapped.txt"
+
+# the listing, the matrix and the rails agree on GPU0 = the lowest bus id
+out=$("$TOPO" --sysfs-root "$work/hgx-h100-ib")
+if echo "$out" | grep -qx " GPU0 0000:18:00.0 \[10de:2330\] H100 SXM5 80GB" &&
+        echo "$out" | grep -qx " GPU4 0000:9a:00.0 \[10de:2330\] H100 SXM5 80GB" &&
+        echo "$out" | grep -Eq "^GPU0 +X +(NV18 +){7}PIX +NODE" &&
+        echo "$out" | grep -qx "  GPU0 rails: mlx5_0 (PIX), 400 Gb/s expected" &&
+        echo "$out" | grep -qx "machine: NVIDIA DGXH100"; then
+    echo "ok: GPUs in PCI order in the text report"
+else
+    echo "FAIL: GPUs in PCI order in the text report"; echo "$out"; failures=$((failures + 1))
+fi
+# Ethernet with several interfaces: the TCP line names them all, each GPU its nearest
+out=$("$TOPO" --sysfs-root "$work/gcp-a3")
+if echo "$out" | grep -qx "inter-node: Ethernet (TCP on enp0s12,enp6s0,enp12s0,enp134s0,enp140s0)" &&
+        echo "$out" | grep -qx "  GPU0 rails: enp6s0 (PIX), 100 Gb/s expected" &&
+        echo "$out" | grep -qx "  GPU7 rails: enp140s0 (PIX), 100 Gb/s expected"; then
+    echo "ok: Ethernet rails on a multi-NIC node"
+else
+    echo "FAIL: Ethernet rails on a multi-NIC node"; echo "$out"; failures=$((failures + 1))
+fi
+out=$("$TOPO" --env --sysfs-root "$work/l40s-eth")
+if echo "$out" | grep -qx "NCCL_SOCKET_IFNAME==enp26s0,enp60s0,enp156s0,enp188s0" &&
+        echo "$out" | grep -qx "NCCL_SOCKET_NTHREADS=4" &&
+        echo "$out" | grep -qx "NCCL_NSOCKS_PERTHREAD=4" &&
+        echo "$out" | grep -qx "UCX_NET_DEVICES=enp26s0,enp60s0,enp156s0,enp188s0" &&
+        echo "$out" | grep -qx "UCX_MAX_RNDV_RAILS=4"; then
+    echo "ok: multi-NIC settings in the env-file format"
+else
+    echo "FAIL: multi-NIC settings in the env-file format"; echo "$out"; failures=$((failures + 1))
+fi
 
 # the other formats carry the same recommendations
 run_ok "shell exports parse" bash -n <("$TOPO" --shell --sysfs-root "$work/roce")

@@ -10,18 +10,20 @@ FIX="$top_srcdir/tests/topo"
 [ -x "$PY" ] || { echo "SKIP: no $PY to build the fixtures"; exit 77; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-for m in p5 dgx-h100 roce roce-nogid cloud-vm eth-bond cpu-only; do
+for m in p5 dgx-h100 roce roce-nogid cloud-vm eth-bond cpu-only p4d g5-efa gcp-a3 l40s-eth; do
     "$PY" "$FIX/mkfixture.py" "$m" "$work/$m" || { echo "FAIL: mkfixture $m"; exit 1; }
 done
 : > "$work/empty.conf"
 
 # docm RC REGEX MACHINE [VAR=VALUE...]: the doctor, on MACHINE with only the given
-# environment, exits RC and prints a line matching the extended REGEX.
+# environment, exits RC and prints a line matching the extended REGEX. DOCTOR_ARGS (an array)
+# adds options, such as the library path of an EFA node.
+DOCTOR_ARGS=()
 docm() {
     local rc=$1 re=$2 machine=$3; shift 3
     local out st
     out=$(env -i PATH="$PATH" "$@" "$TOPO" doctor --sysfs-root "$work/$machine" \
-        --nccl-conf "$work/empty.conf" 2>&1)
+        --nccl-conf "$work/empty.conf" "${DOCTOR_ARGS[@]}" 2>&1)
     st=$?
     if [ $st -ne "$rc" ]; then
         echo "FAIL: $machine $*: exit $st, expected $rc"
@@ -165,6 +167,119 @@ doc 0 ok UCX_NET_DEVICES dgx-h100 UCX_NET_DEVICES=mlx5_7:1,mlx5_6:1,mlx5_5:1,mlx
 doc 0 differs UCX_NET_DEVICES dgx-h100 UCX_NET_DEVICES=mlx5_0:1
 doc 0 differs UCX_NET_DEVICES dgx-h100 UCX_NET_DEVICES=all
 
+# NCCL's socket threads: 4 x 4 on Intel 100G; threads alone fine; sockets without threads do
+# nothing on a NIC NCCL does not tune itself; past NCCL's limits; stale on an RDMA node
+doc 0 ok NCCL_SOCKET_NTHREADS l40s-eth NCCL_SOCKET_NTHREADS=4 NCCL_NSOCKS_PERTHREAD=4
+doc 0 suggest NCCL_SOCKET_NTHREADS l40s-eth
+docm 0 '^stale +NCCL_NSOCKS_PERTHREAD=4 .*set NCCL_SOCKET_NTHREADS too' l40s-eth NCCL_NSOCKS_PERTHREAD=4
+docm 0 '^stale +NCCL_SOCKET_NTHREADS=32 .*16 threads at most' l40s-eth NCCL_SOCKET_NTHREADS=32
+docm 0 '^stale +NCCL_NSOCKS_PERTHREAD=8 .*is 128: NCCL cuts it to 64' l40s-eth \
+    NCCL_SOCKET_NTHREADS=16 NCCL_NSOCKS_PERTHREAD=8
+doc 1 HARMFUL NCCL_SOCKET_NTHREADS l40s-eth NCCL_SOCKET_NTHREADS=many
+docm 0 '^stale +NCCL_SOCKET_NTHREADS=4 .*runs over InfiniBand here' dgx-h100 NCCL_SOCKET_NTHREADS=4
+# several interfaces of the fastest class: one of them differs from the list, the list is ok
+docm 0 '^differs +NCCL_SOCKET_IFNAME==enp6s0 .*recommended NCCL_SOCKET_IFNAME==enp0s12,enp6s0,enp12s0,enp134s0,enp140s0: the 5 interfaces' \
+    gcp-a3 NCCL_SOCKET_IFNAME==enp6s0
+doc 0 ok NCCL_SOCKET_IFNAME gcp-a3 NCCL_SOCKET_IFNAME==enp140s0,enp134s0,enp12s0,enp6s0,enp0s12
+docm 0 '^differs +UCX_NET_DEVICES=enp6s0 .*recommended UCX_NET_DEVICES=enp0s12,enp6s0,' gcp-a3 \
+    UCX_NET_DEVICES=enp6s0
+doc 0 suggest UCX_MAX_RNDV_RAILS gcp-a3
+
+# EFA: the NET plugin, libfabric and fi_info of fixture library directories (fake libraries
+# built here, never the machine's own); --lib-path and --fi-info stand in for the node's
+CC=${CC:-cc}
+if command -v "$CC" > /dev/null; then
+    L="$work/libs"
+    mkdir -p "$L/ok" "$L/none" "$L/ofi" "$L/broken" "$L/ibext" "$L/old" "$L/dep"
+    fake_fabric() { "$CC" -shared -fPIC -Wl,-soname,"$(basename "$1")" -o "$1" "$FIX/fake_libfabric.c" "${@:2}"; }
+    fake_plugin() { "$CC" -shared -fPIC -o "$1" "$FIX/fake_net_plugin.c" "${@:2}"; }
+    fake_fabric "$L/ok/libfabric.so.1" && cp "$L/ok/libfabric.so.1" "$L/none/" &&
+        cp "$L/ok/libfabric.so.1" "$L/ofi/" &&
+        fake_fabric "$L/old/libfabric.so.1" -DSHARC_FAKE_FI_MINOR=17 &&
+        fake_fabric "$L/dep/libsharc_fake_fabric.so.1" &&
+        fake_plugin "$L/ok/libnccl-net.so" -DSHARC_FAKE_VERSION='"1.13.2-aws"' &&
+        fake_plugin "$L/old/libnccl-net.so" -DSHARC_FAKE_VERSION='"1.5.0-aws"' &&
+        fake_plugin "$L/ofi/libnccl-net-ofi.so" -DSHARC_FAKE_VERSION='"1.14.0"' &&
+        fake_plugin "$L/ibext/libnccl-net.so" -DSHARC_FAKE_NAME='"IBext"' &&
+        fake_plugin "$L/broken/libnccl-net.so" -DSHARC_FAKE_NEEDS_FABRIC \
+            "$L/dep/libsharc_fake_fabric.so.1" ||
+        { echo "FAIL: building the fake libraries"; exit 1; }
+
+    # the chain complete: plugin, libfabric with its efa provider on the four devices
+    DOCTOR_ARGS=(--lib-path "$L/ok" --fi-info "$FIX/fi_info_p4d.txt")
+    docm 0 "^ok +NET plugin \($L/ok/libnccl-net.so\): loads: network 'Libfabric', aws-ofi-nccl 1.13.2-aws, NCCL NET API v6 to v9" p4d
+    docm 0 "^ok +libfabric \(.*fi_info_p4d.txt\): the efa provider of libfabric 1.22, 4 RDM domain\(s\): rdmap16s27-rdm, rdmap32s27-rdm" p4d
+    docm 0 '^ok +GPUDirect RDMA \(topology\): p4d.24xlarge: its EFA reads remote memory' p4d
+    docm 0 "^ok +NCCL network \(summary\): the NET plugin 'Libfabric' over EFA \(4 device" p4d
+    doc 0 suggest FI_PROVIDER p4d
+    doc 0 ok FI_PROVIDER p4d FI_PROVIDER=efa
+    docm 1 '^HARMFUL +FI_PROVIDER=tcp .*other than efa' p4d FI_PROVIDER=tcp
+    docm 1 '^HARMFUL +NCCL network \(summary\): FI_PROVIDER=tcp leaves no efa provider' p4d \
+        FI_PROVIDER=tcp
+    docm 1 '^HARMFUL +FI_PROVIDER=\^efa .*excludes efa' p4d FI_PROVIDER=^efa
+    doc 0 ok NCCL_NET p4d NCCL_NET=Libfabric
+    doc 0 ok NCCL_NET p4d "NCCL_NET=AWS Libfabric"
+    doc 0 ok NCCL_NET p4d NCCL_NET=ofi
+    docm 1 "^HARMFUL +NCCL_NET=Foo .*registers network 'Libfabric', not 'Foo'" p4d NCCL_NET=Foo
+    docm 1 "^HARMFUL +NCCL network \\(summary\\): NCCL_NET=Foo names no network here" p4d NCCL_NET=Foo
+    docm 0 "^ok +NCCL network \\(summary\\): the NET plugin 'Libfabric' over EFA" p4d NCCL_NET=OFI
+    docm 1 '^HARMFUL +NCCL_NET=Socket .*forces NCCL.s TCP sockets on this EFA node' p4d NCCL_NET=Socket
+    docm 1 '^HARMFUL +NCCL network \(summary\): NCCL_NET=Socket' p4d NCCL_NET=Socket
+    docm 1 '^HARMFUL +NCCL_NET=IB .*no active InfiniBand or RoCE port' p4d NCCL_NET=IB
+    docm 1 '^HARMFUL +NCCL_NET_PLUGIN=none .*TCP sockets over the ENA' p4d NCCL_NET_PLUGIN=none
+    docm 1 "^HARMFUL +NCCL_NET_PLUGIN=nosuch .*finds none of nosuch, libnccl-net-nosuch.so in $L/ok" p4d \
+        NCCL_NET_PLUGIN=nosuch
+    docm 0 "^ok +NCCL_NET_PLUGIN=$L/ok/libnccl-net.so .*loads" p4d NCCL_NET_PLUGIN="$L/ok/libnccl-net.so"
+    docm 0 '^stale +FI_EFA_USE_DEVICE_RDMA=1 .*libfabric 1.18\+ enables device RDMA' p4d \
+        FI_EFA_USE_DEVICE_RDMA=1
+    # libfabric's efa provider missing, or seeing fewer devices than sysfs
+    DOCTOR_ARGS=(--lib-path "$L/ok" --fi-info "$FIX/fi_info_noefa.txt")
+    docm 1 '^HARMFUL +libfabric \(.*fi_info_noefa.txt\): no efa provider \(fi_getinfo: -61 \(No data available\)\)' p4d
+    docm 1 '^HARMFUL +NCCL network \(summary\): libfabric has no efa provider: NCCL falls back to TCP' p4d
+    head -24 "$FIX/fi_info_p4d.txt" > "$work/fi_info_2dev.txt"
+    DOCTOR_ARGS=(--lib-path "$L/ok" --fi-info "$work/fi_info_2dev.txt")
+    docm 0 '^warn +libfabric .*2 RDM domain\(s\) \(rdmap16s27-rdm, rdmap32s27-rdm\), sysfs 4 EFA devices' p4d
+    # no plugin: sockets; the plugin under its newer name: NCCL_NET_PLUGIN=ofi
+    DOCTOR_ARGS=(--lib-path "$L/none")
+    docm 1 '^HARMFUL +NET plugin .*NCCL looks for libnccl-net.so and finds none' p4d
+    docm 1 '^HARMFUL +NCCL network \(summary\): no NET plugin: NCCL falls back to TCP sockets over the ENA' p4d
+    docm 1 "^HARMFUL +NCCL_NET=Libfabric .*no NET plugin loads" p4d NCCL_NET=Libfabric
+    docm 1 '^ok +libfabric \(.*/none/libfabric.so.1\): libfabric 1.22 loads' p4d NCCL_NET_PLUGIN=none
+    DOCTOR_ARGS=(--lib-path "$L/ofi")
+    docm 1 "^HARMFUL +NET plugin .*aws-ofi-nccl is at $L/ofi/libnccl-net-ofi.so, a name NCCL does not try; set NCCL_NET_PLUGIN=ofi" p4d
+    docm 1 '^suggest NCCL_NET_PLUGIN=ofi \(recommendation\)' p4d
+    docm 0 "^ok +NCCL_NET_PLUGIN=ofi \(environment\): loads $L/ofi/libnccl-net-ofi.so" p4d NCCL_NET_PLUGIN=ofi
+    docm 0 "^ok +NET plugin \($L/ofi/libnccl-net-ofi.so\): loads: network 'Libfabric', aws-ofi-nccl 1.14.0" p4d \
+        NCCL_NET_PLUGIN=ofi
+    # a plugin that does not load (its libfabric is not on the loader's path), then loads
+    DOCTOR_ARGS=(--lib-path "$L/broken")
+    docm 1 '^HARMFUL +NET plugin \(.*/broken/libnccl-net.so\): does not load \(libsharc_fake_fabric.so.1: cannot open shared object file' p4d
+    docm 0 '^ok +NET plugin \(.*/broken/libnccl-net.so\): loads' p4d LD_LIBRARY_PATH="$L/dep"
+    # a NET plugin of another network (SHARP's) where EFA needs libfabric's
+    DOCTOR_ARGS=(--lib-path "$L/ibext")
+    docm 1 "^HARMFUL +NET plugin .*registers network 'IBext', not libfabric's" p4d
+    # libfabric older than 1.18 on the p4d's 0xefa1: device RDMA must be asked for
+    DOCTOR_ARGS=(--lib-path "$L/old")
+    docm 0 '^suggest FI_EFA_USE_DEVICE_RDMA=1 \(recommendation\): libfabric 1.17 is older than 1.18' p4d
+    docm 0 '^ok +FI_EFA_USE_DEVICE_RDMA=1 .*needed: libfabric 1.17' p4d FI_EFA_USE_DEVICE_RDMA=1
+    docm 1 '^HARMFUL +FI_EFA_USE_DEVICE_RDMA=0 ' p4d FI_EFA_USE_DEVICE_RDMA=0
+    DOCTOR_ARGS=()
+else
+    echo "SKIP (part): no C compiler ($CC) to build the fake NET plugin and libfabric"
+fi
+# offline without libraries: said, not guessed; g5's EFA has no RDMA read
+docm 0 '^note +NET plugin \(not checked\): .*give --lib-path DIRS' p4d
+docm 0 '^note +GPUDirect RDMA \(topology\): g5.48xlarge: its EFA has no RDMA read' g5-efa
+docm 1 '^HARMFUL +FI_EFA_USE_DEVICE_RDMA=1 .*g5.48xlarge: its EFA has no RDMA read: libfabric aborts' \
+    g5-efa FI_EFA_USE_DEVICE_RDMA=1
+docm 0 '^stale +FI_EFA_USE_DEVICE_RDMA=0 .*nothing to turn off' g5-efa FI_EFA_USE_DEVICE_RDMA=0
+docm 1 '^HARMFUL +FI_EFA_USE_DEVICE_RDMA=maybe .*not a boolean' p4d FI_EFA_USE_DEVICE_RDMA=maybe
+# the EFA settings elsewhere
+doc 0 stale FI_PROVIDER dgx-h100 FI_PROVIDER=efa
+doc 0 ok NCCL_NET dgx-h100 NCCL_NET=IB
+doc 1 HARMFUL NCCL_NET dgx-h100 NCCL_NET=Socket
+doc 1 HARMFUL NCCL_NET cloud-vm NCCL_NET=IB
+
 # recommended settings that are missing are suggested; a clean environment exits 0
 doc 0 suggest NCCL_IB_GID_INDEX roce
 doc 0 suggest NCCL_SOCKET_IFNAME cloud-vm
@@ -186,6 +301,15 @@ if [ $st -eq 0 ] && echo "$out" | grep -q "^ok *NCCL_IB_DISABLE=0 (environment)"
     echo "ok: the environment overrides the conf file"
 else
     echo "FAIL: precedence (exit $st)"; echo "$out"; failures=$((failures + 1))
+fi
+if env -i PATH="$PATH" "$TOPO" doctor --json --sysfs-root "$work/p4d" \
+    --nccl-conf "$work/empty.conf" | "$PY" -c '
+import json, sys
+f = [x for x in json.load(sys.stdin) if x["key"] in ("NET plugin", "GPUDirect RDMA")]
+sys.exit(0 if len(f) == 2 and all(x["value"] is None for x in f) else 1)'; then
+    echo "ok: doctor --json, findings about the node"
+else
+    echo "FAIL: doctor --json, findings about the node"; failures=$((failures + 1))
 fi
 if env -i PATH="$PATH" NCCL_DEBUG=INFO "$TOPO" doctor --json --sysfs-root "$work/p5" \
     --nccl-conf "$work/empty.conf" | "$PY" -c '

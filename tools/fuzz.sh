@@ -1,7 +1,8 @@
 #!/bin/bash
 # fuzz.sh [SECONDS] [BUILD_DIR]: builds every libFuzzer harness of tests/fuzz/ with clang and
 # ASan+UBSan and runs each for SECONDS (default 30): the topology parsers (nvidia-smi text,
-# NCCL XML; seeds: the captures in tests/topo/) and the trainer's file readers (safetensors,
+# NCCL XML, the EFA doctor's fi_info text and plugin version scan; seeds: the captures in
+# tests/topo/) and the trainer's file readers (safetensors,
 # token files; seeds: written by the harnesses themselves, plus tests/trainer/hf_tiny*/ when
 # present). BUILD_DIR is a configured build tree (for config.h; default build/); binaries,
 # corpora, logs and crash inputs go to BUILD_DIR/fuzz. FUZZ_HARNESSES="smi xml safetensors
@@ -12,7 +13,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 secs=${1:-30}
 builddir=${2:-$top/build}
 clang=${CLANG:-clang}
-harnesses=${FUZZ_HARNESSES:-smi xml safetensors tokens}
+harnesses=${FUZZ_HARNESSES:-smi xml fi_info safetensors tokens}
 if ! command -v "$clang" > /dev/null; then
     echo "fuzz: no clang; skipped"
     exit 77
@@ -32,7 +33,8 @@ fi
 flags=(-g -O1 -std=gnu11 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
        -I"$top/include" -I"$builddir/include" -I"$builddir")
 topo_srcs=("$top/topo/topo.c" "$top/perf/topo/topo_classify.c" "$top/perf/topo/topo_smi.c"
-           "$top/perf/topo/topo_xml.c" "$top/src/base/log.c" "$top/src/base/util.c")
+           "$top/perf/topo/topo_xml.c" "$top/perf/topo/topo_libs.c" "$top/src/base/log.c"
+           "$top/src/base/util.c")
 
 # Keywords of the safetensors header and index, for the mutator.
 write_st_dict() {
@@ -50,7 +52,7 @@ write_st_dict() {
 build_harness() {
     local h=$1 cflags libs
     case $h in
-    smi | xml)
+    smi | xml | fi_info)
         cflags=$(pkg-config --cflags libxml-2.0 2> /dev/null) || return 2
         libs=$(pkg-config --libs libxml-2.0)
         # shellcheck disable=SC2086
@@ -80,6 +82,7 @@ seed() {
     local h=$1 corpus=$2 f
     case $h in
     smi) cp "$top"/tests/topo/smi_*.txt "$corpus/" ;;
+    fi_info) cp "$top"/tests/topo/fi_info_*.txt "$corpus/" ;;
     xml) cp "$top"/tests/topo/*.xml "$corpus/" ;;
     safetensors | tokens)
         if ! SHARC_FUZZ_SEEDS="$corpus" "$out/fuzz_$h" > "$out/seed_$h.log" 2>&1; then
@@ -90,7 +93,7 @@ seed() {
         ;;
     esac
     case $h in
-    smi | xml) echo "-max_len=65536" ;;
+    smi | xml | fi_info) echo "-max_len=65536" ;;
     safetensors)
         for f in "$top"/tests/trainer/hf_tiny*/*.safetensors; do
             [ -f "$f" ] && cp "$f" "$corpus/$(basename "$(dirname "$f")")_$(basename "$f")"

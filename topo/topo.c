@@ -36,6 +36,7 @@ static const struct {
     {0x20f1, "A100 PCIe 40GB", 80, 0},
     {0x20b7, "A30", 80, 0},
     {0x2236, "A10", 86, 0},
+    {0x2237, "A10G", 86, 0},
     {0x26b9, "L40S", 89, 0},
     {0x27b8, "L4", 89, 0},
     {0x2330, "H100 SXM5 80GB", 90, 18},
@@ -117,6 +118,101 @@ void sharc_topo_warn(sharc_topo_t *topo, const char *fmt, ...)
     if (topo->warnings[topo->nwarnings] != NULL) {
         topo->nwarnings++;
     }
+}
+
+/* "dddd:bb:dd.f" as one number in PCI order; -1 when it does not parse. */
+static long long sharc_topo_busid_key(const char *busid)
+{
+    unsigned domain, bus, dev, fn;
+    char end;
+
+    if (busid == NULL || sscanf(busid, "%x:%x:%x.%x%c", &domain, &bus, &dev, &fn, &end) != 4 ||
+        domain > 0xffff || bus > 0xff || dev > 0x1f || fn > 0x7) {
+        return -1;
+    }
+    return ((long long)domain << 16) | (bus << 8) | (dev << 3) | fn;
+}
+
+int sharc_topo_busid_cmp(const char *a, const char *b)
+{
+    long long ka = sharc_topo_busid_key(a), kb = sharc_topo_busid_key(b);
+
+    if (ka < 0 || kb < 0) {
+        return (ka < 0) - (kb < 0); /* unknown addresses last, among themselves equal */
+    }
+    return (ka > kb) - (ka < kb);
+}
+
+static int sharc_topo_nic_cmp(const sharc_topo_nic_t *a, const sharc_topo_nic_t *b)
+{
+    int c = sharc_topo_busid_cmp(a->pci.busid, b->pci.busid);
+
+    return c != 0 ? c : strverscmp(a->name, b->name);
+}
+
+/*
+ * The permutation that sorts n items, stable (insertion sort: n is at most 64); perm[new] =
+ * old. Returns whether anything moved.
+ */
+static int sharc_topo_order(int n, int *perm, const sharc_topo_t *topo, int gpus)
+{
+    int moved = 0;
+
+    for (int i = 0; i < n; i++) {
+        int pos = i;
+
+        while (pos > 0) {
+            int c = gpus ? sharc_topo_busid_cmp(topo->gpus[perm[pos - 1]].pci.busid,
+                                                topo->gpus[i].pci.busid)
+                         : sharc_topo_nic_cmp(&topo->nics[perm[pos - 1]], &topo->nics[i]);
+
+            if (c <= 0) {
+                break;
+            }
+            perm[pos] = perm[pos - 1];
+            pos--;
+        }
+        perm[pos] = i;
+        moved |= (pos != i);
+    }
+    return moved;
+}
+
+void sharc_topo_sort(sharc_topo_t *topo)
+{
+    int perm[SHARC_TOPO_MAX_NICS]; /* at least SHARC_TOPO_MAX_GPUS */
+    sharc_topo_t *old = malloc(sizeof(*old));
+
+    if (old == NULL) {
+        sharc_topo_warn(topo, "out of memory numbering devices by PCI address; input order kept");
+        return;
+    }
+    memcpy(old, topo, sizeof(*old));
+    if (sharc_topo_order(topo->ngpus, perm, old, 1)) {
+        for (int i = 0; i < topo->ngpus; i++) {
+            topo->gpus[i] = old->gpus[perm[i]];
+            for (int j = 0; j < topo->ngpus; j++) {
+                topo->gpu_gpu[i][j] = old->gpu_gpu[perm[i]][perm[j]];
+                topo->nvlinks[i][j] = old->nvlinks[perm[i]][perm[j]];
+            }
+            memcpy(topo->gpu_nic[i], old->gpu_nic[perm[i]], sizeof(topo->gpu_nic[i]));
+        }
+        memcpy(old, topo, sizeof(*old));
+    }
+    if (sharc_topo_order(topo->nnics, perm, old, 0)) {
+        for (int k = 0; k < topo->nnics; k++) {
+            topo->nics[k] = old->nics[perm[k]];
+            for (int i = 0; i < topo->ngpus; i++) {
+                topo->gpu_nic[i][k] = old->gpu_nic[i][perm[k]];
+            }
+        }
+        /* rails name nics[] indices: they are assigned by classification, after this; any
+         * already there would point at other NICs now */
+        for (int i = 0; i < topo->ngpus; i++) {
+            topo->gpus[i].nrails = topo->gpus[i].nnearest = 0;
+        }
+    }
+    free(old);
 }
 
 /* Split a PCI path into its components; returns how many (at most max). */

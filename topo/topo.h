@@ -78,7 +78,12 @@ typedef struct {
     int nvlinks_switch;             /* active NVLinks ending at NVSwitches */
     int rails[SHARC_TOPO_MAX_NICS]; /* nics[] indices of the fabric, nearest first */
     int nrails;
-    int nnearest;    /* the first nnearest rails are at the nearest distance */
+    int nnearest; /* the first nnearest rails are at the nearest distance */
+    /* on Ethernet with several interfaces of the fastest class (topo->socket_ifs): those,
+     * netdevs[] indices, nearest first; the first eth_nnearest are at the nearest distance */
+    int eth_rails[SHARC_TOPO_MAX_NETDEVS];
+    int eth_nrails;
+    int eth_nnearest;
     double net_gbps; /* expected network bandwidth of this GPU, Gb/s; 0 with no network,
                       * -1 unknown (the input lacks a link speed or port rate) */
 } sharc_topo_gpu_t;
@@ -104,6 +109,7 @@ typedef struct {
 typedef struct {
     char name[SHARC_TOPO_NAME_MAX]; /* mlx5_0, rdmap16s27 */
     char driver[32];                /* mlx5_core, efa; "" unknown */
+    unsigned vendor, device; /* PCI ids (0xefa1: an EFA of the second generation), 0 unknown */
     sharc_topo_fabric_t fabric;
     int captured;    /* known from a capture (nvidia-smi, XML), not from sysfs */
     char netdev[16]; /* Ethernet interface on the same PCI function, or "" */
@@ -126,6 +132,9 @@ typedef struct {
     int speed_mbps;                 /* -1 unknown */
     int up;                         /* operstate up */
     int ipv4;                       /* has an IPv4 address: 1, 0, -1 unknown (offline input) */
+    int ipoib;                      /* IP over InfiniBand (ARP type 32): not Ethernet */
+    unsigned vendor;                /* PCI vendor of the device behind it (NCCL tunes its sockets
+                                     * by it: 0x1d0f AWS, 0x1ae0 Google), 0 unknown */
     char rdma[SHARC_TOPO_NAME_MAX]; /* RDMA device on the same PCI function, or "" */
     sharc_topo_pci_t pci;           /* bonds and bridges: only the NUMA node of a port */
 } sharc_topo_netdev_t;
@@ -151,8 +160,11 @@ typedef struct sharc_topo {
     } ifaces[SHARC_TOPO_MAX_NETDEVS * 2];
     int nifaces;
     sharc_topo_cpu_t cpu;
+    char product[64];        /* DMI product name: the instance type on a cloud VM
+                              * ("p4d.24xlarge"), or "" */
+    char sys_vendor[64];     /* DMI system vendor ("Amazon EC2"), or "" */
     int nvswitches;          /* NVSwitch PCI devices, or NVML/nvidia-smi evidence of them */
-    char nvswitch_busid[16]; /* the first NVSwitch's PCI address, for XML export */
+    char nvswitch_busid[16]; /* the lowest NVSwitch PCI address, for XML export */
     int nvml;                /* NVML was used */
 
     /* distances; filled from PCI paths by sharc_topo_classify() unless a capture set them */
@@ -165,6 +177,10 @@ typedef struct sharc_topo {
     sharc_topo_intra_t intra;
     sharc_topo_fabric_t fabric;
     int eth_best; /* netdevs[] index of the interface for TCP (sharc_topo_classify), or -1 */
+    /* every usable interface of eth_best's class (same speed and kind, not IPoIB): what NCCL's
+     * sockets and UCX should spread over, in PCI order; eth_best is one of them */
+    int socket_ifs[SHARC_TOPO_MAX_NETDEVS];
+    int nsocket_ifs;
 
     char **warnings; /* malformed or missing input, one line each */
     int nwarnings;
@@ -192,6 +208,18 @@ SHARC_HIDDEN sharc_status_t sharc_topo_read_sysfs(sharc_topo_t *topo, const char
 
 /** Model, compute capability and NVLink count of a GPU from its PCI ids, where known. */
 SHARC_HIDDEN void sharc_topo_gpu_identify(sharc_topo_gpu_t *gpu);
+
+/** Order of two PCI addresses ("dddd:bb:dd.f") by domain, bus, device, function; an address
+ *  that does not parse sorts after every one that does. */
+SHARC_HIDDEN int sharc_topo_busid_cmp(const char *a, const char *b);
+
+/**
+ * Number GPUs by PCI address (domain, bus, device, function), as nvidia-smi, NVML and CUDA
+ * with CUDA_DEVICE_ORDER=PCI_BUS_ID do, and NICs the same way (then by name); the distance
+ * matrices follow. GPUs and NICs without an address keep their order, after the others. The
+ * readers call it; a device's index never depends on the order a directory lists it in.
+ */
+SHARC_HIDDEN void sharc_topo_sort(sharc_topo_t *topo);
 
 /** Distance between two PCI positions (the path rule is in topo.c). */
 SHARC_HIDDEN sharc_topo_link_t sharc_topo_pci_distance(const sharc_topo_pci_t *a,

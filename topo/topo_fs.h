@@ -32,7 +32,9 @@ SHARC_HIDDEN int sharc_topo_pci_from_path(sharc_topo_sysfs_t *s, const char *rea
  *  to a device; "master": the bond or bridge an interface is a port of), or "". */
 SHARC_HIDDEN void sharc_topo_readlink_base(const char *dir, const char *link, char *out,
                                            size_t size);
-/** scandir in version order; free with sharc_topo_free_list. */
+/** scandir in version order (eth2 before eth10), never the directory's own order, which on a
+ *  real /sys is unsorted; free with sharc_topo_free_list. PCI addresses are hexadecimal, so
+ *  version order is not PCI order: GPUs and NICs are numbered by sharc_topo_sort. */
 SHARC_HIDDEN int sharc_topo_list(const char *dir, struct dirent ***list_p);
 SHARC_HIDDEN void sharc_topo_free_list(struct dirent **list, int n);
 

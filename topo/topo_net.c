@@ -2,8 +2,9 @@
  * topo_net.c: network interfaces from class/net of a sysfs-shaped tree: the physical ports
  * (with a device behind them), the bonds and bridges over them, which port belongs to which
  * (its master), state and speed, and on the live machine which have an IPv4 address. The RDMA
- * device on the same PCI function is paired with its interface. Virtual interfaces that are
- * no way off the node (loopback, containers, tunnels) are left out.
+ * device on the same PCI function is paired with its interface; one on an InfiniBand port is
+ * IPoIB, not Ethernet. Virtual interfaces that are no way off the node (loopback, containers,
+ * tunnels) are left out.
  */
 #include "config.h"
 
@@ -101,6 +102,7 @@ static void sharc_topo_add_port(sharc_topo_sysfs_t *s, const char *name)
     char rel[PATH_MAX], real[PATH_MAX], dev[PATH_MAX];
     sharc_topo_netdev_t *nd;
     struct stat st;
+    long type;
 
     if (strlen(name) >= sizeof(nd->name) || sharc_topo_netdev_skipped(name)) {
         return;
@@ -124,6 +126,12 @@ static void sharc_topo_add_port(sharc_topo_sysfs_t *s, const char *name)
     }
     sharc_topo_readlink_base(dev, "driver", nd->driver, sizeof(nd->driver));
     sharc_topo_readlink_base(real, "master", nd->master, sizeof(nd->master));
+    /* NCCL reads the same file to pick its socket threads (AWS and Google NICs) */
+    if (sharc_topo_attr_hex(dev, "vendor", &nd->vendor) != 0) {
+        nd->vendor = 0;
+    }
+    /* IP over InfiniBand: ARPHRD_INFINIBAND (32) in "type"; Ethernet is 1 */
+    nd->ipoib = (sharc_topo_attr_int(real, "type", &type) == 0 && type == 32);
 }
 
 /*
@@ -241,6 +249,8 @@ void sharc_topo_read_net(sharc_topo_sysfs_t *s)
                     sharc_snprintf(topo->nics[k].netdev, sizeof(topo->nics[k].netdev), "%s",
                                    topo->netdevs[d].name);
                 }
+                /* an interface on an InfiniBand port is IPoIB, whatever "type" said */
+                topo->netdevs[d].ipoib |= (topo->nics[k].fabric == SHARC_TOPO_FABRIC_IB);
             }
         }
     }

@@ -1,7 +1,8 @@
 /*
  * topo_sysfs.c: reads a tree laid out like /sys: GPUs and NVSwitches from bus/pci/devices,
  * RDMA devices from class/infiniband (ports, rates, states, GID tables), NUMA nodes and
- * sockets from devices/system; network interfaces (class/net) are read by topo_net.c. The live
+ * sockets from devices/system, the DMI identity (instance type); network interfaces
+ * (class/net) are read by topo_net.c. GPUs and NICs are then numbered by PCI address. The live
  * machine is root "/sys"; a fixture or a copied tree works the same, its symlinks resolved inside
  * it. Anything missing or garbled is skipped with a warning.
  */
@@ -22,7 +23,6 @@
 #include "../src/base/util.h"
 #include "topo.h"
 #include "topo_fs.h"
-
 
 static void sharc_topo_add_pci_device(sharc_topo_sysfs_t *s, const char *name)
 {
@@ -47,7 +47,7 @@ static void sharc_topo_add_pci_device(sharc_topo_sysfs_t *s, const char *name)
         return;
     }
     if ((cls >> 8) == 0x0680) { /* "other bridge": the NVSwitches of HGX boards */
-        if (topo->nvswitches++ == 0) {
+        if (topo->nvswitches++ == 0 || sharc_topo_busid_cmp(name, topo->nvswitch_busid) < 0) {
             sharc_snprintf(topo->nvswitch_busid, sizeof(topo->nvswitch_busid), "%.12s", name);
         }
         return;
@@ -154,6 +154,17 @@ static void sharc_topo_read_gids(sharc_topo_sysfs_t *s, const char *nic, const c
         port->ngids++;
     }
     sharc_topo_free_list(list, n);
+    /* by index, whatever order the directory lists them in */
+    for (int i = 1; i < port->ngids; i++) {
+        sharc_topo_gid_t gid = port->gids[i];
+        int pos = i;
+
+        while (pos > 0 && port->gids[pos - 1].index > gid.index) {
+            port->gids[pos] = port->gids[pos - 1];
+            pos--;
+        }
+        port->gids[pos] = gid;
+    }
 }
 
 static void sharc_topo_read_port(sharc_topo_sysfs_t *s, sharc_topo_nic_t *nic, const char *portdir,
@@ -212,6 +223,10 @@ static void sharc_topo_add_rdma(sharc_topo_sysfs_t *s, const char *name)
         sharc_topo_warn(topo, "%s: no PCI device; distances unknown", name);
     } else {
         sharc_topo_readlink_base(dir, "driver", nic->driver, sizeof(nic->driver));
+        if (sharc_topo_attr_hex(dir, "vendor", &nic->vendor) != 0 ||
+            sharc_topo_attr_hex(dir, "device", &nic->device) != 0) {
+            nic->vendor = nic->device = 0;
+        }
     }
     sharc_snprintf(dir, sizeof(dir), "%s/ports", real);
     n = sharc_topo_list(dir, &ports);
@@ -236,6 +251,16 @@ static void sharc_topo_add_rdma(sharc_topo_sysfs_t *s, const char *name)
         sharc_topo_read_port(s, nic, portdir, (int)num);
     }
     sharc_topo_free_list(ports, n);
+    for (int i = 1; i < nic->nports; i++) { /* by number: port 1 first */
+        sharc_topo_port_t port = nic->ports[i];
+        int pos = i;
+
+        while (pos > 0 && nic->ports[pos - 1].num > port.num) {
+            nic->ports[pos] = nic->ports[pos - 1];
+            pos--;
+        }
+        nic->ports[pos] = port;
+    }
     /* EFA by its driver: its devices are named after their PCI slot (rdmap16s27), and
      * its link layer reads "Unspecified". */
     if (strcmp(nic->driver, "efa") == 0) {
@@ -329,6 +354,46 @@ static void sharc_topo_read_cpus(sharc_topo_sysfs_t *s)
     }
 }
 
+/*
+ * The machine's DMI identity (class/dmi/id): on a cloud VM the product name is the instance
+ * type ("p4d.24xlarge", "a3-highgpu-8g"), which says what the NICs can do where sysfs does
+ * not (whether an EFA device reads GPU memory). Absent on machines without DMI (arm64 boards,
+ * most fixtures): nothing to say.
+ */
+static void sharc_topo_read_dmi(sharc_topo_sysfs_t *s)
+{
+    static const char *const dirs[] = {"class/dmi/id", "devices/virtual/dmi/id"};
+    sharc_topo_t *topo = s->topo;
+    char dir[PATH_MAX];
+
+    for (size_t d = 0; d < SHARC_ARRAY_SIZE(dirs) && topo->product[0] == '\0'; d++) {
+        char real[PATH_MAX], path[PATH_MAX];
+        struct stat st;
+
+        sharc_snprintf(path, sizeof(path), "%s/%s", s->root, dirs[d]);
+        if (lstat(path, &st) != 0) {
+            continue;
+        }
+        if (sharc_topo_resolve(s, dirs[d], real) != 0) {
+            continue;
+        }
+        sharc_snprintf(dir, sizeof(dir), "%s", real);
+        if (sharc_topo_attr(dir, "product_name", topo->product, sizeof(topo->product)) != 0) {
+            topo->product[0] = '\0';
+        }
+        if (sharc_topo_attr(dir, "sys_vendor", topo->sys_vendor, sizeof(topo->sys_vendor)) != 0) {
+            topo->sys_vendor[0] = '\0';
+        }
+    }
+    /* printable only: the values go into reports and JSON */
+    for (char *c = topo->product; *c != '\0'; c++) {
+        *c = isprint((unsigned char)*c) ? *c : '?';
+    }
+    for (char *c = topo->sys_vendor; *c != '\0'; c++) {
+        *c = isprint((unsigned char)*c) ? *c : '?';
+    }
+}
+
 sharc_status_t sharc_topo_read_sysfs(sharc_topo_t *topo, const char *root)
 {
     sharc_topo_sysfs_t *s;
@@ -358,6 +423,8 @@ sharc_status_t sharc_topo_read_sysfs(sharc_topo_t *topo, const char *root)
     sharc_topo_read_rdma(s);
     sharc_topo_read_net(s);
     sharc_topo_read_cpus(s);
+    sharc_topo_read_dmi(s);
+    sharc_topo_sort(topo);
     free(s);
     return SHARC_OK;
 }

@@ -1,8 +1,9 @@
 /*
  * topo_classify.c: what follows from a topology read by topo/: PCI distances filled from
  * device paths (unless a capture gave them), the intra-node GPU path, the inter-node fabric,
- * each GPU's rails and expected network bandwidth; the names of links, fabrics and paths;
- * and whole-file reading for the offline inputs.
+ * the interfaces for TCP, each GPU's rails (RDMA NICs, or interfaces on a multi-NIC Ethernet
+ * node) and expected network bandwidth; the names of links, fabrics and paths; and whole-file
+ * reading for the offline inputs.
  */
 #include "config.h"
 
@@ -272,10 +273,15 @@ static int sharc_topo_eth_better(const sharc_topo_netdev_t *a, const sharc_topo_
     return a->speed_mbps > b->speed_mbps;
 }
 
-/*
- * The interface for TCP between nodes: up, and not a port of a bond or bridge (a port has no
- * address of its own; its bond or bridge, listed as an interface too, is the one to name).
- */
+/* Whether an interface can carry TCP between nodes: up, not a port of a bond or bridge (a
+ * port has no address of its own; its bond or bridge, listed too, is the one to name), and
+ * Ethernet (IPoIB rides the InfiniBand fabric, which NCCL and UCX reach through verbs). */
+static int sharc_topo_eth_usable(const sharc_topo_netdev_t *dev)
+{
+    return dev->up && dev->master[0] == '\0' && !dev->ipoib;
+}
+
+/* The interface for TCP between nodes: the best usable one. */
 static int sharc_topo_find_eth_best(const sharc_topo_t *topo)
 {
     int best = -1;
@@ -283,7 +289,7 @@ static int sharc_topo_find_eth_best(const sharc_topo_t *topo)
     for (int n = 0; n < topo->nnetdevs; n++) {
         const sharc_topo_netdev_t *dev = &topo->netdevs[n];
 
-        if (!dev->up || dev->master[0] != '\0') {
+        if (!sharc_topo_eth_usable(dev)) {
             continue;
         }
         if (best < 0 || sharc_topo_eth_better(dev, &topo->netdevs[best])) {
@@ -291,6 +297,96 @@ static int sharc_topo_find_eth_best(const sharc_topo_t *topo)
         }
     }
     return best;
+}
+
+/*
+ * The interfaces of eth_best's class: usable, as good as it by sharc_topo_eth_better's rule
+ * (the same address state and speed), and where the speed is unknown (ENA, virtio) of the
+ * same driver, which is all that says they are alike. A node with five 200 Gb/s NICs has
+ * five; a node with a 100 Gb/s port and a 1 Gb/s management port has one. In PCI order, the
+ * order NCCL would find them in sysfs does not matter: NCCL names them in the list given.
+ */
+static void sharc_topo_find_socket_ifs(sharc_topo_t *topo)
+{
+    const sharc_topo_netdev_t *best;
+
+    topo->nsocket_ifs = 0;
+    if (topo->eth_best < 0) {
+        return;
+    }
+    best = &topo->netdevs[topo->eth_best];
+    for (int n = 0; n < topo->nnetdevs; n++) {
+        const sharc_topo_netdev_t *dev = &topo->netdevs[n];
+        int pos = topo->nsocket_ifs;
+
+        if (!sharc_topo_eth_usable(dev) || (dev->ipv4 == 1) != (best->ipv4 == 1) ||
+            dev->speed_mbps != best->speed_mbps ||
+            (dev->speed_mbps < 0 && strcmp(dev->driver, best->driver) != 0)) {
+            continue;
+        }
+        while (pos > 0 && sharc_topo_busid_cmp(topo->netdevs[topo->socket_ifs[pos - 1]].pci.busid,
+                                               dev->pci.busid) > 0) {
+            topo->socket_ifs[pos] = topo->socket_ifs[pos - 1];
+            pos--;
+        }
+        topo->socket_ifs[pos] = n;
+        topo->nsocket_ifs++;
+    }
+}
+
+/*
+ * Rails on Ethernet with several interfaces of the fastest class: for each GPU those
+ * interfaces nearest first (PCI distance, then PCI order). NCCL's socket transport takes
+ * every interface NCCL_SOCKET_IFNAME names as a NET device and gives each GPU the nearest,
+ * as it does with RDMA NICs. With one interface there is nothing to choose: no rails.
+ */
+static void sharc_topo_assign_eth_rails(sharc_topo_t *topo)
+{
+    int share[SHARC_TOPO_MAX_NETDEVS] = {0};
+    sharc_topo_link_t dist[SHARC_TOPO_MAX_NETDEVS];
+
+    for (int i = 0; i < topo->ngpus; i++) {
+        sharc_topo_gpu_t *gpu = &topo->gpus[i];
+
+        gpu->eth_nrails = gpu->eth_nnearest = 0;
+        if (topo->fabric != SHARC_TOPO_FABRIC_ETH || topo->nsocket_ifs < 2) {
+            continue;
+        }
+        for (int s = 0; s < topo->nsocket_ifs; s++) {
+            int d = topo->socket_ifs[s], pos = gpu->eth_nrails;
+
+            dist[d] = sharc_topo_pci_distance(&gpu->pci, &topo->netdevs[d].pci);
+            while (pos > 0 && dist[gpu->eth_rails[pos - 1]] > dist[d]) {
+                gpu->eth_rails[pos] = gpu->eth_rails[pos - 1];
+                pos--;
+            }
+            gpu->eth_rails[pos] = d;
+            gpu->eth_nrails++;
+        }
+        while (gpu->eth_nnearest < gpu->eth_nrails &&
+               dist[gpu->eth_rails[gpu->eth_nnearest]] == dist[gpu->eth_rails[0]]) {
+            share[gpu->eth_rails[gpu->eth_nnearest]]++;
+            gpu->eth_nnearest++;
+        }
+    }
+    /* each GPU's share of its nearest interfaces, as for RDMA rails */
+    for (int i = 0; i < topo->ngpus; i++) {
+        sharc_topo_gpu_t *gpu = &topo->gpus[i];
+
+        if (gpu->eth_nrails == 0) {
+            continue;
+        }
+        gpu->net_gbps = 0;
+        for (int r = 0; r < gpu->eth_nnearest; r++) {
+            int d = gpu->eth_rails[r];
+
+            if (topo->netdevs[d].speed_mbps < 0) {
+                gpu->net_gbps = -1;
+                break;
+            }
+            gpu->net_gbps += topo->netdevs[d].speed_mbps / 1000.0 / share[d];
+        }
+    }
 }
 
 static void sharc_topo_assign_rails(sharc_topo_t *topo)
@@ -351,6 +447,8 @@ void sharc_topo_classify(sharc_topo_t *topo)
     sharc_topo_fill_distances(topo);
     topo->intra = sharc_topo_classify_intra(topo);
     topo->eth_best = sharc_topo_find_eth_best(topo);
+    sharc_topo_find_socket_ifs(topo);
     topo->fabric = sharc_topo_classify_fabric(topo);
     sharc_topo_assign_rails(topo);
+    sharc_topo_assign_eth_rails(topo); /* after the shared-interface figure it may refine */
 }

@@ -1,8 +1,8 @@
 /*
  * topo_doctor.c: the doctor: the rules that check the settings in force (environment over
  * the NCCL conf file) against the topology and the recommendation. Pure functions of their
- * inputs; the syntax of the settings (device lists, the conf file) is in topo_conf.c,
- * printing in topo_out.c.
+ * inputs; the rules of EFA nodes and their libraries are in topo_efa.c, the syntax of the
+ * settings (device lists, the conf file) in topo_conf.c, printing in topo_out.c.
  */
 #include "config.h"
 
@@ -16,22 +16,13 @@
 #define SHARC_THIS_SUBSYS SHARC_SUBSYS_TOPO
 #include "../../src/base/log.h"
 #include "../../src/base/util.h"
+#include "topo_doc.h"
 #include "topo_tool.h"
 
 /* ---- the doctor */
 
-typedef struct {
-    const sharc_topo_t *topo;
-    sharc_topo_finding_t *findings;
-    int n, max, harmful;
-} sharc_topo_doc_t;
-
-static void sharc_topo_find(sharc_topo_doc_t *doc, sharc_topo_severity_t severity,
-                            const sharc_topo_setting_t *set, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static void sharc_topo_find(sharc_topo_doc_t *doc, sharc_topo_severity_t severity,
-                            const sharc_topo_setting_t *set, const char *fmt, ...)
+void sharc_topo_find(sharc_topo_doc_t *doc, sharc_topo_severity_t severity,
+                     const sharc_topo_setting_t *set, const char *fmt, ...)
 {
     sharc_topo_finding_t *f;
     va_list ap;
@@ -51,7 +42,38 @@ static void sharc_topo_find(sharc_topo_doc_t *doc, sharc_topo_severity_t severit
     va_end(ap);
 }
 
-static int sharc_topo_truthy(const char *v)
+void sharc_topo_find_node(sharc_topo_doc_t *doc, sharc_topo_severity_t severity, const char *key,
+                          const char *source, const char *fmt, ...)
+{
+    sharc_topo_finding_t *f;
+    va_list ap;
+
+    doc->harmful |= (severity == SHARC_TOPO_FINDING_HARMFUL);
+    if (doc->n == doc->max) {
+        return;
+    }
+    f = &doc->findings[doc->n++];
+    memset(f, 0, sizeof(*f));
+    f->severity = severity;
+    f->no_value = 1;
+    snprintf(f->key, sizeof(f->key), "%s", key);
+    snprintf(f->source, sizeof(f->source), "%s", source);
+    va_start(ap, fmt);
+    vsnprintf(f->reason, sizeof(f->reason), fmt, ap);
+    va_end(ap);
+}
+
+const char *sharc_topo_doc_value(const sharc_topo_doc_t *doc, const char *key)
+{
+    for (int s = 0; s < doc->nsettings; s++) {
+        if (strcmp(doc->settings[s].key, key) == 0) {
+            return doc->settings[s].value;
+        }
+    }
+    return NULL;
+}
+
+int sharc_topo_truthy(const char *v)
 {
     return strcmp(v, "1") == 0 || strcasecmp(v, "y") == 0 || strcasecmp(v, "yes") == 0 ||
            strcasecmp(v, "true") == 0 || strcasecmp(v, "on") == 0;
@@ -420,29 +442,57 @@ static void sharc_topo_doc_gid(sharc_topo_doc_t *doc, const sharc_topo_setting_t
     }
 }
 
-static void sharc_topo_doc_efa(sharc_topo_doc_t *doc, const sharc_topo_setting_t *set)
+/*
+ * NCCL_SOCKET_NTHREADS (1..16) and NCCL_NSOCKS_PERTHREAD: NCCL's socket transport only, so
+ * stale where NCCL runs over RDMA; NCCL clamps the threads to 16 and cuts the sockets per
+ * thread when their product passes 64.
+ */
+static void sharc_topo_doc_nsocks(sharc_topo_doc_t *doc, const sharc_topo_setting_t *set)
 {
-    int efa = (doc->topo->fabric == SHARC_TOPO_FABRIC_EFA);
+    const sharc_topo_t *topo = doc->topo;
+    const char *other_key = strcmp(set->key, "NCCL_SOCKET_NTHREADS") == 0 ? "NCCL_NSOCKS_PERTHREAD"
+                                                                          : "NCCL_SOCKET_NTHREADS";
+    const char *other = sharc_topo_doc_value(doc, other_key);
+    char *end;
+    long v = strtol(set->value, &end, 10), w = 1;
 
-    if (strcmp(set->key, "NCCL_PROTO") == 0) {
-        if (efa && strcasecmp(set->value, "simple") == 0) {
-            sharc_topo_find(doc, SHARC_TOPO_FINDING_HARMFUL, set,
-                            "advice for old aws-ofi-nccl; current plugins support LL128 and "
-                            "forcing Simple costs small-message latency");
-        } else {
-            sharc_topo_find(doc, SHARC_TOPO_FINDING_OK, set, "no EFA rule applies");
-        }
+    if (end == set->value || *end != '\0' || v < 1) {
+        sharc_topo_find(doc, SHARC_TOPO_FINDING_HARMFUL, set, "not a positive number");
         return;
     }
-    if (!efa) {
-        sharc_topo_find(doc, SHARC_TOPO_FINDING_STALE, set, "no EFA device on this node");
-    } else if (strcmp(set->value, "0") == 0) {
-        sharc_topo_find(doc, SHARC_TOPO_FINDING_HARMFUL, set,
-                        "turns GPUDirect RDMA off: GPU buffers are staged through host memory");
-    } else {
+    if (topo->fabric != SHARC_TOPO_FABRIC_ETH && topo->fabric != SHARC_TOPO_FABRIC_UNKNOWN &&
+        topo->fabric != SHARC_TOPO_FABRIC_NONE) {
         sharc_topo_find(doc, SHARC_TOPO_FINDING_STALE, set,
-                        "libfabric 1.18+ enables device RDMA by itself on EFA that supports it");
+                        "NCCL runs over %s here, not its TCP sockets: no effect",
+                        sharc_topo_fabric_name(topo->fabric));
+        return;
     }
+    if (strcmp(set->key, "NCCL_SOCKET_NTHREADS") == 0 && v > 16) {
+        sharc_topo_find(doc, SHARC_TOPO_FINDING_STALE, set, "NCCL takes 16 threads at most");
+        return;
+    }
+    if (other != NULL) {
+        w = strtol(other, &end, 10);
+        w = (end != other && *end == '\0' && w >= 1) ? w : 1;
+    }
+    if (v * w > 64) {
+        sharc_topo_find(doc, SHARC_TOPO_FINDING_STALE, set,
+                        "threads x sockets per thread is %ld: NCCL cuts it to 64 at most", v * w);
+        return;
+    }
+    /* NCCL's sockets = threads x sockets per thread; with no thread (the default on NICs it
+     * does not know) there is no extra socket at all */
+    if (other == NULL && strcmp(set->key, "NCCL_NSOCKS_PERTHREAD") == 0 && topo->eth_best >= 0 &&
+        topo->netdevs[topo->eth_best].vendor != 0x1d0f &&
+        topo->netdevs[topo->eth_best].vendor != 0x1ae0) {
+        sharc_topo_find(doc, SHARC_TOPO_FINDING_STALE, set,
+                        "NCCL runs no helper thread on this NIC by default, so it opens no "
+                        "extra socket: set NCCL_SOCKET_NTHREADS too");
+        return;
+    }
+    sharc_topo_find(doc, SHARC_TOPO_FINDING_OK, set, "%s",
+                    other != NULL ? "within NCCL's limits (16 threads, 64 sockets per connection)"
+                                  : "within NCCL's limits");
 }
 
 static void sharc_topo_doc_debug(sharc_topo_doc_t *doc, const sharc_topo_setting_t *set)
@@ -597,8 +647,8 @@ static void sharc_topo_doc_compare(sharc_topo_doc_t *doc, const sharc_topo_setti
 }
 
 int sharc_topo_doctor(const sharc_topo_t *topo, const sharc_topo_recs_t *recs,
-                      const sharc_topo_setting_t *settings, int nsettings,
-                      sharc_topo_finding_t *findings, int max, int *harmful_p)
+                      const sharc_topo_libs_t *libs, const sharc_topo_setting_t *settings,
+                      int nsettings, sharc_topo_finding_t *findings, int max, int *harmful_p)
 {
     static const struct {
         const char *key;
@@ -610,13 +660,18 @@ int sharc_topo_doctor(const sharc_topo_t *topo, const sharc_topo_recs_t *recs,
         {"NCCL_IB_GID_INDEX", sharc_topo_doc_gid},
         {"NCCL_PROTO", sharc_topo_doc_efa},
         {"FI_EFA_USE_DEVICE_RDMA", sharc_topo_doc_efa},
+        {"FI_PROVIDER", sharc_topo_doc_fi_provider},
+        {"NCCL_NET", sharc_topo_doc_nccl_net},
+        {"NCCL_NET_PLUGIN", sharc_topo_doc_net_plugin},
+        {"NCCL_SOCKET_NTHREADS", sharc_topo_doc_nsocks},
+        {"NCCL_NSOCKS_PERTHREAD", sharc_topo_doc_nsocks},
         {"NCCL_DEBUG", sharc_topo_doc_debug},
         {"CUDA_VISIBLE_DEVICES", sharc_topo_doc_cuda_visible},
         {"SHARC_TRANSPORT", sharc_topo_doc_transport},
         {"UCX_NET_DEVICES", sharc_topo_doc_ucx_devices},
         {"UCX_TLS", sharc_topo_doc_ucx_tls},
     };
-    sharc_topo_doc_t doc = {topo, findings, 0, max, 0};
+    sharc_topo_doc_t doc = {topo, libs, settings, nsettings, findings, 0, max, 0};
 
     for (int s = 0; s < nsettings; s++) {
         int first = doc.n;
@@ -631,6 +686,9 @@ int sharc_topo_doctor(const sharc_topo_t *topo, const sharc_topo_recs_t *recs,
                 sharc_topo_doc_compare(&doc, &settings[s], &recs->recs[r], first);
             }
         }
+    }
+    if (topo->fabric == SHARC_TOPO_FABRIC_EFA) {
+        sharc_topo_doc_efa_node(&doc); /* the plugin, libfabric, GPUDirect, NCCL's network */
     }
     for (int r = 0; r < recs->nrecs; r++) {
         const sharc_topo_rec_t *rec = &recs->recs[r];
@@ -649,13 +707,8 @@ int sharc_topo_doctor(const sharc_topo_t *topo, const sharc_topo_recs_t *recs,
         }
     }
     for (int i = 0; i < recs->nnotes; i++) {
-        sharc_topo_setting_t about = {"", "", "topology"};
-
-        snprintf(about.key, sizeof(about.key), "%s", recs->notes[i].key);
-        sharc_topo_find(&doc, SHARC_TOPO_FINDING_WARN, &about, "%s", recs->notes[i].text);
-        if (doc.n > 0 && doc.findings[doc.n - 1].severity == SHARC_TOPO_FINDING_WARN) {
-            doc.findings[doc.n - 1].no_value = 1;
-        }
+        sharc_topo_find_node(&doc, SHARC_TOPO_FINDING_WARN, recs->notes[i].key, "topology", "%s",
+                             recs->notes[i].text);
     }
     *harmful_p = doc.harmful;
     return doc.n;

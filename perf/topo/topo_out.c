@@ -157,26 +157,43 @@ static void sharc_topo_print_text(const sharc_topo_t *topo, const sharc_topo_rec
         if (nd->speed_mbps >= 0) {
             snprintf(speed, sizeof(speed), "%d Mb/s", nd->speed_mbps);
         }
-        fprintf(out, "  %-12s %s, %s, driver %s%s%s%s%s%s\n", nd->name, nd->up ? "up" : "down",
-                speed, nd->driver[0] ? nd->driver : "?", nd->rdma[0] ? ", RDMA " : "", nd->rdma,
-                nd->master[0] ? ", port of " : "", nd->master,
+        fprintf(out, "  %-12s %s, %s, driver %s%s%s%s%s%s%s\n", nd->name, nd->up ? "up" : "down",
+                speed, nd->driver[0] ? nd->driver : "?", nd->ipoib ? ", IPoIB" : "",
+                nd->rdma[0] ? ", RDMA " : "", nd->rdma, nd->master[0] ? ", port of " : "",
+                nd->master,
                 nd->ipv4 < 0 ? ""
                 : nd->ipv4   ? ", IPv4"
                              : ", no IPv4");
     }
     fprintf(out, "CPU: %d socket(s), %d NUMA node(s); NVSwitches: %d\n", topo->cpu.nsockets,
             topo->cpu.nnuma, topo->nvswitches);
+    if (topo->product[0] != '\0') {
+        fprintf(out, "machine: %s%s%s\n", topo->sys_vendor, topo->sys_vendor[0] ? " " : "",
+                topo->product);
+    }
     fprintf(out, "intra-node: %s\ninter-node: %s", sharc_topo_intra_name(topo->intra),
             sharc_topo_fabric_name(topo->fabric));
     if (topo->fabric == SHARC_TOPO_FABRIC_ETH) {
-        fprintf(out, " (TCP on %s)", topo->netdevs[topo->eth_best].name);
+        fprintf(out, " (TCP on ");
+        for (int s = 0; s < topo->nsocket_ifs; s++) {
+            fprintf(out, "%s%s", s > 0 ? "," : "", topo->netdevs[topo->socket_ifs[s]].name);
+        }
+        fprintf(out, ")");
     }
     fprintf(out, "\n");
     for (int i = 0; i < topo->ngpus; i++) {
         const sharc_topo_gpu_t *gpu = &topo->gpus[i];
 
         fprintf(out, "  GPU%d rails:", i);
-        if (topo->fabric == SHARC_TOPO_FABRIC_ETH) {
+        if (topo->fabric == SHARC_TOPO_FABRIC_ETH && gpu->eth_nrails > 0) {
+            /* several interfaces of the fastest class: the nearest are this GPU's */
+            for (int r = 0; r < gpu->eth_nnearest; r++) {
+                fprintf(out, " %s", topo->netdevs[gpu->eth_rails[r]].name);
+            }
+            fprintf(out, " (%s)",
+                    sharc_topo_link_name(
+                        sharc_topo_pci_distance(&gpu->pci, &topo->netdevs[gpu->eth_rails[0]].pci)));
+        } else if (topo->fabric == SHARC_TOPO_FABRIC_ETH) {
             /* no RDMA NIC, so no rail of its own: the GPUs share one interface */
             fprintf(out, " none, TCP on %s shared by %d GPU(s)", topo->netdevs[topo->eth_best].name,
                     topo->ngpus);
@@ -303,10 +320,14 @@ static json_object *sharc_topo_json_pci(json_object *obj, const sharc_topo_pci_t
 static json_object *sharc_topo_json_nic(const sharc_topo_nic_t *nic)
 {
     json_object *obj = json_object_new_object(), *ports = json_object_new_array();
+    char ids[16];
 
     json_object_object_add(obj, "name", sharc_topo_json_str(nic->name));
     json_object_object_add(obj, "driver", sharc_topo_json_str(nic->driver));
     json_object_object_add(obj, "fabric", sharc_topo_json_str(sharc_topo_fabric_name(nic->fabric)));
+    snprintf(ids, sizeof(ids), "%04x:%04x", nic->vendor & 0xffff, nic->device & 0xffff);
+    json_object_object_add(obj, "pci_id",
+                           sharc_topo_json_str(nic->vendor != 0 && nic->device != 0 ? ids : ""));
     json_object_object_add(obj, "netdev", sharc_topo_json_str(nic->netdev));
     sharc_topo_json_pci(obj, &nic->pci);
     for (int p = 0; p < nic->nports; p++) {
@@ -343,6 +364,7 @@ static json_object *sharc_topo_json(const sharc_topo_t *topo, const sharc_topo_r
     json_object *gn = json_object_new_array(), *recs_json = json_object_new_array();
     json_object *warnings = json_object_new_array(), *cpu = json_object_new_object();
     json_object *backend = json_object_new_object(), *notes = json_object_new_array();
+    json_object *socket_ifs = json_object_new_array(), *machine = json_object_new_object();
     char cell[16], ids[16];
 
     json_object_object_add(root, "source", sharc_topo_json_str(topo->source));
@@ -365,6 +387,15 @@ static json_object *sharc_topo_json(const sharc_topo_t *topo, const sharc_topo_r
 
             json_object_array_add(rails, name);
             if (r < gpu->nnearest) {
+                json_object_array_add(nearest, json_object_get(name));
+            }
+        }
+        /* on a multi-NIC Ethernet node the rails are interfaces (no RDMA NIC has one) */
+        for (int r = 0; r < gpu->eth_nrails && gpu->nrails == 0; r++) {
+            json_object *name = sharc_topo_json_str(topo->netdevs[gpu->eth_rails[r]].name);
+
+            json_object_array_add(rails, name);
+            if (r < gpu->eth_nnearest) {
                 json_object_array_add(nearest, json_object_get(name));
             }
         }
@@ -401,6 +432,9 @@ static json_object *sharc_topo_json(const sharc_topo_t *topo, const sharc_topo_r
         json_object_object_add(obj, "master", sharc_topo_json_str(nd->master));
         json_object_object_add(obj, "ipv4",
                                nd->ipv4 < 0 ? NULL : json_object_new_boolean(nd->ipv4));
+        json_object_object_add(obj, "ipoib", json_object_new_boolean(nd->ipoib));
+        snprintf(ids, sizeof(ids), "%04x", nd->vendor & 0xffff);
+        json_object_object_add(obj, "pci_vendor", sharc_topo_json_str(nd->vendor != 0 ? ids : ""));
         sharc_topo_json_pci(obj, &nd->pci);
         json_object_array_add(netdevs, obj);
     }
@@ -442,6 +476,14 @@ static json_object *sharc_topo_json(const sharc_topo_t *topo, const sharc_topo_r
     json_object_object_add(
         root, "eth_best",
         sharc_topo_json_str(topo->eth_best >= 0 ? topo->netdevs[topo->eth_best].name : ""));
+    for (int s = 0; s < topo->nsocket_ifs; s++) {
+        json_object_array_add(socket_ifs,
+                              sharc_topo_json_str(topo->netdevs[topo->socket_ifs[s]].name));
+    }
+    json_object_object_add(root, "socket_ifs", socket_ifs);
+    json_object_object_add(root, "machine", machine);
+    json_object_object_add(machine, "product", sharc_topo_json_str(topo->product));
+    json_object_object_add(machine, "vendor", sharc_topo_json_str(topo->sys_vendor));
     json_object_object_add(root, "backend", backend);
     json_object_object_add(root, "recommendations", recs_json);
     json_object_object_add(root, "notes", notes);

@@ -1,7 +1,9 @@
 /*
- * topo_rec.c: what to set on this node (NCCL, libfabric, UCX, sharc), each with its reason.
- * A pure function of the topology; the doctor that checks the settings in force is in
- * topo_doctor.c, printing in topo_out.c.
+ * topo_rec.c: what to set on this node (NCCL, libfabric, UCX, sharc), each with its reason:
+ * RDMA ports, RoCE GIDs, every interface of the fastest class for NCCL's sockets and UCX on
+ * Ethernet and EFA nodes. A pure function of the topology; the doctor that checks the settings
+ * in force is in topo_doctor.c (topo_efa.c for the libraries of EFA nodes), printing in
+ * topo_out.c.
  */
 #include "config.h"
 
@@ -29,6 +31,29 @@ static void sharc_topo_rec_add(sharc_topo_recs_t *recs, const char *key, int uns
     }
     rec = &recs->recs[recs->nrecs++];
     snprintf(rec->key, sizeof(rec->key), "%s", key);
+    snprintf(rec->value, sizeof(rec->value), "%s", value);
+    rec->unset = unset;
+    va_start(ap, fmt);
+    vsnprintf(rec->reason, sizeof(rec->reason), fmt, ap);
+    va_end(ap);
+}
+
+void sharc_topo_rec_set(sharc_topo_recs_t *recs, const char *key, int unset, const char *value,
+                        const char *fmt, ...)
+{
+    sharc_topo_rec_t *rec = NULL;
+    va_list ap;
+
+    for (int r = 0; r < recs->nrecs && rec == NULL; r++) {
+        rec = strcmp(recs->recs[r].key, key) == 0 ? &recs->recs[r] : NULL;
+    }
+    if (rec == NULL) {
+        if (recs->nrecs == SHARC_TOPO_MAX_RECS) {
+            return;
+        }
+        rec = &recs->recs[recs->nrecs++];
+        snprintf(rec->key, sizeof(rec->key), "%s", key);
+    }
     snprintf(rec->value, sizeof(rec->value), "%s", value);
     rec->unset = unset;
     va_start(ap, fmt);
@@ -195,13 +220,168 @@ static void sharc_topo_recommend_transport(const sharc_topo_t *topo, sharc_topo_
                            ucx);
         return;
     }
-    sharc_topo_rec_add(recs, "SHARC_TRANSPORT", 0, "auto",
-                       "%d GPU(s): auto sends GPU buffers through NCCL (%s inside the node, %s "
-                       "between nodes) and host buffers through shm inside the node and %s "
-                       "between nodes; naming one backend forces it on both kinds%s",
-                       topo->ngpus, sharc_topo_intra_name(topo->intra),
-                       sharc_topo_fabric_name(topo->fabric), ucx,
-                       !sharc_build_has_transport("nccl") ? "; this sharc has no nccl backend yet" : "");
+    sharc_topo_rec_add(
+        recs, "SHARC_TRANSPORT", 0, "auto",
+        "%d GPU(s): auto sends GPU buffers through NCCL (%s inside the node, %s "
+        "between nodes) and host buffers through shm inside the node and %s "
+        "between nodes; naming one backend forces it on both kinds%s",
+        topo->ngpus, sharc_topo_intra_name(topo->intra), sharc_topo_fabric_name(topo->fabric), ucx,
+        !sharc_build_has_transport("nccl") ? "; this sharc has no nccl backend yet" : "");
+}
+
+/* "a,b,c" (or "=a,b,c"): the interfaces of the fastest class, at most @p max. */
+static void sharc_topo_if_list(const sharc_topo_t *topo, const char *prefix, int max, char *out,
+                               size_t size)
+{
+    size_t len = (size_t)snprintf(out, size, "%s", prefix);
+
+    for (int s = 0; s < topo->nsocket_ifs && s < max && len < size; s++) {
+        len += (size_t)snprintf(out + len, size - len, "%s%s", s > 0 ? "," : "",
+                                topo->netdevs[topo->socket_ifs[s]].name);
+    }
+}
+
+/* Interfaces NCCL's socket transport takes at most (MAX_IFS in its socket code). */
+#define SHARC_TOPO_NCCL_MAX_IFS 16
+/* Rails UCX is asked to split one rendezvous over at most: a UCX endpoint has 8 lanes in all
+ * in current releases (6 in older ones), which its eager and control lanes share. */
+#define SHARC_TOPO_UCX_MAX_RAILS 4
+
+/*
+ * NCCL's socket helpers. By default NCCL opens one socket per connection and no helper
+ * thread, except on the NICs it knows (PCI vendor 0x1d0f, AWS: 2 threads x 8 sockets; 0x1ae0,
+ * Google: 4 threads): one TCP stream, one core, a fraction of 100 Gb/s. NCCL's documentation
+ * gives 4 threads for generic 100G networks; 4 sockets per thread makes 16 streams (the
+ * product may not pass 64).
+ */
+static void sharc_topo_recommend_nsocks(const sharc_topo_netdev_t *eth, sharc_topo_recs_t *recs,
+                                        char *tuned, size_t size)
+{
+    tuned[0] = '\0';
+    if (eth->vendor == 0x1d0f || eth->vendor == 0x1ae0) {
+        snprintf(tuned, size, "; NCCL picks its socket threads for %s's NICs by itself (%s)",
+                 eth->vendor == 0x1d0f ? "AWS" : "Google Cloud",
+                 eth->vendor == 0x1d0f ? "2 threads x 8 sockets" : "4 threads");
+        return;
+    }
+    if (eth->speed_mbps < 100000) {
+        return; /* below 100 Gb/s one stream per connection keeps up; unknown: nothing to say */
+    }
+    sharc_topo_rec_add(recs, "NCCL_SOCKET_NTHREADS", 0, "4",
+                       "%d Gb/s per interface, and NCCL's default for this NIC (PCI vendor "
+                       "0x%04x) is one TCP stream per connection, no helper thread: one core "
+                       "cannot fill the link; NCCL's documentation gives 4 for generic 100G "
+                       "networks",
+                       eth->speed_mbps / 1000, eth->vendor);
+    sharc_topo_rec_add(recs, "NCCL_NSOCKS_PERTHREAD", 0, "4",
+                       "4 sockets per helper thread: 16 TCP streams per connection (threads x "
+                       "sockets may not pass 64)");
+}
+
+/* UCX over TCP on every interface of the class: UCX_NET_DEVICES names them, and a rendezvous
+ * (large message) is split over up to UCX_MAX_RNDV_RAILS of them (UCX's default is 2). */
+static void sharc_topo_recommend_ucx_tcp(const sharc_topo_t *topo, const char *speed, int efa,
+                                         sharc_topo_recs_t *recs)
+{
+    const sharc_topo_netdev_t *eth = &topo->netdevs[topo->eth_best];
+    char list[512], value[16];
+
+    if (topo->nsocket_ifs <= 1 && efa) {
+        sharc_topo_rec_add(recs, "UCX_NET_DEVICES", 0, eth->name,
+                           "UCX has no EFA transport: host buffers go over TCP on %s (%s)",
+                           eth->name, speed);
+    } else if (topo->nsocket_ifs <= 1) {
+        sharc_topo_rec_add(recs, "UCX_NET_DEVICES", 0, eth->name,
+                           "host-buffer traffic on the same interface");
+    } else {
+        sharc_topo_if_list(topo, "", SHARC_TOPO_MAX_NETDEVS, list, sizeof(list));
+        sharc_topo_rec_add(recs, "UCX_NET_DEVICES", 0, list,
+                           "%sthe %d interfaces of the fastest class (%s%s): UCX spreads over "
+                           "them all, where naming one leaves the others idle",
+                           efa ? "UCX has no EFA transport: host buffers go over TCP on "
+                               : "host-buffer traffic on ",
+                           topo->nsocket_ifs, speed, eth->speed_mbps >= 0 ? " each" : "");
+    }
+    if (topo->nsocket_ifs > 2) {
+        snprintf(value, sizeof(value), "%d",
+                 SHARC_MIN(topo->nsocket_ifs, SHARC_TOPO_UCX_MAX_RAILS));
+        sharc_topo_rec_add(recs, "UCX_MAX_RNDV_RAILS", 0, value,
+                           "a large message is split over at most this many of them (UCX's "
+                           "default is 2); at most %d, as a UCX endpoint has 8 lanes in all "
+                           "(fewer in older releases) and needs some for other traffic",
+                           SHARC_TOPO_UCX_MAX_RAILS);
+    }
+    sharc_topo_rec_add(recs, "UCX_TLS", 0, "tcp,sm,self",
+                       "TCP between nodes, shared memory inside one");
+}
+
+/*
+ * EFA: NCCL reaches it through the aws-ofi-nccl NET plugin over libfabric. FI_PROVIDER pins
+ * libfabric to its EFA provider; device RDMA (GPUDirect) is libfabric's own choice since its
+ * API 1.18, where the device reads remote memory; NCCL_PROTO=simple was advice for old plugins.
+ * What the node's libraries say (the plugin, libfabric's version) is the doctor's (topo_efa.c).
+ */
+static void sharc_topo_recommend_efa(const sharc_topo_t *topo, sharc_topo_recs_t *recs)
+{
+    char why[192];
+    int rdma = sharc_topo_efa_rdma_read(topo, why, sizeof(why));
+
+    sharc_topo_rec_add(recs, "FI_PROVIDER", 0, "efa",
+                       "libfabric offers the OFI plugin its EFA provider only: the plugin "
+                       "otherwise takes the first provider with the features it needs, which is "
+                       "TCP when EFA is unusable, and the job runs at a fraction of the speed "
+                       "without an error");
+    if (rdma == 0) {
+        sharc_topo_rec_add(recs, "FI_EFA_USE_DEVICE_RDMA", 1, "",
+                           "%s: there is no device RDMA to turn on, and 1 makes libfabric abort "
+                           "the job",
+                           why);
+    } else {
+        sharc_topo_rec_add(recs, "FI_EFA_USE_DEVICE_RDMA", 1, "",
+                           "%s; libfabric 1.18+ turns device RDMA on by itself where the EFA "
+                           "device reads remote memory: setting it is stale, 0 disables "
+                           "GPUDirect RDMA",
+                           why);
+    }
+    sharc_topo_rec_add(recs, "NCCL_PROTO", 1, "",
+                       "'simple' was advice for old aws-ofi-nccl; current plugins support "
+                       "LL128 and NCCL picks protocols per size, forcing Simple costs "
+                       "latency");
+}
+
+/* NCCL over TCP sockets: every interface of the fastest class, each a NET device (rail). */
+static void sharc_topo_recommend_sockets(const sharc_topo_t *topo, const char *speed,
+                                         sharc_topo_recs_t *recs)
+{
+    const sharc_topo_netdev_t *eth = &topo->netdevs[topo->eth_best];
+    char value[520], tuned[160];
+
+    sharc_topo_recommend_nsocks(eth, recs, tuned, sizeof(tuned));
+    sharc_topo_if_list(topo, "=", SHARC_TOPO_NCCL_MAX_IFS, value, sizeof(value));
+    if (topo->nsocket_ifs <= 1) {
+        sharc_topo_rec_add(recs, "NCCL_SOCKET_IFNAME", 0, value,
+                           "%s is the fastest interface that is up%s (%s, %s)%s; NCCL would "
+                           "otherwise take the first non-loopback one%s",
+                           eth->name, eth->ipv4 == 1 ? " with an IPv4 address" : "", speed,
+                           eth->driver[0] ? eth->driver : "driver ?",
+                           eth->kind == SHARC_TOPO_NETDEV_PORT
+                               ? ""
+                               : "; its ports have no address of their own and stay out",
+                           tuned);
+    } else {
+        sharc_topo_rec_add(recs, "NCCL_SOCKET_IFNAME", 0, value,
+                           "the %d interfaces of the fastest class that are up%s (%s%s, %s)%s: "
+                           "NCCL makes each a NET device and gives every GPU the nearest (its "
+                           "rails), where naming one leaves %d idle; '=' matches names "
+                           "exactly%s",
+                           topo->nsocket_ifs, eth->ipv4 == 1 ? " with an IPv4 address" : "", speed,
+                           eth->speed_mbps >= 0 ? " each" : "",
+                           eth->driver[0] ? eth->driver : "driver ?",
+                           topo->nsocket_ifs > SHARC_TOPO_NCCL_MAX_IFS
+                               ? "; NCCL takes 16 at most, the first 16 are named"
+                               : "",
+                           topo->nsocket_ifs - 1, tuned);
+    }
 }
 
 void sharc_topo_recommend(const sharc_topo_t *topo, sharc_topo_recs_t *recs)
@@ -233,37 +413,16 @@ void sharc_topo_recommend(const sharc_topo_t *topo, sharc_topo_recs_t *recs)
                            "reliable connected verbs between nodes, shared memory inside one");
         break;
     case SHARC_TOPO_FABRIC_EFA:
-        sharc_topo_rec_add(recs, "FI_EFA_USE_DEVICE_RDMA", 1, "",
-                           "libfabric 1.18+ turns device RDMA on by itself where the EFA device "
-                           "supports it (p4d, p5); setting it is stale, and 0 disables GPUDirect");
-        sharc_topo_rec_add(recs, "NCCL_PROTO", 1, "",
-                           "'simple' was advice for old aws-ofi-nccl; current plugins support "
-                           "LL128 and NCCL picks protocols per size, forcing Simple costs "
-                           "latency");
+        sharc_topo_recommend_efa(topo, recs);
         if (eth != NULL) {
-            sharc_topo_rec_add(recs, "UCX_NET_DEVICES", 0, eth->name,
-                               "UCX has no EFA transport: host buffers go over TCP on %s (%s)",
-                               eth->name, speed);
-            sharc_topo_rec_add(recs, "UCX_TLS", 0, "tcp,sm,self",
-                               "TCP between nodes, shared memory inside one");
+            sharc_topo_recommend_ucx_tcp(topo, speed, 1, recs);
         }
         break;
     case SHARC_TOPO_FABRIC_ETH:
-        snprintf(value, sizeof(value), "=%s", eth->name);
-        sharc_topo_rec_add(recs, "NCCL_SOCKET_IFNAME", 0, value,
-                           "%s is the fastest interface that is up%s (%s, %s)%s; NCCL would "
-                           "otherwise take the first non-loopback one",
-                           eth->name, eth->ipv4 == 1 ? " with an IPv4 address" : "", speed,
-                           eth->driver[0] ? eth->driver : "driver ?",
-                           eth->kind == SHARC_TOPO_NETDEV_PORT
-                               ? ""
-                               : "; its ports have no address of their own and stay out");
+        sharc_topo_recommend_sockets(topo, speed, recs);
         sharc_topo_rec_add(recs, "NCCL_IB_DISABLE", 0, "1",
                            "no active RDMA port: skip the verbs probe and use sockets");
-        sharc_topo_rec_add(recs, "UCX_NET_DEVICES", 0, eth->name,
-                           "host-buffer traffic on the same interface");
-        sharc_topo_rec_add(recs, "UCX_TLS", 0, "tcp,sm,self",
-                           "TCP between nodes, shared memory inside one");
+        sharc_topo_recommend_ucx_tcp(topo, speed, 0, recs);
         break;
     default: break;
     }

@@ -15,6 +15,7 @@
 
 #define SHARC_THIS_SUBSYS SHARC_SUBSYS_TOPO
 #include "../../src/base/log.h"
+#include "../../src/base/util.h"
 #include "topo_tool.h"
 
 #define SHARC_SMI_TOKEN_MAX 64
@@ -195,9 +196,11 @@ static int sharc_smi_gpu_add(sharc_topo_t *topo, int n)
     return n;
 }
 
-/* A GPU row: cells for each column, then CPU affinity and NUMA affinity. */
-static void sharc_smi_read_row(sharc_topo_t *topo, sharc_smi_line_t *line, int gpu,
-                               const int *col_gpu, const int *col_nic, int ncols)
+/* A GPU row: cells for each column, then CPU affinity and NUMA affinity (into *numa_p: the
+ * capture's NUMA node, -1 when it gives none). A GPU read from sysfs (gpu < nsys) keeps its
+ * NUMA node: the capture's is compared with it afterwards. */
+static void sharc_smi_read_row(sharc_topo_t *topo, sharc_smi_line_t *line, int gpu, int nsys,
+                               const int *col_gpu, const int *col_nic, int ncols, int *numa_p)
 {
     char tok[SHARC_SMI_TOKEN_MAX];
     int trunc, col;
@@ -237,10 +240,81 @@ static void sharc_smi_read_row(sharc_topo_t *topo, sharc_smi_line_t *line, int g
         long numa = strtol(tok, &end, 10);
 
         if (end != tok && *end == '\0' && numa >= 0 && numa < SHARC_TOPO_MAX_NUMA) {
-            topo->gpus[gpu].pci.numa = (int)numa;
+            *numa_p = (int)numa;
+            if (gpu >= nsys || topo->gpus[gpu].pci.numa < 0) {
+                topo->gpus[gpu].pci.numa = (int)numa;
+            }
             if (topo->cpu.cpulist[numa][0] == '\0') {
                 snprintf(topo->cpu.cpulist[numa], sizeof(topo->cpu.cpulist[numa]), "%s", cpus);
             }
+        }
+    }
+}
+
+/* How well capture row @p row agrees with the GPU read from sysfs as @p gpu: its cells
+ * against the NICs sysfs placed (PCI distance of the two), and its NUMA affinity. */
+static int sharc_smi_agreement(const sharc_topo_t *topo, int row, int gpu, int numa)
+{
+    int score = (numa >= 0 && numa == topo->gpus[gpu].pci.numa);
+
+    for (int k = 0; k < topo->nnics; k++) {
+        sharc_topo_link_t cell = topo->gpu_nic[row][k];
+
+        if (cell != SHARC_TOPO_LINK_UNKNOWN && topo->nics[k].pci.path[0] != '\0') {
+            score += (cell == sharc_topo_pci_distance(&topo->gpus[gpu].pci, &topo->nics[k].pci));
+        }
+    }
+    return score;
+}
+
+/*
+ * With sysfs read first, GPUs are numbered by PCI address; nvidia-smi numbers them the same
+ * way, so the capture's GPUn is sysfs's GPUn. Where a row agrees better with another GPU (its
+ * NIC distances and NUMA node are that GPU's), the capture was numbered otherwise or taken on
+ * another machine: say so rather than renumber in silence. The capture's cells stay as given.
+ */
+static void sharc_smi_check_order(sharc_topo_t *topo, int nsys, int ncap, const int *numa)
+{
+    if (nsys == 0) {
+        return; /* no sysfs GPUs: the capture's numbering is all there is */
+    }
+    if (ncap != nsys) {
+        sharc_topo_warn(topo,
+                        "nvidia-smi: the capture has %d GPU(s), sysfs %d: taken from "
+                        "another machine, or GPUs are missing from one of them",
+                        ncap, nsys);
+    }
+    for (int row = 0; row < nsys && row < ncap; row++) {
+        int best = row, own, best_score;
+
+        if (numa[row] == -2 || topo->gpus[row].pci.path[0] == '\0') {
+            continue; /* no such row, or nothing known of the GPU to compare with */
+        }
+        if (numa[row] >= 0 && topo->gpus[row].pci.numa >= 0 &&
+            numa[row] != topo->gpus[row].pci.numa) {
+            sharc_topo_warn(topo,
+                            "nvidia-smi: GPU%d (%s): NUMA affinity %d in the capture, %d "
+                            "in sysfs; sysfs kept",
+                            row, topo->gpus[row].pci.busid, numa[row], topo->gpus[row].pci.numa);
+        }
+        own = best_score = sharc_smi_agreement(topo, row, row, numa[row]);
+        for (int gpu = 0; gpu < nsys; gpu++) {
+            int score = sharc_smi_agreement(topo, row, gpu, numa[row]);
+
+            if (score > best_score) {
+                best = gpu;
+                best_score = score;
+            }
+        }
+        if (best != row) {
+            sharc_topo_warn(topo,
+                            "nvidia-smi: the capture's GPU%d looks like the GPU at %s "
+                            "(GPU%d by PCI address; %d cells agree, %d with %s): the capture "
+                            "numbers GPUs in another order or was taken on another machine; GPUs "
+                            "stay numbered by PCI address and the capture's cells are used as "
+                            "given",
+                            row, topo->gpus[best].pci.busid, best, best_score, own,
+                            topo->gpus[row].pci.busid);
         }
     }
 }
@@ -250,8 +324,13 @@ sharc_status_t sharc_topo_parse_smi(sharc_topo_t *topo, const char *text, size_t
     char(*legend)[SHARC_TOPO_NAME_MAX];
     int col_gpu[SHARC_SMI_MAX_COLS], col_nic[SHARC_SMI_MAX_COLS], ncols = 0, rows = 0;
     const char *pos = text, *end = text + len;
+    int nsys = topo->ngpus, numa[SHARC_TOPO_MAX_GPUS];
     sharc_smi_line_t line;
     int header = 0;
+
+    for (int i = 0; i < SHARC_TOPO_MAX_GPUS; i++) {
+        numa[i] = -2; /* no row */
+    }
 
     legend = calloc(SHARC_SMI_MAX_NICS, sizeof(*legend));
     if (legend == NULL) {
@@ -310,7 +389,8 @@ sharc_status_t sharc_topo_parse_smi(sharc_topo_t *topo, const char *text, size_t
                 sharc_topo_warn(topo, "nvidia-smi: row GPU%d has no column; ignored", gpu);
                 continue;
             }
-            sharc_smi_read_row(topo, &line, gpu, col_gpu, col_nic, ncols);
+            numa[gpu] = -1;
+            sharc_smi_read_row(topo, &line, gpu, nsys, col_gpu, col_nic, ncols, &numa[gpu]);
             rows++;
         }
         /* NIC rows repeat the GPU rows' NIC cells; nothing new in them */
@@ -321,6 +401,11 @@ sharc_status_t sharc_topo_parse_smi(sharc_topo_t *topo, const char *text, size_t
                     "GPU rows)");
         return SHARC_ERR_INVALID;
     }
+    int ncap = 0; /* the capture's own GPU count: its GPU columns */
+    for (int c = 0; c < ncols; c++) {
+        ncap = SHARC_MAX(ncap, col_gpu[c] + 1);
+    }
+    sharc_smi_check_order(topo, nsys, ncap, numa);
     topo->links_given = 1;
     if (topo->source[0] == '\0') {
         snprintf(topo->source, sizeof(topo->source), "nvidia-smi topo -m");

@@ -2,7 +2,8 @@
  * topo_tool.h: sharc-topo's tool library over the topology that topo/ reads: the other
  * inputs (NVML, hwloc, an `nvidia-smi topo -m` capture, NCCL topology XML), the
  * classification (intra-node path, fabric, rails), the recommended settings, the doctor that
- * checks the settings in force, and the output formats. Linked by sharc-topo and sharc-perf;
+ * checks the settings in force (and, on EFA nodes, the NET plugin and libfabric), and the
+ * output formats. Linked by sharc-topo and sharc-perf;
  * not part of libsharc, which therefore needs neither libxml2 nor hwloc nor NVML.
  */
 #ifndef SHARC_TOPO_TOOL_H
@@ -99,13 +100,100 @@ SHARC_HIDDEN sharc_status_t sharc_topo_write_nccl_xml(const sharc_topo_t *topo, 
 SHARC_HIDDEN sharc_status_t sharc_topo_read_file(const char *path, size_t max, char **text_p,
                                                  size_t *len_p);
 
+/* ---- the node's communication libraries (topo_libs.c), checked on EFA nodes */
+
+/* What `fi_info -p efa` said. */
+typedef struct {
+    int nentries;      /* provider entries of any provider */
+    int nefa;          /* entries of the efa provider */
+    int nrdm;          /* of those, reliable datagram endpoints (FI_EP_RDM): what the plugin uses */
+    int major, minor;  /* libfabric's version by the efa provider's ("122.0": 1.22); 0 unknown */
+    int ndomains;      /* distinct efa RDM domains: one per EFA device it uses */
+    char domains[256]; /* those ("rdmap16s27-rdm"), ", "-separated, maybe cut short */
+    char error[128];   /* "fi_getinfo: -61 (No data available)" when it has no efa, or "" */
+} sharc_topo_fi_info_t;
+
+typedef struct {
+    int probed;   /* 0: nothing known (offline input and no --lib-path or --fi-info) */
+    int searched; /* the plugin and libfabric were looked for (live, or --lib-path) */
+    char where[SHARC_TOPO_PATH_MAX]; /* the directories searched, or the loader's path */
+    struct {
+        int disabled;                    /* NCCL_NET_PLUGIN=none */
+        int found;                       /* a file NCCL would load exists */
+        int loads;                       /* and loads (dlopen, RTLD_NOW) */
+        char tried[256];                 /* the names NCCL tries, in order */
+        char file[SHARC_TOPO_PATH_MAX];  /* the one found */
+        char error[256];                 /* the loader's message when none loads */
+        char name[64];                   /* the network it registers (NCCL_NET's value) */
+        int api_min, api_max;            /* ncclNetPlugin_vN symbols: NCCL's plugin API */
+        char version[48];                /* package version where the library says, or "" */
+        char other[SHARC_TOPO_PATH_MAX]; /* an aws-ofi-nccl NCCL does not look for by the
+                                          * names tried (libnccl-net-ofi.so), or "" */
+        char other_suffix[16];           /* the NCCL_NET_PLUGIN value that loads it: "ofi" */
+    } plugin;
+    struct {
+        int found, loads;
+        char file[SHARC_TOPO_PATH_MAX];
+        char error[256];
+        int major, minor; /* fi_version(); 0 unknown */
+    } fabric;
+    struct {
+        int have; /* the text of `fi_info -p efa` is known */
+        char source[SHARC_TOPO_PATH_MAX];
+        sharc_topo_fi_info_t info;
+    } fi;
+} sharc_topo_libs_t;
+
+typedef struct {
+    const char *lib_path;   /* colon-separated directories to look in, or NULL: the dynamic
+                             * loader's search (live machine only) */
+    const char *fi_info;    /* a file with the text of `fi_info -p efa`, or NULL: run fi_info
+                             * (live machine only) */
+    const char *net_plugin; /* NCCL_NET_PLUGIN in force, or NULL */
+    int live;               /* the node is this machine: its loader and tools may be used */
+    int efa;                /* an EFA node: libfabric and fi_info too, not only the plugin */
+} sharc_topo_libs_opts_t;
+
+/**
+ * Find the NET plugin NCCL would load and libfabric, load them (their constructors run, as in
+ * NCCL), and read `fi_info -p efa`. Offline input without a library path or fi_info text
+ * leaves @p libs unprobed. Never fails: what cannot be found or run is recorded as such.
+ */
+SHARC_HIDDEN void sharc_topo_probe_libs(const sharc_topo_libs_opts_t *opts,
+                                        sharc_topo_libs_t *libs);
+
+/** Parse the text of `fi_info -p efa` (@p len bytes, any content). */
+SHARC_HIDDEN void sharc_topo_parse_fi_info(const char *text, size_t len,
+                                           sharc_topo_fi_info_t *info);
+/** The aws-ofi-nccl version a plugin's bytes carry ("1.13.2-aws"), or "" (any content). */
+SHARC_HIDDEN void sharc_topo_plugin_version(const char *bytes, size_t len, char *out, size_t size);
+
 /* ---- classification, recommendations and the doctor (topo_classify.c, topo_rec.c,
- * topo_doctor.c) */
+ * topo_efa.c, topo_doctor.c) */
 
 /** Distances from PCI paths (unless captured), intra-node path, fabric, rails, bandwidth. */
 SHARC_HIDDEN void sharc_topo_classify(sharc_topo_t *topo);
 
 SHARC_HIDDEN void sharc_topo_recommend(const sharc_topo_t *topo, sharc_topo_recs_t *recs);
+
+/** Set (or add) the recommendation for @p key: value, or unset, and the reason. */
+SHARC_HIDDEN void sharc_topo_rec_set(sharc_topo_recs_t *recs, const char *key, int unset,
+                                     const char *value, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+/**
+ * Whether this node's EFA devices read remote memory (RDMA read), which GPUDirect RDMA over
+ * EFA needs: 1 yes, 0 no, -1 unknown; @p why says from what (the instance type, the device).
+ */
+SHARC_HIDDEN int sharc_topo_efa_rdma_read(const sharc_topo_t *topo, char *why, size_t size);
+
+/**
+ * What the node's libraries change in the recommendation on an EFA node (NCCL_NET_PLUGIN where
+ * the plugin has a name NCCL does not look for; FI_EFA_USE_DEVICE_RDMA where libfabric is too
+ * old to turn device RDMA on by itself). Nothing when @p libs was not probed.
+ */
+SHARC_HIDDEN void sharc_topo_recommend_libs(const sharc_topo_t *topo, const sharc_topo_libs_t *libs,
+                                            sharc_topo_recs_t *recs);
 
 /** Index of the RoCE v2 GID with an IPv4 address on a port, or -1. */
 SHARC_HIDDEN int sharc_topo_roce_v2_ipv4(const sharc_topo_port_t *port);
@@ -116,9 +204,11 @@ SHARC_HIDDEN int sharc_topo_roce_v2_ipv4(const sharc_topo_port_t *port);
  * gets the findings of the rules for its key; one set to another value than recommended
  * also gets the recommended value and its reason (DIFFERS, or added to the rule's finding
  * when the rule found something wrong); a recommended key that is not set is a SUGGEST;
- * each note of the recommendation is a WARN.
+ * each note of the recommendation is a WARN. On an EFA node @p libs (NULL: not known) adds
+ * findings on the NET plugin, libfabric, GPUDirect RDMA and the network NCCL will use.
  */
 SHARC_HIDDEN int sharc_topo_doctor(const sharc_topo_t *topo, const sharc_topo_recs_t *recs,
+                                   const sharc_topo_libs_t *libs,
                                    const sharc_topo_setting_t *settings, int nsettings,
                                    sharc_topo_finding_t *findings, int max, int *harmful_p);
 

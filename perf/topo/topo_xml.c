@@ -351,6 +351,8 @@ sharc_status_t sharc_topo_parse_nccl_xml(sharc_topo_t *topo, const char *text, s
     im->topo = topo;
     sharc_xml_walk(im, root, "", -1);
     sharc_xml_resolve_links(im);
+    /* the document lists devices by NUMA node and switch; number them by PCI address */
+    sharc_topo_sort(topo);
     topo->cpu.nnuma = SHARC_MAX(topo->cpu.nnuma, 0);
     if (topo->source[0] == '\0') {
         snprintf(topo->source, sizeof(topo->source), "NCCL topology XML");

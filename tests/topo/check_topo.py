@@ -322,19 +322,180 @@ def xml_roundtrip_eth_bond(t):
     check(all(g["model"] == "L40S" for g in t["gpus"]), "L40S from the PCI ids")
 
 
-XML_CASES = {"export-dgx-h100": export_dgx_h100, "export-eth-bond": export_eth_bond}
+def bus_order(t, buses):
+    """GPUs numbered by PCI address: GPUn is the n-th lowest bus id, in the list, the JSON
+    indices and the matrix rows alike."""
+    got = [g["busid"] for g in t["gpus"]]
+    check(got == ["0000:%02x:00.0" % b for b in buses] if isinstance(buses[0], int) else
+          got == buses, "GPUs in PCI order: %s" % got)
+    check([g["index"] for g in t["gpus"]] == list(range(len(got))), "index is position")
+    check(len(t["gpu_gpu"]) == len(got) and all(t["gpu_gpu"][i][i] == "X"
+                                                 for i in range(len(got))), "matrix rows")
+    busids = [n["busid"] for n in t["nics"]]
+    check(busids == sorted(busids), "NICs in PCI order: %s" % busids)
+
+
+def hgx_h100_ib(t):
+    """DGX H100 layout: GPU buses 18 2a 3a 5d 9a ab ba db, each GPU with its own NDR HCA on
+    its PCIe switch; the IPoIB interfaces are not Ethernet."""
+    bus_order(t, [0x18, 0x2A, 0x3A, 0x5D, 0x9A, 0xAB, 0xBA, 0xDB])
+    check(t["fabric"] == "InfiniBand" and t["intra"] == "NVSwitch", "IB + NVSwitch")
+    check(nic_names(t) == ["mlx5_%d" % i for i in range(8)], "mlx5_0..7: %s" % nic_names(t))
+    for g in range(8):
+        gpu = t["gpus"][g]
+        check(gpu["nearest_nics"] == ["mlx5_%d" % g], "GPU%d rail mlx5_%d: %s"
+              % (g, g, gpu["nearest_nics"]))
+        check(t["gpu_nic"][g][g] == "PIX" and gpu["numa"] == g // 4, "GPU%d PIX, NUMA" % g)
+        check(abs(gpu["net_gbps"] - 400) < 1e-6, "GPU%d 400 Gb/s" % g)
+    check(t["gpu_nic"][0] == ["PIX", "NODE", "NODE", "NODE", "SYS", "SYS", "SYS", "SYS"],
+          "GPU0's row follows the NICs: %s" % t["gpu_nic"][0])
+    net = {n["name"]: n for n in t["netdevs"]}
+    check(all(net[n]["ipoib"] for n in net if n.startswith("ibp")) and not net["eno1"]["ipoib"],
+          "IPoIB interfaces marked")
+    check(t["eth_best"] == "eno1" and t["socket_ifs"] == ["eno1"],
+          "IPoIB is not counted as Ethernet: %s %s" % (t["eth_best"], t["socket_ifs"]))
+    check(rec(t, "NCCL_IB_HCA") == "=" + ",".join("mlx5_%d:1" % i for i in range(8)), "IB_HCA")
+    check(t["machine"] == {"product": "DGXH100", "vendor": "NVIDIA"}, "DMI: %s" % t["machine"])
+    check(t["warnings"] == [], "no warnings: %s" % t["warnings"])
+
+
+def h100_roce(t):
+    """Two 200G RoCE ports per GPU: both are the GPU's nearest rails."""
+    bus_order(t, [0x19, 0x3B, 0x4C, 0x5D, 0x9B, 0xBB, 0xCB, 0xDB])
+    check(t["fabric"] == "RoCE" and len(t["nics"]) == 16, "16 RoCE ports")
+    check(nic_names(t) == ["mlx5_%d" % i for i in range(16)], "names in PCI order")
+    for g in range(8):
+        gpu = t["gpus"][g]
+        check(gpu["nearest_nics"] == ["mlx5_%d" % (2 * g), "mlx5_%d" % (2 * g + 1)],
+              "GPU%d rails: %s" % (g, gpu["nearest_nics"]))
+        check(abs(gpu["net_gbps"] - 400) < 1e-6, "GPU%d 2 x 200 Gb/s" % g)
+    check(rec(t, "NCCL_IB_HCA") == "=" + ",".join("mlx5_%d:1" % i for i in range(16)), "IB_HCA")
+    check(rec(t, "NCCL_IB_GID_INDEX") == "3", "GID 3")
+    check(rec(t, "NCCL_SOCKET_IFNAME") is None, "no sockets on RoCE")
+
+
+def gcp_a3(t):
+    """Five 200G gVNIC interfaces: all of them for NCCL's sockets and UCX, each GPU's nearest
+    first; NCCL tunes its socket threads for Google's NICs itself."""
+    bus_order(t, [0x04, 0x05, 0x0A, 0x0B, 0x84, 0x85, 0x8A, 0x8B])
+    ifs = ["enp0s12", "enp6s0", "enp12s0", "enp134s0", "enp140s0"]
+    check(t["fabric"] == "Ethernet" and t["socket_ifs"] == ifs, "5 interfaces: %s"
+          % t["socket_ifs"])
+    check(rec(t, "NCCL_SOCKET_IFNAME") == "=" + ",".join(ifs), "NCCL_SOCKET_IFNAME: %s"
+          % rec(t, "NCCL_SOCKET_IFNAME"))
+    why = rec_reason(t, "NCCL_SOCKET_IFNAME")
+    check("5 interfaces" in why and "leaves 4 idle" in why and "Google Cloud" in why,
+          "reason: %s" % why)
+    check(rec(t, "UCX_NET_DEVICES") == ",".join(ifs), "UCX_NET_DEVICES: %s"
+          % rec(t, "UCX_NET_DEVICES"))
+    check(rec(t, "UCX_MAX_RNDV_RAILS") == "4", "UCX_MAX_RNDV_RAILS=4")
+    check(rec(t, "NCCL_SOCKET_NTHREADS") is None and rec(t, "NCCL_NSOCKS_PERTHREAD") is None,
+          "NCCL tunes gVNIC sockets itself")
+    for g, nic in enumerate(["enp6s0"] * 2 + ["enp12s0"] * 2 + ["enp134s0"] * 2 +
+                            ["enp140s0"] * 2):
+        gpu = t["gpus"][g]
+        check(gpu["nearest_nics"] == [nic] and gpu["rails"][0] == nic and
+              sorted(gpu["rails"]) == sorted(ifs), "GPU%d rails: %s" % (g, gpu["rails"]))
+        check(abs(gpu["net_gbps"] - 100) < 1e-6, "GPU%d: 200 Gb/s shared by 2" % g)
+    check(all(n["pci_vendor"] == "1ae0" for n in t["netdevs"]), "gVNIC vendor")
+
+
+def l40s_eth(t):
+    """Four 100G E810 ports and a 1G management port: the four for sockets, with NCCL's
+    socket threads raised (NCCL does not tune Intel NICs itself)."""
+    bus_order(t, [0x18, 0x19, 0x3A, 0x3B, 0x9A, 0x9B, 0xBA, 0xBB])
+    ifs = ["enp26s0", "enp60s0", "enp156s0", "enp188s0"]
+    check(t["socket_ifs"] == ifs, "the 100G ports, not eno1: %s" % t["socket_ifs"])
+    check(rec(t, "NCCL_SOCKET_IFNAME") == "=" + ",".join(ifs), "NCCL_SOCKET_IFNAME")
+    check(rec(t, "NCCL_SOCKET_NTHREADS") == "4" and rec(t, "NCCL_NSOCKS_PERTHREAD") == "4",
+          "socket threads for 100G")
+    check(rec(t, "UCX_NET_DEVICES") == ",".join(ifs) and rec(t, "UCX_MAX_RNDV_RAILS") == "4",
+          "UCX multi-rail")
+    check(t["intra"] == "host memory", "pairs on switches, across sockets: host memory")
+    for g in range(8):
+        check(t["gpus"][g]["nearest_nics"] == [ifs[g // 2]], "GPU%d rail" % g)
+        check(abs(t["gpus"][g]["net_gbps"] - 50) < 1e-6, "GPU%d 50 Gb/s" % g)
+
+
+def p4d(t):
+    """p4d.24xlarge: four ENIs and four EFA devices: UCX over all four ENIs, FI_PROVIDER=efa."""
+    bus_order(t, ["0000:10:1c.0", "0000:10:1d.0", "0000:20:1c.0", "0000:20:1d.0",
+                  "0000:90:1c.0", "0000:90:1d.0", "0000:a0:1c.0", "0000:a0:1d.0"])
+    efa = ["rdmap16s27", "rdmap32s27", "rdmap144s27", "rdmap160s27"]
+    check(t["fabric"] == "EFA" and nic_names(t) == efa, "4 EFA: %s" % nic_names(t))
+    check(all(n["pci_id"] == "1d0f:efa1" for n in t["nics"]), "EFA PCI ids")
+    check(t["socket_ifs"] == ["ens16", "ens32", "ens144", "ens160"], "4 ENIs")
+    check(rec(t, "UCX_NET_DEVICES") == "ens16,ens32,ens144,ens160", "UCX over the 4 ENIs: %s"
+          % rec(t, "UCX_NET_DEVICES"))
+    check(rec(t, "UCX_MAX_RNDV_RAILS") == "4", "UCX_MAX_RNDV_RAILS")
+    check(rec(t, "FI_PROVIDER") == "efa", "FI_PROVIDER=efa")
+    check(rec(t, "FI_EFA_USE_DEVICE_RDMA") == "unset" and "p4d.24xlarge: its EFA reads remote "
+          "memory" in rec_reason(t, "FI_EFA_USE_DEVICE_RDMA"), "device RDMA by instance type")
+    for g in range(8):
+        check(t["gpus"][g]["nearest_nics"] == [efa[g // 2]], "GPU%d rail %s" % (g, efa[g // 2]))
+    check(t["machine"]["product"] == "p4d.24xlarge", "instance type")
+
+
+def g5_efa(t):
+    check(t["fabric"] == "EFA" and all(g["model"] == "A10G" for g in t["gpus"]), "g5: A10G, EFA")
+    why = rec_reason(t, "FI_EFA_USE_DEVICE_RDMA")
+    check(rec(t, "FI_EFA_USE_DEVICE_RDMA") == "unset" and "no RDMA read" in why and
+          "abort" in why, "no device RDMA on g5: %s" % why)
+
+
+def hgx_smi(t):
+    """sysfs and a capture of the same machine: the capture's GPU order is sysfs's."""
+    hgx_h100_ib(t)
+
+
+def hgx_smi_swapped(t):
+    """A capture whose rows GPU0 and GPU4 are swapped: warnings, no renumbering."""
+    bus_order(t, [0x18, 0x2A, 0x3A, 0x5D, 0x9A, 0xAB, 0xBA, 0xDB])
+    w = "\n".join(t["warnings"])
+    check("the capture's GPU0 looks like the GPU at 0000:9a:00.0 (GPU4 by PCI address" in w and
+          "the capture's GPU4 looks like the GPU at 0000:18:00.0 (GPU0" in w,
+          "order warnings: %s" % w)
+    check(t["gpus"][0]["numa"] == 0 and t["gpus"][4]["numa"] == 1, "sysfs NUMA kept")
+
+
+def xml_roundtrip_hgx(t):
+    """hgx-h100-ib exported and read back: still in PCI order, each GPU's rail its own HCA."""
+    bus_order(t, [0x18, 0x2A, 0x3A, 0x5D, 0x9A, 0xAB, 0xBA, 0xDB])
+    for g in range(8):
+        check(t["gpus"][g]["nearest_nics"] == ["mlx5_%d" % g], "GPU%d rail back" % g)
+
+
+def export_hgx_h100_ib(x):
+    """<gpu dev=N> is the N-th GPU by PCI address, in the <pci> element of its bus id."""
+    export_common(x)
+    devs = {}
+    for pci in x.iter("pci"):
+        for gpu in pci.findall("gpu"):
+            devs[int(gpu.get("dev"))] = pci.get("busid")
+    want = ["0000:%02x:00.0" % b for b in [0x18, 0x2A, 0x3A, 0x5D, 0x9A, 0xAB, 0xBA, 0xDB]]
+    check([devs.get(i) for i in range(8)] == want, "dev numbers by bus id: %s" % devs)
+
+
+XML_CASES = {"export-dgx-h100": export_dgx_h100, "export-eth-bond": export_eth_bond,
+             "export-hgx-h100-ib": export_hgx_h100_ib}
 
 CASES = {f.__name__.replace("_", "-"): f for f in [
     p5, p4de, dgx_h100, roce, roce_nogid, cloud_vm, cloud_vm_virtio, eth_bond, cpu_only, broken, smi_nvswitch, smi_pcie,
-    smi_shared_switch, nccl_xml, xml_truncated, xml_roundtrip, xml_roundtrip_eth_bond]}
+    smi_shared_switch, nccl_xml, xml_truncated, xml_roundtrip, xml_roundtrip_eth_bond,
+    hgx_h100_ib, h100_roce, gcp_a3, l40s_eth, p4d, g5_efa, hgx_smi, hgx_smi_swapped,
+    xml_roundtrip_hgx]}
 
 if __name__ == "__main__":
     case, path = sys.argv[1], sys.argv[2]
-    if case in XML_CASES:
-        XML_CASES[case](ET.parse(path).getroot())
-    else:
-        with open(path) as f:
-            CASES[case](json.load(f))
+    try:
+        if case in XML_CASES:
+            XML_CASES[case](ET.parse(path).getroot())
+        else:
+            with open(path) as f:
+                CASES[case](json.load(f))
+    except (KeyError, IndexError, TypeError) as e:
+        # a field missing from the output fails the case after what was checked before it
+        failures.append("%s %s" % (type(e).__name__, e))
     for what in failures:
         print("FAIL: %s: %s" % (case, what))
     sys.exit(1 if failures else 0)

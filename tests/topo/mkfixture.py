@@ -2,15 +2,23 @@
 """mkfixture.py MACHINE DIR: writes a tree laid out like /sys for one machine type into DIR.
 
 Devices live under devices/pciDDDD:BB/<root port>/<switch ports>/<function>, and the class
-entries (bus/pci/devices, class/infiniband, class/net, driver links) are relative symlinks
-into that tree, as on a real machine. Machines: p5 (8 H100, NVSwitch, 32 EFA), p4de (8 A100,
-NVSwitch, 4 EFA), dgx-h100 (8 H100, 8 InfiniBand HCAs, 2 RoCE storage ports, 2 IB ports
-down), roce (2 A100 PCIe, 2 RoCE NICs with GID tables), roce-nogid (the same without the
-RoCE v2 IPv4 GIDs), cloud-vm (1 L4, gve Ethernet), cloud-vm-virtio (the same with a
-virtio_net interface of unknown speed), eth-bond (2 L40S, Ethernet with a bond and a bridge),
+entries (bus/pci/devices, class/infiniband, class/net, driver links, class/dmi/id) are
+relative symlinks into that tree, as on a real machine. Machines: p5 (8 H100, NVSwitch, 32
+EFA), p4de (8 A100, NVSwitch, 4 EFA), dgx-h100 (8 H100, 8 InfiniBand HCAs, 2 RoCE storage
+ports, 2 IB ports down), roce (2 A100 PCIe, 2 RoCE NICs with GID tables), roce-nogid (the same
+without the RoCE v2 IPv4 GIDs), cloud-vm (1 L4, gve Ethernet), cloud-vm-virtio (the same with
+a virtio_net interface of unknown speed), eth-bond (2 L40S, Ethernet with a bond and a bridge),
 cpu-only (one Ethernet port), broken (malformed entries of every kind).
+
+The 8-GPU machines laid out like real ones have GPUs on buses whose hexadecimal order is not
+their name order (0x18 sorts after 0x9a by name), created in a shuffled order: hgx-h100-ib
+(DGX H100: 8 NDR HCAs with IPoIB, NVSwitch), h100-roce (two 200G RoCE ports per GPU),
+gcp-a3 (five 200G gVNIC interfaces, GPUDirect-TCPX style), l40s-eth (eight L40S, four 100G
+E810 ports and a 1G management port), p4d (p4d.24xlarge: four ENIs and four EFA devices),
+g5-efa (g5.48xlarge: EFA without RDMA read).
 """
 import os
+import random
 import sys
 
 NVIDIA = 0x10DE
@@ -69,8 +77,9 @@ class Tree:
         self.link(rel + "/device", pcirel)
         self.link("class/infiniband/" + name, rel)
 
-    def net(self, pcirel, name, speed, up=True, master=None):
-        """An interface; master names the bond or bridge it is a port of (made first)."""
+    def net(self, pcirel, name, speed, up=True, master=None, arptype=None):
+        """An interface; master names the bond or bridge it is a port of (made first);
+        arptype is its "type" (1 Ethernet, 32 IPoIB), left out when None."""
         if pcirel is None:
             rel = "devices/virtual/net/" + name
         else:
@@ -78,6 +87,8 @@ class Tree:
             self.link(rel + "/device", pcirel)
         if speed is not None:
             self.write(rel + "/speed", str(speed))
+        if arptype is not None:
+            self.write(rel + "/type", str(arptype))
         self.write(rel + "/operstate", "up" if up else "down")
         if master is not None:
             self.link(rel + "/master", "devices/virtual/net/" + master)
@@ -94,6 +105,12 @@ class Tree:
         rel = self.net(None, name, None, up)
         os.makedirs(os.path.join(self.root, rel, "bridge"), exist_ok=True)
         return rel
+
+    def dmi(self, vendor, product):
+        """The DMI identity: the instance type on a cloud VM."""
+        self.write("devices/virtual/dmi/id/sys_vendor", vendor)
+        self.write("devices/virtual/dmi/id/product_name", product)
+        self.link("class/dmi/id", "devices/virtual/dmi/id")
 
     def cpus(self, sockets, per_socket, numa_lists):
         for cpu in range(sockets * per_socket):
@@ -133,6 +150,7 @@ def nvswitches(t, count, device):
 
 def p5(t):
     """8 H100: each behind its own PCIe switch with 4 EFA devices, one host bridge each."""
+    t.dmi("Amazon EC2", "p5.48xlarge")
     t.cpus(2, 4, ["0-47,96-143", "48-95,144-191"])
     for g in range(8):
         base = 0x10 + g * 0x10
@@ -322,9 +340,179 @@ def broken(t):
     os.remove(os.path.join(t.root, rel, "operstate"))
 
 
+def shuffled(seed, items):
+    """Devices are created in this order: a real /sys lists directories in no useful order."""
+    items = list(items)
+    random.Random(seed).shuffle(items)
+    return items
+
+
+def switch(t, host, base, numa, devices):
+    """A PCIe switch on its own host bridge: root port base:01.0, upstream port (base+1):00.0,
+    a downstream port (base+2):NN.0 per device; devices are (bus, make) with make(t, chain)
+    creating the function at the end of chain."""
+    root, up = "0000:%02x:01.0" % base, "0000:%02x:00.0" % (base + 1)
+    for n, (bus, make) in enumerate(devices):
+        make(t, host, [root, up, "0000:%02x:%02x.0" % (base + 2, n), bus], numa)
+
+
+def h100(t, host, chain, numa):
+    t.pci(host, chain, NVIDIA, 0x2330, 0x030200, numa, "nvidia")
+
+
+def hgx_h100_ib(t):
+    """DGX H100: each GPU shares a PCIe switch with one NDR InfiniBand HCA (its IPoIB
+    interface too); GPU buses 18, 2a, 3a, 5d on socket 0 and 9a, ab, ba, db on socket 1; a
+    10G management port on the chipset. HCAs are named mlx5_0..7 in PCI order."""
+    t.dmi("NVIDIA", "DGXH100")
+    t.cpus(2, 4, ["0-55,112-167", "56-111,168-223"])
+    buses = [0x18, 0x2A, 0x3A, 0x5D, 0x9A, 0xAB, 0xBA, 0xDB]
+
+    def hca(g, bus):
+        def make(t, host, chain, numa):
+            rel = t.pci(host, chain, MELLANOX, 0x1021, 0x020700, numa, "mlx5_core")
+            t.rdma(rel, "mlx5_%d" % g, [{"link_layer": "InfiniBand",
+                                        "rate": "400 Gb/sec (4X NDR)"}])
+            t.net(rel, "ibp%ds0" % bus, 400000, arptype=32)
+        return make
+
+    for g, bus in shuffled(1, enumerate(buses)):
+        base = bus - 5
+        switch(t, "pci0000:%02x" % base, base, g // 4,
+               [("0000:%02x:00.0" % bus, h100), ("0000:%02x:00.0" % (bus + 1), hca(g, bus + 1))])
+    nvswitches(t, 4, 0x22A3)
+    t.net(t.pci("pci0000:00", ["0000:00:1f.6"], 0x8086, 0x1563, 0x020000, 0, "ixgbe"), "eno1",
+          10000, arptype=1)
+    t.virtual_ifaces()
+
+
+def h100_roce(t):
+    """8 H100 on a RoCE fabric, two 200G ports (one dual-function ConnectX-7) per GPU on its
+    switch, RoCE v2 GIDs with IPv4 at index 3; GPU buses 19, 3b, 4c, 5d, 9b, bb, cb, db."""
+    t.dmi("Supermicro", "SYS-821GE-TNHR")
+    t.cpus(2, 4, ["0-47,96-143", "48-95,144-191"])
+    buses = [0x19, 0x3B, 0x4C, 0x5D, 0x9B, 0xBB, 0xCB, 0xDB]
+
+    def nic(g, bus):
+        def make(t, host, chain, numa):
+            for f in range(2):
+                fchain = chain[:-1] + ["0000:%02x:00.%d" % (bus, f)]
+                rel = t.pci(host, fchain, MELLANOX, 0x1021, 0x020000, numa, "mlx5_core")
+                ifname = "ens%df%dnp%d" % (g + 1, f, f)
+                ll = "fe80:0000:0000:0000:0e42:a1ff:fe%02x:%04x" % (g, f)
+                t.rdma(rel, "mlx5_%d" % (2 * g + f), [
+                    {"link_layer": "Ethernet", "rate": "200 Gb/sec (2X NDR)",
+                     "gids": [(0, ll, "IB/RoCE v1", ifname), (1, ll, "RoCE v2", ifname),
+                              (2, gid_v4(10, 10 + g, f, 5), "IB/RoCE v1", ifname),
+                              (3, gid_v4(10, 10 + g, f, 5), "RoCE v2", ifname)]}])
+                t.net(rel, ifname, 200000, arptype=1)
+        return make
+
+    for g, bus in shuffled(2, enumerate(buses)):
+        base = bus - 5
+        switch(t, "pci0000:%02x" % base, base, g // 4,
+               [("0000:%02x:00.0" % bus, h100), ("0000:%02x:00.0" % (bus + 1), nic(g, bus + 1))])
+    nvswitches(t, 4, 0x22A3)
+    t.net(t.pci("pci0000:00", ["0000:00:1f.6"], 0x8086, 0x15B8, 0x020000, 0, "e1000e"), "eno1",
+          1000, arptype=1)
+    t.virtual_ifaces()
+
+
+def gvnic(name):
+    def make(t, host, chain, numa):
+        t.net(t.pci(host, chain, 0x1AE0, 0x0042, 0x020000, numa, "gve"), name, 200000, arptype=1)
+    return make
+
+
+def gcp_a3(t):
+    """a3-highgpu-8g: 8 H100 in pairs behind four PCIe switches, each with one 200G gVNIC for
+    GPU traffic (enp6s0, enp12s0, enp134s0, enp140s0), and a fifth 200G gVNIC for the host
+    (enp0s12); GPU buses 04, 05, 0a, 0b, 84, 85, 8a, 8b."""
+    t.dmi("Google", "Google Compute Engine")
+    t.cpus(2, 4, ["0-51,104-155", "52-103,156-207"])
+    groups = [(0x02, 0, [0x04, 0x05], 0x06), (0x08, 0, [0x0A, 0x0B], 0x0C),
+              (0x81, 1, [0x84, 0x85], 0x86), (0x87, 1, [0x8A, 0x8B], 0x8C)]
+    for base, numa, gpus, nic in shuffled(3, groups):
+        devices = [("0000:%02x:00.0" % b, h100) for b in gpus]
+        devices.append(("0000:%02x:00.0" % nic, gvnic("enp%ds0" % nic)))
+        switch(t, "pci0000:%02x" % (0x80 if numa else 0x00), base, numa, shuffled(base, devices))
+    gvnic("enp0s12")(t, "pci0000:00", ["0000:00:0c.0"], 0)
+    nvswitches(t, 4, 0x22A3)
+    t.virtual_ifaces()
+
+
+def l40s_eth(t):
+    """8 L40S in pairs behind four PCIe switches, each with a 100G E810 port (ice), and a 1G
+    management port; Ethernet only. GPU buses 18, 19, 3a, 3b, 9a, 9b, ba, bb."""
+    t.dmi("Dell Inc.", "PowerEdge XE8640")
+    t.cpus(2, 8, ["0-31", "32-63"])
+    groups = [(0x15, 0, [0x18, 0x19], 0x1A), (0x37, 0, [0x3A, 0x3B], 0x3C),
+              (0x97, 1, [0x9A, 0x9B], 0x9C), (0xB7, 1, [0xBA, 0xBB], 0xBC)]
+
+    def l40s(t, host, chain, numa):
+        t.pci(host, chain, NVIDIA, 0x26B9, 0x030200, numa, "nvidia")
+
+    def e810(bus):
+        def make(t, host, chain, numa):
+            t.net(t.pci(host, chain, 0x8086, 0x1592, 0x020000, numa, "ice"), "enp%ds0" % bus,
+                  100000, arptype=1)
+        return make
+
+    for base, numa, gpus, nic in shuffled(4, groups):
+        devices = [("0000:%02x:00.0" % b, l40s) for b in gpus]
+        devices.append(("0000:%02x:00.0" % nic, e810(nic)))
+        switch(t, "pci0000:%02x" % base, base, numa, devices)
+    t.net(t.pci("pci0000:00", ["0000:00:1c.0", "0000:02:00.0"], 0x8086, 0x1533, 0x020000, 0,
+                "igb"), "eno1", 1000, arptype=1)
+    t.virtual_ifaces()
+
+
+def aws_group(t, bus, numa, gpus, gpu_device, efa_device, eni):
+    """Devices on one bus behind a switch, as Nitro shows them: GPUs at slots 1c/1d, the EFA
+    device at slot 1b, its ENI (ena, no speed) at slot 1a."""
+    host, chain = "pci0000:%02x" % (bus - 2), ["0000:%02x:01.0" % (bus - 2),
+                                               "0000:%02x:00.0" % (bus - 1)]
+    for slot in gpus:
+        t.pci(host, chain + ["0000:%02x:%02x.0" % (bus, slot)], NVIDIA, gpu_device, 0x030200,
+              numa, "nvidia")
+    rel = t.pci(host, chain + ["0000:%02x:1b.0" % bus], AMAZON, efa_device, 0x020000, numa, "efa")
+    t.rdma(rel, "rdmap%ds27" % bus, efa_port())
+    if eni:
+        rel = t.pci(host, chain + ["0000:%02x:1a.0" % bus], AMAZON, 0xEC20, 0x020000, numa, "ena")
+        t.net(rel, "ens%d" % bus, None, arptype=1)
+
+
+def p4d(t):
+    """p4d.24xlarge: 8 A100 40GB, two per bus with one EFA device (0xefa1, 100G) and its ENI
+    (ena): four ENIs and four EFA devices; NVSwitch."""
+    t.dmi("Amazon EC2", "p4d.24xlarge")
+    t.cpus(2, 4, ["0-23,48-71", "24-47,72-95"])
+    for bus, numa in shuffled(5, [(0x10, 0), (0x20, 0), (0x90, 1), (0xA0, 1)]):
+        aws_group(t, bus, numa, [0x1C, 0x1D], 0x20B0, 0xEFA1, True)
+    nvswitches(t, 6, 0x1AF1)
+    t.virtual_ifaces()
+
+
+def g5_efa(t):
+    """g5.48xlarge: 8 A10G on PCIe, one EFA device (0xefa1) that has no RDMA read, one ENI."""
+    t.dmi("Amazon EC2", "g5.48xlarge")
+    t.cpus(2, 4, ["0-47", "48-95"])
+    for bus, numa in shuffled(6, [(0x10, 0), (0x20, 0), (0x90, 1), (0xA0, 1)]):
+        host, chain = "pci0000:%02x" % (bus - 2), ["0000:%02x:01.0" % (bus - 2),
+                                                   "0000:%02x:00.0" % (bus - 1)]
+        for slot in [0x1C, 0x1D]:
+            t.pci(host, chain + ["0000:%02x:%02x.0" % (bus, slot)], NVIDIA, 0x2237, 0x030200,
+                  numa, "nvidia")
+    aws_group(t, 0x30, 0, [], 0, 0xEFA1, True)
+    t.virtual_ifaces()
+
+
 MACHINES = {"p5": p5, "p4de": p4de, "dgx-h100": dgx_h100, "roce": roce,
             "roce-nogid": lambda t: roce(t, v2_ipv4=False), "cloud-vm": cloud_vm,
-            "cloud-vm-virtio": lambda t: cloud_vm(t, virtio=True), "eth-bond": eth_bond, "cpu-only": cpu_only, "broken": broken}
+            "cloud-vm-virtio": lambda t: cloud_vm(t, virtio=True), "eth-bond": eth_bond,
+            "cpu-only": cpu_only, "broken": broken, "hgx-h100-ib": hgx_h100_ib,
+            "h100-roce": h100_roce, "gcp-a3": gcp_a3, "l40s-eth": l40s_eth, "p4d": p4d,
+            "g5-efa": g5_efa}
 
 if __name__ == "__main__":
     if len(sys.argv) != 3 or sys.argv[1] not in MACHINES:
