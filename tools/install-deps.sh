@@ -69,8 +69,8 @@ fi
 # them is missing, so a second run is quick. tests/torch/venv.sh finds the venv the same way.
 venv=${SHARC_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/sharc/venv}
 vpy=$venv/bin/python
-torch_pkgs=(torch transformers numpy)
-if [ -x "$vpy" ] && "$vpy" -c 'import torch, transformers, numpy' 2> /dev/null; then
+torch_pkgs=(torch transformers numpy setuptools)
+if [ -x "$vpy" ] && "$vpy" -c 'import torch, transformers, numpy, setuptools' 2> /dev/null; then
     echo "install-deps: $venv has torch $("$vpy" -c 'import torch; print(torch.__version__)')"
     exit 0
 fi

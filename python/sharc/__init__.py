@@ -220,7 +220,7 @@ def as_buffer(obj, writable, what, op):
     flags = _PYBUF_C_CONTIGUOUS | _PYBUF_FORMAT | (_PYBUF_WRITABLE if writable else 0)
     try:
         _get_buffer(obj, byref(view), flags)
-    except (BufferError, TypeError) as e:
+    except (BufferError, TypeError, ValueError) as e:
         raise InvalidError("%s: %s (%s) cannot be used: %s; sharc takes C-contiguous%s "
                            "buffers (numpy arrays, memoryviews, torch tensors)"
                            % (op, what, type(obj).__name__, e,

@@ -135,16 +135,30 @@ _completer = None
 _completer_lock = threading.Lock()
 
 
+class _Failed:
+    """A future's result that stands for an error (see Work.get_future)."""
+
+    def __init__(self, error):
+        self.error = error
+
+
+def _unwrap(fut):
+    value = fut.value()
+    if isinstance(value, _Failed):
+        raise value.error
+    return value
+
+
 def _complete_futures():
     """A thread that waits (without the GIL: inside sharc) for the works whose futures were
     asked for, and sets them: DDP's reducer waits on futures, not on works."""
     while True:
-        work = _completer.get()
+        work, base = _completer.get()
         try:
             work.wait()
-            work._future.set_result(work._outputs)
-        except Exception as e:  # the future carries the error to whoever waits on it
-            work._future.set_exception(e)
+            base.set_result(work._outputs)
+        except Exception as e:
+            base.set_result(_Failed(e))
 
 
 class Work(dist.Work):
@@ -228,24 +242,29 @@ class Work(dist.Work):
         self.wait()
 
     def get_future(self):
+        """A future of the outputs. Its error is one C++ sees too: torch's
+        Future.set_exception only makes Python's value() raise (DDP's reducer, in C++, would
+        take the exception object for the result), so the error is raised in a then()
+        callback, which marks the future failed for every reader."""
         global _completer
         if self._future is None:
-            self._future = torch.futures.Future()
+            base = torch.futures.Future()
+            self._future = base.then(_unwrap)
             if self._cuda is not None or self._done:
                 # CUDA: the current stream waits for the collective, so the result is ready
                 # for whatever runs on it next (as ProcessGroupNCCL's futures)
                 try:
                     self.wait()
-                    self._future.set_result(self._outputs)
+                    base.set_result(self._outputs)
                 except Exception as e:
-                    self._future.set_exception(e)
+                    base.set_result(_Failed(e))
             else:
                 with _completer_lock:
                     if _completer is None:
                         _completer = queue.SimpleQueue()
                         threading.Thread(target=_complete_futures, name="sharc-futures",
                                          daemon=True).start()
-                _completer.put(self)
+                _completer.put((self, base))
         return self._future
 
 
