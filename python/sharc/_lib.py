@@ -7,8 +7,10 @@ goes to the C library, and its statuses become exceptions (sharc/_errors.py).
 """
 
 import ctypes
+import importlib.util
 import os
 import subprocess
+import sys
 
 c_int, c_uint, c_size_t, c_void_p, c_char_p = (
     ctypes.c_int,
@@ -108,7 +110,24 @@ def _candidates():
         yield os.path.join(libdir, "libsharc.so.0")
 
 
+def _torch_first():
+    """Where torch is installed, load it before libsharc. libsharc may link a CUDA runtime
+    and an NCCL of its own (libcudart.so.13, libnccl.so.2) older than those torch's wheel
+    bundles: the loader takes a library of a given soname once per process, so whichever
+    comes first is used by both, and torch fails to load on the older one (missing symbols)
+    while libsharc runs on the newer one (the same ABI major version)."""
+    if "torch" in sys.modules:
+        return
+    try:
+        if importlib.util.find_spec("torch") is None:
+            return
+    except (ImportError, ValueError):
+        return
+    import torch  # noqa: F401
+
+
 def _load():
+    _torch_first()
     tried = []
     for cand in _candidates():
         try:
