@@ -2,8 +2,8 @@
 # The sharc Python package and backend under each launcher: the package alone (tests/torch/
 # api.py: the bootstrap the launcher implies, collectives on numpy, memoryviews and tensors,
 # requests, sharc_mem_alloc memory, errors) and init_process_group("sharc") (tests/torch/
-# launched.py) under torchrun, mpirun, srun's variables and the env launcher; and the package
-# installs with pip.
+# launched.py) under torchrun, mpirun, srun's variables and the env launcher; the examples;
+# and the package installs with pip.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/torch/env.sh"
 
@@ -27,6 +27,14 @@ if setup_mpirun; then
 else
     echo "note: no mpirun in this build: the mpirun cases are left out"
 fi
+
+# the examples run (briefly) as the docs show them
+run_ok_match "examples/ddp.py under torchrun" "replicas identical: True" \
+    timeout 120 "$TORCHRUN" --nproc-per-node 2 --master-port "$(free_port)" \
+    "$top_srcdir/python/examples/ddp.py" --steps 20
+run_ok_match "examples/fsdp_llama.py under torchrun" "step +3 \| loss .*done: 3 steps" \
+    timeout 120 "$TORCHRUN" --nproc-per-node 2 --master-port "$(free_port)" \
+    "$top_srcdir/python/examples/fsdp_llama.py" --steps 3 --layers 2 --dim 64 --seq 32
 
 # pip install ./python (from a copy: the build leaves files in the source folder), then the
 # installed package, not the tree's, is the one imported

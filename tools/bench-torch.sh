@@ -33,7 +33,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mkdir -p "$out"
 rm -f "$out"/perf-*.json "$out"/torch-*.json
 
-echo "bench-torch: $(date -u +%F), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $rounds rounds"
+echo "bench-torch: $(date -u +%F), $(nproc --all) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $rounds rounds"
 for r in $(seq 1 "$rounds"); do
     for coll in allgather reduce_scatter allreduce; do
         mpirun --oversubscribe -np 2 --mca btl self,vader "$perf" "$coll" -b "$minb" -e "$maxb" \

@@ -370,6 +370,8 @@ class ProcessGroupSharc(_C10dBackend):
     def _cuda(self, name, tensors):
         """The CUDA device of the tensors (None for host tensors); sharc is told the stream
         its collective must follow."""
+        if not any(t.is_cuda for t in tensors) and all(t.is_cpu for t in tensors):
+            return None  # the common case, quickly
         devs = {t.device for t in tensors}
         if len(devs) > 1:
             raise InvalidError("%s: tensors on several devices (%s)"
