@@ -3,8 +3,9 @@
 Every rank trains a tiny Llama (transformers' LlamaForCausalLM, f32) for --steps steps from
 one seed, on the same batches, once per (parallelism, backend): DDP and FSDP2 (fully_shard on
 each decoder layer and the model), over the default "sharc" group and over a gloo group of
-the same ranks, and FSDP2 over sharc with sharc's communication hooks
-(sharc.torch.fsdp.apply). The losses of each sharc run must equal gloo's within --tol at
+the same ranks, FSDP2 over sharc with sharc's communication hooks
+(sharc.torch.fsdp.apply), and FSDP2 taking its buffers from the backend (allocate_tensor:
+sharc_mem_alloc memory). The losses of each sharc run must equal gloo's within --tol at
 every step, and the models' weights after training must agree as closely.
 """
 
@@ -24,7 +25,7 @@ import sharc.torch.fsdp
 ap = argparse.ArgumentParser()
 ap.add_argument("--steps", type=int, default=20)
 ap.add_argument("--tol", type=float, default=1e-5)
-ap.add_argument("--modes", default="ddp,fsdp,fsdp-hooks")
+ap.add_argument("--modes", default="ddp,fsdp,fsdp-hooks,fsdp-pgalloc")
 ap.add_argument("--batch", type=int, default=4)
 ap.add_argument("--seq", type=int, default=32)
 args = ap.parse_args()
@@ -60,6 +61,9 @@ def train(mode, group):
         fully_shard(model, mesh=mesh)
         if mode == "fsdp-hooks":
             assert sharc.torch.fsdp.apply(model) == len(model.model.layers) + 1
+        if mode == "fsdp-pgalloc":  # FSDP2 asks the backend for its buffers (allocate_tensor)
+            for m in [model] + list(model.model.layers):
+                m.set_allocate_memory_from_process_group_for_comm(True)
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
     losses = []
     for step in range(args.steps):
@@ -69,6 +73,11 @@ def train(mode, group):
         opt.step()
         opt.zero_grad()
         losses.append(loss.item())
+    if mode == "fsdp-hooks":  # the buffers came from sharc's pool
+        assert sharc.torch.fsdp.default_pool().allocated > 0, "the hooks allocated nothing"
+    if mode == "fsdp-pgalloc":
+        pool = group._get_backend(torch.device("cpu"))._pool
+        assert pool is not None and pool.allocated > 0, "allocate_tensor was not called"
     full = {}
     for name, p in model.named_parameters():  # FSDP2: DTensors, gathered for the check
         full[name] = p.full_tensor() if hasattr(p, "full_tensor") else p.detach()
@@ -77,7 +86,7 @@ def train(mode, group):
 
 failures = 0
 for mode in args.modes.split(","):
-    ref, ref_w = train(mode.replace("-hooks", ""), gloo)
+    ref, ref_w = train(mode.split("-")[0], gloo)
     got, got_w = train(mode, sharc_group)
     worst = max(abs(a - b) for a, b in zip(ref, got))
     wworst = max((got_w[k] - ref_w[k]).abs().max().item() for k in ref_w)
