@@ -1,17 +1,14 @@
 #!/bin/bash
-# The sharc Python package and backend under each launcher: the package alone (tests/torch/
-# api.py: the bootstrap the launcher implies, collectives on numpy, memoryviews and tensors,
-# requests, sharc_mem_alloc memory, errors) and init_process_group("sharc") (tests/torch/
-# launched.py) under torchrun, mpirun, srun's variables and the env launcher; the examples;
-# and the package installs with pip.
+# The sharc Python package and backend under each launcher: the package alone
+# (tests/torch/api.py: the bootstrap the launcher implies, env and mpi; collectives on numpy,
+# memoryviews and tensors, requests, sharc_mem_alloc memory, errors), and
+# init_process_group("sharc") (tests/torch/launched.py) under torchrun, mpirun and srun's
+# variables; the examples; and the package installs with pip.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/torch/env.sh"
 
 run_ok_match "package API, env bootstrap, 3 ranks" "rank 0 of 3 \(env\): [0-9]+ checks, 0 failed" \
     env SHARCTEST_BOOTSTRAP=env "$LAUNCH" -n 3 -- "$PY" "$TT/api.py"
-run_ok_match "package API, slurm bootstrap, 2 ranks" \
-    "rank 1 of 2 \(slurm\): [0-9]+ checks, 0 failed" \
-    env SHARCTEST_BOOTSTRAP=slurm "$LAUNCH" --mode slurm -n 2 -- "$PY" "$TT/api.py"
 run_ok_match "backend under torchrun, 3 ranks" "(launched: rank [0-2] of 3 .* ok.*){3}" \
     timeout 120 "$TORCHRUN" --nproc-per-node 3 --master-port "$(free_port)" "$TT/launched.py"
 run_ok_match "backend under srun's variables, 3 ranks" "(launched: rank [0-2] of 3 .* ok.*){3}" \
