@@ -287,20 +287,6 @@ class Context:
     def handle(self):
         return self._h.value
 
-    def get_config(self, name):
-        """A knob's value as text (from the configuration this context was made with)."""
-        # the context keeps no public configuration handle: read what the environment gives
-        cfg = ctypes.c_void_p()
-        _check(_c.sharc_config_create(0, byref(cfg)), "sharc_config_create", _mark())
-        try:
-            buf = ctypes.create_string_buffer(1024)
-            mark = _mark()
-            _check(_c.sharc_config_get(cfg, name.encode(), buf, len(buf)),
-                   "sharc_config_get(%s)" % name, mark)
-            return buf.value.decode()
-        finally:
-            _c.sharc_config_destroy(cfg)
-
     def alloc(self, nbytes):
         """Shareable host memory (sharc_mem_alloc): page-aligned, zero-filled, @nbytes long,
         as a writable buffer (memoryview(), numpy.frombuffer(), torch.frombuffer() view it

@@ -268,12 +268,6 @@ class Work(dist.Work):
         return self._future
 
 
-class _DoneWork(Work):
-    def __init__(self, name, outputs):
-        super().__init__(name, [], outputs)
-        self._done = True
-
-
 # ---- bootstrap over torch's store ----------------------------------------------------------
 
 _used_store_addrs = set()  # store addresses this process has used (see _store_addr)
