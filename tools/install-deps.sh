@@ -15,7 +15,7 @@ with_torch=0
 for arg in "$@"; do
     case "$arg" in
         --torch) with_torch=1 ;;
-        -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
         *) echo "install-deps: unknown argument '$arg' (see --help)" >&2; exit 2 ;;
     esac
 done
