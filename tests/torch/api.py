@@ -38,7 +38,8 @@ def raises(what, cls, fn, *needles):
 
 comm = sharc.Comm()
 r, n = comm.rank, comm.size
-want_rank = os.environ.get("SHARCTEST_RANK") or os.environ.get("OMPI_COMM_WORLD_RANK")
+want_rank = (os.environ.get("SHARCTEST_RANK") or os.environ.get("OMPI_COMM_WORLD_RANK") or
+             os.environ.get("RANK"))
 check("rank from the launcher", want_rank is None or int(want_rank) == r, repr(comm))
 want_boot = os.environ.get("SHARCTEST_BOOTSTRAP")
 check("bootstrap", want_boot is None or comm.bootstrap == want_boot, comm.bootstrap)
