@@ -6,7 +6,8 @@
 . "$(dirname "$0")/torch/env.sh"
 
 for n in 1 2 3 4; do
-    run_ok_match "torch backend ops against gloo, $n rank(s)" "rank 0 of $n: [0-9]+ checks, 0 failed" \
+    run_ok_match "torch backend ops against gloo, $n rank(s)" \
+        "rank 0 of $n: [0-9]+ checks, 0 failed" \
         "$LAUNCH" -n $n --timeout 300 -- "$PY" "$TT/ops.py"
 done
 finish
