@@ -200,8 +200,9 @@ void sharc_log_emit(int level, int subsys, const char *file, int line, int err, 
         snprintf(rank, sizeof(rank), "-");
     }
     if (level == SHARC_LOG_ERROR) {
+        /* kept cut to its slot (longer messages are rare; the log line has all of it) */
         snprintf(sharc_log_errs.msg[sharc_log_errs.count % SHARC_LOG_KEEP],
-                 sizeof(sharc_log_errs.msg[0]), "%s", msg);
+                 sizeof(sharc_log_errs.msg[0]), "%.1023s", msg);
         sharc_log_errs.count++;
     }
     stream = sharc_log_stream();
