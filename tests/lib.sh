@@ -116,6 +116,69 @@ setup_mpirun() {
     return 0
 }
 
+# A token file of N random ids below VOCAB (header vocab RECORDED), seeded.
+make_tokens() {
+    python3 - "$@" <<'EOF'
+import random, struct, sys
+path, n, vocab, recorded = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+r = random.Random(n)
+ids = [r.randrange(vocab) for _ in range(n)]
+with open(path, "wb") as f:
+    f.write(b"SHARCTOK" + struct.pack("<IIQII", 1, 2, n, recorded, 0))
+    f.write(struct.pack("<%dH" % n, *ids))
+EOF
+}
+# losses_match A.jsonl B.jsonl [FIRST_STEP]: the step losses of B equal A's (relative 1e-5)
+# for every step of B from FIRST_STEP on; B must have them all.
+losses_match() {
+    python3 - "$@" <<'EOF'
+import json, sys
+def losses(path):
+    out = {}
+    for line in open(path):
+        e = json.loads(line)
+        if e["event"] == "step":
+            out[e["step"]] = e["loss"]
+    return out
+a, b = losses(sys.argv[1]), losses(sys.argv[2])
+first = int(sys.argv[3]) if len(sys.argv) > 3 else 1
+steps = [s for s in sorted(a) if s >= first]
+if not steps or any(s not in b for s in steps):
+    sys.exit("steps missing: %s has %s, %s has %s" % (sys.argv[1], sorted(a), sys.argv[2], sorted(b)))
+worst = max(abs(a[s] - b[s]) / abs(a[s]) for s in steps)
+print("%d steps, largest relative loss difference %.2e" % (len(steps), worst))
+sys.exit(0 if worst <= 1e-5 else 1)
+EOF
+}
+
+# setup_nodes K [tools/nodes.sh up options]: K nodes on this machine for this test (network,
+# UTS and mount namespaces on a private bridge: tools/nodes.sh), torn down when the test
+# exits, however it exits; SKIP (77) where they cannot be made (not root, namespaces refused,
+# or with --slurm no Slurm). Sets NODES (tools/nodes.sh with this test's prefix) and
+# NODE_EXEC (for launch.sh --node-exec).
+setup_nodes() {
+    local k=$1 why slurm=""
+    shift
+    case " $* " in *" --slurm "*) slurm=--slurm ;; esac
+    # shellcheck source=../tools/nodes.sh
+    . "$top_srcdir/tools/nodes.sh"
+    if ! why=$(nodes_check $slurm); then
+        echo "SKIP: $why"
+        exit 77
+    fi
+    NODES_PREFIX=$(basename "$0" .sh | tr -cd 'a-z0-9' | cut -c1-10)$$
+    NODES_OWNER_PID=$$
+    nodes_gc # sets left by tests that were killed
+    trap 'nodes_down' EXIT
+    trap 'exit 130' INT TERM HUP
+    if ! nodes_up "$k" "$@"; then
+        echo "FAIL: cannot make $k namespace nodes"
+        exit 1
+    fi
+    NODES="$top_srcdir/tools/nodes.sh -p $NODES_PREFIX"
+    NODE_EXEC="$NODES exec"
+}
+
 finish() {
     if [ $failures -ne 0 ]; then
         echo "$failures failure(s)"
