@@ -151,6 +151,33 @@ sys.exit(0 if worst <= 1e-5 else 1)
 EOF
 }
 
+# out_has PATTERN...: each extended regex matches a line of $last_out (run_ok_match's output)
+out_has() {
+    local p
+    for p in "$@"; do
+        printf '%s\n' "$last_out" | grep -Eq -- "$p" || { echo "no line matches /$p/"; return 1; }
+    done
+}
+
+# transport_log N NODES OUTPUT: in OUTPUT (SHARC_LOG_LEVEL=info, "[rank R] " before each line,
+# as launch.sh prints it) every rank of a job of N ranks in blocks on NODES nodes logged the
+# transports SHARC_TRANSPORT=auto picks: shm inside a node and UCX between nodes, or UCX alone
+# with one rank a node
+transport_log() {
+    local n=$1 k=$2 out=$3 r want
+    for ((r = 0; r < n; r++)); do
+        if [ $((n / k)) -gt 1 ]; then
+            want="\[rank $r\] node[0-9]+:.* comm: rank $r of $n, node $((r / (n / k))) of $k, .*transport hybrid\)"
+            echo "$out" | grep -Eq "\[rank $r\] .*transport: shm within the node, ucx between nodes" ||
+                { echo "rank $r did not log 'shm within the node, ucx between nodes'"; return 1; }
+        else
+            want="\[rank $r\] node[0-9]+:.* comm: rank $r of $n, node $r of $k, .*transport ucx\)"
+        fi
+        echo "$out" | grep -Eq "$want" || { echo "rank $r did not log /$want/"; return 1; }
+    done
+    echo "every rank logged its transports"
+}
+
 # setup_nodes K [tools/nodes.sh up options]: K nodes on this machine for this test (network,
 # UTS and mount namespaces on a private bridge: tools/nodes.sh), torn down when the test
 # exits, however it exits; SKIP (77) where they cannot be made (not root, namespaces refused,

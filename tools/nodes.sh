@@ -439,11 +439,17 @@ nodes_main() {
             [ "${1:-}" = -- ] && shift
             [ $# -gt 0 ] || { nodes_err "run: no command after --"; return 2; }
             NODES_OWNER_PID=$$
+            local child=""
             trap 'nodes_down' EXIT
-            trap 'exit 130' INT TERM HUP
+            # a signal ends the command too (bash runs traps only between commands: the
+            # command runs in the background and wait returns at once on a signal)
+            trap '[ -z "$child" ] || kill -TERM "$child" 2> /dev/null; exit 130' INT TERM HUP
             nodes_up "$k" "${upargs[@]}" || return 1
-            SHARC_NODES_PREFIX=$NODES_PREFIX SHARC_NODES=$NODES_SELF "$@"
+            SHARC_NODES_PREFIX=$NODES_PREFIX SHARC_NODES=$NODES_SELF "$@" &
+            child=$!
+            wait "$child"
             rc=$?
+            child=""
             return $rc ;;
         exec) NODES_EXEC_REPLACE=1 nodes_exec "$@" ;;
         srun) NODES_EXEC_REPLACE=1 nodes_srun "$@" ;;
