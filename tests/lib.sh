@@ -206,6 +206,92 @@ setup_nodes() {
     NODE_EXEC="$NODES exec"
 }
 
+# fault_job DIR AT FAULT -- COMMAND...: starts a job whose ranks write their output to
+# DIR/out.R as it comes (launch.sh --out-dir DIR, srun -o DIR/out.%t), runs the shell command
+# FAULT AT seconds later, and watches: FAULT_SEEN[R] is the time in seconds from the fault to
+# the first line of rank R matching $FAULT_LINE (a failure the rank reported), FAULT_END the
+# time from the fault to the job's end, FAULT_RC the job's status and FAULT_OUT its own
+# output. Polls every 50 ms; COMMAND must bound itself (launch.sh --timeout, timeout).
+fault_job() {
+    local dir=$1 at=$2 fault=$3 lp t0 now f r alive
+    shift 4
+    rm -rf "$dir" && mkdir -p "$dir" || return 1
+    unset FAULT_SEEN
+    declare -gA FAULT_SEEN=()
+    "$@" > "$dir/job.out" 2>&1 &
+    lp=$!
+    sleep "$at"
+    t0=$(date +%s.%N)
+    eval "$fault"
+    while :; do
+        alive=0
+        kill -0 "$lp" 2> /dev/null && alive=1
+        now=$(date +%s.%N)
+        for f in "$dir"/out.*; do
+            r=${f##*.}
+            [ -z "${FAULT_SEEN[$r]:-}" ] && grep -Eq -- "$FAULT_LINE" "$f" 2> /dev/null &&
+                FAULT_SEEN[$r]=$(awk -v a="$t0" -v b="$now" 'BEGIN { printf "%.2f", b - a }')
+        done
+        [ $alive = 1 ] || break
+        sleep 0.05
+    done
+    wait "$lp"
+    FAULT_RC=$?
+    FAULT_END=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+    FAULT_OUT=$(cat "$dir/job.out")
+}
+
+# fault_check WHAT DIR BOUND END_BOUND NAMES_RE RANKS...: after fault_job DIR: each of RANKS
+# reported the failure within BOUND seconds of the fault, and some line of sharc's log in its
+# output (after "sharc ERROR" or "WARN") matches NAMES_RE (the rank and host it names); the
+# job ended within END_BOUND seconds, and nothing crashed (no assertion, abort or segfault
+# in any rank's output, no rank killed by a signal it did not get from the test).
+fault_check() {
+    local what=$1 dir=$2 bound=$3 end_bound=$4 names=$5 r t
+    shift 5
+    for r in "$@"; do
+        t=${FAULT_SEEN[$r]:-}
+        if [ -n "$t" ] && awk -v t="$t" -v b="$bound" 'BEGIN { exit !(t <= b) }'; then
+            echo "ok: $what: rank $r failed $t s after the fault (bound $bound s)"
+        else
+            echo "FAIL: $what: rank $r failed ${t:-not at all}${t:+ s after the fault} (bound $bound s)"
+            show_out "$(tail -15 "$dir/out.$r" 2> /dev/null)"
+            failures=$((failures + 1))
+        fi
+        if grep -Eq -- "sharc (ERROR|WARN) .*($names)" "$dir/out.$r" 2> /dev/null; then
+            echo "ok: $what: rank $r's log names /$names/"
+        else
+            echo "FAIL: $what: no line of rank $r's log names /$names/; its errors:"
+            grep -E "sharc (ERROR|WARN)" "$dir/out.$r" | sed 's/^.*sharc /  /' | sort -u | head -8
+            failures=$((failures + 1))
+        fi
+    done
+    if awk -v t="$FAULT_END" -v b="$end_bound" 'BEGIN { exit !(t <= b) }'; then
+        echo "ok: $what: the job ended $FAULT_END s after the fault (bound $end_bound s)"
+    else
+        echo "FAIL: $what: the job ended $FAULT_END s after the fault (bound $end_bound s)"
+        failures=$((failures + 1))
+    fi
+    local crashed=""
+    for r in "$@"; do
+        if grep -Eq "Assertion .* failed|[Bb]acktrace|Segmentation fault|Aborted" "$dir/out.$r" ||
+            grep -Eq "^\[rank $r\] exited with status (1[3-9][0-9]|2[0-9][0-9])|task $r: (Aborted|Segmentation|Killed)" \
+                "$dir/job.out"; then
+            crashed="$crashed $r"
+        fi
+    done
+    if [ -n "$crashed" ]; then
+        echo "FAIL: $what: rank(s)$crashed crashed:"
+        for r in $crashed; do
+            grep -Eh "Assertion .* failed|Segmentation fault|Aborted" "$dir/out.$r" | head -2
+            grep -E "^\[rank $r\] exited with status|task $r: " "$dir/job.out"
+        done
+        failures=$((failures + 1))
+    else
+        echo "ok: $what: no rank crashed"
+    fi
+}
+
 finish() {
     if [ $failures -ne 0 ]; then
         echo "$failures failure(s)"

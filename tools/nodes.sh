@@ -13,7 +13,7 @@
 #   nodes.sh [-p PREFIX] srun ARGS...                       srun on ctl (needs --slurm)
 #   nodes.sh [-p PREFIX] rate NODE RATE|none                 e.g. 1gbit, 100mbit, 50MBps
 #   nodes.sh [-p PREFIX] link NODE up|down                   cut or restore the node's link
-#   nodes.sh [-p PREFIX] kill NODE [SIGNAL]                  every process of the node
+#   nodes.sh [-p PREFIX] kill NODE [SIGNAL [NAME]]           the node's processes (named NAME)
 #   nodes.sh [-p PREFIX] host|addr|bytes|pids NODE           name, IPv4, "tx rx" bytes, pids
 #   nodes.sh [-p PREFIX] status
 #   nodes.sh list | gc | check [--slurm]
@@ -168,11 +168,17 @@ nodes_link() { # nodes_link NODE up|down: the switch's port to the node (the nod
 }
 
 nodes_pids() { ip netns pids "$(nodes_ns "$1")" 2> /dev/null; }
-nodes_kill() { # nodes_kill NODE [SIGNAL]
-    local pids
+# nodes_kill NODE [SIGNAL [NAME]]: every process of the node (a node that dies), or those
+# whose command name is NAME (a job's processes, leaving the node's Slurm daemons)
+nodes_kill() {
+    local pids="" p
     nodes_valid_node "$1" || return 2
-    pids=$(nodes_pids "$1")
-    [ -z "$pids" ] || kill -s "${2:-KILL}" $pids 2> /dev/null
+    for p in $(nodes_pids "$1"); do
+        if [ -z "${3:-}" ] || [ "$(cat "/proc/$p/comm" 2> /dev/null)" = "$3" ]; then
+            pids="$pids $p"
+        fi
+    done
+    [ -z "${pids// /}" ] || kill -s "${2:-KILL}" $pids 2> /dev/null
     return 0
 }
 nodes_bytes() { # nodes_bytes NODE: "TX RX" bytes of the node's interface
