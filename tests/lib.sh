@@ -202,7 +202,7 @@ setup_nodes() {
         echo "FAIL: cannot make $k namespace nodes"
         exit 1
     fi
-    NODES="$top_srcdir/tools/nodes.sh -p $NODES_PREFIX"
+    NODES="$(cd "$top_srcdir" && pwd)/tools/nodes.sh -p $NODES_PREFIX"
     NODE_EXEC="$NODES exec"
 }
 

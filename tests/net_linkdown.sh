@@ -20,7 +20,7 @@ FAULT_LINE="sharc-perf: rank [0-9]+: allreduce of [0-9]+ bytes failed"
 
 # the cut comes 4 s in: the communicator is up and an all-reduce is under way
 fault_job "$work/a" 4 "$NODES link 2 down" -- "$LAUNCH" --mode env --node-exec "$NODE_EXEC" \
-    --out-dir "$work/a" --timeout 30 -n 3 --nodes 3 -- \
+    --out-dir "$work/a" --timeout 20 -n 3 --nodes 3 -- \
     "$top_builddir/perf/sharc-perf" allreduce -b 256M -e 256M -n 1000 -w 1
 $NODES link 2 up
 fault_check "node 2's link cut" "$work/a" $((T + 1)) $((T + 5)) \

@@ -11,10 +11,12 @@
 #   nodes.sh [-p PREFIX] down
 #   nodes.sh [-p PREFIX] exec NODE [--] COMMAND...          NODE: 0..K-1, or ctl
 #   nodes.sh [-p PREFIX] srun ARGS...                       srun on ctl (needs --slurm)
+#   nodes.sh [-p PREFIX] rsh HOST COMMAND...                 ssh's stand-in (mpirun's agent)
 #   nodes.sh [-p PREFIX] rate NODE RATE|none                 e.g. 1gbit, 100mbit, 50MBps
 #   nodes.sh [-p PREFIX] link NODE up|down                   cut or restore the node's link
 #   nodes.sh [-p PREFIX] kill NODE [SIGNAL [NAME]]           the node's processes (named NAME)
 #   nodes.sh [-p PREFIX] host|addr|bytes|pids NODE           name, IPv4, "tx rx" bytes, pids
+#   nodes.sh [-p PREFIX] count                               K
 #   nodes.sh [-p PREFIX] status
 #   nodes.sh list | gc | check [--slurm]
 #
@@ -381,6 +383,23 @@ nodes_slurm_up() {
     return 1
 }
 
+# nodes_rsh HOST COMMAND...: ssh's part for launchers that start their daemons through it
+# (OpenMPI: OMPI_MCA_plm_rsh_agent="nodes.sh -p PREFIX rsh"): the words of COMMAND joined
+# into one shell command run on the node named HOST (nodeN, ctl, or its address).
+nodes_rsh() {
+    local host=$1 k i
+    shift
+    k=$(nodes_count)
+    for i in ctl $(seq 0 $((k - 1))); do
+        if [ "$host" = "$(nodes_host "$i")" ] || [ "$host" = "$(nodes_addr "$i")" ]; then
+            nodes_exec "$i" /bin/sh -c "$*"
+            return
+        fi
+    done
+    nodes_err "rsh: no node '$host' in set '$NODES_PREFIX'"
+    return 255
+}
+
 nodes_srun() {
     export SLURM_CONF
     SLURM_CONF=$(nodes_state)/slurm/slurm.conf
@@ -459,9 +478,11 @@ nodes_main() {
             return $rc ;;
         exec) NODES_EXEC_REPLACE=1 nodes_exec "$@" ;;
         srun) NODES_EXEC_REPLACE=1 nodes_srun "$@" ;;
+        rsh) NODES_EXEC_REPLACE=1 nodes_rsh "$@" ;;
         rate) [ $# -eq 2 ] || { nodes_err "rate NODE RATE|none"; return 2; }; nodes_set_rate "$@" ;;
         link) nodes_link "$@" ;;
         kill) nodes_kill "$@" ;;
+        count) nodes_count ;;
         host) nodes_valid_node "${1:-}" && nodes_host "$1" ;;
         addr) nodes_valid_node "${1:-}" && nodes_addr "$1" ;;
         bytes) nodes_bytes "${1:-}" ;;
