@@ -192,10 +192,10 @@ nodes_bytes() { # nodes_bytes NODE: "TX RX" bytes of the node's interface
 # nodes_down: stops every process in the set's namespaces, deletes them and the state.
 # Idempotent; removes only this prefix's set.
 nodes_down() {
-    local s ns pids i
+    local s ns pids i sig
     s=$(nodes_state)
     local all
-    all=$(ip netns list 2> /dev/null | awk '{ print $1 }' | grep -E "^$NODES_PREFIX-(n[0-9]+|ctl|sw)$")
+    all=$(ip netns list 2> /dev/null | awk '{ print $1 }' | grep -E "^$NODES_PREFIX-(n[0-9]+|ctl|sw)$" || true)
     for sig in TERM KILL; do
         pids=""
         for ns in $all; do pids="$pids $(ip netns pids "$ns" 2> /dev/null)"; done
