@@ -10,6 +10,10 @@
 # Long runs are stopped once they have shown their first results. Needs root (SKIP otherwise).
 . "$(dirname "$0")/lib.sh"
 
+if [ -n "${SHARCTEST_SANITIZE:-}" ]; then
+    echo "SKIP: the documented commands are checked in the plain build (this is the sanitizer one)"
+    exit 77
+fi
 if ! "$top_builddir/perf/sharc-info" -b | grep -q "^ucx: yes" ||
     ! "$top_builddir/perf/sharc-info" -b | grep -q "^mpi: yes"; then
     echo "SKIP: sharc was built without UCX or MPI, which the documented commands use"
