@@ -5,7 +5,8 @@
 # node of 4 namespace nodes with a real Slurm (tools/nodes.sh), the fixture of a cluster:
 # `hosts` lists the nodes, `my_app` is a sharc program (tests/test_comm), mpirun reaches the
 # nodes through `nodes.sh rsh` as it would through ssh, Slurm's configuration is in
-# SLURM_CONF, and sharc-perf is on PATH as after `make install`. make check's
+# SLURM_CONF, sharc-perf is on PATH as after `make install`, and SHARC_NODES_PREFIX gives
+# blocks that run tools/nodes.sh a set of their own. make check's
 # OMPI_ALLOW_RUN_AS_ROOT variables are removed: a line that needs --allow-run-as-root says so.
 # Long runs are stopped once they have shown their first results. Needs root (SKIP otherwise).
 . "$(dirname "$0")/lib.sh"
@@ -21,7 +22,9 @@ if ! "$top_builddir/perf/sharc-info" -b | grep -q "^ucx: yes" ||
 fi
 setup_nodes 4 --slurm --cpus 8
 fixture=$(mktemp -d "${TMPDIR:-/tmp}/sharc-docs.XXXXXX")
-trap 'nodes_down; rm -rf "$fixture"' EXIT
+# blocks that call tools/nodes.sh themselves get a set of their own
+export SHARC_NODES_PREFIX=${NODES_PREFIX}d
+trap 'nodes_down; NODES_PREFIX=$SHARC_NODES_PREFIX nodes_down; rm -rf "$fixture"' EXIT
 src=$(cd "$top_srcdir" && pwd)
 bld=$(cd "$top_builddir" && pwd)
 ln -s "$bld" "$fixture/build"
