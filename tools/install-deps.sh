@@ -28,9 +28,12 @@ packages=(
     libopenmpi-dev openmpi-bin libhwloc-dev libxml2-dev libjson-c-dev
     # shard checkpoints (checksums); GEMM compute in benchmarks and the trainer
     libxxhash-dev libopenblas-dev
-    # tests: ss (free ports), network namespaces later; python3 builds topology fixtures;
-    # clang + libFuzzer fuzz the parsers (tools/fuzz.sh)
-    iproute2 procps python3 clang libclang-rt-dev
+    # tests: ss (free ports), ip and tc (namespace nodes: tools/nodes.sh), nsenter and unshare
+    # (util-linux); python3 builds topology fixtures; clang + libFuzzer fuzz the parsers
+    # (tools/fuzz.sh)
+    iproute2 util-linux procps python3 clang libclang-rt-dev
+    # a real Slurm on the namespace nodes (tools/nodes.sh up --slurm): slurmctld, slurmd, srun
+    slurm-wlm munge
     # verbs for real: a QEMU guest with soft-RoCE (tools/rdma-vm.sh, tests/rdma/)
     qemu-system-x86 busybox-static cpio kmod
     # trainer: tokenizer training and the corpus (trainer/prepare_data.py), scaling plots
