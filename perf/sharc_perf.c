@@ -137,7 +137,7 @@ static sharc_status_t perf_run_sharc(const perf_opts_t *o, sharc_comm_h comm, pe
 
     if (status != SHARC_OK) {
         fprintf(stderr, "sharc-perf: rank %d: %s of %zu bytes failed: %s\n",
-                sharc_comm_rank(comm), perf_colls[o->coll], b->size, sharc_status_string(status));
+                sharc_comm_rank(comm), sharc_coll_name(o->coll), b->size, sharc_status_string(status));
     }
     return status;
 }
