@@ -1,7 +1,8 @@
 /*
  * trainer/acts.c: the buffers one step computes in: the rotary tables, each block's input
  * and the activations its backward needs (one set per block, or one shared set when blocks
- * are recomputed), and the head's. Allocated once with the model (model.c), used by step.c.
+ * are recomputed), and the head's. Allocated once with the model (model.c), used by step.c,
+ * in the ops table's memory and act dtype (model_int.h says which buffers are f32 always).
  * Shapes: B batch, T sequence, C dim, H/KV heads, hd head dim, F ffn dim, V vocab, N = B*T.
  */
 #include "model_int.h"
@@ -44,10 +45,11 @@ static void rope_tables(const llama_config_t *c, int T, float *cos_t, float *sin
     }
 }
 
-/* one allocation per buffer, remembered in m->bufs so destroy frees them all */
-static float *buf(llama_model_t *m, size_t count, int *failed)
+/* one allocation of count elements of @p size bytes, remembered in m->bufs so destroy frees
+ * them all */
+static void *buf_of(llama_model_t *m, size_t count, size_t size, int *failed)
 {
-    float *p;
+    void *p;
 
     if (*failed) {
         return NULL;
@@ -62,13 +64,25 @@ static float *buf(llama_model_t *m, size_t count, int *failed)
         m->bufs = more;
         m->cap_bufs = cap;
     }
-    p = m->ops->alloc(count * sizeof(float));
+    p = m->ops->alloc(count * size);
     if (p == NULL) {
         *failed = 1;
         return NULL;
     }
     m->bufs[m->nbufs++] = p;
     return p;
+}
+
+/* activations: act dtype */
+static float *buf(llama_model_t *m, size_t count, int *failed)
+{
+    return buf_of(m, count, m->act_size, failed);
+}
+
+/* f32 whatever the act dtype */
+static float *buf32(llama_model_t *m, size_t count, int *failed)
+{
+    return buf_of(m, count, sizeof(float), failed);
 }
 
 sharc_status_t llama_acts_create(llama_model_t *m)
@@ -88,15 +102,16 @@ sharc_status_t llama_acts_create(llama_model_t *m)
         m->xs = NULL;
         return SHARC_ERR_NOMEM;
     }
-    m->rope_cos = buf(m, T * (size_t)c->head_dim / 2, &failed);
-    m->rope_sin = buf(m, T * (size_t)c->head_dim / 2, &failed);
+    m->rope_cos = buf32(m, T * (size_t)c->head_dim / 2, &failed);
+    m->rope_sin = buf32(m, T * (size_t)c->head_dim / 2, &failed);
+    m->loss = buf_of(m, 1, sizeof(double), &failed);
     for (int l = 0; l <= c->n_layers; l++) {
         m->xs[l] = buf(m, N * C, &failed);
     }
     for (int a = 0; a < nacts; a++) {
         llama_acts_t *ac = &m->acts[a];
         ac->ln1 = buf(m, N * C, &failed);
-        ac->rstd1 = buf(m, N, &failed);
+        ac->rstd1 = buf32(m, N, &failed);
         ac->q = buf(m, N * HD, &failed);
         ac->k = buf(m, N * KVD, &failed);
         ac->v = buf(m, N * KVD, &failed);
@@ -104,13 +119,13 @@ sharc_status_t llama_acts_create(llama_model_t *m)
         ac->atty = buf(m, N * HD, &failed);
         ac->x2 = buf(m, N * C, &failed);
         ac->ln2 = buf(m, N * C, &failed);
-        ac->rstd2 = buf(m, N, &failed);
+        ac->rstd2 = buf32(m, N, &failed);
         ac->g = buf(m, N * F, &failed);
         ac->u = buf(m, N * F, &failed);
         ac->h = buf(m, N * F, &failed);
     }
     m->hn = buf(m, N * C, &failed);
-    m->rstdf = buf(m, N, &failed);
+    m->rstdf = buf32(m, N, &failed);
     m->logits = buf(m, N * V, &failed);
     m->dres = buf(m, N * C, &failed);
     m->dln = buf(m, N * C, &failed);
@@ -123,18 +138,28 @@ sharc_status_t llama_acts_create(llama_model_t *m)
     m->dk = buf(m, N * KVD, &failed);
     m->dv = buf(m, N * KVD, &failed);
     m->dscores = buf(m, B * (size_t)c->n_kv_heads * T * T, &failed);
-    if (m->run.param_dtype != SHARC_DTYPE_F32) {
+    if (m->run.param_dtype != m->ops->act_dtype) {
         m->wbuf = buf(m, m->max_unit, &failed);
     }
     if (m->run.reduce_dtype != SHARC_DTYPE_F32) {
-        m->gbuf = buf(m, m->max_unit, &failed);
+        m->gbuf = buf32(m, m->max_unit, &failed);
     }
-    if (failed) {
-        llama_err("out of memory for the activations of batch %zu x %zu", B, T);
+    /* the tables are computed on the host and copied into the ops' memory */
+    size_t half = T * (size_t)c->head_dim / 2;
+    float *cos_t = failed ? NULL : malloc(2 * half * sizeof(float));
+    if (failed || cos_t == NULL) {
+        llama_err("out of %s memory for the activations of batch %zu x %zu (%s)",
+                  m->ops->memtype == SHARC_MEMTYPE_HOST ? "host" : "device", B, T,
+                  m->run.recompute ? "with --recompute already"
+                                   : "try --recompute, or a smaller batch");
+        free(cos_t);
         llama_acts_destroy(m);
         return SHARC_ERR_NOMEM;
     }
-    rope_tables(c, (int)T, m->rope_cos, m->rope_sin);
+    rope_tables(c, (int)T, cos_t, cos_t + half);
+    m->ops->to_device(m->rope_cos, cos_t, half * sizeof(float));
+    m->ops->to_device(m->rope_sin, cos_t + half, half * sizeof(float));
+    free(cos_t);
     return SHARC_OK;
 }
 

@@ -2,8 +2,8 @@
  * trainer/llama.h: the Llama 2/3 model of sharc-llama: its configuration (named configs, a
  * Hugging Face config.json), its parameters as sharc shard units (one unit per transformer
  * block, one for the embedding, one for the final norm and output head), and a training step
- * through the shard engine. The arithmetic is behind llama_ops_t (ops.h), so a CUDA
- * implementation can sit beside the CPU one.
+ * through the shard engine. The arithmetic is behind llama_ops_t (ops.h): f32 on the CPU, or
+ * f32 / bf16 on one GPU per rank with the engine in its CUDA mode (ops_cuda.h).
  */
 #ifndef SHARC_LLAMA_H
 #define SHARC_LLAMA_H
@@ -54,15 +54,24 @@ size_t llama_config_params_nonembed(const llama_config_t *cfg);
  */
 double llama_config_flops_per_token(const llama_config_t *cfg, int T);
 
+/** Where the model computes. */
+typedef enum {
+    LLAMA_DEVICE_CPU = 0, /**< the host's cores (BLAS, OpenMP threads), f32 */
+    LLAMA_DEVICE_CUDA,    /**< the GPU of the rank's local rank; shards and compute on it */
+} llama_device_t;
+
 /** How the model is sharded and computed. */
 typedef struct {
-    int batch;                  /**< B: sequences per micro-batch on this rank */
-    int seq;                    /**< T */
-    int recompute;              /**< recompute each block's activations in backward */
-    sharc_dtype_t param_dtype;  /**< f32 or bf16: the gathered parameters */
-    sharc_dtype_t reduce_dtype; /**< f32 or bf16: gradient reduction */
-    int shard_size;             /**< HSDP shard group size; 0: every rank */
-    int prefetch;               /**< units gathered ahead; 0: sharc's default */
+    int batch;                   /**< B: sequences per micro-batch on this rank */
+    int seq;                     /**< T */
+    int recompute;               /**< recompute each block's activations in backward */
+    sharc_dtype_t param_dtype;   /**< f32 or bf16: the gathered parameters */
+    sharc_dtype_t reduce_dtype;  /**< f32 or bf16: gradient reduction */
+    int shard_size;              /**< HSDP shard group size; 0: every rank */
+    int prefetch;                /**< units gathered ahead; 0: sharc's default */
+    llama_device_t device;       /**< CPU (0, the default) or CUDA */
+    sharc_dtype_t compute_dtype; /**< f32 (0, the default) or bf16 (CUDA): activations and
+                                      the products' inputs; products accumulate in f32 */
 } llama_run_t;
 
 /** Where parameters come from at creation. */
@@ -85,6 +94,8 @@ void llama_model_destroy(llama_model_t *model);
 
 sharc_shard_group_h llama_model_group(llama_model_t *model);
 const llama_config_t *llama_model_config(const llama_model_t *model);
+/** The ops table the model computes with (its memory is where the shards live). */
+const llama_ops_t *llama_model_ops(const llama_model_t *model);
 
 /**
  * One micro-batch: forward, loss, backward; gradients are reduced (or, with @p sync 0,

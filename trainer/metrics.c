@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <json.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -44,6 +45,20 @@ double llama_gemm_peak(const llama_ops_t *ops)
         ops->free(c);
     }
     return best;
+}
+
+double llama_peak_flops(const llama_ops_t *ops, char *what, size_t len)
+{
+    if (ops->peak_flops != NULL) {
+        return ops->peak_flops(what, len);
+    }
+    snprintf(what, len, "f32 GEMM rate measured at start");
+    return llama_gemm_peak(ops);
+}
+
+double llama_device_mem_mib(const llama_ops_t *ops)
+{
+    return ops->mem_used_mib != NULL ? ops->mem_used_mib() : 0.0;
 }
 
 double llama_peak_rss_mib(void)

@@ -1,6 +1,7 @@
 /*
- * trainer/metrics.h: what sharc-llama measures: the GEMM rate that MFU is taken against,
- * peak memory, and a JSONL log (one JSON object per line, written by rank 0).
+ * trainer/metrics.h: what sharc-llama measures: the peak rate that MFU is taken against (a
+ * measured GEMM rate, or a GPU's data-sheet peak), memory (host and device), and a JSONL log
+ * (one JSON object per line, written by rank 0).
  */
 #ifndef SHARC_LLAMA_METRICS_H
 #define SHARC_LLAMA_METRICS_H
@@ -13,6 +14,16 @@
 /** f32 GEMM rate of this process, in FLOP/s: the best of a few 1024^3 products through
  *  @p ops (its thread count already set). */
 double llama_gemm_peak(const llama_ops_t *ops);
+
+/**
+ * The peak FLOP/s a rank's MFU is taken against: the ops' own figure where they have one (a
+ * GPU's dense bf16 peak from its data sheet), else the GEMM rate measured through them;
+ * @p what (len bytes) says which.
+ */
+double llama_peak_flops(const llama_ops_t *ops, char *what, size_t len);
+
+/** Device memory in use under @p ops, in MiB; 0 for host ops (their RSS is the measure). */
+double llama_device_mem_mib(const llama_ops_t *ops);
 
 /** Peak resident memory of this process in MiB. */
 double llama_peak_rss_mib(void);

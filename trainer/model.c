@@ -3,9 +3,11 @@
  * 1..L the transformer blocks, unit L+1 the final norm with the output head; parameters carry
  * Hugging Face's names and shapes. Each rank sets only its own shard of every unit, from a
  * counter-based random initialisation or from a safetensors checkpoint, and the f32 masters
- * can be exported back to one. The forward and backward are in step.c.
+ * can be exported back to one. The forward and backward are in step.c. On CUDA the shards are
+ * device memory: initial values are put together on the host and copied over.
  */
 #include "model_int.h"
+#include "ops_cuda.h"
 #include "safetensors.h"
 #include "util.h"
 
@@ -77,12 +79,19 @@ typedef sharc_status_t (*fill_fn_t)(llama_model_t *m, int param, size_t start, s
 
 static sharc_status_t fill_owned(llama_model_t *m, fill_fn_t fill, void *arg)
 {
+    int host = m->ops->memtype == SHARC_MEMTYPE_HOST;
+
     for (int u = 0; u < m->nunits; u++) {
         sharc_shard_unit_info_t ui;
-        float *master;
+        float *shard, *master = NULL;
         sharc_status_t status = sharc_shard_unit_info(m->group, u, &ui);
         if (status == SHARC_OK) {
-            status = sharc_shard_local(m->group, u, &master, NULL, NULL);
+            status = sharc_shard_local(m->group, u, &shard, NULL, NULL);
+        }
+        if (status == SHARC_OK) {
+            /* device shards: this unit's is put together here (padding zero) and copied */
+            master = host ? shard : calloc(ui.shard_count ? ui.shard_count : 1, sizeof(float));
+            status = master != NULL ? SHARC_OK : SHARC_ERR_NOMEM;
         }
         if (status != SHARC_OK) {
             return status;
@@ -100,8 +109,17 @@ static sharc_status_t fill_owned(llama_model_t *m, fill_fn_t fill, void *arg)
             }
             status = fill(m, i, lo - pi.offset, hi - lo, master + (lo - ui.shard_offset), arg);
             if (status != SHARC_OK) {
-                return status;
+                break;
             }
+        }
+        if (!host) {
+            if (status == SHARC_OK) {
+                m->ops->to_device(shard, master, ui.shard_count * sizeof(float));
+            }
+            free(master);
+        }
+        if (status != SHARC_OK) {
+            return status;
         }
     }
     return SHARC_OK;
@@ -190,18 +208,16 @@ sharc_status_t llama_unit_weights(llama_model_t *m, int unit, float **w)
     if (status != SHARC_OK) {
         return status;
     }
-    if (m->run.param_dtype == SHARC_DTYPE_BF16) {
-        /* up-cast the gathered unit once; compute is f32 */
-        const uint16_t *b = base;
+    if (m->run.param_dtype != m->ops->act_dtype) {
+        /* cast the gathered unit once into the dtype the products read (bf16 gathers for
+         * f32 compute: up; f32 gathers for bf16 compute: down) */
         sharc_shard_unit_info_t ui;
         sharc_shard_unit_info(m->group, unit, &ui);
-        for (size_t i = 0; i < ui.count; i++) {
-            m->wbuf[i] = llama_bf16_to_f32(b[i]);
-        }
+        m->ops->cast(m->wbuf, m->ops->act_dtype, base, m->run.param_dtype, ui.count);
         base = m->wbuf;
     }
     for (int j = 0; j < n; j++) {
-        w[j] = (float *)base + (m->offsets[first + j] - m->offsets[first]);
+        w[j] = (float *)((char *)base + (m->offsets[first + j] - m->offsets[first]) * m->act_size);
     }
     return SHARC_OK;
 }
@@ -218,7 +234,7 @@ sharc_status_t llama_unit_grads(llama_model_t *m, int unit, float **g)
     if (m->run.reduce_dtype == SHARC_DTYPE_BF16) {
         sharc_shard_unit_info_t ui;
         sharc_shard_unit_info(m->group, unit, &ui);
-        m->ops->zero(m->gbuf, ui.count);
+        m->ops->zero(m->gbuf, ui.count * sizeof(float));
         base = m->gbuf;
     }
     for (int j = 0; j < n; j++) {
@@ -232,15 +248,13 @@ sharc_status_t llama_unit_grads_done(llama_model_t *m, int unit)
     if (m->run.reduce_dtype == SHARC_DTYPE_BF16) {
         /* the engine's bf16 buffer holds what earlier micro-batches left (zero at first) */
         sharc_shard_unit_info_t ui;
-        uint16_t *b;
-        sharc_status_t status = sharc_shard_grad_ptr(m->group, m->first[unit], (void **)&b);
+        void *b;
+        sharc_status_t status = sharc_shard_grad_ptr(m->group, m->first[unit], &b);
         if (status != SHARC_OK) {
             return status;
         }
         sharc_shard_unit_info(m->group, unit, &ui);
-        for (size_t i = 0; i < ui.count; i++) {
-            b[i] = llama_f32_to_bf16(llama_bf16_to_f32(b[i]) + m->gbuf[i]);
-        }
+        m->ops->acc(b, SHARC_DTYPE_BF16, m->gbuf, ui.count);
     }
     return SHARC_OK;
 }
@@ -268,7 +282,41 @@ static sharc_status_t check_run(const llama_config_t *cfg, const llama_run_t *ru
                   world);
         return SHARC_ERR_INVALID;
     }
+    if (run->device != LLAMA_DEVICE_CPU && run->device != LLAMA_DEVICE_CUDA) {
+        llama_err("unknown device %d", (int)run->device);
+        return SHARC_ERR_INVALID;
+    }
+    if (run->compute_dtype != SHARC_DTYPE_F32 &&
+        (run->compute_dtype != SHARC_DTYPE_BF16 || run->device != LLAMA_DEVICE_CUDA)) {
+        llama_err("compute dtype %s: the CPU computes in f32, CUDA in f32 or bf16",
+                  sharc_dtype_name(run->compute_dtype) ? sharc_dtype_name(run->compute_dtype)
+                                                       : "?");
+        return SHARC_ERR_INVALID;
+    }
     return SHARC_OK;
+}
+
+/* The ops table of run->device, and on CUDA the stream the engine is to follow. */
+static sharc_status_t open_ops(llama_model_t *m, sharc_comm_h comm, void **stream_p)
+{
+    *stream_p = NULL;
+    if (m->run.device == LLAMA_DEVICE_CPU) {
+        m->ops = &llama_ops_cpu;
+    } else {
+        sharc_status_t status = llama_cuda_open(comm, m->run.compute_dtype, &m->ops, stream_p);
+        if (status != SHARC_OK) {
+            return status;
+        }
+    }
+    m->act_size = sharc_dtype_size(m->ops->act_dtype);
+    return SHARC_OK;
+}
+
+static void close_ops(llama_model_t *m)
+{
+    if (m->run.device == LLAMA_DEVICE_CUDA && m->ops != NULL) {
+        llama_cuda_close();
+    }
 }
 
 sharc_status_t llama_model_create(sharc_comm_h comm, const llama_config_t *cfg,
@@ -280,6 +328,7 @@ sharc_status_t llama_model_create(sharc_comm_h comm, const llama_config_t *cfg,
     sharc_shard_params_t sp = {0};
     sharc_status_t status;
     int world = sharc_comm_size(comm);
+    void *stream;
 
     if (llama_config_check(cfg) != SHARC_OK || check_run(cfg, run, world) != SHARC_OK) {
         return SHARC_ERR_INVALID;
@@ -290,7 +339,6 @@ sharc_status_t llama_model_create(sharc_comm_h comm, const llama_config_t *cfg,
     }
     m->cfg = *cfg;
     m->run = *run;
-    m->ops = &llama_ops_cpu;
     m->comm = m->shard_comm = comm;
     m->rank = sharc_comm_rank(comm);
     m->world = world;
@@ -309,6 +357,10 @@ sharc_status_t llama_model_create(sharc_comm_h comm, const llama_config_t *cfg,
         goto err_free;
     }
     m->first[m->nunits] = m->nparams;
+    status = open_ops(m, comm, &stream);
+    if (status != SHARC_OK) {
+        goto err_free;
+    }
 
     sp.field_mask = SHARC_SHARD_PARAM_NUM_UNITS | SHARC_SHARD_PARAM_PARAM_DTYPE |
                     SHARC_SHARD_PARAM_REDUCE_DTYPE;
@@ -323,10 +375,16 @@ sharc_status_t llama_model_create(sharc_comm_h comm, const llama_config_t *cfg,
         sp.field_mask |= SHARC_SHARD_PARAM_PREFETCH;
         sp.prefetch = run->prefetch;
     }
+    if (m->ops->memtype == SHARC_MEMTYPE_CUDA) {
+        /* shards, states and gathers on the GPU, ordered with the compute by its stream */
+        sp.field_mask |= SHARC_SHARD_PARAM_MEMTYPE | SHARC_SHARD_PARAM_STREAM;
+        sp.memtype = SHARC_MEMTYPE_CUDA;
+        sp.stream = stream;
+    }
     status = sharc_shard_create(comm, params, m->nparams, &sp, &m->group);
     if (status != SHARC_OK) {
         llama_err("cannot create the shard group: %s", sharc_status_string(status));
-        goto err_free;
+        goto err_close_ops;
     }
     for (int u = 0; u < m->nunits; u++) {
         sharc_shard_unit_info_t ui;
@@ -381,6 +439,8 @@ err_split:
     }
 err_destroy_group:
     sharc_shard_destroy(m->group);
+err_close_ops:
+    close_ops(m);
 err_free:
     for (int i = 0; m->names != NULL && i < m->nparams; i++) {
         free(m->names[i]);
@@ -403,6 +463,7 @@ void llama_model_destroy(llama_model_t *m)
     if (m->shard_comm != m->comm) {
         sharc_comm_destroy(m->shard_comm);
     }
+    close_ops(m);
     for (int i = 0; i < m->nparams; i++) {
         free(m->names[i]);
     }
@@ -422,6 +483,11 @@ const llama_config_t *llama_model_config(const llama_model_t *m)
     return &m->cfg;
 }
 
+const llama_ops_t *llama_model_ops(const llama_model_t *m)
+{
+    return m->ops;
+}
+
 const char *llama_model_param_name(const llama_model_t *m, int index)
 {
     return index >= 0 && index < m->nparams ? m->names[index] : NULL;
@@ -431,21 +497,26 @@ const char *llama_model_param_name(const llama_model_t *m, int index)
 
 /*
  * Every unit's f32 masters are all-gathered over the shard group (the replicas hold the same
- * values), and rank 0 streams them into model.safetensors.
+ * values), and rank 0 streams them into model.safetensors. Device shards are copied to the
+ * host first: the gather is a host one.
  */
 sharc_status_t llama_model_export(llama_model_t *m, sharc_comm_h comm, const char *dir,
                                   sharc_dtype_t dtype)
 {
     llama_st_out_t *outs = calloc((size_t)m->nparams, sizeof(*outs));
     llama_st_writer_t *w = NULL;
-    float *full = malloc(m->max_padded * sizeof(float));
+    float *full = malloc(m->max_padded * sizeof(float)), *mine = NULL;
     char path[4096];
     sharc_status_t status = SHARC_OK;
     int writer = m->rank == 0;
 
-    if (outs == NULL || full == NULL) {
+    if (m->ops->memtype != SHARC_MEMTYPE_HOST) {
+        mine = malloc(m->max_padded * sizeof(float));
+    }
+    if (outs == NULL || full == NULL || (m->ops->memtype != SHARC_MEMTYPE_HOST && mine == NULL)) {
         free(outs);
         free(full);
+        free(mine);
         return SHARC_ERR_NOMEM;
     }
     if (writer) {
@@ -472,6 +543,12 @@ sharc_status_t llama_model_export(llama_model_t *m, sharc_comm_h comm, const cha
         float *master;
         sharc_shard_unit_info(m->group, u, &ui);
         sharc_shard_local(m->group, u, &master, NULL, NULL);
+        if (mine != NULL) {
+            /* a failed copy still takes part in the gather, so no peer waits for this rank */
+            sharc_status_t hs = m->ops->to_host(mine, master, ui.shard_count * sizeof(float));
+            status = status == SHARC_OK ? hs : status;
+            master = mine;
+        }
         sharc_status_t cs =
             sharc_allgather(master, full, ui.shard_count, SHARC_DTYPE_F32, m->shard_comm, NULL);
         if (cs != SHARC_OK) {
@@ -495,6 +572,7 @@ sharc_status_t llama_model_export(llama_model_t *m, sharc_comm_h comm, const cha
     }
     free(outs);
     free(full);
+    free(mine);
     /* rank 0's outcome is everyone's */
     int ok = status == SHARC_OK, all_ok = 0;
     if (sharc_allreduce(&ok, &all_ok, 1, SHARC_DTYPE_I32, SHARC_OP_MIN, comm, NULL) != SHARC_OK) {

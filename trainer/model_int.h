@@ -25,7 +25,12 @@ enum { LLAMA_W_NORM, LLAMA_W_OUT, LLAMA_W_HEAD };
 
 #define LLAMA_MAX_UNIT_PARAMS LLAMA_W_BLOCK
 
-/* One block's activations for backward (N = B*T rows). */
+/*
+ * One block's activations for backward (N = B*T rows). Every buffer of the model is the ops
+ * table's memory (host or device) and holds elements of its act_dtype (f32 on the CPU, f32 or
+ * bf16 on CUDA: ops.h), except the rstd rows, the rope tables, gbuf and loss, which are f32
+ * (f64 for loss) whatever it computes in.
+ */
 typedef struct {
     const float *x; /* (N,C) block input: the residual stream */
     float *ln1;     /* (N,C) */
@@ -45,6 +50,7 @@ struct llama_model {
     llama_config_t cfg;
     llama_run_t run;
     const llama_ops_t *ops;
+    size_t act_size;         /* bytes of one element of ops->act_dtype */
     sharc_comm_h comm;       /* the caller's */
     sharc_comm_h shard_comm; /* ranks of this rank's shard group (HSDP); comm without */
     sharc_shard_group_h group;
@@ -53,12 +59,13 @@ struct llama_model {
     size_t *offsets; /* [nparams] element offset in the unit */
     int *first;      /* [nunits] first parameter of each unit */
 
-    float *wbuf;       /* f32 copy of one gathered unit when params are bf16 */
+    float *wbuf;       /* one gathered unit cast to act_dtype when the param dtype differs */
     float *gbuf;       /* f32 gradients of one unit when reduction is bf16 */
     size_t max_unit;   /* most elements of a unit */
     size_t max_padded; /* most elements of a unit's unsharded buffer */
 
-    float *rope_cos, *rope_sin; /* (T, hd/2) */
+    float *rope_cos, *rope_sin; /* (T, hd/2), f32 */
+    double *loss;               /* (1) the micro-batch's summed loss, f64 */
     float **xs;         /* [L+1] (N,C) residual stream into each block, and out of the last */
     llama_acts_t *acts; /* [L], or [1] with recomputation */
     /* the head: */

@@ -3,9 +3,11 @@
  * products are split over them in slices, each a single-threaded BLAS call (cblas_sgemm);
  * attention runs its (batch, head) pairs on them at once, each as small products; the row and
  * element loops are split over the same threads. Built without OpenMP, BLAS threads the
- * products itself and the loops run on one thread. Shapes are in ops.h.
+ * products itself and the loops run on one thread. Shapes are in ops.h; every buffer is f32
+ * host memory, and the optimizer's loops are here too (optim.c drives them).
  */
 #include "ops.h"
+#include "util.h"
 
 #include <cblas.h>
 #include <math.h>
@@ -48,9 +50,64 @@ static void cpu_free(void *ptr)
     free(ptr);
 }
 
-static void cpu_zero(float *x, size_t n)
+static void cpu_zero(void *x, size_t bytes)
 {
-    memset(x, 0, n * sizeof(*x));
+    memset(x, 0, bytes);
+}
+
+static void cpu_to_device(void *dst, const void *src, size_t bytes)
+{
+    memcpy(dst, src, bytes);
+}
+
+static sharc_status_t cpu_to_host(void *dst, const void *src, size_t bytes)
+{
+    memcpy(dst, src, bytes);
+    return SHARC_OK;
+}
+
+/* f32 and bf16 only (ops.h); the CPU computes in f32, so it casts weights up, gradients down */
+static void cpu_cast(void *dst, sharc_dtype_t dst_dtype, const void *src, sharc_dtype_t src_dtype,
+                     size_t n)
+{
+    if (dst_dtype == src_dtype) {
+        memcpy(dst, src, n * sharc_dtype_size(dst_dtype));
+    } else if (dst_dtype == SHARC_DTYPE_F32) {
+        const uint16_t *s = src;
+        float *d = dst;
+        for (size_t i = 0; i < n; i++) {
+            d[i] = llama_bf16_to_f32(s[i]);
+        }
+    } else {
+        const float *s = src;
+        uint16_t *d = dst;
+        for (size_t i = 0; i < n; i++) {
+            d[i] = llama_f32_to_bf16(s[i]);
+        }
+    }
+}
+
+static void cpu_acc(void *dst, sharc_dtype_t dst_dtype, const float *src, size_t n)
+{
+    if (dst_dtype == SHARC_DTYPE_F32) {
+        float *d = dst;
+        for (size_t i = 0; i < n; i++) {
+            d[i] += src[i];
+        }
+    } else {
+        uint16_t *d = dst;
+        for (size_t i = 0; i < n; i++) {
+            d[i] = llama_f32_to_bf16(llama_bf16_to_f32(d[i]) + src[i]);
+        }
+    }
+}
+
+static sharc_status_t cpu_wait(sharc_request_h req)
+{
+    sharc_status_t status = sharc_request_wait(req);
+
+    sharc_request_free(req);
+    return status;
 }
 
 /*
@@ -330,8 +387,8 @@ static void cpu_embed_bwd(float *dtable, const float *dx, const int32_t *tokens,
     }
 }
 
-static double cpu_xent(float *dlogits, const float *logits, const int32_t *targets, int N, int V,
-                       float dscale)
+static void cpu_xent(float *dlogits, const float *logits, const int32_t *targets, int N, int V,
+                     float dscale, double *loss)
 {
     double total = 0.0;
 
@@ -365,7 +422,7 @@ static double cpu_xent(float *dlogits, const float *logits, const int32_t *targe
         }
         total += (double)mx + log(sum) - (double)lt;
     }
-    return total;
+    *loss += total;
 }
 
 static void cpu_add(float *y, const float *a, const float *b, size_t n)
@@ -376,12 +433,49 @@ static void cpu_add(float *y, const float *a, const float *b, size_t n)
     }
 }
 
+/* one pass in f64, in order: the same sum on every run and thread count */
+static void cpu_sumsq(double *acc, const float *x, size_t n)
+{
+    double s = *acc;
+
+    for (size_t i = 0; i < n; i++) {
+        s += (double)x[i] * x[i];
+    }
+    *acc = s;
+}
+
+static void cpu_adamw(const llama_adamw_t *a, float *p, const float *g, float *m, float *v,
+                      size_t n, const double *sumsq)
+{
+    float clip = llama_clip_factor(*sumsq, a->replicas, a->grad_clip);
+
+    for (int r = 0; r < a->nranges; r++) {
+        for (size_t i = a->start[r]; i < a->start[r] + a->count[r]; i++) {
+            p[i] *= a->keep;
+        }
+    }
+#pragma omp parallel for num_threads(cpu_threads) schedule(static) if (n >= PAR_MIN)
+    for (size_t i = 0; i < n; i++) {
+        float gi = g[i] * clip;
+        m[i] = a->beta1 * m[i] + (1.0f - a->beta1) * gi;
+        v[i] = a->beta2 * v[i] + (1.0f - a->beta2) * gi * gi;
+        p[i] -= a->step_size * m[i] / (sqrtf(v[i]) / a->bc2_sqrt + a->eps);
+    }
+}
+
 const llama_ops_t llama_ops_cpu = {
     .name = "cpu",
+    .act_dtype = SHARC_DTYPE_F32,
+    .memtype = SHARC_MEMTYPE_HOST,
     .set_threads = cpu_set_threads,
     .alloc = cpu_alloc,
     .free = cpu_free,
     .zero = cpu_zero,
+    .to_device = cpu_to_device,
+    .to_host = cpu_to_host,
+    .cast = cpu_cast,
+    .acc = cpu_acc,
+    .wait = cpu_wait,
     .matmul_fwd = cpu_matmul_fwd,
     .matmul_bwd = cpu_matmul_bwd,
     .rmsnorm_fwd = cpu_rmsnorm_fwd,
@@ -396,4 +490,6 @@ const llama_ops_t llama_ops_cpu = {
     .embed_bwd = cpu_embed_bwd,
     .xent = cpu_xent,
     .add = cpu_add,
+    .sumsq = cpu_sumsq,
+    .adamw = cpu_adamw,
 };

@@ -1,7 +1,8 @@
 /*
  * trainer/optim.c: AdamW over the local shards, as torch.optim.AdamW computes it (decoupled
  * weight decay, bias-corrected moments), with clipping by the norm of the whole model's
- * gradient, which every rank learns from one all-reduce of its shards' squared sums.
+ * gradient, which every rank learns from one all-reduce of its shards' squared sums. The
+ * loops are the ops table's (ops_cpu.c, or kernels on the GPU's stream for CUDA shards).
  */
 #include "optim.h"
 #include "model_int.h"
@@ -14,6 +15,9 @@ typedef struct {
     size_t start, count; /* elements of the shard that get weight decay */
 } decay_range_t;
 
+_Static_assert(LLAMA_MAX_UNIT_PARAMS <= LLAMA_ADAMW_MAX_RANGES,
+               "a unit's matrices fit the AdamW's ranges");
+
 struct llama_optim {
     llama_model_t *m;
     llama_optim_cfg_t cfg;
@@ -21,6 +25,7 @@ struct llama_optim {
     decay_range_t *ranges;   /* per unit, at most LLAMA_MAX_UNIT_PARAMS */
     int *nranges;
     int replicas; /* HSDP replicas: each holds the same gradient shards */
+    double *sums; /* (2) the ops' memory: the sum of squares, this rank's and all-reduced */
 };
 
 sharc_status_t llama_optim_create(llama_model_t *m, const llama_optim_cfg_t *cfg,
@@ -37,7 +42,8 @@ sharc_status_t llama_optim_create(llama_model_t *m, const llama_optim_cfg_t *cfg
     o->replicas = m->run.shard_size > 0 ? m->world / m->run.shard_size : 1;
     o->ranges = calloc((size_t)m->nunits * LLAMA_MAX_UNIT_PARAMS, sizeof(*o->ranges));
     o->nranges = calloc((size_t)m->nunits, sizeof(*o->nranges));
-    if (o->ranges == NULL || o->nranges == NULL) {
+    o->sums = m->ops->alloc(2 * sizeof(double));
+    if (o->ranges == NULL || o->nranges == NULL || o->sums == NULL) {
         status = SHARC_ERR_NOMEM;
         goto err;
     }
@@ -80,6 +86,9 @@ void llama_optim_destroy(llama_optim_t *o)
     }
     free(o->ranges);
     free(o->nranges);
+    if (o->sums != NULL) {
+        o->m->ops->free(o->sums);
+    }
     free(o);
 }
 
@@ -99,31 +108,37 @@ float llama_optim_lr(const llama_optim_cfg_t *c, int step)
 sharc_status_t llama_optim_step(llama_optim_t *o, int step, float *grad_norm_p, float *lr_p)
 {
     llama_model_t *m = o->m;
+    const llama_ops_t *op = m->ops;
     const llama_optim_cfg_t *c = &o->cfg;
-    double local = 0.0, total = 0.0;
+    double *sums = o->sums, total = 0.0; /* [0] this rank's sum of squares, [1] everyone's */
+    sharc_request_h req;
     sharc_status_t status;
 
+    /* the norm's sum and the update stay in the ops' memory (on CUDA nothing here waits for
+     * the device) until the norm is read back for the log at the end */
+    op->zero(sums, 2 * sizeof(double));
     for (int u = 0; u < m->nunits; u++) {
         float *grad;
         size_t n;
         sharc_shard_local(m->group, u, NULL, &grad, &n);
-        for (size_t i = 0; i < n; i++) {
-            local += (double)grad[i] * grad[i];
-        }
+        op->sumsq(&sums[0], grad, n);
     }
-    status = sharc_allreduce(&local, &total, 1, SHARC_DTYPE_F64, SHARC_OP_SUM, m->comm, NULL);
+    status = sharc_allreduce(&sums[0], &sums[1], 1, SHARC_DTYPE_F64, SHARC_OP_SUM, m->comm, &req);
+    if (status == SHARC_OK) {
+        status = op->wait(req);
+    }
     if (status != SHARC_OK) {
         return status;
     }
-    float norm = (float)sqrt(total / o->replicas);
-    float clip = 1.0f;
-    if (c->grad_clip > 0 && norm > c->grad_clip) {
-        clip = c->grad_clip / (norm + 1e-6f); /* torch.nn.utils.clip_grad_norm_'s rule */
-    }
     float lr = llama_optim_lr(c, step);
-    float bc1 = 1.0f - powf(c->beta1, (float)(step + 1));
-    float bc2 = 1.0f - powf(c->beta2, (float)(step + 1));
-    float step_size = lr / bc1, bc2_sqrt = sqrtf(bc2);
+    llama_adamw_t a = {.beta1 = c->beta1,
+                       .beta2 = c->beta2,
+                       .eps = c->eps,
+                       .keep = 1.0f - lr * c->weight_decay,
+                       .step_size = lr / (1.0f - powf(c->beta1, (float)(step + 1))),
+                       .bc2_sqrt = sqrtf(1.0f - powf(c->beta2, (float)(step + 1))),
+                       .grad_clip = c->grad_clip,
+                       .replicas = o->replicas};
 
     for (int u = 0; u < m->nunits; u++) {
         float *p, *g, *mo, *v;
@@ -131,21 +146,18 @@ sharc_status_t llama_optim_step(llama_optim_t *o, int step, float *grad_norm_p, 
         sharc_shard_local(m->group, u, &p, &g, &n);
         sharc_shard_state_ptr(m->group, o->exp_avg, u, &mo);
         sharc_shard_state_ptr(m->group, o->exp_avg_sq, u, &v);
-        for (int r = 0; r < o->nranges[u]; r++) {
-            const decay_range_t *dr = &o->ranges[u * LLAMA_MAX_UNIT_PARAMS + r];
-            float keep = 1.0f - lr * c->weight_decay;
-            for (size_t i = dr->start; i < dr->start + dr->count; i++) {
-                p[i] *= keep;
-            }
+        a.nranges = o->nranges[u];
+        for (int r = 0; r < a.nranges; r++) {
+            a.start[r] = o->ranges[u * LLAMA_MAX_UNIT_PARAMS + r].start;
+            a.count[r] = o->ranges[u * LLAMA_MAX_UNIT_PARAMS + r].count;
         }
-        for (size_t i = 0; i < n; i++) {
-            float gi = g[i] * clip;
-            mo[i] = c->beta1 * mo[i] + (1.0f - c->beta1) * gi;
-            v[i] = c->beta2 * v[i] + (1.0f - c->beta2) * gi * gi;
-            p[i] -= step_size * mo[i] / (sqrtf(v[i]) / bc2_sqrt + c->eps);
-        }
+        op->adamw(&a, p, g, mo, v, n, &sums[1]);
     }
-    *grad_norm_p = norm;
+    status = op->to_host(&total, &sums[1], sizeof(total));
+    if (status != SHARC_OK) {
+        return status;
+    }
+    *grad_norm_p = (float)sqrt(total / o->replicas);
     *lr_p = lr;
     return SHARC_OK;
 }

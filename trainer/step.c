@@ -4,6 +4,8 @@
  * backward in reverse, each block's backward beside its forward. Every unit is gathered by
  * the engine before its compute (prefetched along the recorded schedule) and its gradients
  * are reduce-scattered right after its backward, while the next block's backward computes.
+ * All of it is queued through the ops table; on CUDA the one wait for the device is the
+ * loss's read-back at the end.
  * Shapes: B batch, T sequence, C dim, H/KV heads, hd head dim, F ffn dim, V vocab, N = B*T.
  */
 #include "model_int.h"
@@ -72,9 +74,10 @@ static void block_backward(llama_model_t *m, float *const *w, float *const *g,
 
 /* ---- the head: final norm, output projection, cross-entropy ------------------------------- */
 
-/* loss sum over N tokens; logits (N,V) become their gradient (scaled by dscale) when training */
-static double head_forward(llama_model_t *m, float *const *w, const int32_t *targets, int train,
-                           float dscale)
+/* m->loss += the loss sum over N tokens; logits (N,V) become their gradient (scaled by dscale)
+ * when training */
+static void head_forward(llama_model_t *m, float *const *w, const int32_t *targets, int train,
+                         float dscale)
 {
     const llama_config_t *c = &m->cfg;
     int N = m->run.batch * m->run.seq, C = c->dim, V = c->vocab;
@@ -82,7 +85,7 @@ static double head_forward(llama_model_t *m, float *const *w, const int32_t *tar
     m->ops->rmsnorm_fwd(m->hn, m->rstdf, m->xs[c->n_layers], w[LLAMA_W_NORM], N, C,
                         (float)c->norm_eps);                       /* (N,C) */
     m->ops->matmul_fwd(m->logits, m->hn, w[LLAMA_W_OUT], N, C, V); /* (N,V) */
-    return m->ops->xent(train ? m->logits : NULL, m->logits, targets, N, V, dscale);
+    m->ops->xent(train ? m->logits : NULL, m->logits, targets, N, V, dscale, m->loss);
 }
 
 /* m->dres (N,C) = the gradient at the last block's output */
@@ -92,7 +95,7 @@ static void head_backward(llama_model_t *m, float *const *w, float *const *g)
     int N = m->run.batch * m->run.seq, C = c->dim, V = c->vocab;
 
     m->ops->matmul_bwd(m->dln, g[LLAMA_W_OUT], m->logits, m->hn, w[LLAMA_W_OUT], N, C, V, 0);
-    m->ops->zero(m->dres, (size_t)N * C);
+    m->ops->zero(m->dres, (size_t)N * C * m->act_size);
     m->ops->rmsnorm_bwd(m->dres, g[LLAMA_W_NORM], m->dln, m->xs[c->n_layers], w[LLAMA_W_NORM],
                         m->rstdf, N, C);
 }
@@ -135,6 +138,7 @@ sharc_status_t llama_model_step(llama_model_t *m, const int32_t *tokens, const i
 
     STEP_CHECK(check_tokens(m, tokens, targets));
     STEP_CHECK(sharc_shard_set_sync(sg, sync));
+    m->ops->zero(m->loss, sizeof(double));
 
     /* forward */
     STEP_CHECK(sharc_shard_forward_begin(sg, 0));
@@ -149,7 +153,7 @@ sharc_status_t llama_model_step(llama_model_t *m, const int32_t *tokens, const i
     }
     STEP_CHECK(sharc_shard_forward_begin(sg, head));
     STEP_CHECK(llama_unit_weights(m, head, w));
-    loss = head_forward(m, w, targets, 1, grad_scale / (float)N);
+    head_forward(m, w, targets, 1, grad_scale / (float)N);
     STEP_CHECK(sharc_shard_forward_end(sg, head));
 
     /* backward */
@@ -178,6 +182,9 @@ sharc_status_t llama_model_step(llama_model_t *m, const int32_t *tokens, const i
     STEP_CHECK(llama_unit_grads_done(m, 0));
     STEP_CHECK(sharc_shard_backward_end(sg, 0));
 
+    /* the loss for the log: on CUDA this waits for the micro-batch's compute (not for its
+     * reductions, which the engine's streams carry on) */
+    STEP_CHECK(m->ops->to_host(&loss, m->loss, sizeof(loss)));
     *loss_p = (float)(loss / N);
     return SHARC_OK;
 }
@@ -203,6 +210,7 @@ sharc_status_t llama_model_eval(llama_model_t *m, const int32_t *tokens, const i
     double loss;
 
     STEP_CHECK(check_tokens(m, tokens, targets));
+    m->ops->zero(m->loss, sizeof(double));
     STEP_CHECK(eval_unit(m, 0, w));
     m->ops->embed_fwd(m->xs[0], tokens, w[0], N, c->dim);
     STEP_CHECK(sharc_shard_reshard(m->group, 0));
@@ -212,11 +220,23 @@ sharc_status_t llama_model_eval(llama_model_t *m, const int32_t *tokens, const i
         STEP_CHECK(sharc_shard_reshard(m->group, 1 + l));
     }
     STEP_CHECK(eval_unit(m, head, w));
-    loss = head_forward(m, w, targets, 0, 0.0f);
+    head_forward(m, w, targets, 0, 0.0f);
     STEP_CHECK(sharc_shard_reshard(m->group, head));
     if (logits != NULL) {
-        memcpy(logits, m->logits, (size_t)N * c->vocab * sizeof(float));
+        /* f32 on the host whatever the act dtype: cast in the ops' memory, then copied */
+        size_t n = (size_t)N * c->vocab;
+        float *f = m->ops->alloc(n * sizeof(float));
+        if (f == NULL) {
+            return SHARC_ERR_NOMEM;
+        }
+        m->ops->cast(f, SHARC_DTYPE_F32, m->logits, m->ops->act_dtype, n);
+        status = m->ops->to_host(logits, f, n * sizeof(float));
+        m->ops->free(f);
+        if (status != SHARC_OK) {
+            return status;
+        }
     }
+    STEP_CHECK(m->ops->to_host(&loss, m->loss, sizeof(loss)));
     *loss_p = (float)(loss / N);
     return SHARC_OK;
 }

@@ -3,7 +3,7 @@
  * named config (or a Hugging Face checkpoint) on token files with every rank of the job, the
  * model sharded by sharc's shard engine; `configs` lists the named configs and `flops`
  * accounts FLOPs and memory for one. Launch it with mpirun, torchrun-style variables or srun
- * like any sharc program.
+ * like any sharc program. --device cuda computes on the GPU of each rank's local rank.
  */
 #define _GNU_SOURCE /* sched_getaffinity */
 #include "data.h"
@@ -80,7 +80,13 @@ static void usage(FILE *f)
             "  --export DIR         write a Hugging Face checkpoint at the end\n"
             "  --export-dtype D     f32 or bf16 (default f32)\n"
             "  --threads N          compute threads per rank (default: cores / ranks on the node)\n"
-            "  --peak-gflops X      peak per rank for MFU (default: a GEMM measured at start)\n");
+            "  --peak-gflops X      peak per rank for MFU (default: a GEMM measured at start;\n"
+            "                       on a GPU its dense bf16 peak, known from its name)\n"
+            "  --peak-tflops X      the same in TFLOP/s\n"
+            "device:\n"
+            "  --device D           cpu (default) or cuda: one GPU per rank, the local rank's\n"
+            "  --compute-dtype D    f32 or bf16 (cuda only): activations and products (default\n"
+            "                       f32 on the cpu, bf16 on cuda; --param-dtype defaults to it)\n");
 }
 
 enum {
@@ -120,6 +126,9 @@ enum {
     O_EXPDT,
     O_THREADS,
     O_PEAK,
+    O_PEAKT,
+    O_DEVICE,
+    O_CDT,
     O_RANKS,
     O_HELP
 };
@@ -161,6 +170,9 @@ static const struct option long_opts[] = {
     {"export-dtype", 1, 0, O_EXPDT},
     {"threads", 1, 0, O_THREADS},
     {"peak-gflops", 1, 0, O_PEAK},
+    {"peak-tflops", 1, 0, O_PEAKT},
+    {"device", 1, 0, O_DEVICE},
+    {"compute-dtype", 1, 0, O_CDT},
     {"ranks", 1, 0, O_RANKS},
     {"help", 0, 0, O_HELP},
     {0, 0, 0, 0},
@@ -215,7 +227,8 @@ static int parse_opts(int argc, char **argv, opts_t *o, int *ranks)
     memset(o, 0, sizeof(*o));
     o->config = "15m";
     o->run.batch = 8;
-    o->run.param_dtype = o->run.reduce_dtype = SHARC_DTYPE_F32;
+    o->run.reduce_dtype = SHARC_DTYPE_F32;
+    o->run.param_dtype = o->run.compute_dtype = SHARC_DTYPE_LAST; /* defaults follow --device */
     o->accum = 1;
     o->steps = 100;
     o->optim = (llama_optim_cfg_t){.lr = 1e-3f,
@@ -295,6 +308,18 @@ static int parse_opts(int argc, char **argv, opts_t *o, int *ranks)
             o->optim.grad_clip = (float)d;
             break;
         case O_PEAK: bad = parse_num(name, optarg, 0, &o->peak_gflops); break;
+        case O_PEAKT:
+            bad = parse_num(name, optarg, 0, &d);
+            o->peak_gflops = d * 1e3;
+            break;
+        case O_DEVICE:
+            bad = strcmp(optarg, "cpu") != 0 && strcmp(optarg, "cuda") != 0;
+            o->run.device = strcmp(optarg, "cuda") == 0 ? LLAMA_DEVICE_CUDA : LLAMA_DEVICE_CPU;
+            if (bad) {
+                llama_err("--device: '%s' is not cpu or cuda", optarg);
+            }
+            break;
+        case O_CDT: bad = parse_dtype(name, optarg, &o->run.compute_dtype); break;
         case O_PDT: bad = parse_dtype(name, optarg, &o->run.param_dtype); break;
         case O_RDT: bad = parse_dtype(name, optarg, &o->run.reduce_dtype); break;
         case O_EXPDT: bad = parse_dtype(name, optarg, &o->export_dtype); break;
@@ -313,6 +338,18 @@ static int parse_opts(int argc, char **argv, opts_t *o, int *ranks)
     if (o->optim.beta1 >= 1.0f || o->optim.beta2 >= 1.0f) {
         llama_err("--beta1 and --beta2 must be below 1");
         return -1;
+    }
+    if (o->run.compute_dtype == SHARC_DTYPE_LAST) {
+        o->run.compute_dtype =
+            o->run.device == LLAMA_DEVICE_CUDA ? SHARC_DTYPE_BF16 : SHARC_DTYPE_F32;
+    }
+    if (o->run.compute_dtype != SHARC_DTYPE_F32 && o->run.device != LLAMA_DEVICE_CUDA) {
+        llama_err("--compute-dtype %s needs --device cuda (the CPU computes in f32)",
+                  sharc_dtype_name(o->run.compute_dtype));
+        return -1;
+    }
+    if (o->run.param_dtype == SHARC_DTYPE_LAST) {
+        o->run.param_dtype = o->run.compute_dtype;
     }
     o->optim.steps = o->steps;
     if (o->stop_at == 0 || o->stop_at > o->steps) {
@@ -442,8 +479,10 @@ typedef struct {
     step_time_t *times; /* [steps] */
     int nsteps;
     uint64_t start_step;
-    double peak; /* GEMM FLOP/s per rank, for MFU */
-    double fpt;  /* FLOPs per token of a training step */
+    double peak; /* FLOP/s per rank, for MFU */
+    char peak_what[320];
+    double fpt;          /* FLOPs per token of a training step */
+    double dev_peak_mib; /* most device memory in use at a step's end (GPU) */
     float val_loss;
     double final_loss; /* the last step's loss, averaged over the ranks */
 } train_t;
@@ -509,7 +548,6 @@ static sharc_status_t train_setup(train_t *t)
 
     t->threads = compute_threads(o, t->comm);
     llama_ops_cpu.set_threads(t->threads);
-    t->peak = o->peak_gflops > 0 ? o->peak_gflops * 1e9 : llama_gemm_peak(&llama_ops_cpu);
     t->fpt = llama_config_flops_per_token(&t->cfg, t->run.seq);
     t->N = (size_t)t->run.batch * t->run.seq;
     t->x = malloc(t->N * sizeof(*t->x));
@@ -525,6 +563,10 @@ static sharc_status_t train_setup(train_t *t)
         return status;
     }
     t->sg = llama_model_group(t->model);
+    snprintf(t->peak_what, sizeof(t->peak_what), "--peak-gflops");
+    t->peak = o->peak_gflops > 0
+                  ? o->peak_gflops * 1e9
+                  : llama_peak_flops(llama_model_ops(t->model), t->peak_what, sizeof(t->peak_what));
     status = llama_optim_create(t->model, &o->optim, &t->optim);
     if (status == SHARC_OK && o->resume_dir != NULL) {
         status = sharc_shard_load(t->sg, o->resume_dir, &t->start_step);
@@ -545,12 +587,18 @@ static void train_log_start(const train_t *t)
     const llama_run_t *run = &t->run;
 
     llama_info("sharc-llama: %s, %.2fM params, %d ranks x batch %d x seq %d x accum %d = %zu "
-               "tokens/step; params %s, reduce %s%s%s; %d compute thread(s)/rank, GEMM peak %.1f "
-               "GFLOP/s/rank",
+               "tokens/step; params %s, reduce %s%s%s",
                cfg->name, (double)llama_config_params(cfg) / 1e6, t->world, run->batch, run->seq,
                o->accum, t->N * o->accum * t->world, sharc_dtype_name(run->param_dtype),
                sharc_dtype_name(run->reduce_dtype), run->recompute ? ", recompute" : "",
-               run->shard_size > 0 ? ", HSDP" : "", t->threads, t->peak / 1e9);
+               run->shard_size > 0 ? ", HSDP" : "");
+    if (run->device == LLAMA_DEVICE_CUDA) {
+        llama_info("compute: cuda, %s; MFU against %.1f TFLOP/s/rank (%s)",
+                   sharc_dtype_name(run->compute_dtype), t->peak / 1e12, t->peak_what);
+    } else {
+        llama_info("compute: cpu, f32, %d thread(s)/rank; MFU against %.1f GFLOP/s/rank (%s)",
+                   t->threads, t->peak / 1e9, t->peak_what);
+    }
     if (t->start_step > 0) {
         llama_info("resumed from %s at step %llu", o->resume_dir,
                    (unsigned long long)t->start_step);
@@ -565,6 +613,9 @@ static void train_log_start(const train_t *t)
     llama_jsonl_int(t->log, "threads", t->threads);
     llama_jsonl_str(t->log, "config", cfg->name);
     llama_jsonl_num(t->log, "gemm_peak_gflops", t->peak / 1e9);
+    llama_jsonl_str(t->log, "device", run->device == LLAMA_DEVICE_CUDA ? "cuda" : "cpu");
+    llama_jsonl_str(t->log, "compute_dtype", sharc_dtype_name(run->compute_dtype));
+    llama_jsonl_str(t->log, "peak_source", t->peak_what);
     llama_jsonl_end(t->log);
 }
 
@@ -604,7 +655,9 @@ static void train_log_step(train_t *t, int step, const step_time_t *tm, double m
     double tps_rank = tm->tokens_per_s / t->world;
     double mfu = t->peak > 0 ? t->fpt * tps_rank / t->peak : 0;
     double compute_s = tm->step_s - tm->data_s - tm->exposed_s;
+    double dev_mib = llama_device_mem_mib(llama_model_ops(t->model));
 
+    t->dev_peak_mib = dev_mib > t->dev_peak_mib ? dev_mib : t->dev_peak_mib;
     if ((step + 1) % o->print_every == 0 || step == (int)t->start_step || step + 1 == o->steps) {
         llama_info("step %5d/%d | loss %.4f | lr %.2e | norm %.3f | %.0f tok/s (%.0f/rank) | "
                    "mfu %.1f%% | %.3f s: compute %.3f, exposed comm %.3f, data %.3f",
@@ -626,6 +679,9 @@ static void train_log_step(train_t *t, int step, const step_time_t *tm, double m
     llama_jsonl_num(t->log, "data_s", tm->data_s);
     llama_jsonl_num(t->log, "optim_s", tm->opt_s);
     llama_jsonl_num(t->log, "peak_rss_mib", llama_peak_rss_mib());
+    if (t->run.device == LLAMA_DEVICE_CUDA) {
+        llama_jsonl_num(t->log, "gpu_mem_mib", dev_mib);
+    }
     llama_jsonl_end(t->log);
 }
 
@@ -706,6 +762,7 @@ static sharc_status_t train_summary(train_t *t)
 {
     int skip = t->nsteps > 4 ? 2 : 0, n = t->nsteps - skip, world = t->world;
     double *v = malloc(sizeof(double) * (size_t)n * 5), rss = llama_peak_rss_mib(), rss_max;
+    double dev_max = 0.0;
 
     if (v == NULL) {
         return SHARC_ERR_NOMEM;
@@ -725,9 +782,14 @@ static sharc_status_t train_summary(train_t *t)
     double mfu = t->peak > 0 ? t->fpt * tps / world / t->peak : 0;
     free(v);
     sharc_allreduce(&rss, &rss_max, 1, SHARC_DTYPE_F64, SHARC_OP_MAX, t->comm, NULL);
+    sharc_allreduce(&t->dev_peak_mib, &dev_max, 1, SHARC_DTYPE_F64, SHARC_OP_MAX, t->comm, NULL);
     llama_info("summary: %d ranks | %.0f tok/s (%.0f/rank) | step %.3f s | exposed comm "
                "%.1f%% | mfu %.1f%% | peak rss %.0f MiB/rank | final loss %.4f",
                world, tps, tps / world, step_s, 100.0 * share, 100.0 * mfu, rss_max, t->final_loss);
+    if (t->run.device == LLAMA_DEVICE_CUDA) {
+        llama_info("summary: peak GPU memory %.0f MiB/rank (device memory in use at a step's end)",
+                   dev_max);
+    }
     if (t->val_loss >= 0) {
         llama_info("summary: val loss %.4f", (double)t->val_loss);
     }
@@ -742,6 +804,9 @@ static sharc_status_t train_summary(train_t *t)
     llama_jsonl_num(t->log, "mfu", mfu);
     llama_jsonl_num(t->log, "gemm_peak_gflops", t->peak / 1e9);
     llama_jsonl_num(t->log, "peak_rss_mib", rss_max);
+    if (t->run.device == LLAMA_DEVICE_CUDA) {
+        llama_jsonl_num(t->log, "peak_gpu_mem_mib", dev_max);
+    }
     llama_jsonl_num(t->log, "val_loss", (double)t->val_loss);
     llama_jsonl_int(t->log, "steps", t->nsteps);
     llama_jsonl_end(t->log);

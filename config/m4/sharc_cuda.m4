@@ -1,8 +1,9 @@
 # SHARC_CHECK_CUDA: the CUDA toolkit (nvcc, cuda_runtime.h, libcudart).
 # Searched in DIR, else $CUDA_HOME, else /usr/local/cuda. No GPU is needed to build.
 # Sets CUDA_HOME, NVCC, CUDA_CPPFLAGS, CUDA_LDFLAGS, CUDA_LIBS, SHARC_NVCC_ARCH_FLAGS,
-# HAVE_CUDA; and CUBLAS_LIBS, HAVE_CUBLAS where the toolkit has cuBLAS (sharc-perf's GPU
-# compute; the library does not use it).
+# HAVE_CUDA; and CUBLAS_LIBS, HAVE_CUBLAS (a define and an automake conditional) where the
+# toolkit has cuBLAS (sharc-perf's GPU compute and sharc-llama's --device cuda; the library
+# does not use it).
 AC_DEFUN([SHARC_CHECK_CUDA], [
     SHARC_ARG_WITH([cuda], [CUDA toolkit])
     AC_ARG_WITH([cuda-archs],
@@ -39,7 +40,7 @@ AC_DEFUN([SHARC_CHECK_CUDA], [
         SHARC_TRY_LINK([CUDA], [cublas_v2.h], [cublasCreate], [-lcublas -lcudart])
         AS_IF([test "x$sharc_try_ok" = xyes], [
             CUBLAS_LIBS=-lcublas
-            AC_DEFINE([HAVE_CUBLAS], [1], [Define if cuBLAS is available (sharc-perf)])
+            AC_DEFINE([HAVE_CUBLAS], [1], [Define if cuBLAS is available (sharc-perf, sharc-llama)])
         ])
     ], [CUDA_CPPFLAGS=""; CUDA_LDFLAGS=""; CUDA_LIBS=""])
     AC_SUBST([CUDA_HOME])
@@ -51,4 +52,5 @@ AC_DEFUN([SHARC_CHECK_CUDA], [
     AC_SUBST([SHARC_CUDA_ARCHS])
     AC_SUBST([SHARC_NVCC_ARCH_FLAGS])
     AM_CONDITIONAL([HAVE_CUDA], [test "x$sharc_have_cuda" = xyes])
+    AM_CONDITIONAL([HAVE_CUBLAS], [test "x$sharc_have_cuda" = xyes && test "x$CUBLAS_LIBS" != x])
 ])

@@ -1,0 +1,35 @@
+/*
+ * trainer/ops_cuda.h: the ops table on one GPU (ops_cuda*.cu): cuBLAS products with f32
+ * accumulation, CUDA kernels for the rest, everything queued on one stream per process, in
+ * f32 (checked against the CPU table) or bf16 (for speed). A build without CUDA has
+ * ops_cuda_none.c, whose open says so.
+ */
+#ifndef SHARC_LLAMA_OPS_CUDA_H
+#define SHARC_LLAMA_OPS_CUDA_H
+
+#include <sharc/sharc.h>
+
+#include "ops.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/**
+ * Open the CUDA table computing in @p act_dtype (f32 or bf16): the GPU of @p comm's local rank
+ * (modulo the visible devices; device 0 for a NULL comm), a non-blocking stream on it, cuBLAS
+ * on the stream; @p comm's collectives on device buffers follow the stream. One GPU per
+ * process: every open must name the same device (reference-counted; llama_cuda_close undoes
+ * one open). *stream_p: the stream (a cudaStream_t), for the shard engine.
+ * @return SHARC_OK; SHARC_ERR_UNSUPPORTED without CUDA or without a usable device (logged:
+ *         which); SHARC_ERR_INVALID for another dtype; SHARC_ERR_BACKEND.
+ */
+sharc_status_t llama_cuda_open(sharc_comm_h comm, sharc_dtype_t act_dtype,
+                               const llama_ops_t **ops_p, void **stream_p);
+void llama_cuda_close(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
