@@ -128,8 +128,8 @@ with open(path, "wb") as f:
     f.write(struct.pack("<%dH" % n, *ids))
 EOF
 }
-# losses_match A.jsonl B.jsonl [FIRST_STEP]: the step losses of B equal A's (relative 1e-5)
-# for every step of B from FIRST_STEP on; B must have them all.
+# losses_match A.jsonl B.jsonl [FIRST_STEP [TOL]]: the step losses of B equal A's (relative
+# TOL, default 1e-5) for every step of B from FIRST_STEP on; B must have them all.
 losses_match() {
     python3 - "$@" <<'EOF'
 import json, sys
@@ -146,8 +146,9 @@ steps = [s for s in sorted(a) if s >= first]
 if not steps or any(s not in b for s in steps):
     sys.exit("steps missing: %s has %s, %s has %s" % (sys.argv[1], sorted(a), sys.argv[2], sorted(b)))
 worst = max(abs(a[s] - b[s]) / abs(a[s]) for s in steps)
-print("%d steps, largest relative loss difference %.2e" % (len(steps), worst))
-sys.exit(0 if worst <= 1e-5 else 1)
+tol = float(sys.argv[4]) if len(sys.argv) > 4 else 1e-5
+print("%d steps, largest relative loss difference %.2e (limit %.0e)" % (len(steps), worst, tol))
+sys.exit(0 if worst <= tol else 1)
 EOF
 }
 

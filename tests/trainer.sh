@@ -2,7 +2,8 @@
 # sharc-llama end to end: sharding invariance (1 rank against 2 and 4, flat and HSDP, with and
 # without gradient accumulation: the same losses for 20 steps in f32), resume (stopping at step
 # k and resuming equals the uninterrupted run, on the same and on another number of ranks),
-# export and re-import, and bad input through the command line (clear errors, no crash).
+# export and re-import, and bad input through the command line (clear errors, no crash;
+# --device cuda where there is no GPU among them). The GPU's own: tests/trainer_cuda.sh.
 . "$(dirname "$0")/lib.sh"
 
 LLAMA="$top_builddir/trainer/sharc-llama"
@@ -128,4 +129,13 @@ run_fail "a config.json that is not JSON" 20 "notjson/config.json: cannot read a
     one --hf "$work/notjson" --data "$work/data"
 run_fail "an unknown named config" 20 "no-such.*(unknown|configs)" one --config no-such \
     --data "$work/data"
+run_fail "bf16 compute on the CPU" 20 "compute-dtype bf16 needs --device cuda" one --config tiny \
+    --data "$work/data" --compute-dtype bf16
+run_fail "an unknown device" 20 "device: 'tpu' is not cpu or cuda" one --config tiny \
+    --data "$work/data" --device tpu
+if ! nvidia-smi -L > /dev/null 2>&1; then
+    run_fail "--device cuda without a GPU" 20 \
+        "device cuda: (no CUDA device is usable here|this sharc-llama was built without CUDA)" \
+        one --config tiny --data "$work/data" --device cuda
+fi
 finish

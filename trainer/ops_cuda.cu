@@ -400,6 +400,34 @@ static sharc_status_t setup(int device)
 
 using namespace llama_cuda;
 
+extern "C" sharc_status_t llama_cuda_pick_device(void)
+{
+    static const char *const vars[] = {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID",
+                                       "MPI_LOCALRANKID"};
+    int ndev = 0, local = 0;
+    cudaError_t err = cudaGetDeviceCount(&ndev);
+
+    if (err != cudaSuccess || ndev == 0) {
+        cudaGetLastError();
+        llama_err("--device cuda: no CUDA device is usable here (%s)",
+                  err != cudaSuccess ? cudaGetErrorString(err) : "0 devices");
+        return SHARC_ERR_UNSUPPORTED;
+    }
+    for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+        const char *v = getenv(vars[i]);
+        if (v != NULL && *v != '\0') {
+            local = atoi(v);
+            break;
+        }
+    }
+    err = cudaSetDevice((local < 0 ? 0 : local) % ndev);
+    if (err != cudaSuccess) {
+        llama_err("--device cuda: cannot use GPU %d: %s", local % ndev, cudaGetErrorString(err));
+        return SHARC_ERR_BACKEND;
+    }
+    return SHARC_OK;
+}
+
 extern "C" sharc_status_t llama_cuda_open(sharc_comm_h comm, sharc_dtype_t act_dtype,
                                           const llama_ops_t **ops_p, void **stream_p)
 {
@@ -421,6 +449,16 @@ extern "C" sharc_status_t llama_cuda_open(sharc_comm_h comm, sharc_dtype_t act_d
     }
     device = (comm != NULL ? sharc_comm_local_rank(comm) : 0) % ndev;
     if (g.refs == 0) {
+        int current = 0;
+        cudaGetDevice(&current);
+        if (comm != NULL && current != device) {
+            /* the communicator's NCCL is on the current device, not this rank's */
+            llama_err("--device cuda: local rank %d computes on GPU %d, but its communicator "
+                      "was made on GPU %d: set LOCAL_RANK for each process (torchrun, mpirun "
+                      "and srun set theirs), or one visible GPU per process",
+                      sharc_comm_local_rank(comm), device, current);
+            return SHARC_ERR_INVALID;
+        }
         if (comm != NULL && sharc_comm_local_size(comm) > ndev) {
             llama_info("--device cuda: %d ranks on this node share %d GPU(s); NCCL needs one GPU "
                        "per rank (SHARC_CUDA_BACKEND=staged runs them through host memory)",

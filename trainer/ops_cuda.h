@@ -24,6 +24,20 @@ extern "C" {
  * @return SHARC_OK; SHARC_ERR_UNSUPPORTED without CUDA or without a usable device (logged:
  *         which); SHARC_ERR_INVALID for another dtype; SHARC_ERR_BACKEND.
  */
+/**
+ * Make the GPU of this process's local rank the current device, before the communicator is
+ * created: sharc opens NCCL on the current device when it creates one. The local rank is the
+ * launcher's (LOCAL_RANK as torchrun sets it, OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID,
+ * MPI_LOCALRANKID), 0 without one, modulo the visible devices.
+ * @return SHARC_OK; SHARC_ERR_UNSUPPORTED (logged) without CUDA or without a device.
+ */
+sharc_status_t llama_cuda_pick_device(void);
+
+/**
+ * The device llama_cuda_pick_device chose must be the one of @p comm's local rank (modulo
+ * the devices): it is, unless the launcher set none of those variables and several GPUs are
+ * visible; llama_cuda_open then fails, saying so.
+ */
 sharc_status_t llama_cuda_open(sharc_comm_h comm, sharc_dtype_t act_dtype,
                                const llama_ops_t **ops_p, void **stream_p);
 void llama_cuda_close(void);

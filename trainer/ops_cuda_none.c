@@ -13,6 +13,11 @@ sharc_status_t llama_cuda_open(sharc_comm_h comm, sharc_dtype_t act_dtype,
     return SHARC_ERR_UNSUPPORTED;
 }
 
+sharc_status_t llama_cuda_pick_device(void)
+{
+    return llama_cuda_open(NULL, SHARC_DTYPE_F32, NULL, NULL);
+}
+
 void llama_cuda_close(void)
 {
 }

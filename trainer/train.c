@@ -10,6 +10,7 @@
 #include "llama.h"
 #include "metrics.h"
 #include "ops.h"
+#include "ops_cuda.h"
 #include "optim.h"
 #include "util.h"
 
@@ -874,6 +875,10 @@ static int cmd_train(int argc, char **argv)
             usage(stdout);
         }
         return rc > 0 ? 0 : 2;
+    }
+    /* the GPU first: sharc opens NCCL on the current device when it makes the communicator */
+    if (o.run.device == LLAMA_DEVICE_CUDA && llama_cuda_pick_device() != SHARC_OK) {
+        return 1;
     }
     /* host overlap needs the progress thread; the user's SHARC_PROGRESS_THREAD wins */
     if (sharc_config_create(0, &config) != SHARC_OK ||
