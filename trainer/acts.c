@@ -92,6 +92,13 @@ sharc_status_t llama_acts_create(llama_model_t *m)
     size_t F = (size_t)c->hidden_dim, V = (size_t)c->vocab;
     size_t HD = (size_t)c->n_heads * c->head_dim, KVD = (size_t)c->n_kv_heads * c->head_dim;
     int nacts = m->run.recompute ? 1 : c->n_layers, failed = 0;
+    size_t attn_state = B * (size_t)c->n_heads * T * T * m->act_size;
+    size_t attn_scratch = B * (size_t)c->n_kv_heads * T * T * m->act_size;
+
+    if (m->ops->attention_bytes != NULL) { /* a memory-efficient attention keeps less */
+        m->ops->attention_bytes((int)B, (int)T, c->n_heads, c->n_kv_heads, c->head_dim, &attn_state,
+                                &attn_scratch);
+    }
 
     m->acts = calloc((size_t)nacts, sizeof(*m->acts));
     m->xs = calloc((size_t)c->n_layers + 1, sizeof(*m->xs));
@@ -115,7 +122,7 @@ sharc_status_t llama_acts_create(llama_model_t *m)
         ac->q = buf(m, N * HD, &failed);
         ac->k = buf(m, N * KVD, &failed);
         ac->v = buf(m, N * KVD, &failed);
-        ac->probs = buf(m, B * (size_t)c->n_heads * T * T, &failed);
+        ac->probs = buf_of(m, attn_state, 1, &failed);
         ac->atty = buf(m, N * HD, &failed);
         ac->x2 = buf(m, N * C, &failed);
         ac->ln2 = buf(m, N * C, &failed);
@@ -137,7 +144,7 @@ sharc_status_t llama_acts_create(llama_model_t *m)
     m->dq = buf(m, N * HD, &failed);
     m->dk = buf(m, N * KVD, &failed);
     m->dv = buf(m, N * KVD, &failed);
-    m->dscores = buf(m, B * (size_t)c->n_kv_heads * T * T, &failed);
+    m->dscores = buf_of(m, attn_scratch, 1, &failed);
     if (m->run.param_dtype != m->ops->act_dtype) {
         m->wbuf = buf(m, m->max_unit, &failed);
     }

@@ -9,18 +9,36 @@
 
 #include <stddef.h>
 
+/* the kernels compute some of it on the device too */
+#ifdef __CUDACC__
+#define LLAMA_GEOM_FN static inline __host__ __device__
+#else
+#define LLAMA_GEOM_FN static inline
+#endif
+
 /* Threads of the element-wise and row kernels; a multiple of the 32-thread warp. */
 #define LLAMA_GEOM_THREADS 256
-/* Blocks an element-wise grid-stride loop starts at most (a few waves of a large GPU). */
+/*
+ * Blocks an element-wise grid-stride loop starts at most (a few waves of a large GPU), the
+ * blocks a column sum aims for, and the partial sums a sum of squares leaves at most (one per
+ * block). The host emulation of CUDA (tests/trainer/cuda_emu.h) sets smaller ones: the kernels
+ * loop over what their grid does not cover, and an emulated thread is costly.
+ */
+#ifndef LLAMA_GEOM_MAX_BLOCKS
 #define LLAMA_GEOM_MAX_BLOCKS 4096
+#endif
+#ifndef LLAMA_GEOM_COLSUM_BLOCKS
+#define LLAMA_GEOM_COLSUM_BLOCKS 512
+#endif
+#ifndef LLAMA_GEOM_MAX_PARTIALS
+#define LLAMA_GEOM_MAX_PARTIALS 1024
+#endif
 /* Row chunks a column sum splits into at most (the partial sums' scratch is chunks x C). */
 #define LLAMA_GEOM_MAX_CHUNKS 64
-/* Partial sums a sum of squares leaves at most (one per block). */
-#define LLAMA_GEOM_MAX_PARTIALS 1024
 
 /** Blocks of @p threads for @p n items, one item per thread: ceil(n / threads), at least 1
  *  (a launch needs one), at most @p max_blocks (the kernels loop over the rest). */
-static inline unsigned llama_geom_blocks(size_t n, unsigned threads, unsigned max_blocks)
+LLAMA_GEOM_FN unsigned llama_geom_blocks(size_t n, unsigned threads, unsigned max_blocks)
 {
     size_t b = (n + threads - 1) / threads;
 
@@ -28,7 +46,7 @@ static inline unsigned llama_geom_blocks(size_t n, unsigned threads, unsigned ma
 }
 
 /** Blocks for @p rows rows, one warp per row, @p threads per block. */
-static inline unsigned llama_geom_row_blocks(size_t rows, unsigned threads)
+LLAMA_GEOM_FN unsigned llama_geom_row_blocks(size_t rows, unsigned threads)
 {
     return llama_geom_blocks(rows, threads / 32, 0xffffffffu);
 }
@@ -45,7 +63,7 @@ typedef struct {
     int rows_per_chunk;
 } llama_geom_colsum_t;
 
-static inline llama_geom_colsum_t llama_geom_colsum(int N, int C, unsigned threads,
+LLAMA_GEOM_FN llama_geom_colsum_t llama_geom_colsum(int N, int C, unsigned threads,
                                                     unsigned target_blocks)
 {
     llama_geom_colsum_t g;
@@ -69,12 +87,12 @@ static inline llama_geom_colsum_t llama_geom_colsum(int N, int C, unsigned threa
  * key tiles of @p bk columns over a causal T x T square. Query tile i needs the key tiles
  * 0 .. llama_geom_causal_tiles(i, ...) - 1: those with a column at or before its last row.
  */
-static inline int llama_geom_tiles(int T, int tile)
+LLAMA_GEOM_FN int llama_geom_tiles(int T, int tile)
 {
     return (T + tile - 1) / tile;
 }
 
-static inline int llama_geom_causal_tiles(int qtile, int bq, int bk, int T)
+LLAMA_GEOM_FN int llama_geom_causal_tiles(int qtile, int bq, int bk, int T)
 {
     int last_row = (qtile + 1) * bq - 1;
 

@@ -60,6 +60,13 @@ typedef enum {
     LLAMA_DEVICE_CUDA,    /**< the GPU of the rank's local rank; shards and compute on it */
 } llama_device_t;
 
+/** How attention is computed. */
+typedef enum {
+    LLAMA_ATTENTION_AUTO = 0, /**< flash where it can run (CUDA, bf16), else gemm */
+    LLAMA_ATTENTION_GEMM,     /**< the (B,H,T,T) probabilities materialized, products by BLAS */
+    LLAMA_ATTENTION_FLASH,    /**< tiled, memory-efficient, on tensor cores (CUDA, bf16) */
+} llama_attention_t;
+
 /** How the model is sharded and computed. */
 typedef struct {
     int batch;                   /**< B: sequences per micro-batch on this rank */
@@ -72,6 +79,7 @@ typedef struct {
     llama_device_t device;       /**< CPU (0, the default) or CUDA */
     sharc_dtype_t compute_dtype; /**< f32 (0, the default) or bf16 (CUDA): activations and
                                       the products' inputs; products accumulate in f32 */
+    llama_attention_t attention; /**< AUTO (0, the default), GEMM or FLASH */
 } llama_run_t;
 
 /** Where parameters come from at creation. */

@@ -293,6 +293,11 @@ static sharc_status_t check_run(const llama_config_t *cfg, const llama_run_t *ru
                                                        : "?");
         return SHARC_ERR_INVALID;
     }
+    if (run->attention == LLAMA_ATTENTION_FLASH &&
+        (run->device != LLAMA_DEVICE_CUDA || run->compute_dtype != SHARC_DTYPE_BF16)) {
+        llama_err("the flash attention runs on CUDA in bf16 (--device cuda --compute-dtype bf16)");
+        return SHARC_ERR_INVALID;
+    }
     return SHARC_OK;
 }
 
@@ -303,7 +308,10 @@ static sharc_status_t open_ops(llama_model_t *m, sharc_comm_h comm, void **strea
     if (m->run.device == LLAMA_DEVICE_CPU) {
         m->ops = &llama_ops_cpu;
     } else {
-        sharc_status_t status = llama_cuda_open(comm, m->run.compute_dtype, &m->ops, stream_p);
+        int tiled =
+            m->run.attention != LLAMA_ATTENTION_GEMM && m->run.compute_dtype == SHARC_DTYPE_BF16;
+        sharc_status_t status =
+            llama_cuda_open(comm, m->run.compute_dtype, tiled, &m->ops, stream_p);
         if (status != SHARC_OK) {
             return status;
         }

@@ -37,7 +37,7 @@ typedef struct {
     float *rstd1;   /* (N) */
     float *q;       /* (N,H*hd) after rope */
     float *k, *v;   /* (N,KV*hd), k after rope */
-    float *probs;   /* (B,H,T,T) */
+    float *probs;   /* (B,H,T,T) probabilities, or the ops' attention state (attention_bytes) */
     float *atty;    /* (N,H*hd) attention output, before o_proj */
     float *x2;      /* (N,C) residual after attention */
     float *ln2;     /* (N,C) */
@@ -77,7 +77,7 @@ struct llama_model {
     float *dln, *tmp;            /* (N,C) */
     float *dh, *dg, *du;         /* (N,F) */
     float *datty, *dq, *dk, *dv; /* (N,H*hd), (N,KV*hd) */
-    float *dscores;              /* (B,KV,T,T) */
+    float *dscores;              /* (B,KV,T,T), or the ops' attention scratch */
     void **bufs;                 /* every buffer above, for destroy */
     int nbufs, cap_bufs;
 };

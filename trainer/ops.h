@@ -111,14 +111,24 @@ typedef struct {
 
     /**
      * Causal attention with grouped-query heads: q (B,T,H,hd), k and v (B,T,KV,hd), query
-     * head h reading kv head h / (H/KV). out (B,T,H,hd); probs (B,H,T,T) kept for backward.
+     * head h reading kv head h / (H/KV). out (B,T,H,hd); probs: what backward needs of the
+     * forward besides its inputs and output, attention_bytes' state (by default the
+     * probabilities, (B,H,T,T) elements of act_dtype).
      */
     void (*attention_fwd)(float *out, float *probs, const float *q, const float *k, const float *v,
                           int B, int T, int H, int KV, int hd);
-    /** dq = ..., dk, dv = ... (overwritten); scratch holds B*KV*T*T elements. */
+    /** dq = ..., dk, dv = ... (overwritten), from dout and the forward's out and probs;
+     *  scratch: attention_bytes' scratch (by default B*KV*T*T elements of act_dtype). */
     void (*attention_bwd)(float *dq, float *dk, float *dv, float *scratch, const float *dout,
-                          const float *q, const float *k, const float *v, const float *probs, int B,
-                          int T, int H, int KV, int hd);
+                          const float *q, const float *k, const float *v, const float *out,
+                          const float *probs, int B, int T, int H, int KV, int hd);
+    /**
+     * Bytes of attention's state (probs above) and of its backward's scratch for these shapes;
+     * NULL: the probabilities and their gradient, B*H*T*T and B*KV*T*T elements of act_dtype.
+     * A memory-efficient attention keeps a few floats per row instead.
+     */
+    void (*attention_bytes)(int B, int T, int H, int KV, int hd, size_t *state_p,
+                            size_t *scratch_p);
 
     /** h = silu(g) * u over n elements; bwd overwrites dg, du. */
     void (*swiglu_fwd)(float *h, const float *g, const float *u, size_t n);

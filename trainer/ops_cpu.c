@@ -303,8 +303,8 @@ static void cpu_attention_fwd(float *out, float *probs, const float *q, const fl
  *   dk += dS^T q * scale.  Several query heads share a kv head, hence the sums into dk, dv.
  */
 static void cpu_attention_bwd(float *dq, float *dk, float *dv, float *scratch, const float *dout,
-                              const float *q, const float *k, const float *v, const float *probs,
-                              int B, int T, int H, int KV, int hd)
+                              const float *q, const float *k, const float *v, const float *out,
+                              const float *probs, int B, int T, int H, int KV, int hd)
 {
     const float scale = 1.0f / sqrtf((float)hd);
     const int group = H / KV, qs = H * hd, ks = KV * hd;

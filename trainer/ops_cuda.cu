@@ -7,7 +7,9 @@
  */
 #include "ops_cuda.cuh"
 
+#ifndef LLAMA_CUDA_EMU
 #include <sharc/sharc_cuda.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 
@@ -301,14 +303,20 @@ static double mem_used_mib(void)
 
 /* ---- the tables ------------------------------------------------------------------------------ */
 
-static llama_ops_t tables[2]; /* [0] f32, [1] bf16: filled at the first open */
+/* filled at the first open: [0] f32, [1] bf16 with the tiled attention, [2] bf16 with the
+ * probabilities materialized */
+static llama_ops_t tables[3];
 
 template <typename T> static void fill_table(llama_ops_t *t, const char *name, sharc_dtype_t dt)
 {
     memset(t, 0, sizeof(*t));
     t->name = name;
     t->act_dtype = dt;
+#ifdef LLAMA_CUDA_EMU
+    t->memtype = SHARC_MEMTYPE_HOST; /* emulated device memory is the host's: the engine's too */
+#else
     t->memtype = SHARC_MEMTYPE_CUDA;
+#endif
     t->alloc = dev_alloc;
     t->free = dev_free;
     t->zero = dev_zero;
@@ -393,6 +401,10 @@ static sharc_status_t setup(int device)
     }
     fill_table<float>(&tables[0], "cuda-f32", SHARC_DTYPE_F32);
     fill_table<bf16>(&tables[1], "cuda-bf16", SHARC_DTYPE_BF16);
+    tables[1].attention_fwd = attention_fwd_flash;
+    tables[1].attention_bwd = attention_bwd_flash;
+    tables[1].attention_bytes = attention_bytes_flash;
+    fill_table<bf16>(&tables[2], "cuda-bf16-gemm-attention", SHARC_DTYPE_BF16);
     return SHARC_OK;
 }
 
@@ -428,7 +440,7 @@ extern "C" sharc_status_t llama_cuda_pick_device(void)
     return SHARC_OK;
 }
 
-extern "C" sharc_status_t llama_cuda_open(sharc_comm_h comm, sharc_dtype_t act_dtype,
+extern "C" sharc_status_t llama_cuda_open(sharc_comm_h comm, sharc_dtype_t act_dtype, int tiled,
                                           const llama_ops_t **ops_p, void **stream_p)
 {
     int ndev = 0, device;
@@ -438,6 +450,11 @@ extern "C" sharc_status_t llama_cuda_open(sharc_comm_h comm, sharc_dtype_t act_d
     if (act_dtype != SHARC_DTYPE_F32 && act_dtype != SHARC_DTYPE_BF16) {
         llama_err("--device cuda computes in f32 or bf16, not %s",
                   sharc_dtype_name(act_dtype) ? sharc_dtype_name(act_dtype) : "?");
+        return SHARC_ERR_INVALID;
+    }
+    if (tiled && act_dtype != SHARC_DTYPE_BF16) {
+        llama_err("the tiled (flash) attention computes in bf16: --compute-dtype bf16, or "
+                  "--attention gemm");
         return SHARC_ERR_INVALID;
     }
     err = cudaGetDeviceCount(&ndev);
@@ -483,7 +500,7 @@ extern "C" sharc_status_t llama_cuda_open(sharc_comm_h comm, sharc_dtype_t act_d
         return SHARC_ERR_BACKEND;
     }
     g.refs++;
-    *ops_p = &tables[act_dtype == SHARC_DTYPE_BF16 ? 1 : 0];
+    *ops_p = &tables[act_dtype == SHARC_DTYPE_F32 ? 0 : (tiled ? 1 : 2)];
     *stream_p = g.stream;
     return SHARC_OK;
 }

@@ -1,20 +1,34 @@
 /*
  * trainer/ops_cuda.cuh: what the CUDA ops files share: the process's GPU state (device,
  * stream, cuBLAS, scratch, page-locked staging), the first-error rule, element loads and
- * stores that compute in f32 whatever is stored, warp and block reductions, and the kernels'
- * entry points by family (ops_cuda_elem.cu, _attn.cu, _optim.cu). Device code and C++.
+ * stores that compute in f32 whatever is stored, and the kernels' entry points by family
+ * (ops_cuda_elem.cu, _attn.cu, _flash.cu, _optim.cu). Device code and C++.
  */
 #ifndef SHARC_LLAMA_OPS_CUDA_CUH
 #define SHARC_LLAMA_OPS_CUDA_CUH
 
+/*
+ * LLAMA_CUDA_EMU: the host emulation of tests/trainer/cuda_emu.h compiles these files as C++
+ * (threads, warps, shared memory, the runtime and cuBLAS of its own); otherwise CUDA's.
+ */
+#ifndef LLAMA_CUDA_EMU
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
+#endif
 #include <math.h>
 #include <stdint.h>
 
 #include "cuda_geom.h"
 #include "ops_cuda.h"
+
+#ifndef LLAMA_CUDA_EMU
+/* a kernel launch on the ops' stream: kernel<<<grid, block, shared bytes, stream>>>(...) */
+#define LLAMA_LAUNCH(_kernel, _grid, _block, _smem, ...)                                           \
+    _kernel<<<(_grid), (_block), (_smem), llama_cuda::g.stream>>>(__VA_ARGS__)
+/* the dynamic shared memory of a kernel */
+#define LLAMA_CUDA_DYN_SMEM(_name) extern __shared__ __align__(128) unsigned char _name[]
+#endif
 
 namespace llama_cuda
 {
@@ -102,7 +116,7 @@ template <> struct dtype_of<bf16> {
     static const cudaDataType_t cuda = CUDA_R_16BF;
 };
 
-/* ---- reductions (full warps; blocks a multiple of 32 threads, at most 1024) ------------------ */
+/* ---- reductions (full warps; blocks a multiple of 32 threads, at most 1024) ----------------- */
 
 template <typename V> __device__ __forceinline__ V warp_sum(V v)
 {
@@ -201,14 +215,29 @@ void xent(float *dlogits, const float *logits, const int32_t *targets, int N, in
           double *loss);
 template <typename T> void add(float *y, const float *a, const float *b, size_t n);
 
-/* ops_cuda_attn.cu */
+/* ops_cuda_attn.cu: the probabilities materialized, and the choice of the tiled kernels */
 template <typename T>
 void attention_fwd(float *out, float *probs, const float *q, const float *k, const float *v, int B,
                    int T_, int H, int KV, int hd);
 template <typename T>
 void attention_bwd(float *dq, float *dk, float *dv, float *scratch, const float *dout,
-                   const float *q, const float *k, const float *v, const float *probs, int B,
-                   int T_, int H, int KV, int hd);
+                   const float *q, const float *k, const float *v, const float *out,
+                   const float *probs, int B, int T_, int H, int KV, int hd);
+void attention_fwd_flash(float *out, float *state, const float *q, const float *k, const float *v,
+                         int B, int T_, int H, int KV, int hd);
+void attention_bwd_flash(float *dq, float *dk, float *dv, float *scratch, const float *dout,
+                         const float *q, const float *k, const float *v, const float *out,
+                         const float *state, int B, int T_, int H, int KV, int hd);
+void attention_bytes_flash(int B, int T_, int H, int KV, int hd, size_t *state_p,
+                           size_t *scratch_p);
+
+/* ops_cuda_flash.cu (bf16 only) */
+bool flash_ok(int hd);
+void flash_fwd(float *out, float *state, const float *q, const float *k, const float *v, int B,
+               int T_, int H, int KV, int hd);
+void flash_bwd(float *dq, float *dk, float *dv, float *scratch, const float *dout, const float *q,
+               const float *k, const float *v, const float *out, const float *state, int B, int T_,
+               int H, int KV, int hd);
 
 /* ops_cuda_optim.cu */
 void sumsq(double *acc, const float *x, size_t n);

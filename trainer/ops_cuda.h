@@ -34,11 +34,14 @@ extern "C" {
 sharc_status_t llama_cuda_pick_device(void);
 
 /**
- * The device llama_cuda_pick_device chose must be the one of @p comm's local rank (modulo
- * the devices): it is, unless the launcher set none of those variables and several GPUs are
- * visible; llama_cuda_open then fails, saying so.
+ * @p tiled: the attention of the bf16 table is the memory-efficient tiled kernel (no T x T
+ * buffers; for head sizes 32, 64 and 128, others materialize the probabilities); 0: it
+ * materializes them with cuBLAS, as the f32 table always does. The device
+ * llama_cuda_pick_device chose must be the one of @p comm's local rank (modulo the devices):
+ * it is, unless the launcher set none of those variables and several GPUs are visible;
+ * llama_cuda_open then fails, saying so.
  */
-sharc_status_t llama_cuda_open(sharc_comm_h comm, sharc_dtype_t act_dtype,
+sharc_status_t llama_cuda_open(sharc_comm_h comm, sharc_dtype_t act_dtype, int tiled,
                                const llama_ops_t **ops_p, void **stream_p);
 void llama_cuda_close(void);
 

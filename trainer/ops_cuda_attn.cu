@@ -3,7 +3,9 @@
  * materialized, as the CPU op does: the score and value products are strided-batched cuBLAS
  * calls (one per batch row and query head of a kv group, batched over the kv heads), the
  * softmax and its backward are warp-per-row kernels. In bf16 the scores and probabilities
- * are stored in bf16 (as PyTorch's math attention does), and computed on in f32.
+ * are stored in bf16 (as PyTorch's math attention does), and computed on in f32. The bf16
+ * table's default is the tiled attention of ops_cuda_flash.cu, where the head size allows;
+ * the entry points here choose.
  * Shapes: q (B,T,H,hd), k, v (B,T,KV,hd), probs (B,H,T,T), scratch (B,KV,T,T); query head
  * h = kh * group + gi reads kv head kh.
  */
@@ -103,9 +105,8 @@ void attention_fwd(float *out_, float *probs_, const float *q_, const float *k_,
                             "attention scores");
         }
     }
-    softmax_causal_kernel<T>
-        <<<llama_geom_row_blocks(rows, LLAMA_GEOM_THREADS), LLAMA_GEOM_THREADS, 0, g.stream>>>(
-            probs, T_, rows);
+    LLAMA_LAUNCH(softmax_causal_kernel<T>, llama_geom_row_blocks(rows, LLAMA_GEOM_THREADS),
+                 LLAMA_GEOM_THREADS, 0, probs, T_, rows);
     launched("attention softmax");
     for (int b = 0; b < B; b++) {
         for (int gi = 0; gi < group; gi++) {
@@ -125,8 +126,8 @@ void attention_fwd(float *out_, float *probs_, const float *q_, const float *k_,
  */
 template <typename T>
 void attention_bwd(float *dq_, float *dk_, float *dv_, float *scratch_, const float *dout_,
-                   const float *q_, const float *k_, const float *v_, const float *probs_, int B,
-                   int T_, int H, int KV, int hd)
+                   const float *q_, const float *k_, const float *v_, const float *out_,
+                   const float *probs_, int B, int T_, int H, int KV, int hd)
 {
     T *dq = (T *)dq_, *dk = (T *)dk_, *dv = (T *)dv_, *ds = (T *)scratch_;
     const T *dout = (const T *)dout_, *q = (const T *)q_, *k = (const T *)k_, *v = (const T *)v_;
@@ -149,9 +150,8 @@ void attention_bwd(float *dq_, float *dk_, float *dv_, float *scratch_, const fl
             gemm_batched<T>(CUBLAS_OP_N, CUBLAS_OP_T, hd, T_, T_, 1.0f, dout + qo, qs, qstride, pb,
                             T_, group * TT, beta, dv + ko, ks, hd, KV, "attention backward (dV)");
         }
-        softmax_bwd_kernel<T>
-            <<<llama_geom_row_blocks(rows, LLAMA_GEOM_THREADS), LLAMA_GEOM_THREADS, 0, g.stream>>>(
-                ds, probs, T_, H, KV, group, gi, rows);
+        LLAMA_LAUNCH(softmax_bwd_kernel<T>, llama_geom_row_blocks(rows, LLAMA_GEOM_THREADS),
+                     LLAMA_GEOM_THREADS, 0, ds, probs, T_, H, KV, group, gi, rows);
         launched("attention softmax backward");
         for (int b = 0; b < B; b++) {
             size_t qo = (size_t)b * T_ * qs + (size_t)gi * hd, ko = (size_t)b * T_ * ks;
@@ -171,10 +171,45 @@ template void attention_fwd<float>(float *, float *, const float *, const float 
 template void attention_fwd<bf16>(float *, float *, const float *, const float *, const float *,
                                   int, int, int, int, int);
 template void attention_bwd<float>(float *, float *, float *, float *, const float *, const float *,
-                                   const float *, const float *, const float *, int, int, int, int,
-                                   int);
+                                   const float *, const float *, const float *, const float *, int,
+                                   int, int, int, int);
 template void attention_bwd<bf16>(float *, float *, float *, float *, const float *, const float *,
-                                  const float *, const float *, const float *, int, int, int, int,
-                                  int);
+                                  const float *, const float *, const float *, const float *, int,
+                                  int, int, int, int);
+
+/* ---- the tiled attention where the head size allows, this file's otherwise ------------------ */
+
+void attention_fwd_flash(float *out, float *state, const float *q, const float *k, const float *v,
+                         int B, int T_, int H, int KV, int hd)
+{
+    if (flash_ok(hd)) {
+        flash_fwd(out, state, q, k, v, B, T_, H, KV, hd);
+    } else {
+        attention_fwd<bf16>(out, state, q, k, v, B, T_, H, KV, hd);
+    }
+}
+
+void attention_bwd_flash(float *dq, float *dk, float *dv, float *scratch, const float *dout,
+                         const float *q, const float *k, const float *v, const float *out,
+                         const float *state, int B, int T_, int H, int KV, int hd)
+{
+    if (flash_ok(hd)) {
+        flash_bwd(dq, dk, dv, scratch, dout, q, k, v, out, state, B, T_, H, KV, hd);
+    } else {
+        attention_bwd<bf16>(dq, dk, dv, scratch, dout, q, k, v, out, state, B, T_, H, KV, hd);
+    }
+}
+
+/* the tiled attention keeps a log-sum-exp per query row, and its backward a row sum */
+void attention_bytes_flash(int B, int T_, int H, int KV, int hd, size_t *state_p, size_t *scratch_p)
+{
+    if (flash_ok(hd)) {
+        *state_p = (size_t)B * H * T_ * sizeof(float);
+        *scratch_p = (size_t)B * H * T_ * sizeof(float);
+    } else {
+        *state_p = (size_t)B * H * T_ * T_ * sizeof(bf16);
+        *scratch_p = (size_t)B * KV * T_ * T_ * sizeof(bf16);
+    }
+}
 
 } // namespace llama_cuda

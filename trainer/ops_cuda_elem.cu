@@ -45,12 +45,12 @@ void cast(void *dst, sharc_dtype_t dst_dtype, const void *src, sharc_dtype_t src
                            g.stream),
            "device copy");
     } else if (dst_dtype == SHARC_DTYPE_F32) {
-        cast_kernel<<<blocks(n), LLAMA_GEOM_THREADS, 0, g.stream>>>(
-            static_cast<float *>(dst), static_cast<const bf16 *>(src), n);
+        LLAMA_LAUNCH(cast_kernel, blocks(n), LLAMA_GEOM_THREADS, 0, static_cast<float *>(dst),
+                     static_cast<const bf16 *>(src), n);
         launched("cast bf16 -> f32");
     } else {
-        cast_kernel<<<blocks(n), LLAMA_GEOM_THREADS, 0, g.stream>>>(
-            static_cast<bf16 *>(dst), static_cast<const float *>(src), n);
+        LLAMA_LAUNCH(cast_kernel, blocks(n), LLAMA_GEOM_THREADS, 0, static_cast<bf16 *>(dst),
+                     static_cast<const float *>(src), n);
         launched("cast f32 -> bf16");
     }
 }
@@ -69,11 +69,11 @@ void acc(void *dst, sharc_dtype_t dst_dtype, const float *src, size_t n)
         return;
     }
     if (dst_dtype == SHARC_DTYPE_F32) {
-        acc_kernel<<<blocks(n), LLAMA_GEOM_THREADS, 0, g.stream>>>(static_cast<float *>(dst), src,
-                                                                   n);
+        LLAMA_LAUNCH(acc_kernel, blocks(n), LLAMA_GEOM_THREADS, 0, static_cast<float *>(dst), src,
+                     n);
     } else {
-        acc_kernel<<<blocks(n), LLAMA_GEOM_THREADS, 0, g.stream>>>(static_cast<bf16 *>(dst), src,
-                                                                   n);
+        LLAMA_LAUNCH(acc_kernel, blocks(n), LLAMA_GEOM_THREADS, 0, static_cast<bf16 *>(dst), src,
+                     n);
     }
     launched("gradient accumulation");
 }
@@ -138,7 +138,7 @@ __global__ void rmsnorm_bwd_dw_kernel(float *partial, const T *dy, const T *x, c
                                       int N, int C, int rows_per_chunk)
 {
     int c = blockIdx.x * blockDim.x + threadIdx.x;
-    int lo = blockIdx.y * rows_per_chunk, hi = min(N, lo + rows_per_chunk);
+    int lo = blockIdx.y * rows_per_chunk, hi = lo + rows_per_chunk < N ? lo + rows_per_chunk : N;
 
     if (c >= C) {
         return;
@@ -169,9 +169,8 @@ __global__ void colsum_add_kernel(float *dw, const float *partial, int C, int ch
 template <typename T>
 void rmsnorm_fwd(float *out, float *rstd, const float *x, const float *w, int N, int C, float eps)
 {
-    rmsnorm_fwd_kernel<T>
-        <<<llama_geom_row_blocks(N, LLAMA_GEOM_THREADS), LLAMA_GEOM_THREADS, 0, g.stream>>>(
-            (T *)out, rstd, (const T *)x, (const T *)w, N, C, eps);
+    LLAMA_LAUNCH(rmsnorm_fwd_kernel<T>, llama_geom_row_blocks(N, LLAMA_GEOM_THREADS),
+                 LLAMA_GEOM_THREADS, 0, (T *)out, rstd, (const T *)x, (const T *)w, N, C, eps);
     launched("rmsnorm forward");
 }
 
@@ -179,21 +178,21 @@ template <typename T>
 void rmsnorm_bwd(float *dx, float *dw, const float *dout, const float *x, const float *w,
                  const float *rstd, int N, int C)
 {
-    llama_geom_colsum_t cs = llama_geom_colsum(N, C, LLAMA_GEOM_THREADS, 512);
+    llama_geom_colsum_t cs = llama_geom_colsum(N, C, LLAMA_GEOM_THREADS, LLAMA_GEOM_COLSUM_BLOCKS);
     float *partial = (float *)scratch(SCRATCH_COLSUM, (size_t)cs.chunks * C * sizeof(float));
 
-    rmsnorm_bwd_dx_kernel<T>
-        <<<llama_geom_row_blocks(N, LLAMA_GEOM_THREADS), LLAMA_GEOM_THREADS, 0, g.stream>>>(
-            (T *)dx, (const T *)dout, (const T *)x, (const T *)w, rstd, N, C);
+    LLAMA_LAUNCH(rmsnorm_bwd_dx_kernel<T>, llama_geom_row_blocks(N, LLAMA_GEOM_THREADS),
+                 LLAMA_GEOM_THREADS, 0, (T *)dx, (const T *)dout, (const T *)x, (const T *)w, rstd,
+                 N, C);
     launched("rmsnorm backward (input)");
     if (partial == NULL) {
         return;
     }
-    rmsnorm_bwd_dw_kernel<T><<<dim3(cs.col_blocks, cs.chunks), LLAMA_GEOM_THREADS, 0, g.stream>>>(
-        partial, (const T *)dout, (const T *)x, rstd, N, C, cs.rows_per_chunk);
+    LLAMA_LAUNCH(rmsnorm_bwd_dw_kernel<T>, dim3(cs.col_blocks, cs.chunks), LLAMA_GEOM_THREADS, 0,
+                 partial, (const T *)dout, (const T *)x, rstd, N, C, cs.rows_per_chunk);
     launched("rmsnorm backward (weight)");
-    colsum_add_kernel<<<cs.col_blocks, LLAMA_GEOM_THREADS, 0, g.stream>>>(dw, partial, C,
-                                                                          (int)cs.chunks);
+    LLAMA_LAUNCH(colsum_add_kernel, cs.col_blocks, LLAMA_GEOM_THREADS, 0, dw, partial, C,
+                 (int)cs.chunks);
     launched("rmsnorm backward (weight sum)");
 }
 
@@ -224,8 +223,8 @@ void rope_fwd(float *x, const float *cos, const float *sin, int B, int T_, int n
 {
     size_t pairs = (size_t)B * T_ * nh * (hd / 2);
 
-    rope_kernel<T><<<blocks(pairs), LLAMA_GEOM_THREADS, 0, g.stream>>>((T *)x, cos, sin, T_, nh, hd,
-                                                                       pairs, 1.0f);
+    LLAMA_LAUNCH(rope_kernel<T>, blocks(pairs), LLAMA_GEOM_THREADS, 0, (T *)x, cos, sin, T_, nh, hd,
+                 pairs, 1.0f);
     launched("rope forward");
 }
 
@@ -234,8 +233,8 @@ void rope_bwd(float *dx, const float *cos, const float *sin, int B, int T_, int 
 {
     size_t pairs = (size_t)B * T_ * nh * (hd / 2);
 
-    rope_kernel<T><<<blocks(pairs), LLAMA_GEOM_THREADS, 0, g.stream>>>((T *)dx, cos, sin, T_, nh,
-                                                                       hd, pairs, -1.0f);
+    LLAMA_LAUNCH(rope_kernel<T>, blocks(pairs), LLAMA_GEOM_THREADS, 0, (T *)dx, cos, sin, T_, nh,
+                 hd, pairs, -1.0f);
     launched("rope backward");
 }
 
@@ -265,16 +264,16 @@ __global__ void swiglu_bwd_kernel(T *dg, T *du, const T *dh, const T *gt, const 
 
 template <typename T> void swiglu_fwd(float *h, const float *gt, const float *u, size_t n)
 {
-    swiglu_fwd_kernel<T>
-        <<<blocks(n), LLAMA_GEOM_THREADS, 0, g.stream>>>((T *)h, (const T *)gt, (const T *)u, n);
+    LLAMA_LAUNCH(swiglu_fwd_kernel<T>, blocks(n), LLAMA_GEOM_THREADS, 0, (T *)h, (const T *)gt,
+                 (const T *)u, n);
     launched("swiglu forward");
 }
 
 template <typename T>
 void swiglu_bwd(float *dg, float *du, const float *dh, const float *gt, const float *u, size_t n)
 {
-    swiglu_bwd_kernel<T><<<blocks(n), LLAMA_GEOM_THREADS, 0, g.stream>>>(
-        (T *)dg, (T *)du, (const T *)dh, (const T *)gt, (const T *)u, n);
+    LLAMA_LAUNCH(swiglu_bwd_kernel<T>, blocks(n), LLAMA_GEOM_THREADS, 0, (T *)dg, (T *)du,
+                 (const T *)dh, (const T *)gt, (const T *)u, n);
     launched("swiglu backward");
 }
 
@@ -299,8 +298,8 @@ void embed_fwd(float *x, const int32_t *tokens, const float *table, int N, int C
     if (dtok == NULL) {
         return;
     }
-    embed_fwd_kernel<T>
-        <<<blocks(n), LLAMA_GEOM_THREADS, 0, g.stream>>>((T *)x, dtok, (const T *)table, C, n);
+    LLAMA_LAUNCH(embed_fwd_kernel<T>, blocks(n), LLAMA_GEOM_THREADS, 0, (T *)x, dtok,
+                 (const T *)table, C, n);
     launched("embedding forward");
 }
 
@@ -378,8 +377,8 @@ void embed_bwd(float *dtable, const float *dx, const int32_t *tokens, int N, int
         return;
     }
     dim3 grid((unsigned)U, llama_geom_blocks((size_t)C, LLAMA_GEOM_THREADS, 65535));
-    embed_bwd_kernel<T>
-        <<<grid, LLAMA_GEOM_THREADS, 0, g.stream>>>(dtable, (const T *)dx, dbuckets, C);
+    LLAMA_LAUNCH(embed_bwd_kernel<T>, grid, LLAMA_GEOM_THREADS, 0, dtable, (const T *)dx, dbuckets,
+                 C);
     launched("embedding backward");
 }
 
@@ -448,10 +447,10 @@ void xent(float *dlogits, const float *logits, const int32_t *targets, int N, in
     if (dtgt == NULL || row_loss == NULL) {
         return;
     }
-    xent_kernel<T><<<N, XENT_THREADS, 0, g.stream>>>((T *)dlogits, (const T *)logits, dtgt, V,
-                                                     dscale, row_loss);
+    LLAMA_LAUNCH(xent_kernel<T>, N, XENT_THREADS, 0, (T *)dlogits, (const T *)logits, dtgt, V,
+                 dscale, row_loss);
     launched("cross-entropy");
-    sum_rows_kernel<<<1, 1024, 0, g.stream>>>(loss, row_loss, N);
+    LLAMA_LAUNCH(sum_rows_kernel, 1, 1024, 0, loss, row_loss, N);
     launched("cross-entropy sum");
 }
 
@@ -467,8 +466,8 @@ template <typename T> __global__ void add_kernel(T *y, const T *a, const T *b, s
 
 template <typename T> void add(float *y, const float *a, const float *b, size_t n)
 {
-    add_kernel<T>
-        <<<blocks(n), LLAMA_GEOM_THREADS, 0, g.stream>>>((T *)y, (const T *)a, (const T *)b, n);
+    LLAMA_LAUNCH(add_kernel<T>, blocks(n), LLAMA_GEOM_THREADS, 0, (T *)y, (const T *)a,
+                 (const T *)b, n);
     launched("add");
 }
 

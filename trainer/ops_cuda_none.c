@@ -5,7 +5,7 @@
 #include "ops_cuda.h"
 #include "util.h"
 
-sharc_status_t llama_cuda_open(sharc_comm_h comm, sharc_dtype_t act_dtype,
+sharc_status_t llama_cuda_open(sharc_comm_h comm, sharc_dtype_t act_dtype, int tiled,
                                const llama_ops_t **ops_p, void **stream_p)
 {
     llama_err("--device cuda: this sharc-llama was built without CUDA and cuBLAS (configure "
@@ -15,7 +15,7 @@ sharc_status_t llama_cuda_open(sharc_comm_h comm, sharc_dtype_t act_dtype,
 
 sharc_status_t llama_cuda_pick_device(void)
 {
-    return llama_cuda_open(NULL, SHARC_DTYPE_F32, NULL, NULL);
+    return llama_cuda_open(NULL, SHARC_DTYPE_F32, 0, NULL, NULL);
 }
 
 void llama_cuda_close(void)

@@ -46,9 +46,9 @@ void sumsq(double *acc, const float *x, size_t n)
     if (partial == NULL || n == 0) {
         return;
     }
-    sumsq_kernel<<<nb, LLAMA_GEOM_THREADS, 0, g.stream>>>(partial, x, n);
+    LLAMA_LAUNCH(sumsq_kernel, nb, LLAMA_GEOM_THREADS, 0, partial, x, n);
     launched("gradient sum of squares");
-    sum_partials_kernel<<<1, 1024, 0, g.stream>>>(acc, partial, (int)nb);
+    LLAMA_LAUNCH(sum_partials_kernel, 1, 1024, 0, acc, partial, (int)nb);
     launched("gradient sum of squares (partials)");
 }
 
@@ -82,8 +82,8 @@ void adamw(const llama_adamw_t *a, float *p, const float *gr, float *m, float *v
     if (n == 0) {
         return;
     }
-    adamw_kernel<<<llama_geom_blocks(n, LLAMA_GEOM_THREADS, LLAMA_GEOM_MAX_BLOCKS),
-                   LLAMA_GEOM_THREADS, 0, g.stream>>>(*a, p, gr, m, v, n, sumsq);
+    LLAMA_LAUNCH(adamw_kernel, llama_geom_blocks(n, LLAMA_GEOM_THREADS, LLAMA_GEOM_MAX_BLOCKS),
+                 LLAMA_GEOM_THREADS, 0, *a, p, gr, m, v, n, sumsq);
     launched("AdamW");
 }
 

@@ -62,8 +62,8 @@ static void block_backward(llama_model_t *m, float *const *w, float *const *g,
     op->rmsnorm_bwd(dres, g[LLAMA_W_LN2], m->dln, a->x2, w[LLAMA_W_LN2], a->rstd2, N, C);
     /* attention: x2 = x + attn(rope(ln1 Wq^T), rope(ln1 Wk^T), ln1 Wv^T) Wo^T */
     op->matmul_bwd(m->datty, g[LLAMA_W_O], dres, a->atty, w[LLAMA_W_O], N, H * hd, C, 0);
-    op->attention_bwd(m->dq, m->dk, m->dv, m->dscores, m->datty, a->q, a->k, a->v, a->probs, B, T,
-                      H, KV, hd);
+    op->attention_bwd(m->dq, m->dk, m->dv, m->dscores, m->datty, a->q, a->k, a->v, a->atty,
+                      a->probs, B, T, H, KV, hd);
     op->rope_bwd(m->dq, m->rope_cos, m->rope_sin, B, T, H, hd);
     op->rope_bwd(m->dk, m->rope_cos, m->rope_sin, B, T, KV, hd);
     op->matmul_bwd(m->dln, g[LLAMA_W_Q], m->dq, a->ln1, w[LLAMA_W_Q], N, C, H * hd, 0);

@@ -87,7 +87,9 @@ static void usage(FILE *f)
             "device:\n"
             "  --device D           cpu (default) or cuda: one GPU per rank, the local rank's\n"
             "  --compute-dtype D    f32 or bf16 (cuda only): activations and products (default\n"
-            "                       f32 on the cpu, bf16 on cuda; --param-dtype defaults to it)\n");
+            "                       f32 on the cpu, bf16 on cuda; --param-dtype defaults to it)\n"
+            "  --attention A        flash (tiled, memory-efficient; cuda, bf16) or gemm (the\n"
+            "                       probabilities materialized); default flash where it runs\n");
 }
 
 enum {
@@ -130,6 +132,7 @@ enum {
     O_PEAKT,
     O_DEVICE,
     O_CDT,
+    O_ATTN,
     O_RANKS,
     O_HELP
 };
@@ -174,6 +177,7 @@ static const struct option long_opts[] = {
     {"peak-tflops", 1, 0, O_PEAKT},
     {"device", 1, 0, O_DEVICE},
     {"compute-dtype", 1, 0, O_CDT},
+    {"attention", 1, 0, O_ATTN},
     {"ranks", 1, 0, O_RANKS},
     {"help", 0, 0, O_HELP},
     {0, 0, 0, 0},
@@ -321,6 +325,16 @@ static int parse_opts(int argc, char **argv, opts_t *o, int *ranks)
             }
             break;
         case O_CDT: bad = parse_dtype(name, optarg, &o->run.compute_dtype); break;
+        case O_ATTN:
+            bad = strcmp(optarg, "auto") != 0 && strcmp(optarg, "gemm") != 0 &&
+                  strcmp(optarg, "flash") != 0;
+            o->run.attention = strcmp(optarg, "gemm") == 0    ? LLAMA_ATTENTION_GEMM
+                               : strcmp(optarg, "flash") == 0 ? LLAMA_ATTENTION_FLASH
+                                                              : LLAMA_ATTENTION_AUTO;
+            if (bad) {
+                llama_err("--attention: '%s' is not auto, flash or gemm", optarg);
+            }
+            break;
         case O_PDT: bad = parse_dtype(name, optarg, &o->run.param_dtype); break;
         case O_RDT: bad = parse_dtype(name, optarg, &o->run.reduce_dtype); break;
         case O_EXPDT: bad = parse_dtype(name, optarg, &o->export_dtype); break;
@@ -390,8 +404,8 @@ static int cmd_flops(int argc, char **argv)
     printf("  per rank on %d ranks: masters + grads + AdamW moments %.2f GiB (16 B / parameter "
            "/ rank)\n",
            ranks, 16.0 * P / ranks / gib);
-    printf("  one gathered block: %.2f GiB bf16 params + %.2f GiB f32 grads; activations "
-           "%.2f GiB per block (%.2f GiB all blocks, %.2f GiB with --recompute)\n",
+    printf("  one gathered block: %.2f GiB bf16 params + %.2f GiB f32 grads; f32 activations "
+           "%.2f GiB per block (%.2f GiB all blocks, %.2f GiB with --recompute; half in bf16)\n",
            2 * block / gib, 4 * block / gib, 4 * act * B * T / gib,
            4 * act * B * T * cfg.n_layers / gib,
            4 * (act * B * T + C * B * T * cfg.n_layers) / gib);
@@ -594,8 +608,9 @@ static void train_log_start(const train_t *t)
                sharc_dtype_name(run->reduce_dtype), run->recompute ? ", recompute" : "",
                run->shard_size > 0 ? ", HSDP" : "");
     if (run->device == LLAMA_DEVICE_CUDA) {
-        llama_info("compute: cuda, %s; MFU against %.1f TFLOP/s/rank (%s)",
-                   sharc_dtype_name(run->compute_dtype), t->peak / 1e12, t->peak_what);
+        llama_info("compute: cuda (%s), %s; MFU against %.1f TFLOP/s/rank (%s)",
+                   llama_model_ops(t->model)->name, sharc_dtype_name(run->compute_dtype),
+                   t->peak / 1e12, t->peak_what);
     } else {
         llama_info("compute: cpu, f32, %d thread(s)/rank; MFU against %.1f GFLOP/s/rank (%s)",
                    t->threads, t->peak / 1e9, t->peak_what);

@@ -7,12 +7,19 @@
  * Tolerances, as max |gpu - cpu| / max |cpu| over each output:
  *   f32 table:  1e-5 (products: other summation orders; element-wise ops: the same formula,
  *               2e-6 expected), the optimizer 1e-6, casts and bf16 accumulation bit-exact;
- *   bf16 table: the inputs are rounded to bf16 for both tables, so the difference is the
+ *   bf16 tables: the inputs are rounded to bf16 for both tables, so the difference is the
  *               GPU's rounding of outputs (2^-9 relative) and of the intermediates it stores in
  *               bf16: 1e-2 for element-wise ops, norms and products, 3e-2 for attention
- *               (bf16 scores and probabilities), 1e-3 for the loss.
+ *               (bf16 scores and probabilities materialized, or bf16 probabilities and score
+ *               gradients inside the tiled kernel), 1e-3 for the loss.
+ * The bf16 table runs twice: with the tiled (flash) attention, for head sizes 32, 64 and 128
+ * (the others fall back), and with the probabilities materialized.
  * The GPU's reductions run in a fixed order: a second run must give the same bits.
  * Exits 77 (SKIP) without CUDA or without a GPU.
+ *
+ * Built as test_ops_cuda_emu (LLAMA_TEST_SMALL, linked with ops_cuda_emu.cc), the same checks
+ * run here on the host emulation of the CUDA table (tests/trainer/cuda_emu.h), on smaller
+ * sizes of the same kinds: the kernels and the cuBLAS arguments, but not the GPU's arithmetic.
  */
 #include "check.h"
 #include "ops_cuda.h"
@@ -23,6 +30,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* sizes: the GPU's, or the host emulation's (slower by far) */
+#ifdef LLAMA_TEST_SMALL
+#define SIZE(_gpu, _emu) (_emu)
+#else
+#define SIZE(_gpu, _emu) (_gpu)
+#endif
 
 static const llama_ops_t *cpu = &llama_ops_cpu, *gpu;
 static int bf16; /* the table under test computes in bf16 */
@@ -247,17 +261,25 @@ static void test_attention(int B, int T, int H, int KV, int hd)
     float *dq = malloc(qn * sizeof(float)), *dk = malloc(kn * sizeof(float));
     float *dv = malloc(kn * sizeof(float)), *scr = malloc(sn * sizeof(float));
     float *g_q = put(q, qn), *g_k = put(k, kn), *g_v = put(v, kn), *g_do = put(dout, qn);
-    float *g_out = garbage(qn), *g_p = garbage(pn), *g_dq = garbage(qn), *g_dk = garbage(kn);
-    float *g_dv = garbage(kn), *g_s = garbage(sn);
+    size_t es = sharc_dtype_size(gpu->act_dtype), state = pn * es, scratch = sn * es;
+    if (gpu->attention_bytes != NULL) { /* a tiled attention keeps less than the probabilities */
+        gpu->attention_bytes(B, T, H, KV, hd, &state, &scratch);
+    }
+    int materialized = state == pn * es;
+    float *g_out = garbage(qn), *g_p = garbage(state / es), *g_dq = garbage(qn);
+    float *g_dk = garbage(kn), *g_dv = garbage(kn), *g_s = garbage(scratch / es);
     char what[64];
 
     cpu->attention_fwd(out, probs, q, k, v, B, T, H, KV, hd);
     gpu->attention_fwd(g_out, g_p, g_q, g_k, g_v, B, T, H, KV, hd);
-    snprintf(what, sizeof(what), "attention fwd T%d H%d/%d hd%d", T, H, KV, hd);
+    snprintf(what, sizeof(what), "attention fwd T%d H%d/%d hd%d%s", T, H, KV, hd,
+             materialized ? "" : " tiled");
     expect(what, get(g_out, qn), out, qn, 1e-5, 3e-2);
-    expect("attention fwd probs", get(g_p, pn), probs, pn, 1e-5, 1e-2);
-    cpu->attention_bwd(dq, dk, dv, scr, dout, q, k, v, probs, B, T, H, KV, hd);
-    gpu->attention_bwd(g_dq, g_dk, g_dv, g_s, g_do, g_q, g_k, g_v, g_p, B, T, H, KV, hd);
+    if (materialized) {
+        expect("attention fwd probs", get(g_p, pn), probs, pn, 1e-5, 1e-2);
+    }
+    cpu->attention_bwd(dq, dk, dv, scr, dout, q, k, v, out, probs, B, T, H, KV, hd);
+    gpu->attention_bwd(g_dq, g_dk, g_dv, g_s, g_do, g_q, g_k, g_v, g_out, g_p, B, T, H, KV, hd);
     expect("attention bwd dq", get(g_dq, qn), dq, qn, 1e-5, 3e-2);
     expect("attention bwd dk", get(g_dk, kn), dk, kn, 1e-5, 3e-2);
     expect("attention bwd dv", get(g_dv, kn), dv, kn, 1e-5, 3e-2);
@@ -460,35 +482,48 @@ static void test_optim(size_t n)
 
 int main(void)
 {
+#ifdef LLAMA_TEST_SMALL
+    const char *san = getenv("SHARCTEST_SANITIZE");
+    if (san != NULL && *san != '\0') {
+        printf("SKIP: the CUDA emulation's fibers (swapcontext) and AddressSanitizer do not mix\n");
+        return 77;
+    }
+#endif
     sharc_status_t st = llama_cuda_pick_device();
 
     if (st == SHARC_ERR_UNSUPPORTED) {
         printf("SKIP: no CUDA table or no GPU here (the message above says which)\n");
         return 77;
     }
-    for (bf16 = 0; bf16 <= 1; bf16++) {
+    /* f32; bf16 with the tiled attention; bf16 with the probabilities materialized */
+    for (int table = 0; table < 3; table++) {
         void *stream;
-        CHECK(llama_cuda_open(NULL, bf16 ? SHARC_DTYPE_BF16 : SHARC_DTYPE_F32, &gpu, &stream) ==
-              SHARC_OK);
+        bf16 = table > 0;
+        CHECK(llama_cuda_open(NULL, bf16 ? SHARC_DTYPE_BF16 : SHARC_DTYPE_F32, table == 1, &gpu,
+                              &stream) == SHARC_OK);
         if (check_failures) {
             break;
         }
         printf("%s against cpu:\n", gpu->name);
         test_matmul(37, 96, 80);
-        test_matmul(256, 320, 1000);
+        test_matmul(SIZE(256, 64), 320, SIZE(1000, 200));
         test_rmsnorm(41, 100);
-        test_rmsnorm(300, 768);
+        test_rmsnorm(SIZE(300, 100), SIZE(768, 300));
         test_rope(2, 19, 3, 16);
         test_attention(2, 19, 4, 2, 16);
         test_attention(1, 130, 8, 2, 64);
         test_attention(2, 33, 2, 2, 8);
-        test_swiglu_add(100003);
+        test_attention(1, 70, 4, 1, 128);
+        test_attention(2, 64, 4, 4, 32);
+        test_attention(1, 1, 2, 1, 64);
+        test_attention(1, SIZE(200, 131), SIZE(6, 3), SIZE(3, 1), 64);
+        test_swiglu_add(SIZE(100003, 10007));
         test_embed(57, 40, 50);
         test_xent(23, 515);
-        test_xent(5, 32000);
+        test_xent(5, SIZE(32000, 8000));
         if (!bf16) {
             test_cast_acc(10007);
-            test_optim(200003);
+            test_optim(SIZE(200003, 20011));
         }
         llama_cuda_close();
     }

@@ -1,0 +1,723 @@
+/*
+ * cuda_emu.h: enough of CUDA, on the host, to compile sharc-llama's CUDA ops (trainer/
+ * ops_cuda*.cu, with LLAMA_CUDA_EMU defined) as C++ and run them: the kernels, their launches,
+ * their cuBLAS calls and the runtime calls around them, unchanged.
+ *
+ * - A block's threads are fibers run in turn on one thread, the highest index first: each
+ *   runs until it waits at __syncthreads or __syncwarp, which are real barriers (a barrier
+ *   that can never complete aborts, naming it). A missing barrier shows as a read of memory
+ *   another thread has not written yet. Blocks and launches run one after another, at the
+ *   launch: "device" work is done when the call returns. Fibers switch by swapping the
+ *   callee-saved registers on x86-64 (ucontext, which costs a system call per switch,
+ *   elsewhere). Include this header in one file of a program.
+ * - Shuffles go through a per-warp exchange; static __shared__ arrays are static (one block
+ *   at a time); dynamic shared memory is a buffer filled with garbage before each block.
+ * - bf16 rounds to nearest even. A WMMA fragment holds its whole 16x16 tile in every lane;
+ *   loads and products are per lane, stores are written by lane 0 (so a lane that reads a
+ *   stored tile without waiting for the warp sees stale memory, as on a GPU).
+ * - Memory is host memory; copies are memcpy; streams and events do nothing (one order);
+ *   cuBLAS's GEMMs are plain loops with f32 accumulation, with cuBLAS's column-major
+ *   arguments (transposes, leading dimensions, batch strides) as documented.
+ * For tests; slow; it checks what the code computes and where it synchronizes, not timing.
+ */
+#ifndef SHARC_TEST_CUDA_EMU_H
+#define SHARC_TEST_CUDA_EMU_H
+
+#define LLAMA_CUDA_EMU 1
+/* few blocks where the kernels loop over the rest (trainer/cuda_geom.h): their loops run */
+#define LLAMA_GEOM_MAX_BLOCKS    3
+#define LLAMA_GEOM_COLSUM_BLOCKS 3
+#define LLAMA_GEOM_MAX_PARTIALS  3
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <ucontext.h>
+
+#include <functional>
+#include <vector>
+
+#include <sharc/sharc.h>
+
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+#define __align__(_n) alignas(_n)
+#define __shared__    static
+#define CUDART_CB
+
+struct dim3 {
+    unsigned x, y, z;
+    dim3(unsigned a = 1, unsigned b = 1, unsigned c = 1) : x(a), y(b), z(c)
+    {
+    }
+};
+
+/* the fiber running now sees its own indices: the scheduler sets these before it switches */
+inline dim3 threadIdx, blockIdx, blockDim, gridDim;
+
+/* ---- threads as fibers, barriers ---------------------------------------------------------- */
+
+namespace cuda_emu
+{
+const size_t stack_bytes = 256 << 10;
+
+#if defined(__x86_64__)
+/* save rbp, rbx, r12-r15 and the stack pointer into *save_sp, take load_sp's (System V) */
+extern "C" void cuda_emu_switch(void **save_sp, void *load_sp);
+asm(".text\n"
+    ".globl cuda_emu_switch\n"
+    ".type cuda_emu_switch, @function\n"
+    "cuda_emu_switch:\n"
+    "    pushq %rbp\n"
+    "    pushq %rbx\n"
+    "    pushq %r12\n"
+    "    pushq %r13\n"
+    "    pushq %r14\n"
+    "    pushq %r15\n"
+    "    movq %rsp, (%rdi)\n"
+    "    movq %rsi, %rsp\n"
+    "    popq %r15\n"
+    "    popq %r14\n"
+    "    popq %r13\n"
+    "    popq %r12\n"
+    "    popq %rbx\n"
+    "    popq %rbp\n"
+    "    ret\n"
+    ".size cuda_emu_switch, .-cuda_emu_switch\n");
+
+struct context {
+    void *sp;
+};
+
+inline void ctx_switch(context *from, context *to)
+{
+    cuda_emu_switch(&from->sp, to->sp);
+}
+
+/* a context that starts fn (which never returns) on the stack: six zero registers and fn as
+ * the return address, 16-byte aligned as after a call */
+inline void ctx_make(context *c, void *stack, size_t bytes, void (*fn)())
+{
+    void **top = (void **)(((uintptr_t)stack + bytes) & ~(uintptr_t)15);
+
+    top -= 2;
+    top[0] = (void *)fn;
+    top[1] = NULL;
+    for (int i = 1; i <= 6; i++) {
+        top[-i] = NULL;
+    }
+    c->sp = top - 6;
+}
+#else
+typedef ucontext_t context;
+
+inline void ctx_switch(context *from, context *to)
+{
+    swapcontext(from, to);
+}
+
+inline void ctx_make(context *c, void *stack, size_t bytes, void (*fn)())
+{
+    getcontext(c);
+    c->uc_stack.ss_sp = stack;
+    c->uc_stack.ss_size = bytes;
+    c->uc_link = NULL;
+    makecontext(c, fn, 0);
+}
+#endif
+
+struct fiber {
+    context ctx;
+    void *stack;
+    bool done;
+};
+
+inline context sched;
+inline std::vector<fiber> fibers;
+inline int cur, ndone;
+inline const std::function<void()> *body;
+inline unsigned long block_gen, warp_gen[32];
+inline unsigned block_arrived, warp_arrived[32];
+inline unsigned char *smem;
+inline float xf[1024];
+inline double xd[1024];
+
+inline void yield()
+{
+    ctx_switch(&fibers[cur].ctx, &sched);
+}
+
+/* done threads count as arrived: a barrier after a thread's return does not wait for it */
+inline unsigned warp_size(unsigned w)
+{
+    unsigned n = blockDim.x - 32 * w;
+    return n < 32 ? n : 32;
+}
+
+/* a thread's life: the kernel, then done, and back to the scheduler for good */
+inline void entry()
+{
+    (*body)();
+    fibers[cur].done = true;
+    ndone++;
+    unsigned w = threadIdx.x / 32;
+    if (block_arrived > 0 && block_arrived + ndone == blockDim.x) {
+        block_arrived = 0;
+        block_gen++;
+    }
+    unsigned wdone = 0;
+    for (unsigned t = 32 * w; t < 32 * w + warp_size(w); t++) {
+        wdone += fibers[t].done;
+    }
+    if (warp_arrived[w] > 0 && warp_arrived[w] + wdone == warp_size(w)) {
+        warp_arrived[w] = 0;
+        warp_gen[w]++;
+    }
+    ctx_switch(&fibers[cur].ctx, &sched);
+    abort(); /* a done fiber is never resumed */
+}
+} // namespace cuda_emu
+
+inline void __syncthreads()
+{
+    using namespace cuda_emu;
+    unsigned long gen = block_gen;
+
+    if (++block_arrived + ndone == blockDim.x) {
+        block_arrived = 0;
+        block_gen++;
+        return;
+    }
+    while (block_gen == gen) {
+        yield();
+    }
+}
+
+inline void __syncwarp(unsigned mask = 0xffffffffu)
+{
+    using namespace cuda_emu;
+    unsigned w = threadIdx.x / 32, wdone = 0;
+    unsigned long gen = warp_gen[w];
+
+    (void)mask;
+    for (unsigned t = 32 * w; t < 32 * w + warp_size(w); t++) {
+        wdone += fibers[t].done;
+    }
+    if (++warp_arrived[w] + wdone == warp_size(w)) {
+        warp_arrived[w] = 0;
+        warp_gen[w]++;
+        return;
+    }
+    while (warp_gen[w] == gen) {
+        yield();
+    }
+}
+
+/* publish, wait for the warp, read the partner's, wait again before the slot is reused */
+inline float __shfl_xor_sync(unsigned mask, float v, int o)
+{
+    cuda_emu::xf[threadIdx.x] = v;
+    __syncwarp(mask);
+    float r = cuda_emu::xf[threadIdx.x ^ (unsigned)o];
+    __syncwarp(mask);
+    return r;
+}
+
+inline double __shfl_xor_sync(unsigned mask, double v, int o)
+{
+    cuda_emu::xd[threadIdx.x] = v;
+    __syncwarp(mask);
+    double r = cuda_emu::xd[threadIdx.x ^ (unsigned)o];
+    __syncwarp(mask);
+    return r;
+}
+
+#define LLAMA_CUDA_DYN_SMEM(_name) unsigned char *_name = cuda_emu::smem
+
+namespace cuda_emu
+{
+/*
+ * @p kernel as a grid of blocks of @p block threads with @p smem_bytes of dynamic shared
+ * memory: each block's threads as fibers, from the highest index down in every round.
+ */
+inline void launch(dim3 grid, dim3 block, size_t smem_bytes, const std::function<void()> &kernel)
+{
+    static std::vector<unsigned char> shared;
+
+    if (block.x == 0 || block.x > 1024 || grid.x == 0 || grid.y == 0) {
+        fprintf(stderr, "cuda_emu: launch of %u x %u blocks of %u threads: invalid\n", grid.x,
+                grid.y, block.x);
+        abort();
+    }
+    shared.resize(smem_bytes + 128);
+    smem = shared.data() + (128 - (uintptr_t)shared.data() % 128) % 128;
+    gridDim = grid;
+    blockDim = block;
+    body = &kernel;
+    if (fibers.size() < block.x) {
+        size_t old = fibers.size();
+        fibers.resize(block.x);
+        for (size_t i = old; i < block.x; i++) {
+            fibers[i].stack = mmap(NULL, stack_bytes, PROT_READ | PROT_WRITE,
+                                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        }
+    }
+    for (unsigned by = 0; by < grid.y; by++) {
+        for (unsigned bx = 0; bx < grid.x; bx++) {
+            blockIdx = dim3(bx, by);
+            memset(smem, 0xcd, smem_bytes);
+            ndone = 0;
+            block_arrived = 0;
+            memset(warp_arrived, 0, sizeof(warp_arrived));
+            for (unsigned t = 0; t < block.x; t++) {
+                fibers[t].done = false;
+                ctx_make(&fibers[t].ctx, fibers[t].stack, stack_bytes, entry);
+            }
+            while (ndone < (int)block.x) {
+                unsigned long before = block_gen;
+                unsigned long wbefore = 0;
+                int done_before = ndone;
+                for (int w = 0; w < 32; w++) {
+                    wbefore += warp_gen[w];
+                }
+                for (int t = (int)block.x - 1; t >= 0; t--) {
+                    if (!fibers[t].done) {
+                        cur = t;
+                        threadIdx = dim3((unsigned)t);
+                        ctx_switch(&sched, &fibers[t].ctx);
+                    }
+                }
+                unsigned long wafter = 0;
+                for (int w = 0; w < 32; w++) {
+                    wafter += warp_gen[w];
+                }
+                if (ndone == done_before && block_gen == before && wafter == wbefore) {
+                    fprintf(stderr,
+                            "cuda_emu: block (%u, %u) of %u threads cannot go on: its threads "
+                            "wait at barriers that cannot complete\n",
+                            bx, by, block.x);
+                    abort();
+                }
+            }
+        }
+    }
+}
+} // namespace cuda_emu
+
+#define LLAMA_LAUNCH(_kernel, _grid, _block, _smem, ...)                                           \
+    cuda_emu::launch(dim3(_grid), dim3(_block), (_smem), [&] { _kernel(__VA_ARGS__); })
+
+/* ---- types ------------------------------------------------------------------------------- */
+
+struct uint4 {
+    unsigned x, y, z, w;
+};
+
+inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w)
+{
+    return uint4{x, y, z, w};
+}
+
+/* the upper half of an f32, rounded to nearest even; a NaN stays a NaN */
+struct __nv_bfloat16 {
+    uint16_t bits;
+};
+
+inline float __bfloat162float(__nv_bfloat16 b)
+{
+    uint32_t u = (uint32_t)b.bits << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+inline __nv_bfloat16 __float2bfloat16_rn(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) {
+        return __nv_bfloat16{(uint16_t)((u >> 16) | 0x40)};
+    }
+    u += 0x7fffu + ((u >> 16) & 1);
+    return __nv_bfloat16{(uint16_t)(u >> 16)};
+}
+
+/* ---- WMMA --------------------------------------------------------------------------------- */
+
+namespace nvcuda
+{
+namespace wmma
+{
+struct matrix_a {
+};
+struct matrix_b {
+};
+struct accumulator {
+};
+struct row_major {
+};
+struct col_major {
+};
+enum layout_t { mem_row_major, mem_col_major };
+
+template <typename Use, int M, int N, int K, typename T, typename Layout = void> struct fragment {
+    static const int num_elements = 256;
+    float x[256]; /* [row][col] */
+};
+
+template <typename Use, typename T, typename L>
+inline void fill_fragment(fragment<Use, 16, 16, 16, T, L> &f, float v)
+{
+    for (int i = 0; i < 256; i++) {
+        f.x[i] = v;
+    }
+}
+
+inline float emu_load(const __nv_bfloat16 *p, size_t i)
+{
+    return __bfloat162float(p[i]);
+}
+
+inline float emu_load(const float *p, size_t i)
+{
+    return p[i];
+}
+
+/* element (r, c): row-major at p[r * ldm + c], column-major at p[c * ldm + r] */
+template <typename Use, typename T>
+inline void load_matrix_sync(fragment<Use, 16, 16, 16, T, row_major> &f, const T *p, unsigned ldm)
+{
+    for (int r = 0; r < 16; r++) {
+        for (int c = 0; c < 16; c++) {
+            f.x[r * 16 + c] = emu_load(p, (size_t)r * ldm + c);
+        }
+    }
+}
+
+template <typename Use, typename T>
+inline void load_matrix_sync(fragment<Use, 16, 16, 16, T, col_major> &f, const T *p, unsigned ldm)
+{
+    for (int r = 0; r < 16; r++) {
+        for (int c = 0; c < 16; c++) {
+            f.x[r * 16 + c] = emu_load(p, (size_t)c * ldm + r);
+        }
+    }
+}
+
+inline void load_matrix_sync(fragment<accumulator, 16, 16, 16, float> &f, const float *p,
+                             unsigned ldm, layout_t layout)
+{
+    for (int r = 0; r < 16; r++) {
+        for (int c = 0; c < 16; c++) {
+            size_t i = layout == mem_row_major ? (size_t)r * ldm + c : (size_t)c * ldm + r;
+            f.x[r * 16 + c] = p[i];
+        }
+    }
+}
+
+inline void store_matrix_sync(float *p, const fragment<accumulator, 16, 16, 16, float> &f,
+                              unsigned ldm, layout_t layout)
+{
+    if (threadIdx.x % 32 != 0) {
+        return;
+    }
+    for (int r = 0; r < 16; r++) {
+        for (int c = 0; c < 16; c++) {
+            size_t i = layout == mem_row_major ? (size_t)r * ldm + c : (size_t)c * ldm + r;
+            p[i] = f.x[r * 16 + c];
+        }
+    }
+}
+
+/* d = a b + c in f32 (products of bf16 values are exact in f32) */
+template <typename LA, typename LB>
+inline void mma_sync(fragment<accumulator, 16, 16, 16, float> &d,
+                     const fragment<matrix_a, 16, 16, 16, __nv_bfloat16, LA> &a,
+                     const fragment<matrix_b, 16, 16, 16, __nv_bfloat16, LB> &b,
+                     const fragment<accumulator, 16, 16, 16, float> &c)
+{
+    float out[256];
+
+    for (int r = 0; r < 16; r++) {
+        for (int n = 0; n < 16; n++) {
+            float s = c.x[r * 16 + n];
+            for (int k = 0; k < 16; k++) {
+                s += a.x[r * 16 + k] * b.x[k * 16 + n];
+            }
+            out[r * 16 + n] = s;
+        }
+    }
+    memcpy(d.x, out, sizeof(out));
+}
+} // namespace wmma
+} // namespace nvcuda
+
+/* ---- the runtime: host memory, everything done at the call ----------------------------------- */
+
+typedef enum {
+    cudaSuccess = 0,
+    cudaErrorMemoryAllocation = 2,
+    cudaErrorInvalidValue = 1
+} cudaError_t;
+typedef struct emu_stream *cudaStream_t;
+typedef struct emu_event *cudaEvent_t;
+typedef enum {
+    cudaMemcpyHostToDevice,
+    cudaMemcpyDeviceToHost,
+    cudaMemcpyDeviceToDevice
+} cudaMemcpyKind;
+typedef enum { cudaDevAttrMemoryPoolsSupported } cudaDeviceAttr;
+typedef enum { cudaFuncAttributeMaxDynamicSharedMemorySize } cudaFuncAttribute;
+typedef enum { CUDA_R_32F = 0, CUDA_R_16BF = 14 } cudaDataType_t;
+#define cudaStreamNonBlocking  1
+#define cudaEventDisableTiming 2
+
+struct cudaDeviceProp {
+    char name[256];
+    int major, minor;
+};
+
+inline const char *cudaGetErrorString(cudaError_t e)
+{
+    return e == cudaSuccess ? "no error" : "emulated error";
+}
+inline cudaError_t cudaGetLastError(void)
+{
+    return cudaSuccess;
+}
+inline cudaError_t cudaGetDeviceCount(int *n)
+{
+    *n = 1;
+    return cudaSuccess;
+}
+inline cudaError_t cudaSetDevice(int d)
+{
+    return d == 0 ? cudaSuccess : cudaErrorInvalidValue;
+}
+inline cudaError_t cudaGetDevice(int *d)
+{
+    *d = 0;
+    return cudaSuccess;
+}
+inline cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int d)
+{
+    snprintf(p->name, sizeof(p->name), "emulated GPU (tests/trainer/cuda_emu.h)");
+    p->major = 9;
+    p->minor = 0;
+    return cudaSuccess;
+}
+inline cudaError_t cudaDeviceGetAttribute(int *v, cudaDeviceAttr a, int d)
+{
+    *v = 1;
+    return cudaSuccess;
+}
+inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags)
+{
+    static int dummy;
+    *s = (cudaStream_t)&dummy;
+    return cudaSuccess;
+}
+inline cudaError_t cudaStreamSynchronize(cudaStream_t s)
+{
+    return cudaSuccess;
+}
+inline cudaError_t cudaStreamDestroy(cudaStream_t s)
+{
+    return cudaSuccess;
+}
+inline cudaError_t cudaMalloc(void **p, size_t bytes)
+{
+    *p = malloc(bytes ? bytes : 1);
+    return *p != NULL ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+inline cudaError_t cudaMallocAsync(void **p, size_t bytes, cudaStream_t s)
+{
+    return cudaMalloc(p, bytes);
+}
+inline cudaError_t cudaMallocHost(void **p, size_t bytes)
+{
+    return cudaMalloc(p, bytes);
+}
+inline cudaError_t cudaFree(void *p)
+{
+    free(p);
+    return cudaSuccess;
+}
+inline cudaError_t cudaFreeAsync(void *p, cudaStream_t s)
+{
+    return cudaFree(p);
+}
+inline cudaError_t cudaFreeHost(void *p)
+{
+    return cudaFree(p);
+}
+inline cudaError_t cudaMemsetAsync(void *p, int v, size_t bytes, cudaStream_t s)
+{
+    memset(p, v, bytes);
+    return cudaSuccess;
+}
+inline cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t bytes, cudaMemcpyKind k,
+                                   cudaStream_t st)
+{
+    memmove(d, s, bytes);
+    return cudaSuccess;
+}
+inline cudaError_t cudaMemGetInfo(size_t *free_b, size_t *total_b)
+{
+    *free_b = (size_t)1 << 35; /* nothing in use: the memory is the host's */
+    *total_b = (size_t)1 << 35;
+    return cudaSuccess;
+}
+inline cudaError_t cudaEventCreate(cudaEvent_t *e)
+{
+    static int dummy;
+    *e = (cudaEvent_t)&dummy;
+    return cudaSuccess;
+}
+inline cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned flags)
+{
+    return cudaEventCreate(e);
+}
+inline cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s)
+{
+    return cudaSuccess;
+}
+inline cudaError_t cudaEventSynchronize(cudaEvent_t e)
+{
+    return cudaSuccess;
+}
+inline cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b)
+{
+    *ms = 1.0f;
+    return cudaSuccess;
+}
+inline cudaError_t cudaEventDestroy(cudaEvent_t e)
+{
+    return cudaSuccess;
+}
+template <typename K> inline cudaError_t cudaFuncSetAttribute(K k, cudaFuncAttribute a, int v)
+{
+    return v <= 227 * 1024 ? cudaSuccess : cudaErrorInvalidValue; /* an H100's most */
+}
+
+/* sharc_cuda.h's, for host buffers: the host waits */
+inline sharc_status_t sharc_request_wait_stream(sharc_request_h req, cudaStream_t s)
+{
+    return sharc_request_wait(req);
+}
+inline sharc_status_t sharc_comm_set_cuda_stream(sharc_comm_h comm, cudaStream_t s)
+{
+    return SHARC_OK;
+}
+
+/* ---- cuBLAS: column-major GEMMs as plain loops -------------------------------------------- */
+
+typedef struct emu_blas *cublasHandle_t;
+typedef enum { CUBLAS_STATUS_SUCCESS = 0, CUBLAS_STATUS_INVALID_VALUE = 7 } cublasStatus_t;
+typedef enum { CUBLAS_OP_N = 0, CUBLAS_OP_T = 1 } cublasOperation_t;
+typedef enum { CUBLAS_COMPUTE_32F = 68 } cublasComputeType_t;
+typedef enum { CUBLAS_GEMM_DEFAULT = -1 } cublasGemmAlgo_t;
+
+inline cublasStatus_t cublasCreate(cublasHandle_t *h)
+{
+    static int dummy;
+    *h = (cublasHandle_t)&dummy;
+    return CUBLAS_STATUS_SUCCESS;
+}
+inline cublasStatus_t cublasDestroy(cublasHandle_t h)
+{
+    return CUBLAS_STATUS_SUCCESS;
+}
+inline cublasStatus_t cublasSetStream(cublasHandle_t h, cudaStream_t s)
+{
+    return CUBLAS_STATUS_SUCCESS;
+}
+inline const char *cublasGetStatusString(cublasStatus_t s)
+{
+    return s == CUBLAS_STATUS_SUCCESS ? "success" : "invalid value";
+}
+
+namespace cuda_emu
+{
+inline float elem(const void *p, cudaDataType_t t, size_t i)
+{
+    return t == CUDA_R_32F ? ((const float *)p)[i]
+                           : __bfloat162float(((const __nv_bfloat16 *)p)[i]);
+}
+
+inline void set(void *p, cudaDataType_t t, size_t i, float v)
+{
+    if (t == CUDA_R_32F) {
+        ((float *)p)[i] = v;
+    } else {
+        ((__nv_bfloat16 *)p)[i] = __float2bfloat16_rn(v);
+    }
+}
+
+/* C (m,n) = alpha op(A) op(B) + beta C, column-major; C is not read when beta is 0 */
+inline cublasStatus_t gemm(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                           float alpha, const void *A, cudaDataType_t at, int lda, const void *B,
+                           cudaDataType_t bt, int ldb, float beta, void *C, cudaDataType_t ct,
+                           int ldc)
+{
+    if (m < 0 || n < 0 || k < 0 || lda < (ta == CUBLAS_OP_N ? m : k) ||
+        ldb < (tb == CUBLAS_OP_N ? k : n) || ldc < m) {
+        return CUBLAS_STATUS_INVALID_VALUE;
+    }
+    for (int j = 0; j < n; j++) {
+        for (int i = 0; i < m; i++) {
+            float s = 0.0f;
+            for (int l = 0; l < k; l++) {
+                float a = ta == CUBLAS_OP_N ? elem(A, at, i + (size_t)l * lda)
+                                            : elem(A, at, l + (size_t)i * lda);
+                float b = tb == CUBLAS_OP_N ? elem(B, bt, l + (size_t)j * ldb)
+                                            : elem(B, bt, j + (size_t)l * ldb);
+                s += a * b;
+            }
+            size_t c = i + (size_t)j * ldc;
+            set(C, ct, c, alpha * s + (beta != 0.0f ? beta * elem(C, ct, c) : 0.0f));
+        }
+    }
+    return CUBLAS_STATUS_SUCCESS;
+}
+} // namespace cuda_emu
+
+inline cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb,
+                                   int m, int n, int k, const void *alpha, const void *A,
+                                   cudaDataType_t at, int lda, const void *B, cudaDataType_t bt,
+                                   int ldb, const void *beta, void *C, cudaDataType_t ct, int ldc,
+                                   cublasComputeType_t comp, cublasGemmAlgo_t algo)
+{
+    return cuda_emu::gemm(ta, tb, m, n, k, *(const float *)alpha, A, at, lda, B, bt, ldb,
+                          *(const float *)beta, C, ct, ldc);
+}
+
+inline cublasStatus_t
+cublasGemmStridedBatchedEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m,
+                           int n, int k, const void *alpha, const void *A, cudaDataType_t at,
+                           int lda, long long sa, const void *B, cudaDataType_t bt, int ldb,
+                           long long sb, const void *beta, void *C, cudaDataType_t ct, int ldc,
+                           long long sc, int batch, cublasComputeType_t comp, cublasGemmAlgo_t algo)
+{
+    size_t ea = at == CUDA_R_32F ? 4 : 2, eb = bt == CUDA_R_32F ? 4 : 2;
+    size_t ec = ct == CUDA_R_32F ? 4 : 2;
+
+    for (int i = 0; i < batch; i++) {
+        cublasStatus_t st =
+            cuda_emu::gemm(ta, tb, m, n, k, *(const float *)alpha, (const char *)A + i * sa * ea,
+                           at, lda, (const char *)B + i * sb * eb, bt, ldb, *(const float *)beta,
+                           (char *)C + i * sc * ec, ct, ldc);
+        if (st != CUBLAS_STATUS_SUCCESS) {
+            return st;
+        }
+    }
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+#endif
