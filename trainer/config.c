@@ -20,14 +20,17 @@ typedef struct {
 
 /*
  * Small models have llama2.c's shapes (hidden = 2/3 * 4 * dim rounded up to 32) and take their
- * vocabulary from the tokenizer (4096 from trainer/prepare_data.py); the large ones are
- * Meta's. llama3.1-8b adds Llama 3.1's rope scaling (factor 8, low 1, high 4, 8192).
+ * vocabulary from the tokenizer (4096 from trainer/prepare_data.py); 1b is TinyLlama 1.1B's
+ * shape (grouped-query attention, a Llama 2 vocabulary), a model one GPU trains, for GPU
+ * measurements; the large ones are Meta's. llama3.1-8b adds Llama 3.1's rope scaling (factor
+ * 8, low 1, high 4, 8192).
  */
 static const named_config_t named_configs[] = {
     {"tiny", "tests", 64, 2, 4, 2, 176, 4096, 64, 10000.0, 0.0},
     {"15m", "llama2.c stories15M", 288, 6, 6, 6, 768, 4096, 256, 10000.0, 0.0},
     {"42m", "llama2.c stories42M", 512, 8, 8, 8, 1376, 4096, 1024, 10000.0, 0.0},
     {"110m", "llama2.c stories110M", 768, 12, 12, 12, 2048, 4096, 1024, 10000.0, 0.0},
+    {"1b", "TinyLlama 1.1B", 2048, 22, 32, 4, 5632, 32000, 2048, 10000.0, 0.0},
     {"llama2-7b", "Llama 2 7B", 4096, 32, 32, 32, 11008, 32000, 4096, 10000.0, 0.0},
     {"llama2-13b", "Llama 2 13B", 5120, 40, 40, 40, 13824, 32000, 4096, 10000.0, 0.0},
     {"llama2-70b", "Llama 2 70B", 8192, 80, 64, 8, 28672, 32000, 4096, 10000.0, 0.0},

@@ -32,8 +32,8 @@ typedef struct {
     int rope_orig_max;
 } llama_config_t;
 
-/** Fill @p cfg with a named config (tiny, 15m, 42m, 110m, llama2-7b, llama2-13b, llama2-70b,
- *  llama3-8b, llama3.1-8b). SHARC_ERR_INVALID, listing the names, for another. */
+/** Fill @p cfg with a named config (tiny, 15m, 42m, 110m, 1b, llama2-7b, llama2-13b,
+ *  llama2-70b, llama3-8b, llama3.1-8b). SHARC_ERR_INVALID, listing the names, for another. */
 sharc_status_t llama_config_named(const char *name, llama_config_t *cfg);
 /** Print the named configs, one per line. */
 void llama_config_list(FILE *stream);

@@ -4,8 +4,11 @@
 # the CUDA kernels against the CPU and their bandwidth against a device copy; collectives on
 # CUDA buffers through NCCL and staged; the sharding engine on the GPU; the torch backend on
 # CUDA tensors (with the venv of tools/install-deps.sh --torch); sharc-perf on device
-# buffers beside NCCL called directly; the overlap benchmark with cuBLAS compute. Needs a
-# build with CUDA and NCCL (BUILD_DIR, default build/). Exits 77 without a GPU.
+# buffers beside NCCL called directly; the overlap benchmark with cuBLAS compute;
+# sharc-llama on the GPU: its ops against the CPU's, the trainer against transformers and the
+# CPU trainer (tests/trainer_cuda.sh), then tokens/s, MFU and peak memory of the 110m and 1b
+# configs on one GPU in bf16, and weak scaling over the machine's GPUs. Needs a build with
+# CUDA and NCCL (BUILD_DIR, default build/). Exits 77 without a GPU.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 build=$(cd "${1:-$top/build}" && pwd)
@@ -13,6 +16,7 @@ out=${2:-$build/gpu-report}
 mkdir -p "$out"
 report="$out/report.md"
 export top_srcdir="$top" top_builddir="$build"
+. "$top/tests/lib.sh" # make_tokens
 
 if ! nvidia-smi -L > /dev/null 2>&1; then
     echo "SKIP: no GPU (nvidia-smi finds none)"
@@ -58,6 +62,13 @@ if [ -x "$build/tests/test_shard_gpu" ]; then
     step shard_engine bash "$top/tests/shard_gpu.sh"
 fi
 step torch_backend bash "$top/tests/torch/gpu.sh" # skipped without the PyTorch venv
+if [ -x "$build/trainer/sharc-llama" ]; then
+    # the trainer's GPU tests are check programs: built here when the build has not yet
+    make -C "$build" -j"$(nproc)" tests/trainer/test_ops_cuda tests/trainer/test_llama_hf \
+        > "$out/trainer-tests-build.log" 2>&1
+    step trainer_ops "$build/tests/trainer/test_ops_cuda"
+    step trainer_gpu bash "$top/tests/trainer_cuda.sh"
+fi
 {
     echo
     echo "## Kernel bandwidth"
@@ -90,7 +101,71 @@ if "$build/perf/sharc-perf" overlap -h 2>&1 | grep -q -- "--device"; then
         -J "$out/overlap-sleep.json" >> "$report" 2>&1 || failures=$((failures + 1))
     echo '```' >> "$report"
 fi
+
+# sharc-llama on one GPU: bf16 compute and gathers, f32 masters and reductions, synthetic
+# tokens (the speed does not depend on them). llama_bench NAME CONFIG VOCAB BATCH SEQ ARGS...
+llama_bench() {
+    local name=$1 config=$2 vocab=$3 batch=$4 seq=$5
+    shift 5
+    mkdir -p "$out/data-$vocab"
+    [ -f "$out/data-$vocab/train.bin" ] || make_tokens "$out/data-$vocab/train.bin" 1000000 \
+        "$vocab" "$vocab"
+    rm -f "$out/llama-$name.jsonl"
+    if ! "$build/trainer/sharc-llama" train --device cuda --config "$config" \
+        --train "$out/data-$vocab/train.bin" --batch "$batch" --seq "$seq" --steps 30 \
+        --warmup 5 --print-every 10 --log "$out/llama-$name.jsonl" "$@" \
+        > "$out/llama-$name.log" 2>&1; then
+        echo "| $name | $batch x $seq $* | FAILED (llama-$name.log) | | | |" >> "$report"
+        { echo "### llama-$name"; tail -n 20 "$out/llama-$name.log"; } >> "$out/failures.txt"
+        failures=$((failures + 1))
+        return
+    fi
+    python3 - "$out/llama-$name.jsonl" "$name" "$batch x $seq $*" >> "$report" <<'EOF'
+import json, sys
+s = [e for e in map(json.loads, open(sys.argv[1])) if e["event"] == "summary"][-1]
+print("| %s | %s | %.0f | %.1f%% | %.0f MiB | %.3f s |" % (sys.argv[2], sys.argv[3],
+      s["tokens_per_s"], 100 * s["mfu"], s.get("peak_gpu_mem_mib", 0), s["step_s"]))
+EOF
+}
+if [ -x "$build/trainer/sharc-llama" ]; then
+    {
+        echo
+        echo "## sharc-llama on one GPU (bf16; medians of 28 steps after 2)"
+        echo
+        echo "MFU against the GPU's dense bf16 peak (the start line of each llama-*.log says"
+        echo "which); peak memory: device memory in use at a step's end (cudaMemGetInfo)."
+        echo
+        echo "| run | batch x seq, options | tokens/s | MFU | peak GPU memory | step |"
+        echo "|---|---|---|---|---|---|"
+    } >> "$report"
+    llama_bench 110m 110m 4096 16 1024
+    llama_bench 110m-recompute 110m 4096 16 1024 --recompute
+    llama_bench 110m-gemm-attention 110m 4096 16 1024 --attention gemm
+    llama_bench 1b 1b 32000 4 2048
+    llama_bench 1b-recompute 1b 32000 8 2048 --recompute
+    ngpu=$(nvidia-smi -L | grep -c '^GPU')
+    if [ "$ngpu" -ge 2 ]; then
+        ranks=1
+        for n in 2 4 8; do [ "$n" -le "$ngpu" ] && ranks="$ranks,$n"; done
+        {
+            echo
+            echo "## sharc-llama weak scaling over this machine's GPUs (1b, bf16, 4 x 2048 per GPU)"
+            echo
+            echo '```'
+        } >> "$report"
+        bash "$top/trainer/scale.sh" --ranks "$ranks" --out "$out/scale" \
+            --launch "$top/tests/launch.sh --mode env --timeout 900 -n {N} --" \
+            --bin "$build/trainer/sharc-llama" -- --device cuda --config 1b \
+            --train "$out/data-32000/train.bin" --batch 4 --seq 2048 --steps 20 --warmup 5 \
+            --print-every 10 > "$out/scale.log" 2>&1 || failures=$((failures + 1))
+        sed -n '/weak scaling/,$p' "$out/scale.log" >> "$report"
+        echo '```' >> "$report"
+    fi
+fi
 echo >> "$report"
+if [ -f "$out/failures.txt" ]; then
+    { echo "## Failed runs"; echo; cat "$out/failures.txt"; echo; } >> "$report"
+fi
 echo "$failures failure(s)" >> "$report"
 cat "$report"
 [ $failures -eq 0 ]
