@@ -161,7 +161,8 @@ static void sharc_coll_watch(sharc_coll_comm_t *cc, int now_too)
     int lost, by;
 
     if (cc->explained || cc->boot == NULL || (!now_too && now < cc->next_check) ||
-        (cc->failed != SHARC_OK && cc->failed != SHARC_ERR_REMOTE)) {
+        (cc->failed != SHARC_OK && cc->failed != SHARC_ERR_REMOTE &&
+         cc->failed != SHARC_ERR_BACKEND)) {
         return;
     }
     cc->next_check = now + SHARC_COLL_CHECK_S;
@@ -177,8 +178,9 @@ static void sharc_coll_watch(sharc_coll_comm_t *cc, int now_too)
     }
     sharc_error("rank %d: %s: its collectives fail", cc->rank, why);
     cc->explained = 1;
-    if (cc->failed != SHARC_OK) { /* a transport's error, now explained */
+    if (cc->failed != SHARC_OK) { /* a transport's error, now explained: a peer's failure */
         snprintf(cc->why, sizeof(cc->why), "%s", why);
+        cc->failed = SHARC_ERR_REMOTE;
     }
     sharc_coll_fail(cc, SHARC_ERR_REMOTE, why);
 }
@@ -194,7 +196,8 @@ static void sharc_coll_explain(sharc_coll_comm_t *cc)
     double until = sharc_time_now() + SHARC_COLL_EXPLAIN_S;
     struct timespec ts = {0, 10 * 1000 * 1000};
 
-    if (cc->failed != SHARC_ERR_REMOTE || cc->boot == NULL || cc->boot->ops->check == NULL) {
+    if ((cc->failed != SHARC_ERR_REMOTE && cc->failed != SHARC_ERR_BACKEND) || cc->boot == NULL ||
+        cc->boot->ops->check == NULL) {
         return; /* (a bootstrap without a store cannot tell) */
     }
     for (;;) {
