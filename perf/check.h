@@ -51,7 +51,7 @@ typedef struct {
     double retest; /* the re-test's, GB/s; < 0: not re-tested */
     double expect; /* what the topology says it should carry, GB/s; <= 0: unknown */
     /* out */
-    double eff;       /* the figure judged: the better of the two measurements */
+    double eff;       /* the latest figure: the re-test's, else the first */
     int suspect;      /* slow in the first pass and not explained by a slow member */
     int named;        /* suspect, and slow again in the re-test */
     int below_expect; /* eff < expect_frac * expect */
@@ -65,7 +65,8 @@ typedef struct {
     /* out */
     int nlinks;         /* measured links */
     double best, best0; /* its best link (after the re-test; in the first pass) */
-    double copy_eff;    /* the better of copy and copy_retest */
+    double copy_eff;    /* the latest copy figure */
+    double best_retest; /* its best re-tested link, < 0 none */
     unsigned suspect;   /* PERF_CHECK_BY_* of the first pass */
     unsigned named;     /* of those, what the re-test confirmed */
     int below_expect;   /* best < expect_frac * expect */
@@ -81,6 +82,8 @@ typedef struct {
     /* out, set by the first pass and kept by the second */
     double ref;      /* the job's median: of the members' best links */
     double ref_copy; /* of the members' copy bandwidths */
+    /* out, set by the second pass: the re-test's medians (of its controls, of the copies) */
+    double ref_retest, ref_copy_retest;
 } perf_check_graph_t;
 
 /*
@@ -97,9 +100,11 @@ void perf_check_verdict(perf_check_graph_t *g);
 
 /*
  * What to re-test after the first pass, so that one noisy sample accuses nothing: every
- * suspect link, and each member suspected by its links against up to @p peers healthy
- * members of its group (those with the best links first). Writes at most @p max pairs (a < b,
- * each once) and returns how many; *copy_p is set when some member's copy is a suspect.
+ * suspect link, each member suspected by its links against up to @p peers healthy members of
+ * its group (those with the best links first), and, when there is anything to re-test, up to
+ * @p peers controls: the best links between healthy members, which give the second pass its
+ * own median. Writes at most @p max pairs (a < b, each once) and returns how many; *copy_p is
+ * set when some member's copy is a suspect (the copy test is then run again on every rank).
  */
 int perf_check_retest_pairs(const perf_check_graph_t *g, int peers, perf_check_pair_t *out, int max,
                             int *copy_p);
@@ -109,10 +114,13 @@ int perf_check_find_link(const perf_check_graph_t *g, int a, int b);
 
 /*
  * The second pass, after the re-test figures are in the links (retest) and members
- * (copy_retest): each re-tested figure counts as the better of its two measurements, and a
- * suspect is named only when it is still below the first pass's bar (ref and ref_copy are
- * kept, so the re-test cannot move it). Also sets below_expect. Returns the number of named
- * members and links.
+ * (copy_retest). Each sample is judged against the job as it ran at the time: a suspect is
+ * named only when its re-test is below threshold times the lower of the first pass's median
+ * and the re-test's own (of its controls; of every rank's copy), so neither a noisy first
+ * sample nor a job that runs slower during the re-test accuses anything. A member suspected by
+ * its links is judged by its best re-tested link. A suspect that was not re-tested is never
+ * named. A re-tested figure then stands for its link (eff); members' best follow. Also sets
+ * below_expect. Returns the number of named members and links.
  */
 int perf_check_confirm(perf_check_graph_t *g);
 

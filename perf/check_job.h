@@ -72,6 +72,10 @@ typedef struct {
     double elapsed_s;
 } perf_check_job_t;
 
+/* The copy test's size: the exchanges', but at least 8 MiB, so that it copies through memory
+ * and not within a cache. */
+#define PERF_CHECK_COPY_SIZE(_size) ((_size) > (8u << 20) ? (_size) : (size_t)(8u << 20))
+
 /* ---- measuring (check_run.c); each returns 0, or nonzero after saying why on stderr */
 
 int perf_check_copy(perf_check_job_t *j, size_t size, int iters, double *gbps_per_rank);

@@ -209,6 +209,7 @@ int perf_check_write_json(const perf_check_job_t *j, const char *path)
     json_object_object_add(root, "threshold", json_object_new_double(j->inter.threshold));
     json_object_object_add(root, "expect_threshold", json_object_new_double(j->inter.expect_frac));
     json_object_object_add(root, "median_gbps", json_object_new_double(j->inter.ref));
+    json_object_object_add(root, "retest_median_gbps", json_object_new_double(j->inter.ref_retest));
     json_object_object_add(root, "intra_median_gbps", num(j->intra.nl ? j->intra.ref : -1));
     json_object_object_add(root, "copy_median_gbps", json_object_new_double(j->intra.ref_copy));
     json_object_object_add(root, "named", json_object_new_int(j->named));
@@ -225,6 +226,7 @@ int perf_check_write_json(const perf_check_job_t *j, const char *path)
         json_object_object_add(o, "ranks", rs);
         json_object_object_add(o, "best_gbps", num(m->best));
         json_object_object_add(o, "first_pass_best_gbps", num(m->best0));
+        json_object_object_add(o, "retest_best_gbps", num(m->best_retest));
         json_object_object_add(o, "fraction_of_median",
                                num(j->inter.ref > 0 && m->best >= 0 ? m->best / j->inter.ref : -1));
         json_object_object_add(o, "expected_gbps", num(m->expect > 0 ? m->expect : -1));
@@ -245,6 +247,7 @@ int perf_check_write_json(const perf_check_job_t *j, const char *path)
         json_object_object_add(o, "host", json_object_new_string(j->host[j->node_of[r]]));
         json_object_object_add(o, "copy_gbps", num(m->copy));
         json_object_object_add(o, "copy_retest_gbps", num(m->copy_retest));
+        json_object_object_add(o, "retest_best_pair_gbps", num(m->best_retest));
         json_object_object_add(o, "best_pair_gbps", num(m->nlinks ? m->best : -1));
         json_object_object_add(o, "suspect", why_list(m->suspect));
         json_object_object_add(o, "named", why_list(m->named));

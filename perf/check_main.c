@@ -247,7 +247,7 @@ static int open_job(perf_check_job_t *j)
         return 2;
     }
     if (getenv("SHARC_TIMEOUT") == NULL) {
-        perf_snprintf(value, sizeof(value), "%.0fs", j->o->timeout_s + 30);
+        perf_snprintf(value, sizeof(value), "%.0fs", j->o->timeout_s + 5);
         sharc_config_set(config, "TIMEOUT", value);
     }
     if (sharc_context_create(config, &j->ctx) != SHARC_OK) {
@@ -501,6 +501,40 @@ static int plan(perf_check_job_t *j)
     return msg[0] != 0 ? 0 : 2;
 }
 
+/*
+ * After a step failed on this rank: whether every rank still reaches the job's store (the
+ * bootstrap's barrier, bounded by SHARC_BOOTSTRAP_TIMEOUT), so that sharc's log names the
+ * ranks that do not: a collective that times out cannot say which of its peers went silent.
+ */
+static void diagnose(perf_check_job_t *j)
+{
+    sharc_status_t status;
+
+    fprintf(stderr,
+            "sharc-perf check: rank %d (%s): the check cannot go on; asking which ranks still "
+            "answer (at most SHARC_BOOTSTRAP_TIMEOUT)\n",
+            j->rank, j->host[j->node]);
+    fflush(stderr);
+    status = sharc_comm_barrier(j->world);
+    if (status == SHARC_OK) {
+        fprintf(stderr,
+                "sharc-perf check: rank %d (%s): every rank still reaches the job's store: the "
+                "fault is between nodes (the log above names the connection lost)\n",
+                j->rank, j->host[j->node]);
+    } else if (status == SHARC_ERR_TIMEOUT) {
+        fprintf(stderr,
+                "sharc-perf check: rank %d (%s): not every rank reached the job's store in time: "
+                "the log above names those that did not arrive (their node or its link is "
+                "down)\n",
+                j->rank, j->host[j->node]);
+    } else {
+        fprintf(stderr,
+                "sharc-perf check: rank %d (%s): the job's store is out of reach (%s): rank 0 "
+                "left or its node's link is down (the log above says which)\n",
+                j->rank, j->host[j->node], sharc_status_string(status));
+    }
+}
+
 static void close_job(perf_check_job_t *j)
 {
     if (j->o->cuda) {
@@ -540,7 +574,7 @@ int perf_check_main(int argc, char **argv)
                            .max_iters = 20,
                            .peers = 2};
     perf_check_job_t j;
-    int ret = parse_args(argc, argv, &o);
+    int ret = parse_args(argc, argv, &o), failed = 0;
 
     if (ret != 0) {
         return ret < 0 ? 0 : ret;
@@ -573,14 +607,22 @@ int perf_check_main(int argc, char **argv)
     if (ret == 0) {
         j.ring_hop = calloc((size_t)j.nnodes, sizeof(double));
         build_graphs(&j, o.threshold, o.expect_frac);
-        ret = perf_check_probe(&j) != 0 ? 2 : plan(&j);
+        failed = perf_check_probe(&j) != 0;
+        ret = failed ? 2 : plan(&j);
     }
     if (ret == 0) {
-        ret = perf_check_measure(&j) != 0 ? 2 : 0;
+        failed = perf_check_measure(&j) != 0;
     }
-    if (ret == 0) {
+    if (ret == 0 && !failed) {
         intra_expect(&j);
-        ret = perf_check_retest(&j) != 0 ? 2 : 0;
+        failed = perf_check_retest(&j) != 0;
+    }
+    if (failed) {
+        /* the job is broken: no orderly teardown (rank 0 would wait for ranks that are gone);
+         * the process's exit closes what it holds */
+        diagnose(&j);
+        fflush(stdout);
+        return 2;
     }
     if (ret == 0) {
         j.elapsed_s = perf_now() - j.t0;

@@ -60,7 +60,8 @@ static void print_ranks(const perf_check_job_t *j, FILE *out)
     char a[32], b[32], c[32], d[32], e[32];
 
     fprintf(out, "#\n# ranks: each rank's %s of %zu B (every rank at once, median %.3f GB/s)%s\n",
-            j->o->cuda ? "device-to-device copy" : "memcpy", j->plan.size, g->ref_copy,
+            j->o->cuda ? "device-to-device copy" : "memcpy (its best iteration)",
+            PERF_CHECK_COPY_SIZE(j->plan.size), g->ref_copy,
             g->nl > 0 ? "; its best pair inside its node" : "");
     fprintf(out, "#%6s %5s %6s  %-16s %9s %8s %9s %9s %8s  %s\n", "rank", "node", "local", "host",
             "copy", "%median", "retest", "best pair", "%median", "verdict");
@@ -220,27 +221,46 @@ static void member_links(const perf_check_job_t *j, const perf_check_graph_t *g,
     }
 }
 
+/* "X GB/s, P% of the job's median M GB/s; re-tested: Y GB/s, Q% of the re-test's median R
+ * GB/s", and for a suspect the re-test cleared, that it is not named. */
+static void evidence(char *buf, size_t len, double first, double retest, double ref, double ref2,
+                     int named)
+{
+    size_t u = (size_t)perf_snprintf(buf, len, "%.3f GB/s, %.0f%% of the job's median %.3f GB/s",
+                                     first, 100 * first / ref, ref);
+
+    if (u < len && retest >= 0) {
+        u += (size_t)perf_snprintf(buf + u, len - u,
+                                   "; re-tested: %.3f GB/s, %.0f%% of the re-test's median %.3f "
+                                   "GB/s",
+                                   retest, 100 * retest / ref2, ref2);
+    } else if (u < len) {
+        u += (size_t)perf_snprintf(buf + u, len - u, "; not re-tested");
+    }
+    if (u < len && !named) {
+        perf_snprintf(buf + u, len - u, ": not named (one slow sample accuses nothing)");
+    }
+}
+
 static int print_findings(const perf_check_job_t *j, FILE *out)
 {
     const perf_check_graph_t *gi = &j->inter, *ga = &j->intra;
-    char ranks[128], links[1024];
+    char ranks[128], links[1024], ev[256];
     int lines = 0, below = 0;
 
     for (int n = 0; n < gi->nm; n++) {
         const perf_check_member_t *m = &gi->m[n];
+        int named = (m->named & PERF_CHECK_BY_LINKS) != 0;
+
         if (!(m->suspect & PERF_CHECK_BY_LINKS)) {
             continue;
         }
         node_ranks(j, n, ranks, sizeof(ranks));
         member_links(j, gi, n, 1, links, sizeof(links));
-        fprintf(out,
-                "%s node %d (%s, %s): its best link carried %.3f GB/s in the first pass and %.3f "
-                "after the re-test, %.0f%% of the job's median %.3f GB/s; its links (GB/s): %s%s\n",
-                (m->named & PERF_CHECK_BY_LINKS) ? "SLOW" : "noisy:", n, j->host[n], ranks,
-                m->best0, m->best, 100 * m->best / gi->ref, gi->ref, links,
-                (m->named & PERF_CHECK_BY_LINKS)
-                    ? ""
-                    : "; above the threshold in the re-test: not named");
+        /* best: the better of each re-tested link's two samples */
+        evidence(ev, sizeof(ev), m->best0, m->best_retest, gi->ref, gi->ref_retest, named);
+        fprintf(out, "%s node %d (%s, %s): even its best link is slow: %s; its links (GB/s): %s\n",
+                named ? "SLOW" : "noisy:", n, j->host[n], ranks, ev, links);
         lines++;
     }
     for (int k = 0; k < gi->nl; k++) {
@@ -248,55 +268,45 @@ static int print_findings(const perf_check_job_t *j, FILE *out)
         if (!l->suspect) {
             continue;
         }
-        fprintf(
-            out,
-            "%s link %s (node %d) <-> %s (node %d): %.3f GB/s, re-test %.3f GB/s, %.0f%% of the "
-            "job's median %.3f GB/s, while both nodes' other links are fine%s\n",
-            l->named ? "SLOW" : "noisy:", j->host[l->a], l->a, j->host[l->b], l->b, l->gbps,
-            l->retest, 100 * l->eff / gi->ref, gi->ref,
-            l->named ? "" : "; above the threshold in the re-test: not named");
+        evidence(ev, sizeof(ev), l->gbps, l->retest, gi->ref, gi->ref_retest, l->named);
+        fprintf(out,
+                "%s link %s (node %d) <-> %s (node %d): %s; both nodes' other links are fine\n",
+                l->named ? "SLOW" : "noisy:", j->host[l->a], l->a, j->host[l->b], l->b, ev);
         lines++;
     }
     for (int r = 0; r < ga->nm; r++) {
         const perf_check_member_t *m = &ga->m[r];
+        int named_copy = (m->named & PERF_CHECK_BY_COPY) != 0;
+        int named_links = (m->named & PERF_CHECK_BY_LINKS) != 0;
+
         if (m->suspect & PERF_CHECK_BY_COPY) {
-            fprintf(out,
-                    "%s rank %d (%s, local rank %d): its copy ran at %.3f GB/s (re-test %.3f), "
-                    "%.0f%% of the job's median %.3f GB/s%s\n",
-                    (m->named & PERF_CHECK_BY_COPY) ? "SLOW" : "noisy:", r, j->host[j->node_of[r]],
-                    j->lrank_of[r], m->copy, m->copy_retest, 100 * m->copy_eff / ga->ref_copy,
-                    ga->ref_copy,
-                    (m->named & PERF_CHECK_BY_COPY)
-                        ? ""
-                        : "; above the threshold in the re-test: not named");
+            evidence(ev, sizeof(ev), m->copy, m->copy_retest, ga->ref_copy, ga->ref_copy_retest,
+                     named_copy);
+            fprintf(out, "%s rank %d (%s, local rank %d): its copy ran at %s\n",
+                    named_copy ? "SLOW" : "noisy:", r, j->host[j->node_of[r]], j->lrank_of[r], ev);
             lines++;
         }
         if (m->suspect & PERF_CHECK_BY_LINKS) {
             member_links(j, ga, r, 0, links, sizeof(links));
+            evidence(ev, sizeof(ev), m->best0, m->best_retest, ga->ref, ga->ref_retest,
+                     named_links);
             fprintf(out,
-                    "%s rank %d (%s, local rank %d): its best pair inside the node carried %.3f "
-                    "GB/s (first pass %.3f), %.0f%% of the job's median %.3f GB/s; its pairs "
-                    "(GB/s): %s%s%s\n",
-                    (m->named & PERF_CHECK_BY_LINKS) ? "SLOW" : "noisy:", r, j->host[j->node_of[r]],
-                    j->lrank_of[r], m->best, m->best0, 100 * m->best / ga->ref, ga->ref, links,
+                    "%s rank %d (%s, local rank %d): even its best pair inside the node is slow: "
+                    "%s; its pairs (GB/s): %s%s\n",
+                    named_links ? "SLOW" : "noisy:", r, j->host[j->node_of[r]], j->lrank_of[r], ev,
+                    links,
                     j->count[j->node_of[r]] == 2
-                        ? "; with two ranks a node, the pair cannot say which is slow"
-                        : "",
-                    (m->named & PERF_CHECK_BY_LINKS)
-                        ? ""
-                        : "; above the threshold in the re-test: not named");
+                        ? "; with two ranks on the node, the pair cannot say which rank is slow"
+                        : "");
             lines++;
         }
     }
     for (int k = 0; k < ga->nl; k++) {
         const perf_check_link_t *l = &ga->l[k];
         if (l->suspect) {
-            fprintf(out,
-                    "%s pair rank %d <-> rank %d (%s): %.3f GB/s, re-test %.3f GB/s, %.0f%% of the "
-                    "job's median %.3f GB/s%s\n",
-                    l->named ? "SLOW" : "noisy:", l->a, l->b, j->host[j->node_of[l->a]], l->gbps,
-                    l->retest, 100 * l->eff / ga->ref, ga->ref,
-                    l->named ? "" : "; above the threshold in the re-test: not named");
+            evidence(ev, sizeof(ev), l->gbps, l->retest, ga->ref, ga->ref_retest, l->named);
+            fprintf(out, "%s pair rank %d <-> rank %d (%s): %s\n",
+                    l->named ? "SLOW" : "noisy:", l->a, l->b, j->host[j->node_of[l->a]], ev);
             lines++;
         }
     }
@@ -304,7 +314,7 @@ static int print_findings(const perf_check_job_t *j, FILE *out)
         const perf_check_member_t *m = &gi->m[n];
         if (m->below_expect) {
             fprintf(out,
-                    "WARN node %d (%s): %.3f GB/s is %.0f%% of the expected %.3f GB/s (%s); "
+                    "WARN node %d (%s): %.3f GB/s is %.1f%% of the expected %.3f GB/s (%s), "
                     "below %.0f%%\n",
                     n, j->host[n], m->best, 100 * m->best / m->expect, m->expect, j->expect[n].why,
                     100 * gi->expect_frac);
@@ -313,9 +323,9 @@ static int print_findings(const perf_check_job_t *j, FILE *out)
     }
     if (below > 1 && below == gi->nm) {
         fprintf(out,
-                "WARN every node is below %.0f%% of its expected figure: a cause the whole "
-                "job shares (the transport: TCP, host buffers; the settings: sharc-topo "
-                "doctor), not one node\n",
+                "WARN every node is below %.0f%% of its expected figure: a cause the whole job "
+                "shares (the transport: TCP, host buffers; the settings: sharc-topo doctor), not "
+                "one node\n",
                 100 * gi->expect_frac);
     }
     return lines;
