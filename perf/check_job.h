@@ -79,6 +79,7 @@ typedef struct {
 /* ---- measuring (check_run.c); each returns 0, or nonzero after saying why on stderr */
 
 int perf_check_copy(perf_check_job_t *j, size_t size, int iters, double *gbps_per_rank);
+void perf_check_free_bufs(perf_check_job_t *j);
 /* Pair rounds: @p rp lists pairs of ranks (each rank in one at most); each rank in a pair
  * exchanges @p size bytes with its partner @p iters times (after one untimed), all pairs at
  * once, every exchange started by a barrier of the job. @p t receives every rank's times

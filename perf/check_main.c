@@ -537,13 +537,9 @@ static void diagnose(perf_check_job_t *j)
 
 static void close_job(perf_check_job_t *j)
 {
+    perf_check_free_bufs(j);
     if (j->o->cuda) {
-        perf_cuda_free(j->send);
-        perf_cuda_free(j->recv);
         perf_cuda_fini();
-    } else {
-        free(j->send);
-        free(j->recv);
     }
     free(j->node_of);
     free(j->lrank_of);
@@ -618,11 +614,12 @@ int perf_check_main(int argc, char **argv)
         failed = perf_check_retest(&j) != 0;
     }
     if (failed) {
-        /* the job is broken: no orderly teardown (rank 0 would wait for ranks that are gone);
-         * the process's exit closes what it holds */
+        /* the job is broken: no orderly teardown (rank 0's would wait for ranks that are
+         * gone), and no exit handlers either; the process's end closes what it holds */
         diagnose(&j);
         fflush(stdout);
-        return 2;
+        fflush(stderr);
+        _exit(2);
     }
     if (ret == 0) {
         j.elapsed_s = perf_now() - j.t0;

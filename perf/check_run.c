@@ -12,6 +12,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check_job.h"
 #include "perf_cuda.h"
@@ -26,27 +27,29 @@ static int fail(const perf_check_job_t *j, const char *what, sharc_status_t stat
     return -1;
 }
 
-/* The exchange buffers for @p size bytes (recv holds both ranks' blocks). */
+/* The exchange buffers for @p size bytes (recv holds both ranks' blocks): on the device with
+ * --device cuda, else from sharc_mem_alloc, as the sharding engine's are (node-local peers
+ * copy straight from them). */
 static int ensure_bufs(perf_check_job_t *j, size_t size)
 {
+    void *send = NULL, *recv = NULL;
+
     if (size <= j->bufsize && j->send != NULL) {
         return 0;
     }
+    perf_check_free_bufs(j);
     if (j->o->cuda) {
-        perf_cuda_free(j->send);
-        perf_cuda_free(j->recv);
-        j->send = perf_cuda_alloc(size);
-        j->recv = perf_cuda_alloc(2 * size);
-    } else {
-        free(j->send);
-        free(j->recv);
-        j->send = calloc(1, size);
-        j->recv = calloc(1, 2 * size);
+        send = perf_cuda_alloc(size);
+        recv = perf_cuda_alloc(2 * size);
+    } else if (sharc_mem_alloc(j->ctx, size, &send) != SHARC_OK ||
+               sharc_mem_alloc(j->ctx, 2 * size, &recv) != SHARC_OK) {
+        recv = NULL;
     }
+    j->send = send;
+    j->recv = recv;
     if (j->send == NULL || j->recv == NULL) {
         fprintf(stderr, "sharc-perf check: rank %d: no memory for %zu-byte buffers\n", j->rank,
                 size);
-        j->bufsize = 0;
         return -1;
     }
     if (!j->o->cuda) {
@@ -54,6 +57,19 @@ static int ensure_bufs(perf_check_job_t *j, size_t size)
     }
     j->bufsize = size;
     return 0;
+}
+
+void perf_check_free_bufs(perf_check_job_t *j)
+{
+    if (j->o->cuda) {
+        perf_cuda_free(j->send);
+        perf_cuda_free(j->recv);
+    } else {
+        sharc_mem_free(j->ctx, j->send);
+        sharc_mem_free(j->ctx, j->recv);
+    }
+    j->send = j->recv = NULL;
+    j->bufsize = 0;
 }
 
 static int barrier(perf_check_job_t *j)
@@ -120,8 +136,9 @@ static int wait_all(perf_check_job_t *j, sharc_request_h *reqs, int n, double t0
                         "slow; leaving the job\n",
                         j->rank, j->host[j->node], what, peer, j->host[j->node_of[peer]],
                         j->o->timeout_s, j->host[j->node], j->host[j->node_of[peer]]);
+                fflush(stdout);
                 fflush(stderr);
-                exit(2);
+                _exit(2); /* no exit handlers: nothing of the job is torn down */
             }
             sched_yield();
         }

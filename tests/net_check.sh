@@ -7,16 +7,21 @@
 # fixture and from --expect. Then what must end with exit status 2 and a message, in bounded
 # time: one node, a budget too small, bad options, a link cut during the check.
 #
-# make check runs SHARC_CHECK_SLOW_RUNS slowed and SHARC_CHECK_CLEAN_RUNS clean runs (4 and
-# 3); tools/bench-check.sh runs 10 and 10 (docs/perf.md has its results). Needs root (SKIP).
+# SHARC_CHECK_SLOW_RUNS slowed and SHARC_CHECK_CLEAN_RUNS clean runs: 10 and 10 (2 and 2 in
+# the sanitizer build); tools/bench-check.sh prints each run's figures (docs/perf.md).
+# Needs root (SKIP otherwise).
 . "$(dirname "$0")/lib.sh"
 
 if ! "$top_builddir/perf/sharc-info" -b | grep -q "^ucx: yes"; then
     echo "SKIP: sharc was built without UCX (no transport between nodes)"
     exit 77
 fi
-slow_runs=${SHARC_CHECK_SLOW_RUNS:-4}
-clean_runs=${SHARC_CHECK_CLEAN_RUNS:-3}
+slow_runs=${SHARC_CHECK_SLOW_RUNS:-10}
+clean_runs=${SHARC_CHECK_CLEAN_RUNS:-10}
+if [ -n "${SHARCTEST_SANITIZE:-}" ]; then # the sanitizer build looks for memory errors, not odds
+    slow_runs=${SHARC_CHECK_SLOW_RUNS:-2}
+    clean_runs=${SHARC_CHECK_CLEAN_RUNS:-2}
+fi
 setup_nodes 4 --rate 400mbit
 perf="$top_builddir/perf/sharc-perf"
 job=("$LAUNCH" --mode env --node-exec "$NODE_EXEC" --timeout 90 -n 4 --nodes 4)
@@ -142,10 +147,13 @@ $NODES link 3 up
 secs=$(awk -v a="$tcut" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
 last_out=$(cat "$work/cut.out")
 run_ok "node 3's link cut during the check: exit 2 (exit $st)" test $st = 2
-# bounds: SHARC_TIMEOUT (--timeout + 5 s), then the store's barrier (SHARC_BOOTSTRAP_TIMEOUT)
-run_ok "... every rank gone within 30 s of the cut ($secs s)" awk -v s="$secs" 'BEGIN { exit !(s <= 30) }'
+# the bound: the cut-off rank learns nothing; it fails at SHARC_TIMEOUT (--timeout + 5 s),
+# closes its endpoints (a few seconds), and asks the store in vain (SHARC_BOOTSTRAP_TIMEOUT,
+# 8 s, and the store client's grace): 5 to 31 s in our tries
+run_ok "... every rank gone within 40 s of the cut ($secs s)" awk -v s="$secs" 'BEGIN { exit !(s <= 40) }'
 # the ranks that wait on the link name node3, or the store names rank 3 as the one missing
 run_ok "... the output names node 3" out_has \
     "(sharc-perf check: rank [0-9] \(node[0-9]\): .*node3|rank\(s\) 3 of 4 did not arrive)"
 run_ok "... no rank crashed" sh -c "! grep -Eq 'Assertion|Segmentation|exited with status 1[3-9][0-9]' '$work/cut.out'"
+[ $failures = 0 ] || grep -E "sharc-perf check|ERROR|exited" "$work/cut.out" | cut -c1-220
 finish
