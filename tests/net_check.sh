@@ -134,6 +134,14 @@ st=0
 "$perf" check --threshold 2 > /dev/null 2>&1 || st=$?
 run_ok "bad options give exit status 2 ($st)" test $st = 2
 
+# a node cut off before the check: the job cannot form; every rank says so within the
+# bootstrap's timeout (4 s here), and the store names the rank that did not arrive
+$NODES link 3 down
+run_fail "node 3 cut off before the check: exit 2" 20 \
+    "cannot join the job: a rank is missing or unreachable.*rank\(s\) 3 of 4 did not arrive" \
+    env SHARC_BOOTSTRAP_TIMEOUT=4s "${job[@]}" -- "$perf" check --budget 20s
+$NODES link 3 up
+
 # a link cut during the check: the ranks that wait on it leave at --timeout naming the link,
 # the others learn it from sharc; where a collective of the whole job times out instead, the
 # store says which rank is missing; every rank is gone within SHARC_TIMEOUT + the bootstrap's
