@@ -81,9 +81,10 @@ typedef struct {
 int perf_check_copy(perf_check_job_t *j, size_t size, int iters, double *gbps_per_rank);
 void perf_check_free_bufs(perf_check_job_t *j);
 /* Pair rounds: @p rp lists pairs of ranks (each rank in one at most); each rank in a pair
- * exchanges @p size bytes with its partner @p iters times (after one untimed), all pairs at
- * once, every exchange started by a barrier of the job. @p t receives every rank's times
- * (nranks x iters, -1 for ranks not in a pair), on every rank. */
+ * exchanges each of @p sizes bytes with its partner @p iters times (after one untimed), all
+ * pairs at once, every exchange started by a barrier of the job. @p t receives every rank's
+ * times on every rank: t[(rank * nsizes + size) * iters + iteration], -1 for ranks not in a
+ * pair. @p open_s_p (or NULL): the seconds the split took here. */
 int perf_check_pairs(perf_check_job_t *j, const perf_check_pair_t *rp, int nrp, const size_t *sizes,
                      int nsizes, int iters, double *t, double *open_s_p);
 int perf_check_ring(perf_check_job_t *j, size_t size, int iters);

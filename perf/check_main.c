@@ -602,6 +602,7 @@ int perf_check_main(int argc, char **argv)
     }
     if (ret == 0) {
         j.ring_hop = calloc((size_t)j.nnodes, sizeof(double));
+        j.ring_gbps = -1; /* none below 3 nodes */
         build_graphs(&j, o.threshold, o.expect_frac);
         failed = perf_check_probe(&j) != 0;
         ret = failed ? 2 : plan(&j);

@@ -321,7 +321,12 @@ static int print_findings(const perf_check_job_t *j, FILE *out)
             below++;
         }
     }
-    if (below > 1 && below == gi->nm) {
+    if (below == 2 && gi->nm == 2) {
+        fprintf(out,
+                "WARN the link between the two nodes is below %.0f%% of its expected "
+                "figure; with two nodes, which end is slow cannot be told\n",
+                100 * gi->expect_frac);
+    } else if (below > 1 && below == gi->nm) {
         fprintf(out,
                 "WARN every node is below %.0f%% of its expected figure: a cause the whole job "
                 "shares (the transport: TCP, host buffers; the settings: sharc-topo doctor), not "

@@ -239,8 +239,8 @@ int perf_check_pairs(perf_check_job_t *j, const perf_check_pair_t *rp, int nrp, 
 }
 
 /* Median over the iterations of the slowest of @p nr ranks (layout of perf_check_pairs). */
-static double slowest_median(const perf_check_job_t *j, const double *t, int nsizes, int s,
-                             int iters, const int *ranks, int nr)
+static double slowest_median(const double *t, int nsizes, int s, int iters, const int *ranks,
+                             int nr)
 {
     double *v = malloc(sizeof(double) * (size_t)iters), med;
 
@@ -253,7 +253,6 @@ static double slowest_median(const perf_check_job_t *j, const double *t, int nsi
     }
     med = perf_median(v, (size_t)iters);
     free(v);
-    (void)j;
     return med;
 }
 
@@ -287,7 +286,7 @@ static int run_node_pairs(perf_check_job_t *j, const perf_check_pair_t *np, int 
             ranks[2 * r + 1] = j->by_node[j->first[np[i].b] + r];
         }
         gbps[i] = (double)j->rails * (double)size /
-                  slowest_median(j, t, 1, 0, iters, ranks, 2 * j->rails) / 1e9;
+                  slowest_median(t, 1, 0, iters, ranks, 2 * j->rails) / 1e9;
     }
     free(rp);
     free(t);
@@ -304,7 +303,7 @@ static int run_rank_pairs(perf_check_job_t *j, const perf_check_pair_t *rp, int 
 
     for (int i = 0; i < n && ret == 0; i++) {
         int ranks[2] = {rp[i].a, rp[i].b};
-        gbps[i] = (double)size / slowest_median(j, t, 1, 0, iters, ranks, 2) / 1e9;
+        gbps[i] = (double)size / slowest_median(t, 1, 0, iters, ranks, 2) / 1e9;
     }
     free(t);
     return ret;
@@ -388,8 +387,8 @@ int perf_check_ring(perf_check_job_t *j, size_t size, int iters)
         for (int r = 0; r < j->rails; r++) {
             ranks[r] = j->by_node[j->first[v] + r];
         }
-        j->ring_hop[v] = (double)j->rails * (double)size /
-                         slowest_median(j, t, 1, 0, iters, ranks, j->rails) / 1e9;
+        j->ring_hop[v] =
+            (double)j->rails * (double)size / slowest_median(t, 1, 0, iters, ranks, j->rails) / 1e9;
         if (j->ring_gbps < 0 || j->ring_hop[v] < j->ring_gbps) {
             j->ring_gbps = j->ring_hop[v];
         }

@@ -121,6 +121,14 @@ for ((i = 0; i < clean_runs; i++)); do
 done
 echo "slowed node named alone: $named_ok of $slow_runs runs; nothing named with none slowed: $clean_ok of $clean_runs runs"
 
+# two nodes, one slowed: nothing can be named (one link, both ends), the expected figure warns
+$NODES rate 1 100mbit
+run_ok_match "two nodes, node 1 slowed: nothing named, no ring, the link below --expect" \
+    "\[rank 0\] # ring: none .*\[rank 0\] WARN the link between the two nodes is below 50% of its expected figure.*\[rank 0\] OK: no slow node" \
+    "$LAUNCH" --mode env --node-exec "$NODE_EXEC" --timeout 60 -n 2 --nodes 2 -- \
+    "$perf" "${check[@]}" --expect 0.4Gb/s
+$NODES rate 1 400mbit
+
 # --- what must fail cleanly (exit status 2) ---
 run_fail "one node: exit 2" 60 "all on one node \(node0\).*needs ranks on 2 nodes" \
     "$LAUNCH" --mode env --node-exec "$NODE_EXEC" --timeout 60 -n 2 --nodes 1 -- "$perf" check
