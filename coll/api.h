@@ -73,6 +73,17 @@ SHARC_HIDDEN int sharc_request_on_device(sharc_request_h req);
 /* When @p req's collective finished, on sharc_time_now's clock (0 before it has). */
 SHARC_HIDDEN double sharc_request_done_time(sharc_request_h req);
 
+/* When a request's collective first ran (its algorithm's first progress), finished, and
+ * became complete (it and every collective posted before it on its communicator are done:
+ * what a test or wait sees), on sharc_time_now's clock; 0 for what has not happened yet.
+ * Host tasks only: a collective of the device backend finishes on the device. */
+typedef struct {
+    double start, done, complete;
+} sharc_request_times_t;
+
+/* @p req's times (read after a test or wait saw it complete, or they may be 0). */
+SHARC_HIDDEN void sharc_request_times(sharc_request_h req, sharc_request_times_t *times_p);
+
 /* Whether a stream waits for @p req on the device, so that freeing it need not wait. */
 SHARC_HIDDEN int sharc_request_stream_waited(sharc_request_h req);
 

@@ -207,6 +207,9 @@ int sharc_coll_progress(sharc_coll_comm_t *cc)
         if (t->done) {
             continue;
         }
+        if (t->t_start == 0) {
+            t->t_start = sharc_time_now();
+        }
         t->status = (cc->failed != SHARC_OK) ? cc->failed : t->algo->progress(t);
         if (t->status != SHARC_INPROGRESS) {
             moved = 1;
@@ -236,6 +239,7 @@ int sharc_coll_progress(sharc_coll_comm_t *cc)
         }
         t->next = NULL;
         t->complete = 1;
+        t->t_complete = sharc_time_now();
         if (t->freed) {
             sharc_coll_release(t);
         }
@@ -447,6 +451,13 @@ int sharc_request_on_device(sharc_request_h req)
 double sharc_request_done_time(sharc_request_h req)
 {
     return req->done ? req->t_done : 0.0;
+}
+
+void sharc_request_times(sharc_request_h req, sharc_request_times_t *times_p)
+{
+    times_p->start = req->t_start;
+    times_p->done = req->done ? req->t_done : 0.0;
+    times_p->complete = req->complete ? req->t_complete : 0.0;
 }
 
 int sharc_request_stream_waited(sharc_request_h req)

@@ -89,7 +89,9 @@ struct sharc_request {
     uint64_t seq;          /* per communicator; the tag of every message of the task */
     sharc_status_t status; /* the algorithm's result once done */
     int done;              /* the algorithm finished (possibly before earlier tasks) */
+    double t_start;        /* when its algorithm first ran (sharc_time_now), 0 before */
     double t_done;         /* when it finished (sharc_time_now) */
+    double t_complete;     /* when it became complete, 0 before */
     int complete;          /* done, and every earlier task too: visible to the caller */
     int await_peer;        /* a peer the task waits for, for timeout messages, or -1 */
     int freed;             /* the caller freed it; the engine releases it when complete */

@@ -68,17 +68,31 @@ sharc_status_t sharc_shard_fail(sharc_shard_group_t *g, sharc_status_t status,
     return status;
 }
 
+/* The communicator behind a queue. */
+static sharc_comm_h sharc_shard_queue_comm(const sharc_shard_group_t *g, sharc_shard_queue_t queue)
+{
+    switch (queue) {
+    case SHARC_SHARD_Q_GATHER: return g->shard_comm;
+    case SHARC_SHARD_Q_REDUCE: return g->reduce_comm;
+    default: return g->replica_comm;
+    }
+}
+
 sharc_status_t sharc_shard_post(sharc_shard_group_t *g, sharc_shard_unit_t *u, sharc_shard_op_t *op,
-                                sharc_comm_h comm, sharc_coll_type_t type, const void *sendbuf,
-                                void *recvbuf, size_t count, sharc_dtype_t dtype, sharc_op_t rop,
-                                void *stream)
+                                sharc_shard_queue_t queue, sharc_coll_type_t type,
+                                const void *sendbuf, void *recvbuf, size_t count,
+                                sharc_dtype_t dtype, sharc_op_t rop, void *stream)
 {
     sharc_coll_args_t a = {type, sendbuf, recvbuf, count, dtype, rop, 0, stream};
+    sharc_comm_h comm = sharc_shard_queue_comm(g, queue);
     void *e0 = g->cuda ? sharc_shard_stats_mark(g, stream) : NULL, *e1 = NULL;
     sharc_status_t status;
 
     op->t_post = sharc_time_now();
     op->timed = 0;
+    /* (the trace's track: reductions share the gathers' queue without a communicator of
+     * their own) */
+    op->queue = (comm == g->shard_comm) ? SHARC_SHARD_Q_GATHER : queue;
     status = sharc_coll_start(comm->coll, &a, &op->req);
     if (status != SHARC_OK) {
         op->req = NULL;
@@ -169,7 +183,7 @@ sharc_status_t sharc_shard_complete(sharc_shard_group_t *g, sharc_shard_unit_t *
             return status;
         }
         if (block) {
-            sharc_shard_stats_exposed(g, u, t0);
+            sharc_shard_stats_exposed(g, u, type, t0);
         }
     } else if (stream == g->stream) { /* exposed: how long the caller's stream waits */
         void *e0 = sharc_shard_stats_mark(g, stream);
@@ -186,6 +200,10 @@ sharc_status_t sharc_shard_complete(sharc_shard_group_t *g, sharc_shard_unit_t *
     sharc_shard_stats_op(g, u, type, op->t_post,
                          (op->timed || device) ? -1.0 : sharc_request_done_time(req),
                          sharc_shard_op_bytes(g, u, type));
+    if (g->trace != NULL) {
+        sharc_shard_trace_op(g, u, op, type, (op->timed || device) ? NULL : req,
+                             sharc_shard_op_bytes(g, u, type));
+    }
     op->req = NULL;
     if (device && sharc_request_stream_waited(req)) {
         sharc_shard_inflight_add(g, req); /* the host sees it done at the next finish */

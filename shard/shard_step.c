@@ -28,7 +28,10 @@ static sharc_status_t sharc_shard_prefetch(sharc_shard_group_t *g)
             continue;
         }
         if (g->alive >= g->max_unsharded) {
-            break; /* deferred: the next reshard frees a slot and comes back here */
+            /* deferred: the next reshard frees a slot and comes back here */
+            sharc_shard_auto_deferred(g);
+            sharc_shard_trace_defer(g, unit);
+            break;
         }
         status = sharc_shard_gather(g, u);
         if (status != SHARC_OK) {
@@ -37,6 +40,7 @@ static sharc_status_t sharc_shard_prefetch(sharc_shard_group_t *g)
         u->prefetched = 1;
         g->stats.prefetches++;
         u->stats.prefetches++;
+        sharc_shard_trace_prefetch(g, unit, e - g->cursor + 1);
     }
     return SHARC_OK;
 }
@@ -54,6 +58,10 @@ static sharc_status_t sharc_shard_begin_(sharc_shard_group_t *g, int phase, int 
     if (u->in_use) {
         sharc_error("%s: unit %d has begun already and not ended", what, unit);
         return SHARC_ERR_INVALID;
+    }
+    status = sharc_shard_auto_apply(g); /* the depth agreed at the last finish, if any */
+    if (status != SHARC_OK) {
+        return status;
     }
     if (phase == SHARC_SHARD_FORWARD && g->pass_backward) { /* the next micro-batch */
         g->pass++;
@@ -137,9 +145,19 @@ static sharc_status_t sharc_shard_timed(sharc_shard_group_t *g, int phase, int u
         begin ? sharc_shard_begin_(g, phase, unit, what) : sharc_shard_end_(g, phase, unit, what);
 
     if (g != NULL) {
+        double t1 = sharc_time_now();
+
         sharc_shard_stats_engine(g, t0);
-        sharc_debug("%s(%d): %.3f ms, %.3f ms of it waiting", what, unit,
-                    (sharc_time_now() - t0) * 1e3, (g->stats.exposed_s - waited) * 1e3);
+        sharc_debug("%s(%d): %.3f ms, %.3f ms of it waiting", what, unit, (t1 - t0) * 1e3,
+                    (g->stats.exposed_s - waited) * 1e3);
+        if (g->trace != NULL && unit >= 0 && unit < g->nunits) {
+            sharc_shard_trace_call(
+                g,
+                phase == SHARC_SHARD_FORWARD
+                    ? (begin ? SHARC_SHARD_CALL_FORWARD_BEGIN : SHARC_SHARD_CALL_FORWARD_END)
+                    : (begin ? SHARC_SHARD_CALL_BACKWARD_BEGIN : SHARC_SHARD_CALL_BACKWARD_END),
+                unit, t0, t1);
+        }
     }
     return status;
 }
