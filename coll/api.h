@@ -66,6 +66,21 @@ typedef struct {
 SHARC_HIDDEN sharc_status_t sharc_coll_start(sharc_coll_comm_t *cc, const sharc_coll_args_t *args,
                                              sharc_request_h *req_p);
 
+/* Completion lanes of a communicator (sharc_coll_start posts in lane 0). */
+#define SHARC_COLL_LANES 4
+
+/*
+ * sharc_coll_start in completion lane @p lane (0 .. SHARC_COLL_LANES - 1): the collective
+ * completes, as test and wait see it, once it and every collective posted before it in its
+ * lane are done; lanes pass each other, so a collective need not wait for a slower one of
+ * another lane posted before it. Every rank still posts the same collectives in the same
+ * order on a communicator, lanes included: a lane changes when a collective is seen
+ * complete, not what runs, nor how messages match.
+ */
+SHARC_HIDDEN sharc_status_t sharc_coll_start_lane(sharc_coll_comm_t *cc,
+                                                  const sharc_coll_args_t *args, int lane,
+                                                  sharc_request_h *req_p);
+
 /* Whether the device follows @p req: it runs on the collective backend's stream, and a
  * stream may wait for it (sharc_request_wait_stream) without the host. */
 SHARC_HIDDEN int sharc_request_on_device(sharc_request_h req);

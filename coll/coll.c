@@ -1,6 +1,7 @@
 /*
  * coll.c: the collective engine: tasks queued per communicator, the progress that drives
- * them and completes them in posting order (from test and wait, or a progress thread), the
+ * them and completes them in posting order within each completion lane (from test and wait,
+ * or a progress thread), posts handed to a running pass instead of waiting for it, the
  * scratch kept between collectives, and the send and receive helpers of the algorithms.
  * Posting (checks, routing) is in post.c, algorithm selection in select.c.
  */
@@ -22,6 +23,7 @@
 #include "coll.h"
 
 static void *sharc_coll_thread(void *arg);
+static int sharc_coll_progress_pass(sharc_coll_comm_t *cc);
 
 sharc_status_t sharc_coll_comm_create(const sharc_coll_comm_params_t *params,
                                       sharc_coll_comm_t **cc_p)
@@ -174,13 +176,109 @@ static void sharc_coll_watch(sharc_coll_comm_t *cc, int now_too)
 }
 
 /*
+ * Lock held: queue the tasks handed over during a pass, oldest first (the order they were
+ * posted in, so every rank gives them the same sequence numbers). A task that cannot be
+ * queued (the communicator failed, its init failed) completes with the error in its turn.
+ */
+static void sharc_coll_take_over(sharc_coll_comm_t *cc)
+{
+    sharc_coll_task_t *list = __atomic_exchange_n(&cc->incoming, NULL, __ATOMIC_SEQ_CST),
+                      *rev = NULL;
+
+    while (list != NULL) { /* newest first: reverse */
+        sharc_coll_task_t *t = list;
+
+        list = t->next;
+        t->next = rev;
+        rev = t;
+    }
+    while (rev != NULL) {
+        sharc_coll_task_t *t = rev;
+        sharc_status_t status = SHARC_OK;
+
+        rev = t->next;
+        t->next = NULL;
+        if (cc->failed != SHARC_OK) {
+            status = cc->failed;
+            t->algo = NULL; /* never initialized: nothing to finalize */
+        } else {
+            t->seq = cc->seq & SHARC_TP_TAG_MAX; /* as sharc_coll_queue */
+            cc->seq += 1 + (t->algo->tags != NULL ? t->algo->tags(t) : 0);
+            status = t->algo->init(t);
+            if (status != SHARC_OK) {
+                sharc_coll_scratch_put(t);
+            }
+        }
+        if (status != SHARC_OK) {
+            sharc_error("%s: %s", sharc_coll_name(t->args.type),
+                        cc->failed != SHARC_OK ? cc->why : "its algorithm could not start");
+            t->done = 1;
+            t->status = status;
+            t->t_done = sharc_time_now();
+        }
+        if (cc->tail != NULL) {
+            cc->tail->next = t;
+        } else {
+            cc->head = t;
+        }
+        cc->tail = t;
+    }
+}
+
+int sharc_coll_hand_over(sharc_coll_task_t *task)
+{
+    sharc_coll_comm_t *cc = task->cc;
+    sharc_coll_task_t *head;
+
+    if (!cc->thread_running || cc->cfg->check) {
+        sharc_coll_lock(cc);
+        return 0;
+    }
+    if (pthread_mutex_trylock(&cc->lock) == 0) {
+        return 0;
+    }
+    /* Busy: push first, then look (both sequentially consistent, as the pass's end: clear
+     * in_pass, then take the list). Seen in a pass: that pass, or a later one, takes it
+     * when it ends. Not in a pass: the holder is brief (the thread between passes, a caller
+     * freeing): wait for the lock and queue it here. */
+    head = __atomic_load_n(&cc->incoming, __ATOMIC_SEQ_CST);
+    do {
+        task->next = head;
+    } while (!__atomic_compare_exchange_n(&cc->incoming, &head, task, 0, __ATOMIC_SEQ_CST,
+                                          __ATOMIC_SEQ_CST));
+    if (__atomic_load_n(&cc->in_pass, __ATOMIC_SEQ_CST)) {
+        return 1;
+    }
+    sharc_coll_lock(cc);
+    sharc_coll_take_over(cc);
+    pthread_cond_signal(&cc->cond);
+    pthread_mutex_unlock(&cc->lock);
+    return 1;
+}
+
+/*
  * Called with the lock held. Drives every task, then completes those at the head in order.
  * Returns whether anything moved (messages in the transport, a task finishing): pollers
  * back off when nothing does.
  */
 int sharc_coll_progress(sharc_coll_comm_t *cc)
 {
+    int moved = sharc_coll_progress_pass(cc);
+
+    /* the pass is over: posts from now on wait for the lock; those handed over during it
+     * are queued now, while it is still held */
+    __atomic_store_n(&cc->in_pass, 0, __ATOMIC_SEQ_CST);
+    sharc_coll_take_over(cc);
+    return moved;
+}
+
+static int sharc_coll_progress_pass(sharc_coll_comm_t *cc)
+{
+    unsigned blocked = 0;
     int moved = 0;
+
+    __atomic_store_n(&cc->in_pass, 1, __ATOMIC_SEQ_CST);
+    sharc_coll_take_over(cc);
 
     if (cc->tp_ops != NULL && cc->tp_ops->progress != NULL) {
         int ret = cc->tp_ops->progress(cc->tp);
@@ -230,16 +328,26 @@ int sharc_coll_progress(sharc_coll_comm_t *cc)
             }
         }
     }
-    while (cc->head != NULL && cc->head->done) {
-        sharc_coll_task_t *t = cc->head;
+    /* complete what is done, in posting order within each lane: a task waits only for the
+     * earlier tasks of its own lane (blocked: lanes with one not done yet) */
+    for (sharc_coll_task_t **p = &cc->head, *prev = NULL; *p != NULL;) {
+        sharc_coll_task_t *t = *p;
+        unsigned lane = 1u << t->lane;
 
-        cc->head = t->next;
-        if (cc->head == NULL) {
-            cc->tail = NULL;
+        if (!t->done || (blocked & lane)) {
+            blocked |= lane;
+            prev = t;
+            p = &t->next;
+            continue;
+        }
+        *p = t->next;
+        if (cc->tail == t) {
+            cc->tail = prev;
         }
         t->next = NULL;
-        t->complete = 1;
         t->t_complete = sharc_time_now();
+        /* release: a test or wait that sees it complete without the lock sees its status */
+        __atomic_store_n(&t->complete, 1, __ATOMIC_RELEASE);
         if (t->freed) {
             sharc_coll_release(t);
         }
@@ -338,10 +446,18 @@ sharc_status_t sharc_request_test(sharc_request_h req)
         return SHARC_ERR_INVALID;
     }
     cc = req->cc;
-    sharc_coll_lock(cc);
     /* With a progress thread, a test only looks: progressing here would move message data
-     * (copies, reductions) on the caller's time, which the thread exists to take off it. */
-    if (!req->complete && !cc->thread_running) {
+     * (copies, reductions) on the caller's time, which the thread exists to take off it. It
+     * looks without the lock, which the thread holds for a whole pass (a pass may copy or
+     * reduce megabytes): a caller that only asks must not wait for that. */
+    if (__atomic_load_n(&req->complete, __ATOMIC_ACQUIRE)) {
+        return req->status;
+    }
+    if (cc->thread_running) {
+        return SHARC_INPROGRESS;
+    }
+    sharc_coll_lock(cc);
+    if (!req->complete) {
         sharc_coll_progress(cc);
     }
     status = req->complete ? req->status : SHARC_INPROGRESS;
@@ -371,6 +487,9 @@ sharc_status_t sharc_request_wait(sharc_request_h req)
     if (req == NULL) {
         sharc_error("sharc_request_wait: request is NULL");
         return SHARC_ERR_INVALID;
+    }
+    if (__atomic_load_n(&req->complete, __ATOMIC_ACQUIRE)) {
+        return req->status; /* done already: no lock (as in sharc_request_test) */
     }
     timeout = req->cc->cfg->timeout;
     deadline = sharc_time_now() + timeout;

@@ -176,10 +176,11 @@ static const sharc_cfg_field_t sharc_cfg_table[] = {
      "again for its backward (no: keep them, trading memory for one all-gather per unit).",
      SHARC_CFG_BOOL, SHARC_CFG_OFF(shard_reshard_after_forward), NULL, 0, 0, 0, NULL, 0},
     {"SHARD_REDUCE_QUEUE", "yes",
-     "Sharding engine: reduce gradients through a communicator of their own (a split of the "
-     "shard group's, with its own queue and progress thread; on CUDA its own NCCL "
-     "communicator and stream), so that a prefetched all-gather never completes behind a "
-     "reduce-scatter posted before it (no: one communicator for both, in posting order).",
+     "Sharding engine: gradient reductions complete through a queue of their own, so that a "
+     "prefetched all-gather never completes behind a reduce-scatter posted before it: on the "
+     "host a completion lane of the shard group's communicator (its one progress thread "
+     "drives both), on CUDA a communicator of their own (its own NCCL communicator and "
+     "stream). no: one queue for both, in posting order.",
      SHARC_CFG_BOOL, SHARC_CFG_OFF(shard_reduce_queue), NULL, 0, 0, 0, NULL, 0},
     {"SHARD_TRACE", "",
      "Sharding engine: write a timeline of every rank's last steps to this file as Chrome trace "

@@ -39,10 +39,12 @@ typedef enum {
 } sharc_shard_gstate_t;
 
 /*
- * The queues the group's collectives go through: each is a communicator of the group's own,
- * whose collectives complete in posting order. Gathers go through the shard communicator,
- * reductions through a communicator of their own (split from it; the shard communicator
- * itself with SHARC_SHARD_REDUCE_QUEUE=no), HSDP's all-reduces through the replica one.
+ * The queues the group's collectives complete through, each in posting order. Gathers:
+ * the shard communicator's lane 0. Reductions: on the host its lane 1 (the same progress
+ * thread drives both, and a gather never completes behind a reduce-scatter posted before
+ * it); on CUDA a communicator of their own split from it (its own NCCL communicator and
+ * stream, so that they also run beside the gathers); with SHARC_SHARD_REDUCE_QUEUE=no, lane
+ * 0 with the gathers. HSDP's all-reduces: the replica communicator.
  */
 typedef enum {
     SHARC_SHARD_Q_GATHER,
@@ -114,10 +116,10 @@ struct sharc_shard_group {
     sharc_comm_h comm;         /* the caller's, not owned */
     sharc_comm_h shard_comm;   /* ranks sharing one copy of the model: split of comm, owned */
     sharc_comm_h replica_comm; /* HSDP: the same shard rank in every shard group, or NULL */
-    /* reductions: a split of shard_comm with its own queue (and progress thread), so that a
-     * gather never completes behind a reduce-scatter; shard_comm itself with
-     * SHARC_SHARD_REDUCE_QUEUE=no (then not owned twice) */
+    /* reductions (see sharc_shard_queue_t): shard_comm in lane reduce_lane on the host, or a
+     * split of it on CUDA (owned; else the same as shard_comm, not owned twice) */
     sharc_comm_h reduce_comm;
+    int reduce_lane;
     sharc_context_h ctx;
     int rank, size; /* in comm */
     int shard_rank, shard_size;
@@ -133,6 +135,11 @@ struct sharc_shard_group {
      * so a dead peer is reported, not hung on) */
     sharc_request_h *inflight, *inflight_last;
     size_t ninflight, ninflight_last, inflight_cap, inflight_last_cap;
+    /* host: requests seen complete, freed at the step's end: freeing one takes its
+     * communicator's lock, which the progress thread holds through a whole pass (copies,
+     * reductions of megabytes), and at finish the queues are idle */
+    sharc_request_h *retired;
+    size_t nretired, retired_cap;
 
     sharc_dtype_t pdtype, rdtype;
     size_t pesize, resize;
@@ -166,6 +173,9 @@ struct sharc_shard_group {
 
     sharc_shard_buf_t *bufs; /* every unsharded buffer, at most pool_max of them pooled */
     int nbufs, npooled, pool_max;
+    /* host: most buffers the group has had in use at once: the pool keeps that many, so that
+     * a step does not allocate (and fault in) again what an earlier one freed */
+    int buf_peak;
     uint64_t buf_clock;
     float *scratch; /* [max shard] f32, for bf16 gradients on their way into the shard */
 
@@ -271,6 +281,9 @@ SHARC_HIDDEN sharc_status_t sharc_shard_inflight_retire(sharc_shard_group_t *g, 
 
 /* Complete every outstanding operation, errors ignored (destroy). */
 SHARC_HIDDEN void sharc_shard_drain(sharc_shard_group_t *g);
+
+/* Free the requests seen complete since the last call (finish, destroy). */
+SHARC_HIDDEN void sharc_shard_free_retired(sharc_shard_group_t *g);
 
 /* ---- a unit's parameters (shard_unit.c) ----------------------------------------------- */
 

@@ -286,6 +286,7 @@ static void sharc_shard_free(sharc_shard_group_t *g)
     sharc_shard_stats_free(g);
     free(g->inflight);
     free(g->inflight_last);
+    free(g->retired);
     sharc_gpu_event_destroy(g->order_ev);
     sharc_gpu_stream_destroy(g->estream);
     sharc_gpu_stream_destroy(g->tstream);
@@ -349,13 +350,20 @@ sharc_status_t sharc_shard_create(sharc_comm_h comm, const sharc_shard_param_t *
     if (status == SHARC_OK) {
         status = sharc_comm_split(comm, g->rank / g->shard_size, g->rank, &g->shard_comm);
     }
-    /* reductions through a queue of their own: the collectives of one communicator complete
-     * in posting order, so on one queue a gather prefetched in backward would complete only
-     * after the reduce-scatter posted before it (and on CUDA run after it on one stream) */
+    /* reductions through a queue of their own: collectives complete in posting order, so on
+     * one queue a gather prefetched in backward would complete only after the reduce-scatter
+     * posted before it. On the host another completion lane of the shard communicator: its
+     * one progress thread drives both (a communicator of their own brings a second thread
+     * per rank, and on a node with a core per rank the threads take the cores from the
+     * callers and from each other: docs/perf.md). On CUDA a communicator of their own: its
+     * NCCL stream runs them beside the gathers. */
+    g->reduce_comm = g->shard_comm;
     if (status == SHARC_OK && g->ctx->cfg->shard_reduce_queue) {
-        status = sharc_comm_split(g->shard_comm, 0, g->shard_rank, &g->reduce_comm);
-    } else if (status == SHARC_OK) {
-        g->reduce_comm = g->shard_comm;
+        if (g->cuda) {
+            status = sharc_comm_split(g->shard_comm, 0, g->shard_rank, &g->reduce_comm);
+        } else {
+            g->reduce_lane = 1;
+        }
     }
     if (status == SHARC_OK && g->prefetch_auto) {
         status = sharc_shard_auto_create(g);
@@ -389,7 +397,8 @@ sharc_status_t sharc_shard_create(sharc_comm_h comm, const sharc_shard_param_t *
                g->nparams, g->nunits, g->size, g->shard_size, g->replicas,
                sharc_dtype_name(g->pdtype), sharc_dtype_name(g->rdtype), g->prefetch,
                g->prefetch_auto ? " (auto)" : "", g->max_unsharded,
-               g->reduce_comm != g->shard_comm ? "on a queue of their own" : "behind gathers");
+               (g->reduce_comm != g->shard_comm || g->reduce_lane) ? "on a queue of their own"
+                                                                   : "behind gathers");
     *group_p = g;
     return SHARC_OK;
 

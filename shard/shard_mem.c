@@ -250,19 +250,24 @@ sharc_status_t sharc_shard_buf_get(sharc_shard_group_t *g, size_t bytes, void *s
         b->pooled = 0;
         g->npooled--;
     }
+    g->buf_peak = SHARC_MAX(g->buf_peak, g->nbufs - g->npooled);
     b->seq = ++g->buf_clock;
     *ptr_p = b->ptr;
     return SHARC_OK;
 }
 
 /*
- * Host: free the pooled buffers beyond pool_max, those given back longest ago first. (CUDA
- * keeps its buffers until the group goes: freeing device memory waits for the whole device,
- * and the pool is bounded by what a step holds at once plus pool_max per size.)
+ * Host: free the pooled buffers beyond pool_max, those given back longest ago first, while
+ * more buffers exist than the group ever had in use at once: buffers a later step needs
+ * again stay (a new one costs an mmap and page faults on the caller's time, milliseconds
+ * for a unit of 16 MiB; steps differ: one without compute between its calls keeps more
+ * reductions in flight), and the pool never holds more than a step needed. (CUDA keeps its
+ * buffers until the group goes: freeing device memory waits for the whole device, and the
+ * pool is bounded by what a step holds at once plus pool_max per size.)
  */
 static void sharc_shard_buf_trim(sharc_shard_group_t *g)
 {
-    while (g->npooled > g->pool_max) {
+    while (g->npooled > g->pool_max && g->nbufs > g->buf_peak) {
         int oldest = -1;
 
         for (int i = 0; i < g->nbufs; i++) {

@@ -382,7 +382,7 @@ static const char *sharc_shard_queue_label(int q, int shared)
     case SHARC_SHARD_Q_GATHER:
         return shared ? "queue: gathers and reductions (shard communicator)"
                       : "queue: gathers (shard communicator)";
-    case SHARC_SHARD_Q_REDUCE: return "queue: reductions (their own communicator)";
+    case SHARC_SHARD_Q_REDUCE: return "queue: reductions (a queue of their own)";
     default: return "queue: all-reduces across replicas";
     }
 }
@@ -562,7 +562,7 @@ static int sharc_shard_trace_json(sharc_shard_group_t *g, const sharc_shard_trac
 {
     sharc_shard_trace_t *tr = g->trace;
     sharc_shard_json_t j = {.f = tr->file, .first = 1};
-    int shared = g->reduce_comm == g->shard_comm;
+    int shared = g->reduce_comm == g->shard_comm && g->reduce_lane == 0;
 
     fprintf(j.f,
             "{\"displayTimeUnit\": \"ms\",\n\"otherData\": {\"producer\": \"sharc\", "

@@ -20,6 +20,13 @@ run_ok "shard engine with a progress thread, 3 ranks" env SHARC_PROGRESS_THREAD=
     --mode env -n 3 -- "$BIN/test_shard"
 run_ok_match "communication hidden behind compute, 2 ranks" "overlap ok" \
     env SHARC_PROGRESS_THREAD=1 "$LAUNCH" --mode env -n 2 -- "$BIN/test_shard" overlap
+# the collective engine under the engine's queues: completion lanes, posts handed to a pass
+run_ok_match "completion lanes; a post during a pass is handed over" "lanes ok" \
+    "$BIN/test_coll_lanes"
+for n in 2 3; do
+    run_ok_match "posts in two lanes, many during passes, $n ranks" "hand-over ok" \
+        env SHARC_PROGRESS_THREAD=1 "$LAUNCH" --mode env -n $n -- "$BIN/test_coll_lanes" ranks
+done
 run_ok "adaptive prefetch with a progress thread, 3 ranks" env SHARC_PROGRESS_THREAD=1 \
     "$LAUNCH" --mode env -n 3 -- "$BIN/test_shard" auto
 run_ok "reductions behind gathers on one queue (SHARC_SHARD_REDUCE_QUEUE=no), 3 ranks" \
