@@ -404,7 +404,14 @@ static void sharc_coll_idle(int moved, int *idle)
 static void *sharc_coll_thread(void *arg)
 {
     sharc_coll_comm_t *cc = arg;
+    struct sched_param batch = {0};
     int idle = 0, moved;
+
+    /* SCHED_BATCH: the same share of the cores, but waking up (a post signals it) does not
+     * preempt the thread that is running. The caller that posts goes on at once instead of
+     * losing its core to the copies it asked for; the thread runs on a free core, or when
+     * the caller sleeps or blocks. (Unprivileged; where refused, the default policy.) */
+    pthread_setschedparam(pthread_self(), SCHED_BATCH, &batch);
 
     pthread_mutex_lock(&cc->lock);
     while (!cc->stop) {

@@ -516,8 +516,9 @@ SHARC_HIDDEN void sharc_shard_trace_op(sharc_shard_group_t *g, const sharc_shard
                                        const sharc_shard_op_t *op, sharc_coll_type_t type,
                                        sharc_request_h req, size_t bytes);
 
-/* CUDA: a collective's interval on the device, @p t0 .. @p t1 on the host clock. */
-SHARC_HIDDEN void sharc_shard_trace_device(sharc_shard_group_t *g, int unit, double t0, double t1);
+/* A new unsharded buffer of @p bytes was made from @p t0 to @p t1 (the caller's time). */
+SHARC_HIDDEN void sharc_shard_trace_alloc(sharc_shard_group_t *g, size_t bytes, double t0,
+                                          double t1);
 
 /* The caller waited for a collective (@p type) of unit @p unit from @p t0 to @p t1. */
 SHARC_HIDDEN void sharc_shard_trace_wait(sharc_shard_group_t *g, int unit, sharc_coll_type_t type,

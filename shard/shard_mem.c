@@ -20,6 +20,7 @@
 
 #include "../src/base/gpu.h"
 #include "../src/base/log.h"
+#include "../src/base/util.h"
 #include "shard.h"
 
 /* ---- shards ---------------------------------------------------------------------------- */
@@ -238,12 +239,17 @@ sharc_status_t sharc_shard_buf_get(sharc_shard_group_t *g, size_t bytes, void *s
             return SHARC_ERR_NOMEM;
         }
         g->bufs = bufs;
+        double t0 = sharc_time_now();
+
         b = &g->bufs[g->nbufs];
         memset(b, 0, sizeof(*b));
         b->bytes = bytes;
         status = sharc_shard_buf_alloc(g, b);
         if (status != SHARC_OK) {
             return status;
+        }
+        if (g->trace != NULL) {
+            sharc_shard_trace_alloc(g, bytes, t0, sharc_time_now());
         }
         g->nbufs++;
     } else {

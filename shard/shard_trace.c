@@ -24,8 +24,8 @@
 
 typedef enum {
     SHARC_SHARD_TEV_COLL,     /* a collective: t0 post, t1 seen by the engine; x: start, done,
-                               * complete (0: unknown), bytes; arg: its type; queue */
-    SHARC_SHARD_TEV_DEVICE,   /* CUDA: a collective on the device, t0 .. t1 (from events) */
+                               * complete (0: unknown, as on CUDA, where t1 is when a stream
+                               * was made to wait for it), bytes; arg: its type; queue */
     SHARC_SHARD_TEV_WAIT,     /* the caller blocked on a collective (arg: its type) */
     SHARC_SHARD_TEV_CALL,     /* a step call (arg: sharc_shard_call_t) */
     SHARC_SHARD_TEV_COMPUTE,  /* the caller between a begin and its next call (arg: the begin) */
@@ -36,6 +36,7 @@ typedef enum {
                                * why) */
     SHARC_SHARD_TEV_STEP,     /* a step, t0 .. t1; x: exposed, comm, gather wait, engine time;
                                * arg: the depth it ran with */
+    SHARC_SHARD_TEV_ALLOC,    /* a new unsharded buffer (x[0]: bytes), on the caller's time */
 } sharc_shard_tev_kind_t;
 
 /* One event; plain data, the same layout on every rank (sent to rank 0 as bytes). */
@@ -171,9 +172,13 @@ void sharc_shard_trace_op(sharc_shard_group_t *g, const sharc_shard_unit_t *u,
     }
 }
 
-void sharc_shard_trace_device(sharc_shard_group_t *g, int unit, double t0, double t1)
+void sharc_shard_trace_alloc(sharc_shard_group_t *g, size_t bytes, double t0, double t1)
 {
-    sharc_shard_tev_add(g, SHARC_SHARD_TEV_DEVICE, unit, t0, t1);
+    sharc_shard_tev_t *e = sharc_shard_tev_add(g, SHARC_SHARD_TEV_ALLOC, -1, t0, t1);
+
+    if (e != NULL) {
+        e->x[0] = (double)bytes;
+    }
 }
 
 void sharc_shard_trace_wait(sharc_shard_group_t *g, int unit, sharc_coll_type_t type, double t0,
@@ -369,11 +374,10 @@ static void sharc_shard_json_meta(sharc_shard_json_t *j, const char *what, int p
     }
 }
 
-/* Track ids: the caller, then each queue's lanes (collectives of one queue in flight at once
- * go to lanes of their own, so that every track's spans nest), then the device. */
+/* Track ids: the caller, then each queue's rows (collectives of one queue in flight at once
+ * go to rows of their own, so that every track's spans nest). */
 #define SHARC_SHARD_TID_CALLER           0
 #define SHARC_SHARD_TID_QUEUE(_q, _lane) (100 * ((_q) + 1) + (_lane))
-#define SHARC_SHARD_TID_DEVICE           900
 #define SHARC_SHARD_LANES                32
 
 static const char *sharc_shard_queue_label(int q, int shared)
@@ -441,7 +445,7 @@ static void sharc_shard_json_rank(sharc_shard_json_t *j, int pid, const sharc_sh
 {
     const sharc_shard_tev_t **colls = malloc(r->n * sizeof(*colls) + 1);
     double lanes[SHARC_SHARD_LANES * SHARC_SHARD_Q_LAST];
-    int used[SHARC_SHARD_LANES * SHARC_SHARD_Q_LAST] = {0}, device = 0;
+    int used[SHARC_SHARD_LANES * SHARC_SHARD_Q_LAST] = {0};
     size_t ncolls = 0;
     char name[96], args[512], label[96];
 
@@ -463,18 +467,18 @@ static void sharc_shard_json_rank(sharc_shard_json_t *j, int pid, const sharc_sh
                 colls[ncolls++] = e;
             }
             break;
-        case SHARC_SHARD_TEV_DEVICE:
-            snprintf(name, sizeof(name), "collective u%d (device)", e->unit);
-            snprintf(args, sizeof(args), "\"unit\": %d, \"step\": %d", e->unit, e->step);
-            sharc_shard_json_span(j, pid, SHARC_SHARD_TID_DEVICE, name, "device", e->t0, e->t1,
-                                  args);
-            device = 1;
-            break;
         case SHARC_SHARD_TEV_WAIT:
             snprintf(name, sizeof(name), "wait %s u%d", sharc_shard_coll_label(e->arg), e->unit);
             snprintf(args, sizeof(args), "\"unit\": %d, \"step\": %d, \"ms\": %.6f", e->unit,
                      e->step, (e->t1 - e->t0) * 1e3);
             sharc_shard_json_span(j, pid, SHARC_SHARD_TID_CALLER, name, "wait", e->t0, e->t1, args);
+            break;
+        case SHARC_SHARD_TEV_ALLOC:
+            snprintf(name, sizeof(name), "new %.1f MiB buffer", e->x[0] / 1048576.0);
+            snprintf(args, sizeof(args), "\"step\": %d, \"MiB\": %.3f", e->step,
+                     e->x[0] / 1048576.0);
+            sharc_shard_json_span(j, pid, SHARC_SHARD_TID_CALLER, name, "alloc", e->t0, e->t1,
+                                  args);
             break;
         case SHARC_SHARD_TEV_CALL:
             if (e->arg == SHARC_SHARD_CALL_FINISH) {
@@ -548,10 +552,6 @@ static void sharc_shard_json_rank(sharc_shard_json_t *j, int pid, const sharc_sh
         }
         end[lane] = sharc_shard_coll_end(e);
         sharc_shard_json_coll(j, pid, SHARC_SHARD_TID_QUEUE(q, lane), e);
-    }
-    if (device) {
-        sharc_shard_json_meta(j, "thread_name", pid, SHARC_SHARD_TID_DEVICE, "name",
-                              "device: collectives (from CUDA events)", 0);
     }
     free(colls);
 }

@@ -94,7 +94,7 @@ enum {
  * begin, so every rank changes the depth at the same point of the same step), and the depth
  * goes up by one while those waits are exposed (over 1% of the step) and the bound on
  * unsharded units admits one more ahead (depth <= max_unsharded - 1). A raise that does not
- * cut the waits by a fifth is taken back, and so is one step of depth after a step where the
+ * cut the waits by 5% is taken back, and so is one step of depth after a step where the
  * bound evicted a prefetched unit or held a prefetch back (memory is the limit); then the
  * depth stays (until the schedule is recorded anew). The depth in use is in the statistics
  * (prefetch_depth) and the trace.
