@@ -263,13 +263,46 @@ int sharc_coll_hand_over(sharc_coll_task_t *task)
  */
 int sharc_coll_progress(sharc_coll_comm_t *cc)
 {
-    int moved = sharc_coll_progress_pass(cc);
+    int moved;
 
+    if (cc->progressing) { /* reached again from inside a pass (the lock is recursive) */
+        return 0;
+    }
+    cc->progressing = 1;
+    moved = sharc_coll_progress_pass(cc);
     /* the pass is over: posts from now on wait for the lock; those handed over during it
      * are queued now, while it is still held */
     __atomic_store_n(&cc->in_pass, 0, __ATOMIC_SEQ_CST);
     sharc_coll_take_over(cc);
+    cc->progressing = 0;
     return moved;
+}
+
+/* Drive task @p t once (lock held); it may finish (done), or fail the communicator. */
+static void sharc_coll_step(sharc_coll_comm_t *cc, sharc_coll_task_t *t)
+{
+    if (t->t_start == 0) {
+        t->t_start = sharc_time_now();
+    }
+    t->status = (cc->failed != SHARC_OK) ? cc->failed : t->algo->progress(t);
+    if (t->status == SHARC_INPROGRESS) {
+        return;
+    }
+    t->done = 1;
+    t->t_done = sharc_time_now();
+    if (t->status == SHARC_OK) {
+        /* (a failed task keeps it: a transport may still write into it) */
+        sharc_coll_scratch_put(t);
+    } else if (cc->failed == SHARC_OK) {
+        /* the ranks no longer agree on what is in flight: stop the rest */
+        char why[96];
+
+        snprintf(why, sizeof(why), "%s #%llu failed (%s)", sharc_coll_name(t->args.type),
+                 (unsigned long long)t->seq, sharc_status_string(t->status));
+        sharc_error("rank %d: %s: this communicator's collectives fail", cc->rank, why);
+        sharc_coll_fail(cc, t->status, why);
+        sharc_coll_watch(cc, 1); /* a rank that is gone may explain it already */
+    }
 }
 
 static int sharc_coll_progress_pass(sharc_coll_comm_t *cc)
@@ -301,39 +334,17 @@ static int sharc_coll_progress_pass(sharc_coll_comm_t *cc)
         moved |= ret > 0;
     }
     sharc_coll_watch(cc, 0);
-    for (sharc_coll_task_t *t = cc->head; t != NULL; t = t->next) {
-        if (t->done) {
-            continue;
-        }
-        if (t->t_start == 0) {
-            t->t_start = sharc_time_now();
-        }
-        t->status = (cc->failed != SHARC_OK) ? cc->failed : t->algo->progress(t);
-        if (t->status != SHARC_INPROGRESS) {
-            moved = 1;
-            t->done = 1;
-            t->t_done = sharc_time_now();
-            if (t->status == SHARC_OK) {
-                /* (a failed task keeps it: a transport may still write into it) */
-                sharc_coll_scratch_put(t);
-            } else if (cc->failed == SHARC_OK) {
-                /* the ranks no longer agree on what is in flight: stop the rest */
-                char why[96];
-
-                snprintf(why, sizeof(why), "%s #%llu failed (%s)", sharc_coll_name(t->args.type),
-                         (unsigned long long)t->seq, sharc_status_string(t->status));
-                sharc_error("rank %d: %s: this communicator's collectives fail", cc->rank, why);
-                sharc_coll_fail(cc, t->status, why);
-                sharc_coll_watch(cc, 1); /* a rank that is gone may explain it already */
-            }
-        }
-    }
-    /* complete what is done, in posting order within each lane: a task waits only for the
-     * earlier tasks of its own lane (blocked: lanes with one not done yet) */
+    /* Drive each task in posting order, and complete it as soon as it and the earlier tasks
+     * of its lane are done (blocked: lanes with one not done yet): at once, not at the end
+     * of the pass, which a later task may spend milliseconds reducing. */
     for (sharc_coll_task_t **p = &cc->head, *prev = NULL; *p != NULL;) {
         sharc_coll_task_t *t = *p;
         unsigned lane = 1u << t->lane;
 
+        if (!t->done) {
+            sharc_coll_step(cc, t);
+            moved |= t->done;
+        }
         if (!t->done || (blocked & lane)) {
             blocked |= lane;
             prev = t;
@@ -472,12 +483,24 @@ sharc_status_t sharc_request_test(sharc_request_h req)
     return status;
 }
 
-/* Progress from a caller that blocks anyway (sharc_request_wait): it may as well help. */
+/*
+ * Progress from a caller that blocks anyway (sharc_request_wait): it may as well help. With
+ * a progress thread whose pass holds the lock, it looks instead: a pass completes a task as
+ * soon as it is done, and may go on for milliseconds with other tasks.
+ */
 static sharc_status_t sharc_coll_wait_step(sharc_request_h req, int *moved_p)
 {
     sharc_coll_comm_t *cc = req->cc;
     sharc_status_t status;
 
+    if (__atomic_load_n(&req->complete, __ATOMIC_ACQUIRE)) {
+        *moved_p = 1;
+        return req->status;
+    }
+    if (cc->thread_running && __atomic_load_n(&cc->in_pass, __ATOMIC_ACQUIRE)) {
+        *moved_p = 0; /* (the caller's pause: a yield, then short sleeps) */
+        return SHARC_INPROGRESS;
+    }
     sharc_coll_lock(cc);
     *moved_p = !req->complete ? sharc_coll_progress(cc) : 1;
     status = req->complete ? req->status : SHARC_INPROGRESS;

@@ -161,6 +161,7 @@ struct sharc_coll_comm {
      * a post never waits for a pass; in_pass (atomic): a pass is running */
     sharc_coll_task_t *incoming;
     int in_pass;
+    int progressing; /* a pass runs in this thread (lock held): a nested call does nothing */
     /* scratch kept between collectives (sharc_coll_scratch); under lock */
     char *scratch;
     size_t scratch_bytes;

@@ -407,9 +407,11 @@ void sharc_shard_stats_print(sharc_shard_group_h g, FILE *f)
     }
     s = g->have_last ? &g->last : &g->stats;
     fprintf(f,
-            "shard step: %.2f ms, %.2f ms of it in the engine's calls; %llu prefetched, %llu "
-            "evicted; peak %d units unsharded, %.1f MiB; %d unsharded now\n",
-            s->step_s * 1e3, s->engine_s * 1e3, (unsigned long long)s->prefetches,
+            "shard step: %.2f ms, %.2f ms of it in the engine's calls (%.2f ms waiting for "
+            "gathers); %llu prefetched at depth %d%s, %llu evicted; peak %d units unsharded, "
+            "%.1f MiB; %d unsharded now\n",
+            s->step_s * 1e3, s->engine_s * 1e3, s->gather_wait_s * 1e3,
+            (unsigned long long)s->prefetches, s->prefetch_depth, g->prefetch_auto ? " (auto)" : "",
             (unsigned long long)s->evictions, s->peak_units_alive,
             s->peak_unsharded_bytes / 1048576.0, g->alive);
     fprintf(f, "%-6s %4s %10s %4s %4s %10s %8s %8s %8s %5s %10s\n", "unit", "ag", "gath MiB", "rs",
