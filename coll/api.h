@@ -40,6 +40,8 @@ SHARC_HIDDEN sharc_status_t sharc_coll_comm_create(const sharc_coll_comm_params_
 /* Complete what is still in flight (a failed communicator: end it), and stop the progress
  * thread; before the transports go. NULL is a no-op. */
 SHARC_HIDDEN void sharc_coll_comm_quiesce(sharc_coll_comm_t *cc);
+/* Whether the communicator failed (a peer gone, a timeout, a transport error). */
+SHARC_HIDDEN int sharc_coll_comm_failed(const sharc_coll_comm_t *cc);
 /* Release it, after the transports (tasks that failed may have left requests with them
  * until then). NULL is a no-op. */
 SHARC_HIDDEN void sharc_coll_comm_destroy(sharc_coll_comm_t *cc);

@@ -124,6 +124,8 @@ void sharc_coll_release(sharc_coll_task_t *task)
 /* How often progress asks the bootstrap whether a rank is gone (the fast failure of a job
  * whose rank died: well within its 2 s). */
 #define SHARC_COLL_CHECK_S 0.1
+/* How long a collective that failed on a peer's error waits for the store to name the peer. */
+#define SHARC_COLL_EXPLAIN_S 0.3
 
 void sharc_coll_fail(sharc_coll_comm_t *cc, sharc_status_t status, const char *why)
 {
@@ -132,6 +134,14 @@ void sharc_coll_fail(sharc_coll_comm_t *cc, sharc_status_t status, const char *w
     }
     cc->failed = status;
     snprintf(cc->why, sizeof(cc->why), "%s", why);
+    /* the ranks no longer agree on what is in flight: what the transports still hold for
+     * this communicator ends now (with an error), rather than at their destroy */
+    if (cc->tp_ops != NULL && cc->tp_ops->abort != NULL) {
+        cc->tp_ops->abort(cc->tp);
+    }
+    if (cc->gpu_tp != NULL && cc->gpu_ops->abort != NULL) {
+        cc->gpu_ops->abort(cc->gpu_tp); /* the device would go on waiting for the peer */
+    }
 }
 
 static const char *sharc_coll_host(const sharc_coll_comm_t *cc, int rank)
@@ -153,7 +163,8 @@ static void sharc_coll_watch(sharc_coll_comm_t *cc, int now_too)
     int lost, by;
 
     if (cc->explained || cc->boot == NULL || (!now_too && now < cc->next_check) ||
-        (cc->failed != SHARC_OK && cc->failed != SHARC_ERR_REMOTE)) {
+        (cc->failed != SHARC_OK && cc->failed != SHARC_ERR_REMOTE &&
+         cc->failed != SHARC_ERR_BACKEND)) {
         return;
     }
     cc->next_check = now + SHARC_COLL_CHECK_S;
@@ -169,8 +180,9 @@ static void sharc_coll_watch(sharc_coll_comm_t *cc, int now_too)
     }
     sharc_error("rank %d: %s: its collectives fail", cc->rank, why);
     cc->explained = 1;
-    if (cc->failed != SHARC_OK) { /* a transport's error, now explained */
+    if (cc->failed != SHARC_OK) { /* a transport's error, now explained: a peer's failure */
         snprintf(cc->why, sizeof(cc->why), "%s", why);
+        cc->failed = SHARC_ERR_REMOTE;
     }
     sharc_coll_fail(cc, SHARC_ERR_REMOTE, why);
 }
@@ -257,6 +269,30 @@ int sharc_coll_hand_over(sharc_coll_task_t *task)
 }
 
 /*
+ * A collective failed with a peer's error: the transport that saw it has reported the peer to
+ * the store, or the store saw its process end, so the notice naming the rank and its host is
+ * on its way. Wait for it a moment (once per communicator), so that the error that reaches
+ * the caller comes with its cause.
+ */
+static void sharc_coll_explain(sharc_coll_comm_t *cc)
+{
+    double until = sharc_time_now() + SHARC_COLL_EXPLAIN_S;
+    struct timespec ts = {0, 10 * 1000 * 1000};
+
+    if ((cc->failed != SHARC_ERR_REMOTE && cc->failed != SHARC_ERR_BACKEND) || cc->boot == NULL ||
+        cc->boot->ops->check == NULL) {
+        return; /* (a bootstrap without a store cannot tell) */
+    }
+    for (;;) {
+        sharc_coll_watch(cc, 1);
+        if (cc->explained || sharc_time_now() >= until) {
+            return;
+        }
+        nanosleep(&ts, NULL);
+    }
+}
+
+/*
  * Called with the lock held. Drives every task, then completes those at the head in order.
  * Returns whether anything moved (messages in the transport, a task finishing): pollers
  * back off when nothing does.
@@ -301,7 +337,7 @@ static void sharc_coll_step(sharc_coll_comm_t *cc, sharc_coll_task_t *t)
                  (unsigned long long)t->seq, sharc_status_string(t->status));
         sharc_error("rank %d: %s: this communicator's collectives fail", cc->rank, why);
         sharc_coll_fail(cc, t->status, why);
-        sharc_coll_watch(cc, 1); /* a rank that is gone may explain it already */
+        sharc_coll_explain(cc);
     }
 }
 
@@ -526,21 +562,18 @@ sharc_status_t sharc_request_wait(sharc_request_h req)
     while ((status = sharc_coll_wait_step(req, &moved)) == SHARC_INPROGRESS) {
         if (sharc_time_now() > deadline) {
             sharc_coll_comm_t *cc = req->cc;
-            char peer[48] = "";
+            char peer[48 + SHARC_HOST_MAX] = "";
 
             sharc_coll_lock(cc);
             if (req->await_peer >= 0) {
-                snprintf(peer, sizeof(peer), ": waiting for rank %d", req->await_peer);
+                snprintf(peer, sizeof(peer), ": waiting for rank %d (%s)", req->await_peer,
+                         sharc_coll_host(cc, req->await_peer));
             }
             sharc_error("rank %d: %s #%llu (%zu %s) did not complete within %.0f s "
                         "(SHARC_TIMEOUT)%s; the communicator is failed",
                         cc->rank, sharc_coll_name(req->args.type), (unsigned long long)req->seq,
                         req->args.count, sharc_dtype_name(req->args.dtype), timeout, peer);
             sharc_coll_fail(cc, SHARC_ERR_TIMEOUT, "a collective timed out (SHARC_TIMEOUT)");
-            if (req->algo == &sharc_coll_backend && cc->gpu_ops->abort != NULL) {
-                /* the GPU would go on waiting for the missing peer: stop it */
-                cc->gpu_ops->abort(cc->gpu_tp);
-            }
             pthread_mutex_unlock(&cc->lock);
             return SHARC_ERR_TIMEOUT;
         }
@@ -658,6 +691,11 @@ void sharc_coll_comm_quiesce(sharc_coll_comm_t *cc)
             sharc_coll_release(t);
         }
     }
+}
+
+int sharc_coll_comm_failed(const sharc_coll_comm_t *cc)
+{
+    return cc != NULL && cc->failed != SHARC_OK;
 }
 
 void sharc_coll_comm_destroy(sharc_coll_comm_t *cc)

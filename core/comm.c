@@ -175,6 +175,9 @@ static sharc_status_t sharc_comm_alloc(sharc_context_h ctx, int rank, int size,
 static void sharc_comm_free(sharc_comm_h comm)
 {
     sharc_coll_comm_quiesce(comm->coll); /* before the transports its tasks use */
+    if (comm->boot != NULL && sharc_coll_comm_failed(comm->coll)) {
+        comm->boot->failed = 1;
+    }
     if (comm->gpu_tp != NULL) {
         comm->gpu_ops->comm_destroy(comm->gpu_tp);
     }

@@ -102,8 +102,8 @@ static void perf_layout(const perf_opts_t *o, int n, size_t size, perf_bufs_t *b
     b->size = b->count * esize;
 }
 
-static sharc_status_t perf_run_sharc(const perf_opts_t *o, sharc_comm_h comm, perf_bufs_t *b,
-                                     int inplace)
+static sharc_status_t perf_call_sharc(const perf_opts_t *o, sharc_comm_h comm, perf_bufs_t *b,
+                                      int inplace)
 {
     int rank = sharc_comm_rank(comm);
     size_t esize = sharc_dtype_size(o->dtype);
@@ -126,6 +126,20 @@ static sharc_status_t perf_run_sharc(const perf_opts_t *o, sharc_comm_h comm, pe
         return sharc_broadcast(b->send, inplace ? b->send : b->recv, b->count, o->dtype, o->root,
                                comm, NULL);
     }
+}
+
+/* The collective once; a failure says which and how (the library's log says why), so a job
+ * that dies shows when each rank learned it. */
+static sharc_status_t perf_run_sharc(const perf_opts_t *o, sharc_comm_h comm, perf_bufs_t *b,
+                                     int inplace)
+{
+    sharc_status_t status = perf_call_sharc(o, comm, b, inplace);
+
+    if (status != SHARC_OK) {
+        fprintf(stderr, "sharc-perf: rank %d: %s of %zu bytes failed: %s\n",
+                sharc_comm_rank(comm), sharc_coll_name(o->coll), b->size, sharc_status_string(status));
+    }
+    return status;
 }
 
 #ifdef HAVE_MPI

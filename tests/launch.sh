@@ -14,12 +14,20 @@
 #     --delay R:S       start rank R after S seconds
 #     --rank-env R:VAR=VALUE   an extra variable for rank R (repeatable); R:-VAR unsets VAR
 #     --timeout S       kill every rank after S seconds (default 120)
+#     --node-exec "CMD" start each rank as CMD NODE -- PROGRAM..., NODE its node index (with
+#                       --nodes K on tools/nodes.sh's namespace nodes: "tools/nodes.sh -p P
+#                       exec"); MASTER_ADDR is then --master-addr (default node0), and with
+#                       --bare the expected nodes still follow the blocks (host names differ)
+#     --master-addr A   MASTER_ADDR (default 127.0.0.1; node0 with --node-exec)
+#     --out-dir DIR     write the I-th rank started (rank I without --ranks) to DIR/out.I as
+#                       it comes, and keep it (fault tests watch it); default a temporary one
 # Every rank also gets SHARCTEST_RANK, _SIZE, _NODE, _NNODES, _LOCAL_RANK, _LOCAL_SIZE: what
-# sharc should report. In explicit mode PROGRAM gets "--explicit 127.0.0.1:PORT" appended.
+# sharc should report. In explicit mode PROGRAM gets "--explicit MASTER:PORT" appended.
 set -u
 . "$(dirname "$0")/lib.sh"
 
-mode=env; n=2; nodes=1; bare=0; ranks=""; port=""; timeout_s=120
+mode=env; n=2; nodes=1; bare=0; ranks=""; port=""; timeout_s=120; node_exec=""; master=""
+outdir=""
 declare -A delay rank_env
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -32,6 +40,9 @@ while [ $# -gt 0 ]; do
         --delay) delay[${2%%:*}]=${2#*:}; shift 2 ;;
         --rank-env) r=${2%%:*}; rank_env[$r]="${rank_env[$r]:-} ${2#*:}"; shift 2 ;;
         --timeout) timeout_s=$2; shift 2 ;;
+        --node-exec) node_exec=$2; shift 2 ;;
+        --master-addr) master=$2; shift 2 ;;
+        --out-dir) outdir=$2; shift 2 ;;
         --) shift; break ;;
         *) echo "launch.sh: unknown option $1" >&2; exit 2 ;;
     esac
@@ -40,6 +51,7 @@ done
 [ -n "$ranks" ] || ranks=$(seq 0 $((n - 1)))
 
 [ -n "$port" ] || port=$(free_port)
+[ -n "$master" ] || master=$([ -n "$node_exec" ] && echo node0 || echo 127.0.0.1)
 
 # Block distribution: node i holds base (+1 for the first n % nodes nodes) ranks.
 base=$((n / nodes)); extra=$((n % nodes))
@@ -53,8 +65,11 @@ node_of() {
     echo "0 0 1" # ranks beyond n (fault tests)
 }
 
-outdir=$(mktemp -d)
-trap 'rm -rf "$outdir"' EXIT
+if [ -z "$outdir" ]; then
+    outdir=$(mktemp -d)
+    trap 'rm -rf "$outdir"' EXIT
+fi
+mkdir -p "$outdir" || exit 2
 # Ports stay below Linux's ephemeral range (32768+), where a client socket could hold them.
 job_id=$((port - 12000 + 100000)) # the Slurm port rule, 12000 + job % 20000, gives $port
 declare -a pids
@@ -66,10 +81,10 @@ for r in $ranks; do
     args=("$@")
     case "$mode" in
         env)
-            vars+=(RANK=$r WORLD_SIZE=$n MASTER_ADDR=127.0.0.1 MASTER_PORT=$port)
+            vars+=(RANK=$r WORLD_SIZE=$n MASTER_ADDR=$master MASTER_PORT=$port)
             if [ $bare = 0 ]; then
                 vars+=(LOCAL_RANK=$lrank LOCAL_WORLD_SIZE=$lsize GROUP_RANK=$node)
-            else
+            elif [ -z "$node_exec" ]; then
                 vars+=(SHARCTEST_NODE=0 SHARCTEST_NNODES=1 SHARCTEST_LOCAL_RANK=$r
                        SHARCTEST_LOCAL_SIZE=$n)
             fi ;;
@@ -78,7 +93,7 @@ for r in $ranks; do
                    SLURM_STEP_ID=0 SLURM_JOB_ID=$job_id
                    "SLURM_JOB_NODELIST=localhost,node[02-$(printf %02d $((nodes + 1)))]") ;;
         explicit)
-            args+=(--explicit "127.0.0.1:$port") ;;
+            args+=(--explicit "$master:$port") ;;
         *) echo "launch.sh: unknown mode $mode" >&2; exit 2 ;;
     esac
     extra_vars=(); unset_vars=()
@@ -88,9 +103,12 @@ for r in $ranks; do
             *) extra_vars+=("$v") ;;
         esac
     done
+    wrap=()
+    # shellcheck disable=SC2206 # the wrapper is words, as given
+    [ -z "$node_exec" ] || wrap=($node_exec "$node" --)
     (
         sleep "${delay[$r]:-0}"
-        exec env -u RANK -u WORLD_SIZE -u LOCAL_RANK -u LOCAL_WORLD_SIZE -u GROUP_RANK \
+        exec "${wrap[@]}" env -u RANK -u WORLD_SIZE -u LOCAL_RANK -u LOCAL_WORLD_SIZE -u GROUP_RANK \
             -u MASTER_ADDR -u MASTER_PORT -u SLURM_PROCID -u SLURM_NTASKS -u SLURM_STEP_ID \
             -u OMPI_COMM_WORLD_SIZE \
             SHARC_BOOTSTRAP_TIMEOUT="${SHARC_BOOTSTRAP_TIMEOUT:-30s}" \

@@ -116,6 +116,182 @@ setup_mpirun() {
     return 0
 }
 
+# A token file of N random ids below VOCAB (header vocab RECORDED), seeded.
+make_tokens() {
+    python3 - "$@" <<'EOF'
+import random, struct, sys
+path, n, vocab, recorded = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+r = random.Random(n)
+ids = [r.randrange(vocab) for _ in range(n)]
+with open(path, "wb") as f:
+    f.write(b"SHARCTOK" + struct.pack("<IIQII", 1, 2, n, recorded, 0))
+    f.write(struct.pack("<%dH" % n, *ids))
+EOF
+}
+# losses_match A.jsonl B.jsonl [FIRST_STEP]: the step losses of B equal A's (relative 1e-5)
+# for every step of B from FIRST_STEP on; B must have them all.
+losses_match() {
+    python3 - "$@" <<'EOF'
+import json, sys
+def losses(path):
+    out = {}
+    for line in open(path):
+        e = json.loads(line)
+        if e["event"] == "step":
+            out[e["step"]] = e["loss"]
+    return out
+a, b = losses(sys.argv[1]), losses(sys.argv[2])
+first = int(sys.argv[3]) if len(sys.argv) > 3 else 1
+steps = [s for s in sorted(a) if s >= first]
+if not steps or any(s not in b for s in steps):
+    sys.exit("steps missing: %s has %s, %s has %s" % (sys.argv[1], sorted(a), sys.argv[2], sorted(b)))
+worst = max(abs(a[s] - b[s]) / abs(a[s]) for s in steps)
+print("%d steps, largest relative loss difference %.2e" % (len(steps), worst))
+sys.exit(0 if worst <= 1e-5 else 1)
+EOF
+}
+
+# out_has PATTERN...: each extended regex matches a line of $last_out (run_ok_match's output)
+out_has() {
+    local p
+    for p in "$@"; do
+        printf '%s\n' "$last_out" | grep -Eq -- "$p" || { echo "no line matches /$p/"; return 1; }
+    done
+}
+
+# transport_log N NODES OUTPUT: in OUTPUT (SHARC_LOG_LEVEL=info, "[rank R] " before each line,
+# as launch.sh prints it) every rank of a job of N ranks in blocks on NODES nodes logged the
+# transports SHARC_TRANSPORT=auto picks: shm inside a node and UCX between nodes, or UCX alone
+# with one rank a node
+transport_log() {
+    local n=$1 k=$2 out=$3 r want
+    for ((r = 0; r < n; r++)); do
+        if [ $((n / k)) -gt 1 ]; then
+            want="\[rank $r\] node[0-9]+:.* comm: rank $r of $n, node $((r / (n / k))) of $k, .*transport hybrid\)"
+            echo "$out" | grep -Eq "\[rank $r\] .*transport: shm within the node, ucx between nodes" ||
+                { echo "rank $r did not log 'shm within the node, ucx between nodes'"; return 1; }
+        else
+            want="\[rank $r\] node[0-9]+:.* comm: rank $r of $n, node $r of $k, .*transport ucx\)"
+        fi
+        echo "$out" | grep -Eq "$want" || { echo "rank $r did not log /$want/"; return 1; }
+    done
+    echo "every rank logged its transports"
+}
+
+# setup_nodes K [tools/nodes.sh up options]: K nodes on this machine for this test (network,
+# UTS and mount namespaces on a private bridge: tools/nodes.sh), torn down when the test
+# exits, however it exits; SKIP (77) where they cannot be made (not root, namespaces refused,
+# or with --slurm no Slurm). Sets NODES (tools/nodes.sh with this test's prefix) and
+# NODE_EXEC (for launch.sh --node-exec).
+setup_nodes() {
+    local k=$1 why slurm=""
+    shift
+    case " $* " in *" --slurm "*) slurm=--slurm ;; esac
+    # shellcheck source=../tools/nodes.sh
+    . "$top_srcdir/tools/nodes.sh"
+    if ! why=$(nodes_check $slurm); then
+        echo "SKIP: $why"
+        exit 77
+    fi
+    NODES_PREFIX=$(basename "$0" .sh | tr -cd 'a-z0-9' | cut -c1-10)$$
+    NODES_OWNER_PID=$$
+    nodes_gc # sets left by tests that were killed
+    trap 'nodes_down' EXIT
+    trap 'exit 130' INT TERM HUP
+    if ! nodes_up "$k" "$@"; then
+        echo "FAIL: cannot make $k namespace nodes"
+        exit 1
+    fi
+    NODES="$(cd "$top_srcdir" && pwd)/tools/nodes.sh -p $NODES_PREFIX"
+    NODE_EXEC="$NODES exec"
+}
+
+# fault_job DIR AT FAULT -- COMMAND...: starts a job whose ranks write their output to
+# DIR/out.R as it comes (launch.sh --out-dir DIR, srun -o DIR/out.%t), runs the shell command
+# FAULT AT seconds later, and watches: FAULT_SEEN[R] is the time in seconds from the fault to
+# the first line of rank R matching $FAULT_LINE (a failure the rank reported), FAULT_END the
+# time from the fault to the job's end, FAULT_RC the job's status and FAULT_OUT its own
+# output. Polls every 50 ms; COMMAND must bound itself (launch.sh --timeout, timeout).
+fault_job() {
+    local dir=$1 at=$2 fault=$3 lp t0 now f r alive
+    shift 4
+    rm -rf "$dir" && mkdir -p "$dir" || return 1
+    unset FAULT_SEEN
+    declare -gA FAULT_SEEN=()
+    "$@" > "$dir/job.out" 2>&1 &
+    lp=$!
+    sleep "$at"
+    t0=$(date +%s.%N)
+    eval "$fault"
+    while :; do
+        alive=0
+        kill -0 "$lp" 2> /dev/null && alive=1
+        now=$(date +%s.%N)
+        for f in "$dir"/out.*; do
+            r=${f##*.}
+            [ -z "${FAULT_SEEN[$r]:-}" ] && grep -Eq -- "$FAULT_LINE" "$f" 2> /dev/null &&
+                FAULT_SEEN[$r]=$(awk -v a="$t0" -v b="$now" 'BEGIN { printf "%.2f", b - a }')
+        done
+        [ $alive = 1 ] || break
+        sleep 0.05
+    done
+    wait "$lp"
+    FAULT_RC=$?
+    FAULT_END=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+    FAULT_OUT=$(cat "$dir/job.out")
+}
+
+# fault_check WHAT DIR BOUND END_BOUND NAMES_RE RANKS...: after fault_job DIR: each of RANKS
+# reported the failure within BOUND seconds of the fault, and some line of sharc's log in its
+# output (after "sharc ERROR" or "WARN") matches NAMES_RE (the rank and host it names); the
+# job ended within END_BOUND seconds, and nothing crashed (no assertion, abort or segfault
+# in any rank's output, no rank killed by a signal it did not get from the test).
+fault_check() {
+    local what=$1 dir=$2 bound=$3 end_bound=$4 names=$5 r t
+    shift 5
+    for r in "$@"; do
+        t=${FAULT_SEEN[$r]:-}
+        if [ -n "$t" ] && awk -v t="$t" -v b="$bound" 'BEGIN { exit !(t <= b) }'; then
+            echo "ok: $what: rank $r failed $t s after the fault (bound $bound s)"
+        else
+            echo "FAIL: $what: rank $r failed ${t:-not at all}${t:+ s after the fault} (bound $bound s)"
+            show_out "$(tail -15 "$dir/out.$r" 2> /dev/null)"
+            failures=$((failures + 1))
+        fi
+        if grep -Eq -- "sharc (ERROR|WARN) .*($names)" "$dir/out.$r" 2> /dev/null; then
+            echo "ok: $what: rank $r's log names /$names/"
+        else
+            echo "FAIL: $what: no line of rank $r's log names /$names/; its errors:"
+            grep -E "sharc (ERROR|WARN)" "$dir/out.$r" | sed 's/^.*sharc /  /' | sort -u | head -8
+            failures=$((failures + 1))
+        fi
+    done
+    if awk -v t="$FAULT_END" -v b="$end_bound" 'BEGIN { exit !(t <= b) }'; then
+        echo "ok: $what: the job ended $FAULT_END s after the fault (bound $end_bound s)"
+    else
+        echo "FAIL: $what: the job ended $FAULT_END s after the fault (bound $end_bound s)"
+        failures=$((failures + 1))
+    fi
+    local crashed=""
+    for r in "$@"; do
+        if grep -Eq "Assertion .* failed|[Bb]acktrace|Segmentation fault|Aborted" "$dir/out.$r" ||
+            grep -Eq "^\[rank $r\] exited with status (1[3-9][0-9]|2[0-9][0-9])|task $r: (Aborted|Segmentation|Killed)" \
+                "$dir/job.out"; then
+            crashed="$crashed $r"
+        fi
+    done
+    if [ -n "$crashed" ]; then
+        echo "FAIL: $what: rank(s)$crashed crashed:"
+        for r in $crashed; do
+            grep -Eh "Assertion .* failed|Segmentation fault|Aborted" "$dir/out.$r" | head -2
+            grep -E "^\[rank $r\] exited with status|task $r: " "$dir/job.out"
+        done
+        failures=$((failures + 1))
+    else
+        echo "ok: $what: no rank crashed"
+    fi
+}
+
 finish() {
     if [ $failures -ne 0 ]; then
         echo "$failures failure(s)"

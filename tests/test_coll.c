@@ -417,6 +417,9 @@ static int run_crash(sharc_comm_h comm, int victim)
     float v[1024] = {0};
     sharc_status_t st;
 
+    /* every rank's communicator is up before the victim goes: it dies in the job, not in
+     * the middle of the others' setup */
+    CHECK(sharc_barrier(comm, NULL) == SHARC_OK);
     if (me == victim) {
         fprintf(stderr, "rank %d: crashing on purpose\n", me);
         _exit(3);

@@ -1,6 +1,6 @@
 /*
- * test_log.c: log file name expansion, subsystem lists, level and subsystem filtering, and
- * per-rank log files.
+ * test_log.c: log file name expansion, subsystem lists, level and subsystem filtering,
+ * per-rank log files, and the error messages kept for sharc_log_errors.
  */
 #include "config.h"
 
@@ -88,6 +88,33 @@ int main(void)
     text = slurp(out);
     CHECK(text != NULL && strstr(text, "filtered out") == NULL && strstr(text, "always") != NULL);
     unlink(out);
+
+    /* sharc_log_errors: the messages since a count, oldest first, the last 8, the most
+     * recent that fit */
+    {
+        char buf[64], want[64];
+        unsigned long n0 = sharc_log_errors(0, NULL, 0), n;
+
+        CHECK(n0 == 2); /* "to six", "always" */
+        CHECK(sharc_log_errors(n0, buf, sizeof(buf)) == n0 && buf[0] == '\0');
+        sharc_warn("a warning is not an error");
+        sharc_error("first %d", 1);
+        sharc_error("second");
+        n = sharc_log_errors(n0, buf, sizeof(buf));
+        CHECK_MSG(n == n0 + 2 && strcmp(buf, "first 1\nsecond") == 0, "%lu '%s'", n, buf);
+        CHECK(sharc_log_errors(n0 + 1, buf, sizeof(buf)) == n && strcmp(buf, "second") == 0);
+        CHECK(sharc_log_errors(n + 5, buf, sizeof(buf)) == n && buf[0] == '\0');
+        CHECK(sharc_log_errors(n0, buf, 8) == n && strcmp(buf, "second") == 0);
+        CHECK(sharc_log_errors(n0, buf, 4) == n && strcmp(buf, "sec") == 0);
+        for (int i = 0; i < 10; i++) {
+            sharc_error("e%d", i);
+        }
+        n = sharc_log_errors(0, buf, sizeof(buf));
+        CHECK(n == n0 + 12);
+        CHECK_MSG(strcmp(buf, "e2\ne3\ne4\ne5\ne6\ne7\ne8\ne9") == 0, "'%s'", buf);
+        snprintf(want, sizeof(want), "e8\ne9");
+        CHECK(sharc_log_errors(n - 2, buf, sizeof(buf)) == n && strcmp(buf, want) == 0);
+    }
     sharc_log_configure(SHARC_LOG_WARN, ~0u, "");
     rmdir(dir);
     return check_result("test_log");

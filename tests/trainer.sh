@@ -11,44 +11,9 @@ FIXTURE="$top_srcdir/tests/trainer/hf_tiny"
 work=$(mktemp -d "${TMPDIR:-/tmp}/sharc-trainer.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-# A token file of N random ids below VOCAB (header vocab RECORDED), seeded.
-make_tokens() {
-    python3 - "$@" <<'EOF'
-import random, struct, sys
-path, n, vocab, recorded = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-r = random.Random(n)
-ids = [r.randrange(vocab) for _ in range(n)]
-with open(path, "wb") as f:
-    f.write(b"SHARCTOK" + struct.pack("<IIQII", 1, 2, n, recorded, 0))
-    f.write(struct.pack("<%dH" % n, *ids))
-EOF
-}
 mkdir -p "$work/data"
 make_tokens "$work/data/train.bin" 20000 512 512
 make_tokens "$work/data/val.bin" 3000 512 512
-
-# losses_match A.jsonl B.jsonl [FIRST_STEP]: the step losses of B equal A's (relative 1e-5)
-# for every step of B from FIRST_STEP on; B must have them all.
-losses_match() {
-    python3 - "$@" <<'EOF'
-import json, sys
-def losses(path):
-    out = {}
-    for line in open(path):
-        e = json.loads(line)
-        if e["event"] == "step":
-            out[e["step"]] = e["loss"]
-    return out
-a, b = losses(sys.argv[1]), losses(sys.argv[2])
-first = int(sys.argv[3]) if len(sys.argv) > 3 else 1
-steps = [s for s in sorted(a) if s >= first]
-if not steps or any(s not in b for s in steps):
-    sys.exit("steps missing: %s has %s, %s has %s" % (sys.argv[1], sorted(a), sys.argv[2], sorted(b)))
-worst = max(abs(a[s] - b[s]) / abs(a[s]) for s in steps)
-print("%d steps, largest relative loss difference %.2e" % (len(steps), worst))
-sys.exit(0 if worst <= 1e-5 else 1)
-EOF
-}
 
 # train NAME RANKS ARGS...: tiny model, 20 steps, f32, JSONL log in $work/NAME.jsonl
 train() {

@@ -3,7 +3,22 @@
 # Idempotent, and quick when everything is there (no apt-get update then). Run as root, or
 # with sudo available. The CUDA toolkit and NCCL are not Debian packages: sharc finds them in
 # /usr/local/cuda (or --with-cuda=DIR) and builds without them otherwise.
+#
+#   install-deps.sh [--torch]
+#     --torch   also create (or reuse) the Python virtual environment of the PyTorch tests and
+#               benchmarks (python/, tests/torch/): PyPI's torch, transformers and numpy in
+#               $SHARC_VENV, by default ${XDG_CACHE_HOME:-$HOME/.cache}/sharc/venv, made with
+#               the first python3 on PATH ($SHARC_VENV_PYTHON to choose another)
 set -euo pipefail
+
+with_torch=0
+for arg in "$@"; do
+    case "$arg" in
+        --torch) with_torch=1 ;;
+        -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+        *) echo "install-deps: unknown argument '$arg' (see --help)" >&2; exit 2 ;;
+    esac
+done
 
 packages=(
     # build
@@ -13,9 +28,12 @@ packages=(
     libopenmpi-dev openmpi-bin libhwloc-dev libxml2-dev libjson-c-dev
     # shard checkpoints (checksums); GEMM compute in benchmarks and the trainer
     libxxhash-dev libopenblas-dev
-    # tests: ss (free ports), network namespaces later; python3 builds topology fixtures;
-    # clang + libFuzzer fuzz the parsers (tools/fuzz.sh)
-    iproute2 procps python3 clang libclang-rt-dev
+    # tests: ss (free ports), ip and tc (namespace nodes: tools/nodes.sh), nsenter and unshare
+    # (util-linux); python3 builds topology fixtures; clang + libFuzzer fuzz the parsers
+    # (tools/fuzz.sh)
+    iproute2 util-linux procps python3 clang libclang-rt-dev
+    # a real Slurm on the namespace nodes (tools/nodes.sh up --slurm): slurmctld, slurmd, srun
+    slurm-wlm munge
     # verbs for real: a QEMU guest with soft-RoCE (tools/rdma-vm.sh, tests/rdma/)
     qemu-system-x86 busybox-static cpio kmod
     # trainer: tokenizer training and the corpus (trainer/prepare_data.py), scaling plots
@@ -28,17 +46,48 @@ for p in "${packages[@]}"; do
         missing+=("$p")
     fi
 done
-if [ ${#missing[@]} -eq 0 ]; then
-    echo "install-deps: all ${#packages[@]} packages are installed"
-    exit 0
-fi
-
 sudo=()
 if [ "$(id -u)" -ne 0 ]; then
     command -v sudo > /dev/null || { echo "install-deps: run as root (or install sudo)" >&2; exit 1; }
     sudo=(sudo)
 fi
-echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
-"${sudo[@]}" apt-get update -qq
-"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+updated=0
+apt_install() {
+    [ $updated = 1 ] || "${sudo[@]}" apt-get update -qq
+    updated=1
+    "${sudo[@]}" apt-get install -y -qq --no-install-recommends "$@"
+}
+
+if [ ${#missing[@]} -eq 0 ]; then
+    echo "install-deps: all ${#packages[@]} packages are installed"
+else
+    echo "install-deps: installing ${missing[*]}"
+    apt_install "${missing[@]}"
+fi
+
+[ $with_torch = 1 ] || exit 0
+
+# The PyTorch venv: the packages are PyPI's (Debian has no torch); pip runs only when one of
+# them is missing, so a second run is quick. tests/torch/venv.sh finds the venv the same way.
+venv=${SHARC_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/sharc/venv}
+vpy=$venv/bin/python
+torch_pkgs=(torch transformers numpy setuptools)
+if [ -x "$vpy" ] && "$vpy" -c 'import torch, transformers, numpy, setuptools' 2> /dev/null; then
+    echo "install-deps: $venv has torch $("$vpy" -c 'import torch; print(torch.__version__)')"
+    exit 0
+fi
+base_py=${SHARC_VENV_PYTHON:-$(command -v python3)}
+if [ ! -x "$vpy" ] || ! "$vpy" -m pip --version > /dev/null 2>&1; then
+    if ! "$base_py" -m venv --help > /dev/null 2>&1; then
+        apt_install python3-venv # Debian's python3 has no venv module without it
+    fi
+    mkdir -p "$(dirname "$venv")"
+    clear=()
+    [ ! -f "$venv/pyvenv.cfg" ] || clear=(--clear) # an interrupted earlier install
+    "$base_py" -m venv "${clear[@]}" "$venv"
+fi
+echo "install-deps: installing ${torch_pkgs[*]} from PyPI into $venv (about 3 GB, once)"
+"$vpy" -m pip install -q --upgrade pip
+"$vpy" -m pip install -q "${torch_pkgs[@]}"
+"$vpy" -c 'import torch, transformers, numpy; print("install-deps: torch", torch.__version__)'

@@ -130,6 +130,18 @@ static int sharc_tp_hybrid_progress(sharc_tp_comm_t *tp)
     return a > 0 || b > 0;
 }
 
+/* Each part that can give up does (the other's requests wait for the communicator's end). */
+static void sharc_tp_hybrid_abort(sharc_tp_comm_t *tp)
+{
+    const sharc_tp_part_t *parts[] = {&tp->local, &tp->remote};
+
+    for (size_t i = 0; i < SHARC_ARRAY_SIZE(parts); i++) {
+        if (parts[i]->ops->abort != NULL) {
+            parts[i]->ops->abort(parts[i]->tp);
+        }
+    }
+}
+
 const sharc_tp_ops_t sharc_tp_hybrid_ops = {
     .version = SHARC_TP_OPS_VERSION,
     .name = "hybrid",
@@ -144,6 +156,7 @@ const sharc_tp_ops_t sharc_tp_hybrid_ops = {
     .recv_reduce = sharc_tp_hybrid_recv_reduce,
     .coll = NULL,
     .progress = sharc_tp_hybrid_progress,
+    .abort = sharc_tp_hybrid_abort,
 };
 
 sharc_status_t sharc_tp_hybrid_create(const sharc_tp_comm_params_t *params,

@@ -21,25 +21,38 @@
 
 /* ---- the doctor */
 
+/* The next finding of the doctor's, with its reason, or NULL when the list is full. */
+static sharc_topo_finding_t *sharc_topo_finding(sharc_topo_doc_t *doc,
+                                                sharc_topo_severity_t severity, const char *fmt,
+                                                va_list ap)
+{
+    sharc_topo_finding_t *f;
+
+    doc->harmful |= (severity == SHARC_TOPO_FINDING_HARMFUL);
+    if (doc->n == doc->max) {
+        return NULL;
+    }
+    f = &doc->findings[doc->n++];
+    memset(f, 0, sizeof(*f));
+    f->severity = severity;
+    vsnprintf(f->reason, sizeof(f->reason), fmt, ap);
+    return f;
+}
+
 void sharc_topo_find(sharc_topo_doc_t *doc, sharc_topo_severity_t severity,
                      const sharc_topo_setting_t *set, const char *fmt, ...)
 {
     sharc_topo_finding_t *f;
     va_list ap;
 
-    doc->harmful |= (severity == SHARC_TOPO_FINDING_HARMFUL);
-    if (doc->n == doc->max) {
-        return;
-    }
-    f = &doc->findings[doc->n++];
-    memset(f, 0, sizeof(*f));
-    f->severity = severity;
-    snprintf(f->key, sizeof(f->key), "%s", set->key);
-    snprintf(f->value, sizeof(f->value), "%s", set->value);
-    snprintf(f->source, sizeof(f->source), "%s", set->source);
     va_start(ap, fmt);
-    vsnprintf(f->reason, sizeof(f->reason), fmt, ap);
+    f = sharc_topo_finding(doc, severity, fmt, ap);
     va_end(ap);
+    if (f != NULL) {
+        snprintf(f->key, sizeof(f->key), "%s", set->key);
+        snprintf(f->value, sizeof(f->value), "%s", set->value);
+        snprintf(f->source, sizeof(f->source), "%s", set->source);
+    }
 }
 
 void sharc_topo_find_node(sharc_topo_doc_t *doc, sharc_topo_severity_t severity, const char *key,
@@ -48,19 +61,14 @@ void sharc_topo_find_node(sharc_topo_doc_t *doc, sharc_topo_severity_t severity,
     sharc_topo_finding_t *f;
     va_list ap;
 
-    doc->harmful |= (severity == SHARC_TOPO_FINDING_HARMFUL);
-    if (doc->n == doc->max) {
-        return;
-    }
-    f = &doc->findings[doc->n++];
-    memset(f, 0, sizeof(*f));
-    f->severity = severity;
-    f->no_value = 1;
-    snprintf(f->key, sizeof(f->key), "%s", key);
-    snprintf(f->source, sizeof(f->source), "%s", source);
     va_start(ap, fmt);
-    vsnprintf(f->reason, sizeof(f->reason), fmt, ap);
+    f = sharc_topo_finding(doc, severity, fmt, ap);
     va_end(ap);
+    if (f != NULL) {
+        f->no_value = 1;
+        snprintf(f->key, sizeof(f->key), "%s", key);
+        snprintf(f->source, sizeof(f->source), "%s", source);
+    }
 }
 
 const char *sharc_topo_doc_value(const sharc_topo_doc_t *doc, const char *key)

@@ -1,30 +1,26 @@
 /*
  * topo_out.c: printing a topology and its recommendations: a matrix like
  * `nvidia-smi topo -m` with the NICs, fabric and rails; shell exports; an env file in the
- * /etc/nccl.conf format; JSON (json-c). Also the doctor's findings.
+ * /etc/nccl.conf format; JSON through topo_json.c. Also the doctor's findings.
  */
 #include "config.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#ifdef HAVE_JSONC
-#include <json-c/json.h>
-#endif
-
 #define SHARC_THIS_SUBSYS SHARC_SUBSYS_TOPO
 #include "../../src/base/log.h"
 #include "../../src/base/util.h"
 #include "topo_tool.h"
 
-static const char *const sharc_topo_severity_names[] = {
+const char *const sharc_topo_severity_names[] = {
     [SHARC_TOPO_FINDING_OK] = "ok",           [SHARC_TOPO_FINDING_STALE] = "stale",
     [SHARC_TOPO_FINDING_HARMFUL] = "HARMFUL", [SHARC_TOPO_FINDING_SUGGEST] = "suggest",
     [SHARC_TOPO_FINDING_DIFFERS] = "differs", [SHARC_TOPO_FINDING_WARN] = "warn",
     [SHARC_TOPO_FINDING_NOTE] = "note",
 };
 
-static const char *sharc_topo_cell(sharc_topo_link_t link, int nvlinks, char *buf, size_t size)
+const char *sharc_topo_cell(sharc_topo_link_t link, int nvlinks, char *buf, size_t size)
 {
     if (link == SHARC_TOPO_LINK_NV && nvlinks > 0) {
         snprintf(buf, size, "NV%d", nvlinks);
@@ -283,215 +279,6 @@ static void sharc_topo_print_env(const sharc_topo_recs_t *recs, int shell, FILE 
     }
 }
 
-#ifdef HAVE_JSONC
-static const char *const sharc_topo_netdev_kinds[] = {
-    [SHARC_TOPO_NETDEV_PORT] = "port",
-    [SHARC_TOPO_NETDEV_BOND] = "bond",
-    [SHARC_TOPO_NETDEV_BRIDGE] = "bridge",
-};
-
-static json_object *sharc_topo_json_str(const char *s)
-{
-    return json_object_new_string(s);
-}
-
-/* "a,b" as ["a", "b"]; "" as [] */
-static json_object *sharc_topo_json_list(const char *csv)
-{
-    json_object *arr = json_object_new_array();
-
-    while (*csv != '\0') {
-        size_t len = strcspn(csv, ",");
-
-        json_object_array_add(arr, json_object_new_string_len(csv, (int)len));
-        csv += len + (csv[len] == ',');
-    }
-    return arr;
-}
-
-static json_object *sharc_topo_json_pci(json_object *obj, const sharc_topo_pci_t *pci)
-{
-    json_object_object_add(obj, "busid", sharc_topo_json_str(pci->busid));
-    json_object_object_add(obj, "numa", json_object_new_int(pci->numa));
-    json_object_object_add(obj, "pci_path", sharc_topo_json_str(pci->path));
-    return obj;
-}
-
-static json_object *sharc_topo_json_nic(const sharc_topo_nic_t *nic)
-{
-    json_object *obj = json_object_new_object(), *ports = json_object_new_array();
-    char ids[16];
-
-    json_object_object_add(obj, "name", sharc_topo_json_str(nic->name));
-    json_object_object_add(obj, "driver", sharc_topo_json_str(nic->driver));
-    json_object_object_add(obj, "fabric", sharc_topo_json_str(sharc_topo_fabric_name(nic->fabric)));
-    snprintf(ids, sizeof(ids), "%04x:%04x", nic->vendor & 0xffff, nic->device & 0xffff);
-    json_object_object_add(obj, "pci_id",
-                           sharc_topo_json_str(nic->vendor != 0 && nic->device != 0 ? ids : ""));
-    json_object_object_add(obj, "netdev", sharc_topo_json_str(nic->netdev));
-    sharc_topo_json_pci(obj, &nic->pci);
-    for (int p = 0; p < nic->nports; p++) {
-        const sharc_topo_port_t *port = &nic->ports[p];
-        json_object *po = json_object_new_object(), *gids = json_object_new_array();
-
-        json_object_object_add(po, "port", json_object_new_int(port->num));
-        json_object_object_add(po, "active", json_object_new_boolean(port->active));
-        json_object_object_add(po, "state", sharc_topo_json_str(port->state));
-        json_object_object_add(po, "link_layer", sharc_topo_json_str(port->link_layer));
-        json_object_object_add(po, "rate_gbps", json_object_new_double(port->rate_gbps));
-        for (int g = 0; g < port->ngids; g++) {
-            json_object *go = json_object_new_object();
-
-            json_object_object_add(go, "index", json_object_new_int(port->gids[g].index));
-            json_object_object_add(go, "gid", sharc_topo_json_str(port->gids[g].gid));
-            json_object_object_add(go, "type", sharc_topo_json_str(port->gids[g].type));
-            json_object_object_add(go, "ndev", sharc_topo_json_str(port->gids[g].ndev));
-            json_object_object_add(go, "ipv4", json_object_new_boolean(port->gids[g].ipv4));
-            json_object_array_add(gids, go);
-        }
-        json_object_object_add(po, "gids", gids);
-        json_object_array_add(ports, po);
-    }
-    json_object_object_add(obj, "ports", ports);
-    return obj;
-}
-
-static json_object *sharc_topo_json(const sharc_topo_t *topo, const sharc_topo_recs_t *recs)
-{
-    json_object *root = json_object_new_object();
-    json_object *gpus = json_object_new_array(), *nics = json_object_new_array();
-    json_object *netdevs = json_object_new_array(), *gg = json_object_new_array();
-    json_object *gn = json_object_new_array(), *recs_json = json_object_new_array();
-    json_object *warnings = json_object_new_array(), *cpu = json_object_new_object();
-    json_object *backend = json_object_new_object(), *notes = json_object_new_array();
-    json_object *socket_ifs = json_object_new_array(), *machine = json_object_new_object();
-    char cell[16], ids[16];
-
-    json_object_object_add(root, "source", sharc_topo_json_str(topo->source));
-    for (int i = 0; i < topo->ngpus; i++) {
-        const sharc_topo_gpu_t *gpu = &topo->gpus[i];
-        json_object *obj = json_object_new_object(), *rails = json_object_new_array();
-        json_object *nearest = json_object_new_array(), *row = json_object_new_array();
-        json_object *nrow = json_object_new_array();
-
-        json_object_object_add(obj, "index", json_object_new_int(i));
-        sharc_topo_json_pci(obj, &gpu->pci);
-        snprintf(ids, sizeof(ids), "%04x:%04x", gpu->vendor & 0xffff, gpu->device & 0xffff);
-        json_object_object_add(
-            obj, "pci_id", sharc_topo_json_str(gpu->vendor != 0 && gpu->device != 0 ? ids : ""));
-        json_object_object_add(obj, "model", sharc_topo_json_str(gpu->model));
-        json_object_object_add(obj, "sm", json_object_new_int(gpu->sm));
-        json_object_object_add(obj, "nvlinks_switch", json_object_new_int(gpu->nvlinks_switch));
-        for (int r = 0; r < gpu->nrails; r++) {
-            json_object *name = sharc_topo_json_str(topo->nics[gpu->rails[r]].name);
-
-            json_object_array_add(rails, name);
-            if (r < gpu->nnearest) {
-                json_object_array_add(nearest, json_object_get(name));
-            }
-        }
-        /* on a multi-NIC Ethernet node the rails are interfaces (no RDMA NIC has one) */
-        for (int r = 0; r < gpu->eth_nrails && gpu->nrails == 0; r++) {
-            json_object *name = sharc_topo_json_str(topo->netdevs[gpu->eth_rails[r]].name);
-
-            json_object_array_add(rails, name);
-            if (r < gpu->eth_nnearest) {
-                json_object_array_add(nearest, json_object_get(name));
-            }
-        }
-        json_object_object_add(obj, "rails", rails);
-        json_object_object_add(obj, "nearest_nics", nearest);
-        json_object_object_add(obj, "net_gbps",
-                               gpu->net_gbps < 0 ? NULL : json_object_new_double(gpu->net_gbps));
-        json_object_array_add(gpus, obj);
-        for (int j = 0; j < topo->ngpus; j++) {
-            json_object_array_add(
-                row, sharc_topo_json_str(sharc_topo_cell(topo->gpu_gpu[i][j], topo->nvlinks[i][j],
-                                                         cell, sizeof(cell))));
-        }
-        json_object_array_add(gg, row);
-        for (int k = 0; k < topo->nnics; k++) {
-            json_object_array_add(nrow,
-                                  sharc_topo_json_str(sharc_topo_link_name(topo->gpu_nic[i][k])));
-        }
-        json_object_array_add(gn, nrow);
-    }
-    for (int k = 0; k < topo->nnics; k++) {
-        json_object_array_add(nics, sharc_topo_json_nic(&topo->nics[k]));
-    }
-    for (int d = 0; d < topo->nnetdevs; d++) {
-        const sharc_topo_netdev_t *nd = &topo->netdevs[d];
-        json_object *obj = json_object_new_object();
-
-        json_object_object_add(obj, "name", sharc_topo_json_str(nd->name));
-        json_object_object_add(obj, "driver", sharc_topo_json_str(nd->driver));
-        json_object_object_add(obj, "speed_mbps", json_object_new_int(nd->speed_mbps));
-        json_object_object_add(obj, "up", json_object_new_boolean(nd->up));
-        json_object_object_add(obj, "rdma", sharc_topo_json_str(nd->rdma));
-        json_object_object_add(obj, "kind", sharc_topo_json_str(sharc_topo_netdev_kinds[nd->kind]));
-        json_object_object_add(obj, "master", sharc_topo_json_str(nd->master));
-        json_object_object_add(obj, "ipv4",
-                               nd->ipv4 < 0 ? NULL : json_object_new_boolean(nd->ipv4));
-        json_object_object_add(obj, "ipoib", json_object_new_boolean(nd->ipoib));
-        snprintf(ids, sizeof(ids), "%04x", nd->vendor & 0xffff);
-        json_object_object_add(obj, "pci_vendor", sharc_topo_json_str(nd->vendor != 0 ? ids : ""));
-        sharc_topo_json_pci(obj, &nd->pci);
-        json_object_array_add(netdevs, obj);
-    }
-    for (int r = 0; r < recs->nrecs; r++) {
-        json_object *obj = json_object_new_object();
-
-        json_object_object_add(obj, "key", sharc_topo_json_str(recs->recs[r].key));
-        json_object_object_add(obj, "value", sharc_topo_json_str(recs->recs[r].value));
-        json_object_object_add(obj, "unset", json_object_new_boolean(recs->recs[r].unset));
-        json_object_object_add(obj, "reason", sharc_topo_json_str(recs->recs[r].reason));
-        json_object_array_add(recs_json, obj);
-    }
-    for (int i = 0; i < recs->nnotes; i++) {
-        json_object *obj = json_object_new_object();
-
-        json_object_object_add(obj, "key", sharc_topo_json_str(recs->notes[i].key));
-        json_object_object_add(obj, "text", sharc_topo_json_str(recs->notes[i].text));
-        json_object_array_add(notes, obj);
-    }
-    for (int w = 0; w < topo->nwarnings; w++) {
-        json_object_array_add(warnings, sharc_topo_json_str(topo->warnings[w]));
-    }
-    json_object_object_add(cpu, "sockets", json_object_new_int(topo->cpu.nsockets));
-    json_object_object_add(cpu, "numa_nodes", json_object_new_int(topo->cpu.nnuma));
-    json_object_object_add(backend, "transport", sharc_topo_json_str(recs->transport));
-    json_object_object_add(backend, "gpu", sharc_topo_json_str(recs->gpu_backend));
-    json_object_object_add(backend, "host", sharc_topo_json_str(recs->host_backend));
-    json_object_object_add(backend, "not_built", sharc_topo_json_list(recs->not_built));
-    json_object_object_add(root, "gpus", gpus);
-    json_object_object_add(root, "nics", nics);
-    json_object_object_add(root, "netdevs", netdevs);
-    json_object_object_add(root, "cpu", cpu);
-    json_object_object_add(root, "nvswitches", json_object_new_int(topo->nvswitches));
-    json_object_object_add(root, "gpu_gpu", gg);
-    json_object_object_add(root, "gpu_nic", gn);
-    json_object_object_add(root, "intra", sharc_topo_json_str(sharc_topo_intra_name(topo->intra)));
-    json_object_object_add(root, "fabric",
-                           sharc_topo_json_str(sharc_topo_fabric_name(topo->fabric)));
-    json_object_object_add(
-        root, "eth_best",
-        sharc_topo_json_str(topo->eth_best >= 0 ? topo->netdevs[topo->eth_best].name : ""));
-    for (int s = 0; s < topo->nsocket_ifs; s++) {
-        json_object_array_add(socket_ifs,
-                              sharc_topo_json_str(topo->netdevs[topo->socket_ifs[s]].name));
-    }
-    json_object_object_add(root, "socket_ifs", socket_ifs);
-    json_object_object_add(root, "machine", machine);
-    json_object_object_add(machine, "product", sharc_topo_json_str(topo->product));
-    json_object_object_add(machine, "vendor", sharc_topo_json_str(topo->sys_vendor));
-    json_object_object_add(root, "backend", backend);
-    json_object_object_add(root, "recommendations", recs_json);
-    json_object_object_add(root, "notes", notes);
-    json_object_object_add(root, "warnings", warnings);
-    return root;
-}
-#endif
-
 sharc_status_t sharc_topo_print(const sharc_topo_t *topo, const sharc_topo_recs_t *recs,
                                 sharc_topo_fmt_t fmt, FILE *out)
 {
@@ -499,18 +286,7 @@ sharc_status_t sharc_topo_print(const sharc_topo_t *topo, const sharc_topo_recs_
     case SHARC_TOPO_FMT_TEXT: sharc_topo_print_text(topo, recs, out); break;
     case SHARC_TOPO_FMT_SHELL: sharc_topo_print_env(recs, 1, out); break;
     case SHARC_TOPO_FMT_ENV: sharc_topo_print_env(recs, 0, out); break;
-    case SHARC_TOPO_FMT_JSON: {
-#ifdef HAVE_JSONC
-        json_object *root = sharc_topo_json(topo, recs);
-
-        fprintf(out, "%s\n", json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY));
-        json_object_put(root);
-        break;
-#else
-        sharc_error("JSON output needs json-c, which this build lacks");
-        return SHARC_ERR_UNSUPPORTED;
-#endif
-    }
+    case SHARC_TOPO_FMT_JSON: return sharc_topo_print_json(topo, recs, out);
     }
     return ferror(out) ? SHARC_ERR_IO : SHARC_OK;
 }
@@ -519,30 +295,7 @@ sharc_status_t sharc_topo_print_doctor(const sharc_topo_finding_t *findings, int
                                        FILE *out)
 {
     if (json) {
-#ifdef HAVE_JSONC
-        json_object *arr = json_object_new_array();
-
-        for (int i = 0; i < n; i++) {
-            json_object *obj = json_object_new_object();
-
-            json_object_object_add(
-                obj, "severity",
-                json_object_new_string(sharc_topo_severity_names[findings[i].severity]));
-            json_object_object_add(obj, "key", json_object_new_string(findings[i].key));
-            json_object_object_add(
-                obj, "value",
-                findings[i].no_value ? NULL : json_object_new_string(findings[i].value));
-            json_object_object_add(obj, "source", json_object_new_string(findings[i].source));
-            json_object_object_add(obj, "reason", json_object_new_string(findings[i].reason));
-            json_object_array_add(arr, obj);
-        }
-        fprintf(out, "%s\n", json_object_to_json_string_ext(arr, JSON_C_TO_STRING_PRETTY));
-        json_object_put(arr);
-        return ferror(out) ? SHARC_ERR_IO : SHARC_OK;
-#else
-        sharc_error("JSON output needs json-c, which this build lacks");
-        return SHARC_ERR_UNSUPPORTED;
-#endif
+        return sharc_topo_print_doctor_json(findings, n, out);
     }
     for (int i = 0; i < n; i++) {
         const sharc_topo_finding_t *f = &findings[i];

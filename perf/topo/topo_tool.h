@@ -256,6 +256,18 @@ SHARC_HIDDEN sharc_status_t sharc_topo_print(const sharc_topo_t *topo,
 SHARC_HIDDEN sharc_status_t sharc_topo_print_doctor(const sharc_topo_finding_t *findings, int n,
                                                     int json, FILE *out);
 
+/* JSON through json-c (topo_json.c; topo_json_none.c says json-c is missing). */
+SHARC_HIDDEN sharc_status_t sharc_topo_print_json(const sharc_topo_t *topo,
+                                                  const sharc_topo_recs_t *recs, FILE *out);
+SHARC_HIDDEN sharc_status_t sharc_topo_print_doctor_json(const sharc_topo_finding_t *findings,
+                                                         int n, FILE *out);
+
+/* A matrix cell in nvidia-smi's words ("NV18", "PIX", ...), and the doctor's severities as
+ * printed ("ok", "HARMFUL", ...), for the text and JSON outputs (topo_out.c). */
+SHARC_HIDDEN const char *sharc_topo_cell(sharc_topo_link_t link, int nvlinks, char *buf,
+                                         size_t size);
+extern SHARC_HIDDEN const char *const sharc_topo_severity_names[];
+
 SHARC_HIDDEN const char *sharc_topo_link_name(sharc_topo_link_t link);
 SHARC_HIDDEN const char *sharc_topo_fabric_name(sharc_topo_fabric_t fabric);
 SHARC_HIDDEN const char *sharc_topo_intra_name(sharc_topo_intra_t intra);

@@ -30,6 +30,13 @@ static const char *const sharc_level_tags[SHARC_LOG_LAST] = {
     [SHARC_LOG_DEBUG] = "DEBUG", [SHARC_LOG_TRACE] = "TRACE",
 };
 
+/* The last SHARC_LOG_KEEP error messages, for sharc_log_errors; under sharc_log_out.lock. */
+#define SHARC_LOG_KEEP 8
+static struct {
+    unsigned long count; /* errors logged so far; message i sits in msg[i % SHARC_LOG_KEEP] */
+    char msg[SHARC_LOG_KEEP][1024];
+} sharc_log_errs;
+
 static struct {
     pthread_mutex_t lock;
     int rank;
@@ -192,6 +199,12 @@ void sharc_log_emit(int level, int subsys, const char *file, int line, int err, 
     } else {
         snprintf(rank, sizeof(rank), "-");
     }
+    if (level == SHARC_LOG_ERROR) {
+        /* kept cut to its slot (longer messages are rare; the log line has all of it) */
+        snprintf(sharc_log_errs.msg[sharc_log_errs.count % SHARC_LOG_KEEP],
+                 sizeof(sharc_log_errs.msg[0]), "%.1023s", msg);
+        sharc_log_errs.count++;
+    }
     stream = sharc_log_stream();
     if (level >= SHARC_LOG_DEBUG) {
         fprintf(stream, "%s:%ld:%ld [%s] sharc %s %s: %s (%s:%d)\n", sharc_log_out.host,
@@ -203,4 +216,43 @@ void sharc_log_emit(int level, int subsys, const char *file, int line, int err, 
                 sharc_subsys_names[subsys], msg);
     }
     pthread_mutex_unlock(&sharc_log_out.lock);
+}
+
+unsigned long sharc_log_errors(unsigned long since, char *buf, size_t size)
+{
+    unsigned long count, first, i;
+    size_t len = 0;
+
+    pthread_mutex_lock(&sharc_log_out.lock);
+    count = sharc_log_errs.count;
+    first = count - (count < SHARC_LOG_KEEP ? count : SHARC_LOG_KEEP);
+    if (since > first) {
+        first = since < count ? since : count;
+    }
+    if (buf != NULL && size > 0) {
+        /* the most recent that fit: walk back from the newest while the total fits */
+        for (i = count; i > first; i--) {
+            size_t n = strlen(sharc_log_errs.msg[(i - 1) % SHARC_LOG_KEEP]) + 1; /* '\n' or NUL */
+
+            if (len + n > size) {
+                break;
+            }
+            len += n;
+        }
+        if (i == count && count > first) { /* not even the newest fits: its beginning */
+            snprintf(buf, size, "%s", sharc_log_errs.msg[(count - 1) % SHARC_LOG_KEEP]);
+        } else {
+            buf[0] = '\0';
+            for (len = 0; i < count; i++) {
+                const char *m = sharc_log_errs.msg[i % SHARC_LOG_KEEP];
+                size_t n = strlen(m);
+
+                memcpy(buf + len, m, n);
+                len += n;
+                buf[len++] = (i + 1 < count) ? '\n' : '\0';
+            }
+        }
+    }
+    pthread_mutex_unlock(&sharc_log_out.lock);
+    return count;
 }

@@ -54,6 +54,8 @@ struct sharc_boot {
     sharc_bootstrap_t mode;
     int rank, size;
     double timeout; /* seconds, for every wait */
+    int failed;     /* set before destroy when its communicator failed: nobody waits for
+                     * the others to leave (the store's rank 0 stops at once) */
 };
 
 /*

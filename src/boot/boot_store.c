@@ -21,7 +21,8 @@
 
 /* What the communicators split from one job share: the address, and rank 0's server. */
 typedef struct {
-    int refs; /* atomic */
+    int refs;   /* atomic */
+    int failed; /* atomic: a communicator of the job failed */
     sharc_store_server_t *server;
     char host[256];
     int port;
@@ -75,6 +76,11 @@ static int sharc_store_next_generation(const char *host, int port, unsigned *gen
 static void sharc_store_shared_put(sharc_store_shared_t *shared, double linger)
 {
     if (__atomic_sub_fetch(&shared->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+        /* a failed job: the ranks still connected may be unreachable; a second is enough for
+         * those that only read their last answer */
+        if (__atomic_load_n(&shared->failed, __ATOMIC_ACQUIRE) && linger > 1.0) {
+            linger = 1.0;
+        }
         sharc_store_server_stop(shared->server, linger);
         free(shared);
     }
@@ -184,6 +190,9 @@ static void sharc_bs_destroy(sharc_boot_t *boot)
 {
     sharc_boot_store_t *bs = (sharc_boot_store_t *)boot;
 
+    if (boot->failed) {
+        __atomic_store_n(&bs->shared->failed, 1, __ATOMIC_RELEASE);
+    }
     sharc_store_close(bs->client);
     sharc_store_shared_put(bs->shared, boot->timeout);
     free(bs);

@@ -2,7 +2,8 @@
 # tests/gpu/run.sh [BUILD_DIR] [OUT_DIR]: every GPU test and benchmark of sharc on this
 # machine, and a short report (OUT_DIR/report.md, with the JSON of each benchmark beside it):
 # the CUDA kernels against the CPU and their bandwidth against a device copy; collectives on
-# CUDA buffers through NCCL and staged; the sharding engine on the GPU; sharc-perf on device
+# CUDA buffers through NCCL and staged; the sharding engine on the GPU; the torch backend on
+# CUDA tensors (with the venv of tools/install-deps.sh --torch); sharc-perf on device
 # buffers beside NCCL called directly; the overlap benchmark with cuBLAS compute. Needs a
 # build with CUDA and NCCL (BUILD_DIR, default build/). Exits 77 without a GPU.
 set -u
@@ -56,6 +57,7 @@ step collectives bash "$top/tests/gpu_coll.sh"
 if [ -x "$build/tests/test_shard_gpu" ]; then
     step shard_engine bash "$top/tests/shard_gpu.sh"
 fi
+step torch_backend bash "$top/tests/torch/gpu.sh" # skipped without the PyTorch venv
 {
     echo
     echo "## Kernel bandwidth"

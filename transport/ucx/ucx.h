@@ -29,6 +29,11 @@ struct sharc_tp_comm {
     int *peer_failed; /* [size]: set by the endpoint error handler */
     int rank, size;
     double timeout; /* seconds, for closing endpoints */
+    /* requests UCP has not completed yet (a list through tp_priv), so that an abort can
+     * cancel them: a failed communicator's transport must not be left holding any */
+    sharc_tp_req_t *inflight;
+    int aborted; /* everything in flight was cancelled: the communicator failed */
+    int closing; /* being destroyed: a peer closing its side is no failure */
 };
 
 struct sharc_tp_mem {
@@ -50,5 +55,9 @@ SHARC_HIDDEN sharc_status_t sharc_tp_ucx_mem_reg(sharc_tp_comm_t *tp, void *addr
                                                  sharc_memtype_t memtype, sharc_tp_mem_t **mem_p);
 SHARC_HIDDEN void sharc_tp_ucx_mem_dereg(sharc_tp_comm_t *tp, sharc_tp_mem_t *mem);
 SHARC_HIDDEN int sharc_tp_ucx_progress(sharc_tp_comm_t *tp);
+
+/* Cancel every receive in flight (they complete with an error; sends end when their endpoint
+ * closes), after a failure and before the endpoints close. tp->lock held or not. */
+SHARC_HIDDEN void sharc_tp_ucx_abort(sharc_tp_comm_t *tp);
 
 #endif

@@ -11,7 +11,44 @@
 #include "../../src/base/log.h"
 #include "ucx.h"
 
-#define SHARC_UCX_PEER(_req) ((_req)->tp_priv[0].u64)
+#define SHARC_UCX_PEER(_req)    ((_req)->tp_priv[0].u64)
+#define SHARC_UCX_UREQ(_req)    ((_req)->tp_priv[1].ptr) /* UCP's request, while in flight */
+#define SHARC_UCX_PREV(_req)    ((_req)->tp_priv[2].ptr) /* the in-flight list */
+#define SHARC_UCX_TP(_req)      ((_req)->tp_priv[3].ptr)
+#define SHARC_UCX_IS_RECV(_req) ((_req)->tp_priv[4].u64) /* receives can be cancelled */
+
+/* The in-flight list (tp->lock held: posts and callbacks take it). */
+static void sharc_tp_ucx_link(sharc_tp_comm_t *tp, sharc_tp_req_t *req, void *ureq)
+{
+    SHARC_UCX_UREQ(req) = ureq;
+    SHARC_UCX_TP(req) = tp;
+    SHARC_UCX_PREV(req) = NULL;
+    req->next = tp->inflight;
+    if (tp->inflight != NULL) {
+        SHARC_UCX_PREV(tp->inflight) = req;
+    }
+    tp->inflight = req;
+}
+
+static void sharc_tp_ucx_unlink(sharc_tp_req_t *req)
+{
+    sharc_tp_comm_t *tp = SHARC_UCX_TP(req);
+    sharc_tp_req_t *prev = SHARC_UCX_PREV(req);
+
+    if (tp == NULL) {
+        return; /* completed inside its post: never linked */
+    }
+    if (prev != NULL) {
+        prev->next = req->next;
+    } else {
+        tp->inflight = req->next;
+    }
+    if (req->next != NULL) {
+        SHARC_UCX_PREV(req->next) = prev;
+    }
+    req->next = NULL;
+    SHARC_UCX_TP(req) = NULL;
+}
 
 static uint64_t sharc_tp_ucx_tag(int src, uint64_t tag)
 {
@@ -38,11 +75,20 @@ static sharc_status_t sharc_tp_ucx_check(sharc_tp_comm_t *tp, int peer, uint64_t
 static void sharc_tp_ucx_finish(sharc_tp_req_t *req, ucs_status_t ustatus, const char *what)
 {
     sharc_status_t status = sharc_tp_ucx_status(ustatus);
+    sharc_tp_comm_t *tp = SHARC_UCX_TP(req);
 
-    if (ustatus != UCS_OK) {
+    /* whatever UCX calls it (an I/O error, a reset), an operation with a peer it has lost is
+     * that peer's failure */
+    if (ustatus != UCS_OK && tp != NULL &&
+        __atomic_load_n(&tp->peer_failed[SHARC_UCX_PEER(req)], __ATOMIC_ACQUIRE)) {
+        status = SHARC_ERR_REMOTE;
+    }
+
+    if (ustatus != UCS_OK && (tp == NULL || !tp->aborted)) { /* (an abort cancels: not news) */
         sharc_error("ucx: %s rank %llu failed: %s", what, (unsigned long long)SHARC_UCX_PEER(req),
                     ucs_status_string(ustatus));
     }
+    sharc_tp_ucx_unlink(req);
     sharc_tp_req_complete(req, status);
 }
 
@@ -62,10 +108,17 @@ static void sharc_tp_ucx_recv_cb(void *request, ucs_status_t ustatus,
     sharc_tp_ucx_finish(req, ustatus, "a receive from");
 }
 
-/* What a post returned: completed at once, pending (callback later), or failed. */
-static sharc_status_t sharc_tp_ucx_posted(ucs_status_ptr_t sp, sharc_tp_req_t *req,
-                                          const char *what)
+/*
+ * What a post returned: completed at once, pending (callback later), or failed. The request
+ * was put on the in-flight list before the post, because UCP may run the callback (which takes
+ * it off again, and frees UCP's request) inside the post itself.
+ */
+static sharc_status_t sharc_tp_ucx_posted(sharc_tp_comm_t *tp, ucs_status_ptr_t sp,
+                                          sharc_tp_req_t *req, const char *what)
 {
+    if (sp == NULL || UCS_PTR_IS_ERR(sp)) {
+        sharc_tp_ucx_unlink(req);
+    }
     if (sp == NULL) {
         sharc_tp_req_complete(req, SHARC_OK);
         return SHARC_OK;
@@ -74,6 +127,9 @@ static sharc_status_t sharc_tp_ucx_posted(ucs_status_ptr_t sp, sharc_tp_req_t *r
         sharc_error("ucx: posting %s rank %llu failed: %s", what,
                     (unsigned long long)SHARC_UCX_PEER(req), ucs_status_string(UCS_PTR_STATUS(sp)));
         return sharc_tp_ucx_status(UCS_PTR_STATUS(sp));
+    }
+    if (SHARC_UCX_TP(req) != NULL) { /* still in flight: its callback runs in a later progress */
+        SHARC_UCX_UREQ(req) = sp;
     }
     return SHARC_INPROGRESS;
 }
@@ -92,9 +148,15 @@ static sharc_status_t sharc_tp_ucx_prepare(sharc_tp_comm_t *tp, int peer, uint64
         param->op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH;
         param->memh = mem->memh;
     }
+    if (tp->aborted) {
+        sharc_error("ucx: rank %d cannot %s rank %d: the communicator failed", tp->rank, what,
+                    peer);
+        return SHARC_ERR_REMOTE;
+    }
     req->status = SHARC_INPROGRESS;
     req->bytes = 0;
     SHARC_UCX_PEER(req) = (uint64_t)peer;
+    SHARC_UCX_TP(req) = NULL;
     return SHARC_OK;
 }
 
@@ -116,8 +178,10 @@ sharc_status_t sharc_tp_ucx_send(sharc_tp_comm_t *tp, int peer, uint64_t tag, co
     }
     req->bytes = bytes;
     pthread_mutex_lock(&tp->lock);
+    SHARC_UCX_IS_RECV(req) = 0;
+    sharc_tp_ucx_link(tp, req, NULL);
     sp = ucp_tag_send_nbx(tp->eps[peer], buf, bytes, sharc_tp_ucx_tag(tp->rank, tag), &param);
-    status = sharc_tp_ucx_posted(sp, req, "a send to");
+    status = sharc_tp_ucx_posted(tp, sp, req, "a send to");
     pthread_mutex_unlock(&tp->lock);
     return status;
 }
@@ -140,8 +204,10 @@ sharc_status_t sharc_tp_ucx_recv(sharc_tp_comm_t *tp, int peer, uint64_t tag, vo
         return status;
     }
     pthread_mutex_lock(&tp->lock);
+    SHARC_UCX_IS_RECV(req) = 1;
+    sharc_tp_ucx_link(tp, req, NULL);
     sp = ucp_tag_recv_nbx(tp->worker, buf, bytes, sharc_tp_ucx_tag(peer, tag), UINT64_MAX, &param);
-    status = sharc_tp_ucx_posted(sp, req, "a receive from");
+    status = sharc_tp_ucx_posted(tp, sp, req, "a receive from");
     pthread_mutex_unlock(&tp->lock);
     return status;
 }

@@ -24,8 +24,8 @@ sharc_status_t sharc_tp_ucx_status(ucs_status_t status)
     case UCS_ERR_MESSAGE_TRUNCATED: return SHARC_ERR_INVALID;
     case UCS_ERR_UNSUPPORTED:
     case UCS_ERR_UNREACHABLE: return SHARC_ERR_UNSUPPORTED;
-    case UCS_ERR_TIMED_OUT:
-    case UCS_ERR_ENDPOINT_TIMEOUT: return SHARC_ERR_TIMEOUT;
+    case UCS_ERR_TIMED_OUT: return SHARC_ERR_TIMEOUT;
+    case UCS_ERR_ENDPOINT_TIMEOUT: /* the peer stopped answering: UCX declared it lost */
     case UCS_ERR_CONNECTION_RESET:
     case UCS_ERR_REJECTED:
     case UCS_ERR_CANCELED: return SHARC_ERR_REMOTE;
@@ -38,12 +38,18 @@ static void sharc_tp_ucx_ep_error(void *arg, ucp_ep_h ep, ucs_status_t status)
     sharc_tp_comm_t *tp = arg;
 
     for (int p = 0; p < tp->size; p++) {
-        if (tp->eps[p] == ep) {
-            sharc_error("ucx: rank %d lost its connection to rank %d: %s", tp->rank, p,
-                        ucs_status_string(status));
-            __atomic_store_n(&tp->peer_failed[p], 1, __ATOMIC_RELEASE);
-            sharc_boot_report(tp->boot, p); /* every rank of the communicator hears of it */
+        if (tp->eps[p] != ep) {
+            continue;
         }
+        __atomic_store_n(&tp->peer_failed[p], 1, __ATOMIC_RELEASE);
+        if (tp->closing || tp->aborted) { /* the peer closed its side first, or all failed */
+            sharc_debug("ucx: rank %d: the connection to rank %d ended: %s", tp->rank, p,
+                        ucs_status_string(status));
+            continue;
+        }
+        sharc_error("ucx: rank %d lost its connection to rank %d: %s", tp->rank, p,
+                    ucs_status_string(status));
+        sharc_boot_report(tp->boot, p); /* every rank of the communicator hears of it */
     }
 }
 
@@ -125,12 +131,13 @@ static sharc_status_t sharc_tp_ucx_connect(sharc_tp_comm_t *tp, const char *addr
  * timeout gets a forced close. */
 static void sharc_tp_ucx_close_eps(sharc_tp_comm_t *tp)
 {
-    double deadline = sharc_time_now() + tp->timeout;
+    /* a failed communicator's peers may never answer a flush: close at once */
+    double deadline = sharc_time_now() + (tp->aborted ? 1.0 : tp->timeout);
 
     for (int p = 0; p < tp->size; p++) {
         ucp_request_param_t param = {
             .op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
-            .flags = tp->peer_failed[p] ? UCP_EP_CLOSE_FLAG_FORCE : 0,
+            .flags = (tp->peer_failed[p] || tp->aborted) ? UCP_EP_CLOSE_FLAG_FORCE : 0,
         };
         void *req;
 
@@ -157,6 +164,10 @@ static void sharc_tp_ucx_close_eps(sharc_tp_comm_t *tp)
 
 static void sharc_tp_ucx_comm_destroy(sharc_tp_comm_t *tp)
 {
+    tp->closing = 1;
+    if (tp->worker != NULL && tp->inflight != NULL) {
+        sharc_tp_ucx_abort(tp); /* nothing may stay on an endpoint that closes */
+    }
     if (tp->eps != NULL) {
         sharc_tp_ucx_close_eps(tp);
     }
@@ -255,4 +266,5 @@ const sharc_tp_ops_t sharc_tp_ucx_ops = {
     .recv = sharc_tp_ucx_recv,
     .coll = NULL,
     .progress = sharc_tp_ucx_progress,
+    .abort = sharc_tp_ucx_abort,
 };
