@@ -62,7 +62,7 @@ typedef struct {
     sharc_dtype_t param_dtype;  /**< f32 or bf16: the gathered parameters */
     sharc_dtype_t reduce_dtype; /**< f32 or bf16: gradient reduction */
     int shard_size;             /**< HSDP shard group size; 0: every rank */
-    int prefetch;               /**< units gathered ahead; 0: sharc's default */
+    int prefetch; /**< units gathered ahead; 0: sharc's default; SHARC_SHARD_PREFETCH_AUTO */
 } llama_run_t;
 
 /** Where parameters come from at creation. */
