@@ -68,12 +68,38 @@ typedef struct {
 SHARC_HIDDEN sharc_status_t sharc_coll_start(sharc_coll_comm_t *cc, const sharc_coll_args_t *args,
                                              sharc_request_h *req_p);
 
+/* Completion lanes of a communicator (sharc_coll_start posts in lane 0). */
+#define SHARC_COLL_LANES 4
+
+/*
+ * sharc_coll_start in completion lane @p lane (0 .. SHARC_COLL_LANES - 1): the collective
+ * completes, as test and wait see it, once it and every collective posted before it in its
+ * lane are done; lanes pass each other, so a collective need not wait for a slower one of
+ * another lane posted before it. Every rank still posts the same collectives in the same
+ * order on a communicator, lanes included: a lane changes when a collective is seen
+ * complete, not what runs, nor how messages match.
+ */
+SHARC_HIDDEN sharc_status_t sharc_coll_start_lane(sharc_coll_comm_t *cc,
+                                                  const sharc_coll_args_t *args, int lane,
+                                                  sharc_request_h *req_p);
+
 /* Whether the device follows @p req: it runs on the collective backend's stream, and a
  * stream may wait for it (sharc_request_wait_stream) without the host. */
 SHARC_HIDDEN int sharc_request_on_device(sharc_request_h req);
 
 /* When @p req's collective finished, on sharc_time_now's clock (0 before it has). */
 SHARC_HIDDEN double sharc_request_done_time(sharc_request_h req);
+
+/* When a request's collective first ran (its algorithm's first progress), finished, and
+ * became complete (it and every collective posted before it on its communicator are done:
+ * what a test or wait sees), on sharc_time_now's clock; 0 for what has not happened yet.
+ * Host tasks only: a collective of the device backend finishes on the device. */
+typedef struct {
+    double start, done, complete;
+} sharc_request_times_t;
+
+/* @p req's times (read after a test or wait saw it complete, or they may be 0). */
+SHARC_HIDDEN void sharc_request_times(sharc_request_h req, sharc_request_times_t *times_p);
 
 /* Whether a stream waits for @p req on the device, so that freeing it need not wait. */
 SHARC_HIDDEN int sharc_request_stream_waited(sharc_request_h req);

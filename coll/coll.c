@@ -1,6 +1,7 @@
 /*
  * coll.c: the collective engine: tasks queued per communicator, the progress that drives
- * them and completes them in posting order (from test and wait, or a progress thread), the
+ * them and completes them in posting order within each completion lane (from test and wait,
+ * or a progress thread), posts handed to a running pass instead of waiting for it, the
  * scratch kept between collectives, and the send and receive helpers of the algorithms.
  * Posting (checks, routing) is in post.c, algorithm selection in select.c.
  */
@@ -22,6 +23,7 @@
 #include "coll.h"
 
 static void *sharc_coll_thread(void *arg);
+static int sharc_coll_progress_pass(sharc_coll_comm_t *cc);
 
 sharc_status_t sharc_coll_comm_create(const sharc_coll_comm_params_t *params,
                                       sharc_coll_comm_t **cc_p)
@@ -161,7 +163,8 @@ static void sharc_coll_watch(sharc_coll_comm_t *cc, int now_too)
     int lost, by;
 
     if (cc->explained || cc->boot == NULL || (!now_too && now < cc->next_check) ||
-        (cc->failed != SHARC_OK && cc->failed != SHARC_ERR_REMOTE)) {
+        (cc->failed != SHARC_OK && cc->failed != SHARC_ERR_REMOTE &&
+         cc->failed != SHARC_ERR_BACKEND)) {
         return;
     }
     cc->next_check = now + SHARC_COLL_CHECK_S;
@@ -177,10 +180,92 @@ static void sharc_coll_watch(sharc_coll_comm_t *cc, int now_too)
     }
     sharc_error("rank %d: %s: its collectives fail", cc->rank, why);
     cc->explained = 1;
-    if (cc->failed != SHARC_OK) { /* a transport's error, now explained */
+    if (cc->failed != SHARC_OK) { /* a transport's error, now explained: a peer's failure */
         snprintf(cc->why, sizeof(cc->why), "%s", why);
+        cc->failed = SHARC_ERR_REMOTE;
     }
     sharc_coll_fail(cc, SHARC_ERR_REMOTE, why);
+}
+
+/*
+ * Lock held: queue the tasks handed over during a pass, oldest first (the order they were
+ * posted in, so every rank gives them the same sequence numbers). A task that cannot be
+ * queued (the communicator failed, its init failed) completes with the error in its turn.
+ */
+static void sharc_coll_take_over(sharc_coll_comm_t *cc)
+{
+    sharc_coll_task_t *list = __atomic_exchange_n(&cc->incoming, NULL, __ATOMIC_SEQ_CST),
+                      *rev = NULL;
+
+    while (list != NULL) { /* newest first: reverse */
+        sharc_coll_task_t *t = list;
+
+        list = t->next;
+        t->next = rev;
+        rev = t;
+    }
+    while (rev != NULL) {
+        sharc_coll_task_t *t = rev;
+        sharc_status_t status = SHARC_OK;
+
+        rev = t->next;
+        t->next = NULL;
+        if (cc->failed != SHARC_OK) {
+            status = cc->failed;
+            t->algo = NULL; /* never initialized: nothing to finalize */
+        } else {
+            t->seq = cc->seq & SHARC_TP_TAG_MAX; /* as sharc_coll_queue */
+            cc->seq += 1 + (t->algo->tags != NULL ? t->algo->tags(t) : 0);
+            status = t->algo->init(t);
+            if (status != SHARC_OK) {
+                sharc_coll_scratch_put(t);
+            }
+        }
+        if (status != SHARC_OK) {
+            sharc_error("%s: %s", sharc_coll_name(t->args.type),
+                        cc->failed != SHARC_OK ? cc->why : "its algorithm could not start");
+            t->done = 1;
+            t->status = status;
+            t->t_done = sharc_time_now();
+        }
+        if (cc->tail != NULL) {
+            cc->tail->next = t;
+        } else {
+            cc->head = t;
+        }
+        cc->tail = t;
+    }
+}
+
+int sharc_coll_hand_over(sharc_coll_task_t *task)
+{
+    sharc_coll_comm_t *cc = task->cc;
+    sharc_coll_task_t *head;
+
+    if (!cc->thread_running || cc->cfg->check) {
+        sharc_coll_lock(cc);
+        return 0;
+    }
+    if (pthread_mutex_trylock(&cc->lock) == 0) {
+        return 0;
+    }
+    /* Busy: push first, then look (both sequentially consistent, as the pass's end: clear
+     * in_pass, then take the list). Seen in a pass: that pass, or a later one, takes it
+     * when it ends. Not in a pass: the holder is brief (the thread between passes, a caller
+     * freeing): wait for the lock and queue it here. */
+    head = __atomic_load_n(&cc->incoming, __ATOMIC_SEQ_CST);
+    do {
+        task->next = head;
+    } while (!__atomic_compare_exchange_n(&cc->incoming, &head, task, 0, __ATOMIC_SEQ_CST,
+                                          __ATOMIC_SEQ_CST));
+    if (__atomic_load_n(&cc->in_pass, __ATOMIC_SEQ_CST)) {
+        return 1;
+    }
+    sharc_coll_lock(cc);
+    sharc_coll_take_over(cc);
+    pthread_cond_signal(&cc->cond);
+    pthread_mutex_unlock(&cc->lock);
+    return 1;
 }
 
 /*
@@ -194,7 +279,8 @@ static void sharc_coll_explain(sharc_coll_comm_t *cc)
     double until = sharc_time_now() + SHARC_COLL_EXPLAIN_S;
     struct timespec ts = {0, 10 * 1000 * 1000};
 
-    if (cc->failed != SHARC_ERR_REMOTE || cc->boot == NULL || cc->boot->ops->check == NULL) {
+    if ((cc->failed != SHARC_ERR_REMOTE && cc->failed != SHARC_ERR_BACKEND) || cc->boot == NULL ||
+        cc->boot->ops->check == NULL) {
         return; /* (a bootstrap without a store cannot tell) */
     }
     for (;;) {
@@ -213,7 +299,55 @@ static void sharc_coll_explain(sharc_coll_comm_t *cc)
  */
 int sharc_coll_progress(sharc_coll_comm_t *cc)
 {
+    int moved;
+
+    if (cc->progressing) { /* reached again from inside a pass (the lock is recursive) */
+        return 0;
+    }
+    cc->progressing = 1;
+    moved = sharc_coll_progress_pass(cc);
+    /* the pass is over: posts from now on wait for the lock; those handed over during it
+     * are queued now, while it is still held */
+    __atomic_store_n(&cc->in_pass, 0, __ATOMIC_SEQ_CST);
+    sharc_coll_take_over(cc);
+    cc->progressing = 0;
+    return moved;
+}
+
+/* Drive task @p t once (lock held); it may finish (done), or fail the communicator. */
+static void sharc_coll_step(sharc_coll_comm_t *cc, sharc_coll_task_t *t)
+{
+    if (t->t_start == 0) {
+        t->t_start = sharc_time_now();
+    }
+    t->status = (cc->failed != SHARC_OK) ? cc->failed : t->algo->progress(t);
+    if (t->status == SHARC_INPROGRESS) {
+        return;
+    }
+    t->done = 1;
+    t->t_done = sharc_time_now();
+    if (t->status == SHARC_OK) {
+        /* (a failed task keeps it: a transport may still write into it) */
+        sharc_coll_scratch_put(t);
+    } else if (cc->failed == SHARC_OK) {
+        /* the ranks no longer agree on what is in flight: stop the rest */
+        char why[96];
+
+        snprintf(why, sizeof(why), "%s #%llu failed (%s)", sharc_coll_name(t->args.type),
+                 (unsigned long long)t->seq, sharc_status_string(t->status));
+        sharc_error("rank %d: %s: this communicator's collectives fail", cc->rank, why);
+        sharc_coll_fail(cc, t->status, why);
+        sharc_coll_explain(cc);
+    }
+}
+
+static int sharc_coll_progress_pass(sharc_coll_comm_t *cc)
+{
+    unsigned blocked = 0;
     int moved = 0;
+
+    __atomic_store_n(&cc->in_pass, 1, __ATOMIC_SEQ_CST);
+    sharc_coll_take_over(cc);
 
     if (cc->tp_ops != NULL && cc->tp_ops->progress != NULL) {
         int ret = cc->tp_ops->progress(cc->tp);
@@ -236,39 +370,31 @@ int sharc_coll_progress(sharc_coll_comm_t *cc)
         moved |= ret > 0;
     }
     sharc_coll_watch(cc, 0);
-    for (sharc_coll_task_t *t = cc->head; t != NULL; t = t->next) {
-        if (t->done) {
+    /* Drive each task in posting order, and complete it as soon as it and the earlier tasks
+     * of its lane are done (blocked: lanes with one not done yet): at once, not at the end
+     * of the pass, which a later task may spend milliseconds reducing. */
+    for (sharc_coll_task_t **p = &cc->head, *prev = NULL; *p != NULL;) {
+        sharc_coll_task_t *t = *p;
+        unsigned lane = 1u << t->lane;
+
+        if (!t->done) {
+            sharc_coll_step(cc, t);
+            moved |= t->done;
+        }
+        if (!t->done || (blocked & lane)) {
+            blocked |= lane;
+            prev = t;
+            p = &t->next;
             continue;
         }
-        t->status = (cc->failed != SHARC_OK) ? cc->failed : t->algo->progress(t);
-        if (t->status != SHARC_INPROGRESS) {
-            moved = 1;
-            t->done = 1;
-            t->t_done = sharc_time_now();
-            if (t->status == SHARC_OK) {
-                /* (a failed task keeps it: a transport may still write into it) */
-                sharc_coll_scratch_put(t);
-            } else if (cc->failed == SHARC_OK) {
-                /* the ranks no longer agree on what is in flight: stop the rest */
-                char why[96];
-
-                snprintf(why, sizeof(why), "%s #%llu failed (%s)", sharc_coll_name(t->args.type),
-                         (unsigned long long)t->seq, sharc_status_string(t->status));
-                sharc_error("rank %d: %s: this communicator's collectives fail", cc->rank, why);
-                sharc_coll_fail(cc, t->status, why);
-                sharc_coll_explain(cc);
-            }
-        }
-    }
-    while (cc->head != NULL && cc->head->done) {
-        sharc_coll_task_t *t = cc->head;
-
-        cc->head = t->next;
-        if (cc->head == NULL) {
-            cc->tail = NULL;
+        *p = t->next;
+        if (cc->tail == t) {
+            cc->tail = prev;
         }
         t->next = NULL;
-        t->complete = 1;
+        t->t_complete = sharc_time_now();
+        /* release: a test or wait that sees it complete without the lock sees its status */
+        __atomic_store_n(&t->complete, 1, __ATOMIC_RELEASE);
         if (t->freed) {
             sharc_coll_release(t);
         }
@@ -325,7 +451,14 @@ static void sharc_coll_idle(int moved, int *idle)
 static void *sharc_coll_thread(void *arg)
 {
     sharc_coll_comm_t *cc = arg;
+    struct sched_param batch = {0};
     int idle = 0, moved;
+
+    /* SCHED_BATCH: the same share of the cores, but waking up (a post signals it) does not
+     * preempt the thread that is running. The caller that posts goes on at once instead of
+     * losing its core to the copies it asked for; the thread runs on a free core, or when
+     * the caller sleeps or blocks. (Unprivileged; where refused, the default policy.) */
+    pthread_setschedparam(pthread_self(), SCHED_BATCH, &batch);
 
     pthread_mutex_lock(&cc->lock);
     while (!cc->stop) {
@@ -367,10 +500,18 @@ sharc_status_t sharc_request_test(sharc_request_h req)
         return SHARC_ERR_INVALID;
     }
     cc = req->cc;
-    sharc_coll_lock(cc);
     /* With a progress thread, a test only looks: progressing here would move message data
-     * (copies, reductions) on the caller's time, which the thread exists to take off it. */
-    if (!req->complete && !cc->thread_running) {
+     * (copies, reductions) on the caller's time, which the thread exists to take off it. It
+     * looks without the lock, which the thread holds for a whole pass (a pass may copy or
+     * reduce megabytes): a caller that only asks must not wait for that. */
+    if (__atomic_load_n(&req->complete, __ATOMIC_ACQUIRE)) {
+        return req->status;
+    }
+    if (cc->thread_running) {
+        return SHARC_INPROGRESS;
+    }
+    sharc_coll_lock(cc);
+    if (!req->complete) {
         sharc_coll_progress(cc);
     }
     status = req->complete ? req->status : SHARC_INPROGRESS;
@@ -378,12 +519,24 @@ sharc_status_t sharc_request_test(sharc_request_h req)
     return status;
 }
 
-/* Progress from a caller that blocks anyway (sharc_request_wait): it may as well help. */
+/*
+ * Progress from a caller that blocks anyway (sharc_request_wait): it may as well help. With
+ * a progress thread whose pass holds the lock, it looks instead: a pass completes a task as
+ * soon as it is done, and may go on for milliseconds with other tasks.
+ */
 static sharc_status_t sharc_coll_wait_step(sharc_request_h req, int *moved_p)
 {
     sharc_coll_comm_t *cc = req->cc;
     sharc_status_t status;
 
+    if (__atomic_load_n(&req->complete, __ATOMIC_ACQUIRE)) {
+        *moved_p = 1;
+        return req->status;
+    }
+    if (cc->thread_running && __atomic_load_n(&cc->in_pass, __ATOMIC_ACQUIRE)) {
+        *moved_p = 0; /* (the caller's pause: a yield, then short sleeps) */
+        return SHARC_INPROGRESS;
+    }
     sharc_coll_lock(cc);
     *moved_p = !req->complete ? sharc_coll_progress(cc) : 1;
     status = req->complete ? req->status : SHARC_INPROGRESS;
@@ -400,6 +553,9 @@ sharc_status_t sharc_request_wait(sharc_request_h req)
     if (req == NULL) {
         sharc_error("sharc_request_wait: request is NULL");
         return SHARC_ERR_INVALID;
+    }
+    if (__atomic_load_n(&req->complete, __ATOMIC_ACQUIRE)) {
+        return req->status; /* done already: no lock (as in sharc_request_test) */
     }
     timeout = req->cc->cfg->timeout;
     deadline = sharc_time_now() + timeout;
@@ -477,6 +633,13 @@ int sharc_request_on_device(sharc_request_h req)
 double sharc_request_done_time(sharc_request_h req)
 {
     return req->done ? req->t_done : 0.0;
+}
+
+void sharc_request_times(sharc_request_h req, sharc_request_times_t *times_p)
+{
+    times_p->start = req->t_start;
+    times_p->done = req->done ? req->t_done : 0.0;
+    times_p->complete = req->complete ? req->t_complete : 0.0;
 }
 
 int sharc_request_stream_waited(sharc_request_h req)

@@ -89,9 +89,12 @@ struct sharc_request {
     uint64_t seq;          /* per communicator; the tag of every message of the task */
     sharc_status_t status; /* the algorithm's result once done */
     int done;              /* the algorithm finished (possibly before earlier tasks) */
+    double t_start;        /* when its algorithm first ran (sharc_time_now), 0 before */
     double t_done;         /* when it finished (sharc_time_now) */
+    double t_complete;     /* when it became complete, 0 before */
     int complete;          /* done, and every earlier task too: visible to the caller */
     int await_peer;        /* a peer the task waits for, for timeout messages, or -1 */
+    int lane;              /* its completion lane (sharc_coll_start_lane) */
     int freed;             /* the caller freed it; the engine releases it when complete */
     void *event;           /* CUDA: fires on the device when the collective is done, or NULL */
     int stream_waited;     /* a stream waits for event: freeing it need not wait */
@@ -153,6 +156,12 @@ struct sharc_coll_comm {
     pthread_cond_t cond;
     int thread_running, stop;
     int waiters; /* callers waiting for the lock (atomic): the thread lets them in first */
+    /* SHARC_PROGRESS_THREAD: collectives posted while a progress pass held the lock (a pass
+     * may copy or reduce megabytes), newest first, for that pass to queue as it ends, so that
+     * a post never waits for a pass; in_pass (atomic): a pass is running */
+    sharc_coll_task_t *incoming;
+    int in_pass;
+    int progressing; /* a pass runs in this thread (lock held): a nested call does nothing */
     /* scratch kept between collectives (sharc_coll_scratch); under lock */
     char *scratch;
     size_t scratch_bytes;
@@ -199,6 +208,21 @@ SHARC_HIDDEN size_t sharc_coll_size(int nranks, const sharc_coll_args_t *a);
 SHARC_HIDDEN void sharc_coll_lock(sharc_coll_comm_t *cc);      /* callers first, then the thread */
 SHARC_HIDDEN int sharc_coll_progress(sharc_coll_comm_t *cc);   /* lock held; 1: anything moved */
 SHARC_HIDDEN void sharc_coll_enqueue(sharc_coll_task_t *task); /* lock held; an initialized task */
+
+/*
+ * Queue a checked and routed task (lock held): the communicator's state (failed?), its
+ * sequence number, its algorithm's init, the queue. An error leaves nothing queued; the
+ * caller releases the task.
+ */
+SHARC_HIDDEN sharc_status_t sharc_coll_queue(sharc_coll_task_t *task);
+
+/*
+ * With a progress thread whose pass holds the lock now: hand it @p task to queue when the
+ * pass ends (1), instead of waiting for the lock; 0: take the lock and queue it (the lock
+ * was free, and this call holds it now; or no thread). A task handed over reports its
+ * errors through test and wait.
+ */
+SHARC_HIDDEN int sharc_coll_hand_over(sharc_coll_task_t *task);
 SHARC_HIDDEN void sharc_coll_scratch_put(sharc_coll_task_t *task); /* lock held */
 SHARC_HIDDEN void sharc_coll_release(sharc_coll_task_t *task);     /* free a task's state */
 

@@ -205,44 +205,21 @@ static sharc_status_t sharc_coll_route(sharc_coll_comm_t *cc, const sharc_coll_a
     return sharc_coll_select(cc, a, algo_p);
 }
 
-sharc_status_t sharc_coll_start(sharc_coll_comm_t *cc, const sharc_coll_args_t *args,
-                                sharc_request_h *req_p)
+sharc_status_t sharc_coll_queue(sharc_coll_task_t *task)
 {
-    sharc_coll_task_t *task;
+    sharc_coll_comm_t *cc = task->cc;
     sharc_status_t status;
 
-    status = sharc_coll_check(cc, args);
-    if (status != SHARC_OK) {
-        return status;
-    }
-    task = calloc(1, sizeof(*task));
-    if (task == NULL) {
-        return SHARC_ERR_NOMEM;
-    }
-    task->cc = cc;
-    task->args = *args;
-    status = sharc_coll_route(cc, args, &task->algo);
-    if (status != SHARC_OK) {
-        free(task);
-        return status;
-    }
-    task->await_peer = -1;
-    task->status = SHARC_INPROGRESS;
-    sharc_coll_lock(cc);
-    if (cc->failed == SHARC_OK && cc->head == NULL) {
-        sharc_coll_progress(cc); /* an idle communicator still hears of a rank that is gone */
-    }
     if (cc->failed != SHARC_OK) {
         sharc_status_t failed = cc->failed;
 
-        sharc_error("%s: the communicator failed earlier: %s (%s)", sharc_coll_name(args->type),
-                    cc->why, sharc_status_string(failed));
-        pthread_mutex_unlock(&cc->lock);
+        sharc_error("%s: the communicator failed earlier: %s (%s)",
+                    sharc_coll_name(task->args.type), cc->why, sharc_status_string(failed));
         free(task);
         return failed;
     }
-    if (cc->cfg->check && (status = sharc_coll_check_peers(cc, args)) != SHARC_OK) {
-        pthread_mutex_unlock(&cc->lock);
+    /* (SHARC_CHECK's exchange: never on a task handed over, see sharc_coll_hand_over) */
+    if (cc->cfg->check && (status = sharc_coll_check_peers(cc, &task->args)) != SHARC_OK) {
         free(task);
         return status;
     }
@@ -254,11 +231,57 @@ sharc_status_t sharc_coll_start(sharc_coll_comm_t *cc, const sharc_coll_args_t *
     if (status != SHARC_OK) {
         sharc_coll_scratch_put(task);
         sharc_coll_release(task);
-        pthread_mutex_unlock(&cc->lock);
         return status;
     }
     sharc_coll_enqueue(task);
-    pthread_mutex_unlock(&cc->lock);
+    return SHARC_OK;
+}
+
+sharc_status_t sharc_coll_start(sharc_coll_comm_t *cc, const sharc_coll_args_t *args,
+                                sharc_request_h *req_p)
+{
+    return sharc_coll_start_lane(cc, args, 0, req_p);
+}
+
+sharc_status_t sharc_coll_start_lane(sharc_coll_comm_t *cc, const sharc_coll_args_t *args, int lane,
+                                     sharc_request_h *req_p)
+{
+    sharc_coll_task_t *task;
+    sharc_status_t status;
+
+    if (lane < 0 || lane >= SHARC_COLL_LANES) {
+        sharc_error("%s: completion lane %d is not in 0 .. %d", sharc_coll_name(args->type), lane,
+                    SHARC_COLL_LANES - 1);
+        return SHARC_ERR_INVALID;
+    }
+    status = sharc_coll_check(cc, args);
+    if (status != SHARC_OK) {
+        return status;
+    }
+    task = calloc(1, sizeof(*task));
+    if (task == NULL) {
+        return SHARC_ERR_NOMEM;
+    }
+    task->cc = cc;
+    task->args = *args;
+    task->lane = lane;
+    status = sharc_coll_route(cc, args, &task->algo);
+    if (status != SHARC_OK) {
+        free(task);
+        return status;
+    }
+    task->await_peer = -1;
+    task->status = SHARC_INPROGRESS;
+    if (!sharc_coll_hand_over(task)) { /* (the lock is held) */
+        if (cc->failed == SHARC_OK && cc->head == NULL) {
+            sharc_coll_progress(cc); /* an idle communicator still hears of a rank that is gone */
+        }
+        status = sharc_coll_queue(task);
+        pthread_mutex_unlock(&cc->lock);
+        if (status != SHARC_OK) {
+            return status;
+        }
+    }
     sharc_trace("%s #%llu posted: %zu %s", sharc_coll_name(args->type),
                 (unsigned long long)task->seq, args->count, sharc_dtype_name(args->dtype));
     if (req_p != NULL) {

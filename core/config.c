@@ -25,6 +25,7 @@
 
 typedef enum {
     SHARC_CFG_INT,    /* decimal integer within [min, max] */
+    SHARC_CFG_AUTO,   /* as INT, or "auto" (stored as -1) */
     SHARC_CFG_SIZE,   /* bytes, with an optional k/m/g/t suffix (powers of 1024) */
     SHARC_CFG_TIME,   /* seconds, with an optional ms/s/m/h suffix */
     SHARC_CFG_BOOL,   /* y/yes/1/on/true or n/no/0/off/false */
@@ -160,16 +161,39 @@ static const sharc_cfg_field_t sharc_cfg_table[] = {
      SHARC_CFG_SIZE, SHARC_CFG_OFF(shard_bucket), NULL, 0, 4096, 1L << 40, NULL, 0},
     {"SHARD_PREFETCH", "1",
      "Sharding engine: units gathered ahead of the one in use, along the schedule recorded in "
-     "the first step (0: gather each unit when it begins).",
-     SHARC_CFG_INT, SHARC_CFG_OFF(shard_prefetch), NULL, 0, 0, 1024, NULL, 0},
+     "the first step (0: gather each unit when it begins); auto: start at 1 and go deeper "
+     "while the caller waits for gathers and the bound on unsharded units "
+     "(SHARC_SHARD_MAX_UNSHARDED) admits it, decided alike on every rank from the waits the "
+     "ranks exchange at each step's end.",
+     SHARC_CFG_AUTO, SHARC_CFG_OFF(shard_prefetch), NULL, 0, 0, 1024, NULL, 0},
     {"SHARD_MAX_UNSHARDED", "0",
      "Sharding engine: most units with gathered parameters at once, the bound on unsharded "
-     "memory; 0: prefetch + 1 when units are resharded after forward, else every unit.",
+     "memory; 0: prefetch + 1 when units are resharded after forward (4 with prefetch auto), "
+     "else every unit.",
      SHARC_CFG_INT, SHARC_CFG_OFF(shard_max_unsharded), NULL, 0, 0, 1 << 20, NULL, 0},
     {"SHARD_RESHARD_AFTER_FORWARD", "yes",
      "Sharding engine: release a unit's gathered parameters after its forward and gather them "
      "again for its backward (no: keep them, trading memory for one all-gather per unit).",
      SHARC_CFG_BOOL, SHARC_CFG_OFF(shard_reshard_after_forward), NULL, 0, 0, 0, NULL, 0},
+    {"SHARD_REDUCE_QUEUE", "yes",
+     "Sharding engine: gradient reductions complete through a queue of their own, so that a "
+     "prefetched all-gather never completes behind a reduce-scatter posted before it: on the "
+     "host a completion lane of the shard group's communicator (its one progress thread "
+     "drives both), on CUDA a communicator of their own (its own NCCL communicator and "
+     "stream). no: one queue for both, in posting order.",
+     SHARC_CFG_BOOL, SHARC_CFG_OFF(shard_reduce_queue), NULL, 0, 0, 0, NULL, 0},
+    {"SHARD_TRACE", "",
+     "Sharding engine: write a timeline of every rank's last steps to this file as Chrome trace "
+     "JSON (open it in Perfetto or chrome://tracing; tools/trace-plot draws it as a PNG): "
+     "per unit the post, start, end and completion of its collectives, the caller's waits, "
+     "calls and compute, and the prefetch decisions; one track per rank and per queue. Rank "
+     "0 creates the file with the group and writes it when the group is destroyed, which "
+     "then is collective. Empty: no trace.",
+     SHARC_CFG_STRING, SHARC_CFG_OFF(shard_trace), NULL, 0, 0, 0, NULL, 0},
+    {"SHARD_TRACE_STEPS", "50",
+     "Sharding engine: steps the trace keeps (the last ones; each step's events are kept in "
+     "memory until the group is destroyed).",
+     SHARC_CFG_INT, SHARC_CFG_OFF(shard_trace_steps), NULL, 0, 1, 1 << 20, NULL, 0},
     {"ALLGATHER_ALGO", "auto",
      "All-gather algorithm: auto picks one by size and rank count (the syntax line lists the "
      "others; recursive doubling needs a power-of-two rank count).",
@@ -251,6 +275,9 @@ static const char *sharc_cfg_accepts(const sharc_cfg_field_t *f, char *buf, size
 
     switch (f->type) {
     case SHARC_CFG_INT: snprintf(buf, size, "an integer in [%ld, %ld]", f->min, f->max); break;
+    case SHARC_CFG_AUTO:
+        snprintf(buf, size, "auto, or an integer in [%ld, %ld]", f->min, f->max);
+        break;
     case SHARC_CFG_SIZE:
         if (f->max > 0) {
             snprintf(buf, size, "a byte count in [%ld, %ld], like 64k, 16m, 1g", f->min, f->max);
@@ -287,7 +314,12 @@ static int sharc_cfg_parse_field(const sharc_cfg_field_t *f, const char *value, 
     int idx;
 
     switch (f->type) {
+    case SHARC_CFG_AUTO:
     case SHARC_CFG_INT:
+        if (f->type == SHARC_CFG_AUTO && strcasecmp(value, "auto") == 0) {
+            *(int *)dst = -1;
+            return 0;
+        }
         if (sharc_cfg_parse_long(value, f->min, f->max, &l) != 0) {
             return -1;
         }

@@ -9,7 +9,7 @@
  * kinds of step, interleaved, each the median over iterations of the slowest rank:
  * communication only, compute only, and both; then exposed = overlapped - compute only, and
  * overlap efficiency = 1 - exposed / comm only. Backward compute per unit is twice the
- * forward's, as in a transformer.
+ * forward's, as in a transformer. --trace writes the engine's timeline (SHARC_SHARD_TRACE).
  */
 #include "config.h"
 
@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include <sharc/sharc.h>
@@ -37,7 +38,8 @@ typedef struct {
     double factor, compute_us; /* compute_us 0: factor x the all-gather time of a unit */
     ovl_compute_t compute;
     sharc_dtype_t pdtype, rdtype;
-    const char *json;
+    const char *json, *trace;
+    int reduce_queue; /* SHARC_SHARD_REDUCE_QUEUE as configured, for the report */
 } ovl_opts_t;
 
 typedef struct {
@@ -298,10 +300,15 @@ static int ovl_run(const ovl_opts_t *o, sharc_comm_h comm)
                sharc_comm_size(comm), o->units, o->params, sharc_dtype_name(o->pdtype),
                (double)o->params * (double)sharc_dtype_size(o->pdtype) / 1048576.0,
                sharc_dtype_name(o->rdtype));
-        printf("# %s memory; prefetch %d, at most %d unsharded (0: derived), progress thread "
-               "%s\n",
-               o->cuda ? "CUDA" : "host", o->prefetch, o->max_unsharded,
-               o->progress_thread ? "on" : "off");
+        if (o->prefetch == SHARC_SHARD_PREFETCH_AUTO) {
+            printf("# %s memory; prefetch auto (depth %d in the last step)",
+                   o->cuda ? "CUDA" : "host", st.prefetch_depth);
+        } else {
+            printf("# %s memory; prefetch %d", o->cuda ? "CUDA" : "host", o->prefetch);
+        }
+        printf(", at most %d unsharded (0: derived), progress thread %s, reductions %s\n",
+               o->max_unsharded, o->progress_thread ? "on" : "off",
+               o->reduce_queue ? "on a queue of their own" : "behind gathers (one queue)");
         if (o->compute == OVL_GEMM) {
             printf("# compute: %d %s %dx%dx%d per forward unit, twice per backward unit "
                    "(%.2f ms forward)\n",
@@ -318,11 +325,12 @@ static int ovl_run(const ovl_opts_t *o, sharc_comm_h comm)
         printf("%-22s %10.2f\n", "overlapped", both * 1e3);
         printf("%-22s %10.2f\n", "exposed comm", exposed * 1e3);
         printf("%-22s %9.1f%%\n", "overlap efficiency", eff * 100);
-        printf("# engine, last step on rank 0: comm %.2f ms, waited %.2f ms, hidden %.2f ms; "
-               "%.2f ms in its calls; %llu prefetched; peak %d units, %.1f MiB unsharded\n",
-               st.comm_s * 1e3, st.exposed_s * 1e3, st.hidden_s * 1e3, st.engine_s * 1e3,
-               (unsigned long long)st.prefetches, st.peak_units_alive,
-               st.peak_unsharded_bytes / 1048576.0);
+        printf("# engine, last step on rank 0: comm %.2f ms, waited %.2f ms (%.2f ms of it for "
+               "gathers), hidden %.2f ms; %.2f ms in its calls; %llu prefetched, depth %d; peak "
+               "%d units, %.1f MiB unsharded\n",
+               st.comm_s * 1e3, st.exposed_s * 1e3, st.gather_wait_s * 1e3, st.hidden_s * 1e3,
+               st.engine_s * 1e3, (unsigned long long)st.prefetches, st.prefetch_depth,
+               st.peak_units_alive, st.peak_unsharded_bytes / 1048576.0);
     }
     if (me == 0 && o->json != NULL) {
         FILE *f = fopen(o->json, "w");
@@ -335,19 +343,23 @@ static int ovl_run(const ovl_opts_t *o, sharc_comm_h comm)
                 "{\n  \"benchmark\": \"overlap\", \"nranks\": %d, \"units\": %d, \"params\": %zu,\n"
                 "  \"device\": \"%s\", \"param_dtype\": \"%s\", \"reduce_dtype\": \"%s\",\n"
                 "  \"compute\": \"%s\",\n"
-                "  \"prefetch\": %d, \"max_unsharded\": %d, \"progress_thread\": %d,\n"
+                "  \"prefetch\": %d, \"prefetch_auto\": %d, \"prefetch_depth\": %d,\n"
+                "  \"max_unsharded\": %d, \"progress_thread\": %d, \"reduce_queue\": %d,\n"
                 "  \"compute_forward_unit_s\": %.6f, \"gemm_reps\": %d, \"gemm_n\": %d,\n"
                 "  \"allgather_unit_s\": %.6f, \"comm_only_s\": %.6f, \"compute_only_s\": %.6f,\n"
                 "  \"overlapped_s\": %.6f, \"exposed_s\": %.6f, \"overlap_efficiency\": %.4f,\n"
                 "  \"engine\": {\"comm_s\": %.6f, \"exposed_s\": %.6f, \"hidden_s\": %.6f, "
-                "\"calls_s\": %.6f},\n"
+                "\"calls_s\": %.6f, \"gather_wait_s\": %.6f},\n"
                 "  \"times_s\": {\n",
                 sharc_comm_size(comm), o->units, o->params, o->cuda ? "cuda" : "host",
                 sharc_dtype_name(o->pdtype), sharc_dtype_name(o->rdtype),
-                o->compute == OVL_GEMM ? "gemm" : "sleep", o->prefetch, o->max_unsharded,
-                o->progress_thread, o->compute == OVL_GEMM ? v.unit_s * v.gemm_reps : v.unit_s,
+                o->compute == OVL_GEMM ? "gemm" : "sleep", o->prefetch,
+                o->prefetch == SHARC_SHARD_PREFETCH_AUTO, st.prefetch_depth, o->max_unsharded,
+                o->progress_thread, o->reduce_queue,
+                o->compute == OVL_GEMM ? v.unit_s * v.gemm_reps : v.unit_s,
                 o->compute == OVL_GEMM ? v.gemm_reps : 0, o->gemm_n, ag, comm_only, compute_only,
-                both, exposed, eff, st.comm_s, st.exposed_s, st.hidden_s, st.engine_s);
+                both, exposed, eff, st.comm_s, st.exposed_s, st.hidden_s, st.engine_s,
+                st.gather_wait_s);
         ovl_json_times(f, "comm_only", tc, o->iters, 0);
         ovl_json_times(f, "compute_only", tk, o->iters, 0);
         ovl_json_times(f, "overlapped", to, o->iters, 1);
@@ -386,13 +398,16 @@ static void ovl_usage(FILE *f)
                "                         the stream, gemm runs cuBLAS BF16 GEMMs)\n"
                "  -d, --datatype T       dtype of the gathered parameters: f32 bf16 f16 (f32)\n"
                "      --reduce-dtype T   dtype of the gradient reduction: f32 bf16 (f32)\n"
-               "      --prefetch K       units gathered ahead (default 1)\n"
+               "      --prefetch K|auto  units gathered ahead (default 1); auto: the engine sets\n"
+               "                         the depth from the waits (SHARC_SHARD_PREFETCH=auto)\n"
                "      --max-unsharded M  bound on gathered units (default 0: derived)\n"
                "      --progress-thread 0|1  progress from a thread per communicator (default 1;\n"
                "                         without it nothing moves while the caller computes)\n"
                "  -n, --iters N          timed steps per measurement (default 10)\n"
                "  -w, --warmup_iters N   untimed steps first (default 2)\n"
                "  -J, --json FILE        results and every step's time as JSON\n"
+               "      --trace FILE       the engine's timeline of the last steps as Chrome trace\n"
+               "                         JSON (SHARC_SHARD_TRACE; tools/trace-plot draws it)\n"
                "Run it under the job's launcher: mpirun -np 2 sharc-perf overlap\n");
 }
 
@@ -414,6 +429,7 @@ int perf_overlap_main(int argc, char **argv)
         {"iters", required_argument, NULL, 'n'},
         {"warmup_iters", required_argument, NULL, 'w'},
         {"json", required_argument, NULL, 'J'},
+        {"trace", required_argument, NULL, 'R'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -430,6 +446,7 @@ int perf_overlap_main(int argc, char **argv)
     sharc_config_h config = NULL;
     sharc_context_h ctx;
     sharc_comm_h comm;
+    char value[16];
     int c, bad = 0, ret;
 
     optind = 2;
@@ -450,12 +467,19 @@ int perf_overlap_main(int argc, char **argv)
             break;
         case 'd': bad |= sharc_dtype_from_name(optarg, &o.pdtype) != SHARC_OK; break;
         case 'D': bad |= sharc_dtype_from_name(optarg, &o.rdtype) != SHARC_OK; break;
-        case 'K': bad |= (o.prefetch = atoi(optarg)) < 0; break;
+        case 'K':
+            if (strcmp(optarg, "auto") == 0) {
+                o.prefetch = SHARC_SHARD_PREFETCH_AUTO;
+            } else {
+                bad |= (o.prefetch = atoi(optarg)) < 0;
+            }
+            break;
         case 'm': bad |= (o.max_unsharded = atoi(optarg)) < 0; break;
         case 'T': o.progress_thread = atoi(optarg) != 0; break;
         case 'n': bad |= (o.iters = atoi(optarg)) < 1; break;
         case 'w': bad |= (o.warmup = atoi(optarg)) < 0; break;
         case 'J': o.json = optarg; break;
+        case 'R': o.trace = optarg; break;
         case 'h': ovl_usage(stdout); return 0;
         default: bad = 1; break;
         }
@@ -479,11 +503,15 @@ int perf_overlap_main(int argc, char **argv)
     /* the progress thread is what lets host collectives run while the caller computes */
     if (sharc_config_create(0, &config) != SHARC_OK ||
         sharc_config_set(config, "PROGRESS_THREAD", o.progress_thread ? "yes" : "no") != SHARC_OK ||
+        (o.trace != NULL && sharc_config_set(config, "SHARD_TRACE", o.trace) != SHARC_OK) ||
+        sharc_config_get(config, "SHARD_REDUCE_QUEUE", value, sizeof(value)) != SHARC_OK ||
         sharc_context_create(config, &ctx) != SHARC_OK) {
         sharc_config_destroy(config);
         fprintf(stderr, "sharc-perf overlap: bad configuration (see the log)\n");
         return 1;
     }
+    o.reduce_queue =
+        (value[0] != '\0' && strchr("yY1tT", value[0]) != NULL) || strcasecmp(value, "on") == 0;
     sharc_config_destroy(config);
     if (sharc_comm_create(ctx, NULL, &comm) != SHARC_OK) {
         sharc_context_destroy(ctx);

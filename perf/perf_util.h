@@ -30,6 +30,9 @@ int perf_overlap_main(int argc, char **argv);
 /* sharc-perf tune (tune_main.c): argv[1] is "tune". */
 int perf_tune_main(int argc, char **argv);
 
+/* sharc-perf check (check_main.c): argv[1] is "check". */
+int perf_check_main(int argc, char **argv);
+
 /* snprintf for messages and names where cutting a long value short is fine (so the
  * compiler's truncation warnings do not apply); returns vsnprintf's value. */
 int perf_snprintf(char *buf, size_t len, const char *fmt, ...)

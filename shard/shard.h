@@ -6,8 +6,9 @@
  * where memory lives and orders the CUDA streams; shard_stats.c accounts for time and
  * memory; shard_op.c posts and completes the group's collectives; shard_unit.c moves a
  * unit's parameters, shard_reduce.c reduces its gradients, shard_sched.c keeps the
- * schedule; shard_calls.c and shard_step.c are the calls that drive them; shard_group.c
- * makes and destroys groups; shard_save.c and shard_load.c write and read checkpoints.
+ * schedule and shard_auto.c its adaptive prefetch depth; shard_calls.c and shard_step.c
+ * are the calls that drive them; shard_trace.c records the timeline; shard_group.c makes
+ * and destroys groups; shard_save.c and shard_load.c write and read checkpoints.
  */
 #ifndef SHARC_SHARD_INT_H
 #define SHARC_SHARD_INT_H
@@ -37,11 +38,27 @@ typedef enum {
     SHARC_SHARD_GRAD_REPLICA,  /* HSDP: all-reduce of the shard in flight across replicas */
 } sharc_shard_gstate_t;
 
+/*
+ * The queues the group's collectives complete through, each in posting order. Gathers:
+ * the shard communicator's lane 0. Reductions: on the host its lane 1 (the same progress
+ * thread drives both, and a gather never completes behind a reduce-scatter posted before
+ * it); on CUDA a communicator of their own split from it (its own NCCL communicator and
+ * stream, so that they also run beside the gathers); with SHARC_SHARD_REDUCE_QUEUE=no, lane
+ * 0 with the gathers. HSDP's all-reduces: the replica communicator.
+ */
+typedef enum {
+    SHARC_SHARD_Q_GATHER,
+    SHARC_SHARD_Q_REDUCE,
+    SHARC_SHARD_Q_REPLICA,
+    SHARC_SHARD_Q_LAST
+} sharc_shard_queue_t;
+
 /* A collective the group posted, for completion and time accounting. */
 typedef struct {
     sharc_request_h req;
     double t_post;
     int timed; /* CUDA: its interval is measured by events (a collective of the backend) */
+    int queue; /* sharc_shard_queue_t: the communicator it went through */
 } sharc_shard_op_t;
 
 typedef struct sharc_shard_unit {
@@ -58,6 +75,7 @@ typedef struct sharc_shard_unit {
     sharc_shard_op_t ag;
     int prefetched; /* gathered ahead of its begin, and not used yet */
     int in_use;     /* between a begin and its end */
+    double t_begun; /* trace: when its last begin returned */
 
     sharc_shard_gstate_t gstate;
     void *gbuf; /* [padded] reduce dtype, while not NONE */
@@ -98,6 +116,10 @@ struct sharc_shard_group {
     sharc_comm_h comm;         /* the caller's, not owned */
     sharc_comm_h shard_comm;   /* ranks sharing one copy of the model: split of comm, owned */
     sharc_comm_h replica_comm; /* HSDP: the same shard rank in every shard group, or NULL */
+    /* reductions (see sharc_shard_queue_t): shard_comm in lane reduce_lane on the host, or a
+     * split of it on CUDA (owned; else the same as shard_comm, not owned twice) */
+    sharc_comm_h reduce_comm;
+    int reduce_lane;
     sharc_context_h ctx;
     int rank, size; /* in comm */
     int shard_rank, shard_size;
@@ -113,12 +135,20 @@ struct sharc_shard_group {
      * so a dead peer is reported, not hung on) */
     sharc_request_h *inflight, *inflight_last;
     size_t ninflight, ninflight_last, inflight_cap, inflight_last_cap;
+    /* host: requests seen complete, freed at the step's end: freeing one takes its
+     * communicator's lock, which the progress thread holds through a whole pass (copies,
+     * reductions of megabytes), and at finish the queues are idle */
+    sharc_request_h *retired;
+    size_t nretired, retired_cap;
 
     sharc_dtype_t pdtype, rdtype;
     size_t pesize, resize;
     sharc_op_t grad_op;
+    /* prefetch: the depth in use (with auto, the adaptive one's current value) */
     int prefetch, max_unsharded, reshard_after_forward;
-    int sync;         /* backward_end reduces (set_sync) */
+    int prefetch_auto; /* SHARC_SHARD_PREFETCH=auto: the depth follows the waits (shard_auto.c) */
+    struct sharc_shard_auto *autop; /* its state, or NULL */
+    int sync;                       /* backward_end reduces (set_sync) */
     int assign_grads; /* the caller writes fresh gradient buffers: only gaps are zeroed */
 
     int nparams;
@@ -143,6 +173,9 @@ struct sharc_shard_group {
 
     sharc_shard_buf_t *bufs; /* every unsharded buffer, at most pool_max of them pooled */
     int nbufs, npooled, pool_max;
+    /* host: most buffers the group has had in use at once: the pool keeps that many, so that
+     * a step does not allocate (and fault in) again what an earlier one freed */
+    int buf_peak;
     uint64_t buf_clock;
     float *scratch; /* [max shard] f32, for bf16 gradients on their way into the shard */
 
@@ -160,6 +193,9 @@ struct sharc_shard_group {
     void *step_ev, *step_ev_last;
     void **ev_free;
     size_t nev_free, ev_free_cap;
+
+    struct sharc_shard_trace *trace; /* SHARC_SHARD_TRACE: the timeline (shard_trace.c), or NULL */
+    int step_no;                     /* steps finished */
 
     sharc_status_t failed; /* an error that ended the group's communication */
 };
@@ -219,12 +255,12 @@ SHARC_HIDDEN sharc_status_t sharc_shard_fail(sharc_shard_group_t *g, sharc_statu
                                              const sharc_shard_unit_t *u, const char *what);
 
 /*
- * Post a collective of unit @p u into @p op on @p comm; on CUDA it follows the work queued
- * on @p stream so far (ignored on the host), and its interval is timed by events when it
- * runs on the device.
+ * Post a collective of unit @p u into @p op on the communicator of @p queue; on CUDA it
+ * follows the work queued on @p stream so far (ignored on the host), and its interval is
+ * timed by events when it runs on the device.
  */
 SHARC_HIDDEN sharc_status_t sharc_shard_post(sharc_shard_group_t *g, sharc_shard_unit_t *u,
-                                             sharc_shard_op_t *op, sharc_comm_h comm,
+                                             sharc_shard_op_t *op, sharc_shard_queue_t queue,
                                              sharc_coll_type_t type, const void *sendbuf,
                                              void *recvbuf, size_t count, sharc_dtype_t dtype,
                                              sharc_op_t rop, void *stream);
@@ -245,6 +281,9 @@ SHARC_HIDDEN sharc_status_t sharc_shard_inflight_retire(sharc_shard_group_t *g, 
 
 /* Complete every outstanding operation, errors ignored (destroy). */
 SHARC_HIDDEN void sharc_shard_drain(sharc_shard_group_t *g);
+
+/* Free the requests seen complete since the last call (finish, destroy). */
+SHARC_HIDDEN void sharc_shard_free_retired(sharc_shard_group_t *g);
 
 /* ---- a unit's parameters (shard_unit.c) ----------------------------------------------- */
 
@@ -328,8 +367,9 @@ SHARC_HIDDEN void sharc_shard_buf_free_all(sharc_shard_group_t *g);
 
 /* ---- schedule (shard_sched.c) --------------------------------------------------------- */
 
-/* A step ended: adopt the order seen this step where it differs from the schedule. */
-SHARC_HIDDEN void sharc_shard_sched_step(sharc_shard_group_t *g);
+/* A step ended: adopt the order seen this step where it differs from the schedule. Returns
+ * whether a recorded order changed (the first recording does not count). */
+SHARC_HIDDEN int sharc_shard_sched_step(sharc_shard_group_t *g);
 
 /* Note the begin of (phase, unit): record it, and move the cursor past its entry (or leave
  * the schedule for the rest of the step when it is not the next entry). */
@@ -354,9 +394,10 @@ SHARC_HIDDEN void sharc_shard_stats_op(sharc_shard_group_t *g, sharc_shard_unit_
 /* An interval a collective of unit @p unit was in flight, for the union. */
 SHARC_HIDDEN void sharc_shard_stats_span(sharc_shard_group_t *g, int unit, double t0, double t1);
 
-/* The caller was blocked on communication for unit @p u (or -1) from t0 to now. */
+/* The caller was blocked on a collective (@p type) of unit @p u (or NULL) from t0 to now:
+ * exposed time (and, for a gather, the unit's gather wait, which adaptive prefetch reads). */
 SHARC_HIDDEN void sharc_shard_stats_exposed(sharc_shard_group_t *g, sharc_shard_unit_t *u,
-                                            double t0);
+                                            sharc_coll_type_t type, double t0);
 
 /* The caller spent from t0 to now in a step call of the engine. */
 SHARC_HIDDEN void sharc_shard_stats_engine(sharc_shard_group_t *g, double t0);
@@ -378,5 +419,127 @@ SHARC_HIDDEN void sharc_shard_stats_evspan(sharc_shard_group_t *g, sharc_shard_u
 
 /* CUDA: the group's events, at destroy. */
 SHARC_HIDDEN void sharc_shard_stats_free(sharc_shard_group_t *g);
+
+/* ---- adaptive prefetch (shard_auto.c) -------------------------------------------------- */
+
+/* The most units auto prefetch gathers ahead when max_unsharded is derived (0). */
+#define SHARC_SHARD_AUTO_DEPTH_MAX 3
+
+/*
+ * What one step tells the depth decision, every value the same on every rank: the longest
+ * any rank waited for all-gathers and the longest step (agreed by an all-reduce of the
+ * maximum), and counts that follow from the calls and the schedule alone.
+ */
+typedef struct {
+    double gather_wait_s, step_s;
+    int evictions; /* prefetched units released unused at the bound */
+    int deferred;  /* prefetches the bound held back */
+    int followed;  /* the step followed a recorded schedule (prefetch ran along it) */
+    int reset;     /* the schedule was recorded anew at the step's end */
+} sharc_shard_auto_input_t;
+
+/* Why the depth changed (sharc_shard_auto_why names them). */
+typedef enum {
+    SHARC_SHARD_AUTO_START,  /* the depth it starts from */
+    SHARC_SHARD_AUTO_RAISE,  /* gathers were waited for, and the bound admits one more */
+    SHARC_SHARD_AUTO_REVERT, /* the last raise did not cut the waits: back, and stay */
+    SHARC_SHARD_AUTO_MEMORY, /* the bound evicted or held back prefetches: one less, and stay */
+    SHARC_SHARD_AUTO_RESET,  /* the schedule was recorded anew: explore again from here */
+    SHARC_SHARD_AUTO_WHY_LAST
+} sharc_shard_auto_why_t;
+
+SHARC_HIDDEN const char *sharc_shard_auto_why(int why);
+
+/* The decision's state: a pure function of the inputs so far, the same on every rank. */
+typedef struct {
+    int depth;          /* in use */
+    int cap;            /* the most the memory bound admits: max_unsharded - 1 */
+    int settled;        /* raising stopped: it no longer helped, or memory is the limit */
+    int trial;          /* the depth was raised: the next window checks that it helped */
+    double wait_before; /* the window's least gather wait before the raise under trial */
+    int why;            /* sharc_shard_auto_why_t of the last change */
+    /* the agreed gather waits and step times of the last steps at this depth */
+    double hist_wait[2], hist_step[2];
+    int nhist;
+} sharc_shard_auto_state_t;
+
+/* Start at depth 1 under a cap of @p cap (>= 1). */
+SHARC_HIDDEN void sharc_shard_auto_init(sharc_shard_auto_state_t *s, int cap);
+
+/* One step's inputs: the depth for the next step (s->depth). Returns whether it changed. */
+SHARC_HIDDEN int sharc_shard_auto_decide(sharc_shard_auto_state_t *s,
+                                         const sharc_shard_auto_input_t *in);
+
+/* The group's adaptive prefetch: state and the agreement in flight (NULL: not auto). */
+SHARC_HIDDEN sharc_status_t sharc_shard_auto_create(sharc_shard_group_t *g);
+SHARC_HIDDEN void sharc_shard_auto_destroy(sharc_shard_group_t *g);
+
+/* A step ended (finish; @p followed: it followed a recorded schedule; @p reset: the schedule
+ * was recorded anew): post the all-reduce that agrees on its waits. */
+SHARC_HIDDEN sharc_status_t sharc_shard_auto_step(sharc_shard_group_t *g, int followed, int reset);
+
+/* Before a step's first begin (and before the next agreement): complete the agreement in
+ * flight and set the depth from it. */
+SHARC_HIDDEN sharc_status_t sharc_shard_auto_apply(sharc_shard_group_t *g);
+
+/* A prefetch the memory bound held back this step (for the decision). */
+SHARC_HIDDEN void sharc_shard_auto_deferred(sharc_shard_group_t *g);
+
+/* ---- the timeline trace (shard_trace.c) -------------------------------------------------- */
+
+/* What the caller was doing, for the trace's caller track. */
+typedef enum {
+    SHARC_SHARD_CALL_FORWARD_BEGIN,
+    SHARC_SHARD_CALL_FORWARD_END,
+    SHARC_SHARD_CALL_BACKWARD_BEGIN,
+    SHARC_SHARD_CALL_BACKWARD_END,
+    SHARC_SHARD_CALL_FINISH,
+    SHARC_SHARD_CALL_LAST
+} sharc_shard_call_t;
+
+/* Open the trace of SHARC_SHARD_TRACE (rank 0 creates the file now, so that a path it cannot
+ * write fails the group's creation with a clear error). Nothing when the knob is empty. */
+SHARC_HIDDEN sharc_status_t sharc_shard_trace_open(sharc_shard_group_t *g);
+
+/* The ranks are in step (after an exchange): this rank's time origin. */
+SHARC_HIDDEN void sharc_shard_trace_origin(sharc_shard_group_t *g);
+
+/* Every rank's events to rank 0, which writes the file (destroy; collective over the group's
+ * ranks through the bootstrap). */
+SHARC_HIDDEN void sharc_shard_trace_write(sharc_shard_group_t *g);
+
+/* Free the trace (a file created and never written, as when the creation failed, goes). */
+SHARC_HIDDEN void sharc_shard_trace_close(sharc_shard_group_t *g);
+
+/* A collective of @p u completed, seen by the engine now (host: its times from the request). */
+SHARC_HIDDEN void sharc_shard_trace_op(sharc_shard_group_t *g, const sharc_shard_unit_t *u,
+                                       const sharc_shard_op_t *op, sharc_coll_type_t type,
+                                       sharc_request_h req, size_t bytes);
+
+/* A new unsharded buffer of @p bytes was made from @p t0 to @p t1 (the caller's time). */
+SHARC_HIDDEN void sharc_shard_trace_alloc(sharc_shard_group_t *g, size_t bytes, double t0,
+                                          double t1);
+
+/* The caller waited for a collective (@p type) of unit @p unit from @p t0 to @p t1. */
+SHARC_HIDDEN void sharc_shard_trace_wait(sharc_shard_group_t *g, int unit, sharc_coll_type_t type,
+                                         double t0, double t1);
+
+/* A step call from @p t0 to @p t1; for a begin, the caller's compute with the unit follows. */
+SHARC_HIDDEN void sharc_shard_trace_call(sharc_shard_group_t *g, sharc_shard_call_t call, int unit,
+                                         double t0, double t1);
+
+/* Decisions of the schedule: a unit gathered @p ahead entries ahead, a prefetch held back by
+ * the bound, a prefetched unit evicted. */
+SHARC_HIDDEN void sharc_shard_trace_prefetch(sharc_shard_group_t *g, int unit, int ahead);
+SHARC_HIDDEN void sharc_shard_trace_defer(sharc_shard_group_t *g, int unit);
+SHARC_HIDDEN void sharc_shard_trace_evict(sharc_shard_group_t *g, int unit, int want);
+
+/* The prefetch depth from now on (@p why: a sharc_shard_auto_why_t). */
+SHARC_HIDDEN void sharc_shard_trace_depth(sharc_shard_group_t *g, int old_depth, int depth,
+                                          int why);
+
+/* A step ended (@p s: its statistics, exposed time final on the host). */
+SHARC_HIDDEN void sharc_shard_trace_step(sharc_shard_group_t *g, const sharc_shard_stats_t *s,
+                                         double t0, double t1);
 
 #endif

@@ -182,6 +182,7 @@ sharc_status_t sharc_shard_finish(sharc_shard_group_h g)
 {
     sharc_status_t status = sharc_shard_enter(g, SHARC_SHARD_ALL, "sharc_shard_finish");
     double t0 = sharc_time_now();
+    int followed, changed;
 
     if (status == SHARC_OK) {
         status = sharc_shard_reduce_all(g);
@@ -196,6 +197,7 @@ sharc_status_t sharc_shard_finish(sharc_shard_group_h g)
             status = sharc_shard_release(g, u);
         }
     }
+    sharc_shard_free_retired(g); /* the queues are idle now: their locks are free */
     if (status == SHARC_OK && g->cuda) {
         status = sharc_shard_finish_cuda(g);
     }
@@ -207,9 +209,20 @@ sharc_status_t sharc_shard_finish(sharc_shard_group_h g)
     if (status != SHARC_OK) {
         return status;
     }
-    sharc_shard_sched_step(g);
+    /* the step ran along a recorded schedule (the first records it: no prefetch there) */
+    followed = g->sched_ok && sharc_shard_sched_entries(g) > 0;
+    changed = sharc_shard_sched_step(g);
+    if (g->autop != NULL) {
+        status = sharc_shard_auto_step(g, followed, changed);
+        if (status != SHARC_OK) {
+            return status;
+        }
+    }
     sharc_shard_stats_engine(g, t0);
     sharc_debug("sharc_shard_finish: %.3f ms", (sharc_time_now() - t0) * 1e3);
+    if (g->trace != NULL) {
+        sharc_shard_trace_call(g, SHARC_SHARD_CALL_FINISH, -1, t0, sharc_time_now());
+    }
     sharc_shard_stats_step(g);
     return SHARC_OK;
 }

@@ -67,9 +67,13 @@ static sharc_status_t sharc_shard_settings(sharc_shard_group_t *g, const sharc_s
         sharc_error("memtype SHARC_MEMTYPE_CUDA, but this sharc was built without CUDA");
         return SHARC_ERR_UNSUPPORTED;
     }
+    if (g->prefetch == SHARC_SHARD_PREFETCH_AUTO) {
+        g->prefetch_auto = 1;
+        g->prefetch = 1; /* where the adaptive depth starts */
+    }
     if (g->prefetch < 0 || g->max_unsharded < 0 || *bucket_p == 0) {
-        sharc_error("prefetch (%d), max_unsharded (%d) and bucket_bytes (%zu) must not "
-                    "be negative or zero",
+        sharc_error("prefetch (%d; SHARC_SHARD_PREFETCH_AUTO for auto), max_unsharded (%d) "
+                    "and bucket_bytes (%zu) must not be negative or zero",
                     g->prefetch, g->max_unsharded, *bucket_p);
         return SHARC_ERR_INVALID;
     }
@@ -89,9 +93,17 @@ static sharc_status_t sharc_shard_settings(sharc_shard_group_t *g, const sharc_s
 
 static uint64_t sharc_shard_hash(const sharc_shard_group_t *g)
 {
-    int32_t settings[] = {g->pdtype,     g->rdtype,        g->grad_op,
-                          g->prefetch,   g->max_unsharded, g->reshard_after_forward,
-                          g->shard_size, g->nparams,       g->nunits};
+    int32_t settings[] = {g->pdtype,
+                          g->rdtype,
+                          g->grad_op,
+                          g->prefetch,
+                          g->max_unsharded,
+                          g->reshard_after_forward,
+                          g->shard_size,
+                          g->nparams,
+                          g->nunits,
+                          g->prefetch_auto,
+                          g->ctx->cfg->shard_reduce_queue};
     uint64_t h = sharc_hash64(SHARC_HASH_SEED, settings, sizeof(settings));
 
     for (int i = 0; i < g->nparams; i++) {
@@ -224,6 +236,9 @@ static sharc_status_t sharc_shard_cuda_setup(sharc_shard_group_t *g)
         status = g->replica_comm->gpu_failed;
     }
     if (status == SHARC_OK) {
+        status = g->reduce_comm->gpu_failed;
+    }
+    if (status == SHARC_OK) {
         g->kern = sharc_kern_cuda();
         g->step_ev = sharc_shard_stats_mark(g, g->stream); /* the first step starts here */
     }
@@ -271,13 +286,19 @@ static void sharc_shard_free(sharc_shard_group_t *g)
     sharc_shard_stats_free(g);
     free(g->inflight);
     free(g->inflight_last);
+    free(g->retired);
     sharc_gpu_event_destroy(g->order_ev);
     sharc_gpu_stream_destroy(g->estream);
     sharc_gpu_stream_destroy(g->tstream);
     free(g->units);
     sharc_shard_sched_free(g);
     sharc_shard_layout_free(g->params, g->nparams);
+    sharc_shard_auto_destroy(g); /* its agreement in flight completes first */
+    sharc_shard_trace_close(g);  /* (a creation that failed: nothing written) */
     sharc_comm_destroy(g->replica_comm);
+    if (g->reduce_comm != g->shard_comm) {
+        sharc_comm_destroy(g->reduce_comm);
+    }
     sharc_comm_destroy(g->shard_comm);
     free(g);
 }
@@ -309,12 +330,18 @@ sharc_status_t sharc_shard_create(sharc_comm_h comm, const sharc_shard_param_t *
                                     &g->params, &g->units, &g->nunits);
         g->nparams = (status == SHARC_OK) ? nparams : 0;
     }
+    if (status == SHARC_OK) {
+        status = sharc_shard_trace_open(g); /* rank 0 cannot write the file: every rank fails */
+    }
     status = sharc_shard_agree(g, status);
     if (status != SHARC_OK) {
         goto err_free;
     }
+    sharc_shard_trace_origin(g); /* the ranks left the exchange together */
     if (g->max_unsharded == 0) {
-        g->max_unsharded = g->reshard_after_forward ? g->prefetch + 1 : g->nunits;
+        g->max_unsharded = !g->reshard_after_forward ? g->nunits
+                           : g->prefetch_auto        ? SHARC_SHARD_AUTO_DEPTH_MAX + 1
+                                                     : g->prefetch + 1;
     }
     g->pool_max = g->max_unsharded + 2;
     status = sharc_shard_sched_init(g);
@@ -322,6 +349,24 @@ sharc_status_t sharc_shard_create(sharc_comm_h comm, const sharc_shard_param_t *
      * calls (HSDP's all-reduces), never interleave with the caller's on comm */
     if (status == SHARC_OK) {
         status = sharc_comm_split(comm, g->rank / g->shard_size, g->rank, &g->shard_comm);
+    }
+    /* reductions through a queue of their own: collectives complete in posting order, so on
+     * one queue a gather prefetched in backward would complete only after the reduce-scatter
+     * posted before it. On the host another completion lane of the shard communicator: its
+     * one progress thread drives both (a communicator of their own brings a second thread
+     * per rank, and on a node with a core per rank the threads take the cores from the
+     * callers and from each other: docs/perf.md). On CUDA a communicator of their own: its
+     * NCCL stream runs them beside the gathers. */
+    g->reduce_comm = g->shard_comm;
+    if (status == SHARC_OK && g->ctx->cfg->shard_reduce_queue) {
+        if (g->cuda) {
+            status = sharc_comm_split(g->shard_comm, 0, g->shard_rank, &g->reduce_comm);
+        } else {
+            g->reduce_lane = 1;
+        }
+    }
+    if (status == SHARC_OK && g->prefetch_auto) {
+        status = sharc_shard_auto_create(g);
     }
     if (status == SHARC_OK && g->replicas > 1) {
         status = sharc_comm_split(comm, g->shard_rank, g->rank, &g->replica_comm);
@@ -347,10 +392,13 @@ sharc_status_t sharc_shard_create(sharc_comm_h comm, const sharc_shard_param_t *
     }
     g->step_t0 = sharc_time_now();
     sharc_info("%d parameters in %d units over %d ranks (%d per shard group, %d "
-               "replicas); param %s, reduce %s, prefetch %d, at most %d unsharded",
+               "replicas); param %s, reduce %s, prefetch %d%s, at most %d unsharded; "
+               "reductions %s",
                g->nparams, g->nunits, g->size, g->shard_size, g->replicas,
                sharc_dtype_name(g->pdtype), sharc_dtype_name(g->rdtype), g->prefetch,
-               g->max_unsharded);
+               g->prefetch_auto ? " (auto)" : "", g->max_unsharded,
+               (g->reduce_comm != g->shard_comm || g->reduce_lane) ? "on a queue of their own"
+                                                                   : "behind gathers");
     *group_p = g;
     return SHARC_OK;
 
@@ -378,6 +426,7 @@ void sharc_shard_destroy(sharc_shard_group_h g)
         }
     }
     sharc_shard_drain(g);
+    sharc_shard_trace_write(g);
     sharc_shard_free(g);
 }
 

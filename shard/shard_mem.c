@@ -20,6 +20,7 @@
 
 #include "../src/base/gpu.h"
 #include "../src/base/log.h"
+#include "../src/base/util.h"
 #include "shard.h"
 
 /* ---- shards ---------------------------------------------------------------------------- */
@@ -238,6 +239,8 @@ sharc_status_t sharc_shard_buf_get(sharc_shard_group_t *g, size_t bytes, void *s
             return SHARC_ERR_NOMEM;
         }
         g->bufs = bufs;
+        double t0 = sharc_time_now();
+
         b = &g->bufs[g->nbufs];
         memset(b, 0, sizeof(*b));
         b->bytes = bytes;
@@ -245,24 +248,32 @@ sharc_status_t sharc_shard_buf_get(sharc_shard_group_t *g, size_t bytes, void *s
         if (status != SHARC_OK) {
             return status;
         }
+        if (g->trace != NULL) {
+            sharc_shard_trace_alloc(g, bytes, t0, sharc_time_now());
+        }
         g->nbufs++;
     } else {
         b->pooled = 0;
         g->npooled--;
     }
+    g->buf_peak = SHARC_MAX(g->buf_peak, g->nbufs - g->npooled);
     b->seq = ++g->buf_clock;
     *ptr_p = b->ptr;
     return SHARC_OK;
 }
 
 /*
- * Host: free the pooled buffers beyond pool_max, those given back longest ago first. (CUDA
- * keeps its buffers until the group goes: freeing device memory waits for the whole device,
- * and the pool is bounded by what a step holds at once plus pool_max per size.)
+ * Host: free the pooled buffers beyond pool_max, those given back longest ago first, while
+ * more buffers exist than the group ever had in use at once: buffers a later step needs
+ * again stay (a new one costs an mmap and page faults on the caller's time, milliseconds
+ * for a unit of 16 MiB; steps differ: one without compute between its calls keeps more
+ * reductions in flight), and the pool never holds more than a step needed. (CUDA keeps its
+ * buffers until the group goes: freeing device memory waits for the whole device, and the
+ * pool is bounded by what a step holds at once plus pool_max per size.)
  */
 static void sharc_shard_buf_trim(sharc_shard_group_t *g)
 {
-    while (g->npooled > g->pool_max) {
+    while (g->npooled > g->pool_max && g->nbufs > g->buf_peak) {
         int oldest = -1;
 
         for (int i = 0; i < g->nbufs; i++) {

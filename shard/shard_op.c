@@ -68,18 +68,32 @@ sharc_status_t sharc_shard_fail(sharc_shard_group_t *g, sharc_status_t status,
     return status;
 }
 
+/* The communicator behind a queue. */
+static sharc_comm_h sharc_shard_queue_comm(const sharc_shard_group_t *g, sharc_shard_queue_t queue)
+{
+    switch (queue) {
+    case SHARC_SHARD_Q_GATHER: return g->shard_comm;
+    case SHARC_SHARD_Q_REDUCE: return g->reduce_comm;
+    default: return g->replica_comm;
+    }
+}
+
 sharc_status_t sharc_shard_post(sharc_shard_group_t *g, sharc_shard_unit_t *u, sharc_shard_op_t *op,
-                                sharc_comm_h comm, sharc_coll_type_t type, const void *sendbuf,
-                                void *recvbuf, size_t count, sharc_dtype_t dtype, sharc_op_t rop,
-                                void *stream)
+                                sharc_shard_queue_t queue, sharc_coll_type_t type,
+                                const void *sendbuf, void *recvbuf, size_t count,
+                                sharc_dtype_t dtype, sharc_op_t rop, void *stream)
 {
     sharc_coll_args_t a = {type, sendbuf, recvbuf, count, dtype, rop, 0, stream};
+    sharc_comm_h comm = sharc_shard_queue_comm(g, queue);
+    int lane = (queue == SHARC_SHARD_Q_REDUCE) ? g->reduce_lane : 0;
     void *e0 = g->cuda ? sharc_shard_stats_mark(g, stream) : NULL, *e1 = NULL;
     sharc_status_t status;
 
     op->t_post = sharc_time_now();
     op->timed = 0;
-    status = sharc_coll_start(comm->coll, &a, &op->req);
+    /* (the trace's track: reductions without a queue of their own share the gathers') */
+    op->queue = (comm == g->shard_comm && lane == 0) ? SHARC_SHARD_Q_GATHER : queue;
+    status = sharc_coll_start_lane(comm->coll, &a, lane, &op->req);
     if (status != SHARC_OK) {
         op->req = NULL;
         sharc_shard_stats_evspan(g, u, e0, NULL, 1); /* uncounted */
@@ -114,6 +128,31 @@ static void sharc_shard_inflight_add(sharc_shard_group_t *g, sharc_request_h req
         g->inflight_cap = cap;
     }
     g->inflight[g->ninflight++] = req;
+}
+
+/* Host: a request seen complete, to free at the step's end (at once without room). */
+static void sharc_shard_retire(sharc_shard_group_t *g, sharc_request_h req)
+{
+    if (g->nretired == g->retired_cap) {
+        size_t cap = g->retired_cap ? 2 * g->retired_cap : 64;
+        sharc_request_h *list = realloc(g->retired, cap * sizeof(*list));
+
+        if (list == NULL) {
+            sharc_request_free(req);
+            return;
+        }
+        g->retired = list;
+        g->retired_cap = cap;
+    }
+    g->retired[g->nretired++] = req;
+}
+
+void sharc_shard_free_retired(sharc_shard_group_t *g)
+{
+    for (size_t i = 0; i < g->nretired; i++) {
+        sharc_request_free(g->retired[i]);
+    }
+    g->nretired = 0;
 }
 
 /* Wait for every request of @p list on the host and free it; the first error. */
@@ -169,7 +208,7 @@ sharc_status_t sharc_shard_complete(sharc_shard_group_t *g, sharc_shard_unit_t *
             return status;
         }
         if (block) {
-            sharc_shard_stats_exposed(g, u, t0);
+            sharc_shard_stats_exposed(g, u, type, t0);
         }
     } else if (stream == g->stream) { /* exposed: how long the caller's stream waits */
         void *e0 = sharc_shard_stats_mark(g, stream);
@@ -186,9 +225,15 @@ sharc_status_t sharc_shard_complete(sharc_shard_group_t *g, sharc_shard_unit_t *
     sharc_shard_stats_op(g, u, type, op->t_post,
                          (op->timed || device) ? -1.0 : sharc_request_done_time(req),
                          sharc_shard_op_bytes(g, u, type));
+    if (g->trace != NULL) {
+        sharc_shard_trace_op(g, u, op, type, (op->timed || device) ? NULL : req,
+                             sharc_shard_op_bytes(g, u, type));
+    }
     op->req = NULL;
     if (device && sharc_request_stream_waited(req)) {
         sharc_shard_inflight_add(g, req); /* the host sees it done at the next finish */
+    } else if (!device) {
+        sharc_shard_retire(g, req); /* complete: nothing of it is in flight */
     } else {
         sharc_request_free(req);
     }
@@ -212,6 +257,7 @@ void sharc_shard_drain(sharc_shard_group_t *g)
         }
         u->pbuf = u->gbuf = NULL; /* the group's buffers, freed with it */
     }
+    sharc_shard_free_retired(g);
     sharc_shard_inflight_retire(g, 1);
     sharc_shard_quiesce(g);
     g->rhead = g->rtail = NULL;

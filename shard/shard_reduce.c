@@ -72,12 +72,12 @@ static sharc_status_t sharc_shard_reduce_scatter(sharc_shard_group_t *g, sharc_s
          * shard itself, AVG's one scaling included on the host (the same rounding as
          * accumulating). NCCL averages by scaling each input first: on CUDA it sums, and
          * the accumulation scales. */
-        return sharc_shard_post(g, u, &u->rs, g->shard_comm, SHARC_COLL_REDUCE_SCATTER, u->gbuf,
-                                u->grad, u->shard, SHARC_DTYPE_F32,
+        return sharc_shard_post(g, u, &u->rs, SHARC_SHARD_Q_REDUCE, SHARC_COLL_REDUCE_SCATTER,
+                                u->gbuf, u->grad, u->shard, SHARC_DTYPE_F32,
                                 g->cuda ? SHARC_OP_SUM : g->grad_op, g->stream);
     }
     /* sums only: AVG is one scaling of the final sum, so HSDP's two reductions round once */
-    return sharc_shard_post(g, u, &u->rs, g->shard_comm, SHARC_COLL_REDUCE_SCATTER, u->gbuf,
+    return sharc_shard_post(g, u, &u->rs, SHARC_SHARD_Q_REDUCE, SHARC_COLL_REDUCE_SCATTER, u->gbuf,
                             sharc_shard_part(g, u), u->shard, g->rdtype, SHARC_OP_SUM, g->stream);
 }
 
@@ -86,7 +86,7 @@ static sharc_status_t sharc_shard_replica_reduce(sharc_shard_group_t *g, sharc_s
 {
     void *part = sharc_shard_part(g, u);
 
-    return sharc_shard_post(g, u, &u->ar, g->replica_comm, SHARC_COLL_ALLREDUCE, part, part,
+    return sharc_shard_post(g, u, &u->ar, SHARC_SHARD_Q_REPLICA, SHARC_COLL_ALLREDUCE, part, part,
                             u->shard, g->rdtype, SHARC_OP_SUM, g->estream);
 }
 

@@ -87,8 +87,10 @@ void sharc_shard_sched_seen(sharc_shard_group_t *g, int phase, int unit)
     g->cursor = e + 1;
 }
 
-void sharc_shard_sched_step(sharc_shard_group_t *g)
+int sharc_shard_sched_step(sharc_shard_group_t *g)
 {
+    int changed = 0;
+
     for (int ph = 0; ph < SHARC_SHARD_PHASE_LAST; ph++) {
         int n = g->nseen[ph];
 
@@ -100,6 +102,7 @@ void sharc_shard_sched_step(sharc_shard_group_t *g)
         if (g->norder[ph] > 0) {
             sharc_info("the %s order changed; the schedule follows the last step",
                        sharc_shard_phase_names[ph]);
+            changed = 1;
         }
         /* swap: the seen order becomes the schedule, the old array records the next step */
         int *tmp = g->order[ph];
@@ -111,6 +114,7 @@ void sharc_shard_sched_step(sharc_shard_group_t *g)
     g->cursor = 0;
     g->sched_ok = 1;
     g->pass = g->pass_backward = 0;
+    return changed;
 }
 
 static sharc_status_t sharc_shard_phase_check(sharc_shard_group_t *g, sharc_shard_phase_t phase,
@@ -181,8 +185,8 @@ void sharc_shard_schedule_print(sharc_shard_group_h g, FILE *stream)
     if (g == NULL || stream == NULL) {
         return;
     }
-    fprintf(stream, "shard schedule: %d units, prefetch %d, at most %d unsharded, %s\n", g->nunits,
-            g->prefetch, g->max_unsharded,
+    fprintf(stream, "shard schedule: %d units, prefetch %d%s, at most %d unsharded, %s\n",
+            g->nunits, g->prefetch, g->prefetch_auto ? " (auto)" : "", g->max_unsharded,
             g->reshard_after_forward ? "resharded after forward" : "kept after forward");
     for (int ph = 0; ph < SHARC_SHARD_PHASE_LAST; ph++) {
         fprintf(stream, "  %-8s (%s):", sharc_shard_phase_names[ph],

@@ -63,13 +63,20 @@ void sharc_shard_stats_span(sharc_shard_group_t *g, int unit, double t0, double 
     g->spans[g->nspans++] = (sharc_shard_span_t){t0, SHARC_MAX(t0, t1), unit};
 }
 
-void sharc_shard_stats_exposed(sharc_shard_group_t *g, sharc_shard_unit_t *u, double t0)
+void sharc_shard_stats_exposed(sharc_shard_group_t *g, sharc_shard_unit_t *u,
+                               sharc_coll_type_t type, double t0)
 {
-    double dt = sharc_time_now() - t0;
+    double t1 = sharc_time_now(), dt = t1 - t0;
+    int gather = type == SHARC_COLL_ALLGATHER;
 
     g->stats.exposed_s += dt;
+    g->stats.gather_wait_s += gather ? dt : 0;
     if (u != NULL) {
         u->stats.exposed_s += dt;
+        u->stats.gather_wait_s += gather ? dt : 0;
+    }
+    if (g->trace != NULL) {
+        sharc_shard_trace_wait(g, u ? u->id : -1, type, t0, t1);
     }
 }
 
@@ -321,14 +328,20 @@ void sharc_shard_stats_step(sharc_shard_group_t *g)
     }
     qsort(g->spans, g->nspans, sizeof(*g->spans), sharc_shard_span_cmp);
     g->stats.step_s = now - g->step_t0;
+    g->stats.prefetch_depth = g->prefetch;
     sharc_shard_stats_close(&g->stats, &g->last, sharc_shard_union(g->spans, g->nspans, -1),
                             g->unsharded_bytes, g->alive);
     for (int i = 0; i < g->nunits; i++) {
         sharc_shard_unit_t *u = &g->units[i];
 
+        u->stats.prefetch_depth = g->prefetch;
         sharc_shard_stats_close(&u->stats, &u->last, sharc_shard_union(g->spans, g->nspans, i),
                                 u->unsharded_bytes, u->pstate != SHARC_SHARD_SHARDED);
     }
+    if (g->trace != NULL) {
+        sharc_shard_trace_step(g, &g->last, g->step_t0, now);
+    }
+    g->step_no++;
     g->nspans = 0;
     g->step_t0 = now;
     g->have_last = 1;
@@ -394,9 +407,11 @@ void sharc_shard_stats_print(sharc_shard_group_h g, FILE *f)
     }
     s = g->have_last ? &g->last : &g->stats;
     fprintf(f,
-            "shard step: %.2f ms, %.2f ms of it in the engine's calls; %llu prefetched, %llu "
-            "evicted; peak %d units unsharded, %.1f MiB; %d unsharded now\n",
-            s->step_s * 1e3, s->engine_s * 1e3, (unsigned long long)s->prefetches,
+            "shard step: %.2f ms, %.2f ms of it in the engine's calls (%.2f ms waiting for "
+            "gathers); %llu prefetched at depth %d%s, %llu evicted; peak %d units unsharded, "
+            "%.1f MiB; %d unsharded now\n",
+            s->step_s * 1e3, s->engine_s * 1e3, s->gather_wait_s * 1e3,
+            (unsigned long long)s->prefetches, s->prefetch_depth, g->prefetch_auto ? " (auto)" : "",
             (unsigned long long)s->evictions, s->peak_units_alive,
             s->peak_unsharded_bytes / 1048576.0, g->alive);
     fprintf(f, "%-6s %4s %10s %4s %4s %10s %8s %8s %8s %5s %10s\n", "unit", "ag", "gath MiB", "rs",

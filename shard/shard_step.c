@@ -28,7 +28,10 @@ static sharc_status_t sharc_shard_prefetch(sharc_shard_group_t *g)
             continue;
         }
         if (g->alive >= g->max_unsharded) {
-            break; /* deferred: the next reshard frees a slot and comes back here */
+            /* deferred: the next reshard frees a slot and comes back here */
+            sharc_shard_auto_deferred(g);
+            sharc_shard_trace_defer(g, unit);
+            break;
         }
         status = sharc_shard_gather(g, u);
         if (status != SHARC_OK) {
@@ -37,6 +40,7 @@ static sharc_status_t sharc_shard_prefetch(sharc_shard_group_t *g)
         u->prefetched = 1;
         g->stats.prefetches++;
         u->stats.prefetches++;
+        sharc_shard_trace_prefetch(g, unit, e - g->cursor + 1);
     }
     return SHARC_OK;
 }
@@ -55,6 +59,10 @@ static sharc_status_t sharc_shard_begin_(sharc_shard_group_t *g, int phase, int 
         sharc_error("%s: unit %d has begun already and not ended", what, unit);
         return SHARC_ERR_INVALID;
     }
+    status = sharc_shard_auto_apply(g); /* the depth agreed at the last finish, if any */
+    if (status != SHARC_OK) {
+        return status;
+    }
     if (phase == SHARC_SHARD_FORWARD && g->pass_backward) { /* the next micro-batch */
         g->pass++;
         g->pass_backward = 0;
@@ -71,10 +79,13 @@ static sharc_status_t sharc_shard_begin_(sharc_shard_group_t *g, int phase, int 
     }
     u->prefetched = 0;
     u->in_use = 1;
-    /* the next units' gathers queue behind this one's, and run while it is computed */
-    status = sharc_shard_prefetch(g);
+    /* this unit's gather first, then the next units': they run while it is computed. (On
+     * the host a wait that is still to come would share the cores and the memory bandwidth
+     * with gathers not needed yet: the first unit of a step waited about twice as long with
+     * its prefetches posted beside it. The order of posts is the same either way.) */
+    status = sharc_shard_wait(g, unit);
     if (status == SHARC_OK) {
-        status = sharc_shard_wait(g, unit);
+        status = sharc_shard_prefetch(g);
     }
     if (status == SHARC_OK && phase == SHARC_SHARD_BACKWARD) {
         status = sharc_shard_settle_grads(g, u); /* the last micro-batch's reduction */
@@ -137,9 +148,19 @@ static sharc_status_t sharc_shard_timed(sharc_shard_group_t *g, int phase, int u
         begin ? sharc_shard_begin_(g, phase, unit, what) : sharc_shard_end_(g, phase, unit, what);
 
     if (g != NULL) {
+        double t1 = sharc_time_now();
+
         sharc_shard_stats_engine(g, t0);
-        sharc_debug("%s(%d): %.3f ms, %.3f ms of it waiting", what, unit,
-                    (sharc_time_now() - t0) * 1e3, (g->stats.exposed_s - waited) * 1e3);
+        sharc_debug("%s(%d): %.3f ms, %.3f ms of it waiting", what, unit, (t1 - t0) * 1e3,
+                    (g->stats.exposed_s - waited) * 1e3);
+        if (g->trace != NULL && unit >= 0 && unit < g->nunits) {
+            sharc_shard_trace_call(
+                g,
+                phase == SHARC_SHARD_FORWARD
+                    ? (begin ? SHARC_SHARD_CALL_FORWARD_BEGIN : SHARC_SHARD_CALL_FORWARD_END)
+                    : (begin ? SHARC_SHARD_CALL_BACKWARD_BEGIN : SHARC_SHARD_CALL_BACKWARD_END),
+                unit, t0, t1);
+        }
     }
     return status;
 }

@@ -49,8 +49,8 @@ sharc_status_t sharc_shard_gather(sharc_shard_group_t *g, sharc_shard_unit_t *u)
             g->kern->cast((void *)own, g->pdtype, u->master, SHARC_DTYPE_F32, u->shard, g->estream);
     }
     if (status == SHARC_OK) {
-        status = sharc_shard_post(g, u, &u->ag, g->shard_comm, SHARC_COLL_ALLGATHER, own, u->pbuf,
-                                  u->shard, g->pdtype, SHARC_OP_SUM, g->estream);
+        status = sharc_shard_post(g, u, &u->ag, SHARC_SHARD_Q_GATHER, SHARC_COLL_ALLGATHER, own,
+                                  u->pbuf, u->shard, g->pdtype, SHARC_OP_SUM, g->estream);
     }
     if (status != SHARC_OK) {
         sharc_shard_buf_put(g, u->pbuf, 1);
@@ -122,6 +122,7 @@ sharc_status_t sharc_shard_make_room(sharc_shard_group_t *g, const sharc_shard_u
     sharc_debug("unit %d, prefetched and not used yet, released for unit %d", victim->id, want->id);
     g->stats.evictions++;
     victim->stats.evictions++;
+    sharc_shard_trace_evict(g, victim->id, want->id);
     return sharc_shard_release(g, victim);
 }
 

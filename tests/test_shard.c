@@ -5,9 +5,12 @@
  * all-gather / all-reduce reference: flat and HSDP, f32 / bf16 / f16 parameters, f32 / bf16
  * reductions, averaged and summed, with and without gradient accumulation. Then the
  * schedule (recorded order, prefetch counts, the bound on unsharded units, re-recording when
- * the order changes), overlap with a sleeping "compute", and bad input.
+ * the order changes), adaptive prefetch (results unchanged; the depth within the bound, the
+ * same on every rank, settling), overlap with a sleeping "compute", the timeline trace's
+ * steps (their statistics printed for tests/check_trace.py), and bad input.
  *
- *   test_shard [steps|prefetch|overlap|errors]   (default: all but overlap)
+ *   test_shard [steps|prefetch|auto|overlap|errors]   (default: all but overlap)
+ *   test_shard trace [auto] [STEPS] [MAX_UNSHARDED]   (SHARC_SHARD_TRACE set by the caller)
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -27,6 +30,7 @@ static sharc_context_h ctx;
 static sharc_comm_h comm;
 static int me, nranks;
 static int assign_grads; /* groups made with assign_grads: gradients written, then added */
+static int config_prefetch = 1, config_steps = 2; /* test_config's groups and steps */
 
 /* A model: units of parameters with odd sizes (some below the rank count), a few shaped. */
 typedef struct {
@@ -322,13 +326,13 @@ static void test_config(int shard_size, sharc_dtype_t pdt, sharc_dtype_t rdt, sh
     char **ref;
 
     model_make(&m, 4, 0);
-    g = make_group(&m, pdt, rdt, op, shard_size, 1, 0);
+    g = make_group(&m, pdt, rdt, op, shard_size, config_prefetch, 0);
     if (g == NULL) {
         model_free(&m);
         return;
     }
     check_layout(g, shard_size);
-    for (int step = 0; step < 2; step++) {
+    for (int step = 0; step < config_steps; step++) {
         ref = reference_params(g, pdt, shard_size);
         run_step(g, &m, mbs, nosync, pdt, rdt, ref, 0);
         check_grads(g, &m, mbs, nosync, rdt, op);
@@ -381,6 +385,16 @@ static void test_steps(void)
     if (nranks > 1) { /* every rank its own shard group: pure replication */
         test_config(1, SHARC_DTYPE_F32, SHARC_DTYPE_F32, SHARC_OP_AVG, 2, 0);
     }
+    /* adaptive prefetch changes when gathers are posted, never what they compute: bit for
+     * bit the same, over enough steps for the depth to move */
+    config_prefetch = SHARC_SHARD_PREFETCH_AUTO;
+    config_steps = 8;
+    test_config(nranks, SHARC_DTYPE_BF16, SHARC_DTYPE_F32, SHARC_OP_AVG, 1, 0);
+    if (hsdp > 0) {
+        test_config(hsdp, SHARC_DTYPE_F32, SHARC_DTYPE_BF16, SHARC_OP_AVG, 2, 1);
+    }
+    config_prefetch = 1;
+    config_steps = 2;
     printf("rank %d: steps ok (HSDP shard size %d)\n", me, hsdp);
 }
 
@@ -562,6 +576,107 @@ static void test_prefetch(void)
     printf("rank %d: prefetch ok\n", me);
 }
 
+/* Every rank's value of @p v is the same. */
+static int same_everywhere(int v)
+{
+    int lo = v, hi = v;
+
+    CHECK(sharc_allreduce(&v, &lo, 1, SHARC_DTYPE_I32, SHARC_OP_MIN, comm, NULL) == SHARC_OK);
+    CHECK(sharc_allreduce(&v, &hi, 1, SHARC_DTYPE_I32, SHARC_OP_MAX, comm, NULL) == SHARC_OK);
+    return lo == hi;
+}
+
+/*
+ * Adaptive prefetch between ranks: steps whose gathers the caller waits for (no compute).
+ * The depth is the same on every rank after every step, within the bound (max_unsharded - 1,
+ * 3 when derived), never evicts, and settles: it goes up one at a time, and a raise taken
+ * back is the last change, so it changes at most bound - 1 times (when, depends on timing;
+ * tests/test_shard_auto.c holds the decision to exact schedules).
+ */
+static void test_auto(void)
+{
+    static const int bounds[] = {0, 3, 2};
+    model_t m;
+
+    model_make(&m, 6, 0);
+    for (size_t b = 0; b < sizeof(bounds) / sizeof(bounds[0]); b++) {
+        int bound = bounds[b] ? bounds[b] : 4, depth[16], steps = 14;
+        sharc_shard_group_h g = make_group(&m, SHARC_DTYPE_BF16, SHARC_DTYPE_F32, SHARC_OP_AVG,
+                                           nranks, SHARC_SHARD_PREFETCH_AUTO, bounds[b]);
+        sharc_shard_stats_t st;
+
+        if (g == NULL) {
+            continue;
+        }
+        for (int step = 0; step < steps; step++) {
+            run_step(g, &m, 1, 0, SHARC_DTYPE_BF16, SHARC_DTYPE_F32, NULL, 0);
+            CHECK(sharc_shard_zero_grads(g) == SHARC_OK);
+            CHECK(sharc_shard_stats(g, -1, &st) == SHARC_OK);
+            depth[step] = st.prefetch_depth;
+            CHECK_MSG(same_everywhere(depth[step]),
+                      "rank %d step %d: depth %d differs between "
+                      "ranks",
+                      me, step, depth[step]);
+            CHECK_MSG(depth[step] >= 1 && depth[step] <= bound - 1,
+                      "rank %d step %d: depth %d, bound %d", me, step, depth[step], bound);
+            CHECK_MSG(st.peak_units_alive <= bound && st.evictions == 0,
+                      "rank %d step %d: peak %d units, bound %d, %llu evictions", me, step,
+                      st.peak_units_alive, bound, (unsigned long long)st.evictions);
+            CHECK(st.gather_wait_s <= st.exposed_s + 1e-9);
+        }
+        /* it settles: up one at a time, and once taken back never up again, so at most
+         * bound - 1 changes */
+        for (int step = 1, changes = 0, down = 0; step < steps; step++) {
+            changes += depth[step] != depth[step - 1];
+            CHECK_MSG(!down || depth[step] <= depth[step - 1],
+                      "rank %d: depth up to %d at step %d after it was taken back", me, depth[step],
+                      step);
+            CHECK_MSG(depth[step] <= depth[step - 1] + 1, "rank %d: depth %d -> %d at step %d", me,
+                      depth[step - 1], depth[step], step);
+            down |= depth[step] < depth[step - 1];
+            CHECK_MSG(changes <= bound - 1, "rank %d: %d depth changes by step %d", me, changes,
+                      step);
+        }
+        if (me == 0) {
+            printf("auto prefetch, bound %d: depths", bound);
+            for (int step = 0; step < steps; step++) {
+                printf(" %d", depth[step]);
+            }
+            printf("\n");
+            sharc_shard_schedule_print(g, stdout);
+        }
+        sharc_shard_destroy(g);
+    }
+    model_free(&m);
+    printf("rank %d: auto ok\n", me);
+}
+
+/*
+ * Steps for the timeline trace (SHARC_SHARD_TRACE set by the caller) with a short sleeping
+ * compute; each step's statistics go to stdout as "stats RANK STEP EXPOSED_S GATHER_WAIT_S
+ * DEPTH", which tests/check_trace.py holds the trace's waits against.
+ */
+static void test_trace(int autop, int steps, int max_unsharded)
+{
+    model_t m;
+    sharc_shard_group_h g;
+    sharc_shard_stats_t st;
+
+    model_make(&m, 6, 0);
+    g = make_group(&m, SHARC_DTYPE_F32, SHARC_DTYPE_F32, SHARC_OP_AVG, nranks,
+                   autop ? SHARC_SHARD_PREFETCH_AUTO : 1, max_unsharded);
+    for (int step = 0; g != NULL && step < steps; step++) {
+        run_step(g, &m, 1, 0, SHARC_DTYPE_F32, SHARC_DTYPE_F32, NULL, step % 2 ? 300 : 0);
+        CHECK(sharc_shard_zero_grads(g) == SHARC_OK);
+        CHECK(sharc_shard_stats(g, -1, &st) == SHARC_OK);
+        printf("stats %d %d %.9f %.9f %d\n", me, step, st.exposed_s, st.gather_wait_s,
+               st.prefetch_depth);
+    }
+    sharc_shard_destroy(g); /* rank 0 writes the trace */
+    model_free(&m);
+    printf("rank %d: trace steps ok\n", me);
+}
+
 /* Overlap: with a progress thread, communication runs while the caller "computes" (sleeps). */
 static void test_overlap(void)
 {
@@ -649,6 +764,9 @@ static void test_errors(void)
     cfg.field_mask |= SHARC_SHARD_PARAM_PARAM_DTYPE;
     cfg.param_dtype = SHARC_DTYPE_I32;
     expect_create(&m, &cfg, SHARC_ERR_INVALID, "an integer param dtype");
+    cfg.field_mask = SHARC_SHARD_PARAM_NUM_UNITS | SHARC_SHARD_PARAM_PREFETCH;
+    cfg.prefetch = -2;
+    expect_create(&m, &cfg, SHARC_ERR_INVALID, "a negative prefetch other than auto");
     cfg.field_mask = SHARC_SHARD_PARAM_NUM_UNITS | SHARC_SHARD_PARAM_SHARD_SIZE;
     cfg.shard_size = nranks + 1;
     expect_create(&m, &cfg, SHARC_ERR_INVALID, "a shard size that does not divide the ranks");
@@ -736,8 +854,16 @@ int main(int argc, char **argv)
     if (strcmp(mode, "all") == 0 || strcmp(mode, "prefetch") == 0) {
         test_prefetch();
     }
+    if (strcmp(mode, "all") == 0 || strcmp(mode, "auto") == 0) {
+        test_auto();
+    }
     if (strcmp(mode, "overlap") == 0) {
         test_overlap();
+    }
+    if (strcmp(mode, "trace") == 0) {
+        int autop = argc > 2 && strcmp(argv[2], "auto") == 0, k = 2 + autop;
+
+        test_trace(autop, argc > k ? atoi(argv[k]) : 8, argc > k + 1 ? atoi(argv[k + 1]) : 0);
     }
     if (strcmp(mode, "all") == 0 || strcmp(mode, "errors") == 0) {
         test_errors();

@@ -1,9 +1,10 @@
 #!/bin/bash
 # sharc-llama end to end: sharding invariance (1 rank against 2 and 4, flat and HSDP, with and
-# without gradient accumulation: the same losses for 20 steps in f32), resume (stopping at step
-# k and resuming equals the uninterrupted run, on the same and on another number of ranks),
-# export and re-import, and bad input through the command line (clear errors, no crash;
-# --device cuda where there is no GPU among them). The GPU's own: tests/trainer_cuda.sh.
+# without gradient accumulation, adaptive prefetch with the timeline trace: the same losses
+# for 20 steps in f32), resume (stopping at step k and resuming equals the uninterrupted run,
+# on the same and on another number of ranks), export and re-import, and bad input through
+# the command line (clear errors, no crash; --device cuda where there is no GPU among them).
+# The GPU's own: tests/trainer_cuda.sh.
 . "$(dirname "$0")/lib.sh"
 
 LLAMA="$top_builddir/trainer/sharc-llama"
@@ -36,6 +37,18 @@ for spec in "2 --batch 2" "4 --batch 1" "4 --batch 1 --hsdp 2" "2 --batch 1 --ac
         run_ok "$n ranks, $args" cat "$work/$name.out" false
     fi
 done
+
+# the shard engine's timeline (--trace) and adaptive prefetch (--prefetch auto): the losses
+# are the reference's, and the trace is every rank's, valid, with waits adding up
+if train traced 2 --batch 2 --prefetch auto --trace "$work/trace.json" > "$work/traced.out" 2>&1
+then
+    run_ok "2 ranks, --prefetch auto --trace: the 1-rank losses" losses_match "$work/ref.jsonl" \
+        "$work/traced.jsonl"
+    run_ok "2 ranks, --trace: the trace holds both ranks' steps" python3 \
+        "$top_srcdir/tests/check_trace.py" "$work/trace.json" --ranks 2 --auto
+else
+    run_ok "2 ranks, --prefetch auto --trace" cat "$work/traced.out" false
+fi
 
 # resume: stop at 10 with a checkpoint, go on to 20 (2 ranks; and 2 ranks' checkpoint on 1)
 run_ok "2 ranks, stopped at step 10" train stop 2 --batch 2 --stop-at 10 --save "$work/ck"
@@ -129,6 +142,10 @@ run_fail "a config.json that is not JSON" 20 "notjson/config.json: cannot read a
     one --hf "$work/notjson" --data "$work/data"
 run_fail "an unknown named config" 20 "no-such.*(unknown|configs)" one --config no-such \
     --data "$work/data"
+run_fail "a trace file that cannot be written" 20 "cannot write the trace file '$work/no/dir/t.json'" \
+    one --config tiny --data "$work/data" --trace "$work/no/dir/t.json"
+run_fail "--prefetch that is neither a count nor auto" 20 "prefetch.*not an integer" \
+    one --config tiny --data "$work/data" --prefetch some
 run_fail "bf16 compute on the CPU" 20 "compute-dtype bf16 needs --device cuda" one --config tiny \
     --data "$work/data" --compute-dtype bf16
 run_fail "an unknown device" 20 "device: 'tpu' is not cpu or cuda" one --config tiny \

@@ -75,7 +75,8 @@ typedef struct {
     sharc_dtype_t param_dtype;   /**< f32 or bf16: the gathered parameters */
     sharc_dtype_t reduce_dtype;  /**< f32 or bf16: gradient reduction */
     int shard_size;              /**< HSDP shard group size; 0: every rank */
-    int prefetch;                /**< units gathered ahead; 0: sharc's default */
+    int prefetch;                /**< units gathered ahead; 0: sharc's default;
+                                      SHARC_SHARD_PREFETCH_AUTO: adaptive */
     llama_device_t device;       /**< CPU (0, the default) or CUDA */
     sharc_dtype_t compute_dtype; /**< f32 (0, the default) or bf16 (CUDA): activations and
                                       the products' inputs; products accumulate in f32 */

@@ -379,7 +379,7 @@ sharc_status_t llama_model_create(sharc_comm_h comm, const llama_config_t *cfg,
         sp.field_mask |= SHARC_SHARD_PARAM_SHARD_SIZE;
         sp.shard_size = run->shard_size;
     }
-    if (run->prefetch > 0) {
+    if (run->prefetch > 0 || run->prefetch == SHARC_SHARD_PREFETCH_AUTO) {
         sp.field_mask |= SHARC_SHARD_PARAM_PREFETCH;
         sp.prefetch = run->prefetch;
     }

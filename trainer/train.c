@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 typedef struct {
-    const char *config, *hf, *data_dir, *train_path, *val_path, *log_path;
+    const char *config, *hf, *data_dir, *train_path, *val_path, *log_path, *trace_path;
     const char *save_dir, *resume_dir, *export_dir;
     llama_run_t run;
     llama_optim_cfg_t optim;
@@ -67,13 +67,16 @@ static void usage(FILE *f)
             "  --reduce-dtype D     f32 or bf16: gradient reduction (default f32)\n"
             "  --hsdp S             shard groups of S ranks, replicated across groups\n"
             "  --recompute          recompute each block's activations in backward\n"
-            "  --prefetch K         units gathered ahead (default sharc's, 1)\n"
+            "  --prefetch K|auto    units gathered ahead (default sharc's, 1); auto: the\n"
+            "                       engine deepens it while gathers are waited for\n"
             "  --seed S             initialisation seed (default 1)\n"
             "measure and keep:\n"
             "  --val-every N        validation loss every N steps and at the end (default 50)\n"
             "  --val-seqs S         validation sequences, the same S whatever the number of\n"
             "                       ranks (rounded up to a multiple of ranks x batch; default 64)\n"
             "  --log FILE           JSONL metrics (one object per step / validation / summary)\n"
+            "  --trace FILE         the shard engine's timeline of the last steps, every rank's,\n"
+            "                       as Chrome trace JSON (SHARC_SHARD_TRACE; tools/trace-plot)\n"
             "  --print-every N      console line every N steps (default 1)\n"
             "  --save DIR           sharded checkpoint every --save-every steps and at the end\n"
             "  --save-every N       (default: only at the end)\n"
@@ -121,6 +124,7 @@ enum {
     O_VALEVERY,
     O_VALSEQ,
     O_LOG,
+    O_TRACE,
     O_PRINT,
     O_SAVE,
     O_SAVEEVERY,
@@ -166,6 +170,7 @@ static const struct option long_opts[] = {
     {"val-every", 1, 0, O_VALEVERY},
     {"val-seqs", 1, 0, O_VALSEQ},
     {"log", 1, 0, O_LOG},
+    {"trace", 1, 0, O_TRACE},
     {"print-every", 1, 0, O_PRINT},
     {"save", 1, 0, O_SAVE},
     {"save-every", 1, 0, O_SAVEEVERY},
@@ -264,6 +269,7 @@ static int parse_opts(int argc, char **argv, opts_t *o, int *ranks)
         case O_TRAIN: o->train_path = optarg; break;
         case O_VAL: o->val_path = optarg; break;
         case O_LOG: o->log_path = optarg; break;
+        case O_TRACE: o->trace_path = optarg; break;
         case O_SAVE: o->save_dir = optarg; break;
         case O_RESUME: o->resume_dir = optarg; break;
         case O_EXPORT: o->export_dir = optarg; break;
@@ -276,7 +282,13 @@ static int parse_opts(int argc, char **argv, opts_t *o, int *ranks)
         case O_STOP: bad = parse_int(name, optarg, 1, &o->stop_at); break;
         case O_WARMUP: bad = parse_int(name, optarg, 0, &o->optim.warmup); break;
         case O_HSDP: bad = parse_int(name, optarg, 1, &o->run.shard_size); break;
-        case O_PREFETCH: bad = parse_int(name, optarg, 1, &o->run.prefetch); break;
+        case O_PREFETCH:
+            if (strcmp(optarg, "auto") == 0) {
+                o->run.prefetch = SHARC_SHARD_PREFETCH_AUTO;
+            } else {
+                bad = parse_int(name, optarg, 1, &o->run.prefetch);
+            }
+            break;
         case O_VALEVERY: bad = parse_int(name, optarg, 0, &o->val_every); break;
         case O_VALSEQ: bad = parse_int(name, optarg, 0, &o->val_seqs); break;
         case O_PRINT: bad = parse_int(name, optarg, 1, &o->print_every); break;
@@ -899,6 +911,8 @@ static int cmd_train(int argc, char **argv)
     if (sharc_config_create(0, &config) != SHARC_OK ||
         (getenv("SHARC_PROGRESS_THREAD") == NULL &&
          sharc_config_set(config, "PROGRESS_THREAD", "yes") != SHARC_OK) ||
+        (o.trace_path != NULL &&
+         sharc_config_set(config, "SHARD_TRACE", o.trace_path) != SHARC_OK) ||
         sharc_context_create(config, &ctx) != SHARC_OK) {
         sharc_config_destroy(config);
         llama_err("cannot create the sharc context (see the log)");

@@ -87,6 +87,20 @@ enum {
     SHARC_SHARD_PARAM_STREAM = 1u << 11,
 };
 
+/**
+ * sharc_shard_params_t.prefetch (and SHARC_SHARD_PREFETCH=auto): adaptive prefetch. The
+ * depth starts at 1; after each step the ranks agree on the longest time any of them waited
+ * for all-gathers (an all-reduce posted at finish and completed at the next step's first
+ * begin, so every rank changes the depth at the same point of the same step), and the depth
+ * goes up by one while those waits are exposed (over 1% of the step) and the bound on
+ * unsharded units admits one more ahead (depth <= max_unsharded - 1). A raise that does not
+ * cut the waits by 5% is taken back, and so is one step of depth after a step where the
+ * bound evicted a prefetched unit or held a prefetch back (memory is the limit); then the
+ * depth stays (until the schedule is recorded anew). The depth in use is in the statistics
+ * (prefetch_depth) and the trace.
+ */
+#define SHARC_SHARD_PREFETCH_AUTO (-1)
+
 /** How a group is built; only the fields named in field_mask are read, the rest default. */
 typedef struct {
     unsigned field_mask;
@@ -100,12 +114,17 @@ typedef struct {
     sharc_op_t grad_op;
     /** Automatic packing: bytes of param dtype per unit. Default SHARC_SHARD_BUCKET. */
     size_t bucket_bytes;
-    /** Units gathered ahead of the one in use. Default SHARC_SHARD_PREFETCH (1). */
+    /**
+     * Units gathered ahead of the one in use, or SHARC_SHARD_PREFETCH_AUTO: the engine sets
+     * the depth itself from how long the caller waited for gathers (see
+     * SHARC_SHARD_PREFETCH_AUTO). Default SHARC_SHARD_PREFETCH (1).
+     */
     int prefetch;
     /**
      * Most units whose parameters are unsharded (gathered or being gathered) at once, >= 1.
      * Default SHARC_SHARD_MAX_UNSHARDED; 0 there means prefetch + 1 when units are resharded
-     * after forward, and every unit when they are not.
+     * after forward (with SHARC_SHARD_PREFETCH_AUTO: 4, a depth of up to 3), and every unit
+     * when they are not.
      */
     int max_unsharded;
     /** Release a unit's parameters at the end of its forward (default: yes). */
@@ -194,6 +213,9 @@ typedef struct {
     size_t peak_unsharded_bytes; /**< gathered parameters plus unreduced gradients */
     int peak_units_alive;        /**< most units with unsharded parameters at once */
     int units_alive;             /**< now */
+    /** the part of exposed_s the caller waited for all-gathers (what adaptive prefetch reads) */
+    double gather_wait_s;
+    int prefetch_depth; /**< units gathered ahead during the step (auto: the depth it chose) */
 } sharc_shard_stats_t;
 
 /**

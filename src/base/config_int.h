@@ -36,9 +36,12 @@ typedef struct {
     int progress_thread;      /* a thread per communicator progresses its collectives */
     int check;                /* compare every collective's arguments across ranks first */
     size_t shard_bucket;      /* bytes per automatically packed unit */
-    int shard_prefetch;       /* units gathered ahead */
+    int shard_prefetch;       /* units gathered ahead; -1: auto */
     int shard_max_unsharded;  /* bound on gathered units; 0: derived */
     int shard_reshard_after_forward;
+    int shard_reduce_queue;  /* reductions through a communicator of their own */
+    const char *shard_trace; /* SHARC_SHARD_TRACE: the trace file, "" for none */
+    int shard_trace_steps;   /* steps the trace keeps */
     /* SHARC_{ALLGATHER,REDUCE_SCATTER,ALLREDUCE,BROADCAST,ALLTOALL}_ALGO, indexed by
      * sharc_coll_type_t; 0 = auto */
     int algo[5];

@@ -1,6 +1,6 @@
 /*
- * gpu.h: the CUDA runtime as the layers above the transports use it (memory types, streams,
- * events, copies, allocations), behind void pointers so that no file outside src/gpu_cuda.c
+ * gpu.h: the CUDA runtime as the layers use it (memory types, streams,
+ * events, copies, allocations), behind void pointers so that no file outside gpu_cuda.c
  * includes CUDA headers. Built without CUDA (gpu_none.c), every buffer is host memory
  * and the rest answers SHARC_ERR_UNSUPPORTED. Errors are translated and logged here.
  */

@@ -1,5 +1,5 @@
 /*
- * gpu_none.c: src/gpu.h in a build without CUDA: every buffer is host memory, and whatever
+ * gpu_none.c: gpu.h in a build without CUDA: every buffer is host memory, and whatever
  * would need a GPU reports SHARC_ERR_UNSUPPORTED (logged once per call site's caller).
  */
 #include "config.h"

@@ -77,6 +77,13 @@ static void sharc_tp_ucx_finish(sharc_tp_req_t *req, ucs_status_t ustatus, const
     sharc_status_t status = sharc_tp_ucx_status(ustatus);
     sharc_tp_comm_t *tp = SHARC_UCX_TP(req);
 
+    /* whatever UCX calls it (an I/O error, a reset), an operation with a peer it has lost is
+     * that peer's failure */
+    if (ustatus != UCS_OK && tp != NULL &&
+        __atomic_load_n(&tp->peer_failed[SHARC_UCX_PEER(req)], __ATOMIC_ACQUIRE)) {
+        status = SHARC_ERR_REMOTE;
+    }
+
     if (ustatus != UCS_OK && (tp == NULL || !tp->aborted)) { /* (an abort cancels: not news) */
         sharc_error("ucx: %s rank %llu failed: %s", what, (unsigned long long)SHARC_UCX_PEER(req),
                     ucs_status_string(ustatus));
