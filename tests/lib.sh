@@ -128,17 +128,59 @@ with open(path, "wb") as f:
     f.write(struct.pack("<%dH" % n, *ids))
 EOF
 }
-# losses_match A.jsonl B.jsonl [FIRST_STEP [TOL]]: the step losses of B equal A's (relative
-# TOL, default 1e-5) for every step of B from FIRST_STEP on; B must have them all.
+
+# make_hf_llama DIR DIM HEADS KV_HEADS HEAD_DIM LAYERS FFN VOCAB: a Hugging Face Llama
+# checkpoint (config.json, model.safetensors in f32) with seeded random weights (normal, 0.02;
+# norms 1), for shapes no named config has (the tiled attention's head sizes on a small model).
+make_hf_llama() {
+    python3 - "$@" <<'EOF'
+import json, os, random, struct, sys
+d, (dim, h, kv, hd, layers, ffn, vocab) = sys.argv[1], map(int, sys.argv[2:9])
+os.makedirs(d, exist_ok=True)
+json.dump({"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": dim,
+           "num_hidden_layers": layers, "num_attention_heads": h, "num_key_value_heads": kv,
+           "head_dim": hd, "intermediate_size": ffn, "vocab_size": vocab,
+           "max_position_embeddings": 1024, "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
+           "hidden_act": "silu", "tie_word_embeddings": False, "attention_bias": False,
+           "mlp_bias": False, "dtype": "float32"}, open(os.path.join(d, "config.json"), "w"))
+shapes = [("model.embed_tokens.weight", (vocab, dim))]
+for l in range(layers):
+    p = "model.layers.%d." % l
+    shapes += [(p + "input_layernorm.weight", (dim,)),
+               (p + "self_attn.q_proj.weight", (h * hd, dim)),
+               (p + "self_attn.k_proj.weight", (kv * hd, dim)),
+               (p + "self_attn.v_proj.weight", (kv * hd, dim)),
+               (p + "self_attn.o_proj.weight", (dim, h * hd)),
+               (p + "post_attention_layernorm.weight", (dim,)),
+               (p + "mlp.gate_proj.weight", (ffn, dim)), (p + "mlp.up_proj.weight", (ffn, dim)),
+               (p + "mlp.down_proj.weight", (dim, ffn))]
+shapes += [("model.norm.weight", (dim,)), ("lm_head.weight", (vocab, dim))]
+r, header, data = random.Random(5), {}, []
+for name, shape in shapes:
+    n = shape[0] * (shape[1] if len(shape) > 1 else 1)
+    vals = [1.0] * n if len(shape) == 1 else [r.gauss(0.0, 0.02) for _ in range(n)]
+    off = sum(map(len, data))
+    data.append(struct.pack("<%df" % n, *vals))
+    header[name] = {"dtype": "F32", "shape": list(shape), "data_offsets": [off, off + 4 * n]}
+h = json.dumps(header).encode()
+h += b" " * (-len(h) % 8)
+with open(os.path.join(d, "model.safetensors"), "wb") as f:
+    f.write(struct.pack("<Q", len(h)) + h + b"".join(data))
+EOF
+}
+
+# losses_match A.jsonl B.jsonl [FIRST_STEP [TOL [NORM_TOL]]]: the step losses of B equal A's
+# (relative TOL, default 1e-5) for every step of A from FIRST_STEP on; B must have them all.
+# With NORM_TOL, the gradient norms too.
 losses_match() {
     python3 - "$@" <<'EOF'
 import json, sys
-def losses(path):
+def losses(path, key="loss"):
     out = {}
     for line in open(path):
         e = json.loads(line)
         if e["event"] == "step":
-            out[e["step"]] = e["loss"]
+            out[e["step"]] = e[key]
     return out
 a, b = losses(sys.argv[1]), losses(sys.argv[2])
 first = int(sys.argv[3]) if len(sys.argv) > 3 else 1
@@ -148,7 +190,13 @@ if not steps or any(s not in b for s in steps):
 worst = max(abs(a[s] - b[s]) / abs(a[s]) for s in steps)
 tol = float(sys.argv[4]) if len(sys.argv) > 4 else 1e-5
 print("%d steps, largest relative loss difference %.2e (limit %.0e)" % (len(steps), worst, tol))
-sys.exit(0 if worst <= tol else 1)
+ok = worst <= tol
+if len(sys.argv) > 5:
+    na, nb = losses(sys.argv[1], "grad_norm"), losses(sys.argv[2], "grad_norm")
+    nworst, ntol = max(abs(na[s] - nb[s]) / abs(na[s]) for s in steps), float(sys.argv[5])
+    print("largest relative gradient norm difference %.2e (limit %.0e)" % (nworst, ntol))
+    ok = ok and nworst <= ntol
+sys.exit(0 if ok else 1)
 EOF
 }
 

@@ -2,6 +2,8 @@
 # sharc-llama --device cuda end to end, on the GPU(s) of this machine:
 #  - the model against transformers on the committed fixtures (GQA; Llama 3 rope scaling):
 #    f32 to the CPU trainer's tolerances, bf16 to its own (tests/trainer/test_llama_hf.c);
+#    and against the CPU model on a random checkpoint with head size 64, where bf16 runs the
+#    tiled attention (test_llama_hf --against-cpu);
 #  - a whole training run in f32 on the GPU equal to the CPU trainer's: the step losses of 20
 #    steps within 1e-4 relative (plain; gradient accumulation with recomputation; bf16
 #    gathers and reductions against the same on the CPU, where the CPU casts too);
@@ -63,6 +65,15 @@ echo "$last_out" | grep -E "rel err"
 run_ok_match "GPU bf16 matches LlamaForCausalLM within the bf16 tolerances" "gradients" \
     "$BIN/trainer/test_llama_hf" --device cuda --compute-dtype bf16 $FIXTURES
 echo "$last_out" | grep -E "rel err"
+
+# head size 64 (the fixtures' is 8), where bf16 takes the tiled attention: against the CPU
+# model in f32 on a random checkpoint (tests/lib.sh make_hf_llama)
+make_hf_llama "$work/hd64" 256 4 2 64 2 512 512
+for dt in f32 bf16; do
+    run_ok_match "GPU $dt, head size 64: the CPU model's loss, logits and gradients" "gradients" \
+        "$BIN/trainer/test_llama_hf" --device cuda --compute-dtype $dt --against-cpu "$work/hd64"
+    echo "$last_out" | grep -E "rel err"
+done
 
 # train NAME RANKS ARGS...: tiny model, f32 unless told, JSONL log in $work/NAME.jsonl
 train() {

@@ -6,7 +6,9 @@
 #  - f32 on the emulated table equals the CPU trainer, 6 steps within 1e-5 relative (plain;
 #    gradient accumulation with recomputation; bf16 gathers and reductions);
 #  - bf16 (the tiled attention's table, whose kernels test_ops_cuda_emu checks; tiny's head
-#    size, 16, takes the materialized path) stays within 3% of f32's losses;
+#    size, 16, takes the materialized path) stays within 3% of f32's losses; on a random
+#    checkpoint with head size 32 (tests/lib.sh make_hf_llama) the tiled attention runs in
+#    the model, within 5e-4 of the CPU's f32 losses and 5e-3 of its gradient norms;
 #  - a run stopped and resumed equals the uninterrupted one; validation and the Hugging Face
 #    export go through the table too.
 # What a GPU adds (its arithmetic, streams, NCCL, the engine's CUDA mode) is tests/trainer_cuda.sh.
@@ -54,6 +56,21 @@ run_ok_match "emulated CUDA, bf16, the tiled attention" "cuda-bf16" run "$EMU" e
     --device cuda --attention flash
 run_ok "emulated CUDA bf16: within 3% of f32's losses" losses_match "$work/emu.jsonl" \
     "$work/emu16.jsonl" 1 3e-2
+
+# the tiled attention inside the model: head size 32 (a random checkpoint, 1 block, 2 query
+# heads on 1 kv head), 80 tokens (a full query tile and a partial one), 4 steps
+make_hf_llama "$work/hd32" 64 2 1 32 1 96 256
+run_hd32() {
+    local bin=$1 name=$2; shift 2
+    "$LAUNCH" --mode env -n 1 --timeout 600 -- "$bin" train --hf "$work/hd32" --data "$work/data" \
+        --seq 80 --batch 1 --steps 4 --warmup 1 --threads 1 --val-every 0 --val-seqs 1 \
+        --print-every 2 --peak-tflops 1 --log "$work/$name.jsonl" "$@"
+}
+run_ok "CPU, head size 32" run_hd32 "$CPU" cpu32
+run_ok_match "emulated CUDA bf16, head size 32: the tiled attention" "cuda-bf16\)" run_hd32 \
+    "$EMU" emu32 --device cuda --attention flash
+run_ok "emulated CUDA bf16 tiled attention: the CPU's f32 losses (5e-4) and norms (5e-3)" \
+    losses_match "$work/cpu32.jsonl" "$work/emu32.jsonl" 1 5e-4 5e-3
 
 run_ok "emulated CUDA f32, stopped at step 3" run "$EMU" stop --device cuda --compute-dtype f32 \
     --stop-at 3 --save "$work/ck"

@@ -4,7 +4,8 @@
 # query attention and one with Llama 3 rope scaling; with and without recomputation. Then the
 # same model computing through the CUDA ops table built for the host emulation of CUDA
 # (test_llama_hf_emu; in f32 to the CPU's tolerances, in bf16 to the bf16 ones): the GPU's
-# code paths of the model and its kernels, checked here without a GPU.
+# code paths of the model and its kernels, checked here without a GPU; and on a random
+# checkpoint with head size 32, where bf16 takes the tiled attention, against the CPU model.
 . "$(dirname "$0")/lib.sh"
 
 FIXTURES=("$top_srcdir/tests/trainer/hf_tiny" "$top_srcdir/tests/trainer/hf_tiny_llama3")
@@ -14,6 +15,15 @@ if [ -x "$BIN/trainer/test_llama_hf_emu" ] && [ -z "${SHARCTEST_SANITIZE:-}" ]; 
     for dt in f32 bf16; do
         run_ok "the CUDA table, emulated, in $dt matches LlamaForCausalLM" \
             "$BIN/trainer/test_llama_hf_emu" --device cuda --compute-dtype $dt "${FIXTURES[@]}"
+    done
+    # head size 32 (the fixtures' is 8): in bf16 the tiled attention, against the CPU model
+    work=$(mktemp -d "${TMPDIR:-/tmp}/sharc-trainer-hf.XXXXXX")
+    trap 'rm -rf "$work"' EXIT
+    make_hf_llama "$work/hd32" 64 2 1 32 1 96 256
+    for dt in f32 bf16; do
+        run_ok "the CUDA table, emulated, in $dt, head size 32: the CPU model's gradients" \
+            "$BIN/trainer/test_llama_hf_emu" --device cuda --compute-dtype $dt --against-cpu \
+            "$work/hd32"
     done
 fi
 finish
