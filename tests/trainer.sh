@@ -150,6 +150,10 @@ run_fail "bf16 compute on the CPU" 20 "compute-dtype bf16 needs --device cuda" o
     --data "$work/data" --compute-dtype bf16
 run_fail "an unknown device" 20 "device: 'tpu' is not cpu or cuda" one --config tiny \
     --data "$work/data" --device tpu
+run_fail "an unknown attention" 20 "attention: 'sdpa' is not auto, flash or gemm" one \
+    --config tiny --data "$work/data" --attention sdpa
+run_fail "the tiled attention on the CPU" 20 "flash attention runs on CUDA in bf16" one \
+    --config tiny --data "$work/data" --attention flash
 if ! nvidia-smi -L > /dev/null 2>&1; then
     run_fail "--device cuda without a GPU" 20 \
         "device cuda: (no CUDA device is usable here|this sharc-llama was built without CUDA)" \
