@@ -148,6 +148,10 @@ static int wait_all(perf_check_job_t *j, sharc_request_h *reqs, int n, double t0
 
 /* ---- the copy test ----------------------------------------------------------------------- */
 
+/* The host copy runs for at least this long (and iters times), at most _MAX iterations. */
+#define PERF_CHECK_COPY_S 0.05
+#define PERF_CHECK_COPY_MAX 1000
+
 int perf_check_copy(perf_check_job_t *j, size_t size, int iters, double *gbps_per_rank)
 {
     double mine = 0;
@@ -158,18 +162,22 @@ int perf_check_copy(perf_check_job_t *j, size_t size, int iters, double *gbps_pe
     if (j->o->cuda) {
         mine = perf_cuda_copy_bw(j->recv, j->send, size, 1, iters);
     } else {
-        /* the best iteration: what the rank's memory path can do. A rank that shares its core
-         * is slowed in some iterations, not all; a slow socket or DIMM slows every one. */
-        double best = 0;
+        /* the median iteration over at least PERF_CHECK_COPY_S: what the rank's memory path
+         * does while every rank copies. A rank that shares its core, or starts before the
+         * others and copies alone for a while, is slowed or sped up in some iterations, not
+         * most (a best iteration favours a rank that happened to copy alone); a slow socket
+         * or DIMM slows every one. */
+        double t[PERF_CHECK_COPY_MAX], t_end;
+        int n = 0;
 
         memcpy(j->recv, j->send, size);
-        for (int i = 0; i < iters; i++) {
-            double t0 = perf_now(), t;
+        t_end = perf_now() + PERF_CHECK_COPY_S;
+        while (n < PERF_CHECK_COPY_MAX && (n < iters || perf_now() < t_end)) {
+            double t0 = perf_now();
             memcpy(j->recv, j->send, size);
-            t = perf_now() - t0;
-            best = (best == 0 || t < best) ? t : best;
+            t[n++] = perf_now() - t0;
         }
-        mine = (double)size / best / 1e9;
+        mine = (double)size / perf_median(t, (size_t)n) / 1e9;
     }
     return gather(j, &mine, 1, gbps_per_rank);
 }
