@@ -393,6 +393,11 @@ static sharc_status_t setup(int device)
     }
     cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, device);
     g.async_alloc = pools != 0;
+    if (cudaDeviceGetAttribute(&g.max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) !=
+        cudaSuccess) {
+        cudaGetLastError();
+        g.max_smem = 48 << 10; /* what every block may use */
+    }
     for (int i = 0; i < LLAMA_CUDA_STAGE_SLOTS; i++) {
         if (!ok(cudaEventCreateWithFlags(&g.stage[i].done, cudaEventDisableTiming),
                 "cudaEventCreate")) {

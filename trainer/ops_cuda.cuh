@@ -59,6 +59,7 @@ typedef struct {
     cudaStream_t stream;
     cublasHandle_t blas;
     int async_alloc; /* the device has stream-ordered allocation (cudaMallocAsync) */
+    int max_smem;    /* bytes of shared memory a block may opt in to (the tiled attention) */
     int failed;      /* an error was logged; to_host reports it */
     void *scratch[SCRATCH_LAST];
     size_t scratch_cap[SCRATCH_LAST];

@@ -35,11 +35,11 @@ sharc_status_t llama_cuda_pick_device(void);
 
 /**
  * @p tiled: the attention of the bf16 table is the memory-efficient tiled kernel (no T x T
- * buffers; for head sizes 32, 64 and 128, others materialize the probabilities); 0: it
- * materializes them with cuBLAS, as the f32 table always does. The device
- * llama_cuda_pick_device chose must be the one of @p comm's local rank (modulo the devices):
- * it is, unless the launcher set none of those variables and several GPUs are visible;
- * llama_cuda_open then fails, saying so.
+ * buffers; for head sizes 32, 64 and 128 whose tiles fit the GPU's shared memory, others
+ * materialize the probabilities); 0: it materializes them with cuBLAS, as the f32 table
+ * always does. The device llama_cuda_pick_device chose must be the one of @p comm's local
+ * rank (modulo the devices): it is, unless the launcher set none of those variables and
+ * several GPUs are visible; llama_cuda_open then fails, saying so.
  */
 sharc_status_t llama_cuda_open(sharc_comm_h comm, sharc_dtype_t act_dtype, int tiled,
                                const llama_ops_t **ops_p, void **stream_p);

@@ -14,9 +14,10 @@
  *             accumulates dQ over the key tiles up to the diagonal. No atomics: the result
  *             repeats bit for bit.
  * Shapes as the CPU op's (ops.h): q (B,T,H,hd), k, v (B,T,KV,hd); state: lse (B,H,T) f32;
- * scratch: D (B,H,T) f32. hd must be 32, 64 or 128 (flash_ok); other shapes take the
- * materialized path (ops_cuda_attn.cu). tests/trainer/test_ops_cuda_emu runs these kernels on
- * the host, through the emulation of tests/trainer/cuda_emu.h.
+ * scratch: D (B,H,T) f32. hd must be 32, 64 or 128, with tiles that fit the device's shared
+ * memory (flash_ok); other shapes take the materialized path (ops_cuda_attn.cu).
+ * tests/trainer/test_ops_cuda_emu runs these kernels on the host, through the emulation of
+ * tests/trainer/cuda_emu.h.
  */
 #include "ops_cuda.cuh"
 
@@ -384,9 +385,26 @@ __global__ void __launch_bounds__(FLASH_WARPS * 32)
     store_rows<HD>(dq + (size_t)b * T * qs + (size_t)h * HD, qs, r0, T, dq_acc, scale, Sw);
 }
 
+/* a head size the kernels have, whose tiles fit the device's shared memory (an H100 or A100
+ * takes all three; GPUs with 100 KiB a block, such as the L40S, not 128) */
+template <int HD> static size_t smem_bytes()
+{
+    size_t f = fwd_smem<HD>::bytes, b = bwd_smem<HD>::bytes;
+
+    return f > b ? f : b;
+}
+
 bool flash_ok(int hd)
 {
-    return hd == 32 || hd == 64 || hd == 128;
+    size_t need;
+
+    switch (hd) {
+    case 32: need = smem_bytes<32>(); break;
+    case 64: need = smem_bytes<64>(); break;
+    case 128: need = smem_bytes<128>(); break;
+    default: return false;
+    }
+    return need <= (size_t)g.max_smem;
 }
 
 /* ---- launches ------------------------------------------------------------------------------ */

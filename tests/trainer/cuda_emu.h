@@ -472,7 +472,10 @@ typedef enum {
     cudaMemcpyDeviceToHost,
     cudaMemcpyDeviceToDevice
 } cudaMemcpyKind;
-typedef enum { cudaDevAttrMemoryPoolsSupported } cudaDeviceAttr;
+typedef enum {
+    cudaDevAttrMemoryPoolsSupported,
+    cudaDevAttrMaxSharedMemoryPerBlockOptin
+} cudaDeviceAttr;
 typedef enum { cudaFuncAttributeMaxDynamicSharedMemorySize } cudaFuncAttribute;
 typedef enum { CUDA_R_32F = 0, CUDA_R_16BF = 14 } cudaDataType_t;
 #define cudaStreamNonBlocking  1
@@ -514,7 +517,7 @@ inline cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int d)
 }
 inline cudaError_t cudaDeviceGetAttribute(int *v, cudaDeviceAttr a, int d)
 {
-    *v = 1;
+    *v = a == cudaDevAttrMaxSharedMemoryPerBlockOptin ? 227 * 1024 : 1; /* an H100's */
     return cudaSuccess;
 }
 inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags)
