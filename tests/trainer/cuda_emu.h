@@ -515,9 +515,16 @@ inline cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int d)
     p->minor = 0;
     return cudaSuccess;
 }
+/* shared memory a block may opt in to: an H100's, or SHARCTEST_EMU_SMEM bytes (another GPU) */
+inline int emu_max_smem(void)
+{
+    const char *v = getenv("SHARCTEST_EMU_SMEM");
+
+    return v != NULL && *v != '\0' ? atoi(v) : 227 * 1024;
+}
 inline cudaError_t cudaDeviceGetAttribute(int *v, cudaDeviceAttr a, int d)
 {
-    *v = a == cudaDevAttrMaxSharedMemoryPerBlockOptin ? 227 * 1024 : 1; /* an H100's */
+    *v = a == cudaDevAttrMaxSharedMemoryPerBlockOptin ? emu_max_smem() : 1;
     return cudaSuccess;
 }
 inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags)
@@ -606,7 +613,7 @@ inline cudaError_t cudaEventDestroy(cudaEvent_t e)
 }
 template <typename K> inline cudaError_t cudaFuncSetAttribute(K k, cudaFuncAttribute a, int v)
 {
-    return v <= 227 * 1024 ? cudaSuccess : cudaErrorInvalidValue; /* an H100's most */
+    return v <= emu_max_smem() ? cudaSuccess : cudaErrorInvalidValue;
 }
 
 /* sharc_cuda.h's, for host buffers: the host waits */
