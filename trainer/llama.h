@@ -110,7 +110,9 @@ const llama_ops_t *llama_model_ops(const llama_model_t *model);
  * One micro-batch: forward, loss, backward; gradients are reduced (or, with @p sync 0,
  * accumulated unsharded) by the shard engine. @p tokens and @p targets are (B, T). The loss's
  * gradient is scaled by @p grad_scale (1 / micro-batches for accumulation). *loss_p: the mean
- * cross-entropy over this rank's B*T tokens.
+ * cross-entropy over this rank's tokens of the micro-batches since the last read, this one
+ * included; @p loss_p NULL: not read yet (on CUDA the host then does not wait for the device,
+ * so accumulation's micro-batches follow each other without a host sync).
  */
 sharc_status_t llama_model_step(llama_model_t *model, const int32_t *tokens, const int32_t *targets,
                                 float grad_scale, int sync, float *loss_p);

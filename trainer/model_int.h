@@ -78,6 +78,7 @@ struct llama_model {
     float *dh, *dg, *du;         /* (N,F) */
     float *datty, *dq, *dk, *dv; /* (N,H*hd), (N,KV*hd) */
     float *dscores;              /* (B,KV,T,T), or the ops' attention scratch */
+    int loss_batches;            /* micro-batches summed into loss and not read yet */
     void **bufs;                 /* every buffer above, for destroy */
     int nbufs, cap_bufs;
 };

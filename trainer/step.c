@@ -138,7 +138,10 @@ sharc_status_t llama_model_step(llama_model_t *m, const int32_t *tokens, const i
 
     STEP_CHECK(check_tokens(m, tokens, targets));
     STEP_CHECK(sharc_shard_set_sync(sg, sync));
-    m->ops->zero(m->loss, sizeof(double));
+    if (m->loss_batches == 0) {
+        m->ops->zero(m->loss, sizeof(double));
+    }
+    m->loss_batches++;
 
     /* forward */
     STEP_CHECK(sharc_shard_forward_begin(sg, 0));
@@ -184,8 +187,12 @@ sharc_status_t llama_model_step(llama_model_t *m, const int32_t *tokens, const i
 
     /* the loss for the log: on CUDA this waits for the micro-batch's compute (not for its
      * reductions, which the engine's streams carry on) */
-    STEP_CHECK(m->ops->to_host(&loss, m->loss, sizeof(loss)));
-    *loss_p = (float)(loss / N);
+    if (loss_p != NULL) {
+        int batches = m->loss_batches;
+        m->loss_batches = 0;
+        STEP_CHECK(m->ops->to_host(&loss, m->loss, sizeof(loss)));
+        *loss_p = (float)(loss / ((double)N * batches));
+    }
     return SHARC_OK;
 }
 
@@ -211,6 +218,7 @@ sharc_status_t llama_model_eval(llama_model_t *m, const int32_t *tokens, const i
 
     STEP_CHECK(check_tokens(m, tokens, targets));
     m->ops->zero(m->loss, sizeof(double));
+    m->loss_batches = 0; /* the buffer is eval's now: a training sum not read is dropped */
     STEP_CHECK(eval_unit(m, 0, w));
     m->ops->embed_fwd(m->xs[0], tokens, w[0], N, c->dim);
     STEP_CHECK(sharc_shard_reshard(m->group, 0));

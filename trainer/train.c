@@ -655,7 +655,8 @@ static void train_log_start(const train_t *t)
 }
 
 /* The micro-batches of one step through the model, and the step's reductions; the
- * summed loss over them in *loss_sum_p, the time spent reading data in *data_s_p. */
+ * summed loss over them in *loss_sum_p (read once, after the last), the time spent reading
+ * data in *data_s_p. */
 static sharc_status_t train_forward_backward(train_t *t, int step, double *loss_sum_p,
                                              double *data_s_p)
 {
@@ -671,9 +672,10 @@ static sharc_status_t train_forward_backward(train_t *t, int step, double *loss_
                                   t->run.batch, t->x, t->y);
         *data_s_p += llama_now() - td;
         if (status == SHARC_OK) {
+            int last = k == o->accum - 1;
             status =
-                llama_model_step(t->model, t->x, t->y, 1.0f / o->accum, k == o->accum - 1, &loss);
-            *loss_sum_p += loss;
+                llama_model_step(t->model, t->x, t->y, 1.0f / o->accum, last, last ? &loss : NULL);
+            *loss_sum_p += last ? (double)loss * o->accum : 0.0;
         }
     }
     if (status == SHARC_OK) {
