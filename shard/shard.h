@@ -22,6 +22,7 @@
 #include "../coll/api.h"
 #include "../kernels/kernels.h"
 #include "../core/comm.h"
+#include "shard_plan.h"
 
 /* Where a unit's parameters are. */
 typedef enum {
@@ -71,11 +72,9 @@ typedef struct sharc_shard_unit {
     float **state;        /* [group->nstates][shard] */
 
     sharc_shard_pstate_t pstate;
-    void *pbuf; /* [padded] param dtype, while not SHARDED */
-    sharc_shard_op_t ag;
-    int prefetched; /* gathered ahead of its begin, and not used yet */
-    int in_use;     /* between a begin and its end */
-    double t_begun; /* trace: when its last begin returned */
+    void *pbuf;          /* [padded] param dtype, while not SHARDED */
+    sharc_shard_op_t ag; /* (prefetched, in use: the group's plan says, g->plan.units[id]) */
+    double t_begun;      /* trace: when its last begin returned */
 
     sharc_shard_gstate_t gstate;
     void *gbuf; /* [padded] reduce dtype, while not NONE */
@@ -144,8 +143,10 @@ struct sharc_shard_group {
     sharc_dtype_t pdtype, rdtype;
     size_t pesize, resize;
     sharc_op_t grad_op;
-    /* prefetch: the depth in use (with auto, the adaptive one's current value) */
-    int prefetch, max_unsharded, reshard_after_forward;
+    /* the schedule and its decisions (shard_plan.c; shard_sched.c keeps its calls): the
+     * prefetch depth in use (with auto, the adaptive one's current value), max_unsharded,
+     * reshard_after_forward, the orders, the cursor, passes, units unsharded (alive) */
+    sharc_shard_plan_t plan;
     int prefetch_auto; /* SHARC_SHARD_PREFETCH=auto: the depth follows the waits (shard_auto.c) */
     struct sharc_shard_auto *autop; /* its state, or NULL */
     int sync;                       /* backward_end reduces (set_sync) */
@@ -158,17 +159,6 @@ struct sharc_shard_group {
     int nstates;
     char **state_names;
 
-    /* the schedule (shard_sched.c): per phase, the order in use and the one being seen */
-    int *order[SHARC_SHARD_PHASE_LAST], norder[SHARC_SHARD_PHASE_LAST];
-    int order_set[SHARC_SHARD_PHASE_LAST]; /* set by the caller: never re-recorded */
-    int *seen[SHARC_SHARD_PHASE_LAST], nseen[SHARC_SHARD_PHASE_LAST];
-    int cursor; /* entries of forward-then-backward begun this pass */
-    /* passes (micro-batches) of this step: a forward begun after a backward starts the next
-     * one, which follows the schedule from its start; the first pass is the one recorded */
-    int pass, pass_backward;
-    int sched_ok; /* this step has followed the schedule so far: prefetch along it */
-
-    int alive;                         /* units not SHARDED */
     sharc_shard_unit_t *rhead, *rtail; /* reductions in flight, in posting order */
 
     sharc_shard_buf_t *bufs; /* every unsharded buffer, at most pool_max of them pooled */
@@ -287,8 +277,10 @@ SHARC_HIDDEN void sharc_shard_free_retired(sharc_shard_group_t *g);
 
 /* ---- a unit's parameters (shard_unit.c) ----------------------------------------------- */
 
-/* Post the unit's all-gather (it is SHARDED and a slot is free). */
-SHARC_HIDDEN sharc_status_t sharc_shard_gather(sharc_shard_group_t *g, sharc_shard_unit_t *u);
+/* Post the unit's all-gather (it is SHARDED and a slot is free; @p prefetched: ahead of its
+ * begin, along the schedule). */
+SHARC_HIDDEN sharc_status_t sharc_shard_gather(sharc_shard_group_t *g, sharc_shard_unit_t *u,
+                                               int prefetched);
 
 /* The unit's all-gather, done for @p stream (CUDA) or the host: it is GATHERED. */
 SHARC_HIDDEN sharc_status_t sharc_shard_wait_gather(sharc_shard_group_t *g, sharc_shard_unit_t *u,
@@ -371,9 +363,10 @@ SHARC_HIDDEN void sharc_shard_buf_free_all(sharc_shard_group_t *g);
  * whether a recorded order changed (the first recording does not count). */
 SHARC_HIDDEN int sharc_shard_sched_step(sharc_shard_group_t *g);
 
-/* Note the begin of (phase, unit): record it, and move the cursor past its entry (or leave
- * the schedule for the rest of the step when it is not the next entry). */
-SHARC_HIDDEN void sharc_shard_sched_seen(sharc_shard_group_t *g, int phase, int unit);
+/* A begin of (phase, unit): a forward after a backward starts the next pass; record it, and
+ * move the cursor past its entry (or leave the schedule for the rest of the step when it is
+ * not the next entry). */
+SHARC_HIDDEN void sharc_shard_sched_begin(sharc_shard_group_t *g, int phase, int unit);
 
 /* Entries of the schedule: the forward order, then the backward order; entry @p e. */
 SHARC_HIDDEN int sharc_shard_sched_entries(const sharc_shard_group_t *g);

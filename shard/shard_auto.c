@@ -140,8 +140,8 @@ sharc_status_t sharc_shard_auto_create(sharc_shard_group_t *g)
         return SHARC_ERR_NOMEM;
     }
     /* the bound admits the unit in use and max_unsharded - 1 ahead */
-    sharc_shard_auto_init(&g->autop->s, g->max_unsharded - 1);
-    g->prefetch = g->autop->s.depth;
+    sharc_shard_auto_init(&g->autop->s, g->plan.max_unsharded - 1);
+    g->plan.prefetch = g->autop->s.depth;
     return SHARC_OK;
 }
 
@@ -192,7 +192,7 @@ sharc_status_t sharc_shard_auto_apply(sharc_shard_group_t *g)
                    sharc_shard_auto_why(a->s.why));
         sharc_shard_trace_depth(g, old, a->s.depth, a->s.why);
     }
-    g->prefetch = a->s.depth;
+    g->plan.prefetch = a->s.depth;
     return SHARC_OK;
 }
 
