@@ -60,6 +60,7 @@ typedef struct {
     char name[64];
     int nodes, gpus_per_node;
     double intra_bw, intra_lat; /* per GPU inside a node: bytes/s (bus bandwidth), s per step */
+    double intra_rs_bw;         /* reduce-scatter's, where the reduction costs (0: intra_bw) */
     int nics;                   /* per node */
     double nic_bw, nic_lat;     /* per NIC: bytes/s line rate, s per step */
     double nic_eff;             /* share of the line rate collectives reach */
@@ -68,7 +69,7 @@ typedef struct {
     double unit_fwd_s;          /* > 0: measured forward per transformer block (overrides) */
     int queues;                 /* see pred_sched_t */
     double call_s;
-    double optim_s;
+    double optim_s; /* the optimizer over the whole model on one GPU; a rank takes its shard's */
 } pred_cluster_t;
 
 typedef enum { PRED_ALGO_AUTO, PRED_ALGO_RING, PRED_ALGO_HIER } pred_algo_t;

@@ -23,6 +23,12 @@ static double pred_inter_bw(const pred_cluster_t *c)
     return c->nics * c->nic_bw * c->nic_eff / (c->gpus_per_node > 0 ? c->gpus_per_node : 1);
 }
 
+/* Inside a node, the reduce-scatter's bandwidth (a CPU's reduction costs; a GPU's hardly). */
+static double pred_rs_bw(const pred_cluster_t *c)
+{
+    return c->intra_rs_bw > 0 ? c->intra_rs_bw : c->intra_bw;
+}
+
 /* A ring of @p n ranks: (n-1) steps of alpha, (n-1)/n of the bytes at @p bw (all-gather,
  * reduce-scatter; an all-reduce is both, twice). */
 static double pred_ring(int n, double bytes, double alpha, double bw, int twice)
@@ -43,7 +49,8 @@ double pred_coll_time(const pred_cluster_t *c, pred_algo_t algo, pred_coll_t typ
         return 0;
     }
     if (nn == 1) { /* inside one node */
-        return pred_ring(g, bytes, c->intra_lat, c->intra_bw, type == PRED_AR);
+        return pred_ring(g, bytes, c->intra_lat, type == PRED_AG ? c->intra_bw : pred_rs_bw(c),
+                         type == PRED_AR);
     }
     if (g == 1) { /* one rank per node: between nodes only */
         return pred_ring(nn, bytes, c->nic_lat, binter, type == PRED_AR);
@@ -122,7 +129,7 @@ int pred_sched_build(const pred_model_t *m, const pred_cluster_t *c, const pred_
     s->queues = c->queues;
     s->passes = e->passes > 0 ? e->passes : 1;
     s->call_s = c->call_s;
-    s->optim_s = c->optim_s;
+    s->optim_s = c->optim_s / (sg.nodes * sg.per_node); /* each rank steps its shard */
     for (int u = 0; u < n; u++) {
         pred_unit_t *pu = &s->units[u];
         double count, fl; /* parameters; forward FLOPs per token */

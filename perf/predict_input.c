@@ -252,7 +252,7 @@ void pred_cluster_print(FILE *out, const pred_cluster_t *c)
 {
     fprintf(out,
             "# cluster %s: %d node(s) x %d GPUs; inside a node %.0f GB/s, %.1f us per step; "
-            "%d NIC(s) x %.0f Gb/s at %.0f%%, %.1f us; peak %.0f TFLOPS, compute at %.0f%% of "
+            "%d NIC(s) x %.0f Gb/s at %.0f%%, %.1f us; peak %.3g TFLOPS, compute at %.0f%% of "
             "it%s; queues %d\n",
             c->name, c->nodes, c->gpus_per_node, c->intra_bw / 1e9, c->intra_lat * 1e6, c->nics,
             c->nic_bw * 8 / 1e9, c->nic_eff * 100, c->nic_lat * 1e6, c->peak_flops / 1e12,
@@ -294,6 +294,8 @@ int pred_cluster_set(pred_cluster_t *c, const char *key, const char *value, cons
         c->gpus_per_node = (int)v;
     } else if (strcmp(key, "intra_GBps") == 0) {
         c->intra_bw = v * 1e9;
+    } else if (strcmp(key, "intra_rs_GBps") == 0) {
+        c->intra_rs_bw = v * 1e9;
     } else if (strcmp(key, "intra_lat_us") == 0) {
         c->intra_lat = v * 1e-6;
     } else if (strcmp(key, "nics") == 0) {

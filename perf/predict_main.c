@@ -18,6 +18,7 @@
 
 typedef struct {
     const char *model, *cluster, *topo, *json, *plot, *sweep;
+    int vocab;
     int nodes[PRED_MAX_ROWS], nnodes;
 } pred_opts_t;
 
@@ -27,6 +28,8 @@ static void pred_usage(FILE *out)
             "usage: sharc-perf predict [options]   (a prediction, not a measurement)\n"
             "  -m, --model M          named model, FILE.json (Hugging Face config), or\n"
             "                         synthetic:U:P (default llama2-7b; --list-models)\n"
+            "      --vocab V          the named model with another vocabulary (the trainer's\n"
+            "                         small ones take the data's)\n"
             "  -b, --batch N          sequences per GPU per micro-batch (default 1)\n"
             "  -t, --seq N            tokens per sequence (default 4096)\n"
             "      --accum N          micro-batches per step (default 1)\n"
@@ -197,7 +200,8 @@ enum {
     OPT_ALGO,
     OPT_SWEEP,
     OPT_PLOT,
-    OPT_LIST
+    OPT_LIST,
+    OPT_VOCAB
 };
 
 int perf_predict_main(int argc, char **argv)
@@ -224,6 +228,7 @@ int perf_predict_main(int argc, char **argv)
         {"json", required_argument, NULL, 'J'},
         {"plot", required_argument, NULL, OPT_PLOT},
         {"list-models", no_argument, NULL, OPT_LIST},
+        {"vocab", required_argument, NULL, OPT_VOCAB},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -306,6 +311,10 @@ int perf_predict_main(int argc, char **argv)
         case 'J': o.json = optarg; break;
         case OPT_PLOT: o.plot = optarg; break;
         case OPT_LIST: pred_model_list(stdout); return 0;
+        case OPT_VOCAB:
+            o.vocab = atoi(optarg);
+            bad |= o.vocab < 1;
+            break;
         case 'h': pred_usage(stdout); return 0;
         default: bad = 1;
         }
@@ -317,6 +326,9 @@ int perf_predict_main(int argc, char **argv)
     if (pred_model_load(o.model, &m) != 0 || pred_cluster_load(o.cluster, &c) != 0 ||
         (o.topo != NULL && pred_cluster_from_topo(o.topo, &c) != 0)) {
         return 2;
+    }
+    if (o.vocab > 0 && m.syn_params == 0) {
+        m.vocab = o.vocab;
     }
     for (int i = 0; i < nsets; i++) {
         char key[64];
