@@ -31,6 +31,10 @@ typedef struct {
     int queues;                /* 2: reductions on a queue beside the gathers'; 1: one queue */
     int passes;                /* micro-batches per step (gradient accumulation), >= 1 */
     double call_s;             /* the engine's cost on the caller's thread per begin/end */
+    /* the compute is CPU work on the cores that also run the collectives' copies and
+     * reductions, with no core to spare: they cannot overlap, and the step is at least
+     * compute plus communication */
+    int shared_cores;
     double optim_s;            /* the optimizer after finish */
 } pred_sched_t;
 
@@ -68,6 +72,7 @@ typedef struct {
     double mfu;                 /* the compute's achieved share of the peak */
     double unit_fwd_s;          /* > 0: measured forward per transformer block (overrides) */
     int queues;                 /* see pred_sched_t */
+    int shared_cores;           /* the compute runs on the cores that copy (a CPU trainer) */
     double call_s;
     double optim_s; /* the optimizer over the whole model on one GPU; a rank takes its shard's */
 } pred_cluster_t;

@@ -127,6 +127,7 @@ int pred_sched_build(const pred_model_t *m, const pred_cluster_t *c, const pred_
     s->max_unsharded = e->max_unsharded;
     s->reshard_after_forward = e->reshard_after_forward;
     s->queues = c->queues;
+    s->shared_cores = c->shared_cores;
     s->passes = e->passes > 0 ? e->passes : 1;
     s->call_s = c->call_s;
     s->optim_s = c->optim_s / (sg.nodes * sg.per_node); /* each rank steps its shard */

@@ -220,11 +220,14 @@ static const pred_cluster_t pred_presets[] = {
      .queues = 2,
      .call_s = 20e-6},
     /* this machine: ranks are processes on one host, collectives over shared memory; the
-     * numbers are tools/bench-predict.sh's fit (docs/perf.md), compute is measured */
+     * numbers are tools/bench-predict.sh's fit (docs/perf.md), compute is measured. One
+     * queue: on the host one progress thread per rank drives the gathers' lane and the
+     * reductions' lane alike (shard/shard.h), so they share its time */
     {.name = "local",
      .nodes = 1,
      .gpus_per_node = 2,
-     .intra_bw = 2.0e9,
+     .intra_bw = 3.4e9,
+     .intra_rs_bw = 2.4e9,
      .intra_lat = 30e-6,
      .nics = 0,
      .nic_bw = 0,
@@ -232,7 +235,7 @@ static const pred_cluster_t pred_presets[] = {
      .nic_eff = 1,
      .peak_flops = 0,
      .mfu = 1,
-     .queues = 2,
+     .queues = 1,
      .call_s = 10e-6},
 };
 #define PRED_NPRESETS (sizeof(pred_presets) / sizeof(pred_presets[0]))
@@ -314,6 +317,10 @@ int pred_cluster_set(pred_cluster_t *c, const char *key, const char *value, cons
         c->unit_fwd_s = v * 1e-3;
     } else if (strcmp(key, "queues") == 0 && (v == 1 || v == 2)) {
         c->queues = (int)v;
+    } else if (strcmp(key, "shared_cores") == 0 && (v == 0 || v == 1)) {
+        c->shared_cores = (int)v;
+    } else if (strcmp(key, "shared_cores") == 0 && (v == 0 || v == 1)) {
+        c->shared_cores = (int)v;
     } else if (strcmp(key, "call_us") == 0) {
         c->call_s = v * 1e-6;
     } else if (strcmp(key, "optim_ms") == 0) {

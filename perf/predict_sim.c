@@ -207,6 +207,9 @@ int pred_simulate(const pred_sched_t *s, pred_step_t *out)
     /* per pass each unit's compute and its four calls (begin and end, forward and backward) */
     compute = (compute + 4.0 * n * s->call_s) * (s->passes > 0 ? s->passes : 1) + s->optim_s;
     m.st.step_s = m.now - t0;
+    if (s->shared_cores && m.st.step_s < compute + m.st.comm_s) {
+        m.st.step_s = compute + m.st.comm_s;
+    }
     m.st.compute_s = compute;
     m.st.exposed_s = m.st.step_s - compute;
     *out = m.st;
