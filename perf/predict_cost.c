@@ -56,8 +56,10 @@ double pred_coll_time(const pred_cluster_t *c, pred_algo_t algo, pred_coll_t typ
         return pred_ring(nn, bytes, c->nic_lat, binter, type == PRED_AR);
     }
     if (algo == PRED_ALGO_RING) {
-        /* one ring over every rank: each step waits for its slowest link */
-        double bw = binter < c->intra_bw ? binter : c->intra_bw;
+        /* one ring over every rank (as many rings as NICs): each step waits for its slowest
+         * link; a ring enters and leaves a node once, so all of the node's NICs carry it */
+        double bnode = binter * c->gpus_per_node;
+        double bw = bnode < c->intra_bw ? bnode : c->intra_bw;
         double alpha = c->nic_lat > c->intra_lat ? c->nic_lat : c->intra_lat;
 
         return pred_ring(n, bytes, alpha, bw, type == PRED_AR);
