@@ -212,6 +212,31 @@ static void test_cluster_file(void)
     unlink(path);
 }
 
+/* --from-topo: sharc-topo's JSON sets the node part (json-c builds only) */
+static void test_from_topo(void)
+{
+#ifdef HAVE_JSONC
+    char path[] = "/tmp/test_predict_topo_XXXXXX";
+    int fd = mkstemp(path);
+    pred_cluster_t c;
+    FILE *f = fdopen(fd, "w");
+
+    fprintf(f, "{\"gpus\": [{}, {}, {}, {}], \"intra\": \"NVLink\", \"nics\": ["
+               "{\"ports\": [{\"active\": true, \"rate_gbps\": 200.0}]},"
+               "{\"ports\": [{\"active\": false, \"rate_gbps\": 200.0}]},"
+               "{\"ports\": [{\"active\": true, \"rate_gbps\": 200.0}]}]}\n");
+    fclose(f);
+    CHECK(pred_cluster_preset("p5", &c) == 0);
+    CHECK(pred_cluster_from_topo(path, &c) == 0);
+    CHECK(c.gpus_per_node == 4 && c.nics == 2 && NEAR(c.nic_bw, 25e9) && NEAR(c.intra_bw, 150e9));
+    f = fopen(path, "w");
+    fprintf(f, "{\"not\": \"topo\"}\n");
+    fclose(f);
+    CHECK(pred_cluster_from_topo(path, &c) != 0);
+    unlink(path);
+#endif
+}
+
 int main(void)
 {
     test_pure_compute();
@@ -222,5 +247,6 @@ int main(void)
     test_cost();
     test_models();
     test_cluster_file();
+    test_from_topo();
     return check_result("test_predict");
 }
