@@ -20,6 +20,7 @@
 typedef struct {
     double fwd_s, bwd_s;
     double ag_s, rs_s, ar_s;
+    double grads_s; /* the engine zeroing the unit's gradient buffer, on the caller's time */
 } pred_unit_t;
 
 typedef struct {
@@ -75,6 +76,7 @@ typedef struct {
     int shared_cores;           /* the compute runs on the cores that copy (a CPU trainer) */
     double call_s;
     double optim_s; /* the optimizer over the whole model on one GPU; a rank takes its shard's */
+    double mem_bw;  /* bytes/s the caller's stream writes memory at (0: free) */
 } pred_cluster_t;
 
 typedef enum { PRED_ALGO_AUTO, PRED_ALGO_RING, PRED_ALGO_HIER } pred_algo_t;

@@ -164,6 +164,7 @@ int pred_sched_build(const pred_model_t *m, const pred_cluster_t *c, const pred_
         pu->rs_s = pred_coll_time(c, e->algo, PRED_RS, &sg, padded * e->rbytes);
         pu->ar_s =
             pred_coll_time(c, e->algo, PRED_AR, &rg, padded / (sg.nodes * sg.per_node) * e->rbytes);
+        pu->grads_s = c->mem_bw > 0 ? padded * e->rbytes / c->mem_bw : 0;
     }
     return 0;
 }

@@ -323,6 +323,8 @@ int pred_cluster_set(pred_cluster_t *c, const char *key, const char *value, cons
         c->shared_cores = (int)v;
     } else if (strcmp(key, "call_us") == 0) {
         c->call_s = v * 1e-6;
+    } else if (strcmp(key, "mem_GBps") == 0) {
+        c->mem_bw = v * 1e9;
     } else if (strcmp(key, "optim_ms") == 0) {
         c->optim_s = v * 1e-3;
     } else {

@@ -107,6 +107,7 @@ static int sim_begin(sim_t *m, int phase, int unit)
     sim_prefetch(m);
     if (phase == SHARC_SHARD_PLAN_BACKWARD) {
         sim_wait(m, m->red_end[unit], 0); /* the last micro-batch's reduction */
+        m->now += m->s->units[unit].grads_s; /* its gradient buffer, zeroed */
     }
     return 0;
 }
@@ -202,7 +203,7 @@ int pred_simulate(const pred_sched_t *s, pred_step_t *out)
         goto out;
     }
     for (int u = 0; u < n; u++) {
-        compute += s->units[u].fwd_s + s->units[u].bwd_s;
+        compute += s->units[u].fwd_s + s->units[u].bwd_s + s->units[u].grads_s;
     }
     /* per pass each unit's compute and its four calls (begin and end, forward and backward) */
     compute = (compute + 4.0 * n * s->call_s) * (s->passes > 0 ? s->passes : 1) + s->optim_s;

@@ -51,7 +51,8 @@ train() { # train NAME RANKS
 }
 for r in $(seq 1 "$reps"); do
     for c in allgather reduce_scatter; do
-        "${mpi[@]}" "$perf" $c -b 1M -e 32M -f 2 -n 10 -w 3 -R 1 -c 0 -J "$out/${c}_$r.json" \
+        "${mpi[@]}" "$perf" $c -b 1M -e 32M -f 2 -n 10 -w 3 -R 1 -c 0 --vs-memcpy \
+            -J "$out/${c}_$r.json" \
             > /dev/null
     done
     train "calib_$r" 1
@@ -91,6 +92,9 @@ pred = {n: [] for n in names}
 meas = {n: [] for n in names}
 for r in range(1, reps + 1):
     a_ag, bw_ag = fit("%s/allgather_%d.json" % (out, r))
+    # the caller's memory bandwidth (the engine zeroes gradient buffers): one thread's memcpy
+    # of the largest size, measured in the same run
+    mem = json.load(open("%s/allgather_%d.json" % (out, r)))["results"][-1]["memcpy_gbps"]
     a_rs, bw_rs = fit("%s/reduce_scatter_%d.json" % (out, r))
     cal = steps("%s/calib_%d.jsonl" % (out, r))
     # the forward and backward's compute rate: the trainer's FLOPs (mfu x peak x step) over
@@ -99,11 +103,11 @@ for r in range(1, reps + 1):
     rate = med([s["mfu"] * peak * s["step_s"] / (s["compute_s"] - s["optim_s"]) for s in cal])
     optim = med([s["optim_s"] for s in cal])
     print("round %d fit: all-gather alpha %.1f us, %.2f GB/s; reduce-scatter alpha %.1f us, "
-          "%.2f GB/s; compute %.1f GFLOP/s (GEMM peak %.1f); optimizer %.1f ms"
-          % (r, a_ag * 1e6, bw_ag / 1e9, a_rs * 1e6, bw_rs / 1e9, rate / 1e9, peak / 1e9,
+          "%.2f GB/s; memcpy %.2f GB/s; compute %.1f GFLOP/s (GEMM peak %.1f); optimizer %.1f ms"
+          % (r, a_ag * 1e6, bw_ag / 1e9, a_rs * 1e6, bw_rs / 1e9, mem, rate / 1e9, peak / 1e9,
              optim * 1e3))
     base = ["--set", "intra_GBps=%g" % (bw_ag / 1e9), "--set", "intra_rs_GBps=%g" % (bw_rs / 1e9),
-            "--set", "intra_lat_us=%g" % (a_ag * 1e6), "-N", "1"]
+            "--set", "intra_lat_us=%g" % (a_ag * 1e6), "--set", "mem_GBps=%g" % mem, "-N", "1"]
     # sharc-perf overlap: its compute per forward unit is set in the run (4 x an all-gather)
     txt = open("%s/overlap_%d.txt" % (out, r)).read()
     fwd = float(re.search(r"sleep ([0-9.]+) ms per forward unit", txt).group(1))
