@@ -107,7 +107,7 @@ for r in range(1, reps + 1):
           % (r, a_ag * 1e6, bw_ag / 1e9, a_rs * 1e6, bw_rs / 1e9, mem, rate / 1e9, peak / 1e9,
              optim * 1e3))
     base = ["--set", "intra_GBps=%g" % (bw_ag / 1e9), "--set", "intra_rs_GBps=%g" % (bw_rs / 1e9),
-            "--set", "intra_lat_us=%g" % (a_ag * 1e6), "--set", "mem_GBps=%g" % mem, "-N", "1"]
+            "--set", "intra_lat_us=%g" % (a_ag * 1e6), "-N", "1"]
     # sharc-perf overlap: its compute per forward unit is set in the run (4 x an all-gather)
     txt = open("%s/overlap_%d.txt" % (out, r)).read()
     fwd = float(re.search(r"sleep ([0-9.]+) ms per forward unit", txt).group(1))
@@ -121,7 +121,10 @@ for r in range(1, reps + 1):
     model = ["-m", config, "--vocab", str(vocab), "-b", str(batch), "-t", str(seq),
              "--param-dtype", "f32", "--reduce-dtype", "f32", "--set",
              "peak_tflops=%g" % (rate / 1e12), "--set", "mfu=1", "--set",
-             "optim_ms=%g" % (optim * 1e3), "--set", "shared_cores=1"]
+             "optim_ms=%g" % (optim * 1e3), "--set", "shared_cores=1",
+             # the trainer's gradient buffers are zeroed by the engine (sharc-perf overlap
+             # writes every gradient itself, assign_grads: nothing to zero there)
+             "--set", "mem_GBps=%g" % mem]
     for n, name in ((1, names[2]), (2, names[3])):
         pred[name].append(predict(base, model + ["--set", "gpus_per_node=%d" % n]))
         meas[name].append(med([s["step_s"] for s in steps("%s/t%d_%d.jsonl" % (out, n, r))]))
