@@ -415,53 +415,7 @@ SHARC_HIDDEN void sharc_shard_stats_free(sharc_shard_group_t *g);
 
 /* ---- adaptive prefetch (shard_auto.c) -------------------------------------------------- */
 
-/* The most units auto prefetch gathers ahead when max_unsharded is derived (0). */
-#define SHARC_SHARD_AUTO_DEPTH_MAX 3
-
-/*
- * What one step tells the depth decision, every value the same on every rank: the longest
- * any rank waited for all-gathers and the longest step (agreed by an all-reduce of the
- * maximum), and counts that follow from the calls and the schedule alone.
- */
-typedef struct {
-    double gather_wait_s, step_s;
-    int evictions; /* prefetched units released unused at the bound */
-    int deferred;  /* prefetches the bound held back */
-    int followed;  /* the step followed a recorded schedule (prefetch ran along it) */
-    int reset;     /* the schedule was recorded anew at the step's end */
-} sharc_shard_auto_input_t;
-
-/* Why the depth changed (sharc_shard_auto_why names them). */
-typedef enum {
-    SHARC_SHARD_AUTO_START,  /* the depth it starts from */
-    SHARC_SHARD_AUTO_RAISE,  /* gathers were waited for, and the bound admits one more */
-    SHARC_SHARD_AUTO_REVERT, /* the last raise did not cut the waits: back, and stay */
-    SHARC_SHARD_AUTO_MEMORY, /* the bound evicted or held back prefetches: one less, and stay */
-    SHARC_SHARD_AUTO_RESET,  /* the schedule was recorded anew: explore again from here */
-    SHARC_SHARD_AUTO_WHY_LAST
-} sharc_shard_auto_why_t;
-
-SHARC_HIDDEN const char *sharc_shard_auto_why(int why);
-
-/* The decision's state: a pure function of the inputs so far, the same on every rank. */
-typedef struct {
-    int depth;          /* in use */
-    int cap;            /* the most the memory bound admits: max_unsharded - 1 */
-    int settled;        /* raising stopped: it no longer helped, or memory is the limit */
-    int trial;          /* the depth was raised: the next window checks that it helped */
-    double wait_before; /* the window's least gather wait before the raise under trial */
-    int why;            /* sharc_shard_auto_why_t of the last change */
-    /* the agreed gather waits and step times of the last steps at this depth */
-    double hist_wait[2], hist_step[2];
-    int nhist;
-} sharc_shard_auto_state_t;
-
-/* Start at depth 1 under a cap of @p cap (>= 1). */
-SHARC_HIDDEN void sharc_shard_auto_init(sharc_shard_auto_state_t *s, int cap);
-
-/* One step's inputs: the depth for the next step (s->depth). Returns whether it changed. */
-SHARC_HIDDEN int sharc_shard_auto_decide(sharc_shard_auto_state_t *s,
-                                         const sharc_shard_auto_input_t *in);
+/* (The decision's types and its pure function are the planner's: shard_plan.h.) */
 
 /* The group's adaptive prefetch: state and the agreement in flight (NULL: not auto). */
 SHARC_HIDDEN sharc_status_t sharc_shard_auto_create(sharc_shard_group_t *g);
