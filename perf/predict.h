@@ -26,7 +26,7 @@ typedef struct {
 typedef struct {
     int nunits;
     pred_unit_t *units;
-    int prefetch;              /* the engine's depth */
+    int prefetch;              /* the engine's depth; < 0: auto (SHARC_SHARD_PREFETCH=auto) */
     int max_unsharded;         /* 0: derived as the engine derives it */
     int reshard_after_forward; /* 1 as the engine's default */
     int queues;                /* 2: reductions on a queue beside the gathers'; 1: one queue */
@@ -36,7 +36,7 @@ typedef struct {
      * reductions, with no core to spare: they cannot overlap, and the step is at least
      * compute plus communication */
     int shared_cores;
-    double optim_s;            /* the optimizer after finish */
+    double optim_s; /* the optimizer after finish */
 } pred_sched_t;
 
 typedef struct {
@@ -46,6 +46,7 @@ typedef struct {
     double exposed_s; /* step - compute: the caller waited for communication */
     double gather_wait_s;
     int gathers, prefetches, evictions, deferred, peak_unsharded;
+    int depth; /* the prefetch depth of this step (auto: where the engine's decision put it) */
 } pred_step_t;
 
 /* Replay one step (after a recording step) through the engine's plan. 0, or -1 with a

@@ -457,8 +457,9 @@ int pred_cluster_from_topo(const char *path, pred_cluster_t *c)
         c->nics = nnics;
         c->nic_bw = gbps / nnics * 1e9 / 8;
     }
-    fprintf(stdout, "# from %s: %d GPUs, inside the node %s, %d NIC(s) with an active port, %.0f "
-                    "Gb/s in all%s\n",
+    fprintf(stdout,
+            "# from %s: %d GPUs, inside the node %s, %d NIC(s) with an active port, %.0f "
+            "Gb/s in all%s\n",
             path, ngpus, cls[0] ? cls : "unknown", nnics, gbps,
             nnics > 0 ? "" : " (the cluster's NICs kept)");
     json_object_put(root);

@@ -38,7 +38,8 @@ static void pred_usage(FILE *out)
             "      --from-topo FILE   the node part from sharc-topo --json output\n"
             "      --set KEY=VALUE    a cluster key (e.g. nics=16, mfu=0.4, unit_fwd_ms=2)\n"
             "  -N, --nodes LIST       node counts, e.g. 1,2,4,8,16 (default)\n"
-            "      --prefetch N       the engine's prefetch depth (default 1)\n"
+            "      --prefetch N|auto  the engine's prefetch depth (default 1); auto: the\n"
+            "                         engine's adaptive depth, its own decision replayed\n"
             "      --max-unsharded N  the bound on unsharded units (default: derived)\n"
             "      --reshard-after-forward 0|1  (default 1)\n"
             "      --layers-per-unit N  transformer blocks per unit (default 1)\n"
@@ -98,6 +99,9 @@ static int pred_variants(const char *sweep, const pred_cluster_t *c, const pred_
             v[n].e.max_unsharded = 0;
             snprintf(v[n].label, sizeof(v[n].label), "prefetch %d", d);
         }
+        v[n] = (pred_variant_t){"prefetch auto", *c, *e};
+        v[n].e.prefetch = -1;
+        v[n++].e.max_unsharded = 0;
     } else if (strcmp(sweep, "hsdp") == 0) {
         v[n] = (pred_variant_t){"full sharding", *c, *e};
         v[n++].e.shard_size = 0;
@@ -129,11 +133,12 @@ static void pred_json_row(FILE *f, const char *label, const pred_row_t *r, int l
             "\"compute_s\": %.6g, \"comm_s\": %.6g, \"exposed_s\": %.6g, "
             "\"tokens_per_s_per_gpu\": %.6g, \"mfu\": %.4f, \"scaling_efficiency\": %.4f, "
             "\"unit_allgather_s\": %.6g, \"unit_reduce_scatter_s\": %.6g, \"prefetches\": %d, "
-            "\"evictions\": %d, \"deferred\": %d, \"peak_unsharded\": %d}%s\n",
+            "\"evictions\": %d, \"deferred\": %d, \"peak_unsharded\": %d, "
+            "\"prefetch_depth\": %d}%s\n",
             label, r->nodes, r->gpus, r->step.step_s, r->step.compute_s, r->step.comm_s,
             r->step.exposed_s, r->tokens_per_s_gpu, r->mfu, r->efficiency, r->ag_s, r->rs_s,
             r->step.prefetches, r->step.evictions, r->step.deferred, r->step.peak_unsharded,
-            last ? "" : ",");
+            r->step.depth, last ? "" : ",");
 }
 
 static int pred_plot(const char *png, const pred_variant_t *v, int nv, const pred_row_t *rows,
@@ -242,6 +247,7 @@ int perf_predict_main(int argc, char **argv)
                        .pbytes = 2,
                        .rbytes = 4};
     const char *sets[32];
+    char depth[16];
     int nsets = 0, opt, bad = 0;
     pred_model_t m;
     pred_cluster_t c;
@@ -276,8 +282,8 @@ int perf_predict_main(int argc, char **argv)
             break;
         case 'N': bad |= pred_parse_nodes(optarg, &o) != 0; break;
         case OPT_PREFETCH:
-            e.prefetch = atoi(optarg);
-            bad |= e.prefetch < 0;
+            e.prefetch = strcmp(optarg, "auto") == 0 ? -1 : atoi(optarg);
+            bad |= e.prefetch < 0 && strcmp(optarg, "auto") != 0;
             break;
         case OPT_MAXU:
             e.max_unsharded = atoi(optarg);
@@ -355,14 +361,16 @@ int perf_predict_main(int argc, char **argv)
            "seq %d per GPU, %d micro-batch(es)\n",
            m.name, pred_model_params(&m) / 1e9, e.batch, e.seq, e.passes);
     pred_cluster_print(stdout, &c);
-    printf("# engine: prefetch %d, max_unsharded %d%s, %s after forward, %d block(s) per unit, "
+    printf("# engine: prefetch %s, max_unsharded %d%s, %s after forward, %d block(s) per unit, "
            "param %s, reduce %s%s\n",
-           e.prefetch, e.max_unsharded, e.max_unsharded ? "" : " (derived)",
+           e.prefetch < 0 ? "auto" : (snprintf(depth, sizeof(depth), "%d", e.prefetch), depth),
+           e.max_unsharded, e.max_unsharded ? "" : " (derived)",
            e.reshard_after_forward ? "resharded" : "kept", e.layers_per_unit,
            e.pbytes == 2 ? "bf16" : "f32", e.rbytes == 2 ? "bf16" : "f32",
            e.recompute ? ", recompute" : "");
-    printf("# %-16s %5s %5s %10s %10s %10s %10s %10s %12s %6s %6s\n", "variant", "nodes", "gpus",
-           "step(ms)", "compute", "comm", "exposed", "ag/unit", "tok/s/gpu", "MFU%", "eff%");
+    printf("# %-16s %5s %5s %5s %10s %10s %10s %10s %10s %12s %6s %6s\n", "variant", "nodes",
+           "gpus", "depth", "step(ms)", "compute", "comm", "exposed", "ag/unit", "tok/s/gpu",
+           "MFU%", "eff%");
     for (int k = 0; k < nv; k++) {
         for (int i = 0; i < o.nnodes; i++) {
             pred_row_t *r = &rows[k * o.nnodes + i];
@@ -372,13 +380,14 @@ int perf_predict_main(int argc, char **argv)
                 return 1;
             }
             r->efficiency = r->tokens_per_s_gpu / rows[k * o.nnodes].tokens_per_s_gpu;
-            printf("  %-16s %5d %5d %10.2f %10.2f %10.2f %10.2f %10.3f %12.1f %6.1f %6.1f\n",
-                   v[k].label, r->nodes, r->gpus, r->step.step_s * 1e3, r->step.compute_s * 1e3,
-                   r->step.comm_s * 1e3, r->step.exposed_s * 1e3, r->ag_s * 1e3,
-                   r->tokens_per_s_gpu, r->mfu * 100, r->efficiency * 100);
+            printf("  %-16s %5d %5d %5d %10.2f %10.2f %10.2f %10.2f %10.3f %12.1f %6.1f %6.1f\n",
+                   v[k].label, r->nodes, r->gpus, r->step.depth, r->step.step_s * 1e3,
+                   r->step.compute_s * 1e3, r->step.comm_s * 1e3, r->step.exposed_s * 1e3,
+                   r->ag_s * 1e3, r->tokens_per_s_gpu, r->mfu * 100, r->efficiency * 100);
         }
     }
-    printf("# (ms per step; comm: every collective's time summed, most of it hidden; exposed: "
+    printf("# (depth: the prefetch depth, with auto where the engine's decision settled; ms per "
+           "step; comm: every collective's time summed, most of it hidden; exposed: "
            "step - compute; eff: tokens/s per GPU against the first row)\n");
     if (o.json != NULL) {
         json = fopen(o.json, "w");

@@ -18,13 +18,18 @@
 
 enum { Q_GATHER, Q_REDUCE, Q_REPLICA, Q_LAST };
 
+/* Steps simulated with auto prefetch: the decision looks at two steps per depth, so this
+ * covers raising to the cap (3) and a revert with room to spare. */
+#define PRED_AUTO_STEPS 16
+
 typedef struct {
     const pred_sched_t *s;
     sharc_shard_plan_t plan;
-    double now;           /* the caller's clock */
-    double qfree[Q_LAST]; /* when each queue is free */
-    double *ag_end;       /* per unit: its gather's end (while unsharded) */
-    double *red_end;      /* per unit: its reduction's end */
+    double now;            /* the caller's clock */
+    double qfree[Q_LAST];  /* when each queue is free */
+    double *ag_end;        /* per unit: its gather's end (while unsharded) */
+    double *red_end;       /* per unit: its reduction's end */
+    int followed, changed; /* the last step followed the schedule; it was recorded anew */
     pred_step_t st;
 } sim_t;
 
@@ -106,7 +111,7 @@ static int sim_begin(sim_t *m, int phase, int unit)
     sim_wait(m, m->ag_end[unit], 1); /* its own gather first, then the prefetches */
     sim_prefetch(m);
     if (phase == SHARC_SHARD_PLAN_BACKWARD) {
-        sim_wait(m, m->red_end[unit], 0); /* the last micro-batch's reduction */
+        sim_wait(m, m->red_end[unit], 0);    /* the last micro-batch's reduction */
         m->now += m->s->units[unit].grads_s; /* its gradient buffer, zeroed */
     }
     return 0;
@@ -165,16 +170,37 @@ static int sim_step(sim_t *m)
             sim_release(m, u);
         }
     }
-    sharc_shard_plan_step(&m->plan);
+    m->followed = sharc_shard_plan_followed(&m->plan);
+    m->changed = sharc_shard_plan_step(&m->plan) != 0;
     m->now += s->optim_s;
+    return 0;
+}
+
+/* Run one step from now and account for it: compute, exposed, the shared cores' bound. */
+static int sim_measured_step(sim_t *m, double compute)
+{
+    double t0 = m->now;
+
+    memset(&m->st, 0, sizeof(m->st));
+    m->st.depth = m->plan.prefetch;
+    if (sim_step(m) != 0) {
+        return -1;
+    }
+    m->st.step_s = m->now - t0;
+    if (m->s->shared_cores && m->st.step_s < compute + m->st.comm_s) {
+        m->st.step_s = compute + m->st.comm_s;
+    }
+    m->st.compute_s = compute;
+    m->st.exposed_s = m->st.step_s - compute;
     return 0;
 }
 
 int pred_simulate(const pred_sched_t *s, pred_step_t *out)
 {
     sim_t m;
-    double compute = 0, t0;
-    int n = s->nunits, ret = -1;
+    sharc_shard_auto_state_t as;
+    double compute = 0;
+    int n = s->nunits, ret = -1, adaptive = s->prefetch < 0;
 
     memset(&m, 0, sizeof(m));
     m.s = s;
@@ -187,32 +213,38 @@ int pred_simulate(const pred_sched_t *s, pred_step_t *out)
     if (m.ag_end == NULL || m.red_end == NULL) {
         goto out;
     }
-    m.plan.prefetch = s->prefetch;
     m.plan.reshard_after_forward = s->reshard_after_forward;
     /* derived as the engine derives it (shard_group.c) */
     m.plan.max_unsharded = s->max_unsharded > 0        ? s->max_unsharded
                            : !s->reshard_after_forward ? n
+                           : adaptive                  ? SHARC_SHARD_AUTO_DEPTH_MAX + 1
                                                        : s->prefetch + 1;
-    /* the first step records the schedule; the second runs along it */
-    if (sim_step(&m) != 0) {
-        goto out;
-    }
-    memset(&m.st, 0, sizeof(m.st));
-    t0 = m.now;
-    if (sim_step(&m) != 0) {
-        goto out;
-    }
+    /* auto: the engine's adaptive depth, from its own decision (shard_plan_auto.c) */
+    sharc_shard_auto_init(&as, m.plan.max_unsharded - 1);
+    m.plan.prefetch = adaptive ? as.depth : s->prefetch;
     for (int u = 0; u < n; u++) {
         compute += s->units[u].fwd_s + s->units[u].bwd_s + s->units[u].grads_s;
     }
     /* per pass each unit's compute and its four calls (begin and end, forward and backward) */
     compute = (compute + 4.0 * n * s->call_s) * (s->passes > 0 ? s->passes : 1) + s->optim_s;
-    m.st.step_s = m.now - t0;
-    if (s->shared_cores && m.st.step_s < compute + m.st.comm_s) {
-        m.st.step_s = compute + m.st.comm_s;
+    /* the first step records the schedule; the next runs along it (auto: as many steps as
+     * the decision needs to settle; the last one is reported) */
+    for (int k = 0; k < (adaptive ? PRED_AUTO_STEPS : 2); k++) {
+        if (sim_measured_step(&m, compute) != 0) {
+            goto out;
+        }
+        if (adaptive) {
+            sharc_shard_auto_input_t in = {.gather_wait_s = m.st.gather_wait_s,
+                                           .step_s = m.st.step_s,
+                                           .evictions = m.st.evictions,
+                                           .deferred = m.st.deferred,
+                                           .followed = m.followed,
+                                           .reset = m.changed};
+
+            sharc_shard_auto_decide(&as, &in);
+            m.plan.prefetch = as.depth;
+        }
     }
-    m.st.compute_s = compute;
-    m.st.exposed_s = m.st.step_s - compute;
     *out = m.st;
     ret = 0;
 out:

@@ -129,6 +129,33 @@ static void test_bound(void)
     free(s.units);
 }
 
+/* auto prefetch: the engine's own decision raises the depth while gathers are waited for
+ * and a deeper one cuts the waits (a large unit after each small one), and stays at 1 when
+ * nothing is waited for */
+static void test_auto(void)
+{
+    pred_sched_t s = sched(8, 2e-3, 0, 1e-4);
+    pred_step_t d1, d2, a;
+
+    for (int u = 0; u < 8; u++) {
+        s.units[u].ag_s = (u % 2) ? 3e-3 : 1e-4;
+    }
+    CHECK(pred_simulate(&s, &d1) == 0);
+    s.prefetch = 2;
+    CHECK(pred_simulate(&s, &d2) == 0);
+    CHECK_MSG(d2.step_s < d1.step_s - 1e-3, "depth 2 %g, depth 1 %g", d2.step_s, d1.step_s);
+    s.prefetch = -1;
+    CHECK(pred_simulate(&s, &a) == 0);
+    CHECK_MSG(a.depth >= 2 && a.step_s <= d2.step_s + 1e-9, "auto: depth %d, step %g", a.depth,
+              a.step_s);
+    for (int u = 0; u < 8; u++) {
+        s.units[u].ag_s = 1e-4;
+    }
+    CHECK(pred_simulate(&s, &a) == 0);
+    CHECK(a.depth == 1);
+    free(s.units);
+}
+
 static void test_cost(void)
 {
     pred_cluster_t c;
@@ -244,6 +271,7 @@ int main(void)
     test_perfect_overlap();
     test_one_unit();
     test_bound();
+    test_auto();
     test_cost();
     test_models();
     test_cluster_file();
