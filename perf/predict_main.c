@@ -357,9 +357,9 @@ int perf_predict_main(int argc, char **argv)
     if (rows == NULL) {
         return 1;
     }
-    printf("# sharc-perf predict: PREDICTED, not measured. model %s (%.2fB params), batch %d x "
+    printf("# sharc-perf predict: PREDICTED, not measured. model %s (%.4g M params), batch %d x "
            "seq %d per GPU, %d micro-batch(es)\n",
-           m.name, pred_model_params(&m) / 1e9, e.batch, e.seq, e.passes);
+           m.name, pred_model_params(&m) / 1e6, e.batch, e.seq, e.passes);
     pred_cluster_print(stdout, &c);
     printf("# engine: prefetch %s, max_unsharded %d%s, %s after forward, %d block(s) per unit, "
            "param %s, reduce %s%s\n",

@@ -37,6 +37,9 @@ run_ok_match "auto prefetch and every sweep run" "prefetch auto" \
 for w in hsdp reduce nics; do
     run_ok "sweep $w" "$PERF" predict -m 15m -C p4d -N 1,2 --sweep $w
 done
+run_ok_match "a Hugging Face config.json as the model" "config.json \\(0.03293 M params" \
+    "$PERF" predict -m "$top_srcdir/tests/trainer/hf_tiny/config.json" -C local \
+    --set unit_fwd_ms=1 -N 1 -b 2 -t 32
 run_fail "an unknown model names the models" 5 "unknown model.*llama2-7b" \
     "$PERF" predict -m llama9
 run_fail "an unknown cluster names the presets" 5 "no such preset.*p4d, p5" \
