@@ -569,8 +569,8 @@ static int sharc_shard_trace_json(sharc_shard_group_t *g, const sharc_shard_trac
             "\"ranks\": %d, \"units\": %d, \"shard_size\": %d, \"prefetch\": \"%s\", "
             "\"max_unsharded\": %d, \"reduce_queue\": %s, \"steps_dropped\": %d},\n"
             "\"traceEvents\": [",
-            nranks, g->nunits, g->shard_size, g->prefetch_auto ? "auto" : "fixed", g->plan.max_unsharded,
-            shared ? "false" : "true", tr->dropped);
+            nranks, g->nunits, g->shard_size, g->prefetch_auto ? "auto" : "fixed",
+            g->plan.max_unsharded, shared ? "false" : "true", tr->dropped);
     for (int r = 0; r < nranks; r++) {
         sharc_shard_json_rank(&j, r, &ranks[r], shared);
     }
