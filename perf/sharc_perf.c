@@ -137,8 +137,8 @@ static sharc_status_t perf_run_sharc(const perf_opts_t *o, sharc_comm_h comm, pe
     sharc_status_t status = perf_call_sharc(o, comm, b, inplace);
 
     if (status != SHARC_OK) {
-        fprintf(stderr, "sharc-perf: rank %d: %s of %zu bytes failed: %s\n", sharc_comm_rank(comm),
-                sharc_coll_name(o->coll), b->size, sharc_status_string(status));
+        fprintf(stderr, "sharc-perf: rank %d: %s of %zu bytes failed: %s\n",
+                sharc_comm_rank(comm), sharc_coll_name(o->coll), b->size, sharc_status_string(status));
     }
     return status;
 }
