@@ -162,9 +162,9 @@ static int pred_plot(const char *png, const pred_variant_t *v, int nv, const pre
     fprintf(f, "plot ");
     for (int k = 0; k < nv; k++) {
         fprintf(f,
-                "%s'-' using 1:2 with linespoints title '%s tok/s/GPU', '-' using 1:3 axes "
-                "x1y2 with lines dashtype 2 title '%s efficiency'",
-                k ? ", " : "", v[k].label, v[k].label);
+                "%s'-' using 1:2 with linespoints lc %d title '%s tok/s/GPU', '-' using 1:3 "
+                "axes x1y2 with lines lc %d dashtype 2 title '%s efficiency'",
+                k ? ", " : "", k + 1, v[k].label, k + 1, v[k].label);
     }
     fprintf(f, "\n");
     for (int k = 0; k < nv; k++) {
