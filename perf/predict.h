@@ -30,7 +30,8 @@ typedef struct {
     int max_unsharded;         /* 0: derived as the engine derives it */
     int reshard_after_forward; /* 1 as the engine's default */
     int queues;                /* 2: reductions on a queue beside the gathers'; 1: one queue */
-    int passes;                /* micro-batches per step (gradient accumulation), >= 1 */
+    int passes;                /* micro-batches per step (gradient accumulation), >= 1; the
+                                * last one reduces (sharc_shard_set_sync, as the trainer) */
     double call_s;             /* the engine's cost on the caller's thread per begin/end */
     /* the compute is CPU work on the cores that also run the collectives' copies and
      * reductions, with no core to spare: they cannot overlap, and the step is at least

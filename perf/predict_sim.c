@@ -30,6 +30,7 @@ typedef struct {
     double *ag_end;        /* per unit: its gather's end (while unsharded) */
     double *red_end;       /* per unit: its reduction's end */
     int followed, changed; /* the last step followed the schedule; it was recorded anew */
+    int sync;              /* this pass reduces (the last micro-batch's: set_sync) */
     pred_step_t st;
 } sim_t;
 
@@ -126,7 +127,7 @@ static void sim_end(sim_t *m, int phase, int unit)
     sharc_shard_plan_unuse(&m->plan, unit);
     if (phase == SHARC_SHARD_PLAN_FORWARD) {
         keep = sharc_shard_plan_keep(&m->plan, unit);
-    } else {
+    } else if (m->sync) {
         int rq = m->s->queues >= 2 ? Q_REDUCE : Q_GATHER;
         double end = sim_post(m, rq, 0, u->rs_s);
 
@@ -148,6 +149,9 @@ static int sim_step(sim_t *m)
     int n = s->nunits;
 
     for (int p = 0; p < (s->passes > 0 ? s->passes : 1); p++) {
+        /* gradients accumulate unreduced until the last micro-batch, which reduces them (as
+         * the trainer sets sharc_shard_set_sync) */
+        m->sync = p == (s->passes > 0 ? s->passes : 1) - 1;
         for (int u = 0; u < n; u++) {
             if (sim_begin(m, SHARC_SHARD_PLAN_FORWARD, u) != 0) {
                 return -1;

@@ -100,6 +100,20 @@ static void test_one_unit(void)
     free(s.units);
 }
 
+/* micro-batches: only the last one reduces; the gathers repeat every pass */
+static void test_accum(void)
+{
+    pred_sched_t s = sched(4, 0, 1e-3, 2e-3);
+    pred_step_t st;
+
+    s.queues = 1;
+    s.passes = 3;
+    CHECK(pred_simulate(&s, &st) == 0);
+    CHECK_MSG(NEAR(st.comm_s, 3 * 7 * 1e-3 + 4 * 2e-3), "comm %g", st.comm_s);
+    CHECK(NEAR(st.step_s, st.comm_s));
+    free(s.units);
+}
+
 static void test_bound(void)
 {
     /* depth 2 under a bound of 2 unsharded units: the second one ahead waits for a slot */
@@ -271,6 +285,7 @@ int main(void)
     test_perfect_overlap();
     test_one_unit();
     test_bound();
+    test_accum();
     test_auto();
     test_cost();
     test_models();
