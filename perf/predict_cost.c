@@ -118,8 +118,22 @@ int pred_sched_build(const pred_model_t *m, const pred_cluster_t *c, const pred_
     double block_fl = 2.0 * pred_block_params(m) + 4.0 * e->seq * m->n_heads * m->head_dim;
     pred_group_t sg, rg;
 
-    pred_groups(c, e, nodes, &sg, &rg);
     memset(s, 0, sizeof(*s));
+    if (e->shard_size > 0 && e->shard_size < nodes * c->gpus_per_node &&
+        (c->gpus_per_node % e->shard_size != 0 && e->shard_size % c->gpus_per_node != 0)) {
+        fprintf(stderr,
+                "sharc-perf predict: --shard-size %d must divide the GPUs of a node (%d) "
+                "or be a multiple of them\n",
+                e->shard_size, c->gpus_per_node);
+        return -1;
+    }
+    if (e->shard_size > c->gpus_per_node && e->shard_size < nodes * c->gpus_per_node &&
+        (nodes * c->gpus_per_node) % e->shard_size != 0) {
+        fprintf(stderr, "sharc-perf predict: --shard-size %d does not divide %d GPUs\n",
+                e->shard_size, nodes * c->gpus_per_node);
+        return -1;
+    }
+    pred_groups(c, e, nodes, &sg, &rg);
     s->units = calloc((size_t)n, sizeof(pred_unit_t));
     if (s->units == NULL) {
         return -1;

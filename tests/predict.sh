@@ -46,5 +46,7 @@ run_fail "an unknown cluster names the presets" 5 "no such preset.*p4d, p5" \
     "$PERF" predict -C nowhere
 run_fail "a bad --set says which key" 5 "unknown key 'nics_count'" \
     "$PERF" predict --set nics_count=3
+run_fail "a shard size that does not fit the nodes" 5 "must divide the GPUs of a node" \
+    "$PERF" predict --shard-size 3
 run_fail "a bad sweep" 5 "prefetch, hsdp, reduce or nics" "$PERF" predict --sweep depth
 finish
