@@ -20,6 +20,8 @@ typedef struct {
     const char *model, *cluster, *topo, *json, *plot, *sweep;
     int vocab;
     int nodes[PRED_MAX_ROWS], nnodes;
+    const char *sets[32]; /* --set KEY=VALUE, in order */
+    int nsets;
 } pred_opts_t;
 
 static void pred_usage(FILE *out)
@@ -209,7 +211,8 @@ enum {
     OPT_VOCAB
 };
 
-int perf_predict_main(int argc, char **argv)
+/* The options into @p o and @p e: 0, 2 when bad (said), -1 when done (help, the models). */
+static int pred_parse(int argc, char **argv, pred_opts_t *o, pred_engine_t *e)
 {
     static const struct option longopts[] = {
         {"model", required_argument, NULL, 'm'},
@@ -237,6 +240,156 @@ int perf_predict_main(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
+    int opt, bad = 0;
+
+    pred_parse_nodes("1,2,4,8,16", o);
+    optind = 2; /* after "predict" */
+    while ((opt = getopt_long(argc, argv, "m:b:t:C:N:J:h", longopts, NULL)) != -1) {
+        switch (opt) {
+        case 'm': o->model = optarg; break;
+        case 'b':
+            e->batch = atoi(optarg);
+            bad |= e->batch < 1;
+            break;
+        case 't':
+            e->seq = atoi(optarg);
+            bad |= e->seq < 1;
+            break;
+        case OPT_ACCUM:
+            e->passes = atoi(optarg);
+            bad |= e->passes < 1;
+            break;
+        case 'C': o->cluster = optarg; break;
+        case OPT_TOPO: o->topo = optarg; break;
+        case OPT_SET:
+            bad |= o->nsets == 32;
+            if (o->nsets < 32)
+                o->sets[o->nsets++] = optarg;
+            break;
+        case 'N': bad |= pred_parse_nodes(optarg, o) != 0; break;
+        case OPT_PREFETCH:
+            e->prefetch = strcmp(optarg, "auto") == 0 ? -1 : atoi(optarg);
+            bad |= e->prefetch < 0 && strcmp(optarg, "auto") != 0;
+            break;
+        case OPT_MAXU:
+            e->max_unsharded = atoi(optarg);
+            bad |= e->max_unsharded < 0;
+            break;
+        case OPT_RAF: e->reshard_after_forward = atoi(optarg) != 0; break;
+        case OPT_LPU:
+            e->layers_per_unit = atoi(optarg);
+            bad |= e->layers_per_unit < 1;
+            break;
+        case OPT_SHARD:
+            e->shard_size = atoi(optarg);
+            bad |= e->shard_size < 0;
+            break;
+        case OPT_PDT:
+            e->pbytes = pred_dtype_bytes(optarg);
+            bad |= e->pbytes == 0;
+            break;
+        case OPT_RDT:
+            e->rbytes = pred_dtype_bytes(optarg);
+            bad |= e->rbytes == 0;
+            break;
+        case OPT_RECOMP: e->recompute = 1; break;
+        case OPT_ALGO:
+            e->algo = strcmp(optarg, "ring") == 0   ? PRED_ALGO_RING
+                      : strcmp(optarg, "hier") == 0 ? PRED_ALGO_HIER
+                                                    : PRED_ALGO_AUTO;
+            bad |= e->algo == PRED_ALGO_AUTO && strcmp(optarg, "auto") != 0;
+            break;
+        case OPT_SWEEP: o->sweep = optarg; break;
+        case 'J': o->json = optarg; break;
+        case OPT_PLOT: o->plot = optarg; break;
+        case OPT_LIST: pred_model_list(stdout); return -1;
+        case OPT_VOCAB:
+            o->vocab = atoi(optarg);
+            bad |= o->vocab < 1;
+            break;
+        case 'h': pred_usage(stdout); return -1;
+        default: bad = 1;
+        }
+    }
+    if (bad || optind < argc) {
+        fprintf(stderr, "sharc-perf predict: bad or missing value (predict -h)\n");
+        return 2;
+    }
+    return 0;
+}
+
+/* The model, the cluster (preset or file, the node part from sharc-topo, --set). */
+static int pred_inputs(const pred_opts_t *o, pred_model_t *m, pred_cluster_t *c)
+{
+    if (pred_model_load(o->model, m) != 0 || pred_cluster_load(o->cluster, c) != 0 ||
+        (o->topo != NULL && pred_cluster_from_topo(o->topo, c) != 0)) {
+        return 2;
+    }
+    if (o->vocab > 0 && m->syn_params == 0) {
+        m->vocab = o->vocab;
+    }
+    for (int i = 0; i < o->nsets; i++) {
+        char key[64];
+        const char *eq = strchr(o->sets[i], '=');
+
+        if (eq == NULL || eq - o->sets[i] >= (long)sizeof(key)) {
+            fprintf(stderr, "sharc-perf predict: --set %s: KEY=VALUE\n", o->sets[i]);
+            return 2;
+        }
+        snprintf(key, sizeof(key), "%.*s", (int)(eq - o->sets[i]), o->sets[i]);
+        if (pred_cluster_set(c, key, eq + 1, "--set") != 0) {
+            return 2;
+        }
+    }
+    return 0;
+}
+
+static void pred_print_head(const pred_model_t *m, const pred_cluster_t *c, const pred_engine_t *e)
+{
+    char depth[16];
+
+    printf("# sharc-perf predict: PREDICTED, not measured. model %s (%.4g M params), batch %d x "
+           "seq %d per GPU, %d micro-batch(es)\n",
+           m->name, pred_model_params(m) / 1e6, e->batch, e->seq, e->passes);
+    pred_cluster_print(stdout, c);
+    printf("# engine: prefetch %s, max_unsharded %d%s, %s after forward, %d block(s) per unit, "
+           "param %s, reduce %s%s\n",
+           e->prefetch < 0 ? "auto" : (snprintf(depth, sizeof(depth), "%d", e->prefetch), depth),
+           e->max_unsharded, e->max_unsharded ? "" : " (derived)",
+           e->reshard_after_forward ? "resharded" : "kept", e->layers_per_unit,
+           e->pbytes == 2 ? "bf16" : "f32", e->rbytes == 2 ? "bf16" : "f32",
+           e->recompute ? ", recompute" : "");
+    printf("# %-16s %5s %5s %5s %10s %10s %10s %10s %10s %12s %6s %6s\n", "variant", "nodes",
+           "gpus", "depth", "step(ms)", "compute", "comm", "exposed", "ag/unit", "tok/s/gpu",
+           "MFU%", "eff%");
+}
+
+static int pred_write_json(const char *path, const pred_model_t *m, const pred_cluster_t *c,
+                           const pred_engine_t *e, const pred_variant_t *v, int nv,
+                           const pred_row_t *rows, int nnodes)
+{
+    FILE *json = fopen(path, "w");
+
+    if (json == NULL) {
+        perror(path);
+        return 1;
+    }
+    fprintf(json,
+            "{\n  \"prediction\": true,\n  \"model\": \"%s\",\n  \"cluster\": \"%s\",\n"
+            "  \"batch\": %d, \"seq\": %d, \"prefetch\": %d,\n  \"rows\": [\n",
+            m->name, c->name, e->batch, e->seq, e->prefetch);
+    for (int k = 0; k < nv; k++) {
+        for (int i = 0; i < nnodes; i++) {
+            pred_json_row(json, v[k].label, &rows[k * nnodes + i], k == nv - 1 && i == nnodes - 1);
+        }
+    }
+    fprintf(json, "  ]\n}\n");
+    fclose(json);
+    return 0;
+}
+
+int perf_predict_main(int argc, char **argv)
+{
     pred_opts_t o = {.model = "llama2-7b", .cluster = "p5"};
     pred_engine_t e = {.batch = 1,
                        .seq = 4096,
@@ -246,108 +399,18 @@ int perf_predict_main(int argc, char **argv)
                        .reshard_after_forward = 1,
                        .pbytes = 2,
                        .rbytes = 4};
-    const char *sets[32];
-    char depth[16];
-    int nsets = 0, opt, bad = 0;
     pred_model_t m;
     pred_cluster_t c;
     pred_variant_t v[8];
     pred_row_t *rows;
-    int nv;
-    FILE *json = NULL;
+    int nv, ret = pred_parse(argc, argv, &o, &e);
 
-    pred_parse_nodes("1,2,4,8,16", &o);
-    optind = 2; /* after "predict" */
-    while ((opt = getopt_long(argc, argv, "m:b:t:C:N:J:h", longopts, NULL)) != -1) {
-        switch (opt) {
-        case 'm': o.model = optarg; break;
-        case 'b':
-            e.batch = atoi(optarg);
-            bad |= e.batch < 1;
-            break;
-        case 't':
-            e.seq = atoi(optarg);
-            bad |= e.seq < 1;
-            break;
-        case OPT_ACCUM:
-            e.passes = atoi(optarg);
-            bad |= e.passes < 1;
-            break;
-        case 'C': o.cluster = optarg; break;
-        case OPT_TOPO: o.topo = optarg; break;
-        case OPT_SET:
-            bad |= nsets == 32;
-            if (nsets < 32)
-                sets[nsets++] = optarg;
-            break;
-        case 'N': bad |= pred_parse_nodes(optarg, &o) != 0; break;
-        case OPT_PREFETCH:
-            e.prefetch = strcmp(optarg, "auto") == 0 ? -1 : atoi(optarg);
-            bad |= e.prefetch < 0 && strcmp(optarg, "auto") != 0;
-            break;
-        case OPT_MAXU:
-            e.max_unsharded = atoi(optarg);
-            bad |= e.max_unsharded < 0;
-            break;
-        case OPT_RAF: e.reshard_after_forward = atoi(optarg) != 0; break;
-        case OPT_LPU:
-            e.layers_per_unit = atoi(optarg);
-            bad |= e.layers_per_unit < 1;
-            break;
-        case OPT_SHARD:
-            e.shard_size = atoi(optarg);
-            bad |= e.shard_size < 0;
-            break;
-        case OPT_PDT:
-            e.pbytes = pred_dtype_bytes(optarg);
-            bad |= e.pbytes == 0;
-            break;
-        case OPT_RDT:
-            e.rbytes = pred_dtype_bytes(optarg);
-            bad |= e.rbytes == 0;
-            break;
-        case OPT_RECOMP: e.recompute = 1; break;
-        case OPT_ALGO:
-            e.algo = strcmp(optarg, "ring") == 0   ? PRED_ALGO_RING
-                     : strcmp(optarg, "hier") == 0 ? PRED_ALGO_HIER
-                                                   : PRED_ALGO_AUTO;
-            bad |= e.algo == PRED_ALGO_AUTO && strcmp(optarg, "auto") != 0;
-            break;
-        case OPT_SWEEP: o.sweep = optarg; break;
-        case 'J': o.json = optarg; break;
-        case OPT_PLOT: o.plot = optarg; break;
-        case OPT_LIST: pred_model_list(stdout); return 0;
-        case OPT_VOCAB:
-            o.vocab = atoi(optarg);
-            bad |= o.vocab < 1;
-            break;
-        case 'h': pred_usage(stdout); return 0;
-        default: bad = 1;
-        }
+    if (ret != 0) {
+        return ret < 0 ? 0 : ret;
     }
-    if (bad || optind < argc) {
-        fprintf(stderr, "sharc-perf predict: bad or missing value (predict -h)\n");
-        return 2;
-    }
-    if (pred_model_load(o.model, &m) != 0 || pred_cluster_load(o.cluster, &c) != 0 ||
-        (o.topo != NULL && pred_cluster_from_topo(o.topo, &c) != 0)) {
-        return 2;
-    }
-    if (o.vocab > 0 && m.syn_params == 0) {
-        m.vocab = o.vocab;
-    }
-    for (int i = 0; i < nsets; i++) {
-        char key[64];
-        const char *eq = strchr(sets[i], '=');
-
-        if (eq == NULL || eq - sets[i] >= (long)sizeof(key)) {
-            fprintf(stderr, "sharc-perf predict: --set %s: KEY=VALUE\n", sets[i]);
-            return 2;
-        }
-        snprintf(key, sizeof(key), "%.*s", (int)(eq - sets[i]), sets[i]);
-        if (pred_cluster_set(&c, key, eq + 1, "--set") != 0) {
-            return 2;
-        }
+    ret = pred_inputs(&o, &m, &c);
+    if (ret != 0) {
+        return ret;
     }
     nv = pred_variants(o.sweep, &c, &e, v, 8);
     if (nv < 0) {
@@ -357,20 +420,7 @@ int perf_predict_main(int argc, char **argv)
     if (rows == NULL) {
         return 1;
     }
-    printf("# sharc-perf predict: PREDICTED, not measured. model %s (%.4g M params), batch %d x "
-           "seq %d per GPU, %d micro-batch(es)\n",
-           m.name, pred_model_params(&m) / 1e6, e.batch, e.seq, e.passes);
-    pred_cluster_print(stdout, &c);
-    printf("# engine: prefetch %s, max_unsharded %d%s, %s after forward, %d block(s) per unit, "
-           "param %s, reduce %s%s\n",
-           e.prefetch < 0 ? "auto" : (snprintf(depth, sizeof(depth), "%d", e.prefetch), depth),
-           e.max_unsharded, e.max_unsharded ? "" : " (derived)",
-           e.reshard_after_forward ? "resharded" : "kept", e.layers_per_unit,
-           e.pbytes == 2 ? "bf16" : "f32", e.rbytes == 2 ? "bf16" : "f32",
-           e.recompute ? ", recompute" : "");
-    printf("# %-16s %5s %5s %5s %10s %10s %10s %10s %10s %12s %6s %6s\n", "variant", "nodes",
-           "gpus", "depth", "step(ms)", "compute", "comm", "exposed", "ag/unit", "tok/s/gpu",
-           "MFU%", "eff%");
+    pred_print_head(&m, &c, &e);
     for (int k = 0; k < nv; k++) {
         for (int i = 0; i < o.nnodes; i++) {
             pred_row_t *r = &rows[k * o.nnodes + i];
@@ -389,27 +439,8 @@ int perf_predict_main(int argc, char **argv)
     printf("# (depth: the prefetch depth, with auto where the engine's decision settled; ms per "
            "step; comm: every collective's time summed, most of it hidden; exposed: "
            "step - compute; eff: tokens/s per GPU against the first row)\n");
-    if (o.json != NULL) {
-        json = fopen(o.json, "w");
-        if (json == NULL) {
-            perror(o.json);
-            free(rows);
-            return 1;
-        }
-        fprintf(json,
-                "{\n  \"prediction\": true,\n  \"model\": \"%s\",\n  \"cluster\": \"%s\",\n"
-                "  \"batch\": %d, \"seq\": %d, \"prefetch\": %d,\n  \"rows\": [\n",
-                m.name, c.name, e.batch, e.seq, e.prefetch);
-        for (int k = 0; k < nv; k++) {
-            for (int i = 0; i < o.nnodes; i++) {
-                pred_json_row(json, v[k].label, &rows[k * o.nnodes + i],
-                              k == nv - 1 && i == o.nnodes - 1);
-            }
-        }
-        fprintf(json, "  ]\n}\n");
-        fclose(json);
-    }
-    if (o.plot != NULL) {
+    ret = o.json != NULL ? pred_write_json(o.json, &m, &c, &e, v, nv, rows, o.nnodes) : 0;
+    if (ret == 0 && o.plot != NULL) {
         char title[160];
 
         perf_snprintf(title, sizeof(title), "%s on %s, batch %d x %d", m.name, c.name, e.batch,
@@ -417,5 +448,5 @@ int perf_predict_main(int argc, char **argv)
         pred_plot(o.plot, v, nv, rows, o.nnodes, title);
     }
     free(rows);
-    return 0;
+    return ret;
 }
