@@ -6,7 +6,9 @@
  * where memory lives and orders the CUDA streams; shard_stats.c accounts for time and
  * memory; shard_op.c posts and completes the group's collectives; shard_unit.c moves a
  * unit's parameters, shard_reduce.c reduces its gradients, shard_sched.c keeps the
- * schedule and shard_auto.c its adaptive prefetch depth; shard_calls.c and shard_step.c
+ * schedule and shard_auto.c its adaptive prefetch depth, both deciding through the pure
+ * planner of shard_plan.h (shard_plan.c, shard_plan_auto.c, which sharc-perf predict
+ * replays); shard_calls.c and shard_step.c
  * are the calls that drive them; shard_trace.c records the timeline; shard_group.c makes
  * and destroys groups; shard_save.c and shard_load.c write and read checkpoints.
  */
