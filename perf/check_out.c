@@ -59,9 +59,10 @@ static void print_ranks(const perf_check_job_t *j, FILE *out)
     const perf_check_graph_t *g = &j->intra;
     char a[32], b[32], c[32], d[32], e[32];
 
-    fprintf(out, "#\n# ranks: each rank's %s of %zu B (every rank at once, median %.3f GB/s)%s\n",
+    fprintf(out, "#\n# ranks: each rank's %s of %zu B (%s, median %.3f GB/s)%s\n",
             j->o->cuda ? "device-to-device copy" : "memcpy (its median iteration over 50 ms)",
-            PERF_CHECK_COPY_SIZE(j->plan.size), g->ref_copy,
+            PERF_CHECK_COPY_SIZE(j->plan.size),
+            j->o->cuda ? "every rank at once" : "the ranks of a machine in turn", g->ref_copy,
             g->nl > 0 ? "; its best pair inside its node" : "");
     fprintf(out, "#%6s %5s %6s  %-16s %9s %8s %9s %9s %8s  %s\n", "rank", "node", "local", "host",
             "copy", "%median", "retest", "best pair", "%median", "verdict");

@@ -25,6 +25,7 @@
 
 #include "perf_cuda.h"
 #include "perf_util.h"
+#include "predict.h"
 
 /* The collectives measured: sharc_coll_type_t's before the barrier, named by sharc_coll_name. */
 #define PERF_NCOLLS SHARC_COLL_BARRIER
@@ -617,6 +618,7 @@ static void perf_usage(FILE *out)
             "       sharc-perf overlap [options]   (the sharding engine; overlap -h)\n"
             "       sharc-perf tune [options]      (search the settings; tune -h)\n"
             "       sharc-perf check [options]     (find the slow node or link; check -h)\n"
+            "       sharc-perf predict [options]   (what-if scaling of a step; predict -h)\n"
             "  -b, --minbytes N     smallest size (default 32M); K, M, G suffixes\n"
             "  -e, --maxbytes N     largest size (default 32M)\n"
             "                       a size is a rank's larger buffer, as in nccl-tests (alltoall:\n"
@@ -779,6 +781,9 @@ int main(int argc, char **argv)
     }
     if (argc >= 2 && strcmp(argv[1], "check") == 0) {
         return perf_check_main(argc, argv);
+    }
+    if (argc >= 2 && strcmp(argv[1], "predict") == 0) {
+        return perf_predict_main(argc, argv);
     }
     if (argc < 2 || argv[1][0] == '-') {
         perf_usage(argc >= 2 && strcmp(argv[1], "-h") == 0 ? stdout : stderr);

@@ -6,7 +6,9 @@
  * where memory lives and orders the CUDA streams; shard_stats.c accounts for time and
  * memory; shard_op.c posts and completes the group's collectives; shard_unit.c moves a
  * unit's parameters, shard_reduce.c reduces its gradients, shard_sched.c keeps the
- * schedule and shard_auto.c its adaptive prefetch depth; shard_calls.c and shard_step.c
+ * schedule and shard_auto.c its adaptive prefetch depth, both deciding through the pure
+ * planner of shard_plan.h (shard_plan.c, shard_plan_auto.c, which sharc-perf predict
+ * replays); shard_calls.c and shard_step.c
  * are the calls that drive them; shard_trace.c records the timeline; shard_group.c makes
  * and destroys groups; shard_save.c and shard_load.c write and read checkpoints.
  */
@@ -22,6 +24,7 @@
 #include "../coll/api.h"
 #include "../kernels/kernels.h"
 #include "../core/comm.h"
+#include "shard_plan.h"
 
 /* Where a unit's parameters are. */
 typedef enum {
@@ -71,11 +74,9 @@ typedef struct sharc_shard_unit {
     float **state;        /* [group->nstates][shard] */
 
     sharc_shard_pstate_t pstate;
-    void *pbuf; /* [padded] param dtype, while not SHARDED */
-    sharc_shard_op_t ag;
-    int prefetched; /* gathered ahead of its begin, and not used yet */
-    int in_use;     /* between a begin and its end */
-    double t_begun; /* trace: when its last begin returned */
+    void *pbuf;          /* [padded] param dtype, while not SHARDED */
+    sharc_shard_op_t ag; /* (prefetched, in use: the group's plan says, g->plan.units[id]) */
+    double t_begun;      /* trace: when its last begin returned */
 
     sharc_shard_gstate_t gstate;
     void *gbuf; /* [padded] reduce dtype, while not NONE */
@@ -144,8 +145,10 @@ struct sharc_shard_group {
     sharc_dtype_t pdtype, rdtype;
     size_t pesize, resize;
     sharc_op_t grad_op;
-    /* prefetch: the depth in use (with auto, the adaptive one's current value) */
-    int prefetch, max_unsharded, reshard_after_forward;
+    /* the schedule and its decisions (shard_plan.c; shard_sched.c keeps its calls): the
+     * prefetch depth in use (with auto, the adaptive one's current value), max_unsharded,
+     * reshard_after_forward, the orders, the cursor, passes, units unsharded (alive) */
+    sharc_shard_plan_t plan;
     int prefetch_auto; /* SHARC_SHARD_PREFETCH=auto: the depth follows the waits (shard_auto.c) */
     struct sharc_shard_auto *autop; /* its state, or NULL */
     int sync;                       /* backward_end reduces (set_sync) */
@@ -158,17 +161,6 @@ struct sharc_shard_group {
     int nstates;
     char **state_names;
 
-    /* the schedule (shard_sched.c): per phase, the order in use and the one being seen */
-    int *order[SHARC_SHARD_PHASE_LAST], norder[SHARC_SHARD_PHASE_LAST];
-    int order_set[SHARC_SHARD_PHASE_LAST]; /* set by the caller: never re-recorded */
-    int *seen[SHARC_SHARD_PHASE_LAST], nseen[SHARC_SHARD_PHASE_LAST];
-    int cursor; /* entries of forward-then-backward begun this pass */
-    /* passes (micro-batches) of this step: a forward begun after a backward starts the next
-     * one, which follows the schedule from its start; the first pass is the one recorded */
-    int pass, pass_backward;
-    int sched_ok; /* this step has followed the schedule so far: prefetch along it */
-
-    int alive;                         /* units not SHARDED */
     sharc_shard_unit_t *rhead, *rtail; /* reductions in flight, in posting order */
 
     sharc_shard_buf_t *bufs; /* every unsharded buffer, at most pool_max of them pooled */
@@ -287,8 +279,10 @@ SHARC_HIDDEN void sharc_shard_free_retired(sharc_shard_group_t *g);
 
 /* ---- a unit's parameters (shard_unit.c) ----------------------------------------------- */
 
-/* Post the unit's all-gather (it is SHARDED and a slot is free). */
-SHARC_HIDDEN sharc_status_t sharc_shard_gather(sharc_shard_group_t *g, sharc_shard_unit_t *u);
+/* Post the unit's all-gather (it is SHARDED and a slot is free; @p prefetched: ahead of its
+ * begin, along the schedule). */
+SHARC_HIDDEN sharc_status_t sharc_shard_gather(sharc_shard_group_t *g, sharc_shard_unit_t *u,
+                                               int prefetched);
 
 /* The unit's all-gather, done for @p stream (CUDA) or the host: it is GATHERED. */
 SHARC_HIDDEN sharc_status_t sharc_shard_wait_gather(sharc_shard_group_t *g, sharc_shard_unit_t *u,
@@ -371,9 +365,10 @@ SHARC_HIDDEN void sharc_shard_buf_free_all(sharc_shard_group_t *g);
  * whether a recorded order changed (the first recording does not count). */
 SHARC_HIDDEN int sharc_shard_sched_step(sharc_shard_group_t *g);
 
-/* Note the begin of (phase, unit): record it, and move the cursor past its entry (or leave
- * the schedule for the rest of the step when it is not the next entry). */
-SHARC_HIDDEN void sharc_shard_sched_seen(sharc_shard_group_t *g, int phase, int unit);
+/* A begin of (phase, unit): a forward after a backward starts the next pass; record it, and
+ * move the cursor past its entry (or leave the schedule for the rest of the step when it is
+ * not the next entry). */
+SHARC_HIDDEN void sharc_shard_sched_begin(sharc_shard_group_t *g, int phase, int unit);
 
 /* Entries of the schedule: the forward order, then the backward order; entry @p e. */
 SHARC_HIDDEN int sharc_shard_sched_entries(const sharc_shard_group_t *g);
@@ -422,53 +417,7 @@ SHARC_HIDDEN void sharc_shard_stats_free(sharc_shard_group_t *g);
 
 /* ---- adaptive prefetch (shard_auto.c) -------------------------------------------------- */
 
-/* The most units auto prefetch gathers ahead when max_unsharded is derived (0). */
-#define SHARC_SHARD_AUTO_DEPTH_MAX 3
-
-/*
- * What one step tells the depth decision, every value the same on every rank: the longest
- * any rank waited for all-gathers and the longest step (agreed by an all-reduce of the
- * maximum), and counts that follow from the calls and the schedule alone.
- */
-typedef struct {
-    double gather_wait_s, step_s;
-    int evictions; /* prefetched units released unused at the bound */
-    int deferred;  /* prefetches the bound held back */
-    int followed;  /* the step followed a recorded schedule (prefetch ran along it) */
-    int reset;     /* the schedule was recorded anew at the step's end */
-} sharc_shard_auto_input_t;
-
-/* Why the depth changed (sharc_shard_auto_why names them). */
-typedef enum {
-    SHARC_SHARD_AUTO_START,  /* the depth it starts from */
-    SHARC_SHARD_AUTO_RAISE,  /* gathers were waited for, and the bound admits one more */
-    SHARC_SHARD_AUTO_REVERT, /* the last raise did not cut the waits: back, and stay */
-    SHARC_SHARD_AUTO_MEMORY, /* the bound evicted or held back prefetches: one less, and stay */
-    SHARC_SHARD_AUTO_RESET,  /* the schedule was recorded anew: explore again from here */
-    SHARC_SHARD_AUTO_WHY_LAST
-} sharc_shard_auto_why_t;
-
-SHARC_HIDDEN const char *sharc_shard_auto_why(int why);
-
-/* The decision's state: a pure function of the inputs so far, the same on every rank. */
-typedef struct {
-    int depth;          /* in use */
-    int cap;            /* the most the memory bound admits: max_unsharded - 1 */
-    int settled;        /* raising stopped: it no longer helped, or memory is the limit */
-    int trial;          /* the depth was raised: the next window checks that it helped */
-    double wait_before; /* the window's least gather wait before the raise under trial */
-    int why;            /* sharc_shard_auto_why_t of the last change */
-    /* the agreed gather waits and step times of the last steps at this depth */
-    double hist_wait[2], hist_step[2];
-    int nhist;
-} sharc_shard_auto_state_t;
-
-/* Start at depth 1 under a cap of @p cap (>= 1). */
-SHARC_HIDDEN void sharc_shard_auto_init(sharc_shard_auto_state_t *s, int cap);
-
-/* One step's inputs: the depth for the next step (s->depth). Returns whether it changed. */
-SHARC_HIDDEN int sharc_shard_auto_decide(sharc_shard_auto_state_t *s,
-                                         const sharc_shard_auto_input_t *in);
+/* (The decision's types and its pure function are the planner's: shard_plan.h.) */
 
 /* The group's adaptive prefetch: state and the agreement in flight (NULL: not auto). */
 SHARC_HIDDEN sharc_status_t sharc_shard_auto_create(sharc_shard_group_t *g);

@@ -26,7 +26,7 @@ sharc_status_t sharc_shard_unshard(sharc_shard_group_h g, int unit)
         return sharc_shard_poll(g);
     }
     status = sharc_shard_make_room(g, u);
-    return (status == SHARC_OK) ? sharc_shard_gather(g, u) : status;
+    return (status == SHARC_OK) ? sharc_shard_gather(g, u, 0) : status;
 }
 
 sharc_status_t sharc_shard_wait(sharc_shard_group_h g, int unit)
@@ -54,7 +54,7 @@ sharc_status_t sharc_shard_reshard(sharc_shard_group_h g, int unit)
     sharc_status_t status = sharc_shard_enter(g, unit, "sharc_shard_reshard");
 
     if (status == SHARC_OK) {
-        g->units[unit].in_use = 0;
+        sharc_shard_plan_unuse(&g->plan, unit);
         status = sharc_shard_release(g, &g->units[unit]);
     }
     return status;
@@ -192,7 +192,9 @@ sharc_status_t sharc_shard_finish(sharc_shard_group_h g)
     for (int i = 0; status == SHARC_OK && i < g->nunits; i++) {
         sharc_shard_unit_t *u = &g->units[i];
 
-        if (u->prefetched && !u->in_use && u->pstate != SHARC_SHARD_SHARDED) {
+        const sharc_shard_plan_unit_t *pu = &g->plan.units[i];
+
+        if (pu->prefetched && !pu->in_use && u->pstate != SHARC_SHARD_SHARDED) {
             sharc_debug("unit %d, prefetched and not used this step, released", i);
             status = sharc_shard_release(g, u);
         }
@@ -202,7 +204,7 @@ sharc_status_t sharc_shard_finish(sharc_shard_group_h g)
         status = sharc_shard_finish_cuda(g);
     }
     for (int i = 0; status == SHARC_OK && i < g->nunits; i++) {
-        if (g->units[i].in_use) {
+        if (g->plan.units[i].in_use) {
             sharc_warn("step finished while unit %d is between its begin and end", i);
         }
     }
@@ -210,7 +212,7 @@ sharc_status_t sharc_shard_finish(sharc_shard_group_h g)
         return status;
     }
     /* the step ran along a recorded schedule (the first records it: no prefetch there) */
-    followed = g->sched_ok && sharc_shard_sched_entries(g) > 0;
+    followed = sharc_shard_plan_followed(&g->plan);
     changed = sharc_shard_sched_step(g);
     if (g->autop != NULL) {
         status = sharc_shard_auto_step(g, followed, changed);

@@ -28,12 +28,12 @@ static sharc_status_t sharc_shard_settings(sharc_shard_group_t *g, const sharc_s
     g->pdtype = (mask & SHARC_SHARD_PARAM_PARAM_DTYPE) ? cfg->param_dtype : SHARC_DTYPE_F32;
     g->rdtype = (mask & SHARC_SHARD_PARAM_REDUCE_DTYPE) ? cfg->reduce_dtype : SHARC_DTYPE_F32;
     g->grad_op = (mask & SHARC_SHARD_PARAM_GRAD_OP) ? cfg->grad_op : SHARC_OP_AVG;
-    g->prefetch = (mask & SHARC_SHARD_PARAM_PREFETCH) ? cfg->prefetch : k->shard_prefetch;
-    g->max_unsharded =
+    g->plan.prefetch = (mask & SHARC_SHARD_PARAM_PREFETCH) ? cfg->prefetch : k->shard_prefetch;
+    g->plan.max_unsharded =
         (mask & SHARC_SHARD_PARAM_MAX_UNSHARDED) ? cfg->max_unsharded : k->shard_max_unsharded;
-    g->reshard_after_forward = (mask & SHARC_SHARD_PARAM_RESHARD_AFTER_FORWARD)
-                                   ? cfg->reshard_after_forward != 0
-                                   : k->shard_reshard_after_forward;
+    g->plan.reshard_after_forward = (mask & SHARC_SHARD_PARAM_RESHARD_AFTER_FORWARD)
+                                        ? cfg->reshard_after_forward != 0
+                                        : k->shard_reshard_after_forward;
     g->shard_size = (mask & SHARC_SHARD_PARAM_SHARD_SIZE) ? cfg->shard_size : g->size;
     g->assign_grads = (mask & SHARC_SHARD_PARAM_ASSIGN_GRADS) ? cfg->assign_grads != 0 : 0;
     g->cuda = (mask & SHARC_SHARD_PARAM_MEMTYPE) && cfg->memtype == SHARC_MEMTYPE_CUDA;
@@ -67,14 +67,14 @@ static sharc_status_t sharc_shard_settings(sharc_shard_group_t *g, const sharc_s
         sharc_error("memtype SHARC_MEMTYPE_CUDA, but this sharc was built without CUDA");
         return SHARC_ERR_UNSUPPORTED;
     }
-    if (g->prefetch == SHARC_SHARD_PREFETCH_AUTO) {
+    if (g->plan.prefetch == SHARC_SHARD_PREFETCH_AUTO) {
         g->prefetch_auto = 1;
-        g->prefetch = 1; /* where the adaptive depth starts */
+        g->plan.prefetch = 1; /* where the adaptive depth starts */
     }
-    if (g->prefetch < 0 || g->max_unsharded < 0 || *bucket_p == 0) {
+    if (g->plan.prefetch < 0 || g->plan.max_unsharded < 0 || *bucket_p == 0) {
         sharc_error("prefetch (%d; SHARC_SHARD_PREFETCH_AUTO for auto), max_unsharded (%d) "
                     "and bucket_bytes (%zu) must not be negative or zero",
-                    g->prefetch, g->max_unsharded, *bucket_p);
+                    g->plan.prefetch, g->plan.max_unsharded, *bucket_p);
         return SHARC_ERR_INVALID;
     }
     if (g->shard_size <= 0 || g->size % g->shard_size != 0) {
@@ -96,9 +96,9 @@ static uint64_t sharc_shard_hash(const sharc_shard_group_t *g)
     int32_t settings[] = {g->pdtype,
                           g->rdtype,
                           g->grad_op,
-                          g->prefetch,
-                          g->max_unsharded,
-                          g->reshard_after_forward,
+                          g->plan.prefetch,
+                          g->plan.max_unsharded,
+                          g->plan.reshard_after_forward,
                           g->shard_size,
                           g->nparams,
                           g->nunits,
@@ -338,12 +338,12 @@ sharc_status_t sharc_shard_create(sharc_comm_h comm, const sharc_shard_param_t *
         goto err_free;
     }
     sharc_shard_trace_origin(g); /* the ranks left the exchange together */
-    if (g->max_unsharded == 0) {
-        g->max_unsharded = !g->reshard_after_forward ? g->nunits
-                           : g->prefetch_auto        ? SHARC_SHARD_AUTO_DEPTH_MAX + 1
-                                                     : g->prefetch + 1;
+    if (g->plan.max_unsharded == 0) {
+        g->plan.max_unsharded = !g->plan.reshard_after_forward ? g->nunits
+                                : g->prefetch_auto             ? SHARC_SHARD_AUTO_DEPTH_MAX + 1
+                                                               : g->plan.prefetch + 1;
     }
-    g->pool_max = g->max_unsharded + 2;
+    g->pool_max = g->plan.max_unsharded + 2;
     status = sharc_shard_sched_init(g);
     /* the communicators are the group's own: its collectives, posted from inside progress
      * calls (HSDP's all-reduces), never interleave with the caller's on comm */
@@ -395,8 +395,8 @@ sharc_status_t sharc_shard_create(sharc_comm_h comm, const sharc_shard_param_t *
                "replicas); param %s, reduce %s, prefetch %d%s, at most %d unsharded; "
                "reductions %s",
                g->nparams, g->nunits, g->size, g->shard_size, g->replicas,
-               sharc_dtype_name(g->pdtype), sharc_dtype_name(g->rdtype), g->prefetch,
-               g->prefetch_auto ? " (auto)" : "", g->max_unsharded,
+               sharc_dtype_name(g->pdtype), sharc_dtype_name(g->rdtype), g->plan.prefetch,
+               g->prefetch_auto ? " (auto)" : "", g->plan.max_unsharded,
                (g->reduce_comm != g->shard_comm || g->reduce_lane) ? "on a queue of their own"
                                                                    : "behind gathers");
     *group_p = g;
@@ -412,7 +412,7 @@ void sharc_shard_destroy(sharc_shard_group_h g)
     if (g == NULL) {
         return;
     }
-    if (g->alive > 0 || g->rhead != NULL) {
+    if (g->plan.alive > 0 || g->rhead != NULL) {
         sharc_shard_unit_t *r = g->rhead;
         int reducing = 0;
 
@@ -422,7 +422,7 @@ void sharc_shard_destroy(sharc_shard_group_h g)
         if (reducing > 0 || g->failed == SHARC_OK) {
             sharc_warn("group destroyed with %d unit(s) unsharded and %d reduction(s) in "
                        "flight; completing them",
-                       g->alive, reducing);
+                       g->plan.alive, reducing);
         }
     }
     sharc_shard_drain(g);

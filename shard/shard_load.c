@@ -416,7 +416,7 @@ sharc_status_t sharc_shard_load(sharc_shard_group_h g, const char *dir, uint64_t
     }
     per_unit = 1 + g->nstates;
     mine = SHARC_OK;
-    if (g->alive > 0 || g->rhead != NULL) {
+    if (g->plan.alive > 0 || g->rhead != NULL) {
         sharc_error("sharc_shard_load: %s", g->rhead != NULL
                                                 ? "reductions are in flight (sharc_shard_finish "
                                                   "first)"

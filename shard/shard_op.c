@@ -261,5 +261,5 @@ void sharc_shard_drain(sharc_shard_group_t *g)
     sharc_shard_inflight_retire(g, 1);
     sharc_shard_quiesce(g);
     g->rhead = g->rtail = NULL;
-    g->alive = 0;
+    g->plan.alive = 0;
 }

@@ -1,11 +1,9 @@
 /*
- * shard_sched.c: the schedule and the step. The schedule is the order of units in the
- * forward and then the backward of one pass, recorded from the begin calls of the first
- * step's first pass (or set by the caller); every pass (micro-batch) of a step follows it
- * from its start. Along it the engine gathers the next `prefetch` entries ahead of use while
- * fewer than max_unsharded units are unsharded, and again whenever a reshard frees a slot.
- * Every decision depends only on the calls and the schedule, never on timing, so all ranks
- * post the same collectives in the same order.
+ * shard_sched.c: the group's schedule calls: setting, reading and printing the order, and
+ * the engine's side of the schedule's decisions, which shard_plan.c takes, pure, so that
+ * `sharc-perf predict` replays the same ones with a virtual clock. The schedule is the order
+ * of units in the forward and then the backward of one pass, recorded from the begin calls
+ * of the first step's first pass (or set by the caller).
  */
 #include "config.h"
 
@@ -20,101 +18,54 @@
 
 static const char *const sharc_shard_phase_names[] = {"forward", "backward"};
 
-/* Begins recorded per phase and step, at most: a unit may run more than once (tied weights). */
-#define SHARC_SHARD_SEEN_MAX(_g) (4 * (_g)->nunits)
-
 sharc_status_t sharc_shard_sched_init(sharc_shard_group_t *g)
 {
-    for (int ph = 0; ph < SHARC_SHARD_PHASE_LAST; ph++) {
-        g->order[ph] = calloc((size_t)SHARC_SHARD_SEEN_MAX(g), sizeof(int));
-        g->seen[ph] = calloc((size_t)SHARC_SHARD_SEEN_MAX(g), sizeof(int));
-        if (g->order[ph] == NULL || g->seen[ph] == NULL) {
-            return SHARC_ERR_NOMEM;
-        }
+    sharc_shard_plan_t *p = &g->plan;
+    int prefetch = p->prefetch, max_unsharded = p->max_unsharded, raf = p->reshard_after_forward;
+
+    if (sharc_shard_plan_init(p, g->nunits) != 0) {
+        return SHARC_ERR_NOMEM;
     }
-    g->sched_ok = 1;
+    p->prefetch = prefetch;
+    p->max_unsharded = max_unsharded;
+    p->reshard_after_forward = raf;
     return SHARC_OK;
 }
 
 void sharc_shard_sched_free(sharc_shard_group_t *g)
 {
-    for (int ph = 0; ph < SHARC_SHARD_PHASE_LAST; ph++) {
-        free(g->order[ph]);
-        free(g->seen[ph]);
-    }
+    sharc_shard_plan_free(&g->plan);
 }
 
-/* Entries of the schedule: the forward order, then the backward order. */
 int sharc_shard_sched_entries(const sharc_shard_group_t *g)
 {
-    return g->norder[SHARC_SHARD_FORWARD] + g->norder[SHARC_SHARD_BACKWARD];
+    return sharc_shard_plan_entries(&g->plan);
 }
 
 void sharc_shard_sched_entry(const sharc_shard_group_t *g, int e, int *phase_p, int *unit_p)
 {
-    int nf = g->norder[SHARC_SHARD_FORWARD];
-
-    *phase_p = (e < nf) ? SHARC_SHARD_FORWARD : SHARC_SHARD_BACKWARD;
-    *unit_p = (e < nf) ? g->order[SHARC_SHARD_FORWARD][e] : g->order[SHARC_SHARD_BACKWARD][e - nf];
+    sharc_shard_plan_entry(&g->plan, e, phase_p, unit_p);
 }
 
-/* Note the begin of (phase, unit): record it, and move the cursor past its entry. */
-void sharc_shard_sched_seen(sharc_shard_group_t *g, int phase, int unit)
+void sharc_shard_sched_begin(sharc_shard_group_t *g, int phase, int unit)
 {
-    int total = sharc_shard_sched_entries(g), e;
-
-    if (g->pass == 0 && g->nseen[phase] < SHARC_SHARD_SEEN_MAX(g)) {
-        g->seen[phase][g->nseen[phase]++] = unit;
-    }
-    if (!g->sched_ok || total == 0) {
-        return;
-    }
-    for (e = g->cursor; e < total; e++) {
-        int ph, un;
-
-        sharc_shard_sched_entry(g, e, &ph, &un);
-        if (ph == phase && un == unit) {
-            break;
-        }
-    }
-    if (e == total || e != g->cursor) {
-        /* off the schedule: stop prefetching for the rest of the step, re-record it */
+    if (sharc_shard_plan_begin(&g->plan, phase, unit)) {
         sharc_debug("%s of unit %d is not next in the schedule; no prefetch this step",
                     sharc_shard_phase_names[phase], unit);
-        g->sched_ok = 0;
-        return;
     }
-    g->cursor = e + 1;
 }
 
 int sharc_shard_sched_step(sharc_shard_group_t *g)
 {
-    int changed = 0;
+    int changed = sharc_shard_plan_step(&g->plan);
 
     for (int ph = 0; ph < SHARC_SHARD_PHASE_LAST; ph++) {
-        int n = g->nseen[ph];
-
-        if (g->order_set[ph] || n == 0 ||
-            (n == g->norder[ph] && memcmp(g->seen[ph], g->order[ph], sizeof(int) * n) == 0)) {
-            g->nseen[ph] = 0;
-            continue;
-        }
-        if (g->norder[ph] > 0) {
+        if (changed & (1 << ph)) {
             sharc_info("the %s order changed; the schedule follows the last step",
                        sharc_shard_phase_names[ph]);
-            changed = 1;
         }
-        /* swap: the seen order becomes the schedule, the old array records the next step */
-        int *tmp = g->order[ph];
-        g->order[ph] = g->seen[ph];
-        g->seen[ph] = tmp;
-        g->norder[ph] = n;
-        g->nseen[ph] = 0;
     }
-    g->cursor = 0;
-    g->sched_ok = 1;
-    g->pass = g->pass_backward = 0;
-    return changed;
+    return changed != 0;
 }
 
 static sharc_status_t sharc_shard_phase_check(sharc_shard_group_t *g, sharc_shard_phase_t phase,
@@ -157,9 +108,7 @@ sharc_status_t sharc_shard_set_order(sharc_shard_group_h g, sharc_shard_phase_t 
         seen[units[i]] = 1;
     }
     free(seen);
-    memcpy(g->order[phase], units, sizeof(int) * (size_t)n);
-    g->norder[phase] = n;
-    g->order_set[phase] = 1;
+    sharc_shard_plan_set_order(&g->plan, phase, units, n);
     return SHARC_OK;
 }
 
@@ -172,10 +121,11 @@ sharc_status_t sharc_shard_get_order(sharc_shard_group_h g, sharc_shard_phase_t 
         return status;
     }
     if (units != NULL && max > 0) {
-        memcpy(units, g->order[phase], sizeof(int) * (size_t)SHARC_MIN(max, g->norder[phase]));
+        memcpy(units, g->plan.order[phase],
+               sizeof(int) * (size_t)SHARC_MIN(max, g->plan.norder[phase]));
     }
     if (n_p != NULL) {
-        *n_p = g->norder[phase];
+        *n_p = g->plan.norder[phase];
     }
     return SHARC_OK;
 }
@@ -186,15 +136,15 @@ void sharc_shard_schedule_print(sharc_shard_group_h g, FILE *stream)
         return;
     }
     fprintf(stream, "shard schedule: %d units, prefetch %d%s, at most %d unsharded, %s\n",
-            g->nunits, g->prefetch, g->prefetch_auto ? " (auto)" : "", g->max_unsharded,
-            g->reshard_after_forward ? "resharded after forward" : "kept after forward");
+            g->nunits, g->plan.prefetch, g->prefetch_auto ? " (auto)" : "", g->plan.max_unsharded,
+            g->plan.reshard_after_forward ? "resharded after forward" : "kept after forward");
     for (int ph = 0; ph < SHARC_SHARD_PHASE_LAST; ph++) {
         fprintf(stream, "  %-8s (%s):", sharc_shard_phase_names[ph],
-                g->order_set[ph]    ? "set"
-                : g->norder[ph] > 0 ? "recorded"
-                                    : "not yet recorded");
-        for (int i = 0; i < g->norder[ph]; i++) {
-            fprintf(stream, " %d", g->order[ph][i]);
+                g->plan.order_set[ph]    ? "set"
+                : g->plan.norder[ph] > 0 ? "recorded"
+                                         : "not yet recorded");
+        for (int i = 0; i < g->plan.norder[ph]; i++) {
+            fprintf(stream, " %d", g->plan.order[ph][i]);
         }
         fputc('\n', stream);
     }

@@ -91,7 +91,7 @@ void sharc_shard_stats_mem(sharc_shard_group_t *g, sharc_shard_unit_t *u, long l
 {
     g->unsharded_bytes += delta;
     g->stats.peak_unsharded_bytes = SHARC_MAX(g->stats.peak_unsharded_bytes, g->unsharded_bytes);
-    g->stats.peak_units_alive = SHARC_MAX(g->stats.peak_units_alive, g->alive);
+    g->stats.peak_units_alive = SHARC_MAX(g->stats.peak_units_alive, g->plan.alive);
     u->unsharded_bytes += delta;
     u->stats.peak_unsharded_bytes = SHARC_MAX(u->stats.peak_unsharded_bytes, u->unsharded_bytes);
 }
@@ -328,13 +328,13 @@ void sharc_shard_stats_step(sharc_shard_group_t *g)
     }
     qsort(g->spans, g->nspans, sizeof(*g->spans), sharc_shard_span_cmp);
     g->stats.step_s = now - g->step_t0;
-    g->stats.prefetch_depth = g->prefetch;
+    g->stats.prefetch_depth = g->plan.prefetch;
     sharc_shard_stats_close(&g->stats, &g->last, sharc_shard_union(g->spans, g->nspans, -1),
-                            g->unsharded_bytes, g->alive);
+                            g->unsharded_bytes, g->plan.alive);
     for (int i = 0; i < g->nunits; i++) {
         sharc_shard_unit_t *u = &g->units[i];
 
-        u->stats.prefetch_depth = g->prefetch;
+        u->stats.prefetch_depth = g->plan.prefetch;
         sharc_shard_stats_close(&u->stats, &u->last, sharc_shard_union(g->spans, g->nspans, i),
                                 u->unsharded_bytes, u->pstate != SHARC_SHARD_SHARDED);
     }
@@ -378,7 +378,7 @@ sharc_status_t sharc_shard_stats(sharc_shard_group_h g, int unit, sharc_shard_st
     }
     *stats_p = *s;
     if (!g->have_last) { /* a step in progress: its time so far */
-        stats_p->units_alive = g->alive;
+        stats_p->units_alive = g->plan.alive;
     }
     return SHARC_OK;
 }
@@ -413,7 +413,7 @@ void sharc_shard_stats_print(sharc_shard_group_h g, FILE *f)
             s->step_s * 1e3, s->engine_s * 1e3, s->gather_wait_s * 1e3,
             (unsigned long long)s->prefetches, s->prefetch_depth, g->prefetch_auto ? " (auto)" : "",
             (unsigned long long)s->evictions, s->peak_units_alive,
-            s->peak_unsharded_bytes / 1048576.0, g->alive);
+            s->peak_unsharded_bytes / 1048576.0, g->plan.alive);
     fprintf(f, "%-6s %4s %10s %4s %4s %10s %8s %8s %8s %5s %10s\n", "unit", "ag", "gath MiB", "rs",
             "ar", "red MiB", "comm ms", "expo ms", "hidn ms", "hid%", "peak MiB");
     sharc_shard_stats_line(f, "all", s);

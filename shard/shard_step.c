@@ -13,34 +13,26 @@
 #include "../src/base/util.h"
 #include "shard.h"
 
+/* Gather ahead along the schedule what the plan says, as far as the bound admits. */
 static sharc_status_t sharc_shard_prefetch(sharc_shard_group_t *g)
 {
-    int end = SHARC_MIN(sharc_shard_sched_entries(g), g->cursor + g->prefetch);
+    int unit, ahead = 0, deferred = -1;
 
-    for (int e = g->cursor; g->sched_ok && e < end; e++) {
-        int phase, unit;
-        sharc_shard_unit_t *u;
-        sharc_status_t status;
+    while ((unit = sharc_shard_plan_prefetch_next(&g->plan, &ahead, &deferred)) >= 0) {
+        sharc_shard_unit_t *u = &g->units[unit];
+        sharc_status_t status = sharc_shard_gather(g, u, 1);
 
-        sharc_shard_sched_entry(g, e, &phase, &unit);
-        u = &g->units[unit];
-        if (u->pstate != SHARC_SHARD_SHARDED) {
-            continue;
-        }
-        if (g->alive >= g->max_unsharded) {
-            /* deferred: the next reshard frees a slot and comes back here */
-            sharc_shard_auto_deferred(g);
-            sharc_shard_trace_defer(g, unit);
-            break;
-        }
-        status = sharc_shard_gather(g, u);
         if (status != SHARC_OK) {
             return status;
         }
-        u->prefetched = 1;
         g->stats.prefetches++;
         u->stats.prefetches++;
-        sharc_shard_trace_prefetch(g, unit, e - g->cursor + 1);
+        sharc_shard_trace_prefetch(g, unit, ahead);
+    }
+    if (unit == SHARC_SHARD_PLAN_DEFER) {
+        /* deferred: the next reshard frees a slot and comes back here */
+        sharc_shard_auto_deferred(g);
+        sharc_shard_trace_defer(g, deferred);
     }
     return SHARC_OK;
 }
@@ -55,7 +47,7 @@ static sharc_status_t sharc_shard_begin_(sharc_shard_group_t *g, int phase, int 
         return status;
     }
     u = &g->units[unit];
-    if (u->in_use) {
+    if (g->plan.units[unit].in_use) {
         sharc_error("%s: unit %d has begun already and not ended", what, unit);
         return SHARC_ERR_INVALID;
     }
@@ -63,22 +55,14 @@ static sharc_status_t sharc_shard_begin_(sharc_shard_group_t *g, int phase, int 
     if (status != SHARC_OK) {
         return status;
     }
-    if (phase == SHARC_SHARD_FORWARD && g->pass_backward) { /* the next micro-batch */
-        g->pass++;
-        g->pass_backward = 0;
-        g->cursor = 0;
-        g->sched_ok = 1;
-    }
-    g->pass_backward |= phase == SHARC_SHARD_BACKWARD;
-    sharc_shard_sched_seen(g, phase, unit);
+    sharc_shard_sched_begin(g, phase, unit); /* the next micro-batch, the schedule */
     if (u->pstate == SHARC_SHARD_SHARDED) {
         status = sharc_shard_unshard(g, unit);
         if (status != SHARC_OK) {
             return status;
         }
     }
-    u->prefetched = 0;
-    u->in_use = 1;
+    sharc_shard_plan_use(&g->plan, unit);
     /* this unit's gather first, then the next units': they run while it is computed. (On
      * the host a wait that is still to come would share the cores and the memory bandwidth
      * with gathers not needed yet: the first unit of a step waited about twice as long with
@@ -101,24 +85,19 @@ static sharc_status_t sharc_shard_end_(sharc_shard_group_t *g, int phase, int un
 {
     sharc_status_t status = sharc_shard_enter(g, unit, what);
     sharc_shard_unit_t *u;
-    int nf = g->norder[SHARC_SHARD_FORWARD], keep;
+    int keep;
 
     if (status != SHARC_OK) {
         return status;
     }
     u = &g->units[unit];
-    if (!u->in_use) {
+    if (!g->plan.units[unit].in_use) {
         sharc_error("%s: unit %d has not begun", what, unit);
         return SHARC_ERR_INVALID;
     }
-    u->in_use = 0;
+    sharc_shard_plan_unuse(&g->plan, unit);
     if (phase == SHARC_SHARD_FORWARD) {
-        /* the forward's last unit is the backward's first: keep it rather than gather it
-         * again at once (as FSDP2 does for its root) */
-        keep = !g->reshard_after_forward ||
-               (g->sched_ok && nf > 0 && g->cursor == nf && g->norder[SHARC_SHARD_BACKWARD] > 0 &&
-                g->order[SHARC_SHARD_FORWARD][nf - 1] == unit &&
-                g->order[SHARC_SHARD_BACKWARD][0] == unit);
+        keep = sharc_shard_plan_keep(&g->plan, unit); /* the forward's last unit, or all */
     } else {
         keep = 0;
         if (g->sync) {

@@ -227,7 +227,7 @@ void sharc_shard_trace_prefetch(sharc_shard_group_t *g, int unit, int ahead)
     e = sharc_shard_tev_add(g, SHARC_SHARD_TEV_PREFETCH, unit, sharc_time_now(), -1);
     if (e != NULL) {
         e->arg = ahead;
-        e->queue = g->prefetch;
+        e->queue = g->plan.prefetch;
     }
 }
 
@@ -569,8 +569,8 @@ static int sharc_shard_trace_json(sharc_shard_group_t *g, const sharc_shard_trac
             "\"ranks\": %d, \"units\": %d, \"shard_size\": %d, \"prefetch\": \"%s\", "
             "\"max_unsharded\": %d, \"reduce_queue\": %s, \"steps_dropped\": %d},\n"
             "\"traceEvents\": [",
-            nranks, g->nunits, g->shard_size, g->prefetch_auto ? "auto" : "fixed", g->max_unsharded,
-            shared ? "false" : "true", tr->dropped);
+            nranks, g->nunits, g->shard_size, g->prefetch_auto ? "auto" : "fixed",
+            g->plan.max_unsharded, shared ? "false" : "true", tr->dropped);
     for (int r = 0; r < nranks; r++) {
         sharc_shard_json_rank(&j, r, &ranks[r], shared);
     }

@@ -22,7 +22,7 @@
 
 /* ---- gathering ----------------------------------------------------------------------- */
 
-sharc_status_t sharc_shard_gather(sharc_shard_group_t *g, sharc_shard_unit_t *u)
+sharc_status_t sharc_shard_gather(sharc_shard_group_t *g, sharc_shard_unit_t *u, int prefetched)
 {
     size_t bytes = u->padded * g->pesize, off = (size_t)g->shard_rank * u->shard * g->pesize;
     const void *own = u->master;
@@ -58,7 +58,7 @@ sharc_status_t sharc_shard_gather(sharc_shard_group_t *g, sharc_shard_unit_t *u)
         return sharc_shard_fail(g, status, u, "all-gather");
     }
     u->pstate = SHARC_SHARD_GATHERING;
-    g->alive++;
+    sharc_shard_plan_gathered(&g->plan, u->id, prefetched);
     sharc_shard_stats_mem(g, u, (long long)bytes);
     return SHARC_OK;
 }
@@ -93,37 +93,28 @@ sharc_status_t sharc_shard_release(sharc_shard_group_t *g, sharc_shard_unit_t *u
     sharc_shard_stats_mem(g, u, -(long long)(u->padded * g->pesize));
     u->pbuf = NULL;
     u->pstate = SHARC_SHARD_SHARDED;
-    u->prefetched = 0;
-    g->alive--;
+    sharc_shard_plan_released(&g->plan, u->id);
     return SHARC_OK;
 }
 
 sharc_status_t sharc_shard_make_room(sharc_shard_group_t *g, const sharc_shard_unit_t *want)
 {
-    sharc_shard_unit_t *victim = NULL;
+    int full, victim = sharc_shard_plan_victim(&g->plan, &full);
 
-    if (g->alive < g->max_unsharded) {
+    if (!full) {
         return SHARC_OK;
     }
-    for (int i = 0; i < g->nunits; i++) {
-        sharc_shard_unit_t *u = &g->units[i];
-
-        if (u->pstate != SHARC_SHARD_SHARDED && u->prefetched && !u->in_use &&
-            (victim == NULL || u->ag.t_post > victim->ag.t_post)) {
-            victim = u;
-        }
-    }
-    if (victim == NULL) {
+    if (victim < 0) {
         sharc_error("unit %d cannot be gathered: %d units are unsharded already, the "
                     "limit (max_unsharded, SHARC_SHARD_MAX_UNSHARDED); reshard one first",
-                    want->id, g->alive);
+                    want->id, g->plan.alive);
         return SHARC_ERR_INVALID;
     }
-    sharc_debug("unit %d, prefetched and not used yet, released for unit %d", victim->id, want->id);
+    sharc_debug("unit %d, prefetched and not used yet, released for unit %d", victim, want->id);
     g->stats.evictions++;
-    victim->stats.evictions++;
-    sharc_shard_trace_evict(g, victim->id, want->id);
-    return sharc_shard_release(g, victim);
+    g->units[victim].stats.evictions++;
+    sharc_shard_trace_evict(g, victim, want->id);
+    return sharc_shard_release(g, &g->units[victim]);
 }
 
 /* ---- views --------------------------------------------------------------------------- */

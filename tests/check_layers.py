@@ -21,6 +21,7 @@ LAYERS = [
     ("transport/", "transport", 5),
     ("coll/", "collectives", 6),
     ("core/", "core", 7),
+    ("shard/shard_plan", "sharding planner", 7.5),
     ("shard/", "sharding engine", 8),
     ("perf/topo/", "topology tool library", 9),
     ("perf/", "perf tools", 10),
@@ -28,9 +29,10 @@ LAYERS = [
     ("python/", "python", 10),
 ]
 # What the tools may use besides the public API and their own folder: perf's programs the
-# topology tool library (and through it topo/ and base); the trainer nothing else.
+# topology tool library (and through it topo/ and base), and the sharding engine's planner
+# (pure, libc only: sharc-perf predict replays its decisions); the trainer nothing else.
 TOOL_ALLOWED = {
-    "perf tools": {"public API", "topology tool library"},
+    "perf tools": {"public API", "topology tool library", "sharding planner"},
     "trainer": {"public API"},
     "python": {"public API"},
 }
