@@ -25,6 +25,9 @@ if [ -x "$BIN/trainer/test_llama_hf_emu" ] && [ -z "${SHARCTEST_SANITIZE:-}" ]; 
             "$BIN/trainer/test_llama_hf_emu" --device cuda --compute-dtype $dt --against-cpu \
             "$work/hd32"
     done
+    run_ok "... the same in bf16 with the block's threads run in the other order" \
+        env SHARCTEST_EMU_ASCENDING=1 "$BIN/trainer/test_llama_hf_emu" --device cuda \
+        --compute-dtype bf16 --against-cpu "$work/hd32"
     # head size 128 on a GPU with 100 KiB of shared memory a block (the tiled kernels need
     # 105 KiB there): the materialized attention, not a failed launch
     make_hf_llama "$work/hd128" 128 1 1 128 1 96 256

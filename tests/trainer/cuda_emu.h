@@ -3,10 +3,11 @@
  * ops_cuda*.cu, with LLAMA_CUDA_EMU defined) as C++ and run them: the kernels, their launches,
  * their cuBLAS calls and the runtime calls around them, unchanged.
  *
- * - A block's threads are fibers run in turn on one thread, the highest index first: each
- *   runs until it waits at __syncthreads or __syncwarp, which are real barriers (a barrier
- *   that can never complete aborts, naming it). A missing barrier shows as a read of memory
- *   another thread has not written yet. Blocks and launches run one after another, at the
+ * - A block's threads are fibers run in turn on one thread, the highest index first (the
+ *   lowest first with SHARCTEST_EMU_ASCENDING set): each runs until it waits at
+ *   __syncthreads or __syncwarp, which are real barriers (a barrier that can never complete
+ *   aborts, naming it). A missing barrier shows as a read of memory another thread has not
+ *   written yet, in one order or the other. Blocks and launches run one after another, at the
  *   launch: "device" work is done when the call returns. Fibers switch by swapping the
  *   callee-saved registers on x86-64 (ucontext, which costs a system call per switch,
  *   elsewhere). Include this header in one file of a program.
@@ -16,6 +17,7 @@
  *   loads and products are per lane, stores are written by lane 0 (so a lane that reads a
  *   stored tile without waiting for the warp sees stale memory, as on a GPU).
  * - Memory is host memory; copies are memcpy; streams and events do nothing (one order);
+ *   the opt-in shared memory of a block is an H100's 227 KiB, or SHARCTEST_EMU_SMEM bytes;
  *   cuBLAS's GEMMs are plain loops with f32 accumulation, with cuBLAS's column-major
  *   arguments (transposes, leading dimensions, batch strides) as documented.
  * For tests; slow; it checks what the code computes and where it synchronizes, not timing.
@@ -244,11 +246,12 @@ namespace cuda_emu
 {
 /*
  * @p kernel as a grid of blocks of @p block threads with @p smem_bytes of dynamic shared
- * memory: each block's threads as fibers, from the highest index down in every round.
+ * memory: each block's threads as fibers, from the highest index down in every round (or up).
  */
 inline void launch(dim3 grid, dim3 block, size_t smem_bytes, const std::function<void()> &kernel)
 {
     static std::vector<unsigned char> shared;
+    static const bool ascending = getenv("SHARCTEST_EMU_ASCENDING") != NULL;
 
     if (block.x == 0 || block.x > 1024 || grid.x == 0 || grid.y == 0) {
         fprintf(stderr, "cuda_emu: launch of %u x %u blocks of %u threads: invalid\n", grid.x,
@@ -286,7 +289,8 @@ inline void launch(dim3 grid, dim3 block, size_t smem_bytes, const std::function
                 for (int w = 0; w < 32; w++) {
                     wbefore += warp_gen[w];
                 }
-                for (int t = (int)block.x - 1; t >= 0; t--) {
+                for (int i = 0; i < (int)block.x; i++) {
+                    int t = ascending ? i : (int)block.x - 1 - i;
                     if (!fibers[t].done) {
                         cur = t;
                         threadIdx = dim3((unsigned)t);
