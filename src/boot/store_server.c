@@ -823,10 +823,16 @@ static void sharc_store_close_conn(sharc_store_conn_t *conn)
     free(conn);
 }
 
-/* Close dead connections (and their waiters) and those that never said HELLO in time. */
+/*
+ * Close dead connections (and their waiters) and those that never said HELLO in time. Two
+ * passes: first every dead connection that was live tells its communicator (a notice that
+ * cannot be sent marks its receiver dead too, so until nothing changes), and only then are
+ * the dead ones freed: the notices walk every connection, freed ones included otherwise.
+ */
 static void sharc_store_sweep(sharc_store_server_t *srv, double now)
 {
     size_t j = 0;
+    int changed, dead = 0;
 
     for (size_t i = 0; i < srv->nconns; i++) {
         sharc_store_conn_t *conn = srv->conns[i];
@@ -834,15 +840,31 @@ static void sharc_store_sweep(sharc_store_server_t *srv, double now)
         if (!conn->authed && !conn->dead && now - conn->since > srv->auth_timeout) {
             sharc_store_reject(conn, "no job token within the bootstrap timeout");
         }
-        if (conn->dead) {
-            if (conn->live) { /* gone without BYE, however it went: its communicator is lost */
+    }
+    do {
+        changed = 0;
+        for (size_t i = 0; i < srv->nconns; i++) {
+            sharc_store_conn_t *conn = srv->conns[i];
+
+            if (conn->dead && conn->live) { /* gone without BYE: its communicator is lost */
                 conn->live = 0;
                 sharc_store_peer_lost(srv, conn->ns, conn->rank, conn->rank);
+                changed = 1;
             }
+            dead |= conn->dead;
+        }
+    } while (changed);
+    if (!dead) {
+        return;
+    }
+    sharc_store_scan_waiters(srv, "\x01", -1); /* drops the dead connections' waiters */
+    for (size_t i = 0; i < srv->nconns; i++) {
+        sharc_store_conn_t *conn = srv->conns[i];
+
+        if (conn->dead) {
             if (!conn->authed) {
                 srv->unauthed--;
             }
-            sharc_store_scan_waiters(srv, "\x01", -1); /* drops this conn's waiters */
             sharc_store_close_conn(conn);
         } else {
             srv->conns[j++] = conn;
