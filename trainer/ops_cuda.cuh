@@ -162,6 +162,22 @@ template <typename V> __device__ V block_sum(V v, V *shared)
     return shared[0];
 }
 
+/* *acc += the sum of v[0..n), in one block in a fixed order (deterministic): launch with one
+ * block of up to 1024 threads. */
+template <typename V> __global__ void add_sum_kernel(V *acc, const V *v, int n)
+{
+    __shared__ V shared[32];
+    V s = 0;
+
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        s += v[i];
+    }
+    s = block_sum(s, shared);
+    if (threadIdx.x == 0) {
+        *acc += s;
+    }
+}
+
 __device__ __forceinline__ float block_max(float v, float *shared)
 {
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;

@@ -422,21 +422,6 @@ __global__ void xent_kernel(T *dlogits, const T *logits, const int32_t *targets,
     }
 }
 
-/* *loss += the rows' losses, summed in one block in a fixed order */
-__global__ void sum_rows_kernel(double *loss, const double *row_loss, int N)
-{
-    __shared__ double shared[32];
-    double s = 0.0;
-
-    for (int i = threadIdx.x; i < N; i += blockDim.x) {
-        s += row_loss[i];
-    }
-    s = block_sum(s, shared);
-    if (threadIdx.x == 0) {
-        *loss += s;
-    }
-}
-
 template <typename T>
 void xent(float *dlogits, const float *logits, const int32_t *targets, int N, int V, float dscale,
           double *loss)
@@ -450,7 +435,7 @@ void xent(float *dlogits, const float *logits, const int32_t *targets, int N, in
     LLAMA_LAUNCH(xent_kernel<T>, N, XENT_THREADS, 0, (T *)dlogits, (const T *)logits, dtgt, V,
                  dscale, row_loss);
     launched("cross-entropy");
-    LLAMA_LAUNCH(sum_rows_kernel, 1, 1024, 0, loss, row_loss, N);
+    LLAMA_LAUNCH(add_sum_kernel<double>, 1, 1024, 0, loss, row_loss, N);
     launched("cross-entropy sum");
 }
 

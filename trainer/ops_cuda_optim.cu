@@ -24,20 +24,6 @@ __global__ void sumsq_kernel(double *partial, const float *x, size_t n)
     }
 }
 
-__global__ void sum_partials_kernel(double *acc, const double *partial, int nparts)
-{
-    __shared__ double shared[32];
-    double s = 0.0;
-
-    for (int i = threadIdx.x; i < nparts; i += blockDim.x) {
-        s += partial[i];
-    }
-    s = block_sum(s, shared);
-    if (threadIdx.x == 0) {
-        *acc += s;
-    }
-}
-
 void sumsq(double *acc, const float *x, size_t n)
 {
     unsigned nb = llama_geom_blocks(n, LLAMA_GEOM_THREADS, LLAMA_GEOM_MAX_PARTIALS);
@@ -48,7 +34,7 @@ void sumsq(double *acc, const float *x, size_t n)
     }
     LLAMA_LAUNCH(sumsq_kernel, nb, LLAMA_GEOM_THREADS, 0, partial, x, n);
     launched("gradient sum of squares");
-    LLAMA_LAUNCH(sum_partials_kernel, 1, 1024, 0, acc, partial, (int)nb);
+    LLAMA_LAUNCH(add_sum_kernel<double>, 1, 1024, 0, acc, partial, (int)nb);
     launched("gradient sum of squares (partials)");
 }
 
