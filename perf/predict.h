@@ -93,6 +93,10 @@ typedef struct {
     pred_algo_t algo;
 } pred_engine_t;
 
+/* sharc-perf predict's engine settings before its options: one sequence of 4096 tokens per
+ * GPU, a block a unit, prefetch 1, resharded after forward, bf16 parameters, f32 reduction. */
+void pred_engine_defaults(pred_engine_t *e);
+
 /* The named models (the trainer's shapes), an HF config.json, or "synthetic:U:P". */
 int pred_model_load(const char *spec, pred_model_t *m);
 void pred_model_list(FILE *out);

@@ -172,6 +172,18 @@ double pred_model_flops_per_token(const pred_model_t *m, int seq)
     return 6.0 * nonembed + 12.0 * m->n_layers * m->n_heads * m->head_dim * (double)seq;
 }
 
+void pred_engine_defaults(pred_engine_t *e)
+{
+    *e = (pred_engine_t){.batch = 1,
+                         .seq = 4096,
+                         .passes = 1,
+                         .layers_per_unit = 1,
+                         .prefetch = 1,
+                         .reshard_after_forward = 1,
+                         .pbytes = 2,
+                         .rbytes = 4};
+}
+
 /* ---- clusters -------------------------------------------------------------------------- */
 
 /*

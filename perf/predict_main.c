@@ -391,19 +391,15 @@ static int pred_write_json(const char *path, const pred_model_t *m, const pred_c
 int perf_predict_main(int argc, char **argv)
 {
     pred_opts_t o = {.model = "llama2-7b", .cluster = "p5"};
-    pred_engine_t e = {.batch = 1,
-                       .seq = 4096,
-                       .passes = 1,
-                       .layers_per_unit = 1,
-                       .prefetch = 1,
-                       .reshard_after_forward = 1,
-                       .pbytes = 2,
-                       .rbytes = 4};
+    pred_engine_t e;
     pred_model_t m;
     pred_cluster_t c;
     pred_variant_t v[8];
     pred_row_t *rows;
-    int nv, ret = pred_parse(argc, argv, &o, &e);
+    int nv, ret;
+
+    pred_engine_defaults(&e);
+    ret = pred_parse(argc, argv, &o, &e);
 
     if (ret != 0) {
         return ret < 0 ? 0 : ret;
