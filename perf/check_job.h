@@ -44,6 +44,8 @@ typedef struct {
     int rails;               /* ranks per node in the inter-node tests: the smallest local size */
     int maxlocal;            /* the largest local size */
     int *node_of, *lrank_of; /* per rank */
+    /* the host copy's turn among the ranks of this machine, and the turns (0: not known yet) */
+    int copy_turn, copy_turns;
     int *first, *count;      /* per node: index into by_node, and its ranks */
     int *by_node;            /* ranks node by node, each node's by local rank */
     char (*host)[PERF_CHECK_HOST]; /* per node (its lowest rank's host name) */

@@ -204,26 +204,25 @@ static int copy_turns(perf_check_job_t *j, int *turn_p, int *turns_p)
 int perf_check_copy(perf_check_job_t *j, size_t size, int iters, double *gbps_per_rank)
 {
     double mine = 0;
-    int turn = 0, turns = 1;
 
     if (ensure_bufs(j, size) != 0 || barrier(j) != 0) {
         return -1;
     }
     if (j->o->cuda) {
         mine = perf_cuda_copy_bw(j->recv, j->send, size, 1, iters);
-    } else if (copy_turns(j, &turn, &turns) != 0) {
-        return -1;
+    } else if (j->copy_turns == 0 && copy_turns(j, &j->copy_turn, &j->copy_turns) != 0) {
+        return -1; /* (the machines do not change between the first pass and the re-test) */
     }
     /* On the host, a rank's figure is its median iteration over at least PERF_CHECK_COPY_S,
      * copying alone on its machine: what its memory path does. A rank sharing its core with
      * another process is slowed in some iterations, not most; a slow socket or DIMM slows
      * every one. (All ranks of a machine at once made the figures a draw of who got a core
      * alone while the others started: on a loaded machine a rank was named in two passes.) */
-    for (int k = 0; !j->o->cuda && k < turns; k++) {
+    for (int k = 0; !j->o->cuda && k < j->copy_turns; k++) {
         double t[PERF_CHECK_COPY_MAX], t_end;
         int n = 0;
 
-        if (k == turn) {
+        if (k == j->copy_turn) {
             memcpy(j->recv, j->send, size);
             t_end = perf_now() + PERF_CHECK_COPY_S;
             while (n < PERF_CHECK_COPY_MAX && (n < iters || perf_now() < t_end)) {
@@ -234,7 +233,7 @@ int perf_check_copy(perf_check_job_t *j, size_t size, int iters, double *gbps_pe
             }
             mine = (double)size / perf_median(t, (size_t)n) / 1e9;
         }
-        if (turns > 1 && barrier(j) != 0) {
+        if (j->copy_turns > 1 && barrier(j) != 0) {
             return -1;
         }
     }
