@@ -46,8 +46,8 @@ typedef struct {
     int *node_of, *lrank_of; /* per rank */
     /* the host copy's turn among the ranks of this machine, and the turns (0: not known yet) */
     int copy_turn, copy_turns;
-    int *first, *count;      /* per node: index into by_node, and its ranks */
-    int *by_node;            /* ranks node by node, each node's by local rank */
+    int *first, *count;            /* per node: index into by_node, and its ranks */
+    int *by_node;                  /* ranks node by node, each node's by local rank */
     char (*host)[PERF_CHECK_HOST]; /* per node (its lowest rank's host name) */
     perf_check_expect_t *expect;   /* per node */
     char *send, *recv; /* the exchange's buffers: bufsize, and 2 * bufsize (host or device) */

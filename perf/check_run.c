@@ -151,7 +151,7 @@ static int wait_all(perf_check_job_t *j, sharc_request_h *reqs, int n, double t0
 /* ---- the copy test ----------------------------------------------------------------------- */
 
 /* The host copy runs for at least this long (and iters times), at most _MAX iterations. */
-#define PERF_CHECK_COPY_S 0.05
+#define PERF_CHECK_COPY_S   0.05
 #define PERF_CHECK_COPY_MAX 1000
 
 /*
