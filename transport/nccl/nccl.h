@@ -37,7 +37,8 @@ SHARC_HIDDEN sharc_status_t sharc_tp_nccl_status(sharc_tp_comm_t *tp, ncclResult
                                                  const char *what);
 
 /*
- * Wait until a non-blocking NCCL call that returned ncclInProgress has finished, for at most
+ * Wait until a non-blocking NCCL call on @p tp's communicator has finished (it returned
+ * @p res: ncclInProgress, or ncclSuccess with work that may still run), for at most
  * @p timeout seconds (then the communicator is aborted: SHARC_ERR_TIMEOUT).
  */
 SHARC_HIDDEN sharc_status_t sharc_tp_nccl_settle(sharc_tp_comm_t *tp, ncclResult_t res,

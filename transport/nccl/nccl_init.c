@@ -143,18 +143,18 @@ static sharc_status_t sharc_tp_nccl_comm_split(sharc_tp_comm_t *tp, int color, i
             return status;
         }
     }
+    /* the split writes comm from NCCL's thread when done: settled (or aborted) before return */
     res = ncclCommSplit(tp->nccl, color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, &comm, &config);
     status = sharc_tp_nccl_settle(tp, res, tp->cfg->bootstrap_timeout, "ncclCommSplit");
+    if (status == SHARC_OK && color >= 0 && comm == NULL) {
+        sharc_error("nccl: ncclCommSplit finished without a communicator for color %d", color);
+        status = SHARC_ERR_BACKEND;
+    }
     if (status == SHARC_OK && comm != NULL) {
         /* the child's own initialization finishes on its own communicator */
-        ncclResult_t state = ncclInProgress;
-
         child->nccl = comm;
-        if (ncclCommGetAsyncError(comm, &state) != ncclSuccess) {
-            state = ncclInternalError;
-        }
-        status =
-            sharc_tp_nccl_settle(child, state, tp->cfg->bootstrap_timeout, "ncclCommSplit (child)");
+        status = sharc_tp_nccl_settle(child, ncclSuccess, tp->cfg->bootstrap_timeout,
+                                      "ncclCommSplit (child)");
     }
     if (status != SHARC_OK) {
         if (child != NULL) {

@@ -5,6 +5,8 @@
  */
 #include "config.h"
 
+#include <sched.h>
+
 #define SHARC_THIS_SUBSYS SHARC_SUBSYS_TP
 
 #include "../../src/base/log.h"
@@ -34,8 +36,24 @@ sharc_status_t sharc_tp_nccl_settle(sharc_tp_comm_t *tp, ncclResult_t res, doubl
                                     const char *what)
 {
     double deadline = sharc_time_now() + timeout;
+    long polls = 0;
 
-    while (res == ncclInProgress) {
+    /*
+     * A non-blocking call can return ncclSuccess with its work still running: ncclCommSplit
+     * does (its group ends in ncclInProgress, which it does not return), and writes the new
+     * communicator from NCCL's thread when the split is done. The communicator's own state
+     * is what says when the call is over, so it is read even after ncclSuccess.
+     */
+    while ((res == ncclSuccess || res == ncclInProgress) && tp->nccl != NULL) {
+        ncclResult_t state = ncclInProgress;
+
+        if (ncclCommGetAsyncError(tp->nccl, &state) != ncclSuccess) {
+            state = ncclInternalError;
+        }
+        res = state;
+        if (state != ncclInProgress) {
+            break;
+        }
         if (sharc_time_now() > deadline) {
             sharc_error("nccl: %s did not finish within %.0f s; the communicator is aborted", what,
                         timeout);
@@ -44,8 +62,8 @@ sharc_status_t sharc_tp_nccl_settle(sharc_tp_comm_t *tp, ncclResult_t res, doubl
             tp->failed = SHARC_ERR_TIMEOUT;
             return SHARC_ERR_TIMEOUT;
         }
-        if (ncclCommGetAsyncError(tp->nccl, &res) != ncclSuccess) {
-            res = ncclInternalError;
+        if (++polls > 1000) {
+            sched_yield(); /* an initialization takes a while: leave the core to NCCL's threads */
         }
     }
     return sharc_tp_nccl_status(tp, res, what);
