@@ -162,13 +162,22 @@ void perf_cuda_free(void *p)
     cudaFree(p);
 }
 
+/* Finished on the device before return: a cudaMemcpy from pageable memory returns once its
+ * data is staged, and the collectives' streams (non-blocking) would not wait for the rest. */
 int perf_cuda_put(void *dst, const void *src, size_t bytes)
 {
-    return perf_cuda_ok(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice), "copy to device");
+    if (perf_cuda_ok(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice), "copy to device") != 0) {
+        return -1;
+    }
+    return perf_cuda_ok(cudaDeviceSynchronize(), "device synchronize");
 }
 
+/* After everything queued on the device (the collectives' streams included). */
 int perf_cuda_get(void *dst, const void *src, size_t bytes)
 {
+    if (perf_cuda_ok(cudaDeviceSynchronize(), "device synchronize") != 0) {
+        return -1;
+    }
     return perf_cuda_ok(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost), "copy from device");
 }
 

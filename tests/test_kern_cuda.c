@@ -87,9 +87,13 @@ static void fill(void *p, sharc_dtype_t dt, size_t n)
     }
 }
 
+/* On the test's stream, and finished before the next kernel: a cudaMemcpy from pageable
+ * memory returns once the data is staged, and the stream (non-blocking) would not wait for
+ * the rest of its copy on the legacy stream. */
 static void put(void *d, const void *h, size_t bytes)
 {
-    CHECK(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice) == cudaSuccess);
+    CHECK(cudaMemcpyAsync(d, h, bytes, cudaMemcpyHostToDevice, stream) == cudaSuccess);
+    CHECK(cudaStreamSynchronize(stream) == cudaSuccess);
 }
 
 static void get(void *h, const void *d, size_t bytes)
