@@ -11,7 +11,8 @@ Inputs are small integers, so every reduction is exact in every dtype and the re
 be equal (AVG in bf16 and at 3 ranks within rounding). Exits 1 on any mismatch.
 
 --device cuda puts the sharc side's tensors on the rank's GPU (sharc's CUDA path: NCCL on
-the current stream) and keeps gloo's on the CPU (tests/gpu/run.sh).
+the current stream) and keeps gloo's on the CPU (tests/gpu/run.sh). --c10d-base
+process_group runs the group the way a torch without a Python-subclassable Backend makes it.
 """
 
 import argparse
@@ -26,8 +27,14 @@ import sharc.torch
 ap = argparse.ArgumentParser()
 ap.add_argument("--sizes", default="0,1,7,1000,65537")
 ap.add_argument("--device", default="cpu")
+ap.add_argument("--c10d-base", choices=("auto", "process_group"), default="auto",
+                help="process_group: the sharc group on c10d's ProcessGroup, as an older torch "
+                "(whose Backend Python cannot subclass) gets it")
 args = ap.parse_args()
 
+if args.c10d_base == "process_group":
+    sharc.torch._group_class = type("ProcessGroupSharcPG",
+                                    (sharc.torch._SharcGroup, dist.ProcessGroup), {})
 dist.init_process_group("sharc")
 rank, n = dist.get_rank(), dist.get_world_size()
 if args.device == "cuda":
@@ -236,13 +243,18 @@ for dtype in DTYPES:
         same("all_to_all_single uneven " + tag, s_sync, ref)
         same("all_to_all_single uneven async " + tag, s_async, ref)
 
-        def a2al(g, a, s=seed):  # equal blocks (gloo's all_to_all takes no other)
-            ins = [data(s + j, numel, dtype) for j in range(n)]
+        # all_to_all, equal blocks: against what each peer sent (gloo has no all_to_all in
+        # every torch: 2.11's lacks it)
+        ref = [data(seed + rank, numel, dtype, r=j) for j in range(n)]
+        for a in (False, True):
+            torch.set_default_device(args.device)
+            ins = [data(seed + j, numel, dtype) for j in range(n)]
             outs = [torch.empty(numel, dtype=dtype) for j in range(n)]
-            w = dist.all_to_all(outs, ins, group=g, async_op=a)
-            return (lambda: outs), w
-        s_sync, _, ref = both(a2al)
-        same("all_to_all " + tag, s_sync, ref)
+            w = dist.all_to_all(outs, ins, async_op=a)
+            torch.set_default_device("cpu")
+            if a:
+                w.wait()
+            same("all_to_all%s %s" % (" async" if a else "", tag), outs, ref)
         # blocks of any size: against what each peer sent (its inputs are known here)
         ins = [data(seed + j, in_splits[j], dtype) for j in range(n)]
         outs = [torch.empty(out_splits[j], dtype=dtype) for j in range(n)]

@@ -328,10 +328,11 @@ def _store_addr(store, rank, size, timeout):
     return addr, token
 
 
-class ProcessGroupSharc(_C10dBackend):
+class _SharcGroup:
     """The torch.distributed backend over one sharc communicator (made with sharc's explicit
     bootstrap, its store's address agreed through torch's store). All groups of a process
-    share one sharc context (SHARC_* variables)."""
+    share one sharc context (SHARC_* variables). A mixin: ProcessGroupSharc puts it on the
+    c10d class this torch lets Python subclass."""
 
     def __init__(self, store, rank, size, timeout):
         super().__init__(rank, size)
@@ -503,6 +504,10 @@ class ProcessGroupSharc(_C10dBackend):
         name = "reduce_scatter_tensor_coalesced"
         works = [self.reduce_scatter_single(o, i, opts) for o, i in zip(outputs, inputs)]
         return _Group(name, works, outputs)
+
+    # the names an older torch's ProcessGroup dispatches to (see _c10d_base)
+    allgather_into_tensor_coalesced = all_gather_single_coalesced
+    reduce_scatter_tensor_coalesced = reduce_scatter_single_coalesced
 
     def reduce_scatter(self, outputs, input_lists, opts):
         name = "reduce_scatter"
@@ -698,8 +703,31 @@ class _Group(Work):
         return all(w.is_completed() for w in self._works)
 
 
+def _c10d_base():
+    """The c10d class the sharc group derives from: torch.distributed's Backend where Python
+    may subclass it; else its ProcessGroup (an older torch, 2.11 among them, whose Backend
+    has no Python constructor), which init_process_group takes from a backend's creator too
+    and uses as the group itself."""
+
+    class _Probe(_C10dBackend):
+        pass
+
+    try:
+        _Probe(0, 1)
+    except TypeError:
+        return dist.ProcessGroup
+    return _C10dBackend
+
+
+class ProcessGroupSharc(_SharcGroup, _c10d_base()):
+    __doc__ = _SharcGroup.__doc__
+
+
+_group_class = ProcessGroupSharc  # what the "sharc" backend makes (tests may swap it)
+
+
 def _create(store, rank, size, timeout):
-    return ProcessGroupSharc(store, rank, size, timeout)
+    return _group_class(store, rank, size, timeout)
 
 
 def init_env():
