@@ -8,7 +8,8 @@
 # sharc-llama on the GPU: its ops against the CPU's, the trainer against transformers and the
 # CPU trainer (tests/trainer_cuda.sh), then tokens/s, MFU and peak memory of the 110m and 1b
 # configs on one GPU in bf16, and weak scaling over the machine's GPUs. Needs a build with
-# CUDA and NCCL (BUILD_DIR, default build/). Exits 77 without a GPU.
+# CUDA and NCCL (BUILD_DIR, default build/). Exits 77 without a GPU. Each test step and
+# benchmark is stopped after SHARC_GPU_STEP_TIMEOUT seconds (default 900) and counts as failed.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 build=$(cd "${1:-$top/build}" && pwd)
@@ -22,25 +23,40 @@ if ! nvidia-smi -L > /dev/null 2>&1; then
     echo "SKIP: no GPU (nvidia-smi finds none)"
     exit 77
 fi
-# The NCCL and CUDA runtime libraries the build links, where the loader does not find them
-# (a machine whose NCCL came with a Python package, say).
-if ldd "$build/tests/test_gpu_coll" 2>/dev/null | grep -q "not found"; then
-    for lib in libnccl.so.2 libcudart.so.13 libcublas.so.13; do
-        dir=$(find / -xdev -name "$lib" -path '*lib*' 2>/dev/null | head -n 1)
-        [ -n "$dir" ] && export LD_LIBRARY_PATH="$(dirname "$dir")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# The NCCL, CUDA runtime and cuBLAS libraries the build links, where the loader does not find
+# them (a machine whose NCCL came with a Python package, say): CUDA's folder, then the
+# nvidia-* Python packages (torch's wheels), then anywhere.
+if ldd "$build"/.libs/libsharc.so "$build"/trainer/.libs/* 2>/dev/null | grep -q "not found"; then
+    for lib in libnccl.so.2 libcudart.so.13 libcublas.so.13 libcublasLt.so.13; do
+        ldconfig -p | grep -q " $lib " && continue
+        dir=$({
+            echo /usr/local/cuda/lib64
+            python3 -c 'import nvidia, os
+for p in nvidia.__path__:
+    for d in sorted(os.listdir(p)): print(os.path.join(p, d, "lib"))'
+        } 2>/dev/null | while read -r d; do [ -e "$d/$lib" ] && { echo "$d"; break; }; done)
+        [ -n "$dir" ] || dir=$(dirname "$(find / -name "$lib" -path '*lib*' -not -path '/proc/*' \
+            2>/dev/null | head -n 1)")
+        [ "$dir" != . ] && export LD_LIBRARY_PATH="$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     done
 fi
 
 failures=0
+limit=${SHARC_GPU_STEP_TIMEOUT:-900}
+unset SHARC_GPU_STEP_TIMEOUT # not a knob of sharc's: every rank would warn of it
+bounded() { timeout -k 10 "$limit" "$@"; } # a hung step must not hold the whole report
 step() { # step NAME COMMAND...: run, keep its output, note the outcome
     local name=$1
     shift
     local log="$out/$name.log"
-    "$@" > "$log" 2>&1
+    local t0=$SECONDS
+    bounded "$@" > "$log" 2>&1
     local st=$?
     case $st in
-        0) echo "- $name: ok" ;;
+        0) echo "- $name: ok ($((SECONDS - t0)) s)" ;;
         77) echo "- $name: skipped ($(tail -n 1 "$log"))" ;;
+        124|137) echo "- $name: FAILED (stopped after $limit s; $log)"; failures=$((failures + 1))
+           tail -n 20 "$log" ;;
         *) echo "- $name: FAILED (exit $st; $log)"; failures=$((failures + 1)); tail -n 20 "$log" ;;
     esac >> "$report"
 }
@@ -64,8 +80,9 @@ fi
 step torch_backend bash "$top/tests/torch/gpu.sh" # skipped without the PyTorch venv
 if [ -x "$build/trainer/sharc-llama" ]; then
     # the trainer's GPU tests are check programs: built here when the build has not yet
-    make -C "$build" -j"$(nproc)" tests/trainer/test_ops_cuda tests/trainer/test_llama_hf \
-        > "$out/trainer-tests-build.log" 2>&1
+    [ -x "$build/tests/trainer/test_ops_cuda" ] && [ -x "$build/tests/trainer/test_llama_hf" ] ||
+        make -C "$build" -j"$(nproc)" tests/trainer/test_ops_cuda tests/trainer/test_llama_hf \
+            > "$out/trainer-tests-build.log" 2>&1
     step trainer_ops "$build/tests/trainer/test_ops_cuda"
     step trainer_gpu bash "$top/tests/trainer_cuda.sh"
 fi
@@ -82,7 +99,7 @@ fi
     echo '```'
 } >> "$report"
 for coll in allgather reduce_scatter allreduce broadcast; do
-    "$build/perf/sharc-perf" "$coll" --device cuda -b 1K -e 1G -f 4 -n 50 -w 10 --vs-nccl \
+    bounded "$build/perf/sharc-perf" "$coll" --device cuda -b 1K -e 1G -f 4 -n 50 -w 10 --vs-nccl \
         --vs-memcpy -J "$out/perf-$coll.json" > "$out/perf-$coll.log" 2>&1 ||
         { echo "sharc-perf $coll failed" >> "$report"; failures=$((failures + 1)); }
     grep -v '^#' "$out/perf-$coll.log" | awk -v c="$coll" '{print c, $0}' >> "$report"
@@ -95,9 +112,9 @@ if "$build/perf/sharc-perf" overlap -h 2>&1 | grep -q -- "--device"; then
         echo
         echo '```'
     } >> "$report"
-    "$build/perf/sharc-perf" overlap --device cuda --compute gemm -u 16 -p 16M -n 20 \
+    bounded "$build/perf/sharc-perf" overlap --device cuda --compute gemm -u 16 -p 16M -n 20 \
         -J "$out/overlap-gemm.json" >> "$report" 2>&1 || failures=$((failures + 1))
-    "$build/perf/sharc-perf" overlap --device cuda --compute sleep -u 16 -p 16M -n 20 \
+    bounded "$build/perf/sharc-perf" overlap --device cuda --compute sleep -u 16 -p 16M -n 20 \
         -J "$out/overlap-sleep.json" >> "$report" 2>&1 || failures=$((failures + 1))
     echo '```' >> "$report"
 fi
@@ -111,7 +128,7 @@ llama_bench() {
     [ -f "$out/data-$vocab/train.bin" ] || make_tokens "$out/data-$vocab/train.bin" 1000000 \
         "$vocab" "$vocab"
     rm -f "$out/llama-$name.jsonl"
-    if ! "$build/trainer/sharc-llama" train --device cuda --config "$config" \
+    if ! bounded "$build/trainer/sharc-llama" train --device cuda --config "$config" \
         --train "$out/data-$vocab/train.bin" --batch "$batch" --seq "$seq" --steps 30 \
         --warmup 5 --print-every 10 --log "$out/llama-$name.jsonl" "$@" \
         > "$out/llama-$name.log" 2>&1; then
@@ -153,7 +170,7 @@ if [ -x "$build/trainer/sharc-llama" ]; then
             echo
             echo '```'
         } >> "$report"
-        bash "$top/trainer/scale.sh" --ranks "$ranks" --out "$out/scale" \
+        bounded bash "$top/trainer/scale.sh" --ranks "$ranks" --out "$out/scale" \
             --launch "$top/tests/launch.sh --mode env --timeout 900 -n {N} --" \
             --bin "$build/trainer/sharc-llama" -- --device cuda --config 1b \
             --train "$out/data-32000/train.bin" --batch 4 --seq 2048 --steps 20 --warmup 5 \
