@@ -285,6 +285,57 @@ static void test_reduce(void)
     free(orig);
 }
 
+/* Sums from SHARC_KERN_STREAM_MIN bytes up (streaming stores): equal to the reference
+ * element by element, at every alignment of dst, apart from the inputs and in place. */
+static void test_reduce_stream(void)
+{
+    static const sharc_dtype_t dts[] = {SHARC_DTYPE_F32, SHARC_DTYPE_F64};
+    const sharc_kern_ops_t *ops = &sharc_kern_cpu_ops;
+
+    for (size_t t = 0; t < 2; t++) {
+        sharc_dtype_t dt = dts[t];
+        size_t sz = sharc_dtype_size(dt), base = SHARC_KERN_STREAM_MIN / sz;
+        size_t lengths[] = {base - 1, base, base + 13};
+        size_t max = (base + 13 + 8) * sz;
+        char *x = malloc(max), *y = malloc(max), *d = malloc(max + 16), exp[8];
+
+        for (size_t l = 0; l < 3; l++) {
+            size_t n = lengths[l];
+
+            fill_random(x, dt, n);
+            fill_random(y, dt, n);
+            for (size_t off = 0; off < 16; off += sz) { /* dst alignment */
+                for (int inplace = 0; inplace < 2; inplace++) {
+                    char *dst = d + off;
+                    const char *a = x;
+                    size_t bad = 0;
+
+                    memset(d, 0x5a, max + 16);
+                    if (inplace) {
+                        memcpy(dst, x, n * sz);
+                        a = dst;
+                    }
+                    CHECK(ops->reduce(dst, a, y, n, dt, SHARC_OP_SUM, NULL) == SHARC_OK);
+                    for (size_t i = 0; i < n; i++) {
+                        ref_reduce_one(exp, x, y, dt, SHARC_OP_SUM, i);
+                        if (ref_is_nan(exp, dt, 0)) {
+                            bad += !ref_is_nan(dst, dt, i);
+                        } else {
+                            bad += memcmp(dst + i * sz, exp, sz) != 0;
+                        }
+                    }
+                    bad += (unsigned char)dst[n * sz] != 0x5a; /* nothing written past it */
+                    CHECK_MSG(bad == 0, "streaming sum %s, %zu elements, dst offset %zu%s: %zu wrong",
+                              sharc_dtype_name(dt), n, off, inplace ? ", in place" : "", bad);
+                }
+            }
+        }
+        free(x);
+        free(y);
+        free(d);
+    }
+}
+
 static void test_scale(void)
 {
     const sharc_kern_ops_t *ops = &sharc_kern_cpu_ops;
@@ -394,6 +445,7 @@ int main(void)
     test_copy();
     test_pack();
     test_reduce();
+    test_reduce_stream();
     test_scale();
     test_exhaustive();
     test_random();
