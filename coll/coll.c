@@ -440,8 +440,8 @@ static void sharc_coll_idle(int moved, int *idle, int max_us)
         *idle = 0;
         return;
     }
-    if (++*idle <= (max_us == SHARC_COLL_IDLE_GPU_US ? SHARC_COLL_IDLE_GPU_SPINS
-                                                      : SHARC_COLL_IDLE_SPINS)) {
+    if (++*idle <=
+        (max_us == SHARC_COLL_IDLE_GPU_US ? SHARC_COLL_IDLE_GPU_SPINS : SHARC_COLL_IDLE_SPINS)) {
         sched_yield();
     } else {
         int shift = SHARC_MIN(*idle - SHARC_COLL_IDLE_SPINS, 5);

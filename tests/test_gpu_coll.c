@@ -179,8 +179,8 @@ int main(int argc, char **argv)
         CHECK(sharc_allreduce(d, d, 5, SHARC_DTYPE_F32, SHARC_OP_SUM, single, NULL) == SHARC_OK);
         CHECK(cudaMemcpy(o, d, sizeof(o), cudaMemcpyDeviceToHost) == cudaSuccess);
         CHECK_MSG(o[0] == (float)sn && o[4] == 5.0f * (float)sn,
-                  "all-reduce on a split of %d rank(s): %g %g %g %g %g", sn, o[0], o[1], o[2],
-                  o[3], o[4]);
+                  "all-reduce on a split of %d rank(s): %g %g %g %g %g", sn, o[0], o[1], o[2], o[3],
+                  o[4]);
         cudaFree(d);
         sharc_comm_destroy(single);
     }

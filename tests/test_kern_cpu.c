@@ -325,7 +325,8 @@ static void test_reduce_stream(void)
                         }
                     }
                     bad += (unsigned char)dst[n * sz] != 0x5a; /* nothing written past it */
-                    CHECK_MSG(bad == 0, "streaming sum %s, %zu elements, dst offset %zu%s: %zu wrong",
+                    CHECK_MSG(bad == 0,
+                              "streaming sum %s, %zu elements, dst offset %zu%s: %zu wrong",
                               sharc_dtype_name(dt), n, off, inplace ? ", in place" : "", bad);
                 }
             }

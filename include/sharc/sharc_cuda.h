@@ -18,8 +18,9 @@ SHARC_BEGIN_DECLS
 /**
  * The stream the caller's work on @p comm's CUDA buffers runs on: a collective posted after
  * this reads its buffers once the work queued on @p stream before the post is done. Default:
- * the legacy default stream (0); a communicator made by sharc_comm_split takes its parent's. NCCL runs on the current CUDA device of the first
- * collective on CUDA buffers (set it with cudaSetDevice first, one device per rank).
+ * the legacy default stream (0); a communicator made by sharc_comm_split takes its parent's.
+ * NCCL runs on the current CUDA device of the first collective on CUDA buffers (set it with
+ * cudaSetDevice first, one device per rank).
  * Thread safety: not with collectives being posted on @p comm.
  */
 SHARC_API sharc_status_t sharc_comm_set_cuda_stream(sharc_comm_h comm, cudaStream_t stream);

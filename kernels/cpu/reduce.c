@@ -115,53 +115,35 @@ SHARC_KERN_CLONES static void sharc_kern_reduce16(uint16_t *d, const uint16_t *x
  * bit-identical to the loops above. d may equal x or y (each block is loaded before it is
  * stored); a d that is not aligned to its element takes the scalar loop throughout.
  */
-static void sharc_sum_f32_stream(float *d, const float *x, const float *y, size_t n)
-{
-    size_t i = 0;
+#define SHARC_KERN_SUM_STREAM(_name, _T, _V, _W, _load, _add, _stream)                             \
+    static void _name(_T *d, const _T *x, const _T *y, size_t n)                                   \
+    {                                                                                              \
+        size_t i = 0;                                                                              \
+                                                                                                   \
+        for (; i < n && ((uintptr_t)(d + i) & 15) != 0; i++) {                                     \
+            d[i] = x[i] + y[i];                                                                    \
+        }                                                                                          \
+        for (; i + 4 * (_W) <= n; i += 4 * (_W)) {                                                 \
+            _V s0 = _add(_load(x + i), _load(y + i));                                              \
+            _V s1 = _add(_load(x + i + (_W)), _load(y + i + (_W)));                                \
+            _V s2 = _add(_load(x + i + 2 * (_W)), _load(y + i + 2 * (_W)));                        \
+            _V s3 = _add(_load(x + i + 3 * (_W)), _load(y + i + 3 * (_W)));                        \
+                                                                                                   \
+            _stream(d + i, s0);                                                                    \
+            _stream(d + i + (_W), s1);                                                             \
+            _stream(d + i + 2 * (_W), s2);                                                         \
+            _stream(d + i + 3 * (_W), s3);                                                         \
+        }                                                                                          \
+        _mm_sfence(); /* weakly ordered stores: done before anyone reads the result */             \
+        for (; i < n; i++) {                                                                       \
+            d[i] = x[i] + y[i];                                                                    \
+        }                                                                                          \
+    }
 
-    for (; i < n && ((uintptr_t)(d + i) & 15) != 0; i++) {
-        d[i] = x[i] + y[i];
-    }
-    for (; i + 16 <= n; i += 16) {
-        __m128 s0 = _mm_add_ps(_mm_loadu_ps(x + i), _mm_loadu_ps(y + i));
-        __m128 s1 = _mm_add_ps(_mm_loadu_ps(x + i + 4), _mm_loadu_ps(y + i + 4));
-        __m128 s2 = _mm_add_ps(_mm_loadu_ps(x + i + 8), _mm_loadu_ps(y + i + 8));
-        __m128 s3 = _mm_add_ps(_mm_loadu_ps(x + i + 12), _mm_loadu_ps(y + i + 12));
-
-        _mm_stream_ps(d + i, s0);
-        _mm_stream_ps(d + i + 4, s1);
-        _mm_stream_ps(d + i + 8, s2);
-        _mm_stream_ps(d + i + 12, s3);
-    }
-    _mm_sfence(); /* weakly ordered stores: done before anyone reads the result */
-    for (; i < n; i++) {
-        d[i] = x[i] + y[i];
-    }
-}
-
-static void sharc_sum_f64_stream(double *d, const double *x, const double *y, size_t n)
-{
-    size_t i = 0;
-
-    for (; i < n && ((uintptr_t)(d + i) & 15) != 0; i++) {
-        d[i] = x[i] + y[i];
-    }
-    for (; i + 8 <= n; i += 8) {
-        __m128d s0 = _mm_add_pd(_mm_loadu_pd(x + i), _mm_loadu_pd(y + i));
-        __m128d s1 = _mm_add_pd(_mm_loadu_pd(x + i + 2), _mm_loadu_pd(y + i + 2));
-        __m128d s2 = _mm_add_pd(_mm_loadu_pd(x + i + 4), _mm_loadu_pd(y + i + 4));
-        __m128d s3 = _mm_add_pd(_mm_loadu_pd(x + i + 6), _mm_loadu_pd(y + i + 6));
-
-        _mm_stream_pd(d + i, s0);
-        _mm_stream_pd(d + i + 2, s1);
-        _mm_stream_pd(d + i + 4, s2);
-        _mm_stream_pd(d + i + 6, s3);
-    }
-    _mm_sfence();
-    for (; i < n; i++) {
-        d[i] = x[i] + y[i];
-    }
-}
+SHARC_KERN_SUM_STREAM(sharc_sum_f32_stream, float, __m128, 4, _mm_loadu_ps, _mm_add_ps,
+                      _mm_stream_ps)
+SHARC_KERN_SUM_STREAM(sharc_sum_f64_stream, double, __m128d, 2, _mm_loadu_pd, _mm_add_pd,
+                      _mm_stream_pd)
 
 /* 1 if the sum went the streaming way */
 static int sharc_sum_stream(void *dst, const void *a, const void *b, size_t count,
