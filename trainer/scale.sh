@@ -28,7 +28,8 @@ while [ $# -gt 0 ]; do
     esac
 done
 if [ -z "$bin" ]; then
-    for b in "$here/sharc-llama" "$(dirname "$here")/build/trainer/sharc-llama" "$(command -v sharc-llama || true)"; do
+    for b in "$here/sharc-llama" "$(dirname "$here")/build/trainer/sharc-llama" \
+        "$(command -v sharc-llama || true)"; do
         if [ -n "$b" ] && [ -x "$b" ]; then bin=$b; break; fi
     done
 fi
