@@ -16,6 +16,9 @@
 #define SHARC_UCX_TAG_BITS  SHARC_TP_TAG_BITS
 #define SHARC_UCX_MAX_RANKS (1 << (64 - SHARC_TP_TAG_BITS))
 
+/* A request's peer (the first of its transport words; ucx_ep.c keeps the others). */
+#define SHARC_UCX_PEER(_req) ((_req)->tp_priv[0].u64)
+
 struct sharc_tp_comm {
     /*
      * Guards the worker: posts may come from the caller while a progress thread progresses.

@@ -11,7 +11,6 @@
 #include "../../src/base/log.h"
 #include "ucx.h"
 
-#define SHARC_UCX_PEER(_req)    ((_req)->tp_priv[0].u64)
 #define SHARC_UCX_UREQ(_req)    ((_req)->tp_priv[1].ptr) /* UCP's request, while in flight */
 #define SHARC_UCX_PREV(_req)    ((_req)->tp_priv[2].ptr) /* the in-flight list */
 #define SHARC_UCX_TP(_req)      ((_req)->tp_priv[3].ptr)
@@ -64,12 +63,32 @@ static sharc_status_t sharc_tp_ucx_check(sharc_tp_comm_t *tp, int peer, uint64_t
                     what, peer, (unsigned long long)tag, tp->size, SHARC_UCX_TAG_BITS);
         return SHARC_ERR_INVALID;
     }
-    if (__atomic_load_n(&tp->peer_failed[peer], __ATOMIC_ACQUIRE)) {
-        sharc_error("ucx: rank %d cannot %s rank %d: its connection failed earlier", tp->rank, what,
-                    peer);
-        return SHARC_ERR_REMOTE;
-    }
     return SHARC_OK;
+}
+
+/*
+ * A peer whose connection has ended (tp->lock held): 1 if the operation cannot go on, which is
+ * then the peer's failure, reported to every rank. A receive can still take what the peer sent
+ * before it closed: UCX keeps unexpected messages on the worker, and data arrives before the
+ * end of its connection. (A peer that finished and left is no failure until someone needs
+ * it: see sharc_tp_ucx_ep_error.)
+ */
+static int sharc_tp_ucx_gone(sharc_tp_comm_t *tp, int peer, uint64_t tag, int recv,
+                             const char *what)
+{
+    ucp_tag_recv_info_t info;
+
+    if (!__atomic_load_n(&tp->peer_failed[peer], __ATOMIC_ACQUIRE)) {
+        return 0;
+    }
+    if (recv &&
+        ucp_tag_probe_nb(tp->worker, sharc_tp_ucx_tag(peer, tag), UINT64_MAX, 0, &info) != NULL) {
+        return 0;
+    }
+    sharc_error("ucx: rank %d cannot %s rank %d: its connection failed earlier", tp->rank, what,
+                peer);
+    sharc_boot_report(tp->boot, peer); /* every rank of the communicator hears of it */
+    return 1;
 }
 
 static void sharc_tp_ucx_finish(sharc_tp_req_t *req, ucs_status_t ustatus, const char *what)
@@ -178,6 +197,10 @@ sharc_status_t sharc_tp_ucx_send(sharc_tp_comm_t *tp, int peer, uint64_t tag, co
     }
     req->bytes = bytes;
     pthread_mutex_lock(&tp->lock);
+    if (sharc_tp_ucx_gone(tp, peer, tag, 0, "send to")) {
+        pthread_mutex_unlock(&tp->lock);
+        return SHARC_ERR_REMOTE;
+    }
     SHARC_UCX_IS_RECV(req) = 0;
     sharc_tp_ucx_link(tp, req, NULL);
     sp = ucp_tag_send_nbx(tp->eps[peer], buf, bytes, sharc_tp_ucx_tag(tp->rank, tag), &param);
@@ -204,6 +227,10 @@ sharc_status_t sharc_tp_ucx_recv(sharc_tp_comm_t *tp, int peer, uint64_t tag, vo
         return status;
     }
     pthread_mutex_lock(&tp->lock);
+    if (sharc_tp_ucx_gone(tp, peer, tag, 1, "receive from")) {
+        pthread_mutex_unlock(&tp->lock);
+        return SHARC_ERR_REMOTE;
+    }
     SHARC_UCX_IS_RECV(req) = 1;
     sharc_tp_ucx_link(tp, req, NULL);
     sp = ucp_tag_recv_nbx(tp->worker, buf, bytes, sharc_tp_ucx_tag(peer, tag), UINT64_MAX, &param);

@@ -33,6 +33,17 @@ sharc_status_t sharc_tp_ucx_status(ucs_status_t status)
     }
 }
 
+/* Whether an operation with @p peer is in flight (tp->lock held: callbacks run in progress). */
+static int sharc_tp_ucx_busy_with(const sharc_tp_comm_t *tp, int peer)
+{
+    for (const sharc_tp_req_t *r = tp->inflight; r != NULL; r = r->next) {
+        if (SHARC_UCX_PEER(r) == (uint64_t)peer) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static void sharc_tp_ucx_ep_error(void *arg, ucp_ep_h ep, ucs_status_t status)
 {
     sharc_tp_comm_t *tp = arg;
@@ -45,6 +56,16 @@ static void sharc_tp_ucx_ep_error(void *arg, ucp_ep_h ep, ucs_status_t status)
         if (tp->closing || tp->aborted) { /* the peer closed its side first, or all failed */
             sharc_debug("ucx: rank %d: the connection to rank %d ended: %s", tp->rank, p,
                         ucs_status_string(status));
+            continue;
+        }
+        if (!sharc_tp_ucx_busy_with(tp, p)) {
+            /* A peer that finished its last collective and left closes its endpoints while
+             * this rank may still be in that collective (a barrier's last round): everything
+             * it sent has arrived. Nothing here waits for it: its loss is news only once an
+             * operation needs it (sharc_tp_ucx_gone), or when the store hears of it. */
+            sharc_debug("ucx: rank %d: the connection to rank %d ended (%s), nothing in flight "
+                        "with it",
+                        tp->rank, p, ucs_status_string(status));
             continue;
         }
         sharc_error("ucx: rank %d lost its connection to rank %d: %s", tp->rank, p,
