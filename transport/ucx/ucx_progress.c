@@ -34,9 +34,16 @@ static int sharc_tp_ucx_recv_inflight(const sharc_tp_comm_t *tp)
     return 0;
 }
 
+/* How long an abort lets cancelled receives finish: a cancel completes at once or within a
+ * progress call; one that has not by then is a rendezvous with a peer that cannot answer (a
+ * cut link), which no wait will end (its endpoint's forced close at the destroy does). The
+ * wait adds to every failure's time to the caller: 1 s, as it was, made a cut link's failure
+ * take SHARC_TIMEOUT + 1 s. */
+#define SHARC_UCX_CANCEL_WAIT_S 0.2
+
 void sharc_tp_ucx_abort(sharc_tp_comm_t *tp)
 {
-    double deadline = sharc_time_now() + 1.0;
+    double deadline = sharc_time_now() + SHARC_UCX_CANCEL_WAIT_S;
 
     pthread_mutex_lock(&tp->lock);
     tp->aborted = 1;
