@@ -434,32 +434,38 @@ void sharc_coll_enqueue(sharc_coll_task_t *task)
 #define SHARC_COLL_IDLE_GPU_US    10
 #define SHARC_COLL_IDLE_GPU_SPINS 2048
 
-static void sharc_coll_idle(int moved, int *idle, int max_us)
+static void sharc_coll_idle(int moved, int *idle, int gpu)
 {
     if (moved) {
         *idle = 0;
         return;
     }
-    if (++*idle <=
-        (max_us == SHARC_COLL_IDLE_GPU_US ? SHARC_COLL_IDLE_GPU_SPINS : SHARC_COLL_IDLE_SPINS)) {
+    if (++*idle <= (gpu ? SHARC_COLL_IDLE_GPU_SPINS : SHARC_COLL_IDLE_SPINS)) {
         sched_yield();
     } else {
         int shift = SHARC_MIN(*idle - SHARC_COLL_IDLE_SPINS, 5);
+        int max_us = gpu ? SHARC_COLL_IDLE_GPU_US : SHARC_COLL_IDLE_MAX_US;
         struct timespec ts = {0, 1000L * SHARC_MIN(max_us, 10 << shift)};
 
         nanosleep(&ts, NULL);
     }
 }
 
-/* How long the pollers of @p cc may sleep: shorter while a collective runs on the GPU. */
-static int sharc_coll_idle_max(const sharc_coll_comm_t *cc)
+/* Whether @p t runs on the GPU (the collective backend, or staging copies). */
+static int sharc_coll_on_gpu(const sharc_coll_task_t *t)
+{
+    return t->algo == &sharc_coll_backend || t->algo == &sharc_coll_staged;
+}
+
+/* Whether a collective of @p cc's queue runs on the GPU (lock held). */
+static int sharc_coll_gpu_queued(const sharc_coll_comm_t *cc)
 {
     for (const sharc_coll_task_t *t = cc->head; t != NULL; t = t->next) {
-        if (t->algo == &sharc_coll_backend || t->algo == &sharc_coll_staged) {
-            return SHARC_COLL_IDLE_GPU_US;
+        if (sharc_coll_on_gpu(t)) {
+            return 1;
         }
     }
-    return SHARC_COLL_IDLE_MAX_US;
+    return 0;
 }
 
 /*
@@ -470,7 +476,7 @@ static void *sharc_coll_thread(void *arg)
 {
     sharc_coll_comm_t *cc = arg;
     struct sched_param batch = {0};
-    int idle = 0, moved, max_us;
+    int idle = 0, moved, gpu;
 
     /* SCHED_BATCH: the same share of the cores, but waking up (a post signals it) does not
      * preempt the thread that is running. The caller that posts goes on at once instead of
@@ -486,9 +492,9 @@ static void *sharc_coll_thread(void *arg)
             continue;
         }
         moved = sharc_coll_progress(cc);
-        max_us = sharc_coll_idle_max(cc);
+        gpu = !moved && sharc_coll_gpu_queued(cc); /* (only an idle pass pauses) */
         pthread_mutex_unlock(&cc->lock);
-        sharc_coll_idle(moved, &idle, max_us);
+        sharc_coll_idle(moved, &idle, gpu);
         /* A mutex is not fair: relocking at once would starve a caller that waits to post
          * or test, for as long as there is work. Callers first. */
         while (__atomic_load_n(&cc->waiters, __ATOMIC_ACQUIRE) > 0 &&
@@ -597,10 +603,7 @@ sharc_status_t sharc_request_wait(sharc_request_h req)
             return SHARC_ERR_TIMEOUT;
         }
         /* several ranks may share few cores (a read without the lock: a hint) */
-        sharc_coll_idle(moved, &idle,
-                        req->algo == &sharc_coll_backend || req->algo == &sharc_coll_staged
-                            ? SHARC_COLL_IDLE_GPU_US
-                            : SHARC_COLL_IDLE_MAX_US);
+        sharc_coll_idle(moved, &idle, sharc_coll_on_gpu(req));
     }
     return status;
 }
