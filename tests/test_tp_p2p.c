@@ -5,12 +5,15 @@
  * (they must match in order), receives posted before and after the sends, buffers from
  * malloc, registered with the transport, or from sharc_mem_alloc (the verbs transport sends
  * the large ones of the last two zero-copy), checked byte for byte; buffers freed and
- * allocated again (a transport that caches registrations must not use a stale one); then a
- * truncated receive must fail, copied or zero-copy.
+ * allocated again (a transport that caches registrations must not use a stale one), and
+ * no more than one freed buffer per peer left mapped here (a transport that maps its peers'
+ * buffers must let the freed ones go, also after more frees than it is told of one by one);
+ * then a truncated receive must fail, copied or zero-copy.
  */
 #include "config.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -144,6 +147,25 @@ static void exchange(sharc_comm_h comm, size_t len, int recv_first, int kind, in
     free(rreq);
 }
 
+/* How many of its peers' sharc_mem_alloc buffers this process maps (read-only shared
+ * mappings of their memfds; its own are writable). */
+static int peer_buffers_mapped(void)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[512], perms[8];
+    int n = 0;
+
+    CHECK(f != NULL);
+    while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
+        n += strstr(line, "memfd:sharc-mem") != NULL && sscanf(line, "%*s %7s", perms) == 1 &&
+             strcmp(perms, "r--s") == 0;
+    }
+    if (f != NULL) {
+        fclose(f);
+    }
+    return n;
+}
+
 /*
  * recv_reduce, where the transport has it: each rank sends @p count f32 to its right and
  * combines what comes from its left with its own operand. @p shared: buffers from
@@ -240,6 +262,22 @@ int main(void)
         exchange(comm, (1u << 20) + 7, round % 2, BUF_SHARED, round);
         CHECK(sharc_comm_barrier(comm) == SHARC_OK);
     }
+    /* many rounds of them: what stays mapped is the last round's, at most one per rank (a
+     * rank sends to itself too); and so after more frees than a peer is told of by id */
+    for (int round = 0; round < 40; round++) {
+        exchange(comm, 9000, round % 2, BUF_SHARED, round);
+    }
+    CHECK(sharc_comm_barrier(comm) == SHARC_OK);
+    CHECK_MSG(peer_buffers_mapped() <= comm->size,
+              "%d of the peers' freed buffers still mapped after 40 rounds", peer_buffers_mapped());
+    for (int i = 0; i < 100; i++) {
+        buf_free(comm, buf_alloc(comm, 4096, BUF_SHARED), BUF_SHARED);
+    }
+    exchange(comm, 9000, 0, BUF_SHARED, 7);
+    CHECK(sharc_comm_barrier(comm) == SHARC_OK);
+    CHECK_MSG(peer_buffers_mapped() <= comm->size,
+              "%d of the peers' freed buffers still mapped after 100 unsent frees",
+              peer_buffers_mapped());
     /* a message longer than its receive buffer fails that receive, on the receiver */
     if (comm->size > 1) {
         const sharc_tp_ops_t *ops = comm->tp_ops;

@@ -36,9 +36,16 @@
 #define SHARC_SHM_SLOTS      64
 #define SHARC_SHM_SLOT_BYTES 8192
 #define SHARC_SHM_HDR_BYTES  128
-#define SHARC_SHM_MAP_CACHE  16 /* peer buffers kept mapped, per peer */
-#define SHARC_SHM_EAGER      (SHARC_SHM_SLOT_BYTES - SHARC_SHM_HDR_BYTES)
-#define SHARC_SHM_MAGIC      0x73686172632d6d32ull /* "sharc-m2": segment layout version */
+/* Peer buffers a rank keeps mapped, all peers together (each peer gets its share, at least
+ * SHARC_SHM_MAPS_MIN). A step of the sharding engine reads a buffer per unit from each peer
+ * (its master shard, its gradients): fewer entries than that, and an LRU cache misses on
+ * every message, each miss mapping megabytes anew. Mappings of buffers the peer freed are
+ * dropped (the seg header's freed ids), so a large cache holds no dead memory. */
+#define SHARC_SHM_MAPS      4096
+#define SHARC_SHM_MAPS_MIN  64
+#define SHARC_SHM_FREED_IDS 64 /* the owner's last freed buffer ids, in its segment */
+#define SHARC_SHM_EAGER     (SHARC_SHM_SLOT_BYTES - SHARC_SHM_HDR_BYTES)
+#define SHARC_SHM_MAGIC     0x73686172632d6d33ull /* "sharc-m3": segment layout version */
 
 typedef enum {
     SHARC_SHM_EAGER_MSG = 1, /* payload in the slot */
@@ -74,6 +81,10 @@ typedef struct {
 typedef struct {
     _Alignas(64) uint64_t magic;
     uint64_t nfifos;
+    /* the owner's sharc_mem_alloc buffers freed so far (peers drop their mappings): the k-th
+     * freed buffer's id is freed_id[k % SHARC_SHM_FREED_IDS], stored before freed counts it */
+    _Alignas(64) uint64_t freed;
+    uint64_t freed_id[SHARC_SHM_FREED_IDS];
 } sharc_shm_seg_hdr_t;
 
 /* A queue of requests linked through their next member. */
@@ -96,7 +107,7 @@ typedef struct sharc_shm_ctrl {
 
 /* A peer's sharc_mem_alloc buffer, mapped here. */
 typedef struct {
-    uint64_t id; /* 0: free entry */
+    uint64_t id; /* the peer's buffer id (sharc_mem_region_t) */
     const unsigned char *base;
     size_t bytes;
     uint64_t last_use;
@@ -106,10 +117,12 @@ typedef struct {
 typedef struct {
     int rank;
     pid_t pid;
-    int cma;    /* this rank may read the peer's memory with process_vm_readv */
-    int failed; /* the peer exited: its requests have failed */
-    int no_map; /* its buffers cannot be mapped here: do not try again */
-    sharc_shm_map_t map[SHARC_SHM_MAP_CACHE];
+    int cma;              /* this rank may read the peer's memory with process_vm_readv */
+    int failed;           /* the peer exited: its requests have failed */
+    int no_map;           /* its buffers cannot be mapped here: do not try again */
+    sharc_shm_map_t *map; /* its buffers mapped here: nmap of map_alloc entries */
+    int nmap, map_alloc;
+    uint64_t freed_seen;     /* its seg header's freed count when last looked at */
     sharc_shm_fifo_t *in;    /* the peer writes, this rank reads */
     sharc_shm_fifo_t *out;   /* this rank writes, the peer reads */
     sharc_shm_queue_t sendq; /* sends not yet in the FIFO (it was full), in posting order */
@@ -134,6 +147,7 @@ struct sharc_tp_comm {
     int same_pidns;         /* the node's ranks share a PID namespace: pids are comparable */
     sharc_mem_table_t *mem; /* the context's sharc_mem_alloc buffers */
     uint64_t next_cookie, map_clock;
+    int map_cap;             /* mappings kept per peer (SHARC_SHM_MAPS / nlocal) */
     double next_liveness;    /* time of the next check that peers with work are alive */
     volatile uint64_t probe; /* read by the peers' CMA probe */
     char *bounce;            /* recv_reduce over CMA: the sender's data, a chunk at a time */

@@ -293,11 +293,80 @@ static sharc_status_t shm_cma_land(sharc_tp_comm_t *tp, sharc_shm_peer_t *p, sha
     return status;
 }
 
+/* Unmap entry @p i of the peer's mappings (the last entry takes its place). */
+static void shm_map_drop(sharc_shm_peer_t *p, int i)
+{
+    munmap((void *)p->map[i].base, p->map[i].bytes);
+    p->map[i] = p->map[--p->nmap];
+}
+
+/*
+ * Drop the mappings of buffers the peer freed since the last look: a mapping keeps the
+ * buffer's memory alive. The ids are read as a seqlock's reader reads: if the peer freed
+ * more than SHARC_SHM_FREED_IDS buffers meanwhile, some ids were overwritten, and every
+ * mapping of the peer goes (the live ones are mapped again when next used).
+ */
+static void shm_maps_forget(sharc_tp_comm_t *tp, sharc_shm_peer_t *p)
+{
+    const sharc_shm_seg_hdr_t *hdr = tp->maps[p - tp->peers];
+    uint64_t n = __atomic_load_n(&hdr->freed, __ATOMIC_ACQUIRE), k;
+
+    if (n == p->freed_seen) {
+        return;
+    }
+    for (k = p->freed_seen; k < n && n - k <= SHARC_SHM_FREED_IDS; k++) {
+        uint64_t id = __atomic_load_n(&hdr->freed_id[k % SHARC_SHM_FREED_IDS], __ATOMIC_RELAXED);
+
+        for (int i = 0; i < p->nmap; i++) {
+            if (p->map[i].id == id) {
+                shm_map_drop(p, i);
+                break;
+            }
+        }
+    }
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    if (__atomic_load_n(&hdr->freed, __ATOMIC_RELAXED) - p->freed_seen > SHARC_SHM_FREED_IDS) {
+        while (p->nmap > 0) {
+            shm_map_drop(p, p->nmap - 1);
+        }
+    }
+    p->freed_seen = n;
+}
+
+/* An entry for a new mapping: a free one (the table grows up to tp->map_cap), or the least
+ * recently used one, unmapped. NULL when memory runs out. */
+static sharc_shm_map_t *shm_map_slot(sharc_tp_comm_t *tp, sharc_shm_peer_t *p)
+{
+    sharc_shm_map_t *slot;
+
+    if (p->nmap == p->map_alloc && p->map_alloc < tp->map_cap) {
+        int cap = SHARC_MIN(tp->map_cap, p->map_alloc > 0 ? 2 * p->map_alloc : 16);
+        sharc_shm_map_t *m = realloc(p->map, (size_t)cap * sizeof(*m));
+
+        if (m == NULL) {
+            return NULL;
+        }
+        p->map = m;
+        p->map_alloc = cap;
+    }
+    if (p->nmap < p->map_alloc) {
+        return &p->map[p->nmap++];
+    }
+    slot = &p->map[0];
+    for (int i = 1; i < p->nmap; i++) {
+        if (p->map[i].last_use < slot->last_use) {
+            slot = &p->map[i];
+        }
+    }
+    munmap((void *)slot->base, slot->bytes);
+    return slot;
+}
+
 /* Map the peer's sharc_mem_alloc buffer named by @p rts (cached), or NULL to use CMA. */
 static const unsigned char *shm_peer_region(sharc_tp_comm_t *tp, sharc_shm_peer_t *p,
                                             const sharc_shm_hdr_t *rts)
 {
-    sharc_shm_map_t *slot = &p->map[0];
+    sharc_shm_map_t *slot;
     char path[64];
     struct stat st;
     void *base;
@@ -307,13 +376,11 @@ static const unsigned char *shm_peer_region(sharc_tp_comm_t *tp, sharc_shm_peer_
         rts->offset + rts->bytes > rts->region_bytes) {
         return NULL;
     }
-    for (int i = 0; i < SHARC_SHM_MAP_CACHE; i++) {
+    shm_maps_forget(tp, p);
+    for (int i = 0; i < p->nmap; i++) {
         if (p->map[i].id == rts->region) {
             p->map[i].last_use = ++tp->map_clock;
             return p->map[i].base;
-        }
-        if (p->map[i].last_use < slot->last_use) {
-            slot = &p->map[i]; /* the least recently used entry, or a free one */
         }
     }
     snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)p->pid, (int)rts->region_fd);
@@ -330,11 +397,13 @@ static const unsigned char *shm_peer_region(sharc_tp_comm_t *tp, sharc_shm_peer_
         goto fail;
     }
     close(fd);
-    sharc_debug("shm: rank %d maps rank %d's %llu-byte shared buffer", tp->rank, p->rank,
-                (unsigned long long)rts->region_bytes);
-    if (slot->id != 0) {
-        munmap((void *)slot->base, slot->bytes);
+    slot = shm_map_slot(tp, p);
+    if (slot == NULL) {
+        munmap(base, rts->region_bytes);
+        return NULL; /* no memory for the entry: CMA this time */
     }
+    sharc_debug("shm: rank %d maps rank %d's %llu-byte shared buffer (%d mapped)", tp->rank,
+                p->rank, (unsigned long long)rts->region_bytes, p->nmap);
     *slot = (sharc_shm_map_t){rts->region, base, rts->region_bytes, ++tp->map_clock};
     return base;
 
@@ -583,12 +652,12 @@ void sharc_tp_shm_peer_cleanup(sharc_shm_peer_t *p)
     }
     p->ctrl_tail = NULL;
     p->unexp_tail = NULL;
-    for (int i = 0; i < SHARC_SHM_MAP_CACHE; i++) {
-        if (p->map[i].id != 0) {
-            munmap((void *)p->map[i].base, p->map[i].bytes);
-            p->map[i].id = 0;
-        }
+    while (p->nmap > 0) {
+        shm_map_drop(p, p->nmap - 1);
     }
+    free(p->map);
+    p->map = NULL;
+    p->map_alloc = 0;
 }
 
 /* ---- the ops ------------------------------------------------------------------------- */

@@ -141,8 +141,26 @@ static int sharc_shm_cma_probe(const sharc_tp_comm_t *tp, const sharc_shm_card_t
     return 1;
 }
 
+/* sharc_mem_free of one of this rank's buffers: its id goes to the segment's header, where
+ * the peers that mapped the buffer find it and unmap it. Frees may come from any thread. */
+static void sharc_shm_freed(void *arg, const sharc_mem_region_t *region)
+{
+    sharc_tp_comm_t *tp = arg;
+    sharc_shm_seg_hdr_t *hdr = tp->seg;
+    uint64_t k;
+
+    pthread_mutex_lock(&tp->lock);
+    k = hdr->freed;
+    __atomic_store_n(&hdr->freed_id[k % SHARC_SHM_FREED_IDS], region->id, __ATOMIC_RELAXED);
+    __atomic_store_n(&hdr->freed, k + 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&tp->lock);
+}
+
 static void sharc_shm_comm_destroy(sharc_tp_comm_t *tp)
 {
+    if (tp->mem != NULL && tp->seg != NULL) {
+        sharc_mem_table_unwatch(tp->mem, sharc_shm_freed, tp);
+    }
     for (int i = 0; tp->peers != NULL && i < tp->nlocal; i++) {
         sharc_tp_shm_peer_cleanup(&tp->peers[i]);
     }
@@ -174,6 +192,7 @@ static sharc_status_t sharc_shm_local_ranks(sharc_tp_comm_t *tp, const int *node
     }
     tp->peers = calloc((size_t)tp->nlocal, sizeof(*tp->peers));
     tp->maps = calloc((size_t)tp->nlocal, sizeof(*tp->maps));
+    tp->map_cap = SHARC_MAX(SHARC_SHM_MAPS / SHARC_MAX(tp->nlocal, 1), SHARC_SHM_MAPS_MIN);
     return (tp->peers != NULL && tp->maps != NULL) ? SHARC_OK : SHARC_ERR_NOMEM;
 }
 
@@ -240,6 +259,11 @@ static sharc_status_t sharc_shm_comm_create(const sharc_tp_comm_params_t *params
     mine.probe = (uint64_t)(uintptr_t)&tp->probe;
     mine.pidns = sharc_shm_pidns();
     mine.ok = sharc_shm_seg_create(tp, &mine) == SHARC_OK;
+    if (mine.ok && tp->mem != NULL &&
+        sharc_mem_table_watch(tp->mem, sharc_shm_freed, tp) != SHARC_OK) {
+        shm_unlink(mine.name); /* out of memory: as a segment that could not be made */
+        mine.ok = 0;
+    }
     if (params->cfg->shm_cma) {
         /* Yama's ptrace_scope 1 lets only a parent read a process: open this one to peers */
         prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
