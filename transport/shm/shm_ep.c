@@ -300,6 +300,14 @@ static void shm_map_drop(sharc_shm_peer_t *p, int i)
     p->map[i] = p->map[--p->nmap];
 }
 
+/* Unmap every buffer of the peer mapped here. */
+static void shm_map_drop_all(sharc_shm_peer_t *p)
+{
+    while (p->nmap > 0) {
+        shm_map_drop(p, p->nmap - 1);
+    }
+}
+
 /*
  * Drop the mappings of buffers the peer freed since the last look: a mapping keeps the
  * buffer's memory alive. The ids are read as a seqlock's reader reads: if the peer freed
@@ -326,9 +334,7 @@ static void shm_maps_forget(sharc_tp_comm_t *tp, sharc_shm_peer_t *p)
     }
     __atomic_thread_fence(__ATOMIC_ACQUIRE);
     if (__atomic_load_n(&hdr->freed, __ATOMIC_RELAXED) - p->freed_seen > SHARC_SHM_FREED_IDS) {
-        while (p->nmap > 0) {
-            shm_map_drop(p, p->nmap - 1);
-        }
+        shm_map_drop_all(p);
     }
     p->freed_seen = n;
 }
@@ -652,9 +658,7 @@ void sharc_tp_shm_peer_cleanup(sharc_shm_peer_t *p)
     }
     p->ctrl_tail = NULL;
     p->unexp_tail = NULL;
-    while (p->nmap > 0) {
-        shm_map_drop(p, p->nmap - 1);
-    }
+    shm_map_drop_all(p);
     free(p->map);
     p->map = NULL;
     p->map_alloc = 0;
