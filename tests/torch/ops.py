@@ -191,6 +191,22 @@ for dtype in DTYPES:
         s_sync, _, ref = both(agl)
         same("all_gather " + tag, s_sync, ref)
 
+        # all_gather_coalesced: k inputs of different sizes; torch indexes the outputs
+        # [rank][tensor]. Against gloo, and against what each rank sent (k == n is the case a
+        # [tensor][rank] reading would return transposed without an error)
+        for k in (1, n, n + 1):
+            def agc(g, a, s=seed, k=k):
+                ins = [data(s + i, numel + i, dtype) for i in range(k)]
+                outs = [[torch.empty(numel + i, dtype=dtype) for i in range(k)]
+                        for _ in range(n)]
+                w = dist.all_gather_coalesced(outs, ins, group=g, async_op=a)
+                return (lambda: [t for lst in outs for t in lst]), w
+            s_sync, s_async, ref = both(agc)
+            sent = [data(seed + i, numel + i, dtype, r=r) for r in range(n) for i in range(k)]
+            same("all_gather_coalesced of %d " % k + tag, s_sync, sent)
+            same("all_gather_coalesced of %d async " % k + tag, s_async, sent)
+            same("all_gather_coalesced of %d, gloo " % k + tag, ref, sent)
+
         for root in range(n):
             def bc(g, a, s=seed, root=root):
                 t = data(s, numel, dtype)

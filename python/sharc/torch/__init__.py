@@ -120,6 +120,11 @@ def _buf(t, nbytes=None):
                         None, 1, t, t.is_cuda)
 
 
+def _bytes(t):
+    """A contiguous tensor's elements as a flat uint8 view (the same memory)."""
+    return t.reshape(-1).view(torch.uint8)
+
+
 def _check_same(name, a, b, what):
     if a.dtype != b.dtype:
         raise InvalidError("%s: %s dtype %s differs from the input's %s"
@@ -475,9 +480,48 @@ class _SharcGroup:
                           [inp] + list(outs), output_lists, [copy_out])
 
     def allgather_coalesced(self, output_lists, inputs, opts):
+        """torch indexes @output_lists [rank][tensor]: output_lists[r][i] receives rank r's
+        inputs[i]. The inputs (any shapes and dtypes) are packed as bytes into one buffer,
+        gathered in one collective, and unpacked."""
         name = "all_gather_coalesced"
-        works = [self.allgather([o], [i], opts) for o, i in zip(output_lists, inputs)]
-        return _Group(name, works, output_lists)
+        if len(output_lists) != self._size:
+            raise InvalidError("%s: %d output lists for a world size of %d (one per rank)"
+                               % (name, len(output_lists), self._size), op=name)
+        for r, outs in enumerate(output_lists):
+            if len(outs) != len(inputs):
+                raise InvalidError("%s: the output list of rank %d has %d tensors, the input "
+                                   "list %d" % (name, r, len(outs), len(inputs)), op=name)
+            for o, i in zip(outs, inputs):
+                _check_same(name, o, i, "an output")
+                if o.numel() != i.numel():
+                    raise InvalidError("%s: an output tensor has %d elements, its input %d"
+                                       % (name, o.numel(), i.numel()), op=name)
+        ins = [_in(name, t) for t in inputs]
+        fixups = []
+        outs = [[_out(name, o, fixups) for o in lst] for lst in output_lists]
+        sizes = [t.numel() * t.element_size() for t in ins]
+        total = sum(sizes)
+        dev = ins[0].device if ins else torch.device("cpu")
+        packed = torch.empty(total, dtype=torch.uint8, device=dev)
+        off = 0
+        for t, nb in zip(ins, sizes):
+            packed[off:off + nb].copy_(_bytes(t))
+            off += nb
+        flat = torch.empty(total * self._size, dtype=torch.uint8, device=dev)
+
+        def unpack():
+            off = 0
+            for lst in outs:
+                for o, nb in zip(lst, sizes):
+                    _bytes(o).copy_(flat[off:off + nb])
+                    off += nb
+
+        # the unpacking runs before the fixups that copy non-contiguous outputs back
+        fixups.insert(0, unpack)
+        every = list(inputs) + [o for lst in output_lists for o in lst]
+        return self._work(name,
+                          lambda: self.comm.allgather(_buf(packed), _buf(flat), async_op=True),
+                          every, output_lists, fixups)
 
     def reduce_scatter_single(self, output, input, opts):
         name = "reduce_scatter_tensor"
