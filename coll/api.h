@@ -83,29 +83,33 @@ SHARC_HIDDEN sharc_status_t sharc_coll_start_lane(sharc_coll_comm_t *cc,
                                                   const sharc_coll_args_t *args, int lane,
                                                   sharc_request_h *req_p);
 
+/* What the layers above ask of a request (request.c). */
+
 /* Whether the device follows @p req: it runs on the collective backend's stream, and a
- * stream may wait for it (sharc_request_wait_stream) without the host. */
-SHARC_HIDDEN int sharc_request_on_device(sharc_request_h req);
+ * stream may wait for it (sharc_coll_request_wait_stream) without the host. */
+SHARC_HIDDEN int sharc_coll_request_on_device(sharc_request_h req);
 
 /* When @p req's collective finished, on sharc_time_now's clock (0 before it has). */
-SHARC_HIDDEN double sharc_request_done_time(sharc_request_h req);
+SHARC_HIDDEN double sharc_coll_request_done_time(sharc_request_h req);
 
 /* When a request's collective first ran (its algorithm's first progress), finished, and
- * became complete (it and every collective posted before it on its communicator are done:
- * what a test or wait sees), on sharc_time_now's clock; 0 for what has not happened yet.
- * Host tasks only: a collective of the device backend finishes on the device. */
+ * became complete (it and every collective posted before it in its lane are done: what a
+ * test or wait sees), on sharc_time_now's clock; 0 for what has not happened yet. Host
+ * tasks only: a collective of the device backend finishes on the device. */
 typedef struct {
     double start, done, complete;
-} sharc_request_times_t;
+} sharc_coll_request_times_t;
 
 /* @p req's times (read after a test or wait saw it complete, or they may be 0). */
-SHARC_HIDDEN void sharc_request_times(sharc_request_h req, sharc_request_times_t *times_p);
+SHARC_HIDDEN void sharc_coll_request_times(sharc_request_h req,
+                                           sharc_coll_request_times_t *times_p);
 
 /* Whether a stream waits for @p req on the device, so that freeing it need not wait. */
-SHARC_HIDDEN int sharc_request_stream_waited(sharc_request_h req);
+SHARC_HIDDEN int sharc_coll_request_stream_waited(sharc_request_h req);
 
-/* Let @p stream wait for @p req on the device (for host tasks: wait on the host). */
-SHARC_API sharc_status_t sharc_request_wait_stream(sharc_request_h req, void *stream);
+/* Let @p stream (a cudaStream_t) wait for @p req on the device; for host tasks, wait on the
+ * host. sharc_request_wait_stream (sharc/sharc_cuda.h) is this, typed. */
+SHARC_HIDDEN sharc_status_t sharc_coll_request_wait_stream(sharc_request_h req, void *stream);
 
 /*
  * The @p index-th value SHARC_<COLL>_ALGO accepts for collective @p coll (an int for the

@@ -81,29 +81,55 @@ typedef struct sharc_coll_algo {
 
 typedef struct sharc_stage sharc_coll_stage_t; /* staged.c's state of a task */
 
+/*
+ * A task's lifecycle. The engine moves it forward only, under the communicator's lock:
+ *
+ *   NEW --hand over--> HANDED --start--> QUEUED --first progress--> RUNNING --+
+ *    |                   |                  |                                 |
+ *    +------start--------+------------------+-----------------------------> DONE
+ *                                                                             |
+ *                                    it and every earlier task of its lane --> COMPLETE
+ *
+ * start (sharc_coll_task_start) gives it its sequence number and runs its algorithm's
+ * init; a start that fails ends it at DONE with the error (a task the caller never received
+ * is released at once instead). COMPLETE is stored with release ordering: test and wait
+ * read it without the lock. Sub-tasks (staged.c's chunks) are driven by their parent's
+ * algorithm and never queued: they stay NEW and are freed with their parent.
+ */
+typedef enum {
+    SHARC_COLL_TASK_NEW,      /* made and routed (sharc_coll_task_new) */
+    SHARC_COLL_TASK_HANDED,   /* handed to a running progress pass, which starts it */
+    SHARC_COLL_TASK_QUEUED,   /* started and queued; its algorithm has not run yet */
+    SHARC_COLL_TASK_RUNNING,  /* its algorithm has progressed */
+    SHARC_COLL_TASK_DONE,     /* its algorithm finished (status); earlier ones may not have */
+    SHARC_COLL_TASK_COMPLETE, /* done, and every earlier task of its lane: visible to callers */
+} sharc_coll_task_state_t;
+
+/*
+ * A collective in the engine. The public API hands it out as a request (sharc_request_h),
+ * the one name the layers above use for it; inside coll/ it is a task.
+ */
 struct sharc_request {
     /* the engine's */
     sharc_coll_comm_t *cc;
     sharc_coll_args_t args;
     const sharc_coll_algo_t *algo;
-    uint64_t seq;          /* per communicator; the tag of every message of the task */
-    sharc_status_t status; /* the algorithm's result once done */
-    int done;              /* the algorithm finished (possibly before earlier tasks) */
-    double t_start;        /* when its algorithm first ran (sharc_time_now), 0 before */
-    double t_done;         /* when it finished (sharc_time_now) */
-    double t_complete;     /* when it became complete, 0 before */
-    int complete;          /* done, and every earlier task too: visible to the caller */
-    int await_peer;        /* a peer the task waits for, for timeout messages, or -1 */
-    int lane;              /* its completion lane (sharc_coll_start_lane) */
-    int freed;             /* the caller freed it; the engine releases it when complete */
-    void *event;           /* CUDA: fires on the device when the collective is done, or NULL */
-    int stream_waited;     /* a stream waits for event: freeing it need not wait */
+    sharc_coll_task_state_t state; /* see above; COMPLETE is read without the lock */
+    uint64_t seq;                  /* per communicator; the tag of every message of the task */
+    sharc_status_t status;         /* the algorithm's result once DONE */
+    double t_start;                /* when it became RUNNING (sharc_time_now) */
+    double t_done;                 /* when it became DONE */
+    double t_complete;             /* when it became COMPLETE */
+    int await_peer;                /* a peer the task waits for, for timeout messages, or -1 */
+    int lane;                      /* its completion lane (sharc_coll_start_lane) */
+    int freed;         /* the caller freed its request: the engine releases it when COMPLETE */
+    void *event;       /* CUDA: fires on the device when the collective is done, or NULL */
+    int stream_waited; /* a stream waits for event: freeing the request need not wait */
     struct sharc_request *next;
     /* what any algorithm may use; the engine releases them */
     sharc_tp_req_t *reqs;
     size_t nreqs;
-    char *scratch;      /* from sharc_coll_scratch, or NULL; returned when the task is done */
-    int scratch_cached; /* scratch is the communicator's cached buffer */
+    char *scratch; /* from sharc_coll_scratch, or NULL; returned when the task is done */
     /* the algorithm's own state: the member of its family */
     union {
         sharc_coll_ring_t ring; /* ring allgather and reduce-scatter */
@@ -129,6 +155,19 @@ struct sharc_request {
     } u;
 };
 
+/* Who drives a communicator's progress: whoever tests or waits, or a thread of its own. */
+typedef enum {
+    SHARC_COLL_DRIVER_CALLER,
+    SHARC_COLL_DRIVER_THREAD, /* SHARC_PROGRESS_THREAD */
+} sharc_coll_driver_t;
+
+/* Where a progress pass is (sharc_coll_progress; written under the lock, read without it). */
+typedef enum {
+    SHARC_COLL_PASS_NONE,    /* no pass: a post takes the lock */
+    SHARC_COLL_PASS_RUNNING, /* a pass drives the tasks: posts are handed over to it */
+    SHARC_COLL_PASS_ENDING,  /* it queues what was handed over: posts take the lock */
+} sharc_coll_pass_t;
+
 /* Communicator-level state of the collective layer (the communicator owns one). */
 struct sharc_coll_comm {
     int rank, size;
@@ -151,17 +190,18 @@ struct sharc_coll_comm {
     /* tasks that ended in an error: a transport may still hold their requests and buffers,
      * so they are freed only with the communicator, after its transports */
     sharc_coll_task_t *graveyard;
-    /* SHARC_PROGRESS_THREAD: the thread waits on cond while the queue is empty */
+    /* progress (thread.c): the driver; with a thread, it waits on cond while the queue is
+     * empty, and lets callers waiting for the lock (waiters, atomic) in first */
+    sharc_coll_driver_t driver;
     pthread_t thread;
     pthread_cond_t cond;
-    int thread_running, stop;
-    int waiters; /* callers waiting for the lock (atomic): the thread lets them in first */
-    /* SHARC_PROGRESS_THREAD: collectives posted while a progress pass held the lock (a pass
-     * may copy or reduce megabytes), newest first, for that pass to queue as it ends, so that
-     * a post never waits for a pass; in_pass (atomic): a pass is running */
+    int stop;
+    int waiters;
+    /* with a thread: collectives posted while a pass ran (a pass may copy or reduce
+     * megabytes), newest first, which the pass starts as it ends, so that a post never waits
+     * for a pass (sharc_coll_post); pass (atomic): where the pass is */
     sharc_coll_task_t *incoming;
-    int in_pass;
-    int progressing; /* a pass runs in this thread (lock held): a nested call does nothing */
+    sharc_coll_pass_t pass;
     /* scratch kept between collectives (sharc_coll_scratch); under lock */
     char *scratch;
     size_t scratch_bytes;
@@ -203,34 +243,27 @@ SHARC_HIDDEN sharc_status_t sharc_coll_select(sharc_coll_comm_t *cc, const sharc
 /* nccl-tests' size of a collective: bytes of its larger side (alltoall: all blocks). */
 SHARC_HIDDEN size_t sharc_coll_size(int nranks, const sharc_coll_args_t *a);
 
-/* ---- the engine (coll.c), for post.c and the algorithms that run sub-tasks */
+/* ---- tasks (task.c) */
 
-SHARC_HIDDEN void sharc_coll_lock(sharc_coll_comm_t *cc);      /* callers first, then the thread */
-SHARC_HIDDEN int sharc_coll_progress(sharc_coll_comm_t *cc);   /* lock held; 1: anything moved */
-SHARC_HIDDEN void sharc_coll_enqueue(sharc_coll_task_t *task); /* lock held; an initialized task */
-
-/*
- * Queue a checked and routed task (lock held): the communicator's state (failed?), its
- * sequence number, its algorithm's init, the queue. An error leaves nothing queued; the
- * caller releases the task.
- */
-SHARC_HIDDEN sharc_status_t sharc_coll_queue(sharc_coll_task_t *task);
+/* A NEW task of @p cc for @p args in completion lane @p lane, with no algorithm yet (the
+ * caller routes it); NULL: no memory. */
+SHARC_HIDDEN sharc_coll_task_t *sharc_coll_task_new(sharc_coll_comm_t *cc,
+                                                    const sharc_coll_args_t *args, int lane);
 
 /*
- * With a progress thread whose pass holds the lock now: hand it @p task to queue when the
- * pass ends (1), instead of waiting for the lock; 0: take the lock and queue it (the lock
- * was free, and this call holds it now; or no thread). A task handed over reports its
- * errors through test and wait.
+ * The one start of a task (lock held), for a post and for a task handed over alike: its
+ * sequence number (a range, for an algorithm with sub-tasks: the same on every rank), its
+ * algorithm's init, its place at the queue's tail (QUEUED). On an error (the communicator
+ * failed, the init failed: logged) nothing was sent, it holds no scratch and is not queued.
  */
-SHARC_HIDDEN int sharc_coll_hand_over(sharc_coll_task_t *task);
-SHARC_HIDDEN void sharc_coll_scratch_put(sharc_coll_task_t *task); /* lock held */
-SHARC_HIDDEN void sharc_coll_release(sharc_coll_task_t *task);     /* free a task's state */
+SHARC_HIDDEN sharc_status_t sharc_coll_task_start(sharc_coll_task_t *task);
 
-/*
- * The communicator cannot run collectives any more (lock held): every task in flight and
- * every later post fails with @p status; @p why is logged once and repeated by later posts.
- */
-SHARC_HIDDEN void sharc_coll_fail(sharc_coll_comm_t *cc, sharc_status_t status, const char *why);
+/* The caller is done with a task (lock held): freed now, or, if it ended in an error, kept
+ * until the communicator's transports are gone (they may still write into it). */
+SHARC_HIDDEN void sharc_coll_task_release(sharc_coll_task_t *task);
+
+/* Free a task and what it holds now (lock held, or the communicator's last owner). */
+SHARC_HIDDEN void sharc_coll_task_free(sharc_coll_task_t *task);
 
 /**
  * Scratch of @p bytes for a task's algorithm (from its init or progress, lock held): the
@@ -240,6 +273,60 @@ SHARC_HIDDEN void sharc_coll_fail(sharc_coll_comm_t *cc, sharc_status_t status, 
  * is done.
  */
 SHARC_HIDDEN char *sharc_coll_scratch(sharc_coll_task_t *task, size_t bytes);
+SHARC_HIDDEN void sharc_coll_scratch_put(sharc_coll_task_t *task); /* lock held */
+
+/* Whether @p task runs on the GPU (the collective backend, or staging copies). */
+SHARC_HIDDEN int sharc_coll_on_gpu(const sharc_coll_task_t *task);
+
+/* ---- the queue and its progress pass (queue.c) */
+
+/*
+ * Post a NEW, routed task: with a progress thread in a pass, hand it over (HANDED; the pass
+ * starts it as it ends, and an error it meets then reaches the caller through test and
+ * wait); else take the lock, compare it across ranks (SHARC_CHECK), start it and let it
+ * move. SHARC_OK: the caller holds its request. An error: the task was released, nothing
+ * was sent.
+ */
+SHARC_HIDDEN sharc_status_t sharc_coll_post(sharc_coll_task_t *task);
+
+/* One progress pass (lock held): drive the transports and every task, complete those at the
+ * head of their lanes. 1 if anything moved (pollers back off when nothing does). */
+SHARC_HIDDEN int sharc_coll_progress(sharc_coll_comm_t *cc);
+
+/* ---- who drives progress (thread.c) */
+
+/* Start the progress thread when SHARC_PROGRESS_THREAD asks for one (at creation). */
+SHARC_HIDDEN sharc_status_t sharc_coll_driver_start(sharc_coll_comm_t *cc);
+/* Stop it (it finishes its pass); the caller drives progress from then on. */
+SHARC_HIDDEN void sharc_coll_driver_stop(sharc_coll_comm_t *cc);
+/* Wake the thread: a task was queued (lock held). */
+SHARC_HIDDEN void sharc_coll_driver_kick(sharc_coll_comm_t *cc);
+/* The lock, for callers: the progress thread lets them in ahead of its next pass. */
+SHARC_HIDDEN void sharc_coll_lock(sharc_coll_comm_t *cc);
+SHARC_HIDDEN void sharc_coll_unlock(sharc_coll_comm_t *cc);
+/* A poller's pause after a pass that moved nothing (@p idle counts them; gpu: the work
+ * polled for runs on the GPU). */
+SHARC_HIDDEN void sharc_coll_idle(int moved, int *idle, int gpu);
+
+/* ---- failure and liveness (liveness.c) */
+
+/*
+ * The communicator cannot run collectives any more (lock held): every task in flight and
+ * every later post fails with @p status; @p why is logged once and repeated by later posts.
+ */
+SHARC_HIDDEN void sharc_coll_fail(sharc_coll_comm_t *cc, sharc_status_t status, const char *why);
+
+/* A task failed (lock held): the communicator fails with it, and waits a moment to learn
+ * from the store which rank's loss caused it. */
+SHARC_HIDDEN void sharc_coll_fail_task(sharc_coll_task_t *task);
+
+/* Ask the bootstrap whether a rank is gone, every SHARC_COLL_CHECK_S (lock held). */
+SHARC_HIDDEN void sharc_coll_watch(sharc_coll_comm_t *cc);
+
+/* The host of @p rank, for messages ("?" when unknown). */
+SHARC_HIDDEN const char *sharc_coll_host(const sharc_coll_comm_t *cc, int rank);
+
+/* ---- point-to-point for the algorithms (p2p.c) */
 
 /* Post the send / receive of a task over the communicator's transport. */
 SHARC_HIDDEN sharc_status_t sharc_coll_send(sharc_coll_task_t *task, int peer, const void *buf,

@@ -1,9 +1,8 @@
 /*
- * post.c: posting a collective: the checks every rank makes before communicating,
- * SHARC_CHECK's comparison across ranks, the task and its algorithm (host algorithms from
- * select.c; on CUDA buffers the collective backend, or staging through host memory), and
- * its place in the queue. Blocking calls are post + wait + free. The public collective
- * functions are the core's (core/comm_coll.c).
+ * post.c: posting a collective: the checks every rank makes before communicating, the task
+ * and who runs it (host algorithms from select.c; on CUDA buffers the collective backend, or
+ * staging through host memory), then the queue's post (queue.c). Blocking calls are post +
+ * wait + free. The public collective functions are the core's (core/comm_coll.c).
  */
 #include "config.h"
 
@@ -110,63 +109,6 @@ static sharc_status_t sharc_coll_check(const sharc_coll_comm_t *cc, const sharc_
     return SHARC_OK;
 }
 
-/* What SHARC_CHECK compares across ranks. */
-typedef struct {
-    uint64_t seq, count;
-    int32_t type, dtype, op, root;
-} sharc_coll_sig_t;
-
-static void sharc_coll_describe(const sharc_coll_sig_t *s, char *buf, size_t size)
-{
-    const char *dt = sharc_dtype_name((sharc_dtype_t)s->dtype);
-
-    snprintf(buf, size, "%s(%llu %s", sharc_coll_name((sharc_coll_type_t)s->type),
-             (unsigned long long)s->count, dt ? dt : "?");
-    if (s->type == SHARC_COLL_REDUCE_SCATTER || s->type == SHARC_COLL_ALLREDUCE) {
-        snprintf(buf + strlen(buf), size - strlen(buf), ", %s",
-                 sharc_op_name((sharc_op_t)s->op) ? sharc_op_name((sharc_op_t)s->op) : "?");
-    } else if (s->type == SHARC_COLL_BROADCAST) {
-        snprintf(buf + strlen(buf), size - strlen(buf), ", root %d", s->root);
-    }
-    snprintf(buf + strlen(buf), size - strlen(buf), ")");
-}
-
-/*
- * SHARC_CHECK: every rank shows the others the collective it is about to post, through the
- * bootstrap. Called with the lock held, before the sequence number is taken. A mismatch
- * fails the communicator on every rank, and every rank names the same two ranks.
- */
-static sharc_status_t sharc_coll_check_peers(sharc_coll_comm_t *cc, const sharc_coll_args_t *a)
-{
-    sharc_coll_sig_t mine = {cc->seq, a->count, a->type, a->dtype, a->op, a->root}, *all;
-    sharc_status_t status;
-    char d0[96], d1[96];
-
-    if (a->type != SHARC_COLL_BROADCAST) {
-        mine.root = 0;
-    }
-    if (a->type != SHARC_COLL_REDUCE_SCATTER && a->type != SHARC_COLL_ALLREDUCE) {
-        mine.op = 0;
-    }
-    all = calloc((size_t)cc->size, sizeof(*all));
-    if (all == NULL) {
-        return SHARC_ERR_NOMEM;
-    }
-    status = sharc_boot_allgather(cc->boot, &mine, all, sizeof(mine));
-    for (int r = 1; status == SHARC_OK && r < cc->size; r++) {
-        if (memcmp(&all[r], &all[0], sizeof(mine)) != 0) {
-            sharc_coll_describe(&all[r], d1, sizeof(d1));
-            sharc_coll_describe(&all[0], d0, sizeof(d0));
-            sharc_error("SHARC_CHECK: rank %d called %s, rank 0 called %s, seq %llu", r, d1, d0,
-                        (unsigned long long)all[0].seq);
-            status = SHARC_ERR_REMOTE;
-            sharc_coll_fail(cc, status, "SHARC_CHECK found ranks calling different collectives");
-        }
-    }
-    free(all);
-    return status;
-}
-
 /*
  * Who runs the collective: on host buffers a host algorithm over the point-to-point
  * transport; on CUDA buffers (either side) the collective backend (NCCL) where it has the
@@ -205,38 +147,6 @@ static sharc_status_t sharc_coll_route(sharc_coll_comm_t *cc, const sharc_coll_a
     return sharc_coll_select(cc, a, algo_p);
 }
 
-sharc_status_t sharc_coll_queue(sharc_coll_task_t *task)
-{
-    sharc_coll_comm_t *cc = task->cc;
-    sharc_status_t status;
-
-    if (cc->failed != SHARC_OK) {
-        sharc_status_t failed = cc->failed;
-
-        sharc_error("%s: the communicator failed earlier: %s (%s)",
-                    sharc_coll_name(task->args.type), cc->why, sharc_status_string(failed));
-        free(task);
-        return failed;
-    }
-    /* (SHARC_CHECK's exchange: never on a task handed over, see sharc_coll_hand_over) */
-    if (cc->cfg->check && (status = sharc_coll_check_peers(cc, &task->args)) != SHARC_OK) {
-        free(task);
-        return status;
-    }
-    /* tags are 40 bits in the narrowest transport; wrapping after 2^40 collectives is safe.
-     * An algorithm with sub-tasks takes a range, the same on every rank. */
-    task->seq = cc->seq & SHARC_TP_TAG_MAX;
-    cc->seq += 1 + (task->algo->tags != NULL ? task->algo->tags(task) : 0);
-    status = task->algo->init(task);
-    if (status != SHARC_OK) {
-        sharc_coll_scratch_put(task);
-        sharc_coll_release(task);
-        return status;
-    }
-    sharc_coll_enqueue(task);
-    return SHARC_OK;
-}
-
 sharc_status_t sharc_coll_start(sharc_coll_comm_t *cc, const sharc_coll_args_t *args,
                                 sharc_request_h *req_p)
 {
@@ -258,29 +168,18 @@ sharc_status_t sharc_coll_start_lane(sharc_coll_comm_t *cc, const sharc_coll_arg
     if (status != SHARC_OK) {
         return status;
     }
-    task = calloc(1, sizeof(*task));
+    task = sharc_coll_task_new(cc, args, lane);
     if (task == NULL) {
         return SHARC_ERR_NOMEM;
     }
-    task->cc = cc;
-    task->args = *args;
-    task->lane = lane;
     status = sharc_coll_route(cc, args, &task->algo);
-    if (status != SHARC_OK) {
-        free(task);
-        return status;
+    if (status == SHARC_OK) {
+        status = sharc_coll_post(task);
+    } else {
+        sharc_coll_task_free(task);
     }
-    task->await_peer = -1;
-    task->status = SHARC_INPROGRESS;
-    if (!sharc_coll_hand_over(task)) { /* (the lock is held) */
-        if (cc->failed == SHARC_OK && cc->head == NULL) {
-            sharc_coll_progress(cc); /* an idle communicator still hears of a rank that is gone */
-        }
-        status = sharc_coll_queue(task);
-        pthread_mutex_unlock(&cc->lock);
-        if (status != SHARC_OK) {
-            return status;
-        }
+    if (status != SHARC_OK) {
+        return status;
     }
     sharc_trace("%s #%llu posted: %zu %s", sharc_coll_name(args->type),
                 (unsigned long long)task->seq, args->count, sharc_dtype_name(args->dtype));

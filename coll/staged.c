@@ -198,25 +198,24 @@ static sharc_status_t sharc_stage_up(sharc_coll_task_t *task, sharc_stage_t *st,
     return (status == SHARC_OK) ? sharc_gpu_event_record(st->up[c % SHARC_STAGE_SLOTS], s) : status;
 }
 
-/* The host collective of chunk c, on its staging, with its own tag. */
+/* The host collective of chunk c, on its staging, with its own tag: a sub-task, driven by
+ * this task's progress and freed with it (never queued, so it stays NEW). */
 static sharc_status_t sharc_stage_child(sharc_coll_task_t *task, sharc_stage_t *st, size_t c)
 {
-    sharc_coll_task_t *t = calloc(1, sizeof(*t));
+    sharc_coll_args_t args = task->args;
+    sharc_coll_task_t *t;
     sharc_status_t status;
 
+    args.sendbuf = sharc_stage_send(st, c);
+    args.recvbuf = sharc_stage_recv(st, c);
+    args.count = sharc_stage_len(st, c);
+    args.stream = NULL;
+    t = sharc_coll_task_new(task->cc, &args, task->lane);
     if (t == NULL) {
         return SHARC_ERR_NOMEM;
     }
     st->child[c] = t;
-    t->cc = task->cc;
-    t->args = task->args;
-    t->args.sendbuf = sharc_stage_send(st, c);
-    t->args.recvbuf = sharc_stage_recv(st, c);
-    t->args.count = sharc_stage_len(st, c);
-    t->args.stream = NULL;
     t->seq = (task->seq + 1 + c) & SHARC_TP_TAG_MAX;
-    t->await_peer = -1;
-    t->status = SHARC_INPROGRESS;
     status = sharc_coll_select(task->cc, &t->args, &t->algo);
     return (status == SHARC_OK) ? t->algo->init(t) : status;
 }
@@ -299,8 +298,7 @@ static void sharc_staged_finalize(sharc_coll_task_t *task)
     }
     for (size_t c = 0; st->child != NULL && c < st->nchunks; c++) {
         if (st->child[c] != NULL) {
-            sharc_coll_scratch_put(st->child[c]); /* a chunk that ended early holds its own */
-            sharc_coll_release(st->child[c]);
+            sharc_coll_task_free(st->child[c]); /* with the scratch of one that ended early */
         }
     }
     for (int i = 0; i < SHARC_STAGE_SLOTS; i++) {

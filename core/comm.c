@@ -267,7 +267,7 @@ static sharc_status_t sharc_comm_open_coll(sharc_comm_h comm)
     return sharc_coll_comm_create(&params, &comm->coll);
 }
 
-sharc_status_t sharc_comm_set_cuda_stream(sharc_comm_h comm, void *stream)
+sharc_status_t sharc_comm_stream_set(sharc_comm_h comm, void *stream)
 {
     if (sharc_comm_check(comm, "sharc_comm_set_cuda_stream") != SHARC_OK) {
         return SHARC_ERR_INVALID;

@@ -31,7 +31,8 @@ struct sharc_comm {
     void *stream; /* sharc_comm_set_cuda_stream: the caller's stream (NULL: legacy default) */
 };
 
-/* sharc/sharc_cuda.h, with the stream as a pointer (CUDA's headers stay out of the core). */
-SHARC_API sharc_status_t sharc_comm_set_cuda_stream(sharc_comm_h comm, void *stream);
+/* Set the stream @p comm's collectives on CUDA buffers follow (sharc_comm_set_cuda_stream
+ * in sharc/sharc_cuda.h, which core/comm_cuda.c defines over this). */
+SHARC_HIDDEN sharc_status_t sharc_comm_stream_set(sharc_comm_h comm, void *stream);
 
 #endif

@@ -102,8 +102,8 @@ sharc_status_t sharc_shard_post(sharc_shard_group_t *g, sharc_shard_unit_t *u, s
     if (e0 != NULL) {
         /* a collective on the device: the timing stream marks its end (a staged one is
          * timed on the host, as the host's are) */
-        if (sharc_request_on_device(op->req) &&
-            sharc_request_wait_stream(op->req, g->tstream) == SHARC_OK) {
+        if (sharc_coll_request_on_device(op->req) &&
+            sharc_coll_request_wait_stream(op->req, g->tstream) == SHARC_OK) {
             e1 = sharc_shard_stats_mark(g, g->tstream);
         }
         op->timed = e1 != NULL;
@@ -199,7 +199,7 @@ sharc_status_t sharc_shard_complete(sharc_shard_group_t *g, sharc_shard_unit_t *
     sharc_request_h req = op->req;
     double t0 = sharc_time_now();
     /* a collective that runs on the device: a stream waits for it, not the host */
-    int device = g->cuda && block && sharc_request_on_device(req);
+    int device = g->cuda && block && sharc_coll_request_on_device(req);
     sharc_status_t status;
 
     if (!device) { /* the host's, or staged through the host */
@@ -213,24 +213,24 @@ sharc_status_t sharc_shard_complete(sharc_shard_group_t *g, sharc_shard_unit_t *
     } else if (stream == g->stream) { /* exposed: how long the caller's stream waits */
         void *e0 = sharc_shard_stats_mark(g, stream);
 
-        status = sharc_request_wait_stream(req, stream);
+        status = sharc_coll_request_wait_stream(req, stream);
         sharc_shard_stats_evspan(g, u, e0, sharc_shard_stats_mark(g, stream), 0);
     } else {
-        status = sharc_request_wait_stream(req, stream);
+        status = sharc_coll_request_wait_stream(req, stream);
     }
     if (status != SHARC_OK) {
         return sharc_shard_fail(g, status, u, sharc_shard_op_name(type));
     }
     /* timed by events, or on the device and not seen done by the host: no host interval */
     sharc_shard_stats_op(g, u, type, op->t_post,
-                         (op->timed || device) ? -1.0 : sharc_request_done_time(req),
+                         (op->timed || device) ? -1.0 : sharc_coll_request_done_time(req),
                          sharc_shard_op_bytes(g, u, type));
     if (g->trace != NULL) {
         sharc_shard_trace_op(g, u, op, type, (op->timed || device) ? NULL : req,
                              sharc_shard_op_bytes(g, u, type));
     }
     op->req = NULL;
-    if (device && sharc_request_stream_waited(req)) {
+    if (device && sharc_coll_request_stream_waited(req)) {
         sharc_shard_inflight_add(g, req); /* the host sees it done at the next finish */
     } else if (!device) {
         sharc_shard_retire(g, req); /* complete: nothing of it is in flight */

@@ -155,11 +155,11 @@ void sharc_shard_trace_op(sharc_shard_group_t *g, const sharc_shard_unit_t *u,
                           const sharc_shard_op_t *op, sharc_coll_type_t type, sharc_request_h req,
                           size_t bytes)
 {
-    sharc_request_times_t t = {0};
+    sharc_coll_request_times_t t = {0};
     sharc_shard_tev_t *e;
 
     if (req != NULL) {
-        sharc_request_times(req, &t);
+        sharc_coll_request_times(req, &t);
     }
     e = sharc_shard_tev_add(g, SHARC_SHARD_TEV_COLL, u->id, op->t_post, sharc_time_now());
     if (e != NULL) {

@@ -60,27 +60,26 @@ static const sharc_coll_algo_t fake_algo = {
 
 static sharc_coll_task_t *fake_task(sharc_coll_comm_t *cc, int i, int lane)
 {
-    sharc_coll_task_t *t = calloc(1, sizeof(*t));
+    sharc_coll_args_t args = {.type = SHARC_COLL_BARRIER, .root = i};
+    sharc_coll_task_t *t = sharc_coll_task_new(cc, &args, lane);
 
-    t->cc = cc;
-    t->args.type = SHARC_COLL_BARRIER;
-    t->args.root = i;
+    CHECK(t != NULL);
     t->algo = &fake_algo;
-    t->lane = lane;
-    t->await_peer = -1;
-    t->status = SHARC_INPROGRESS;
     return t;
 }
 
-/* Post task @p i in @p lane, on the lock path (not handed over). */
+/* Post task @p i in @p lane. */
 static sharc_coll_task_t *post(sharc_coll_comm_t *cc, int i, int lane)
 {
     sharc_coll_task_t *t = fake_task(cc, i, lane);
 
-    sharc_coll_lock(cc);
-    CHECK(sharc_coll_queue(t) == SHARC_OK);
-    pthread_mutex_unlock(&cc->lock);
+    CHECK(sharc_coll_post(t) == SHARC_OK);
     return t;
+}
+
+static sharc_coll_task_state_t state_of(const sharc_coll_task_t *t)
+{
+    return __atomic_load_n(&t->state, __ATOMIC_SEQ_CST);
 }
 
 static sharc_coll_comm_t *make_cc(sharc_config_h config)
@@ -151,8 +150,9 @@ static void test_hand_over_pass(sharc_config_h config)
     t0 = sharc_time_now();
     b = fake_task(cc, 1, 1);
     c = fake_task(cc, 2, 0);
-    CHECK_MSG(sharc_coll_hand_over(b) == 1, "a post during a pass was not handed over");
-    CHECK(sharc_coll_hand_over(c) == 1);
+    CHECK(sharc_coll_post(b) == SHARC_OK);
+    CHECK_MSG(state_of(b) == SHARC_COLL_TASK_HANDED, "a post during a pass was not handed over");
+    CHECK(sharc_coll_post(c) == SHARC_OK && state_of(c) == SHARC_COLL_TASK_HANDED);
     CHECK_MSG(sharc_time_now() - t0 < 0.1, "handing over took %.3f s: it waited for the pass",
               sharc_time_now() - t0);
     finish[1] = finish[2] = 1;

@@ -1,0 +1,124 @@
+/*
+ * liveness.c: when a communicator cannot go on. A failure (a task's error, a transport's,
+ * a timeout, SHARC_CHECK's mismatch) fails every task in flight and every later post; the
+ * bootstrap's store says which rank is gone, so that every rank's error names it and its
+ * host rather than waiting for SHARC_TIMEOUT.
+ */
+#include "config.h"
+
+#define SHARC_THIS_SUBSYS SHARC_SUBSYS_COLL
+
+#include <stdio.h>
+#include <time.h>
+
+#include "../src/base/log.h"
+#include "../src/base/util.h"
+#include "coll.h"
+
+/* How often progress asks the bootstrap whether a rank is gone (the fast failure of a job
+ * whose rank died: well within its 2 s). */
+#define SHARC_COLL_CHECK_S 0.1
+/* How long a collective that failed on a peer's error waits for the store to name the peer. */
+#define SHARC_COLL_EXPLAIN_S 0.3
+
+void sharc_coll_fail(sharc_coll_comm_t *cc, sharc_status_t status, const char *why)
+{
+    if (cc->failed != SHARC_OK) {
+        return;
+    }
+    cc->failed = status;
+    snprintf(cc->why, sizeof(cc->why), "%s", why);
+    /* the ranks no longer agree on what is in flight: what the transports still hold for
+     * this communicator ends now (with an error), rather than at their destroy */
+    if (cc->tp_ops != NULL && cc->tp_ops->abort != NULL) {
+        cc->tp_ops->abort(cc->tp);
+    }
+    if (cc->gpu_tp != NULL && cc->gpu_ops->abort != NULL) {
+        cc->gpu_ops->abort(cc->gpu_tp); /* the device would go on waiting for the peer */
+    }
+}
+
+const char *sharc_coll_host(const sharc_coll_comm_t *cc, int rank)
+{
+    return (cc->hosts != NULL && rank >= 0 && rank < cc->size) ? cc->hosts[rank] : "?";
+}
+
+/*
+ * Has anyone said that a rank of this communicator is gone (its process died, or a peer's
+ * transport lost it)? Then the communicator fails now, naming the rank and its host, rather
+ * than at SHARC_TIMEOUT; a communicator that failed already on a transport's error learns
+ * which rank it was. A slow rank is never declared gone: only a closed connection or a
+ * transport's error says so. Every SHARC_COLL_CHECK_S, or at once with @p now_too.
+ */
+static void sharc_coll_watch_now(sharc_coll_comm_t *cc, int now_too)
+{
+    double now = sharc_time_now();
+    char why[192];
+    int lost, by;
+
+    if (cc->explained || cc->boot == NULL || (!now_too && now < cc->next_check) ||
+        (cc->failed != SHARC_OK && cc->failed != SHARC_ERR_REMOTE &&
+         cc->failed != SHARC_ERR_BACKEND)) {
+        return;
+    }
+    cc->next_check = now + SHARC_COLL_CHECK_S;
+    if (sharc_boot_check(cc->boot, &lost, &by) == SHARC_OK) {
+        return;
+    }
+    if (lost == by) {
+        snprintf(why, sizeof(why), "rank %d (%s) of this %d-rank communicator is gone", lost,
+                 sharc_coll_host(cc, lost), cc->size);
+    } else {
+        snprintf(why, sizeof(why), "rank %d (%s) of this %d-rank communicator lost rank %d (%s)",
+                 by, sharc_coll_host(cc, by), cc->size, lost, sharc_coll_host(cc, lost));
+    }
+    sharc_error("rank %d: %s: its collectives fail", cc->rank, why);
+    cc->explained = 1;
+    if (cc->failed != SHARC_OK) { /* a transport's error, now explained: a peer's failure */
+        snprintf(cc->why, sizeof(cc->why), "%s", why);
+        cc->failed = SHARC_ERR_REMOTE;
+    }
+    sharc_coll_fail(cc, SHARC_ERR_REMOTE, why);
+}
+
+void sharc_coll_watch(sharc_coll_comm_t *cc)
+{
+    sharc_coll_watch_now(cc, 0);
+}
+
+/*
+ * A collective failed with a peer's error: the transport that saw it has reported the peer to
+ * the store, or the store saw its process end, so the notice naming the rank and its host is
+ * on its way. Wait for it a moment (once per communicator), so that the error that reaches
+ * the caller comes with its cause.
+ */
+static void sharc_coll_explain(sharc_coll_comm_t *cc)
+{
+    double until = sharc_time_now() + SHARC_COLL_EXPLAIN_S;
+    struct timespec ts = {0, 10 * 1000 * 1000};
+
+    if ((cc->failed != SHARC_ERR_REMOTE && cc->failed != SHARC_ERR_BACKEND) || cc->boot == NULL ||
+        cc->boot->ops->check == NULL) {
+        return; /* (a bootstrap without a store cannot tell) */
+    }
+    for (;;) {
+        sharc_coll_watch_now(cc, 1);
+        if (cc->explained || sharc_time_now() >= until) {
+            return;
+        }
+        nanosleep(&ts, NULL);
+    }
+}
+
+void sharc_coll_fail_task(sharc_coll_task_t *task)
+{
+    sharc_coll_comm_t *cc = task->cc;
+    char why[96];
+
+    /* the ranks no longer agree on what is in flight: stop the rest */
+    snprintf(why, sizeof(why), "%s #%llu failed (%s)", sharc_coll_name(task->args.type),
+             (unsigned long long)task->seq, sharc_status_string(task->status));
+    sharc_error("rank %d: %s: this communicator's collectives fail", cc->rank, why);
+    sharc_coll_fail(cc, task->status, why);
+    sharc_coll_explain(cc);
+}

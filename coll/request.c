@@ -1,0 +1,187 @@
+/*
+ * request.c: a collective as its caller holds it, a request (sharc_request_h): the public
+ * test, wait and free, the stream wait of sharc_cuda.h, and what the sharding engine asks
+ * of a request (on the device? when did it run?). A request is a task of the engine
+ * (coll.h); these calls only read its state, or progress the queue for it.
+ */
+#include "config.h"
+
+#define SHARC_THIS_SUBSYS SHARC_SUBSYS_COLL
+
+#include <stdio.h>
+
+#include "../src/base/gpu.h"
+#include "../src/base/log.h"
+#include "../src/base/util.h"
+#include "coll.h"
+
+static int sharc_coll_task_complete(const sharc_coll_task_t *task)
+{
+    /* acquire: pairs with the pass's release store, so the status is seen with it */
+    return __atomic_load_n(&task->state, __ATOMIC_ACQUIRE) == SHARC_COLL_TASK_COMPLETE;
+}
+
+sharc_status_t sharc_request_test(sharc_request_h req)
+{
+    sharc_coll_comm_t *cc;
+    sharc_status_t status;
+
+    if (req == NULL) {
+        sharc_error("sharc_request_test: request is NULL");
+        return SHARC_ERR_INVALID;
+    }
+    cc = req->cc;
+    /* With a progress thread, a test only looks: progressing here would move message data
+     * (copies, reductions) on the caller's time, which the thread exists to take off it. It
+     * looks without the lock, which the thread holds for a whole pass (a pass may copy or
+     * reduce megabytes): a caller that only asks must not wait for that. */
+    if (sharc_coll_task_complete(req)) {
+        return req->status;
+    }
+    if (cc->driver == SHARC_COLL_DRIVER_THREAD) {
+        return SHARC_INPROGRESS;
+    }
+    sharc_coll_lock(cc);
+    if (!sharc_coll_task_complete(req)) {
+        sharc_coll_progress(cc);
+    }
+    status = sharc_coll_task_complete(req) ? req->status : SHARC_INPROGRESS;
+    sharc_coll_unlock(cc);
+    return status;
+}
+
+/*
+ * Progress from a caller that blocks anyway (sharc_request_wait): it may as well help. With
+ * a progress thread whose pass holds the lock, it looks instead: a pass completes a task as
+ * soon as it is done, and may go on for milliseconds with other tasks.
+ */
+static sharc_status_t sharc_coll_wait_step(sharc_request_h req, int *moved_p)
+{
+    sharc_coll_comm_t *cc = req->cc;
+    sharc_status_t status;
+
+    if (sharc_coll_task_complete(req)) {
+        *moved_p = 1;
+        return req->status;
+    }
+    if (cc->driver == SHARC_COLL_DRIVER_THREAD &&
+        __atomic_load_n(&cc->pass, __ATOMIC_ACQUIRE) == SHARC_COLL_PASS_RUNNING) {
+        *moved_p = 0; /* (the caller's pause: a yield, then short sleeps) */
+        return SHARC_INPROGRESS;
+    }
+    sharc_coll_lock(cc);
+    *moved_p = !sharc_coll_task_complete(req) ? sharc_coll_progress(cc) : 1;
+    status = sharc_coll_task_complete(req) ? req->status : SHARC_INPROGRESS;
+    sharc_coll_unlock(cc);
+    return status;
+}
+
+/* @p req ran past SHARC_TIMEOUT: the communicator fails, naming the peer it waited for. */
+static sharc_status_t sharc_coll_wait_timed_out(sharc_request_h req, double timeout)
+{
+    sharc_coll_comm_t *cc = req->cc;
+    char peer[48 + SHARC_HOST_MAX] = "";
+
+    sharc_coll_lock(cc);
+    if (req->await_peer >= 0) {
+        snprintf(peer, sizeof(peer), ": waiting for rank %d (%s)", req->await_peer,
+                 sharc_coll_host(cc, req->await_peer));
+    }
+    sharc_error("rank %d: %s #%llu (%zu %s) did not complete within %.0f s "
+                "(SHARC_TIMEOUT)%s; the communicator is failed",
+                cc->rank, sharc_coll_name(req->args.type), (unsigned long long)req->seq,
+                req->args.count, sharc_dtype_name(req->args.dtype), timeout, peer);
+    sharc_coll_fail(cc, SHARC_ERR_TIMEOUT, "a collective timed out (SHARC_TIMEOUT)");
+    sharc_coll_unlock(cc);
+    return SHARC_ERR_TIMEOUT;
+}
+
+sharc_status_t sharc_request_wait(sharc_request_h req)
+{
+    double timeout, deadline;
+    sharc_status_t status;
+    int moved, idle = 0;
+
+    if (req == NULL) {
+        sharc_error("sharc_request_wait: request is NULL");
+        return SHARC_ERR_INVALID;
+    }
+    if (sharc_coll_task_complete(req)) {
+        return req->status; /* done already: no lock (as in sharc_request_test) */
+    }
+    timeout = req->cc->cfg->timeout;
+    deadline = sharc_time_now() + timeout;
+    while ((status = sharc_coll_wait_step(req, &moved)) == SHARC_INPROGRESS) {
+        if (sharc_time_now() > deadline) {
+            return sharc_coll_wait_timed_out(req, timeout);
+        }
+        /* several ranks may share few cores (a read without the lock: a hint) */
+        sharc_coll_idle(moved, &idle, sharc_coll_on_gpu(req));
+    }
+    return status;
+}
+
+void sharc_request_free(sharc_request_h req)
+{
+    sharc_coll_comm_t *cc;
+
+    if (req == NULL) {
+        return;
+    }
+    if (!sharc_coll_task_complete(req) && !req->stream_waited) {
+        sharc_request_wait(req); /* its buffers must be left alone once it is freed */
+    }
+    cc = req->cc;
+    sharc_coll_lock(cc);
+    if (req->state == SHARC_COLL_TASK_COMPLETE) {
+        sharc_coll_task_release(req);
+    } else {
+        /* timed out, or a stream waits for it: the engine releases it when it completes */
+        req->freed = 1;
+    }
+    sharc_coll_unlock(cc);
+}
+
+sharc_status_t sharc_coll_request_wait_stream(sharc_request_h req, void *stream)
+{
+    sharc_coll_comm_t *cc;
+    sharc_status_t status = SHARC_INPROGRESS;
+
+    if (req == NULL) {
+        sharc_error("sharc_request_wait_stream: request is NULL");
+        return SHARC_ERR_INVALID;
+    }
+    cc = req->cc;
+    sharc_coll_lock(cc);
+    if (req->state == SHARC_COLL_TASK_COMPLETE) {
+        status = req->status;
+    } else if (req->event != NULL) {
+        /* under the lock: the engine cannot hand the event back to its backend meanwhile */
+        status = sharc_gpu_stream_wait(stream, req->event);
+        req->stream_waited = status == SHARC_OK;
+    }
+    sharc_coll_unlock(cc);
+    return (status == SHARC_INPROGRESS) ? sharc_request_wait(req) : status;
+}
+
+int sharc_coll_request_on_device(sharc_request_h req)
+{
+    return req->algo == &sharc_coll_backend;
+}
+
+double sharc_coll_request_done_time(sharc_request_h req)
+{
+    return req->state >= SHARC_COLL_TASK_DONE ? req->t_done : 0.0;
+}
+
+void sharc_coll_request_times(sharc_request_h req, sharc_coll_request_times_t *times_p)
+{
+    times_p->start = req->t_start;
+    times_p->done = req->state >= SHARC_COLL_TASK_DONE ? req->t_done : 0.0;
+    times_p->complete = req->state == SHARC_COLL_TASK_COMPLETE ? req->t_complete : 0.0;
+}
+
+int sharc_coll_request_stream_waited(sharc_request_h req)
+{
+    return req->stream_waited;
+}

@@ -1,0 +1,115 @@
+/*
+ * state.c: a communicator's collective state, from its creation (with its progress driver)
+ * to its end: what is still in flight is completed (or, on a failed communicator, ended)
+ * before the transports go, and the tasks that failed are freed only after them.
+ */
+#include "config.h"
+
+#define SHARC_THIS_SUBSYS SHARC_SUBSYS_COLL
+
+#include <stdlib.h>
+
+#include "../src/base/gpu.h"
+#include "../src/base/log.h"
+#include "../src/base/util.h"
+#include "coll.h"
+
+sharc_status_t sharc_coll_comm_create(const sharc_coll_comm_params_t *params,
+                                      sharc_coll_comm_t **cc_p)
+{
+    sharc_coll_comm_t *cc = calloc(1, sizeof(*cc));
+    sharc_status_t status;
+
+    if (cc == NULL) {
+        return SHARC_ERR_NOMEM;
+    }
+    cc->rank = params->rank;
+    cc->size = params->size;
+    cc->cfg = params->cfg;
+    cc->tune = params->tune;
+    cc->boot = params->boot;
+    cc->tp_ops = params->tp_ops;
+    cc->tp = params->tp;
+    cc->gpu_ops = params->gpu_ops;
+    cc->gpu_tp = params->gpu_tp;
+    cc->gpu_failed = params->gpu_failed;
+    cc->hosts = params->hosts;
+    /* recursive: transport callbacks inside progress may reach the engine again */
+    sharc_mutex_init_recursive(&cc->lock);
+    pthread_cond_init(&cc->cond, NULL);
+    status = sharc_coll_driver_start(cc);
+    if (status != SHARC_OK) {
+        pthread_cond_destroy(&cc->cond);
+        pthread_mutex_destroy(&cc->lock);
+        free(cc);
+        return status;
+    }
+    *cc_p = cc;
+    return SHARC_OK;
+}
+
+/* Complete what the caller left in flight (a failed communicator: end it in one more pass),
+ * then release what was freed; a task the caller has not freed is the caller's leak. */
+static void sharc_coll_drain(sharc_coll_comm_t *cc)
+{
+    int unfreed = 0;
+
+    for (sharc_coll_task_t *t = cc->head; t != NULL; t = t->next) {
+        unfreed += !t->freed; /* freed ones are only waiting to be seen done */
+    }
+    if (unfreed > 0) {
+        sharc_warn("rank %d: communicator destroyed with %d collective(s) in flight; "
+                   "completing them",
+                   cc->rank, unfreed);
+    }
+    while (cc->head != NULL && sharc_request_wait(cc->head) == SHARC_OK) {
+    }
+    sharc_coll_lock(cc);
+    if (cc->failed != SHARC_OK && cc->head != NULL) {
+        sharc_coll_progress(cc);
+    }
+    sharc_coll_unlock(cc);
+    for (sharc_coll_task_t *t = cc->head, *next; t != NULL; t = next) {
+        next = t->next;
+        if (t->freed) {
+            sharc_coll_task_release(t);
+        }
+    }
+}
+
+void sharc_coll_comm_quiesce(sharc_coll_comm_t *cc)
+{
+    if (cc == NULL) {
+        return;
+    }
+    sharc_coll_driver_stop(cc);
+    sharc_coll_drain(cc);
+}
+
+int sharc_coll_comm_failed(const sharc_coll_comm_t *cc)
+{
+    return cc != NULL && cc->failed != SHARC_OK;
+}
+
+void sharc_coll_comm_destroy(sharc_coll_comm_t *cc)
+{
+    if (cc == NULL) {
+        return;
+    }
+    /* the transports are gone: nothing writes into the failed tasks' requests any more */
+    while (cc->graveyard != NULL) {
+        sharc_coll_task_t *t = cc->graveyard;
+
+        cc->graveyard = t->next;
+        sharc_coll_task_free(t);
+    }
+    /* the staging kept between collectives on CUDA buffers (staged.c) */
+    sharc_gpu_host_free(cc->pinned);
+    sharc_gpu_stream_destroy(cc->stage_stream);
+    pthread_cond_destroy(&cc->cond);
+    pthread_mutex_destroy(&cc->lock);
+    if (!cc->scratch_busy) { /* else a task that never finished holds it: leaked with it */
+        free(cc->scratch);
+    }
+    free(cc);
+}

@@ -1,0 +1,124 @@
+/*
+ * task.c: a collective task's making, its one start (sequence number, algorithm's init,
+ * place in the queue), the scratch its algorithm borrows, and its release. The queue that
+ * drives started tasks is queue.c's; the lifecycle is drawn in coll.h.
+ */
+#include "config.h"
+
+#define SHARC_THIS_SUBSYS SHARC_SUBSYS_COLL
+
+#include <stdlib.h>
+
+#include "../src/base/log.h"
+#include "coll.h"
+
+sharc_coll_task_t *sharc_coll_task_new(sharc_coll_comm_t *cc, const sharc_coll_args_t *args,
+                                       int lane)
+{
+    sharc_coll_task_t *task = calloc(1, sizeof(*task));
+
+    if (task == NULL) {
+        return NULL;
+    }
+    task->cc = cc;
+    task->args = *args;
+    task->lane = lane;
+    task->state = SHARC_COLL_TASK_NEW;
+    task->status = SHARC_INPROGRESS;
+    task->await_peer = -1;
+    return task;
+}
+
+sharc_status_t sharc_coll_task_start(sharc_coll_task_t *task)
+{
+    sharc_coll_comm_t *cc = task->cc;
+    sharc_status_t status;
+
+    if (cc->failed != SHARC_OK) {
+        sharc_error("%s: the communicator failed earlier: %s (%s)",
+                    sharc_coll_name(task->args.type), cc->why, sharc_status_string(cc->failed));
+        task->algo = NULL; /* never initialized: nothing to finalize */
+        return cc->failed;
+    }
+    /* tags are 40 bits in the narrowest transport; wrapping after 2^40 collectives is safe.
+     * An algorithm with sub-tasks takes a range, the same on every rank. */
+    task->seq = cc->seq & SHARC_TP_TAG_MAX;
+    cc->seq += 1 + (task->algo->tags != NULL ? task->algo->tags(task) : 0);
+    status = task->algo->init(task);
+    if (status != SHARC_OK) {
+        sharc_error("%s #%llu: its algorithm (%s) could not start (%s)",
+                    sharc_coll_name(task->args.type), (unsigned long long)task->seq,
+                    task->algo->info.name, sharc_status_string(status));
+        sharc_coll_scratch_put(task);
+        return status;
+    }
+    task->state = SHARC_COLL_TASK_QUEUED;
+    if (cc->tail != NULL) {
+        cc->tail->next = task;
+    } else {
+        cc->head = task;
+    }
+    cc->tail = task;
+    return SHARC_OK;
+}
+
+char *sharc_coll_scratch(sharc_coll_task_t *task, size_t bytes)
+{
+    sharc_coll_comm_t *cc = task->cc;
+
+    if (!cc->scratch_busy) {
+        if (cc->scratch_bytes < bytes) {
+            free(cc->scratch);
+            cc->scratch = malloc(bytes);
+            cc->scratch_bytes = (cc->scratch != NULL) ? bytes : 0;
+        }
+        if (cc->scratch != NULL) {
+            cc->scratch_busy = 1;
+            task->scratch = cc->scratch;
+            return task->scratch;
+        }
+    }
+    task->scratch = malloc(bytes);
+    return task->scratch;
+}
+
+void sharc_coll_scratch_put(sharc_coll_task_t *task)
+{
+    sharc_coll_comm_t *cc = task->cc;
+
+    if (task->scratch == NULL) {
+        return;
+    }
+    /* the communicator's kept buffer is never another task's own (both are live) */
+    if (task->scratch == cc->scratch) {
+        cc->scratch_busy = 0;
+    } else {
+        free(task->scratch);
+    }
+    task->scratch = NULL;
+}
+
+void sharc_coll_task_free(sharc_coll_task_t *task)
+{
+    if (task->algo != NULL && task->algo->finalize != NULL) {
+        task->algo->finalize(task); /* the algorithm's own state (task->u) */
+    }
+    free(task->reqs);
+    sharc_coll_scratch_put(task); /* a failed task's, or one whose init failed */
+    free(task);
+}
+
+void sharc_coll_task_release(sharc_coll_task_t *task)
+{
+    if (task->state >= SHARC_COLL_TASK_DONE && task->status != SHARC_OK) {
+        task->next = task->cc->graveyard;
+        task->cc->graveyard = task;
+        return;
+    }
+    sharc_coll_task_free(task);
+}
+
+int sharc_coll_on_gpu(const sharc_coll_task_t *task)
+{
+    return task->algo == &sharc_coll_backend || task->algo == &sharc_coll_staged;
+}
