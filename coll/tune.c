@@ -262,16 +262,9 @@ sharc_status_t sharc_coll_tune_load(const char *path, sharc_coll_tune_t **tune_p
                         SHARC_COLL_TUNE_MAX_RULES);
             goto err_destroy;
         }
-        if (tune->nrules == cap) {
-            size_t new_cap = cap ? 2 * cap : 64;
-            sharc_coll_tune_rule_t *rules = realloc(tune->rules, new_cap * sizeof(*rules));
-
-            if (rules == NULL) {
-                status = SHARC_ERR_NOMEM;
-                goto err_destroy;
-            }
-            tune->rules = rules;
-            cap = new_cap;
+        if (sharc_array_grow(&tune->rules, &cap, tune->nrules, sizeof(*tune->rules), 64) != 0) {
+            status = SHARC_ERR_NOMEM;
+            goto err_destroy;
         }
         tune->rules[tune->nrules++] = rule;
     }

@@ -52,7 +52,7 @@ static uint64_t sharc_comm_host_id(void)
     return sharc_hash64(SHARC_HASH_SEED ^ 1, name, strlen(name));
 }
 
-static sharc_status_t sharc_comm_check(sharc_comm_h comm, const char *call)
+sharc_status_t sharc_comm_check(sharc_comm_h comm, const char *call)
 {
     if (comm == NULL) {
         sharc_error("%s: communicator is NULL", call);
@@ -148,8 +148,7 @@ static sharc_status_t sharc_comm_layout(sharc_comm_h comm, const sharc_comm_peer
     return SHARC_OK;
 }
 
-static sharc_status_t sharc_comm_alloc(sharc_context_h ctx, int rank, int size,
-                                       sharc_comm_h *comm_p)
+sharc_status_t sharc_comm_alloc(sharc_context_h ctx, int rank, int size, sharc_comm_h *comm_p)
 {
     sharc_comm_h comm = calloc(1, sizeof(*comm));
 
@@ -172,7 +171,7 @@ static sharc_status_t sharc_comm_alloc(sharc_context_h ctx, int rank, int size,
     return SHARC_OK;
 }
 
-static void sharc_comm_free(sharc_comm_h comm)
+void sharc_comm_free(sharc_comm_h comm)
 {
     sharc_coll_comm_quiesce(comm->coll); /* before the transports its tasks use */
     if (comm->boot != NULL && sharc_coll_comm_failed(comm->coll)) {
@@ -248,7 +247,7 @@ static sharc_status_t sharc_comm_open_gpu(sharc_comm_h comm, const sharc_tp_ops_
 }
 
 /* The collective state over the communicator's transports, as the last step of making it. */
-static sharc_status_t sharc_comm_open_coll(sharc_comm_h comm)
+sharc_status_t sharc_comm_open_coll(sharc_comm_h comm)
 {
     sharc_coll_comm_params_t params = {
         .rank = comm->rank,
@@ -277,7 +276,7 @@ sharc_status_t sharc_comm_stream_set(sharc_comm_h comm, void *stream)
 }
 
 /* Pick and set up the data transport: collective over the bootstrap. */
-static sharc_status_t sharc_comm_open_transport(sharc_comm_h comm)
+sharc_status_t sharc_comm_open_transport(sharc_comm_h comm)
 {
     sharc_tp_comm_params_t params = sharc_comm_tp_params(comm);
     sharc_status_t status = sharc_tp_open(&params, &comm->tp_ops, &comm->tp);
@@ -370,179 +369,6 @@ sharc_status_t sharc_comm_create(sharc_context_h ctx, const sharc_comm_params_t 
 
 err_free_comm:
     sharc_comm_free(comm);
-    return status;
-}
-
-/* Marks a rank's bad split arguments in the exchange (below every valid color). */
-#define SHARC_COMM_SPLIT_BAD_ARG (-2)
-
-typedef struct {
-    int32_t key;
-    int rank; /* in the parent */
-} sharc_comm_member_t;
-
-static int sharc_comm_member_cmp(const void *a, const void *b)
-{
-    const sharc_comm_member_t *x = a, *y = b;
-
-    if (x->key != y->key) {
-        return x->key < y->key ? -1 : 1;
-    }
-    return (x->rank > y->rank) - (x->rank < y->rank);
-}
-
-/*
- * Nodes of a split communicator: those of the parent, renumbered by their lowest new rank.
- * @p all holds every parent rank's (color, key); the members of @p color ordered by (key,
- * parent rank) are the new ranks.
- */
-static sharc_status_t sharc_comm_split_layout(sharc_comm_h parent, sharc_comm_h sub, int color,
-                                              const int32_t (*all)[2])
-{
-    sharc_comm_member_t *members = calloc((size_t)sub->size, sizeof(*members));
-    int *map = calloc((size_t)parent->nnodes, sizeof(int)); /* parent node -> new node + 1 */
-    int n = 0;
-
-    if (members == NULL || map == NULL) {
-        free(members);
-        free(map);
-        return SHARC_ERR_NOMEM;
-    }
-    for (int i = 0; i < parent->size && n < sub->size; i++) {
-        if (all[i][0] == color) {
-            members[n++] = (sharc_comm_member_t){.key = all[i][1], .rank = i};
-        }
-    }
-    qsort(members, (size_t)n, sizeof(*members), sharc_comm_member_cmp);
-    sub->nnodes = 0;
-    for (int r = 0; r < n; r++) {
-        int pn = parent->node_of[members[r].rank];
-
-        if (map[pn] == 0) {
-            map[pn] = ++sub->nnodes;
-        }
-        sub->node_of[r] = map[pn] - 1;
-        memcpy(sub->hosts[r], parent->hosts[members[r].rank], SHARC_HOST_MAX);
-    }
-    sub->node = sub->node_of[sub->rank];
-    sub->local_rank = sub->local_size = 0;
-    for (int r = 0; r < n; r++) {
-        if (sub->node_of[r] == sub->node) {
-            sub->local_rank += r < sub->rank;
-            sub->local_size++;
-        }
-    }
-    free(members);
-    free(map);
-    return SHARC_OK;
-}
-
-sharc_status_t sharc_comm_split(sharc_comm_h comm, int color, int key, sharc_comm_h *newcomm_p)
-{
-    int32_t mine[2] = {color, key}, (*all)[2];
-    int new_rank = 0, new_size = 0, n;
-    sharc_boot_t *boot = NULL;
-    sharc_tp_comm_t *gpu_child = NULL;
-    sharc_comm_h newcomm;
-    sharc_status_t status;
-
-    if (sharc_comm_check(comm, "sharc_comm_split") != SHARC_OK) {
-        return SHARC_ERR_INVALID;
-    }
-    /*
-     * Bad arguments are still taken to the exchange, marked, so that every rank fails
-     * together instead of the others waiting for this one until the timeout.
-     */
-    if (newcomm_p == NULL || (color < 0 && color != SHARC_COMM_SPLIT_NOCOLOR)) {
-        sharc_error("sharc_comm_split: %s", newcomm_p == NULL
-                                                ? "newcomm_p is NULL"
-                                                : "color is negative (use "
-                                                  "SHARC_COMM_SPLIT_NOCOLOR to join no group)");
-        mine[0] = SHARC_COMM_SPLIT_BAD_ARG;
-    }
-    n = comm->size;
-    all = calloc((size_t)n, sizeof(*all));
-    if (all == NULL) {
-        return SHARC_ERR_NOMEM;
-    }
-    status = sharc_boot_allgather(comm->boot, mine, all, sizeof(mine));
-    if (status != SHARC_OK) {
-        goto out_free_all;
-    }
-    for (int i = 0; i < n; i++) {
-        if (all[i][0] < SHARC_COMM_SPLIT_NOCOLOR) {
-            if (i != comm->rank) {
-                sharc_error("sharc_comm_split: rank %d passed a bad argument; every rank fails", i);
-            }
-            status = SHARC_ERR_INVALID;
-            goto out_free_all;
-        }
-    }
-    /* New rank: members of my color ordered by (key, old rank). */
-    for (int i = 0; i < n && color != SHARC_COMM_SPLIT_NOCOLOR; i++) {
-        if (all[i][0] != color) {
-            continue;
-        }
-        new_size++;
-        if (all[i][1] < key || (all[i][1] == key && i < comm->rank)) {
-            new_rank++;
-        }
-    }
-    status = sharc_boot_split(comm->boot, color, key, new_rank, new_size, &boot);
-    if (status == SHARC_OK && comm->gpu_tp != NULL && comm->gpu_ops->comm_split != NULL) {
-        /* NCCL splits its own communicator (collective over every parent rank, NOCOLOR
-         * included); its order (key, then parent rank) is sharc's */
-        sharc_tp_comm_params_t params = {
-            .cfg = comm->ctx->cfg, .rank = new_rank, .size = new_size, .mem = comm->ctx->mem};
-
-        status = comm->gpu_ops->comm_split(comm->gpu_tp, color, key, &params, &gpu_child);
-        if (status != SHARC_OK) {
-            sharc_boot_destroy(boot);
-            goto out_free_all;
-        }
-    }
-    if (status != SHARC_OK || color == SHARC_COMM_SPLIT_NOCOLOR) {
-        if (status == SHARC_OK) {
-            *newcomm_p = NULL;
-        }
-        goto out_free_all;
-    }
-    status = sharc_comm_alloc(comm->ctx, new_rank, new_size, &newcomm);
-    if (status != SHARC_OK) {
-        sharc_boot_destroy(boot);
-        if (gpu_child != NULL) {
-            comm->gpu_ops->comm_destroy(gpu_child);
-        }
-        goto out_free_all;
-    }
-    newcomm->boot = boot;
-    newcomm->mode = comm->mode;
-    newcomm->stream = comm->stream;
-    newcomm->gpu_failed = comm->gpu_failed;
-    if (gpu_child != NULL) { /* the child owns it from here, failures below included */
-        newcomm->gpu_ops = comm->gpu_ops;
-        newcomm->gpu_tp = gpu_child;
-    }
-    status = sharc_comm_split_layout(comm, newcomm, color, all);
-    if (status != SHARC_OK) {
-        sharc_comm_free(newcomm);
-        goto out_free_all;
-    }
-    status = sharc_comm_open_transport(newcomm);
-    if (status == SHARC_OK) {
-        status = sharc_comm_open_coll(newcomm);
-    }
-    if (status != SHARC_OK) {
-        sharc_comm_free(newcomm);
-        goto out_free_all;
-    }
-    sharc_debug("comm: split color %d key %d: rank %d of %d, node %d of %d, local %d of %d", color,
-                key, newcomm->rank, newcomm->size, newcomm->node, newcomm->nnodes,
-                newcomm->local_rank, newcomm->local_size);
-    *newcomm_p = newcomm;
-
-out_free_all:
-    free(all);
     return status;
 }
 

@@ -31,6 +31,20 @@ struct sharc_comm {
     void *stream; /* sharc_comm_set_cuda_stream: the caller's stream (NULL: legacy default) */
 };
 
+/* For the files of the communicator (comm.c, comm_split.c). */
+
+/* SHARC_OK when @p comm can be used by @p call (else logged, SHARC_ERR_INVALID). */
+SHARC_HIDDEN sharc_status_t sharc_comm_check(sharc_comm_h comm, const char *call);
+/* A communicator of @p ctx with its rank and size, and nothing opened yet. */
+SHARC_HIDDEN sharc_status_t sharc_comm_alloc(sharc_context_h ctx, int rank, int size,
+                                             sharc_comm_h *comm_p);
+/* Release what a communicator holds, in reverse order of opening. */
+SHARC_HIDDEN void sharc_comm_free(sharc_comm_h comm);
+/* Pick and set up the data transport: collective over the bootstrap. */
+SHARC_HIDDEN sharc_status_t sharc_comm_open_transport(sharc_comm_h comm);
+/* The collective state over the communicator's transports, as the last step of making it. */
+SHARC_HIDDEN sharc_status_t sharc_comm_open_coll(sharc_comm_h comm);
+
 /* Set the stream @p comm's collectives on CUDA buffers follow (sharc_comm_set_cuda_stream
  * in sharc/sharc_cuda.h, which core/comm_cuda.c defines over this). */
 SHARC_HIDDEN sharc_status_t sharc_comm_stream_set(sharc_comm_h comm, void *stream);

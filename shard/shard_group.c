@@ -1,8 +1,8 @@
 /*
  * shard_group.c: a shard group's life: settings, layout agreement across ranks, the shard
  * and replica communicators (HSDP), master and gradient shards and their initial values,
- * optimizer states, and the queries of sharc/shard.h. Communication during steps is in
- * shard_unit.c and shard_sched.c.
+ * its end. Its queries and optimizer states are shard_query.c's; communication during
+ * steps is in shard_unit.c and shard_sched.c.
  */
 #include "config.h"
 
@@ -303,27 +303,16 @@ static void sharc_shard_free(sharc_shard_group_t *g)
     free(g);
 }
 
-sharc_status_t sharc_shard_create(sharc_comm_h comm, const sharc_shard_param_t *params, int nparams,
-                                  const sharc_shard_params_t *cfg, sharc_shard_group_h *group_p)
+/* The group's settings and layout, agreed by every rank (a rank that fails fails them all),
+ * and the schedule's bound. */
+static sharc_status_t sharc_shard_create_layout(sharc_shard_group_t *g,
+                                                const sharc_shard_param_t *params, int nparams,
+                                                const sharc_shard_params_t *cfg)
 {
-    sharc_shard_group_t *g;
     sharc_status_t status;
     size_t bucket = 0;
     int num_units = 0;
 
-    if (comm == NULL || group_p == NULL) {
-        sharc_error("sharc_shard_create: %s is NULL", comm == NULL ? "comm" : "group_p");
-        return SHARC_ERR_INVALID;
-    }
-    g = calloc(1, sizeof(*g));
-    if (g == NULL) {
-        return SHARC_ERR_NOMEM;
-    }
-    g->comm = comm;
-    g->ctx = comm->ctx;
-    g->rank = comm->rank;
-    g->size = comm->size;
-    g->kern = &sharc_kern_cpu_ops;
     status = sharc_shard_settings(g, cfg, &bucket, &num_units);
     if (status == SHARC_OK) {
         status = sharc_shard_layout(params, nparams, num_units, bucket, g->pesize, g->shard_size,
@@ -335,7 +324,7 @@ sharc_status_t sharc_shard_create(sharc_comm_h comm, const sharc_shard_param_t *
     }
     status = sharc_shard_agree(g, status);
     if (status != SHARC_OK) {
-        goto err_free;
+        return status;
     }
     sharc_shard_trace_origin(g); /* the ranks left the exchange together */
     if (g->plan.max_unsharded == 0) {
@@ -344,12 +333,18 @@ sharc_status_t sharc_shard_create(sharc_comm_h comm, const sharc_shard_param_t *
                                                                : g->plan.prefetch + 1;
     }
     g->pool_max = g->plan.max_unsharded + 2;
-    status = sharc_shard_sched_init(g);
-    /* the communicators are the group's own: its collectives, posted from inside progress
-     * calls (HSDP's all-reduces), never interleave with the caller's on comm */
-    if (status == SHARC_OK) {
-        status = sharc_comm_split(comm, g->rank / g->shard_size, g->rank, &g->shard_comm);
-    }
+    return sharc_shard_sched_init(g);
+}
+
+/*
+ * The group's communicators, its own: its collectives, posted from inside progress calls
+ * (HSDP's all-reduces), never interleave with the caller's on @p comm.
+ */
+static sharc_status_t sharc_shard_create_comms(sharc_shard_group_t *g, sharc_comm_h comm)
+{
+    sharc_status_t status;
+
+    status = sharc_comm_split(comm, g->rank / g->shard_size, g->rank, &g->shard_comm);
     /* reductions through a queue of their own: collectives complete in posting order, so on
      * one queue a gather prefetched in backward would complete only after the reduce-scatter
      * posted before it. On the host another completion lane of the shard communicator: its
@@ -371,24 +366,61 @@ sharc_status_t sharc_shard_create(sharc_comm_h comm, const sharc_shard_param_t *
     if (status == SHARC_OK && g->replicas > 1) {
         status = sharc_comm_split(comm, g->shard_rank, g->rank, &g->replica_comm);
     }
-    if (status == SHARC_OK && g->cuda) {
+    return status;
+}
+
+/* The shards' memory on every rank (or on none), filled from @p params; HSDP's replicas
+ * start from replica 0's. */
+static sharc_status_t sharc_shard_create_memory(sharc_shard_group_t *g,
+                                                const sharc_shard_param_t *params)
+{
+    sharc_shard_vote_t vote = {0}, *all;
+    sharc_status_t status = SHARC_OK;
+
+    if (g->cuda) {
         status = sharc_shard_cuda_setup(g);
     }
-    if (status == SHARC_OK) {
-        sharc_shard_vote_t vote = {0}, *all = calloc((size_t)g->size, sizeof(*all));
+    if (status != SHARC_OK) {
+        return status;
+    }
+    all = calloc((size_t)g->size, sizeof(*all));
+    /* every rank has its memory, or every rank fails: none waits in the broadcast */
+    status = (all == NULL) ? SHARC_ERR_NOMEM
+                           : sharc_shard_exchange(g, sharc_shard_alloc_shards(g, params), &vote,
+                                                  all, "allocating the shards");
+    free(all);
+    return (status == SHARC_OK) ? sharc_shard_sync_replicas(g) : status;
+}
 
-        /* every rank has its memory, or every rank fails: none waits in the broadcast */
-        status = (all == NULL) ? SHARC_ERR_NOMEM
-                               : sharc_shard_exchange(g, sharc_shard_alloc_shards(g, params), &vote,
-                                                      all, "allocating the shards");
-        free(all);
+sharc_status_t sharc_shard_create(sharc_comm_h comm, const sharc_shard_param_t *params, int nparams,
+                                  const sharc_shard_params_t *cfg, sharc_shard_group_h *group_p)
+{
+    sharc_shard_group_t *g;
+    sharc_status_t status;
+
+    if (comm == NULL || group_p == NULL) {
+        sharc_error("sharc_shard_create: %s is NULL", comm == NULL ? "comm" : "group_p");
+        return SHARC_ERR_INVALID;
+    }
+    g = calloc(1, sizeof(*g));
+    if (g == NULL) {
+        return SHARC_ERR_NOMEM;
+    }
+    g->comm = comm;
+    g->ctx = comm->ctx;
+    g->rank = comm->rank;
+    g->size = comm->size;
+    g->kern = &sharc_kern_cpu_ops;
+    status = sharc_shard_create_layout(g, params, nparams, cfg);
+    if (status == SHARC_OK) {
+        status = sharc_shard_create_comms(g, comm);
     }
     if (status == SHARC_OK) {
-        /* HSDP: the replicas start from the same parameters, replica 0's */
-        status = sharc_shard_sync_replicas(g);
+        status = sharc_shard_create_memory(g, params);
     }
     if (status != SHARC_OK) {
-        goto err_free;
+        sharc_shard_free(g);
+        return status;
     }
     g->step_t0 = sharc_time_now();
     sharc_info("%d parameters in %d units over %d ranks (%d per shard group, %d "
@@ -401,10 +433,6 @@ sharc_status_t sharc_shard_create(sharc_comm_h comm, const sharc_shard_param_t *
                                                                    : "behind gathers");
     *group_p = g;
     return SHARC_OK;
-
-err_free:
-    sharc_shard_free(g);
-    return status;
 }
 
 void sharc_shard_destroy(sharc_shard_group_h g)
@@ -431,143 +459,3 @@ void sharc_shard_destroy(sharc_shard_group_h g)
 }
 
 /* ---- queries ------------------------------------------------------------------------- */
-
-int sharc_shard_num_units(sharc_shard_group_h g)
-{
-    return g ? g->nunits : -1;
-}
-
-int sharc_shard_num_params(sharc_shard_group_h g)
-{
-    return g ? g->nparams : -1;
-}
-
-sharc_status_t sharc_shard_unit_info(sharc_shard_group_h g, int unit,
-                                     sharc_shard_unit_info_t *info_p)
-{
-    const sharc_shard_unit_t *u;
-
-    if (g == NULL || unit < 0 || unit >= g->nunits || info_p == NULL) {
-        sharc_error("sharc_shard_unit_info: no group, no output, or unit %d out of range", unit);
-        return SHARC_ERR_INVALID;
-    }
-    u = &g->units[unit];
-    info_p->first_param = u->first_param;
-    info_p->nparams = u->nparams;
-    info_p->count = u->count;
-    info_p->padded_count = u->padded;
-    info_p->shard_count = u->shard;
-    info_p->shard_offset = (size_t)g->shard_rank * u->shard;
-    return SHARC_OK;
-}
-
-sharc_status_t sharc_shard_param_info(sharc_shard_group_h g, int index,
-                                      sharc_shard_param_info_t *info_p)
-{
-    if (g == NULL || index < 0 || index >= g->nparams || info_p == NULL) {
-        sharc_error("sharc_shard_param_info: no group, no output, or parameter %d out of range",
-                    index);
-        return SHARC_ERR_INVALID;
-    }
-    *info_p = g->params[index];
-    return SHARC_OK;
-}
-
-sharc_status_t sharc_shard_param_find(sharc_shard_group_h g, const char *name, int *index_p)
-{
-    for (int i = 0; g != NULL && name != NULL && i < g->nparams; i++) {
-        if (strcmp(g->params[i].name, name) == 0) {
-            if (index_p != NULL) {
-                *index_p = i;
-            }
-            return SHARC_OK;
-        }
-    }
-    return SHARC_ERR_INVALID;
-}
-
-sharc_status_t sharc_shard_local(sharc_shard_group_h g, int unit, float **master_p, float **grad_p,
-                                 size_t *count_p)
-{
-    if (g == NULL || unit < 0 || unit >= g->nunits) {
-        sharc_error("sharc_shard_local: no group, or unit %d out of range", unit);
-        return SHARC_ERR_INVALID;
-    }
-    if (master_p != NULL) {
-        *master_p = g->units[unit].master;
-    }
-    if (grad_p != NULL) {
-        *grad_p = g->units[unit].grad;
-    }
-    if (count_p != NULL) {
-        *count_p = g->units[unit].shard;
-    }
-    return SHARC_OK;
-}
-
-/* ---- optimizer states ------------------------------------------------------------------ */
-
-sharc_status_t sharc_shard_state_add(sharc_shard_group_h g, const char *name, int *index_p)
-{
-    char **names, *copy;
-
-    if (g == NULL || name == NULL || name[0] == '\0' || strcmp(name, "master") == 0) {
-        sharc_error("sharc_shard_state_add: %s", g == NULL ? "group is NULL"
-                                                 : (name == NULL || name[0] == '\0')
-                                                     ? "the state needs a name"
-                                                     : "'master' is the master weights' name");
-        return SHARC_ERR_INVALID;
-    }
-    for (int s = 0; s < g->nstates; s++) {
-        if (strcmp(g->state_names[s], name) == 0) {
-            sharc_error("sharc_shard_state_add: state '%s' exists already", name);
-            return SHARC_ERR_INVALID;
-        }
-    }
-    names = realloc(g->state_names, sizeof(*names) * (size_t)(g->nstates + 1));
-    if (names == NULL) {
-        return SHARC_ERR_NOMEM;
-    }
-    g->state_names = names;
-    copy = strdup(name);
-    if (copy == NULL) {
-        return SHARC_ERR_NOMEM;
-    }
-    /* every unit gets the new state before the count goes up, so a failure changes nothing */
-    for (int ui = 0; ui < g->nunits; ui++) {
-        sharc_shard_unit_t *u = &g->units[ui];
-        float **states = realloc(u->state, sizeof(*states) * (size_t)(g->nstates + 1));
-
-        if (states != NULL) {
-            u->state = states;
-            states[g->nstates] = NULL;
-            sharc_shard_alloc_shard(g, u->shard, 0, &states[g->nstates]);
-        }
-        if (states == NULL || states[g->nstates] == NULL) {
-            for (int vi = 0; vi < ui; vi++) {
-                sharc_shard_free_shard(g, g->units[vi].state[g->nstates], 0);
-            }
-            free(copy);
-            return SHARC_ERR_NOMEM;
-        }
-    }
-    g->state_names[g->nstates] = copy;
-    if (index_p != NULL) {
-        *index_p = g->nstates;
-    }
-    g->nstates++;
-    return SHARC_OK;
-}
-
-sharc_status_t sharc_shard_state_ptr(sharc_shard_group_h g, int index, int unit, float **ptr_p)
-{
-    if (g == NULL || index < 0 || index >= g->nstates || unit < 0 || unit >= g->nunits ||
-        ptr_p == NULL) {
-        sharc_error("sharc_shard_state_ptr: no group or output, or state %d / unit %d out of "
-                    "range",
-                    index, unit);
-        return SHARC_ERR_INVALID;
-    }
-    *ptr_p = g->units[unit].state[index];
-    return SHARC_OK;
-}

@@ -115,17 +115,11 @@ sharc_status_t sharc_shard_post(sharc_shard_group_t *g, sharc_shard_unit_t *u, s
 /* CUDA: a request the device follows, for the host to see done a step later. */
 static void sharc_shard_inflight_add(sharc_shard_group_t *g, sharc_request_h req)
 {
-    if (g->ninflight == g->inflight_cap) {
-        size_t cap = g->inflight_cap ? 2 * g->inflight_cap : 64;
-        sharc_request_h *list = realloc(g->inflight, cap * sizeof(*list));
-
-        if (list == NULL) { /* no room to remember it: see it done now */
-            sharc_request_wait(req);
-            sharc_request_free(req);
-            return;
-        }
-        g->inflight = list;
-        g->inflight_cap = cap;
+    if (sharc_array_grow(&g->inflight, &g->inflight_cap, g->ninflight, sizeof(*g->inflight), 64) !=
+        0) { /* no room to remember it: see it done now */
+        sharc_request_wait(req);
+        sharc_request_free(req);
+        return;
     }
     g->inflight[g->ninflight++] = req;
 }
@@ -133,16 +127,9 @@ static void sharc_shard_inflight_add(sharc_shard_group_t *g, sharc_request_h req
 /* Host: a request seen complete, to free at the step's end (at once without room). */
 static void sharc_shard_retire(sharc_shard_group_t *g, sharc_request_h req)
 {
-    if (g->nretired == g->retired_cap) {
-        size_t cap = g->retired_cap ? 2 * g->retired_cap : 64;
-        sharc_request_h *list = realloc(g->retired, cap * sizeof(*list));
-
-        if (list == NULL) {
-            sharc_request_free(req);
-            return;
-        }
-        g->retired = list;
-        g->retired_cap = cap;
+    if (sharc_array_grow(&g->retired, &g->retired_cap, g->nretired, sizeof(*g->retired), 64) != 0) {
+        sharc_request_free(req);
+        return;
     }
     g->retired[g->nretired++] = req;
 }

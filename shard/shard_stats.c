@@ -50,15 +50,8 @@ void sharc_shard_stats_op(sharc_shard_group_t *g, sharc_shard_unit_t *u, sharc_c
 
 void sharc_shard_stats_span(sharc_shard_group_t *g, int unit, double t0, double t1)
 {
-    if (g->nspans == g->spans_cap) {
-        size_t cap = g->spans_cap ? 2 * g->spans_cap : 64;
-        sharc_shard_span_t *spans = realloc(g->spans, cap * sizeof(*spans));
-
-        if (spans == NULL) {
-            return; /* the time of this one goes uncounted; nothing else depends on it */
-        }
-        g->spans = spans;
-        g->spans_cap = cap;
+    if (sharc_array_grow(&g->spans, &g->spans_cap, g->nspans, sizeof(*g->spans), 64) != 0) {
+        return; /* the time of this one goes uncounted; nothing else depends on it */
     }
     g->spans[g->nspans++] = (sharc_shard_span_t){t0, SHARC_MAX(t0, t1), unit};
 }
@@ -160,16 +153,9 @@ static void sharc_shard_ev_put(sharc_shard_group_t *g, void *e)
     if (e == NULL) {
         return;
     }
-    if (g->nev_free == g->ev_free_cap) {
-        size_t cap = g->ev_free_cap ? 2 * g->ev_free_cap : 64;
-        void **f = realloc(g->ev_free, cap * sizeof(*f));
-
-        if (f == NULL) {
-            sharc_gpu_event_destroy(e);
-            return;
-        }
-        g->ev_free = f;
-        g->ev_free_cap = cap;
+    if (sharc_array_grow(&g->ev_free, &g->ev_free_cap, g->nev_free, sizeof(*g->ev_free), 64) != 0) {
+        sharc_gpu_event_destroy(e);
+        return;
     }
     g->ev_free[g->nev_free++] = e;
 }
@@ -177,17 +163,11 @@ static void sharc_shard_ev_put(sharc_shard_group_t *g, void *e)
 void sharc_shard_stats_evspan(sharc_shard_group_t *g, sharc_shard_unit_t *u, void *e0, void *e1,
                               int comm)
 {
-    if (e0 == NULL || e1 == NULL || g->nev == g->ev_cap) {
-        size_t cap = g->ev_cap ? 2 * g->ev_cap : 64;
-        sharc_shard_evspan_t *ev = (e0 && e1) ? realloc(g->ev, cap * sizeof(*ev)) : NULL;
-
-        if (ev == NULL) { /* uncounted, as on the host */
-            sharc_shard_ev_put(g, e0);
-            sharc_shard_ev_put(g, e1);
-            return;
-        }
-        g->ev = ev;
-        g->ev_cap = cap;
+    if (e0 == NULL || e1 == NULL ||
+        sharc_array_grow(&g->ev, &g->ev_cap, g->nev, sizeof(*g->ev), 64) != 0) {
+        sharc_shard_ev_put(g, e0); /* uncounted, as on the host */
+        sharc_shard_ev_put(g, e1);
+        return;
     }
     g->ev[g->nev++] = (sharc_shard_evspan_t){e0, e1, u ? u->id : -1, comm};
 }

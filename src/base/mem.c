@@ -16,6 +16,7 @@
 
 #include "log.h"
 #include "mem.h"
+#include "util.h"
 
 struct sharc_mem_table {
     pthread_mutex_t lock;
@@ -29,7 +30,7 @@ struct sharc_mem_table {
         sharc_mem_free_cb_t cb;
         void *arg;
     } * watch;
-    int nwatch, watch_cap;
+    size_t nwatch, watch_cap;
 };
 
 sharc_status_t sharc_mem_table_create(sharc_mem_table_t **table_p)
@@ -76,18 +77,9 @@ sharc_status_t sharc_mem_table_watch(sharc_mem_table_t *t, sharc_mem_free_cb_t c
     sharc_status_t status = SHARC_OK;
 
     pthread_mutex_lock(&t->watch_lock);
-    if (t->nwatch == t->watch_cap) {
-        int cap = t->watch_cap > 0 ? 2 * t->watch_cap : 4;
-        struct sharc_mem_watch *w = realloc(t->watch, (size_t)cap * sizeof(*w));
-
-        if (w == NULL) {
-            status = SHARC_ERR_NOMEM;
-        } else {
-            t->watch = w;
-            t->watch_cap = cap;
-        }
-    }
-    if (status == SHARC_OK) {
+    if (sharc_array_grow(&t->watch, &t->watch_cap, t->nwatch, sizeof(*t->watch), 4) != 0) {
+        status = SHARC_ERR_NOMEM;
+    } else {
         t->watch[t->nwatch].cb = cb;
         t->watch[t->nwatch++].arg = arg;
     }
@@ -98,7 +90,7 @@ sharc_status_t sharc_mem_table_watch(sharc_mem_table_t *t, sharc_mem_free_cb_t c
 void sharc_mem_table_unwatch(sharc_mem_table_t *t, sharc_mem_free_cb_t cb, void *arg)
 {
     pthread_mutex_lock(&t->watch_lock);
-    for (int i = 0; i < t->nwatch; i++) {
+    for (size_t i = 0; i < t->nwatch; i++) {
         if (t->watch[i].cb == cb && t->watch[i].arg == arg) {
             t->watch[i] = t->watch[--t->nwatch];
             break;
@@ -174,17 +166,10 @@ sharc_status_t sharc_mem_table_alloc(sharc_mem_table_t *t, size_t bytes, void **
         goto err;
     }
     pthread_mutex_lock(&t->lock);
-    if (t->n == t->cap) {
-        size_t cap = t->cap ? 2 * t->cap : 16;
-        sharc_mem_region_t *regions = realloc(t->regions, cap * sizeof(*regions));
-
-        if (regions == NULL) {
-            pthread_mutex_unlock(&t->lock);
-            munmap(r.base, r.bytes);
-            goto err;
-        }
-        t->regions = regions;
-        t->cap = cap;
+    if (sharc_array_grow(&t->regions, &t->cap, t->n, sizeof(*t->regions), 16) != 0) {
+        pthread_mutex_unlock(&t->lock);
+        munmap(r.base, r.bytes);
+        goto err;
     }
     r.id = t->next_id++;
     i = sharc_mem_upper(t, r.base);
@@ -222,7 +207,7 @@ sharc_status_t sharc_mem_table_free(sharc_mem_table_t *t, void *ptr)
     t->n--;
     pthread_mutex_unlock(&t->lock);
     pthread_mutex_lock(&t->watch_lock);
-    for (int w = 0; w < t->nwatch; w++) {
+    for (size_t w = 0; w < t->nwatch; w++) {
         t->watch[w].cb(t->watch[w].arg, &r);
     }
     pthread_mutex_unlock(&t->watch_lock);

@@ -64,3 +64,22 @@ void sharc_mutex_init_recursive(pthread_mutex_t *mutex)
     pthread_mutex_init(mutex, &attr);
     pthread_mutexattr_destroy(&attr);
 }
+
+int sharc_array_grow(void *items_p, size_t *cap_p, size_t count, size_t esize, size_t first)
+{
+    size_t cap = *cap_p ? 2 * *cap_p : first;
+    void *items;
+
+    if (count < *cap_p) {
+        return 0;
+    }
+    /* the caller's pointer is read and written as bytes: it may point to any type */
+    memcpy(&items, items_p, sizeof(items));
+    items = realloc(items, cap * esize);
+    if (items == NULL) {
+        return -1;
+    }
+    memcpy(items_p, &items, sizeof(items));
+    *cap_p = cap;
+    return 0;
+}

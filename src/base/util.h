@@ -29,6 +29,15 @@ SHARC_HIDDEN int sharc_snprintf(char *buf, size_t size, const char *fmt, ...)
 /** A mutex the thread holding it may take again (completions that post from inside progress). */
 SHARC_HIDDEN void sharc_mutex_init_recursive(pthread_mutex_t *mutex);
 
+/**
+ * Room for one more element in a growable array: @p items_p points to the array's pointer
+ * (of any element type), which holds @p count elements of @p esize bytes in room for
+ * *@p cap_p. When it is full the room doubles (@p first elements the first time). 0, or -1
+ * when out of memory: then the array and its room are unchanged.
+ */
+SHARC_HIDDEN int sharc_array_grow(void *items_p, size_t *cap_p, size_t count, size_t esize,
+                                  size_t first);
+
 extern SHARC_HIDDEN const char *const sharc_log_level_names[];
 extern SHARC_HIDDEN const char *const sharc_bootstrap_names[];
 

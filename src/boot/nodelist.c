@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/util.h"
 #include "boot.h"
 
 typedef struct {
@@ -24,14 +25,8 @@ static sharc_status_t sharc_hostvec_push(sharc_hostvec_t *v, const char *name, s
     if (v->n == v->max) {
         return SHARC_ERR_INVALID;
     }
-    if (v->n == v->cap) {
-        size_t cap = v->cap ? v->cap * 2 : 16;
-        char **hosts = realloc(v->hosts, cap * sizeof(*hosts));
-        if (hosts == NULL) {
-            return SHARC_ERR_NOMEM;
-        }
-        v->hosts = hosts;
-        v->cap = cap;
+    if (sharc_array_grow(&v->hosts, &v->cap, v->n, sizeof(*v->hosts), 16) != 0) {
+        return SHARC_ERR_NOMEM;
     }
     copy = strndup(name, len);
     if (copy == NULL) {

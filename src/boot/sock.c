@@ -143,6 +143,14 @@ static int sharc_sock_poll(int fd, short events, double deadline)
     return ret;
 }
 
+/* sharc_sock_poll as a status: ready (SHARC_OK), SHARC_ERR_TIMEOUT or SHARC_ERR_IO. */
+static sharc_status_t sharc_sock_ready(int fd, short events, double deadline)
+{
+    int ret = sharc_sock_poll(fd, events, deadline);
+
+    return ret > 0 ? SHARC_OK : ret == 0 ? SHARC_ERR_TIMEOUT : SHARC_ERR_IO;
+}
+
 /* One connection attempt: 0 connected, -1 with errno. */
 static int sharc_sock_try_connect(const struct addrinfo *ai, double deadline, int *fd_p)
 {
@@ -232,11 +240,9 @@ sharc_status_t sharc_sock_send(int fd, const void *buf, size_t len, double deadl
             p += n;
             len -= (size_t)n;
         } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-            int ret = sharc_sock_poll(fd, POLLOUT, deadline);
-            if (ret == 0) {
-                return SHARC_ERR_TIMEOUT;
-            } else if (ret < 0) {
-                return SHARC_ERR_IO;
+            sharc_status_t status = sharc_sock_ready(fd, POLLOUT, deadline);
+            if (status != SHARC_OK) {
+                return status;
             }
         } else {
             return SHARC_ERR_IO;
@@ -259,11 +265,9 @@ sharc_status_t sharc_sock_recv(int fd, void *buf, size_t len, double deadline)
             errno = ECONNRESET;
             return SHARC_ERR_IO;
         } else if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
-            int ret = sharc_sock_poll(fd, POLLIN, deadline);
-            if (ret == 0) {
-                return SHARC_ERR_TIMEOUT;
-            } else if (ret < 0) {
-                return SHARC_ERR_IO;
+            sharc_status_t status = sharc_sock_ready(fd, POLLIN, deadline);
+            if (status != SHARC_OK) {
+                return status;
             }
         } else {
             return SHARC_ERR_IO;

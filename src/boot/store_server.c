@@ -56,15 +56,10 @@ static void sharc_store_accept(sharc_store_server_t *srv)
             close(fd); /* a flood of strangers: ranks retry their connection */
             continue;
         }
-        if (srv->nconns == srv->conns_cap) {
-            size_t cap = srv->conns_cap ? srv->conns_cap * 2 : 16;
-            sharc_store_conn_t **conns = realloc(srv->conns, cap * sizeof(*conns));
-            if (conns == NULL) {
-                close(fd);
-                return;
-            }
-            srv->conns = conns;
-            srv->conns_cap = cap;
+        if (sharc_array_grow(&srv->conns, &srv->conns_cap, srv->nconns, sizeof(*srv->conns), 16) !=
+            0) {
+            close(fd);
+            return;
         }
         conn = calloc(1, sizeof(*conn));
         if (conn == NULL) {

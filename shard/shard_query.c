@@ -1,0 +1,158 @@
+/*
+ * shard_query.c: what sharc/shard.h tells of a group: its units and parameters (by index
+ * or name, and the local shard's view of them), and the optimizer states it keeps beside
+ * the master shards. The group's making and end are shard_group.c's.
+ */
+#include "config.h"
+
+#define SHARC_THIS_SUBSYS SHARC_SUBSYS_SHARD
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <sharc/mem.h>
+
+#include "../src/base/gpu.h"
+#include "../src/base/log.h"
+#include "../src/base/util.h"
+#include "shard.h"
+
+int sharc_shard_num_units(sharc_shard_group_h g)
+{
+    return g ? g->nunits : -1;
+}
+
+int sharc_shard_num_params(sharc_shard_group_h g)
+{
+    return g ? g->nparams : -1;
+}
+
+sharc_status_t sharc_shard_unit_info(sharc_shard_group_h g, int unit,
+                                     sharc_shard_unit_info_t *info_p)
+{
+    const sharc_shard_unit_t *u;
+
+    if (g == NULL || unit < 0 || unit >= g->nunits || info_p == NULL) {
+        sharc_error("sharc_shard_unit_info: no group, no output, or unit %d out of range", unit);
+        return SHARC_ERR_INVALID;
+    }
+    u = &g->units[unit];
+    info_p->first_param = u->first_param;
+    info_p->nparams = u->nparams;
+    info_p->count = u->count;
+    info_p->padded_count = u->padded;
+    info_p->shard_count = u->shard;
+    info_p->shard_offset = (size_t)g->shard_rank * u->shard;
+    return SHARC_OK;
+}
+
+sharc_status_t sharc_shard_param_info(sharc_shard_group_h g, int index,
+                                      sharc_shard_param_info_t *info_p)
+{
+    if (g == NULL || index < 0 || index >= g->nparams || info_p == NULL) {
+        sharc_error("sharc_shard_param_info: no group, no output, or parameter %d out of range",
+                    index);
+        return SHARC_ERR_INVALID;
+    }
+    *info_p = g->params[index];
+    return SHARC_OK;
+}
+
+sharc_status_t sharc_shard_param_find(sharc_shard_group_h g, const char *name, int *index_p)
+{
+    for (int i = 0; g != NULL && name != NULL && i < g->nparams; i++) {
+        if (strcmp(g->params[i].name, name) == 0) {
+            if (index_p != NULL) {
+                *index_p = i;
+            }
+            return SHARC_OK;
+        }
+    }
+    return SHARC_ERR_INVALID;
+}
+
+sharc_status_t sharc_shard_local(sharc_shard_group_h g, int unit, float **master_p, float **grad_p,
+                                 size_t *count_p)
+{
+    if (g == NULL || unit < 0 || unit >= g->nunits) {
+        sharc_error("sharc_shard_local: no group, or unit %d out of range", unit);
+        return SHARC_ERR_INVALID;
+    }
+    if (master_p != NULL) {
+        *master_p = g->units[unit].master;
+    }
+    if (grad_p != NULL) {
+        *grad_p = g->units[unit].grad;
+    }
+    if (count_p != NULL) {
+        *count_p = g->units[unit].shard;
+    }
+    return SHARC_OK;
+}
+
+/* ---- optimizer states ------------------------------------------------------------------ */
+
+sharc_status_t sharc_shard_state_add(sharc_shard_group_h g, const char *name, int *index_p)
+{
+    char **names, *copy;
+
+    if (g == NULL || name == NULL || name[0] == '\0' || strcmp(name, "master") == 0) {
+        sharc_error("sharc_shard_state_add: %s", g == NULL ? "group is NULL"
+                                                 : (name == NULL || name[0] == '\0')
+                                                     ? "the state needs a name"
+                                                     : "'master' is the master weights' name");
+        return SHARC_ERR_INVALID;
+    }
+    for (int s = 0; s < g->nstates; s++) {
+        if (strcmp(g->state_names[s], name) == 0) {
+            sharc_error("sharc_shard_state_add: state '%s' exists already", name);
+            return SHARC_ERR_INVALID;
+        }
+    }
+    names = realloc(g->state_names, sizeof(*names) * (size_t)(g->nstates + 1));
+    if (names == NULL) {
+        return SHARC_ERR_NOMEM;
+    }
+    g->state_names = names;
+    copy = strdup(name);
+    if (copy == NULL) {
+        return SHARC_ERR_NOMEM;
+    }
+    /* every unit gets the new state before the count goes up, so a failure changes nothing */
+    for (int ui = 0; ui < g->nunits; ui++) {
+        sharc_shard_unit_t *u = &g->units[ui];
+        float **states = realloc(u->state, sizeof(*states) * (size_t)(g->nstates + 1));
+
+        if (states != NULL) {
+            u->state = states;
+            states[g->nstates] = NULL;
+            sharc_shard_alloc_shard(g, u->shard, 0, &states[g->nstates]);
+        }
+        if (states == NULL || states[g->nstates] == NULL) {
+            for (int vi = 0; vi < ui; vi++) {
+                sharc_shard_free_shard(g, g->units[vi].state[g->nstates], 0);
+            }
+            free(copy);
+            return SHARC_ERR_NOMEM;
+        }
+    }
+    g->state_names[g->nstates] = copy;
+    if (index_p != NULL) {
+        *index_p = g->nstates;
+    }
+    g->nstates++;
+    return SHARC_OK;
+}
+
+sharc_status_t sharc_shard_state_ptr(sharc_shard_group_h g, int index, int unit, float **ptr_p)
+{
+    if (g == NULL || index < 0 || index >= g->nstates || unit < 0 || unit >= g->nunits ||
+        ptr_p == NULL) {
+        sharc_error("sharc_shard_state_ptr: no group or output, or state %d / unit %d out of "
+                    "range",
+                    index, unit);
+        return SHARC_ERR_INVALID;
+    }
+    *ptr_p = g->units[unit].state[index];
+    return SHARC_OK;
+}
