@@ -13,6 +13,7 @@
 #include <sharc/context.h>
 #include <sharc/mem.h>
 #include <sharc/comm.h>
+#include <sharc/launch.h>
 #include <sharc/coll.h>
 #include <sharc/shard.h>
 

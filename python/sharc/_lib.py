@@ -39,6 +39,23 @@ class CommParams(ctypes.Structure):
     ]
 
 
+class LaunchInfo(ctypes.Structure):
+    """sharc_launch_info_t (sharc/launch.h)."""
+
+    _fields_ = [
+        ("launcher", c_int),
+        ("bootstrap", c_int),
+        ("rank", c_int),
+        ("size", c_int),
+        ("local_rank", c_int),
+        ("local_size", c_int),
+        ("node", c_int),
+        ("nnodes", c_int),
+        ("store_host", ctypes.c_char * 256),
+        ("store_port", c_int),
+    ]
+
+
 # (name, restype, argtypes); c_int stands for sharc_status_t and the other enums
 _PROTOS = [
     ("sharc_status_string", c_char_p, [c_int]),
@@ -47,7 +64,9 @@ _PROTOS = [
     ("sharc_build_info", c_char_p, []),
     ("sharc_dtype_size", c_size_t, [c_int]),
     ("sharc_dtype_name", c_char_p, [c_int]),
+    ("sharc_dtype_from_name", c_int, [c_char_p, P(c_int)]),
     ("sharc_op_name", c_char_p, [c_int]),
+    ("sharc_op_from_name", c_int, [c_char_p, P(c_int)]),
     ("sharc_config_create", c_int, [c_uint, P(c_void_p)]),
     ("sharc_config_set", c_int, [c_void_p, c_char_p, c_char_p]),
     ("sharc_config_get", c_int, [c_void_p, c_char_p, c_char_p, c_size_t]),
@@ -68,6 +87,8 @@ _PROTOS = [
     ("sharc_comm_local_size", c_int, [c_void_p]),
     ("sharc_comm_bootstrap", c_int, [c_void_p]),
     ("sharc_bootstrap_name", c_char_p, [c_int]),
+    ("sharc_launch_query", c_int, [c_void_p, P(LaunchInfo)]),
+    ("sharc_launcher_name", c_char_p, [c_int]),
     ("sharc_allgather", c_int, [c_void_p, c_void_p, c_size_t, c_int, c_void_p, P(c_void_p)]),
     (
         "sharc_reduce_scatter",

@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 #include <sharc/comm.h>
+#include <sharc/launch.h>
 
 #include "../base/config_int.h"
 #include "../base/def_int.h"
@@ -79,6 +80,23 @@ typedef struct {
 SHARC_HIDDEN sharc_status_t sharc_launch_read(const sharc_cfg_t *cfg,
                                               const sharc_comm_params_t *params,
                                               sharc_launch_t *launch);
+
+/**
+ * The launcher whose variables are set, in the order the auto bootstrap looks (mpirun only
+ * when @p mpirun is nonzero: a build without MPI looks past it). Reads the environment only.
+ */
+SHARC_HIDDEN sharc_launcher_t sharc_launch_launcher(int mpirun);
+
+/** The bootstrap that reads @p launcher's variables (single for none). */
+SHARC_HIDDEN sharc_bootstrap_t sharc_launch_mode(sharc_launcher_t launcher);
+
+/**
+ * Read the integer launch variable @p var into *out_p, within [@p min, @p max]; errors are
+ * logged as "<mode> bootstrap: ..." naming the variable and its value.
+ * @return 0 when set and valid; 1 when unset and not @p required; -1 on error.
+ */
+SHARC_HIDDEN int sharc_launch_int(const char *mode, const char *var, long min, long max,
+                                  int required, int *out_p);
 
 /** Create the bootstrap of the whole job described by @p launch. */
 SHARC_HIDDEN sharc_status_t sharc_boot_create(const sharc_cfg_t *cfg, const sharc_launch_t *launch,

@@ -2,7 +2,8 @@
  * launch.c: reads what the launcher told this process (mpirun, torchrun / Kubeflow
  * PyTorchJob, srun, or the caller) into a sharc_launch_t: mode, rank, size, node and local
  * hints, the store address and the job token. Every error names the variable and its value.
- * This is the only file that reads launch variables.
+ * This is the only file that reads the variables a bootstrap uses (core/launch_info.c reports
+ * them publicly through it, with the few that only the report gives: mpirun's ranks, nodes).
  */
 #include "config.h"
 
@@ -21,9 +22,8 @@
 #define SHARC_SLURM_PORT_BASE 12000 /* below Linux's ephemeral ports (32768+) */
 #define SHARC_SLURM_PORT_SPAN 20000
 
-/* Read an integer variable. 0: set and valid; 1: unset (and !required); -1: error (logged). */
-static int sharc_launch_int(const char *mode, const char *var, long min, long max, int required,
-                            int *out_p)
+int sharc_launch_int(const char *mode, const char *var, long min, long max, int required,
+                     int *out_p)
 {
     const char *s = getenv(var);
     long v;
@@ -44,25 +44,46 @@ static int sharc_launch_int(const char *mode, const char *var, long min, long ma
     return 0;
 }
 
-static sharc_bootstrap_t sharc_launch_detect(void)
+sharc_launcher_t sharc_launch_launcher(int mpirun)
 {
-    if (getenv("OMPI_COMM_WORLD_SIZE") != NULL) {
-#ifdef HAVE_MPI
-        return SHARC_BOOTSTRAP_MPI;
-#else
-        sharc_warn("launched by mpirun, but sharc was built without MPI: trying the other "
-                   "bootstraps (rebuild with --with-mpi to use mpirun)");
-#endif
+    if (mpirun && getenv("OMPI_COMM_WORLD_SIZE") != NULL) {
+        return SHARC_LAUNCHER_MPIRUN;
     }
     if (getenv("RANK") != NULL || getenv("WORLD_SIZE") != NULL) {
-        return SHARC_BOOTSTRAP_ENV; /* a half-set pair is reported by the env reader */
+        return SHARC_LAUNCHER_ENV; /* a half-set pair is reported by the env reader */
     }
     /* SLURM_STEP_ID: inside an srun step, not merely inside an allocation's shell */
     if (getenv("SLURM_PROCID") != NULL && getenv("SLURM_NTASKS") != NULL &&
         getenv("SLURM_STEP_ID") != NULL) {
-        return SHARC_BOOTSTRAP_SLURM;
+        return SHARC_LAUNCHER_SLURM;
     }
-    return SHARC_BOOTSTRAP_SINGLE;
+    return SHARC_LAUNCHER_NONE;
+}
+
+sharc_bootstrap_t sharc_launch_mode(sharc_launcher_t launcher)
+{
+    static const sharc_bootstrap_t modes[SHARC_LAUNCHER_LAST] = {
+        [SHARC_LAUNCHER_NONE] = SHARC_BOOTSTRAP_SINGLE,
+        [SHARC_LAUNCHER_MPIRUN] = SHARC_BOOTSTRAP_MPI,
+        [SHARC_LAUNCHER_ENV] = SHARC_BOOTSTRAP_ENV,
+        [SHARC_LAUNCHER_SLURM] = SHARC_BOOTSTRAP_SLURM,
+    };
+
+    return modes[launcher];
+}
+
+static sharc_bootstrap_t sharc_launch_detect(void)
+{
+    sharc_launcher_t launcher = sharc_launch_launcher(1);
+
+#ifndef HAVE_MPI
+    if (launcher == SHARC_LAUNCHER_MPIRUN) {
+        sharc_warn("launched by mpirun, but sharc was built without MPI: trying the other "
+                   "bootstraps (rebuild with --with-mpi to use mpirun)");
+        launcher = sharc_launch_launcher(0);
+    }
+#endif
+    return sharc_launch_mode(launcher);
 }
 
 static int sharc_launch_env(const sharc_cfg_t *cfg, sharc_launch_t *l)

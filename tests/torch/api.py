@@ -1,7 +1,7 @@
 """The sharc Python package on its own (make check: torch_launch.sh): a communicator made by
 the bootstrap the launcher implies (as in C), collectives on numpy arrays, memoryviews,
 bytearrays and torch tensors, requests in flight, sharc_mem_alloc memory as arrays and
-tensors, split, and errors as exceptions carrying sharc's message. Every result is checked
+tensors, split, the launch report, and errors as exceptions carrying sharc's message. Every result is checked
 against what the ranks' inputs imply. Exits 1 on any mismatch.
 """
 
@@ -43,6 +43,11 @@ want_rank = (os.environ.get("SHARCTEST_RANK") or os.environ.get("OMPI_COMM_WORLD
 check("rank from the launcher", want_rank is None or int(want_rank) == r, repr(comm))
 want_boot = os.environ.get("SHARCTEST_BOOTSTRAP")
 check("bootstrap", want_boot is None or comm.bootstrap == want_boot, comm.bootstrap)
+# the launch report (sharc_launch_query) says what the communicator was made from
+info = sharc.launch_info()
+check("launch_info", (info.rank, info.size, info.bootstrap) == (r, n, comm.bootstrap) and
+      info.launcher == {"env": "env", "mpi": "mpirun", "single": "none"}[comm.bootstrap] and
+      info.local_rank in (-1, comm.local_rank), repr(info))
 
 # numpy: all-gather, reduce-scatter, all-reduce (out of place and in place), all-to-all
 x = np.arange(7, dtype=np.float32) + 10 * r

@@ -87,8 +87,7 @@ class MemPool:
             return torch.empty(size, dtype=dtype)
         nbytes = n * torch.empty((), dtype=dtype).element_size()
         mem = self._take(nbytes)
-        view = sharc._memory_type(nbytes).from_address(mem.ptr)
-        view._lease = _Lease(self, mem)
+        view = sharc.memory_at(mem.ptr, nbytes, _Lease(self, mem))
         return torch.frombuffer(view, dtype=dtype, count=n).view(size)
 
     def clear(self):

@@ -1,0 +1,282 @@
+"""sharc communicators, their collectives, and the requests of collectives in flight.
+
+Each collective turns its buffers into pointers and counts (sharc.buffers), checks what
+Python can check before anything is sent, and posts one sharc collective; sharc runs and
+checks the rest. Contexts and memory are sharc.context's; launch variables sharc.launch's.
+"""
+
+import ctypes
+import weakref
+
+from . import _lib
+from ._errors import INPROGRESS, OK, InvalidError, UnsupportedError, check, error_mark, make_error
+from .buffers import as_buffer, count, run_dtype
+from .context import default_context
+from .types import Bootstrap, op_of
+
+_c = _lib.lib
+
+
+class Request:
+    """A collective in flight. wait() blocks until it is done (raising its error); test()
+    says whether it is; either releases it once done. The buffers stay referenced until then.
+    The error of a failed request carries every error sharc logged since it was posted."""
+
+    __slots__ = ("_h", "comm", "op", "bufs", "mark", "error", "__weakref__")
+
+    def __init__(self, handle, comm, op, bufs, mark):
+        self._h, self.comm, self.op, self.bufs, self.mark = handle, comm, op, bufs, mark
+        self.error = None
+
+    def _finish(self, status):
+        _c.sharc_request_free(self._h)
+        self._h = None
+        for b in self.bufs:
+            b.release()
+        self.bufs = ()
+        if status != OK:
+            self.error = self.comm._failure(status, self.op, self.mark)
+
+    def wait(self):
+        """Block until the collective is done; raise its error."""
+        if self._h is not None:
+            self._finish(_c.sharc_request_wait(self._h))
+        if self.error is not None:
+            raise self.error
+
+    def wait_stream(self, stream):
+        """CUDA: make @stream (a cudaStream_t as an int) wait for the collective, at once
+        (a host collective is waited for as by wait())."""
+        if self._h is not None:
+            self._finish(_c.sharc_request_wait_stream(self._h, ctypes.c_void_p(stream)))
+        if self.error is not None:
+            raise self.error
+
+    def test(self):
+        """Whether the collective is done (progressing it); raise its error."""
+        if self._h is not None:
+            status = _c.sharc_request_test(self._h)
+            if status == INPROGRESS:
+                return False
+            self._finish(status)
+        if self.error is not None:
+            raise self.error
+        return True
+
+    @property
+    def done(self):
+        return self._h is None
+
+    def free(self):
+        """Release without raising (completes it first, as sharc_request_free does)."""
+        if self._h is not None:
+            self._finish(_c.sharc_request_wait(self._h))
+
+    def __del__(self):
+        if getattr(self, "_h", None) is not None:
+            _c.sharc_request_free(self._h)
+
+
+_PARAM_BOOTSTRAP, _PARAM_RANK, _PARAM_STORE, _PARAM_TOKEN, _PARAM_LOCAL = 1, 2, 4, 8, 16
+
+# how the two buffers of a collective compare: equal, or one size times the other
+_SAME, _GATHER, _SCATTER = 0, 1, 2
+
+
+def _params(bootstrap, rank, size, store_addr, token, node_id, local_rank, local_size):
+    """The sharc_comm_params_t of Comm's arguments (None: not given)."""
+    p = _lib.CommParams()
+    if bootstrap is not None:
+        p.field_mask |= _PARAM_BOOTSTRAP
+        p.bootstrap = Bootstrap[bootstrap.upper()] if isinstance(bootstrap, str) else int(bootstrap)
+    if rank is not None or size is not None:
+        p.field_mask |= _PARAM_RANK
+        p.rank, p.size = int(rank), int(size)
+    if store_addr is not None:
+        p.field_mask |= _PARAM_STORE
+        p.store_addr = store_addr.encode()
+    if token is not None:
+        p.field_mask |= _PARAM_TOKEN
+        p.token = token.encode()
+    if node_id is not None:
+        p.field_mask |= _PARAM_LOCAL
+        p.node_id, p.local_rank, p.local_size = node_id, local_rank, local_size
+    return p
+
+
+class Comm:
+    """A sharc communicator. Created from a bootstrap as in C: by default (auto) mpirun's,
+    then torchrun's / Kubeflow's (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT), then Slurm's
+    variables, else one process; or bootstrap="explicit" with rank, size and store_addr
+    ("host:port", served by rank 0). Collective: every rank of the job calls it.
+
+    The collectives take buffers as anything with the buffer protocol, torch tensors, or
+    sharc.Buffer (raw memory: a pointer and a size); dtype= names the element type they run
+    in (else the buffers'); async_op=True returns a Request instead of waiting."""
+
+    def __init__(self, ctx=None, bootstrap=None, rank=None, size=None, store_addr=None,
+                 token=None, node_id=None, local_rank=None, local_size=None, _handle=None):
+        self.ctx = ctx if ctx is not None else default_context()
+        self._failed = None  # the first error of a collective: later ones repeat it
+        self._reqs = weakref.WeakSet()
+        if _handle is not None:
+            self._h = _handle
+        else:
+            p = _params(bootstrap, rank, size, store_addr, token, node_id, local_rank, local_size)
+            h = ctypes.c_void_p()
+            mark = error_mark()
+            check(_c.sharc_comm_create(self.ctx.handle, ctypes.byref(p), ctypes.byref(h)),
+                  "sharc_comm_create", mark)
+            self._h = h
+        self.rank = _c.sharc_comm_rank(self._h)
+        self.size = _c.sharc_comm_size(self._h)
+        self.node = _c.sharc_comm_node(self._h)
+        self.nnodes = _c.sharc_comm_nnodes(self._h)
+        self.local_rank = _c.sharc_comm_local_rank(self._h)
+        self.local_size = _c.sharc_comm_local_size(self._h)
+        self.bootstrap = _c.sharc_bootstrap_name(_c.sharc_comm_bootstrap(self._h)).decode()
+
+    def __repr__(self):
+        return "<sharc.Comm rank %d of %d, node %d of %d, %s>" % (
+            self.rank, self.size, self.node, self.nnodes, self.bootstrap)
+
+    # A failed collective fails the communicator (the ranks no longer agree on what is in
+    # flight): the collectives after it fail too, and their errors name the first cause.
+    def _failure(self, status, op, mark):
+        err = make_error(status, op, mark)
+        if self._failed is None:
+            self._failed = err
+        else:
+            err = make_error(status, op, detail=(err.detail + "\n" if err.detail else "")
+                             + "the first failure on this communicator: " + str(self._failed))
+        return err
+
+    def _post(self, op, fn, args, bufs, async_op):
+        if self._h is None:
+            raise InvalidError("%s: the communicator is closed" % op, op=op)
+        req = ctypes.c_void_p()
+        mark = error_mark()
+        status = fn(*args, ctypes.byref(req))
+        if status != OK:
+            for b in bufs:
+                b.release()
+            if status in (InvalidError.status, UnsupportedError.status) and self._failed is None:
+                raise make_error(status, op, mark)  # a bad argument: this rank's alone
+            raise self._failure(status, op, mark)
+        r = Request(req, self, op, bufs, mark)
+        self._reqs.add(r)
+        if not async_op:
+            r.wait()
+            return None
+        return r
+
+    def _operands(self, op, sendbuf, recvbuf, dtype, reducing, shape, send_what="sendbuf",
+                  in_place=False):
+        """(send, recv, dtype, count) of a collective: its Buffers (recv is send when
+        @in_place and @recvbuf is None), the dtype it runs in and the count of its smaller
+        buffer, whose sizes @shape relates (_SAME, _GATHER: recv is size x send, _SCATTER:
+        send is size x recv)."""
+        in_place = in_place and recvbuf is None
+        s = as_buffer(sendbuf, in_place, send_what, op)
+        r = s if in_place else as_buffer(recvbuf, True, "recvbuf", op)
+        d = run_dtype([s, r], dtype, op, reducing)
+        big, small, whats = (s, r, (send_what, "recvbuf")) if shape == _SCATTER else \
+            (r, s, ("recvbuf", send_what))
+        if shape == _SAME and r.nbytes != s.nbytes:
+            raise InvalidError("%s: %s holds %d bytes, %s %d"
+                               % (op, whats[0], big.nbytes, whats[1], small.nbytes), op=op)
+        if shape != _SAME and big.nbytes != small.nbytes * self.size:
+            raise InvalidError("%s: %s holds %d bytes, not size (%d) x %s's %d"
+                               % (op, whats[0], big.nbytes, self.size, whats[1], small.nbytes),
+                               op=op)
+        return s, r, d, count(small, d, op, whats[1])
+
+    @property
+    def handle(self):
+        return self._h.value
+
+    def split(self, color, key=None):
+        """sharc_comm_split: ranks with the same color form a communicator (None for color
+        < 0, SHARC_COMM_SPLIT_NOCOLOR)."""
+        h = ctypes.c_void_p()
+        mark = error_mark()
+        check(_c.sharc_comm_split(self._h, int(color), self.rank if key is None else int(key),
+                                  ctypes.byref(h)), "sharc_comm_split", mark)
+        return Comm(self.ctx, _handle=h) if h.value else None
+
+    def bootstrap_barrier(self):
+        """sharc_comm_barrier: through the bootstrap, for startup and tests."""
+        mark = error_mark()
+        check(_c.sharc_comm_barrier(self._h), "sharc_comm_barrier", mark)
+
+    def barrier(self, async_op=False):
+        return self._post("sharc_barrier", _c.sharc_barrier, (self._h,), (), async_op)
+
+    def allgather(self, sendbuf, recvbuf, dtype=None, async_op=False):
+        """Rank i's sendbuf lands at block i of every rank's recvbuf (size times as long).
+        In place when sendbuf is recvbuf's block of this rank."""
+        op = "sharc_allgather"
+        s, r, d, n = self._operands(op, sendbuf, recvbuf, dtype, False, _GATHER)
+        return self._post(op, _c.sharc_allgather, (s.ptr, r.ptr, n, d, self._h), (s, r),
+                          async_op)
+
+    def reduce_scatter(self, sendbuf, recvbuf, op="sum", dtype=None, async_op=False):
+        """Block i of every rank's sendbuf (size blocks of recvbuf's length) is reduced into
+        rank i's recvbuf. In place when recvbuf is sendbuf's block of this rank."""
+        name = "sharc_reduce_scatter"
+        s, r, d, n = self._operands(name, sendbuf, recvbuf, dtype, True, _SCATTER)
+        return self._post(name, _c.sharc_reduce_scatter,
+                          (s.ptr, r.ptr, n, d, op_of(op), self._h), (s, r), async_op)
+
+    def allreduce(self, sendbuf, recvbuf=None, op="sum", dtype=None, async_op=False):
+        """Every rank's sendbuf reduced into every rank's recvbuf (sendbuf when None)."""
+        name = "sharc_allreduce"
+        s, r, d, n = self._operands(name, sendbuf, recvbuf, dtype, True, _SAME, in_place=True)
+        return self._post(name, _c.sharc_allreduce, (s.ptr, r.ptr, n, d, op_of(op), self._h),
+                          (s, r) if r is not s else (s,), async_op)
+
+    def broadcast(self, buf, root=0, recvbuf=None, dtype=None, async_op=False):
+        """root's buf lands in every rank's recvbuf (buf itself when None)."""
+        name = "sharc_broadcast"
+        s, r, d, n = self._operands(name, buf, recvbuf, dtype, False, _SAME, "buf", True)
+        return self._post(name, _c.sharc_broadcast, (s.ptr, r.ptr, n, d, int(root), self._h),
+                          (s, r) if r is not s else (s,), async_op)
+
+    def alltoall(self, sendbuf, recvbuf, dtype=None, async_op=False):
+        """Block j of rank i's sendbuf lands in block i of rank j's recvbuf (size equal
+        blocks each). In place when sendbuf is recvbuf."""
+        name = "sharc_alltoall"
+        s, r, d, n = self._operands(name, sendbuf, recvbuf, dtype, False, _SAME)
+        if n % self.size != 0:
+            raise InvalidError("%s: %d elements do not make %d equal blocks"
+                               % (name, n, self.size), op=name)
+        return self._post(name, _c.sharc_alltoall, (s.ptr, r.ptr, n // self.size, d, self._h),
+                          (s, r), async_op)
+
+    def set_cuda_stream(self, stream):
+        """sharc_comm_set_cuda_stream: the cudaStream_t (an int) the caller's work runs on."""
+        fn = getattr(_c, "sharc_comm_set_cuda_stream", None)
+        if fn is None:
+            raise UnsupportedError("sharc_comm_set_cuda_stream: libsharc was built without "
+                                   "CUDA", op="sharc_comm_set_cuda_stream")
+        mark = error_mark()
+        check(fn(self._h, ctypes.c_void_p(stream)), "sharc_comm_set_cuda_stream", mark)
+
+    def close(self):
+        """Destroy the communicator (pending requests are completed and freed first)."""
+        h = getattr(self, "_h", None)
+        if h is None:
+            return
+        for r in list(self._reqs):
+            r.free()
+        self._h = None
+        _c.sharc_comm_destroy(h)
+
+    def __del__(self):
+        self.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

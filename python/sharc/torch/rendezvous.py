@@ -1,0 +1,71 @@
+"""Where a process group's sharc store lives: rank 0 picks it, torch's store carries it.
+
+Each process group is one sharc communicator made with sharc's explicit bootstrap; its rank 0
+picks a free TCP port for sharc's store on the address its peers reach it at, and a random job
+token, and hands both to the others through the group's own torch store. Nothing here
+creates the communicator (backend.py does).
+"""
+
+import os
+import secrets
+import socket
+
+import sharc
+
+_used_store_addrs = set()  # store addresses this process has used (see store_address)
+
+
+def _my_host():
+    """The address rank 0's peers reach it at: TORCH_SHARC_HOST, else this host's address
+    toward MASTER_ADDR (the interface a packet to it leaves by), else the host name's."""
+    host = os.environ.get("TORCH_SHARC_HOST")
+    if host:
+        return host
+    master = os.environ.get("MASTER_ADDR")
+    if master:
+        try:
+            fam = socket.AF_INET6 if ":" in master else socket.AF_INET
+            with socket.socket(fam, socket.SOCK_DGRAM) as s:
+                s.connect((master, 9))  # no packet is sent: this only picks the route
+                return s.getsockname()[0]
+        except OSError:
+            pass
+    try:
+        return socket.gethostbyname(socket.gethostname())
+    except OSError:
+        return "127.0.0.1"
+
+
+def _addr(host, port):
+    return "[%s]:%d" % (host, port) if ":" in host else "%s:%d" % (host, port)
+
+
+def _free_port(host, avoid):
+    fam = socket.AF_INET6 if ":" in host else socket.AF_INET
+    for _ in range(64):
+        with socket.socket(fam, socket.SOCK_STREAM) as s:
+            s.bind((host, 0))
+            port = s.getsockname()[1]
+        if _addr(host, port) not in avoid:
+            return port
+    raise sharc.SharcIOError("sharc backend: no free TCP port on %s for sharc's store" % host,
+                             op="init")
+
+
+def store_address(store, rank, size, timeout):
+    """("host:port", token) of a new group's sharc store, the same on every rank. Rank 0
+    picks a free port and a job token and tells the others through torch's @store (the
+    group's own prefix). sharc numbers the communicators made from one store address per
+    process, so the address must be new to every rank: each rank says which it has used, and
+    rank 0 avoids them all."""
+    store.set("sharc/used/%d" % rank, " ".join(sorted(_used_store_addrs)))
+    if rank == 0:
+        used = set()
+        for r in range(size):
+            used.update(store.get("sharc/used/%d" % r).decode().split())
+        host = _my_host()
+        addr = _addr(host, _free_port(host, used))
+        store.set("sharc/addr", "%s %s" % (addr, secrets.token_hex(16)))
+    addr, token = store.get("sharc/addr").decode().split()
+    _used_store_addrs.add(addr)
+    return addr, token
