@@ -118,8 +118,8 @@ static sharc_status_t sharc_launch_query_cfg(const sharc_cfg_t *cfg, sharc_launc
     info->local_rank = info->local_size = info->node = info->nnodes = -1;
     if (boot.store_from != NULL) { /* a store-based bootstrap with more than one rank */
         snprintf(info->store_host, sizeof(info->store_host), "%s", boot.store_host);
-        info->store_port = boot.store_port;
     }
+    info->store_port = boot.store_port; /* (a one-task Slurm step's too: see launch.h) */
     status = sharc_launch_query_ranks(cfg, &boot, info);
     if (status != SHARC_OK) {
         return status;

@@ -120,6 +120,15 @@ static void test_slurm(sharc_config_h cfg)
     expect("salloc's shell", cfg,
            &(expect_t){SHARC_LAUNCHER_NONE, SHARC_BOOTSTRAP_SINGLE, 0, 1, 0, 1, 0, 1, "", 0});
 
+    /* one task: no store, but the rule's port for a framework's own store */
+    launch_env("SLURM_PROCID=0 SLURM_NTASKS=1 SLURM_STEP_ID=0 SLURM_JOB_ID=123456");
+    expect(
+        "a one-task srun", cfg,
+        &(expect_t){SHARC_LAUNCHER_SLURM, SHARC_BOOTSTRAP_SLURM, 0, 1, -1, -1, -1, -1, "", 15456});
+    launch_env("SLURM_PROCID=0 SLURM_NTASKS=1 SLURM_STEP_ID=0");
+    expect("a one-task srun without a job id", cfg,
+           &(expect_t){SHARC_LAUNCHER_SLURM, SHARC_BOOTSTRAP_SLURM, 0, 1, -1, -1, -1, -1, "", 0});
+
     launch_env("SLURM_PROCID=0 SLURM_NTASKS=2 SLURM_STEP_ID=0 SLURM_JOB_NODELIST=a");
     reject("srun without SLURM_JOB_ID or MASTER_PORT", cfg, SHARC_ERR_INVALID);
     setenv("SLURM_JOB_ID", "7", 1);

@@ -52,7 +52,10 @@ typedef struct {
      * communicator would: MASTER_ADDR, or under Slurm the first host of the step's node list;
      * MASTER_PORT (the next port under torchrun's agent store), or under Slurm
      * 12000 + SLURM_JOB_ID % 20000; SHARC_BOOTSTRAP_PORT overrides the port. "" and 0 where
-     * the bootstrap has no store (mpi, single, and one rank).
+     * the bootstrap has no store (mpi, single, and one rank), except that a one-task Slurm
+     * step still reports its port by the rule (with "" as host): a framework that serves a
+     * store of its own on every launch (torch's) takes it, and two one-task jobs of a node
+     * then do not meet on one port.
      */
     char store_host[SHARC_LAUNCH_HOST_MAX];
     int store_port;

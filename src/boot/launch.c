@@ -164,23 +164,25 @@ static int sharc_launch_slurm(const sharc_cfg_t *cfg, sharc_launch_t *l)
     case -1: return -1;
     case 0: l->node_hint = node; break;
     }
-    if (l->size == 1) {
-        return 0;
-    }
-    if (addr != NULL && *addr != '\0') {
-        snprintf(l->store_host, sizeof(l->store_host), "%s", addr);
-        l->store_from = "MASTER_ADDR";
-    } else if (sharc_launch_slurm_master(l) != 0) {
-        return -1;
+    if (l->size > 1) {
+        if (addr != NULL && *addr != '\0') {
+            snprintf(l->store_host, sizeof(l->store_host), "%s", addr);
+            l->store_from = "MASTER_ADDR";
+        } else if (sharc_launch_slurm_master(l) != 0) {
+            return -1;
+        }
     }
     switch (sharc_launch_int("slurm", "MASTER_PORT", 1, 65535, 0, &port)) {
     case -1: return -1;
     case 0: l->store_port = port; return 0;
     }
-    if (sharc_launch_int("slurm", "SLURM_JOB_ID", 0, INT_MAX, 1, &job) < 0) {
-        return -1;
+    /* One task needs no store, nor a job id; its port is still the rule's, for a framework
+     * whose own store takes one on every launch (torch's, through sharc_launch_query): two
+     * one-task jobs on a node then do not meet on one port. */
+    switch (sharc_launch_int("slurm", "SLURM_JOB_ID", 0, INT_MAX, l->size > 1, &job)) {
+    case -1: return -1;
+    case 0: l->store_port = SHARC_SLURM_PORT_BASE + job % SHARC_SLURM_PORT_SPAN; break;
     }
-    l->store_port = SHARC_SLURM_PORT_BASE + job % SHARC_SLURM_PORT_SPAN;
     return 0;
 }
 
