@@ -64,7 +64,8 @@ build_harness() {
         libs=$(pkg-config --libs json-c)
         # shellcheck disable=SC2086
         "$clang" "${flags[@]}" $cflags -I"$top/trainer" "$top/tests/fuzz/fuzz_$h.c" \
-            "$top/trainer/io/safetensors_read.c" "$top/trainer/util.c" -o "$out/fuzz_$h" $libs -lm
+            "$top"/trainer/io/safetensors_{header,read,write}.c "$top/trainer/util.c" \
+            -o "$out/fuzz_$h" $libs -lm
         ;;
     tokens)
         "$clang" "${flags[@]}" -I"$top/trainer" "$top/tests/fuzz/fuzz_$h.c" \
