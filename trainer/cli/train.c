@@ -9,6 +9,7 @@
 #include "../io/data.h"
 #include "../model/llama.h"
 #include "metrics.h"
+#include "../io/jsonl.h"
 #include "../ops/ops.h"
 #include "../ops/ops_cuda.h"
 #include "../model/optim.h"

@@ -61,20 +61,13 @@ uint32_t llama_data_vocab(const llama_data_t *d)
     return d->tok->vocab;
 }
 
-static uint64_t mix(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
 sharc_status_t llama_data_batch(llama_data_t *d, uint64_t first, int batch, int32_t *x, int32_t *y)
 {
     size_t T = (size_t)d->seq, starts = d->tok->count - T; /* windows of T + 1 tokens */
 
     for (int b = 0; b < batch; b++) {
-        size_t pos = (size_t)(mix(d->seed ^ mix(first + (uint64_t)b)) % starts);
+        size_t pos =
+            (size_t)(llama_splitmix64(d->seed ^ llama_splitmix64(first + (uint64_t)b)) % starts);
         sharc_status_t status = llama_tokens_read(d->tok, pos, T + 1, d->vocab, d->window);
         if (status != SHARC_OK) {
             return status;

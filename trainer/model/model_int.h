@@ -1,6 +1,7 @@
 /*
- * trainer/model/model_int.h: the model's insides, shared by model.c (parameters, creation, import,
- * export) and step.c (forward and backward through the shard engine).
+ * trainer/model/model_int.h: the model's insides, shared by model.c (parameters, creation),
+ * weights.c (initial values, export), acts.c (buffers), step.c (forward and backward through
+ * the shard engine) and optim.c.
  */
 #ifndef SHARC_LLAMA_MODEL_INT_H
 #define SHARC_LLAMA_MODEL_INT_H
@@ -88,6 +89,23 @@ sharc_status_t llama_unit_weights(llama_model_t *m, int unit, float **w);
 /* Pointers to where a unit's f32 gradients go; llama_unit_grads_done after writing them. */
 sharc_status_t llama_unit_grads(llama_model_t *m, int unit, float **g);
 sharc_status_t llama_unit_grads_done(llama_model_t *m, int unit);
+
+/* Elements [*lo_p, *hi_p) of its unit that parameter @p pi has in this rank's shard of the unit
+ * @p ui (none when *lo_p >= *hi_p). */
+static inline void llama_shard_slice(const sharc_shard_unit_info_t *ui,
+                                     const sharc_shard_param_info_t *pi, size_t *lo_p, size_t *hi_p)
+{
+    size_t lo = pi->offset > ui->shard_offset ? pi->offset : ui->shard_offset;
+    size_t hi = pi->offset + pi->count;
+
+    *lo_p = lo;
+    *hi_p = hi < ui->shard_offset + ui->shard_count ? hi : ui->shard_offset + ui->shard_count;
+}
+
+/* Initial values of this rank's shards, random (@p seed) or from the Hugging Face checkpoint
+ * at @p hf_path; collective: every rank learns whether all of them succeeded (weights.c). */
+sharc_status_t llama_weights_init(llama_model_t *m, llama_init_t init, const char *hf_path,
+                                  uint64_t seed);
 
 /* Activation buffers and rope tables for run->batch x run->seq (acts.c). */
 sharc_status_t llama_acts_create(llama_model_t *m);

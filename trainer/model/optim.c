@@ -61,9 +61,8 @@ sharc_status_t llama_optim_create(llama_model_t *m, const llama_optim_cfg_t *cfg
         for (int i = ui.first_param; i < ui.first_param + ui.nparams; i++) {
             sharc_shard_param_info_t pi;
             sharc_shard_param_info(m->group, i, &pi);
-            size_t lo = pi.offset > ui.shard_offset ? pi.offset : ui.shard_offset;
-            size_t hi = pi.offset + pi.count;
-            hi = hi < ui.shard_offset + ui.shard_count ? hi : ui.shard_offset + ui.shard_count;
+            size_t lo, hi;
+            llama_shard_slice(&ui, &pi, &lo, &hi);
             if (pi.ndim >= 2 && lo < hi) {
                 decay_range_t *r = &o->ranges[u * LLAMA_MAX_UNIT_PARAMS + o->nranges[u]++];
                 r->start = lo - ui.shard_offset;
