@@ -386,11 +386,9 @@ def parse_args(argv):
     return args
 
 
-def prepare(args):
-    t0 = time.monotonic()
-    out = args.out
-    if os.path.exists(out) and not os.path.isdir(out):
-        raise PrepError("--out %s exists and is not a directory" % out)
+def inputs_key(args):
+    """The corpus's identity, the given tokenizer's bytes (or None) and the key of everything
+    the outputs depend on (data.json's "args")."""
     corpus_name, corpus_sha = corpus_identity(args.corpus)
     tok_in = None
     if args.tokenizer is not None:
@@ -408,12 +406,11 @@ def prepare(args):
         "val_every": args.val_every,
         "seed": args.seed,
     }
-    if not args.force and up_to_date(out, args_key):
-        print("prepare_data: %s is up to date (--force redoes it)" % out)
-        return 0
+    return corpus_name, corpus_sha, tok_in, args_key
 
-    spm = import_sentencepiece()
 
+def read_corpus(args, corpus_name):
+    """The documents, each one's sentences, what the corpus is, and which are validation's."""
     if corpus_name == "kjv":
         docs, sentences_of = read_kjv()
         what = "King James Bible (Debian bible-kjv-text), one document a chapter"
@@ -423,13 +420,12 @@ def prepare(args):
     if not docs:
         raise PrepError("corpus %s is empty: no documents" % corpus_name)
     is_val = [(i + 1) % args.val_every == 0 for i in range(len(docs))]
-    train_docs = [d for d, v in zip(docs, is_val) if not v]
-    val_docs = [d for d, v in zip(docs, is_val) if v]
-    if not val_docs or not train_docs:
-        raise PrepError("corpus %s has %d document(s): too few for a validation split with "
-                        "--val-every %d" % (corpus_name, len(docs), args.val_every))
-    t_read = time.monotonic()
+    return docs, sentences_of, what, is_val
 
+
+def get_tokenizer(spm, args, tok_in, sentences_of, is_val):
+    """The tokenizer's model bytes, the loaded model, where it came from, its vocabulary and
+    BOS id: trained on the training documents' sentences, or the one given."""
     if tok_in is None:
         train_sentences = [s for ss, v in zip(sentences_of, is_val) if not v for s in ss]
         model, coverage = train_tokenizer(spm, train_sentences, args.vocab, args.seed)
@@ -449,6 +445,51 @@ def prepare(args):
     bos = sp.bos_id()
     if bos < 0:
         raise PrepError("the tokenizer has no BOS piece to start documents with")
+    return model, sp, source, vocab, bos
+
+
+def write_outputs(out, model, sp, train, val, vocab, meta):
+    """Every output under a temporary name then renamed, the token files read back, data.json
+    last (without it, the directory is not up to date)."""
+    try:
+        os.makedirs(out, exist_ok=True)
+        stale = os.path.join(out, "data.json")
+        if os.path.lexists(stale):
+            os.unlink(stale)  # written last: without it, the directory is not up to date
+        write_atomic(os.path.join(out, "tokenizer.model"), model)
+        write_atomic(os.path.join(out, "tokenizer.vocab"), vocab_text(sp))
+        write_atomic(os.path.join(out, "train.bin"), token_file(train, vocab))
+        write_atomic(os.path.join(out, "val.bin"), token_file(val, vocab))
+        for split, toks in (("train", train), ("val", val)):
+            if not check_token_file(os.path.join(out, split + ".bin"), len(toks), vocab):
+                raise PrepError("%s/%s.bin did not read back as written" % (out, split))
+        write_atomic(os.path.join(out, "data.json"),
+                     (json.dumps(meta, indent=2, sort_keys=True) + "\n").encode("utf-8"))
+    except OSError as e:
+        raise PrepError("cannot write to %s: %s" % (out, e.strerror))
+
+
+def prepare(args):
+    t0 = time.monotonic()
+    out = args.out
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise PrepError("--out %s exists and is not a directory" % out)
+    corpus_name, corpus_sha, tok_in, args_key = inputs_key(args)
+    if not args.force and up_to_date(out, args_key):
+        print("prepare_data: %s is up to date (--force redoes it)" % out)
+        return 0
+
+    spm = import_sentencepiece()
+
+    docs, sentences_of, what, is_val = read_corpus(args, corpus_name)
+    train_docs = [d for d, v in zip(docs, is_val) if not v]
+    val_docs = [d for d, v in zip(docs, is_val) if v]
+    if not val_docs or not train_docs:
+        raise PrepError("corpus %s has %d document(s): too few for a validation split with "
+                        "--val-every %d" % (corpus_name, len(docs), args.val_every))
+    t_read = time.monotonic()
+
+    model, sp, source, vocab, bos = get_tokenizer(spm, args, tok_in, sentences_of, is_val)
     t_tok = time.monotonic()
 
     train = encode(sp, train_docs, bos, vocab)
@@ -474,22 +515,7 @@ def prepare(args):
         "seed": args.seed,
         "args": args_key,
     }
-    try:
-        os.makedirs(out, exist_ok=True)
-        stale = os.path.join(out, "data.json")
-        if os.path.lexists(stale):
-            os.unlink(stale)  # written last: without it, the directory is not up to date
-        write_atomic(os.path.join(out, "tokenizer.model"), model)
-        write_atomic(os.path.join(out, "tokenizer.vocab"), vocab_text(sp))
-        write_atomic(os.path.join(out, "train.bin"), token_file(train, vocab))
-        write_atomic(os.path.join(out, "val.bin"), token_file(val, vocab))
-        for split, toks in (("train", train), ("val", val)):
-            if not check_token_file(os.path.join(out, split + ".bin"), len(toks), vocab):
-                raise PrepError("%s/%s.bin did not read back as written" % (out, split))
-        write_atomic(os.path.join(out, "data.json"),
-                     (json.dumps(meta, indent=2, sort_keys=True) + "\n").encode("utf-8"))
-    except OSError as e:
-        raise PrepError("cannot write to %s: %s" % (out, e.strerror))
+    write_outputs(out, model, sp, train, val, vocab, meta)
     t_end = time.monotonic()
 
     tokens = len(train) + len(val)
