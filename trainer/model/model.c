@@ -69,11 +69,20 @@ static sharc_status_t build_params(llama_model_t *m, sharc_shard_param_t *p)
 
 /* ---- unit buffers ------------------------------------------------------------------------ */
 
-sharc_status_t llama_unit_weights(llama_model_t *m, int unit, float **w)
+/* ptrs[j]: parameter j of @p unit in a buffer of the unit's elements of @p size bytes at @p base */
+static void point_params(const llama_model_t *m, int unit, void *base, size_t size, float **ptrs)
 {
     int first = m->first[unit], n = m->first[unit + 1] - first;
+
+    for (int j = 0; j < n; j++) {
+        ptrs[j] = (float *)((char *)base + (m->offsets[first + j] - m->offsets[first]) * size);
+    }
+}
+
+sharc_status_t llama_unit_weights(llama_model_t *m, int unit, float **w)
+{
     void *base;
-    sharc_status_t status = sharc_shard_param_ptr(m->group, first, &base);
+    sharc_status_t status = sharc_shard_param_ptr(m->group, m->first[unit], &base);
 
     if (status != SHARC_OK) {
         return status;
@@ -86,17 +95,14 @@ sharc_status_t llama_unit_weights(llama_model_t *m, int unit, float **w)
         m->ops->cast(m->wbuf, m->ops->act_dtype, base, m->run.param_dtype, ui.count);
         base = m->wbuf;
     }
-    for (int j = 0; j < n; j++) {
-        w[j] = (float *)((char *)base + (m->offsets[first + j] - m->offsets[first]) * m->act_size);
-    }
+    point_params(m, unit, base, m->act_size, w);
     return SHARC_OK;
 }
 
 sharc_status_t llama_unit_grads(llama_model_t *m, int unit, float **g)
 {
-    int first = m->first[unit], n = m->first[unit + 1] - first;
     void *base;
-    sharc_status_t status = sharc_shard_grad_ptr(m->group, first, &base);
+    sharc_status_t status = sharc_shard_grad_ptr(m->group, m->first[unit], &base);
 
     if (status != SHARC_OK) {
         return status;
@@ -107,9 +113,7 @@ sharc_status_t llama_unit_grads(llama_model_t *m, int unit, float **g)
         m->ops->zero(m->gbuf, ui.count * sizeof(float));
         base = m->gbuf;
     }
-    for (int j = 0; j < n; j++) {
-        g[j] = (float *)base + (m->offsets[first + j] - m->offsets[first]);
-    }
+    point_params(m, unit, base, sizeof(float), g);
     return SHARC_OK;
 }
 

@@ -36,7 +36,7 @@ extern "C" {
 /** Decay ranges of one shard the AdamW step takes at most (one per matrix of a unit). */
 #define LLAMA_ADAMW_MAX_RANGES 16
 
-/** One AdamW update of a shard, as torch.optim.AdamW computes it (optim.c fills it). */
+/** One AdamW update of a shard, as torch.optim.AdamW computes it (model/optim.c fills it). */
 typedef struct {
     float beta1, beta2, eps;
     float keep;      /**< 1 - lr * weight_decay, applied first on the decay ranges */

@@ -4,7 +4,7 @@
  * attention runs its (batch, head) pairs on them at once, each as small products; the row and
  * element loops are split over the same threads. Built without OpenMP, BLAS threads the
  * products itself and the loops run on one thread. Shapes are in ops.h; every buffer is f32
- * host memory, and the optimizer's loops are here too (optim.c drives them).
+ * host memory, and the optimizer's loops are here too (model/optim.c drives them).
  */
 #include "../ops.h"
 #include "../../util.h"

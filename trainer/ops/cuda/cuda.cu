@@ -22,28 +22,24 @@ namespace llama_cuda
 
 state_t g;
 
-bool ok(cudaError_t err, const char *what)
+/* a failed call of @p lib: the first failure is logged, every later call sees g.failed */
+static bool log_failure(const char *lib, const char *what, const char *why)
 {
-    if (err == cudaSuccess) {
-        return true;
-    }
     if (!g.failed) {
-        llama_err("cuda: %s failed on GPU %d: %s", what, g.device, cudaGetErrorString(err));
+        llama_err("%s: %s failed on GPU %d: %s", lib, what, g.device, why);
     }
     g.failed = 1;
     return false;
 }
 
+bool ok(cudaError_t err, const char *what)
+{
+    return err == cudaSuccess || log_failure("cuda", what, cudaGetErrorString(err));
+}
+
 bool ok_blas(cublasStatus_t st, const char *what)
 {
-    if (st == CUBLAS_STATUS_SUCCESS) {
-        return true;
-    }
-    if (!g.failed) {
-        llama_err("cuBLAS: %s failed on GPU %d: %s", what, g.device, cublasGetStatusString(st));
-    }
-    g.failed = 1;
-    return false;
+    return st == CUBLAS_STATUS_SUCCESS || log_failure("cuBLAS", what, cublasGetStatusString(st));
 }
 
 /* ---- memory ---------------------------------------------------------------------------------- */

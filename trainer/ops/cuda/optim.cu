@@ -1,7 +1,7 @@
 /*
  * trainer/ops/cuda/optim.cu: the optimizer on the f32 shards in device memory: the sum of
  * squares of the gradients (f64, per-block partials added in a fixed order, so the norm
- * repeats bit for bit) and AdamW as optim.c describes it, the clip factor read on the device
+ * repeats bit for bit) and AdamW as model/optim.c describes it, the clip factor read on the device
  * from the all-reduced sum, so no host waits between the norm and the update.
  */
 #include "cuda.cuh"
