@@ -26,6 +26,10 @@ LAYERS = [
     ("perf/topo/", "topology tool library", 9),
     ("perf/", "perf tools", 10),
     ("trainer/", "trainer", 10),
+    ("trainer/ops/", "trainer ops", 10.1),
+    ("trainer/io/", "trainer io", 10.1),
+    ("trainer/model/", "trainer model", 10.2),
+    ("trainer/cli/", "trainer cli", 10.3),
     ("python/", "python", 10),
 ]
 # What the tools may use besides the public API and their own folder: perf's programs the
@@ -33,9 +37,14 @@ LAYERS = [
 # (pure, libc only: sharc-perf predict replays its decisions); the trainer nothing else.
 TOOL_ALLOWED = {
     "perf tools": {"public API", "topology tool library", "sharding planner"},
-    "trainer": {"public API"},
     "python": {"public API"},
 }
+# The trainer's own layers, bottom first: its messages and helpers (trainer/*.h), then the ops
+# tables and the file formats (siblings: neither includes the other), the model, the program.
+# Each may use the public API and the trainer's layers below it (the ranks say which).
+TRAINER_LAYERS = {"trainer", "trainer ops", "trainer io", "trainer model", "trainer cli"}
+for _name in TRAINER_LAYERS:
+    TOOL_ALLOWED[_name] = {"public API"} | TRAINER_LAYERS
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
 SOURCES = (".c", ".h", ".cu", ".cuh")
 

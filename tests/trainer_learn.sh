@@ -1,6 +1,6 @@
 #!/bin/bash
 # sharc-llama learns: the 15m config on the prepared corpus (the King James Bible, 4096-token
-# BPE; trainer/prepare_data.py) must bring the validation loss from ln(4096) = 8.32 below
+# BPE; trainer/scripts/prepare_data.py) must bring the validation loss from ln(4096) = 8.32 below
 # LEARN_TARGET within LEARN_STEPS steps of 2 ranks x 2 x 128 tokens. A unigram model of the
 # training split scores 6.02 on the validation split, so the target asks for context learnt,
 # not token frequencies. The target was set from a run that reached 5.15 at step 200 and
@@ -17,7 +17,8 @@ if ! "$python" -c 'import sentencepiece' 2> /dev/null || ! command -v bible > /d
 fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/sharc-learn.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-run_ok "prepare the corpus" "$python" "$top_srcdir/trainer/prepare_data.py" --out "$work/kjv"
+run_ok "prepare the corpus" "$python" "$top_srcdir/trainer/scripts/prepare_data.py" \
+    --out "$work/kjv"
 
 # (--timeout: 300 steps take 90 s in a plain build, a few times that under the sanitizers)
 "$LAUNCH" --mode env -n 2 --timeout 900 -- "$top_builddir/trainer/sharc-llama" train --config 15m \

@@ -1,9 +1,9 @@
 #!/bin/bash
 # bench-trainer.sh: the trainer's benchmark of docs/perf.md. Single-process training speed of
-# sharc-llama against PyTorch on CPU (trainer/bench_torch.py: the same config, batch, data
+# sharc-llama against PyTorch on CPU (trainer/scripts/bench_torch.py: the same config, batch, data
 # and optimizer) on all cores and on one, and sharc-llama with one rank per core on the same
 # global batch; alternated ROUNDS times in one run so all see the same machine; then the
-# weak-scaling curve of sharc-llama (trainer/scale.sh) at RANKS.
+# weak-scaling curve of sharc-llama (trainer/scripts/scale.sh) at RANKS.
 #
 #   tools/bench-trainer.sh [--config 15m] [--batch 8] [--seq 256] [--steps 20] [--rounds 3]
 #                          [--threads N] [--ranks 1,2,4] [--data DIR] [--out DIR]
@@ -28,7 +28,8 @@ while [ $# -gt 0 ]; do
 done
 llama=$top/build/trainer/sharc-llama
 [ -x "$llama" ] || { echo "bench-trainer: build sharc first (tools/build.sh)" >&2; exit 2; }
-[ -f "$data/train.bin" ] || "${PYTHON:-/usr/bin/python3}" "$top/trainer/prepare_data.py" --out "$data"
+[ -f "$data/train.bin" ] ||
+    "${PYTHON:-/usr/bin/python3}" "$top/trainer/scripts/prepare_data.py" --out "$data"
 mkdir -p "$out"
 have_torch=1
 "$torch_python" -c 'import torch, transformers' 2> /dev/null || have_torch=0
@@ -47,7 +48,7 @@ for r in $(seq 1 "$rounds"); do
             --log "$out/sharc_t${t}_$r.jsonl" | grep 'summary: .*tok/s' |
             sed "s/^/round $r sharc-llama, $t thread(s): /"
         if [ $have_torch = 1 ]; then
-            "$torch_python" "$top/trainer/bench_torch.py" --data "$data/train.bin" \
+            "$torch_python" "$top/trainer/scripts/bench_torch.py" --data "$data/train.bin" \
                 --batch "$batch" --seq "$seq" --steps "$steps" --threads "$t" |
                 grep '^bench_torch: tokens_per_s=' | tee "$out/torch_t${t}_$r.txt" |
                 sed "s/^/round $r PyTorch, $t thread(s): /"
@@ -94,5 +95,5 @@ if multi:
     if have_torch:
         ratio(f"... / PyTorch 1 process, {threads} threads", multi, torch(f"t{threads}"))
 PY
-bash "$top/trainer/scale.sh" --ranks "$ranks" --out "$out/scale" --bin "$llama" -- \
+bash "$top/trainer/scripts/scale.sh" --ranks "$ranks" --out "$out/scale" --bin "$llama" -- \
     "${common[@]}" --batch "$batch" | grep -v '^step '

@@ -64,11 +64,12 @@ build_harness() {
         libs=$(pkg-config --libs json-c)
         # shellcheck disable=SC2086
         "$clang" "${flags[@]}" $cflags -I"$top/trainer" "$top/tests/fuzz/fuzz_$h.c" \
-            "$top/trainer/safetensors.c" "$top/trainer/util.c" -o "$out/fuzz_$h" $libs -lm
+            "$top"/trainer/io/safetensors_{header,read,write}.c "$top/trainer/util.c" \
+            -o "$out/fuzz_$h" $libs -lm
         ;;
     tokens)
         "$clang" "${flags[@]}" -I"$top/trainer" "$top/tests/fuzz/fuzz_$h.c" \
-            "$top/trainer/tokens.c" "$top/trainer/util.c" -o "$out/fuzz_$h" -lm
+            "$top/trainer/io/tokens.c" "$top/trainer/util.c" -o "$out/fuzz_$h" -lm
         ;;
     *)
         echo "fuzz: no harness $h" >&2

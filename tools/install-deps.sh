@@ -36,7 +36,7 @@ packages=(
     slurm-wlm munge
     # verbs for real: a QEMU guest with soft-RoCE (tools/rdma-vm.sh, tests/rdma/)
     qemu-system-x86 busybox-static cpio kmod
-    # trainer: tokenizer training and the corpus (trainer/prepare_data.py), scaling plots
+    # trainer: tokenizer training and the corpus (trainer/scripts/prepare_data.py), scaling plots
     python3-sentencepiece bible-kjv bible-kjv-text gnuplot-nox
 )
 

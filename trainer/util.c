@@ -1,6 +1,7 @@
 /*
- * trainer/util.c: sharc-llama's messages, clock and half-precision conversions (the trainer
- * keeps to sharc's public API, so it carries its own few lines of these).
+ * trainer/util.c: sharc-llama's messages, files, clock, random mixing and half-precision
+ * conversions (the trainer keeps to sharc's public API, so it carries its own few lines of
+ * these).
  */
 #include "util.h"
 
@@ -89,6 +90,14 @@ double llama_now(void)
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+uint64_t llama_splitmix64(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
 }
 
 static float bits_to_f32(uint32_t u)

@@ -28,6 +28,10 @@ sharc_status_t llama_write_all(int fd, const char *path, const void *buf, size_t
 /** Seconds from a monotonic clock. */
 double llama_now(void);
 
+/** SplitMix64's mixing of @p x: counter-based random numbers (a key and a counter hashed), the
+ *  same on every rank whatever it computes first. */
+uint64_t llama_splitmix64(uint64_t x);
+
 /** IEEE binary16 / bfloat16 bit patterns to f32 and back (round to nearest even). */
 float llama_f16_to_f32(uint16_t h);
 float llama_bf16_to_f32(uint16_t b);

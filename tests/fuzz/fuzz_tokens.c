@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "tokens.h"
+#include "io/tokens.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -170,7 +170,7 @@ if [ -x "$build/trainer/sharc-llama" ]; then
             echo
             echo '```'
         } >> "$report"
-        bounded bash "$top/trainer/scale.sh" --ranks "$ranks" --out "$out/scale" \
+        bounded bash "$top/trainer/scripts/scale.sh" --ranks "$ranks" --out "$out/scale" \
             --launch "$top/tests/launch.sh --mode env --timeout 900 -n {N} --" \
             --bin "$build/trainer/sharc-llama" -- --device cuda --config 1b \
             --train "$out/data-32000/train.bin" --batch 4 --seq 2048 --steps 20 --warmup 5 \

@@ -1,7 +1,7 @@
 /*
- * cuda_emu.h: enough of CUDA, on the host, to compile sharc-llama's CUDA ops (trainer/
- * ops_cuda*.cu, with LLAMA_CUDA_EMU defined) as C++ and run them: the kernels, their launches,
- * their cuBLAS calls and the runtime calls around them, unchanged.
+ * cuda_emu.h: enough of CUDA, on the host, to compile sharc-llama's CUDA ops (the .cu files of
+ * trainer/ops/cuda/, with LLAMA_CUDA_EMU defined) as C++ and run them: the kernels, their
+ * launches, their cuBLAS calls and the runtime calls around them, unchanged.
  *
  * - A block's threads are fibers run in turn on one thread, the highest index first (the
  *   lowest first with SHARCTEST_EMU_ASCENDING set): each runs until it waits at
@@ -26,7 +26,7 @@
 #define SHARC_TEST_CUDA_EMU_H
 
 #define LLAMA_CUDA_EMU 1
-/* few blocks where the kernels loop over the rest (trainer/cuda_geom.h): their loops run */
+/* few blocks where the kernels loop over the rest (trainer/ops/cuda/geom.h): their loops run */
 #define LLAMA_GEOM_MAX_BLOCKS    3
 #define LLAMA_GEOM_COLSUM_BLOCKS 3
 #define LLAMA_GEOM_MAX_PARTIALS  3

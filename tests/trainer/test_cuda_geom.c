@@ -1,10 +1,10 @@
 /*
- * test_cuda_geom: the launch geometry of sharc-llama's CUDA kernels (trainer/cuda_geom.h),
+ * test_cuda_geom: the launch geometry of sharc-llama's CUDA kernels (trainer/ops/cuda/geom.h),
  * on the host, so it holds before a GPU ever runs them: every item, row, column and causal
  * tile is covered exactly once, grids stay within CUDA's limits, the column sums' scratch
  * stays within its bound. Runs everywhere (no GPU needed).
  */
-#include "cuda_geom.h"
+#include "ops/cuda/geom.h"
 #include "check.h"
 
 #include <stdio.h>

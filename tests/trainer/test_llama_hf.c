@@ -20,9 +20,9 @@
  *
  *     test_llama_hf [--device cuda] [--compute-dtype bf16] [--against-cpu] DIR...
  */
-#include "llama.h"
-#include "ops_cuda.h"
-#include "safetensors.h"
+#include "model/llama.h"
+#include "ops/ops_cuda.h"
+#include "io/safetensors.h"
 #include "check.h"
 
 #include <math.h>

@@ -22,7 +22,7 @@
  * sizes of the same kinds: the kernels and the cuBLAS arguments, but not the GPU's arithmetic.
  */
 #include "check.h"
-#include "ops_cuda.h"
+#include "ops/ops_cuda.h"
 #include "util.h"
 
 #include <math.h>

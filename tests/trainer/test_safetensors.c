@@ -1,10 +1,11 @@
 /*
- * test_safetensors.c: trainer/safetensors.c on files it writes and files written here byte by
- * byte: F32/BF16/F16 round trips (exact values), slices at any offset, I32/I64 tensors, sharded
- * sets through an index and through a directory, writer misuse, and every kind of damaged
- * file or index (tensors must tile the data section exactly, as the format requires: holes and
- * trailing bytes are errors like overlaps), each of which must give SHARC_ERR_INVALID or
- * SHARC_ERR_IO with exactly one logged line naming the file.
+ * test_safetensors.c: the trainer's safetensors files (trainer/io/safetensors*.c) on files it
+ * writes and files written here byte by byte: F32/BF16/F16 round trips (exact values), slices
+ * at any offset, I32/I64 tensors, sharded sets through an index and through a directory,
+ * writer misuse, and every kind of damaged file or index (tensors must tile the data section
+ * exactly, as the format requires: holes and trailing bytes are errors like overlaps), each of
+ * which must give SHARC_ERR_INVALID or SHARC_ERR_IO with exactly one logged line naming the
+ * file.
  */
 #include "config.h"
 
@@ -16,7 +17,7 @@
 
 #include "check.h"
 #include "testfiles.h"
-#include "safetensors.h"
+#include "io/safetensors.h"
 
 /* A safetensors file from its parts; @p hlen_field overrides the length field when not 0. */
 static void write_st(const char *path, const char *json, const void *data, size_t len,

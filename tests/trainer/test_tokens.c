@@ -1,5 +1,5 @@
 /*
- * test_tokens.c: trainer/tokens.c on files it writes and files written here byte by byte:
+ * test_tokens.c: trainer/io/tokens.c on files it writes and files written here byte by byte:
  * round trips at token widths 2 and 4, reads of any range, the vocabulary check (the model's
  * and the file's), and every kind of damaged file, each of which must give SHARC_ERR_INVALID or
  * SHARC_ERR_IO with exactly one logged line naming the file and the cause.
@@ -14,7 +14,7 @@
 
 #include "check.h"
 #include "testfiles.h"
-#include "tokens.h"
+#include "io/tokens.h"
 
 static void put_u32(unsigned char *p, uint32_t v)
 {

@@ -1,0 +1,138 @@
+/*
+ * trainer/model/llama.h: the Llama 2/3 model of sharc-llama: its configuration (named configs, a
+ * Hugging Face config.json), its parameters as sharc shard units (one unit per transformer
+ * block, one for the embedding, one for the final norm and output head), and a training step
+ * through the shard engine. The arithmetic is behind llama_ops_t (ops.h): f32 on the CPU, or
+ * f32 / bf16 on one GPU per rank with the engine in its CUDA mode (ops/ops_cuda.h).
+ */
+#ifndef SHARC_LLAMA_H
+#define SHARC_LLAMA_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sharc/sharc.h>
+
+#include "../ops/ops.h"
+
+/** Model shape. Names follow Hugging Face's LlamaConfig where one exists. */
+typedef struct {
+    char name[32];
+    int dim;        /**< C: hidden_size */
+    int n_layers;   /**< L */
+    int n_heads;    /**< H */
+    int n_kv_heads; /**< KV: grouped-query heads, a divisor of H */
+    int head_dim;   /**< hd: dim / n_heads unless the config says otherwise */
+    int hidden_dim; /**< F: intermediate_size of the SwiGLU MLP */
+    int vocab;      /**< V */
+    int max_seq;    /**< longest sequence the rope table covers */
+    double rope_theta;
+    double norm_eps;
+    /** Llama 3 rope scaling (rope_type "llama3"); rope_factor 0: none. */
+    double rope_factor, rope_low_freq, rope_high_freq;
+    int rope_orig_max;
+} llama_config_t;
+
+/** Fill @p cfg with a named config (tiny, 15m, 42m, 110m, 1b, llama2-7b, llama2-13b,
+ *  llama2-70b, llama3-8b, llama3.1-8b). SHARC_ERR_INVALID, listing the names, for another. */
+sharc_status_t llama_config_named(const char *name, llama_config_t *cfg);
+/** Print the named configs, one per line. */
+void llama_config_list(FILE *stream);
+/** Check a config's shapes (positive, H divisible by KV, even head_dim...). */
+sharc_status_t llama_config_check(const llama_config_t *cfg);
+/** Read a Hugging Face config.json (classic rope_theta / rope_scaling keys, or
+ *  rope_parameters). */
+sharc_status_t llama_config_load_hf(const char *path, llama_config_t *cfg);
+/** Write @p cfg as a Hugging Face config.json (LlamaForCausalLM, float32). */
+sharc_status_t llama_config_save_hf(const llama_config_t *cfg, const char *path);
+/** Parameters in all, and those that do work per token (all but the embedding table). */
+size_t llama_config_params(const llama_config_t *cfg);
+size_t llama_config_params_nonembed(const llama_config_t *cfg);
+/**
+ * Training FLOPs per token at sequence length T, forward + backward (3x forward), without
+ * recomputation: 6 * (non-embedding parameters) + 12 * L * H * hd * T (attention scores and
+ * values, PaLM appendix B's formula counting the full T x T square).
+ */
+double llama_config_flops_per_token(const llama_config_t *cfg, int T);
+
+/** Where the model computes. */
+typedef enum {
+    LLAMA_DEVICE_CPU = 0, /**< the host's cores (BLAS, OpenMP threads), f32 */
+    LLAMA_DEVICE_CUDA,    /**< the GPU of the rank's local rank; shards and compute on it */
+} llama_device_t;
+
+/** How attention is computed. */
+typedef enum {
+    LLAMA_ATTENTION_AUTO = 0, /**< flash where it can run (CUDA, bf16), else gemm */
+    LLAMA_ATTENTION_GEMM,     /**< the (B,H,T,T) probabilities materialized, products by BLAS */
+    LLAMA_ATTENTION_FLASH,    /**< tiled, memory-efficient, on tensor cores (CUDA, bf16) */
+} llama_attention_t;
+
+/** How the model is sharded and computed. */
+typedef struct {
+    int batch;                   /**< B: sequences per micro-batch on this rank */
+    int seq;                     /**< T */
+    int recompute;               /**< recompute each block's activations in backward */
+    sharc_dtype_t param_dtype;   /**< f32 or bf16: the gathered parameters */
+    sharc_dtype_t reduce_dtype;  /**< f32 or bf16: gradient reduction */
+    int shard_size;              /**< HSDP shard group size; 0: every rank */
+    int prefetch;                /**< units gathered ahead; 0: sharc's default;
+                                      SHARC_SHARD_PREFETCH_AUTO: adaptive */
+    llama_device_t device;       /**< CPU (0, the default) or CUDA */
+    sharc_dtype_t compute_dtype; /**< f32 (0, the default) or bf16 (CUDA): activations and
+                                      the products' inputs; products accumulate in f32 */
+    llama_attention_t attention; /**< AUTO (0, the default), GEMM or FLASH */
+} llama_run_t;
+
+/** Where parameters come from at creation. */
+typedef enum {
+    LLAMA_INIT_RANDOM, /**< normal(0, 0.02), output projections scaled by 1/sqrt(2L); norms 1 */
+    LLAMA_INIT_HF,     /**< a Hugging Face safetensors checkpoint */
+} llama_init_t;
+
+typedef struct llama_model llama_model_t;
+
+/**
+ * Build the model's shard group over @p comm and set its parameters: each rank computes or
+ * reads only the slices of its own shards. @p hf_path: a safetensors file, index or directory
+ * (LLAMA_INIT_HF); @p seed for LLAMA_INIT_RANDOM. Collective.
+ */
+sharc_status_t llama_model_create(sharc_comm_h comm, const llama_config_t *cfg,
+                                  const llama_run_t *run, llama_init_t init, const char *hf_path,
+                                  uint64_t seed, llama_model_t **model_p);
+void llama_model_destroy(llama_model_t *model);
+
+sharc_shard_group_h llama_model_group(llama_model_t *model);
+const llama_config_t *llama_model_config(const llama_model_t *model);
+/** The ops table the model computes with (its memory is where the shards live). */
+const llama_ops_t *llama_model_ops(const llama_model_t *model);
+
+/**
+ * One micro-batch: forward, loss, backward; gradients are reduced (or, with @p sync 0,
+ * accumulated unsharded) by the shard engine. @p tokens and @p targets are (B, T). The loss's
+ * gradient is scaled by @p grad_scale (1 / micro-batches for accumulation). *loss_p: the mean
+ * cross-entropy over this rank's tokens of the micro-batches since the last read, this one
+ * included; @p loss_p NULL: not read yet (on CUDA the host then does not wait for the device,
+ * so accumulation's micro-batches follow each other without a host sync).
+ */
+sharc_status_t llama_model_step(llama_model_t *model, const int32_t *tokens, const int32_t *targets,
+                                float grad_scale, int sync, float *loss_p);
+
+/**
+ * Forward only (evaluation, or a check against a reference): mean loss over this rank's
+ * tokens; with @p logits non-NULL, the (B, T, V) logits are copied there. Uses the engine's
+ * primitives, so it leaves the training schedule alone.
+ */
+sharc_status_t llama_model_eval(llama_model_t *model, const int32_t *tokens, const int32_t *targets,
+                                float *loss_p, float *logits);
+
+/**
+ * Export the f32 master weights as a Hugging Face checkpoint in directory @p dir
+ * (config.json + model.safetensors in @p dtype: f32 or bf16), written by rank 0. Collective.
+ */
+sharc_status_t llama_model_export(llama_model_t *model, sharc_comm_h comm, const char *dir,
+                                  sharc_dtype_t dtype);
+
+/** The Hugging Face name of parameter @p index of the group, in unit order. */
+const char *llama_model_param_name(const llama_model_t *model, int index);
+
+#endif

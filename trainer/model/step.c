@@ -1,0 +1,250 @@
+/*
+ * trainer/model/step.c: one micro-batch of the Llama model through the shard engine, read top to
+ * bottom like llm.c: the embedding, each block's forward, the head and its loss, then the
+ * backward in reverse, each block's backward beside its forward. Every unit is gathered by
+ * the engine before its compute (prefetched along the recorded schedule) and its gradients
+ * are reduce-scattered right after its backward, while the next block's backward computes.
+ * All of it is queued through the ops table; on CUDA the one wait for the device is the
+ * loss's read-back at the end.
+ * Shapes: B batch, T sequence, C dim, H/KV heads, hd head dim, F ffn dim, V vocab, N = B*T.
+ */
+#include "model_int.h"
+#include "../util.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- one block ---------------------------------------------------------------------------- */
+
+/* out (N,C) = block(x (N,C)) with weights w[LLAMA_W_*]; activations into a */
+static void block_forward(llama_model_t *m, float *const *w, const float *x, float *out,
+                          llama_acts_t *a)
+{
+    const llama_ops_t *op = m->ops;
+    const llama_config_t *c = &m->cfg;
+    int B = m->run.batch, T = m->run.seq, N = B * T, C = c->dim, F = c->hidden_dim;
+    int H = c->n_heads, KV = c->n_kv_heads, hd = c->head_dim;
+
+    a->x = x;
+    op->rmsnorm_fwd(a->ln1, a->rstd1, x, w[LLAMA_W_LN1], N, C, (float)c->norm_eps); /* (N,C) */
+    op->matmul_fwd(a->q, a->ln1, w[LLAMA_W_Q], N, C, H * hd);                       /* (N,H*hd) */
+    op->matmul_fwd(a->k, a->ln1, w[LLAMA_W_K], N, C, KV * hd);                      /* (N,KV*hd) */
+    op->matmul_fwd(a->v, a->ln1, w[LLAMA_W_V], N, C, KV * hd);
+    op->rope_fwd(a->q, m->rope_cos, m->rope_sin, B, T, H, hd);
+    op->rope_fwd(a->k, m->rope_cos, m->rope_sin, B, T, KV, hd);
+    op->attention_fwd(a->atty, a->probs, a->q, a->k, a->v, B, T, H, KV, hd); /* (N,H*hd) */
+    op->matmul_fwd(m->tmp, a->atty, w[LLAMA_W_O], N, H * hd, C);             /* (N,C) */
+    op->add(a->x2, x, m->tmp, (size_t)N * C);
+    op->rmsnorm_fwd(a->ln2, a->rstd2, a->x2, w[LLAMA_W_LN2], N, C, (float)c->norm_eps);
+    op->matmul_fwd(a->g, a->ln2, w[LLAMA_W_G], N, C, F); /* (N,F) */
+    op->matmul_fwd(a->u, a->ln2, w[LLAMA_W_U], N, C, F);
+    op->swiglu_fwd(a->h, a->g, a->u, (size_t)N * F);
+    op->matmul_fwd(m->tmp, a->h, w[LLAMA_W_D], N, F, C); /* (N,C) */
+    op->add(out, a->x2, m->tmp, (size_t)N * C);
+}
+
+/* m->dres (N,C): in, the gradient at the block's output; out, the one at its input */
+static void block_backward(llama_model_t *m, float *const *w, float *const *g,
+                           const llama_acts_t *a)
+{
+    const llama_ops_t *op = m->ops;
+    const llama_config_t *c = &m->cfg;
+    int B = m->run.batch, T = m->run.seq, N = B * T, C = c->dim, F = c->hidden_dim;
+    int H = c->n_heads, KV = c->n_kv_heads, hd = c->head_dim;
+    float *dres = m->dres;
+
+    /* MLP: out = x2 + (silu(ln2 Wg^T) * ln2 Wu^T) Wd^T */
+    op->matmul_bwd(m->dh, g[LLAMA_W_D], dres, a->h, w[LLAMA_W_D], N, F, C, 0); /* (N,F) */
+    op->swiglu_bwd(m->dg, m->du, m->dh, a->g, a->u, (size_t)N * F);
+    op->matmul_bwd(m->dln, g[LLAMA_W_G], m->dg, a->ln2, w[LLAMA_W_G], N, C, F, 0); /* (N,C) */
+    op->matmul_bwd(m->dln, g[LLAMA_W_U], m->du, a->ln2, w[LLAMA_W_U], N, C, F, 1);
+    op->rmsnorm_bwd(dres, g[LLAMA_W_LN2], m->dln, a->x2, w[LLAMA_W_LN2], a->rstd2, N, C);
+    /* attention: x2 = x + attn(rope(ln1 Wq^T), rope(ln1 Wk^T), ln1 Wv^T) Wo^T */
+    op->matmul_bwd(m->datty, g[LLAMA_W_O], dres, a->atty, w[LLAMA_W_O], N, H * hd, C, 0);
+    op->attention_bwd(m->dq, m->dk, m->dv, m->dscores, m->datty, a->q, a->k, a->v, a->atty,
+                      a->probs, B, T, H, KV, hd);
+    op->rope_bwd(m->dq, m->rope_cos, m->rope_sin, B, T, H, hd);
+    op->rope_bwd(m->dk, m->rope_cos, m->rope_sin, B, T, KV, hd);
+    op->matmul_bwd(m->dln, g[LLAMA_W_Q], m->dq, a->ln1, w[LLAMA_W_Q], N, C, H * hd, 0);
+    op->matmul_bwd(m->dln, g[LLAMA_W_K], m->dk, a->ln1, w[LLAMA_W_K], N, C, KV * hd, 1);
+    op->matmul_bwd(m->dln, g[LLAMA_W_V], m->dv, a->ln1, w[LLAMA_W_V], N, C, KV * hd, 1);
+    op->rmsnorm_bwd(dres, g[LLAMA_W_LN1], m->dln, a->x, w[LLAMA_W_LN1], a->rstd1, N, C);
+}
+
+/* ---- the head: final norm, output projection, cross-entropy ------------------------------- */
+
+/* m->loss += the loss sum over N tokens; logits (N,V) become their gradient (scaled by dscale)
+ * when training */
+static void head_forward(llama_model_t *m, float *const *w, const int32_t *targets, int train,
+                         float dscale)
+{
+    const llama_config_t *c = &m->cfg;
+    int N = m->run.batch * m->run.seq, C = c->dim, V = c->vocab;
+
+    m->ops->rmsnorm_fwd(m->hn, m->rstdf, m->xs[c->n_layers], w[LLAMA_W_NORM], N, C,
+                        (float)c->norm_eps);                       /* (N,C) */
+    m->ops->matmul_fwd(m->logits, m->hn, w[LLAMA_W_OUT], N, C, V); /* (N,V) */
+    m->ops->xent(train ? m->logits : NULL, m->logits, targets, N, V, dscale, m->loss);
+}
+
+/* m->dres (N,C) = the gradient at the last block's output */
+static void head_backward(llama_model_t *m, float *const *w, float *const *g)
+{
+    const llama_config_t *c = &m->cfg;
+    int N = m->run.batch * m->run.seq, C = c->dim, V = c->vocab;
+
+    m->ops->matmul_bwd(m->dln, g[LLAMA_W_OUT], m->logits, m->hn, w[LLAMA_W_OUT], N, C, V, 0);
+    m->ops->zero(m->dres, (size_t)N * C * m->act_size);
+    m->ops->rmsnorm_bwd(m->dres, g[LLAMA_W_NORM], m->dln, m->xs[c->n_layers], w[LLAMA_W_NORM],
+                        m->rstdf, N, C);
+}
+
+/* ---- the micro-batch ----------------------------------------------------------------------- */
+
+static sharc_status_t check_tokens(const llama_model_t *m, const int32_t *tokens,
+                                   const int32_t *targets)
+{
+    size_t N = (size_t)m->run.batch * m->run.seq;
+
+    for (size_t i = 0; i < N; i++) {
+        if (tokens[i] < 0 || tokens[i] >= m->cfg.vocab || targets[i] < 0 ||
+            targets[i] >= m->cfg.vocab) {
+            llama_err("token %zu of the batch (%d -> %d) is outside the vocabulary [0, %d)", i,
+                      tokens[i], targets[i], m->cfg.vocab);
+            return SHARC_ERR_INVALID;
+        }
+    }
+    return SHARC_OK;
+}
+
+#define STEP_CHECK(_call)                                                                          \
+    do {                                                                                           \
+        status = (_call);                                                                          \
+        if (status != SHARC_OK) {                                                                  \
+            return status;                                                                         \
+        }                                                                                          \
+    } while (0)
+
+sharc_status_t llama_model_step(llama_model_t *m, const int32_t *tokens, const int32_t *targets,
+                                float grad_scale, int sync, float *loss_p)
+{
+    sharc_shard_group_h sg = m->group;
+    const llama_config_t *c = &m->cfg;
+    int N = m->run.batch * m->run.seq, L = c->n_layers, head = L + 1;
+    float *w[LLAMA_MAX_UNIT_PARAMS], *g[LLAMA_MAX_UNIT_PARAMS];
+    sharc_status_t status;
+    double loss;
+
+    STEP_CHECK(check_tokens(m, tokens, targets));
+    STEP_CHECK(sharc_shard_set_sync(sg, sync));
+    if (m->loss_batches == 0) {
+        m->ops->zero(m->loss, sizeof(double));
+    }
+    m->loss_batches++;
+
+    /* forward */
+    STEP_CHECK(sharc_shard_forward_begin(sg, 0));
+    STEP_CHECK(llama_unit_weights(m, 0, w));
+    m->ops->embed_fwd(m->xs[0], tokens, w[0], N, c->dim); /* (N,C) */
+    STEP_CHECK(sharc_shard_forward_end(sg, 0));
+    for (int l = 0; l < L; l++) {
+        STEP_CHECK(sharc_shard_forward_begin(sg, 1 + l));
+        STEP_CHECK(llama_unit_weights(m, 1 + l, w));
+        block_forward(m, w, m->xs[l], m->xs[l + 1], &m->acts[m->run.recompute ? 0 : l]);
+        STEP_CHECK(sharc_shard_forward_end(sg, 1 + l));
+    }
+    STEP_CHECK(sharc_shard_forward_begin(sg, head));
+    STEP_CHECK(llama_unit_weights(m, head, w));
+    head_forward(m, w, targets, 1, grad_scale / (float)N);
+    STEP_CHECK(sharc_shard_forward_end(sg, head));
+
+    /* backward */
+    STEP_CHECK(sharc_shard_backward_begin(sg, head));
+    STEP_CHECK(llama_unit_weights(m, head, w));
+    STEP_CHECK(llama_unit_grads(m, head, g));
+    head_backward(m, w, g);
+    STEP_CHECK(llama_unit_grads_done(m, head));
+    STEP_CHECK(sharc_shard_backward_end(sg, head));
+    for (int l = L - 1; l >= 0; l--) {
+        llama_acts_t *a = &m->acts[m->run.recompute ? 0 : l];
+        STEP_CHECK(sharc_shard_backward_begin(sg, 1 + l));
+        STEP_CHECK(llama_unit_weights(m, 1 + l, w));
+        if (m->run.recompute) {
+            /* the block's output is not needed again: write it to scratch */
+            block_forward(m, w, m->xs[l], m->tmp, a);
+        }
+        STEP_CHECK(llama_unit_grads(m, 1 + l, g));
+        block_backward(m, w, g, a);
+        STEP_CHECK(llama_unit_grads_done(m, 1 + l));
+        STEP_CHECK(sharc_shard_backward_end(sg, 1 + l));
+    }
+    STEP_CHECK(sharc_shard_backward_begin(sg, 0));
+    STEP_CHECK(llama_unit_grads(m, 0, g));
+    m->ops->embed_bwd(g[0], m->dres, tokens, N, c->dim);
+    STEP_CHECK(llama_unit_grads_done(m, 0));
+    STEP_CHECK(sharc_shard_backward_end(sg, 0));
+
+    /* the loss for the log: on CUDA this waits for the micro-batch's compute (not for its
+     * reductions, which the engine's streams carry on) */
+    if (loss_p != NULL) {
+        int batches = m->loss_batches;
+        m->loss_batches = 0;
+        STEP_CHECK(m->ops->to_host(&loss, m->loss, sizeof(loss)));
+        *loss_p = (float)(loss / ((double)N * batches));
+    }
+    return SHARC_OK;
+}
+
+/* gather one unit outside the training schedule and point w at it */
+static sharc_status_t eval_unit(llama_model_t *m, int unit, float **w)
+{
+    sharc_status_t status = sharc_shard_unshard(m->group, unit);
+
+    if (status == SHARC_OK) {
+        status = sharc_shard_wait(m->group, unit);
+    }
+    return status == SHARC_OK ? llama_unit_weights(m, unit, w) : status;
+}
+
+sharc_status_t llama_model_eval(llama_model_t *m, const int32_t *tokens, const int32_t *targets,
+                                float *loss_p, float *logits)
+{
+    const llama_config_t *c = &m->cfg;
+    int N = m->run.batch * m->run.seq, L = c->n_layers, head = L + 1;
+    float *w[LLAMA_MAX_UNIT_PARAMS];
+    sharc_status_t status;
+    double loss;
+
+    STEP_CHECK(check_tokens(m, tokens, targets));
+    m->ops->zero(m->loss, sizeof(double));
+    m->loss_batches = 0; /* the buffer is eval's now: a training sum not read is dropped */
+    STEP_CHECK(eval_unit(m, 0, w));
+    m->ops->embed_fwd(m->xs[0], tokens, w[0], N, c->dim);
+    STEP_CHECK(sharc_shard_reshard(m->group, 0));
+    for (int l = 0; l < L; l++) {
+        STEP_CHECK(eval_unit(m, 1 + l, w));
+        block_forward(m, w, m->xs[l], m->xs[l + 1], &m->acts[m->run.recompute ? 0 : l]);
+        STEP_CHECK(sharc_shard_reshard(m->group, 1 + l));
+    }
+    STEP_CHECK(eval_unit(m, head, w));
+    head_forward(m, w, targets, 0, 0.0f);
+    STEP_CHECK(sharc_shard_reshard(m->group, head));
+    if (logits != NULL) {
+        /* f32 on the host whatever the act dtype: cast in the ops' memory, then copied */
+        size_t n = (size_t)N * c->vocab;
+        float *f = m->ops->alloc(n * sizeof(float));
+        if (f == NULL) {
+            return SHARC_ERR_NOMEM;
+        }
+        m->ops->cast(f, SHARC_DTYPE_F32, m->logits, m->ops->act_dtype, n);
+        status = m->ops->to_host(logits, f, n * sizeof(float));
+        m->ops->free(f);
+        if (status != SHARC_OK) {
+            return status;
+        }
+    }
+    STEP_CHECK(m->ops->to_host(&loss, m->loss, sizeof(loss)));
+    *loss_p = (float)(loss / N);
+    return SHARC_OK;
+}
