@@ -96,7 +96,7 @@ enum {
 #define SHARC_IB_WR_PEER(_id) ((int)(((_id) >> 32) & 0x1fffffff))
 #define SHARC_IB_WR_SLOT(_id) ((uint32_t)(_id))
 
-/* A registration (ib_reg.c): of a sharc_mem buffer, cached; or of its own. */
+/* A registration (ib_mem.c): of a sharc_mem buffer, cached; or of its own. */
 typedef struct sharc_ib_reg {
     struct ibv_mr *mr;
     char *base;
@@ -215,7 +215,7 @@ struct sharc_tp_comm {
     double now; /* monotonic seconds at the start of the current progress call */
 };
 
-/* The ops (ib_ep.c, ib_recv.c, ib_progress.c, ib_reg.c). */
+/* The ops (ib_ep.c, ib_recv.c, ib_progress.c, ib_mem.c). */
 SHARC_HIDDEN sharc_tp_send_fn_t sharc_tp_ib_send;
 SHARC_HIDDEN sharc_tp_recv_fn_t sharc_tp_ib_recv;
 SHARC_HIDDEN sharc_tp_progress_fn_t sharc_tp_ib_progress;
@@ -344,7 +344,7 @@ SHARC_HIDDEN void sharc_tp_ib_read_done(sharc_tp_comm_t *tp, int peer, uint32_t 
 /* ib_zcopy.c: the zero-copy sends to @p peer whose finish word it wrote complete. */
 SHARC_HIDDEN void sharc_tp_ib_fins(sharc_tp_comm_t *tp, int peer);
 
-/* ib_reg.c: the registration cache over @p mem (the context's sharc_mem buffers, whose frees
+/* ib_mem.c: the registration cache over @p mem (the context's sharc_mem buffers, whose frees
  * it watches), keeping up to @p limit bytes registered. */
 SHARC_HIDDEN sharc_status_t sharc_ib_rcache_init(sharc_ib_rcache_t *rc, struct ibv_pd *pd,
                                                  sharc_mem_table_t *mem, size_t limit);
