@@ -40,6 +40,19 @@ enum {
 };
 
 /*
+ * A request's space for its backend while it is in flight: five words, aligned for the
+ * pointers, 64-bit integers and doubles a backend keeps there. Each backend views it as a
+ * struct of its own (backend.h: SHARC_TP_REQ_PRIV_FITS, sharc_tp_req_priv); nothing else
+ * reads it.
+ */
+typedef union {
+    unsigned char bytes[5 * sizeof(uint64_t)];
+    uint64_t align_u64; /* (the members below only align it) */
+    void *align_ptr;
+    double align_dbl;
+} sharc_tp_req_priv_t;
+
+/*
  * A request: embedded in the caller's task, never allocated by the backend. The backend sets
  * status to SHARC_INPROGRESS when it accepts the operation and to the final status when it
  * completes (from inside a post, a progress call, or the backend's own thread: read it with
@@ -57,11 +70,8 @@ typedef struct sharc_tp_req {
     /* a collective backend on CUDA streams: an event recorded after the operation on the
      * device, set when it is posted (a stream may wait for it before it completes) */
     void *event;
-    union {
-        void *ptr;
-        uint64_t u64;
-    } tp_priv[5];              /* for the backend while the request is in flight */
-    struct sharc_tp_req *next; /* for the backend's queues */
+    sharc_tp_req_priv_t tp_priv; /* for the backend while the request is in flight */
+    struct sharc_tp_req *next;   /* for the backend's queues */
 } sharc_tp_req_t;
 
 static inline sharc_status_t sharc_tp_req_status(const sharc_tp_req_t *req)
@@ -100,6 +110,31 @@ typedef struct {
     void *stream; /* CUDA stream of the caller, or NULL */
 } sharc_tp_coll_args_t;
 
+/*
+ * The types of the members below that a backend implements in one file and lists in its
+ * table in another: function types, not pointers, so that its header declares them as
+ * `SHARC_HIDDEN sharc_tp_send_fn_t sharc_tp_<backend>_send;`. What each does: at its member.
+ */
+typedef void sharc_tp_abort_fn_t(sharc_tp_comm_t *tp);
+typedef sharc_status_t sharc_tp_mem_reg_fn_t(sharc_tp_comm_t *tp, void *addr, size_t bytes,
+                                             sharc_memtype_t memtype, sharc_tp_mem_t **mem_p);
+typedef void sharc_tp_mem_dereg_fn_t(sharc_tp_comm_t *tp, sharc_tp_mem_t *mem);
+typedef sharc_status_t sharc_tp_mem_alloc_fn_t(sharc_tp_comm_t *tp, size_t bytes,
+                                               sharc_memtype_t memtype, void **ptr_p);
+typedef void sharc_tp_mem_free_fn_t(sharc_tp_comm_t *tp, void *ptr);
+typedef sharc_status_t sharc_tp_send_fn_t(sharc_tp_comm_t *tp, int peer, uint64_t tag,
+                                          const void *buf, size_t bytes, sharc_tp_mem_t *mem,
+                                          sharc_tp_req_t *req);
+typedef sharc_status_t sharc_tp_recv_fn_t(sharc_tp_comm_t *tp, int peer, uint64_t tag, void *buf,
+                                          size_t bytes, sharc_tp_mem_t *mem, sharc_tp_req_t *req);
+typedef sharc_status_t sharc_tp_recv_reduce_fn_t(sharc_tp_comm_t *tp, int peer, uint64_t tag,
+                                                 void *dst, const void *src, size_t count,
+                                                 sharc_dtype_t dtype, sharc_op_t op,
+                                                 sharc_tp_req_t *req);
+typedef sharc_status_t sharc_tp_coll_fn_t(sharc_tp_comm_t *tp, const sharc_tp_coll_args_t *args,
+                                          sharc_tp_req_t *req);
+typedef int sharc_tp_progress_fn_t(sharc_tp_comm_t *tp);
+
 typedef struct sharc_tp_ops {
     unsigned version; /* SHARC_TP_OPS_VERSION the backend was written against */
     const char *name; /* as in SHARC_TRANSPORT */
@@ -133,24 +168,22 @@ typedef struct sharc_tp_ops {
      * Optional. Give up: fail every operation in flight at once (ncclCommAbort), after a
      * timeout or a peer's failure. Requests still complete (with an error); then destroy.
      */
-    void (*abort)(sharc_tp_comm_t *tp);
+    sharc_tp_abort_fn_t *abort;
 
     /**
      * Optional (NULL: the backend needs no registration). Register @p bytes at @p addr for
      * use in send/recv/coll; the handle stays valid until mem_dereg.
      */
-    sharc_status_t (*mem_reg)(sharc_tp_comm_t *tp, void *addr, size_t bytes,
-                              sharc_memtype_t memtype, sharc_tp_mem_t **mem_p);
-    void (*mem_dereg)(sharc_tp_comm_t *tp, sharc_tp_mem_t *mem);
+    sharc_tp_mem_reg_fn_t *mem_reg;
+    sharc_tp_mem_dereg_fn_t *mem_dereg;
 
     /**
      * Optional. Memory of @p memtype the backend moves fastest (ncclMemAlloc: registrable
      * for zero-copy collectives), and its release. SHARC_ERR_UNSUPPORTED: use another
      * allocator.
      */
-    sharc_status_t (*mem_alloc)(sharc_tp_comm_t *tp, size_t bytes, sharc_memtype_t memtype,
-                                void **ptr_p);
-    void (*mem_free)(sharc_tp_comm_t *tp, void *ptr);
+    sharc_tp_mem_alloc_fn_t *mem_alloc;
+    sharc_tp_mem_free_fn_t *mem_free;
 
     /**
      * Point-to-point (NULL for collective backends). Messages between two ranks with the
@@ -160,10 +193,8 @@ typedef struct sharc_tp_ops {
      * when it was queued, or an error when it could not be posted (req untouched).
      * @p mem may be NULL.
      */
-    sharc_status_t (*send)(sharc_tp_comm_t *tp, int peer, uint64_t tag, const void *buf,
-                           size_t bytes, sharc_tp_mem_t *mem, sharc_tp_req_t *req);
-    sharc_status_t (*recv)(sharc_tp_comm_t *tp, int peer, uint64_t tag, void *buf, size_t bytes,
-                           sharc_tp_mem_t *mem, sharc_tp_req_t *req);
+    sharc_tp_send_fn_t *send;
+    sharc_tp_recv_fn_t *recv;
 
     /**
      * Optional (NULL: the caller receives into scratch and reduces). A receive that combines
@@ -174,23 +205,20 @@ typedef struct sharc_tp_ops {
      * recv; SHARC_ERR_UNSUPPORTED (req untouched) where it cannot, for this peer: the
      * caller falls back. A message of another size completes it with SHARC_ERR_INVALID.
      */
-    sharc_status_t (*recv_reduce)(sharc_tp_comm_t *tp, int peer, uint64_t tag, void *dst,
-                                  const void *src, size_t count, sharc_dtype_t dtype, sharc_op_t op,
-                                  sharc_tp_req_t *req);
+    sharc_tp_recv_reduce_fn_t *recv_reduce;
 
     /**
      * Whole collective (NULL for point-to-point transports). Nonblocking, as send. On CUDA
      * streams: queued after the work on args->stream, and req->event set.
      */
-    sharc_status_t (*coll)(sharc_tp_comm_t *tp, const sharc_tp_coll_args_t *args,
-                           sharc_tp_req_t *req);
+    sharc_tp_coll_fn_t *coll;
 
     /**
      * Optional (NULL: everything completes inside the posts). Advance outstanding
      * operations without blocking: >0 if something completed, 0 if not, or a negative
      * sharc_status_t when the transport failed.
      */
-    int (*progress)(sharc_tp_comm_t *tp);
+    sharc_tp_progress_fn_t *progress;
 } sharc_tp_ops_t;
 
 /**

@@ -43,10 +43,14 @@
 #include <infiniband/verbs.h>
 #include <pthread.h>
 
-#include "../transport.h"
+#include "../backend.h"
 
 #define SHARC_IB_SLOTS      32         /* slots in a ring: chunks in flight per peer */
 #define SHARC_IB_SLOT_BYTES (64 << 10) /* header + chunk */
+
+/* RC: 7 retries of SHARC_IB_TIMEOUT each (4.096 us * 2^timeout) */
+#define SHARC_IB_RETRY     7
+#define SHARC_IB_RNR_RETRY 7
 
 /* At the start of every slot. */
 typedef struct {
@@ -71,7 +75,28 @@ typedef struct {
 #define SHARC_IB_READ_CHUNK (1 << 20) /* bytes per read */
 #define SHARC_IB_FIN_ERR    (1ull << 63)
 
-/* A registration (ib_reg.c): of a sharc_mem buffer, cached; or of its own. */
+/* work requests on a send queue at most: data and credit writes, finish writes, reads, a probe */
+#define SHARC_IB_SEND_WR (2 * SHARC_IB_SLOTS + 2 * SHARC_IB_ZC + SHARC_IB_READS + 8)
+#define SHARC_IB_RECV_WR (SHARC_IB_SLOTS + 4)
+
+/* wr_id: what completed (kind), for which peer, which slot (zero-copy: which message) */
+enum {
+    SHARC_IB_WR_PROBE = 0,
+    SHARC_IB_WR_DATA = 1,
+    SHARC_IB_WR_CREDIT = 2,
+    SHARC_IB_WR_RECV = 3,
+    SHARC_IB_WR_READ = 4,
+    SHARC_IB_WR_FIN = 5,
+};
+
+#define SHARC_IB_WR(_kind, _peer, _slot)                                                           \
+    (((uint64_t)(_kind) << 61) | (((uint64_t)(uint32_t)(_peer)&0x1fffffff) << 32) |                \
+     (uint32_t)(_slot))
+#define SHARC_IB_WR_KIND(_id) ((int)((_id) >> 61))
+#define SHARC_IB_WR_PEER(_id) ((int)(((_id) >> 32) & 0x1fffffff))
+#define SHARC_IB_WR_SLOT(_id) ((uint32_t)(_id))
+
+/* A registration (ib_mem.c): of a sharc_mem buffer, cached; or of its own. */
 typedef struct sharc_ib_reg {
     struct ibv_mr *mr;
     char *base;
@@ -137,10 +162,10 @@ typedef struct {
     char *ring;
     struct ibv_mr *ring_mr;
     uint64_t consumed, reported;
-    int credit_writes;                         /* credit writes in flight */
-    sharc_ib_msg_t *cur;                       /* the message whose chunks are arriving */
-    sharc_ib_msg_t *unexp_head, *unexp_tail;   /* unexpected, in arrival order */
-    sharc_tp_req_t *posted_head, *posted_tail; /* receives not matched yet, in order */
+    int credit_writes;                       /* credit writes in flight */
+    sharc_ib_msg_t *cur;                     /* the message whose chunks are arriving */
+    sharc_ib_msg_t *unexp_head, *unexp_tail; /* unexpected, in arrival order */
+    sharc_tp_queue_t posted;                 /* receives not matched yet, in order */
     /* sending: bounce slots, the peer's ring, credits */
     char *bounce;
     struct ibv_mr *bounce_mr;
@@ -150,7 +175,7 @@ typedef struct {
     uint64_t sent;                           /* slots written */
     uint64_t remote_ring, remote_credit;
     uint32_t remote_ring_rkey, remote_credit_rkey;
-    sharc_tp_req_t *sendq_head, *sendq_tail; /* sends not fully posted, in order */
+    sharc_tp_queue_t sendq; /* sends not fully posted, in order */
     /* zero-copy sends the peer reads (by seq % SHARC_IB_ZC) and their registrations; the
      * peer's finish words for me */
     sharc_tp_req_t *zc_send[SHARC_IB_ZC];
@@ -166,9 +191,7 @@ typedef struct {
 } sharc_ib_peer_t;
 
 struct sharc_tp_comm {
-    pthread_mutex_t lock; /* recursive: completions post */
-    int rank, size;
-    sharc_boot_t *boot; /* the communicator's: a peer lost is reported through it */
+    sharc_tp_base_t base; /* lock, boot (a peer lost is reported through it), rank, size */
     struct ibv_context *ctx;
     struct ibv_pd *pd;
     struct ibv_cq *cq;
@@ -192,30 +215,136 @@ struct sharc_tp_comm {
     double now; /* monotonic seconds at the start of the current progress call */
 };
 
+/* The ops (ib_ep.c, ib_recv.c, ib_progress.c, ib_mem.c). */
+SHARC_HIDDEN sharc_tp_send_fn_t sharc_tp_ib_send;
+SHARC_HIDDEN sharc_tp_recv_fn_t sharc_tp_ib_recv;
+SHARC_HIDDEN sharc_tp_progress_fn_t sharc_tp_ib_progress;
+SHARC_HIDDEN sharc_tp_mem_reg_fn_t sharc_tp_ib_mem_reg;
+SHARC_HIDDEN sharc_tp_mem_dereg_fn_t sharc_tp_ib_mem_dereg;
+
+/* What a request remembers while in flight (its backend space). */
+typedef struct {
+    void *buf;
+    sharc_tp_mem_t *mem; /* mem_reg's handle it was posted with, or NULL */
+    uint64_t tag;
+    uint64_t posted;   /* send: bytes of it posted */
+    uint64_t capacity; /* receive: bytes its buffer holds */
+} sharc_tp_ib_req_t;
+
+SHARC_TP_REQ_PRIV_FITS(sharc_tp_ib_req_t);
+
+static inline sharc_tp_ib_req_t *sharc_tp_ib_req(sharc_tp_req_t *req)
+{
+    return sharc_tp_req_priv(req);
+}
+
+/* A request on CUDA memory (a handle from mem_reg): only zero-copy reaches it. */
+static inline int sharc_tp_ib_on_device(sharc_tp_req_t *req)
+{
+    const sharc_tp_mem_t *mem = sharc_tp_ib_req(req)->mem;
+
+    return mem != NULL && mem->memtype != SHARC_MEMTYPE_HOST;
+}
+
+/* Complete @p req unless it has completed already. */
+static inline void sharc_tp_ib_complete(sharc_tp_req_t *req, sharc_status_t status)
+{
+    if (sharc_tp_req_status(req) == SHARC_INPROGRESS) {
+        sharc_tp_req_complete(req, status);
+    }
+}
+
+/* A receive posted for @p tag (sharc_tp_queue_take on a peer's posted receives)? */
+static inline int sharc_tp_ib_has_tag(sharc_tp_req_t *req, uint64_t tag)
+{
+    return sharc_tp_ib_req(req)->tag == tag;
+}
+
+/* Between the files of this backend; tp->base.lock held unless said otherwise. */
+
 /*
- * Which of @p n active (device, port) candidates a rank takes when SHARC_IB_HCA names none:
- * those on the rank's NUMA node (@p numa[i] of each, -1 unknown; @p my_numa -1 unknown) if
- * any, else all; among them the (local_rank % count)-th, so that the ranks of a node spread
- * over its NICs (rails). Returns an index into the candidates.
+ * ib_dev.c: which of @p n active (device, port) candidates a rank takes when SHARC_IB_HCA
+ * names none: those on the rank's NUMA node (@p numa[i] of each, -1 unknown; @p my_numa -1
+ * unknown) if any, else all; among them the (local_rank % count)-th, so that the ranks of a
+ * node spread over its NICs (rails). Returns an index into the candidates.
  */
 SHARC_HIDDEN int sharc_tp_ib_choose(const int *numa, int n, int my_numa, int local_rank);
-/* Among @p n candidates, the nearest (smallest @p key) spread by local rank: the
+/* ib_dev.c: among @p n candidates, the nearest (smallest @p key) spread by local rank: the
  * (local_rank % count)-th of those with the smallest key. */
 SHARC_HIDDEN int sharc_tp_ib_choose_nearest(const int *key, int n, int local_rank);
+/* ib_dev.c: the device and port, its protection domain, completion queue, the registered
+ * credit and finish words (allocated already), the registration cache and the port's GID.
+ * Not locked (the transport is being created). */
+SHARC_HIDDEN sharc_status_t sharc_tp_ib_device_setup(sharc_tp_comm_t *tp,
+                                                     const sharc_tp_comm_params_t *params,
+                                                     struct ibv_port_attr *pa, union ibv_gid *gid);
 
-SHARC_HIDDEN sharc_status_t sharc_tp_ib_send(sharc_tp_comm_t *tp, int peer, uint64_t tag,
-                                             const void *buf, size_t bytes, sharc_tp_mem_t *mem,
-                                             sharc_tp_req_t *req);
-SHARC_HIDDEN sharc_status_t sharc_tp_ib_recv(sharc_tp_comm_t *tp, int peer, uint64_t tag, void *buf,
-                                             size_t bytes, sharc_tp_mem_t *mem,
-                                             sharc_tp_req_t *req);
-SHARC_HIDDEN int sharc_tp_ib_progress(sharc_tp_comm_t *tp);
-/* Fail every request on @p peer with SHARC_ERR_REMOTE (under tp->lock). */
-SHARC_HIDDEN void sharc_tp_ib_fail_peer(sharc_tp_comm_t *tp, int peer);
-/* Post the receive work requests that RDMA writes with immediate consume. */
+/* ib_init.c: @p bytes zeroed, page-aligned (for registration); NULL when out of memory. */
+SHARC_HIDDEN void *sharc_tp_ib_alloc(size_t bytes);
+
+/*
+ * ib_conn.c: a QP, ring and bounce slots per peer, their addresses exchanged through the
+ * bootstrap and every QP brought up; collective, so every rank calls it even after a failed
+ * step (@p status not SHARC_OK: it then sends an all-zero address and the failure is agreed
+ * on). Not locked (the transport is being created).
+ */
+SHARC_HIDDEN sharc_status_t sharc_tp_ib_connect(sharc_tp_comm_t *tp,
+                                                const sharc_tp_comm_params_t *params,
+                                                sharc_status_t status,
+                                                const struct ibv_port_attr *pa,
+                                                const union ibv_gid *gid);
+/* ib_conn.c: post the receive work requests that RDMA writes with immediate consume. */
 SHARC_HIDDEN int sharc_tp_ib_post_recvs(sharc_tp_comm_t *tp, int peer, int n);
 
-/* ib_reg.c: the registration cache over @p mem (the context's sharc_mem buffers, whose frees
+/* One signaled RDMA operation on a peer's QP (sharc_tp_ib_post_rdma). */
+typedef struct {
+    uint64_t wr_id;            /* SHARC_IB_WR(kind, peer, slot) */
+    enum ibv_wr_opcode opcode; /* IBV_WR_RDMA_WRITE, IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WR_RDMA_READ */
+    const void *local;         /* the registered local side: @p bytes in @p lkey */
+    uint32_t bytes, lkey;
+    uint64_t remote; /* the peer's side, in @p rkey */
+    uint32_t rkey;
+    uint32_t imm; /* with immediate: its value, in network order */
+} sharc_ib_rdma_t;
+
+/* ib_ep.c: post @p op on @p peer's QP: 0, or -1 when verbs refused it (logged with @p what,
+ * and the peer failed). */
+SHARC_HIDDEN int sharc_tp_ib_post_rdma(sharc_tp_comm_t *tp, int peer, const sharc_ib_rdma_t *op,
+                                       const char *what);
+/* ib_ep.c: fail every request on @p peer with SHARC_ERR_REMOTE. */
+SHARC_HIDDEN void sharc_tp_ib_fail_peer(sharc_tp_comm_t *tp, int peer);
+/* ib_ep.c: a verbs call on @p peer's QP failed (@p err): logged once, and the peer fails. */
+SHARC_HIDDEN void sharc_tp_ib_verbs_error(sharc_tp_comm_t *tp, int peer, const char *what, int err);
+/* ib_ep.c: what a send and a receive do first: check the peer and the tag (@p state's), then
+ * (with tp->base.lock taken, and kept on success) that the connection to the peer has not
+ * failed; then @p req is in progress, with @p state (and 0 bytes). */
+SHARC_HIDDEN sharc_status_t sharc_tp_ib_begin(sharc_tp_comm_t *tp, int peer, const char *what,
+                                              sharc_tp_req_t *req, const sharc_tp_ib_req_t *state);
+/* ib_ep.c: post the chunks of queued sends to @p peer while slots and credits last. */
+SHARC_HIDDEN void sharc_tp_ib_push(sharc_tp_comm_t *tp, int peer);
+
+/* ib_recv.c: one chunk of a message from @p peer (from its ring slot, or a whole message to
+ * self); -1 when it breaks the protocol or memory ran out (the caller fails the peer). */
+SHARC_HIDDEN int sharc_tp_ib_deliver(sharc_tp_comm_t *tp, int peer, const sharc_ib_hdr_t *h,
+                                     const void *data);
+/* ib_recv.c: the receive's buffer is too short for the message: it fails, and says so. */
+SHARC_HIDDEN void sharc_tp_ib_truncated(sharc_tp_comm_t *tp, int peer, sharc_tp_req_t *req,
+                                        size_t total);
+
+/* ib_zcopy.c: a zero-copy message matched its receive: read it (or fail the receive). */
+SHARC_HIDDEN void sharc_tp_ib_zc_start(sharc_tp_comm_t *tp, int peer, sharc_ib_msg_t *m);
+/* ib_zcopy.c: should @p req go zero-copy? 1: it took a zero-copy slot and *rts is filled;
+ * 0: it goes by copy; -1: it waits (device memory, no slot free). */
+SHARC_HIDDEN int sharc_tp_ib_zc_claim(sharc_tp_comm_t *tp, int peer, sharc_tp_req_t *req,
+                                      sharc_ib_rts_t *rts);
+/* ib_zcopy.c: post RDMA reads of the messages being read from @p peer, as many as it answers. */
+SHARC_HIDDEN void sharc_tp_ib_reads(sharc_tp_comm_t *tp, int peer);
+/* ib_zcopy.c: read @p i of @p peer completed: its message, once all read, too. */
+SHARC_HIDDEN void sharc_tp_ib_read_done(sharc_tp_comm_t *tp, int peer, uint32_t i);
+/* ib_zcopy.c: the zero-copy sends to @p peer whose finish word it wrote complete. */
+SHARC_HIDDEN void sharc_tp_ib_fins(sharc_tp_comm_t *tp, int peer);
+
+/* ib_mem.c: the registration cache over @p mem (the context's sharc_mem buffers, whose frees
  * it watches), keeping up to @p limit bytes registered. */
 SHARC_HIDDEN sharc_status_t sharc_ib_rcache_init(sharc_ib_rcache_t *rc, struct ibv_pd *pd,
                                                  sharc_mem_table_t *mem, size_t limit);
@@ -232,8 +361,5 @@ SHARC_HIDDEN int sharc_ib_reg_covers(const sharc_ib_reg_t *reg, const void *addr
 /* As sharc_ib_reg_get, but @p mem's registration when it covers the range. */
 SHARC_HIDDEN sharc_ib_reg_t *sharc_ib_reg_for(sharc_tp_comm_t *tp, sharc_tp_mem_t *mem, void *addr,
                                               size_t bytes, int temp_ok);
-SHARC_HIDDEN sharc_status_t sharc_tp_ib_mem_reg(sharc_tp_comm_t *tp, void *addr, size_t bytes,
-                                                sharc_memtype_t memtype, sharc_tp_mem_t **mem_p);
-SHARC_HIDDEN void sharc_tp_ib_mem_dereg(sharc_tp_comm_t *tp, sharc_tp_mem_t *mem);
 
 #endif

@@ -15,15 +15,15 @@
 #include <nccl.h>
 #pragma GCC diagnostic pop
 
-#include "../transport.h"
+#include "../backend.h"
 
 struct sharc_tp_comm {
     ncclComm_t nccl;
     int rank, size, device, version; /* version: ncclGetVersion's code */
     const sharc_cfg_t *cfg;
-    cudaStream_t stream;         /* the communication stream, owned */
-    sharc_tp_req_t *head, *tail; /* in flight, in posting order */
-    cudaEvent_t *events;         /* free completion events */
+    cudaStream_t stream;       /* the communication stream, owned */
+    sharc_tp_queue_t inflight; /* in posting order */
+    cudaEvent_t *events;       /* free completion events */
     int nevents, cap;
     sharc_status_t failed; /* SHARC_OK, or why the communicator stopped (aborted) */
 };
@@ -44,17 +44,13 @@ SHARC_HIDDEN sharc_status_t sharc_tp_nccl_status(sharc_tp_comm_t *tp, ncclResult
 SHARC_HIDDEN sharc_status_t sharc_tp_nccl_settle(sharc_tp_comm_t *tp, ncclResult_t res,
                                                  double timeout, const char *what);
 
-SHARC_HIDDEN sharc_status_t sharc_tp_nccl_coll(sharc_tp_comm_t *tp,
-                                               const sharc_tp_coll_args_t *args,
-                                               sharc_tp_req_t *req);
-SHARC_HIDDEN int sharc_tp_nccl_progress(sharc_tp_comm_t *tp);
-SHARC_HIDDEN void sharc_tp_nccl_abort(sharc_tp_comm_t *tp);
+SHARC_HIDDEN sharc_tp_coll_fn_t sharc_tp_nccl_coll;
+SHARC_HIDDEN sharc_tp_progress_fn_t sharc_tp_nccl_progress;
+SHARC_HIDDEN sharc_tp_abort_fn_t sharc_tp_nccl_abort;
 
-SHARC_HIDDEN sharc_status_t sharc_tp_nccl_mem_reg(sharc_tp_comm_t *tp, void *addr, size_t bytes,
-                                                  sharc_memtype_t memtype, sharc_tp_mem_t **mem_p);
-SHARC_HIDDEN void sharc_tp_nccl_mem_dereg(sharc_tp_comm_t *tp, sharc_tp_mem_t *mem);
-SHARC_HIDDEN sharc_status_t sharc_tp_nccl_mem_alloc(sharc_tp_comm_t *tp, size_t bytes,
-                                                    sharc_memtype_t memtype, void **ptr_p);
-SHARC_HIDDEN void sharc_tp_nccl_mem_free(sharc_tp_comm_t *tp, void *ptr);
+SHARC_HIDDEN sharc_tp_mem_reg_fn_t sharc_tp_nccl_mem_reg;
+SHARC_HIDDEN sharc_tp_mem_dereg_fn_t sharc_tp_nccl_mem_dereg;
+SHARC_HIDDEN sharc_tp_mem_alloc_fn_t sharc_tp_nccl_mem_alloc;
+SHARC_HIDDEN sharc_tp_mem_free_fn_t sharc_tp_nccl_mem_free;
 
 #endif

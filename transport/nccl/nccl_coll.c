@@ -139,26 +139,15 @@ sharc_status_t sharc_tp_nccl_coll(sharc_tp_comm_t *tp, const sharc_tp_coll_args_
     }
     req->status = SHARC_INPROGRESS;
     req->event = done;
-    req->next = NULL;
-    if (tp->tail != NULL) {
-        tp->tail->next = req;
-    } else {
-        tp->head = req;
-    }
-    tp->tail = req;
+    sharc_tp_queue_push(&tp->inflight, req);
     return SHARC_INPROGRESS;
 }
 
 /* Complete the request at the head of the queue with @p status. */
 static void sharc_tp_nccl_retire(sharc_tp_comm_t *tp, sharc_status_t status)
 {
-    sharc_tp_req_t *req = tp->head;
+    sharc_tp_req_t *req = sharc_tp_queue_pop(&tp->inflight);
 
-    tp->head = req->next;
-    if (tp->head == NULL) {
-        tp->tail = NULL;
-    }
-    req->next = NULL;
     sharc_tp_nccl_event_put(tp, (cudaEvent_t)req->event);
     req->event = NULL;
     sharc_tp_req_complete(req, status);
@@ -178,7 +167,7 @@ int sharc_tp_nccl_progress(sharc_tp_comm_t *tp)
         ncclCommAbort(tp->nccl);
         tp->nccl = NULL;
     }
-    while (tp->head != NULL) {
+    while (tp->inflight.head != NULL) {
         cudaError_t err;
 
         if (tp->failed != SHARC_OK) {
@@ -186,7 +175,7 @@ int sharc_tp_nccl_progress(sharc_tp_comm_t *tp)
             n++;
             continue;
         }
-        err = cudaEventQuery((cudaEvent_t)tp->head->event);
+        err = cudaEventQuery((cudaEvent_t)tp->inflight.head->event);
         if (err == cudaErrorNotReady) {
             break;
         }

@@ -9,23 +9,28 @@
 
 #include <pthread.h>
 
-#include "../transport.h"
-
-/* Unmatched operations, in posting order. */
-typedef struct {
-    sharc_tp_req_t *head, *tail;
-} sharc_tp_self_queue_t;
+#include "../backend.h"
 
 struct sharc_tp_comm {
-    pthread_mutex_t lock; /* posts may come from the caller and a progress thread */
-    sharc_tp_self_queue_t sends, recvs;
+    pthread_mutex_t lock;          /* posts may come from the caller and a progress thread */
+    sharc_tp_queue_t sends, recvs; /* unmatched operations, in posting order */
 };
 
-SHARC_HIDDEN sharc_status_t sharc_tp_self_send(sharc_tp_comm_t *tp, int peer, uint64_t tag,
-                                               const void *buf, size_t bytes, sharc_tp_mem_t *mem,
-                                               sharc_tp_req_t *req);
-SHARC_HIDDEN sharc_status_t sharc_tp_self_recv(sharc_tp_comm_t *tp, int peer, uint64_t tag,
-                                               void *buf, size_t bytes, sharc_tp_mem_t *mem,
-                                               sharc_tp_req_t *req);
+/* What a queued request remembers (in its backend space). */
+typedef struct {
+    void *buf;
+    size_t bytes;
+    uint64_t tag;
+} sharc_tp_self_req_t;
+
+SHARC_TP_REQ_PRIV_FITS(sharc_tp_self_req_t);
+
+static inline sharc_tp_self_req_t *sharc_tp_self_req(sharc_tp_req_t *req)
+{
+    return sharc_tp_req_priv(req);
+}
+
+SHARC_HIDDEN sharc_tp_send_fn_t sharc_tp_self_send;
+SHARC_HIDDEN sharc_tp_recv_fn_t sharc_tp_self_recv;
 
 #endif

@@ -12,111 +12,65 @@
 #include "../../src/base/log.h"
 #include "self.h"
 
-/* What a queued request remembers (in its tp_priv slots). */
-#define SHARC_SELF_BUF(_req)   ((_req)->tp_priv[0].ptr)
-#define SHARC_SELF_BYTES(_req) ((_req)->tp_priv[1].u64)
-#define SHARC_SELF_TAG(_req)   ((_req)->tp_priv[2].u64)
-
-static sharc_tp_req_t *sharc_self_take(sharc_tp_self_queue_t *q, uint64_t tag)
+static int sharc_self_has_tag(sharc_tp_req_t *req, uint64_t tag)
 {
-    for (sharc_tp_req_t **p = &q->head, *prev = NULL; *p != NULL; prev = *p, p = &(*p)->next) {
-        sharc_tp_req_t *req = *p;
-
-        if (SHARC_SELF_TAG(req) == tag) {
-            *p = req->next;
-            if (q->tail == req) {
-                q->tail = prev;
-            }
-            req->next = NULL;
-            return req;
-        }
-    }
-    return NULL;
-}
-
-static void sharc_self_push(sharc_tp_self_queue_t *q, sharc_tp_req_t *req)
-{
-    req->next = NULL;
-    if (q->tail != NULL) {
-        q->tail->next = req;
-    } else {
-        q->head = req;
-    }
-    q->tail = req;
+    return sharc_tp_self_req(req)->tag == tag;
 }
 
 /* Copy a matched pair and complete both requests. */
-static void sharc_self_deliver(sharc_tp_req_t *send, const void *sbuf, size_t sbytes,
-                               sharc_tp_req_t *recv, void *rbuf, size_t rbytes, uint64_t tag)
+static void sharc_self_deliver(sharc_tp_req_t *send, sharc_tp_req_t *recv, uint64_t tag)
 {
+    const sharc_tp_self_req_t *s = sharc_tp_self_req(send), *r = sharc_tp_self_req(recv);
     sharc_status_t rstatus = SHARC_OK;
 
-    if (sbytes > rbytes) {
+    if (s->bytes > r->bytes) {
         sharc_error("self transport: a %zu-byte message with tag %#llx does not fit the "
                     "%zu-byte receive buffer",
-                    sbytes, (unsigned long long)tag, rbytes);
+                    s->bytes, (unsigned long long)tag, r->bytes);
         rstatus = SHARC_ERR_INVALID;
-    } else if (sbytes > 0) {
-        memcpy(rbuf, sbuf, sbytes);
+    } else if (s->bytes > 0) {
+        memcpy(r->buf, s->buf, s->bytes);
     }
-    recv->bytes = (rstatus == SHARC_OK) ? sbytes : 0;
+    recv->bytes = (rstatus == SHARC_OK) ? s->bytes : 0;
     sharc_tp_req_complete(send, SHARC_OK);
     sharc_tp_req_complete(recv, rstatus);
 }
 
-static sharc_status_t sharc_self_check_peer(int peer)
+/*
+ * A send (@p is_send) or a receive: matched with the oldest unmatched operation of the other
+ * kind with its tag and delivered at once, or queued for it.
+ */
+static sharc_status_t sharc_self_post(sharc_tp_comm_t *tp, int peer, uint64_t tag, void *buf,
+                                      size_t bytes, sharc_tp_req_t *req, int is_send)
 {
+    sharc_tp_req_t *other;
+
     if (peer != 0) {
         sharc_error("self transport: peer %d does not exist in a communicator of one", peer);
         return SHARC_ERR_INVALID;
     }
+    req->status = SHARC_INPROGRESS;
+    *sharc_tp_self_req(req) = (sharc_tp_self_req_t){.buf = buf, .bytes = bytes, .tag = tag};
+    pthread_mutex_lock(&tp->lock);
+    other = sharc_tp_queue_take(is_send ? &tp->recvs : &tp->sends, sharc_self_has_tag, tag);
+    if (other == NULL) {
+        sharc_tp_queue_push(is_send ? &tp->sends : &tp->recvs, req);
+        pthread_mutex_unlock(&tp->lock);
+        return SHARC_INPROGRESS;
+    }
+    pthread_mutex_unlock(&tp->lock);
+    sharc_self_deliver(is_send ? req : other, is_send ? other : req, tag);
     return SHARC_OK;
 }
 
 sharc_status_t sharc_tp_self_send(sharc_tp_comm_t *tp, int peer, uint64_t tag, const void *buf,
                                   size_t bytes, sharc_tp_mem_t *mem, sharc_tp_req_t *req)
 {
-    sharc_tp_req_t *recv;
-
-    if (sharc_self_check_peer(peer) != SHARC_OK) {
-        return SHARC_ERR_INVALID;
-    }
-    req->status = SHARC_INPROGRESS;
-    pthread_mutex_lock(&tp->lock);
-    recv = sharc_self_take(&tp->recvs, tag);
-    if (recv == NULL) {
-        SHARC_SELF_BUF(req) = (void *)buf;
-        SHARC_SELF_BYTES(req) = bytes;
-        SHARC_SELF_TAG(req) = tag;
-        sharc_self_push(&tp->sends, req);
-        pthread_mutex_unlock(&tp->lock);
-        return SHARC_INPROGRESS;
-    }
-    pthread_mutex_unlock(&tp->lock);
-    sharc_self_deliver(req, buf, bytes, recv, SHARC_SELF_BUF(recv), SHARC_SELF_BYTES(recv), tag);
-    return SHARC_OK;
+    return sharc_self_post(tp, peer, tag, (void *)buf, bytes, req, 1);
 }
 
 sharc_status_t sharc_tp_self_recv(sharc_tp_comm_t *tp, int peer, uint64_t tag, void *buf,
                                   size_t bytes, sharc_tp_mem_t *mem, sharc_tp_req_t *req)
 {
-    sharc_tp_req_t *send;
-
-    if (sharc_self_check_peer(peer) != SHARC_OK) {
-        return SHARC_ERR_INVALID;
-    }
-    req->status = SHARC_INPROGRESS;
-    pthread_mutex_lock(&tp->lock);
-    send = sharc_self_take(&tp->sends, tag);
-    if (send == NULL) {
-        SHARC_SELF_BUF(req) = buf;
-        SHARC_SELF_BYTES(req) = bytes;
-        SHARC_SELF_TAG(req) = tag;
-        sharc_self_push(&tp->recvs, req);
-        pthread_mutex_unlock(&tp->lock);
-        return SHARC_INPROGRESS;
-    }
-    pthread_mutex_unlock(&tp->lock);
-    sharc_self_deliver(send, SHARC_SELF_BUF(send), SHARC_SELF_BYTES(send), req, buf, bytes, tag);
-    return SHARC_OK;
+    return sharc_self_post(tp, peer, tag, buf, bytes, req, 0);
 }

@@ -31,7 +31,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "../transport.h"
+#include "../backend.h"
 
 #define SHARC_SHM_SLOTS      64
 #define SHARC_SHM_SLOT_BYTES 8192
@@ -87,11 +87,6 @@ typedef struct {
     uint64_t freed_id[SHARC_SHM_FREED_IDS];
 } sharc_shm_seg_hdr_t;
 
-/* A queue of requests linked through their next member. */
-typedef struct {
-    sharc_tp_req_t *head, *tail;
-} sharc_shm_queue_t;
-
 /* A message that arrived before its receive was posted. */
 typedef struct sharc_shm_unexp {
     sharc_shm_hdr_t hdr; /* EAGER_MSG (payload follows) or RTS */
@@ -122,22 +117,20 @@ typedef struct {
     int no_map;           /* its buffers cannot be mapped here: do not try again */
     sharc_shm_map_t *map; /* its buffers mapped here: nmap of map_alloc entries */
     int nmap, map_alloc;
-    uint64_t freed_seen;     /* its seg header's freed count when last looked at */
-    sharc_shm_fifo_t *in;    /* the peer writes, this rank reads */
-    sharc_shm_fifo_t *out;   /* this rank writes, the peer reads */
-    sharc_shm_queue_t sendq; /* sends not yet in the FIFO (it was full), in posting order */
+    uint64_t freed_seen;    /* its seg header's freed count when last looked at */
+    sharc_shm_fifo_t *in;   /* the peer writes, this rank reads */
+    sharc_shm_fifo_t *out;  /* this rank writes, the peer reads */
+    sharc_tp_queue_t sendq; /* sends not yet in the FIFO (it was full), in posting order */
     sharc_shm_ctrl_t *ctrl_head, *ctrl_tail;
-    sharc_shm_queue_t wait_fin;  /* rendezvous sends waiting for FIN or CTS */
-    sharc_shm_queue_t streaming; /* rendezvous sends writing FRAGs */
-    sharc_shm_queue_t posted;    /* unmatched receives, in posting order */
-    sharc_shm_queue_t frag_recv; /* matched receives waiting for FRAGs */
+    sharc_tp_queue_t wait_fin;  /* rendezvous sends waiting for FIN or CTS */
+    sharc_tp_queue_t streaming; /* rendezvous sends writing FRAGs */
+    sharc_tp_queue_t posted;    /* unmatched receives, in posting order */
+    sharc_tp_queue_t frag_recv; /* matched receives waiting for FRAGs */
     sharc_shm_unexp_t *unexp_head, *unexp_tail;
 } sharc_shm_peer_t;
 
 struct sharc_tp_comm {
-    pthread_mutex_t lock; /* recursive: completion callbacks may post */
-    int rank, size;
-    sharc_boot_t *boot; /* the communicator's: a peer found dead is reported through it */
+    sharc_tp_base_t base; /* lock, boot (a peer found dead is reported through it), rank, size */
     int nlocal;
     int *local_of;           /* [size]: index into peers, or -1 for ranks on other nodes */
     sharc_shm_peer_t *peers; /* [nlocal] */
@@ -153,19 +146,80 @@ struct sharc_tp_comm {
     char *bounce;            /* recv_reduce over CMA: the sender's data, a chunk at a time */
 };
 
-SHARC_HIDDEN sharc_status_t sharc_tp_shm_send(sharc_tp_comm_t *tp, int peer, uint64_t tag,
-                                              const void *buf, size_t bytes, sharc_tp_mem_t *mem,
-                                              sharc_tp_req_t *req);
-SHARC_HIDDEN sharc_status_t sharc_tp_shm_recv(sharc_tp_comm_t *tp, int peer, uint64_t tag,
-                                              void *buf, size_t bytes, sharc_tp_mem_t *mem,
-                                              sharc_tp_req_t *req);
-SHARC_HIDDEN sharc_status_t sharc_tp_shm_recv_reduce(sharc_tp_comm_t *tp, int peer, uint64_t tag,
-                                                     void *dst, const void *src, size_t count,
-                                                     sharc_dtype_t dtype, sharc_op_t op,
-                                                     sharc_tp_req_t *req);
-SHARC_HIDDEN int sharc_tp_shm_progress(sharc_tp_comm_t *tp);
+/* The ops (shm_ep.c, shm_recv.c, shm_progress.c). */
+SHARC_HIDDEN sharc_tp_send_fn_t sharc_tp_shm_send;
+SHARC_HIDDEN sharc_tp_recv_fn_t sharc_tp_shm_recv;
+SHARC_HIDDEN sharc_tp_recv_reduce_fn_t sharc_tp_shm_recv_reduce;
+SHARC_HIDDEN sharc_tp_progress_fn_t sharc_tp_shm_progress;
 
-/* Free what the peer queues still hold (at destroy, after every request completed). */
-SHARC_HIDDEN void sharc_tp_shm_peer_cleanup(sharc_shm_peer_t *peer);
+/* What a request remembers while in flight (its backend space). */
+typedef struct {
+    void *buf;
+    uint64_t bytes;  /* send: size; receive: capacity, then the size of a streamed message */
+    uint64_t tag;    /* until matched */
+    uint64_t sent;   /* streaming send: bytes written as FRAGs */
+    uint64_t cookie; /* rendezvous: its cookie; streaming send: the receive's */
+} sharc_tp_shm_req_t;
+
+SHARC_TP_REQ_PRIV_FITS(sharc_tp_shm_req_t);
+
+static inline sharc_tp_shm_req_t *sharc_tp_shm_req(sharc_tp_req_t *req)
+{
+    return sharc_tp_req_priv(req);
+}
+
+/* Matching a queued request (sharc_tp_queue_take): a receive by tag, a rendezvous by cookie. */
+static inline int sharc_tp_shm_has_tag(sharc_tp_req_t *req, uint64_t tag)
+{
+    return sharc_tp_shm_req(req)->tag == tag;
+}
+
+static inline int sharc_tp_shm_has_cookie(sharc_tp_req_t *req, uint64_t cookie)
+{
+    return sharc_tp_shm_req(req)->cookie == cookie;
+}
+
+/*
+ * Between the files of this backend. Everything runs under tp->base.lock; a request is
+ * always unlinked from its queue before it completes, because its callback may post again.
+ */
+
+/* shm_ep.c: the peer a post names, or NULL with *status_p set (a bad rank or tag, a peer that
+ * exited); else @p req is made ready to post (buf, bytes, tag; in progress). */
+SHARC_HIDDEN sharc_shm_peer_t *sharc_tp_shm_prepare(sharc_tp_comm_t *tp, int peer, uint64_t tag,
+                                                    const void *buf, size_t bytes,
+                                                    sharc_tp_req_t *req, const char *what,
+                                                    sharc_status_t *status_p);
+
+/* What a post returns: SHARC_INPROGRESS, or SHARC_OK when the request completed inside it. */
+static inline sharc_status_t sharc_tp_shm_posted(const sharc_tp_req_t *req)
+{
+    return sharc_tp_req_status(req) == SHARC_INPROGRESS ? SHARC_INPROGRESS : SHARC_OK;
+}
+
+/* shm_ep.c: a control message (CTS, FIN) into the peer's FIFO, or queued until it has room. */
+SHARC_HIDDEN void sharc_tp_shm_ctrl(sharc_tp_comm_t *tp, sharc_shm_peer_t *p,
+                                    const sharc_shm_hdr_t *hdr);
+/* shm_ep.c: move what waits for room in the peer's FIFO into it; how many slots it wrote. */
+SHARC_HIDDEN int sharc_tp_shm_flush(sharc_tp_comm_t *tp, sharc_shm_peer_t *p);
+
+/* shm_recv.c: an EAGER_MSG or RTS from @p p: into the oldest receive posted for its tag, or
+ * kept until one is posted. */
+SHARC_HIDDEN void sharc_tp_shm_arrived(sharc_tp_comm_t *tp, sharc_shm_peer_t *p,
+                                       const sharc_shm_hdr_t *hdr, const void *payload);
+/* shm_recv.c: a FRAG of a streamed message, into its receive. */
+SHARC_HIDDEN void sharc_tp_shm_frag(sharc_tp_comm_t *tp, sharc_shm_peer_t *p,
+                                    const sharc_shm_hdr_t *hdr, const void *payload);
+
+/* shm_mem.c: the peer's sharc_mem_alloc buffer an RTS names, mapped here (cached), or NULL:
+ * copy with CMA. */
+SHARC_HIDDEN const unsigned char *sharc_tp_shm_region(sharc_tp_comm_t *tp, sharc_shm_peer_t *p,
+                                                      const sharc_shm_hdr_t *rts);
+/* shm_mem.c: copy @p bytes at the peer's @p addr into @p dst with process_vm_readv;
+ * SHARC_ERR_UNSUPPORTED when the kernel refuses before anything was read. */
+SHARC_HIDDEN sharc_status_t sharc_tp_shm_cma_read(sharc_tp_comm_t *tp, sharc_shm_peer_t *p,
+                                                  void *dst, uint64_t addr, size_t bytes);
+/* shm_mem.c: unmap every buffer of the peer mapped here. */
+SHARC_HIDDEN void sharc_tp_shm_unmap_all(sharc_shm_peer_t *p);
 
 #endif

@@ -61,7 +61,7 @@ static sharc_status_t sharc_shm_seg_create(sharc_tp_comm_t *tp, sharc_shm_card_t
 
     tp->seg_bytes = sharc_shm_seg_bytes(tp->nlocal);
     for (int attempt = 0; attempt < 8 && fd < 0; attempt++) {
-        snprintf(card->name, sizeof(card->name), "/sharc-%d-%d-%llx", (int)getpid(), tp->rank,
+        snprintf(card->name, sizeof(card->name), "/sharc-%d-%d-%llx", (int)getpid(), tp->base.rank,
                  (unsigned long long)(sharc_time_now() * 1e9) + (unsigned)attempt);
         fd = shm_open(card->name, O_CREAT | O_EXCL | O_RDWR, 0600);
         if (fd < 0 && errno != EEXIST) {
@@ -69,7 +69,7 @@ static sharc_status_t sharc_shm_seg_create(sharc_tp_comm_t *tp, sharc_shm_card_t
         }
     }
     if (fd < 0) {
-        sharc_info("shm: rank %d cannot create a shared-memory segment: %m", tp->rank);
+        sharc_info("shm: rank %d cannot create a shared-memory segment: %m", tp->base.rank);
         return SHARC_ERR_UNSUPPORTED;
     }
     err = posix_fallocate(fd, 0, (off_t)tp->seg_bytes);
@@ -79,7 +79,7 @@ static sharc_status_t sharc_shm_seg_create(sharc_tp_comm_t *tp, sharc_shm_card_t
     }
     close(fd);
     if (err != 0) {
-        sharc_info("shm: rank %d cannot size or map its %zu-byte segment %s: %s", tp->rank,
+        sharc_info("shm: rank %d cannot size or map its %zu-byte segment %s: %s", tp->base.rank,
                    tp->seg_bytes, card->name, strerror(err));
         tp->seg = NULL;
         shm_unlink(card->name);
@@ -99,11 +99,11 @@ static void *sharc_shm_seg_attach(const sharc_tp_comm_t *tp, const sharc_shm_car
 
     if (fd < 0) {
         sharc_info("shm: rank %d cannot open rank %d's segment %s: %m (not the same /dev/shm?)",
-                   tp->rank, peer, card->name);
+                   tp->base.rank, peer, card->name);
         return NULL;
     }
     if (fstat(fd, &st) != 0 || (size_t)st.st_size != tp->seg_bytes) {
-        sharc_info("shm: rank %d: rank %d's segment %s is not %zu bytes", tp->rank, peer,
+        sharc_info("shm: rank %d: rank %d's segment %s is not %zu bytes", tp->base.rank, peer,
                    card->name, tp->seg_bytes);
         close(fd);
         return NULL;
@@ -111,13 +111,13 @@ static void *sharc_shm_seg_attach(const sharc_tp_comm_t *tp, const sharc_shm_car
     map = mmap(NULL, tp->seg_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd);
     if (map == MAP_FAILED) {
-        sharc_info("shm: rank %d cannot map rank %d's segment: %m", tp->rank, peer);
+        sharc_info("shm: rank %d cannot map rank %d's segment: %m", tp->base.rank, peer);
         return NULL;
     }
     hdr = map;
     if (__atomic_load_n(&hdr->magic, __ATOMIC_ACQUIRE) != SHARC_SHM_MAGIC ||
         hdr->nfifos != (uint64_t)tp->nlocal) {
-        sharc_info("shm: rank %d: rank %d's segment has another layout", tp->rank, peer);
+        sharc_info("shm: rank %d: rank %d's segment has another layout", tp->base.rank, peer);
         munmap(map, tp->seg_bytes);
         return NULL;
     }
@@ -135,7 +135,7 @@ static int sharc_shm_cma_probe(const sharc_tp_comm_t *tp, const sharc_shm_card_t
     if (n != (ssize_t)sizeof(value) || value != (SHARC_SHM_PROBE ^ (uint64_t)card->pid)) {
         sharc_info("shm: rank %d cannot read rank %d's memory with process_vm_readv (%s): large "
                    "messages from it go through the FIFO",
-                   tp->rank, peer, n < 0 ? strerror(errno) : "wrong value");
+                   tp->base.rank, peer, n < 0 ? strerror(errno) : "wrong value");
         return 0;
     }
     return 1;
@@ -149,11 +149,34 @@ static void sharc_shm_freed(void *arg, const sharc_mem_region_t *region)
     sharc_shm_seg_hdr_t *hdr = tp->seg;
     uint64_t k;
 
-    pthread_mutex_lock(&tp->lock);
+    pthread_mutex_lock(&tp->base.lock);
     k = hdr->freed;
     __atomic_store_n(&hdr->freed_id[k % SHARC_SHM_FREED_IDS], region->id, __ATOMIC_RELAXED);
     __atomic_store_n(&hdr->freed, k + 1, __ATOMIC_RELEASE);
-    pthread_mutex_unlock(&tp->lock);
+    pthread_mutex_unlock(&tp->base.lock);
+}
+
+/* Free what the peer's queues still hold (at destroy, after every request completed). */
+static void sharc_shm_peer_cleanup(sharc_shm_peer_t *p)
+{
+    while (p->ctrl_head != NULL) {
+        sharc_shm_ctrl_t *c = p->ctrl_head;
+
+        p->ctrl_head = c->next;
+        free(c);
+    }
+    while (p->unexp_head != NULL) {
+        sharc_shm_unexp_t *u = p->unexp_head;
+
+        p->unexp_head = u->next;
+        free(u);
+    }
+    p->ctrl_tail = NULL;
+    p->unexp_tail = NULL;
+    sharc_tp_shm_unmap_all(p);
+    free(p->map);
+    p->map = NULL;
+    p->map_alloc = 0;
 }
 
 static void sharc_shm_comm_destroy(sharc_tp_comm_t *tp)
@@ -162,7 +185,7 @@ static void sharc_shm_comm_destroy(sharc_tp_comm_t *tp)
         sharc_mem_table_unwatch(tp->mem, sharc_shm_freed, tp);
     }
     for (int i = 0; tp->peers != NULL && i < tp->nlocal; i++) {
-        sharc_tp_shm_peer_cleanup(&tp->peers[i]);
+        sharc_shm_peer_cleanup(&tp->peers[i]);
     }
     for (int i = 0; tp->maps != NULL && i < tp->nlocal; i++) {
         if (tp->maps[i] != NULL && tp->maps[i] != tp->seg) {
@@ -172,7 +195,7 @@ static void sharc_shm_comm_destroy(sharc_tp_comm_t *tp)
     if (tp->seg != NULL) {
         munmap(tp->seg, tp->seg_bytes);
     }
-    pthread_mutex_destroy(&tp->lock);
+    sharc_tp_base_fini(&tp->base);
     free(tp->maps);
     free(tp->peers);
     free(tp->local_of);
@@ -183,12 +206,12 @@ static void sharc_shm_comm_destroy(sharc_tp_comm_t *tp)
 /* Number the ranks of this node in rank order. */
 static sharc_status_t sharc_shm_local_ranks(sharc_tp_comm_t *tp, const int *node_of)
 {
-    tp->local_of = malloc((size_t)tp->size * sizeof(*tp->local_of));
+    tp->local_of = malloc((size_t)tp->base.size * sizeof(*tp->local_of));
     if (tp->local_of == NULL) {
         return SHARC_ERR_NOMEM;
     }
-    for (int r = 0; r < tp->size; r++) {
-        tp->local_of[r] = (node_of[r] == node_of[tp->rank]) ? tp->nlocal++ : -1;
+    for (int r = 0; r < tp->base.size; r++) {
+        tp->local_of[r] = (node_of[r] == node_of[tp->base.rank]) ? tp->nlocal++ : -1;
     }
     tp->peers = calloc((size_t)tp->nlocal, sizeof(*tp->peers));
     tp->maps = calloc((size_t)tp->nlocal, sizeof(*tp->maps));
@@ -199,10 +222,10 @@ static sharc_status_t sharc_shm_local_ranks(sharc_tp_comm_t *tp, const int *node
 /* Map the node's segments and wire each peer's FIFOs; 0 if one could not be mapped. */
 static int sharc_shm_connect(sharc_tp_comm_t *tp, const sharc_shm_card_t *cards, int cma)
 {
-    int me = tp->local_of[tp->rank];
+    int me = tp->local_of[tp->base.rank];
 
     tp->same_pidns = 1;
-    for (int r = 0; r < tp->size; r++) {
+    for (int r = 0; r < tp->base.size; r++) {
         int i = tp->local_of[r];
         sharc_shm_peer_t *p;
 
@@ -212,7 +235,7 @@ static int sharc_shm_connect(sharc_tp_comm_t *tp, const sharc_shm_card_t *cards,
         if (!cards[r].ok) {
             return 0;
         }
-        tp->maps[i] = (r == tp->rank) ? tp->seg : sharc_shm_seg_attach(tp, &cards[r], r);
+        tp->maps[i] = (r == tp->base.rank) ? tp->seg : sharc_shm_seg_attach(tp, &cards[r], r);
         if (tp->maps[i] == NULL) {
             return 0;
         }
@@ -221,8 +244,8 @@ static int sharc_shm_connect(sharc_tp_comm_t *tp, const sharc_shm_card_t *cards,
         p->pid = cards[r].pid;
         p->in = sharc_shm_fifo(tp->seg, i);
         p->out = sharc_shm_fifo(tp->maps[i], me);
-        p->cma = (r == tp->rank) || (cma && sharc_shm_cma_probe(tp, &cards[r], r));
-        if (cards[r].pidns == 0 || cards[r].pidns != cards[tp->rank].pidns) {
+        p->cma = (r == tp->base.rank) || (cma && sharc_shm_cma_probe(tp, &cards[r], r));
+        if (cards[r].pidns == 0 || cards[r].pidns != cards[tp->base.rank].pidns) {
             tp->same_pidns = 0;
         }
     }
@@ -241,16 +264,13 @@ static sharc_status_t sharc_shm_comm_create(const sharc_tp_comm_params_t *params
     if (tp == NULL) {
         return SHARC_ERR_NOMEM;
     }
-    sharc_mutex_init_recursive(&tp->lock);
-    tp->rank = params->rank;
-    tp->boot = params->boot;
-    tp->size = params->size;
+    sharc_tp_base_init(&tp->base, params);
     tp->next_cookie = 1;
     tp->mem = params->mem;
     tp->probe = SHARC_SHM_PROBE ^ (uint64_t)getpid();
     status = sharc_shm_local_ranks(tp, params->node_of);
-    cards = calloc((size_t)tp->size, sizeof(*cards));
-    oks = calloc((size_t)tp->size, sizeof(*oks));
+    cards = calloc((size_t)tp->base.size, sizeof(*cards));
+    oks = calloc((size_t)tp->base.size, sizeof(*oks));
     if (status != SHARC_OK || cards == NULL || oks == NULL) {
         status = SHARC_ERR_NOMEM;
         goto out; /* collective calls below would now disagree: fail like a lost rank */
@@ -277,7 +297,7 @@ static sharc_status_t sharc_shm_comm_create(const sharc_tp_comm_params_t *params
     if (status != SHARC_OK) {
         goto out;
     }
-    for (int r = 0; r < tp->size; r++) {
+    for (int r = 0; r < tp->base.size; r++) {
         if (!oks[r]) {
             sharc_info("shm: rank %d could not attach its node's shared memory: the communicator "
                        "cannot use the shm transport",

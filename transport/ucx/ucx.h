@@ -10,30 +10,23 @@
 #include <pthread.h>
 #include <ucp/api/ucp.h>
 
-#include "../transport.h"
+#include "../backend.h"
 
 /* UCP tag = source rank (24 bits) | sharc tag (40 bits). */
 #define SHARC_UCX_TAG_BITS  SHARC_TP_TAG_BITS
 #define SHARC_UCX_MAX_RANKS (1 << (64 - SHARC_TP_TAG_BITS))
 
-/* A request's peer (the first of its transport words; ucx_ep.c keeps the others). */
-#define SHARC_UCX_PEER(_req) ((_req)->tp_priv[0].u64)
-
 struct sharc_tp_comm {
-    /*
-     * Guards the worker: posts may come from the caller while a progress thread progresses.
-     * Recursive, because completion callbacks run inside progress and may post.
-     */
-    pthread_mutex_t lock;
-    sharc_boot_t *boot; /* the communicator's: a peer lost is reported through it */
+    /* its lock guards the worker (UCS_THREAD_MODE_SERIALIZED): posts may come from the caller
+     * while a progress thread progresses; boot: a peer lost is reported through it */
+    sharc_tp_base_t base;
     ucp_context_h context;
     ucp_worker_h worker;
     ucp_ep_h *eps;    /* [size] */
     int *peer_failed; /* [size]: set by the endpoint error handler */
-    int rank, size;
-    double timeout; /* seconds, for closing endpoints */
-    /* requests UCP has not completed yet (a list through tp_priv), so that an abort can
-     * cancel them: a failed communicator's transport must not be left holding any */
+    double timeout;   /* seconds, for closing endpoints */
+    /* requests UCP has not completed yet (a list through next and their prev), so that an
+     * abort can cancel them: a failed communicator's transport must not be left holding any */
     sharc_tp_req_t *inflight;
     int aborted; /* everything in flight was cancelled: the communicator failed */
     int closing; /* being destroyed: a peer closing its side is no failure */
@@ -45,22 +38,33 @@ struct sharc_tp_mem {
     size_t bytes;
 };
 
+/* What a request remembers while in flight (its backend space). */
+typedef struct {
+    sharc_tp_comm_t *tp;  /* while on tp->inflight; NULL: not linked (completed in its post) */
+    sharc_tp_req_t *prev; /* on tp->inflight (next is the request's own) */
+    void *ureq;           /* UCP's request, while in flight */
+    int peer;
+    int is_recv; /* receives can be cancelled */
+} sharc_tp_ucx_req_t;
+
+SHARC_TP_REQ_PRIV_FITS(sharc_tp_ucx_req_t);
+
+static inline sharc_tp_ucx_req_t *sharc_tp_ucx_req(sharc_tp_req_t *req)
+{
+    return sharc_tp_req_priv(req);
+}
+
 /* UCX status -> sharc status, at this boundary only. */
 SHARC_HIDDEN sharc_status_t sharc_tp_ucx_status(ucs_status_t status);
 
-SHARC_HIDDEN sharc_status_t sharc_tp_ucx_send(sharc_tp_comm_t *tp, int peer, uint64_t tag,
-                                              const void *buf, size_t bytes, sharc_tp_mem_t *mem,
-                                              sharc_tp_req_t *req);
-SHARC_HIDDEN sharc_status_t sharc_tp_ucx_recv(sharc_tp_comm_t *tp, int peer, uint64_t tag,
-                                              void *buf, size_t bytes, sharc_tp_mem_t *mem,
-                                              sharc_tp_req_t *req);
-SHARC_HIDDEN sharc_status_t sharc_tp_ucx_mem_reg(sharc_tp_comm_t *tp, void *addr, size_t bytes,
-                                                 sharc_memtype_t memtype, sharc_tp_mem_t **mem_p);
-SHARC_HIDDEN void sharc_tp_ucx_mem_dereg(sharc_tp_comm_t *tp, sharc_tp_mem_t *mem);
-SHARC_HIDDEN int sharc_tp_ucx_progress(sharc_tp_comm_t *tp);
+SHARC_HIDDEN sharc_tp_send_fn_t sharc_tp_ucx_send;
+SHARC_HIDDEN sharc_tp_recv_fn_t sharc_tp_ucx_recv;
+SHARC_HIDDEN sharc_tp_mem_reg_fn_t sharc_tp_ucx_mem_reg;
+SHARC_HIDDEN sharc_tp_mem_dereg_fn_t sharc_tp_ucx_mem_dereg;
+SHARC_HIDDEN sharc_tp_progress_fn_t sharc_tp_ucx_progress;
 
 /* Cancel every receive in flight (they complete with an error; sends end when their endpoint
- * closes), after a failure and before the endpoints close. tp->lock held or not. */
-SHARC_HIDDEN void sharc_tp_ucx_abort(sharc_tp_comm_t *tp);
+ * closes), after a failure and before the endpoints close. tp->base.lock held or not. */
+SHARC_HIDDEN sharc_tp_abort_fn_t sharc_tp_ucx_abort;
 
 #endif

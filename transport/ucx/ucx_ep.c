@@ -11,42 +11,38 @@
 #include "../../src/base/log.h"
 #include "ucx.h"
 
-#define SHARC_UCX_UREQ(_req)    ((_req)->tp_priv[1].ptr) /* UCP's request, while in flight */
-#define SHARC_UCX_PREV(_req)    ((_req)->tp_priv[2].ptr) /* the in-flight list */
-#define SHARC_UCX_TP(_req)      ((_req)->tp_priv[3].ptr)
-#define SHARC_UCX_IS_RECV(_req) ((_req)->tp_priv[4].u64) /* receives can be cancelled */
-
-/* The in-flight list (tp->lock held: posts and callbacks take it). */
-static void sharc_tp_ucx_link(sharc_tp_comm_t *tp, sharc_tp_req_t *req, void *ureq)
+/* The in-flight list (tp->base.lock held: posts and callbacks take it). */
+static void sharc_tp_ucx_link(sharc_tp_comm_t *tp, sharc_tp_req_t *req)
 {
-    SHARC_UCX_UREQ(req) = ureq;
-    SHARC_UCX_TP(req) = tp;
-    SHARC_UCX_PREV(req) = NULL;
+    sharc_tp_ucx_req_t *u = sharc_tp_ucx_req(req);
+
+    u->ureq = NULL;
+    u->tp = tp;
+    u->prev = NULL;
     req->next = tp->inflight;
     if (tp->inflight != NULL) {
-        SHARC_UCX_PREV(tp->inflight) = req;
+        sharc_tp_ucx_req(tp->inflight)->prev = req;
     }
     tp->inflight = req;
 }
 
 static void sharc_tp_ucx_unlink(sharc_tp_req_t *req)
 {
-    sharc_tp_comm_t *tp = SHARC_UCX_TP(req);
-    sharc_tp_req_t *prev = SHARC_UCX_PREV(req);
+    sharc_tp_ucx_req_t *u = sharc_tp_ucx_req(req);
 
-    if (tp == NULL) {
+    if (u->tp == NULL) {
         return; /* completed inside its post: never linked */
     }
-    if (prev != NULL) {
-        prev->next = req->next;
+    if (u->prev != NULL) {
+        u->prev->next = req->next;
     } else {
-        tp->inflight = req->next;
+        u->tp->inflight = req->next;
     }
     if (req->next != NULL) {
-        SHARC_UCX_PREV(req->next) = prev;
+        sharc_tp_ucx_req(req->next)->prev = u->prev;
     }
     req->next = NULL;
-    SHARC_UCX_TP(req) = NULL;
+    u->tp = NULL;
 }
 
 static uint64_t sharc_tp_ucx_tag(int src, uint64_t tag)
@@ -57,17 +53,17 @@ static uint64_t sharc_tp_ucx_tag(int src, uint64_t tag)
 static sharc_status_t sharc_tp_ucx_check(sharc_tp_comm_t *tp, int peer, uint64_t tag,
                                          const char *what)
 {
-    if (peer < 0 || peer >= tp->size || tag > SHARC_TP_TAG_MAX) {
+    if (peer < 0 || peer >= tp->base.size || tag > SHARC_TP_TAG_MAX) {
         sharc_error("ucx: %s with peer %d and tag %#llx: the peer must be in [0, %d) and the "
                     "tag below 2^%d",
-                    what, peer, (unsigned long long)tag, tp->size, SHARC_UCX_TAG_BITS);
+                    what, peer, (unsigned long long)tag, tp->base.size, SHARC_UCX_TAG_BITS);
         return SHARC_ERR_INVALID;
     }
     return SHARC_OK;
 }
 
 /*
- * A peer whose connection has ended (tp->lock held): 1 if the operation cannot go on, which is
+ * A peer whose connection has ended (tp->base.lock held): 1 if the operation cannot go on, which is
  * then the peer's failure, reported to every rank. A receive can still take what the peer sent
  * before it closed: UCX keeps unexpected messages on the worker, and data arrives before the
  * end of its connection. (A peer that finished and left is no failure until someone needs
@@ -85,27 +81,27 @@ static int sharc_tp_ucx_gone(sharc_tp_comm_t *tp, int peer, uint64_t tag, int re
         ucp_tag_probe_nb(tp->worker, sharc_tp_ucx_tag(peer, tag), UINT64_MAX, 0, &info) != NULL) {
         return 0;
     }
-    sharc_error("ucx: rank %d cannot %s rank %d: its connection failed earlier", tp->rank, what,
-                peer);
-    sharc_boot_report(tp->boot, peer); /* every rank of the communicator hears of it */
+    sharc_error("ucx: rank %d cannot %s rank %d: its connection failed earlier", tp->base.rank,
+                what, peer);
+    sharc_boot_report(tp->base.boot, peer); /* every rank of the communicator hears of it */
     return 1;
 }
 
 static void sharc_tp_ucx_finish(sharc_tp_req_t *req, ucs_status_t ustatus, const char *what)
 {
     sharc_status_t status = sharc_tp_ucx_status(ustatus);
-    sharc_tp_comm_t *tp = SHARC_UCX_TP(req);
+    const sharc_tp_ucx_req_t *u = sharc_tp_ucx_req(req);
+    sharc_tp_comm_t *tp = u->tp;
 
     /* whatever UCX calls it (an I/O error, a reset), an operation with a peer it has lost is
      * that peer's failure */
     if (ustatus != UCS_OK && tp != NULL &&
-        __atomic_load_n(&tp->peer_failed[SHARC_UCX_PEER(req)], __ATOMIC_ACQUIRE)) {
+        __atomic_load_n(&tp->peer_failed[u->peer], __ATOMIC_ACQUIRE)) {
         status = SHARC_ERR_REMOTE;
     }
 
     if (ustatus != UCS_OK && (tp == NULL || !tp->aborted)) { /* (an abort cancels: not news) */
-        sharc_error("ucx: %s rank %llu failed: %s", what, (unsigned long long)SHARC_UCX_PEER(req),
-                    ucs_status_string(ustatus));
+        sharc_error("ucx: %s rank %d failed: %s", what, u->peer, ucs_status_string(ustatus));
     }
     sharc_tp_ucx_unlink(req);
     sharc_tp_req_complete(req, status);
@@ -143,12 +139,12 @@ static sharc_status_t sharc_tp_ucx_posted(sharc_tp_comm_t *tp, ucs_status_ptr_t 
         return SHARC_OK;
     }
     if (UCS_PTR_IS_ERR(sp)) {
-        sharc_error("ucx: posting %s rank %llu failed: %s", what,
-                    (unsigned long long)SHARC_UCX_PEER(req), ucs_status_string(UCS_PTR_STATUS(sp)));
+        sharc_error("ucx: posting %s rank %d failed: %s", what, sharc_tp_ucx_req(req)->peer,
+                    ucs_status_string(UCS_PTR_STATUS(sp)));
         return sharc_tp_ucx_status(UCS_PTR_STATUS(sp));
     }
-    if (SHARC_UCX_TP(req) != NULL) { /* still in flight: its callback runs in a later progress */
-        SHARC_UCX_UREQ(req) = sp;
+    if (sharc_tp_ucx_req(req)->tp != NULL) { /* in flight: its callback runs in a later progress */
+        sharc_tp_ucx_req(req)->ureq = sp;
     }
     return SHARC_INPROGRESS;
 }
@@ -168,73 +164,73 @@ static sharc_status_t sharc_tp_ucx_prepare(sharc_tp_comm_t *tp, int peer, uint64
         param->memh = mem->memh;
     }
     if (tp->aborted) {
-        sharc_error("ucx: rank %d cannot %s rank %d: the communicator failed", tp->rank, what,
+        sharc_error("ucx: rank %d cannot %s rank %d: the communicator failed", tp->base.rank, what,
                     peer);
         return SHARC_ERR_REMOTE;
     }
     req->status = SHARC_INPROGRESS;
     req->bytes = 0;
-    SHARC_UCX_PEER(req) = (uint64_t)peer;
-    SHARC_UCX_TP(req) = NULL;
+    sharc_tp_ucx_req(req)->peer = peer;
+    sharc_tp_ucx_req(req)->tp = NULL;
     return SHARC_OK;
+}
+
+/*
+ * A send or (@p is_recv) a receive: checked, put on the in-flight list, and posted to UCP. A
+ * receive asks for no immediate completion: UCX 1.13 does not report the received length
+ * then.
+ */
+static sharc_status_t sharc_tp_ucx_post(sharc_tp_comm_t *tp, int peer, uint64_t tag, void *buf,
+                                        size_t bytes, sharc_tp_mem_t *mem, sharc_tp_req_t *req,
+                                        int is_recv)
+{
+    const char *what = is_recv ? "receive from" : "send to";
+    ucp_request_param_t param = {
+        .op_attr_mask =
+            UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_DATATYPE,
+        .user_data = req,
+        .datatype = ucp_dt_make_contig(1),
+    };
+    sharc_status_t status = sharc_tp_ucx_prepare(tp, peer, tag, mem, req, &param, what);
+    ucs_status_ptr_t sp;
+
+    if (status != SHARC_OK) {
+        return status;
+    }
+    if (is_recv) {
+        param.op_attr_mask |= UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+        param.cb.recv = sharc_tp_ucx_recv_cb;
+    } else {
+        param.cb.send = sharc_tp_ucx_send_cb;
+        req->bytes = bytes;
+    }
+    pthread_mutex_lock(&tp->base.lock);
+    if (sharc_tp_ucx_gone(tp, peer, tag, is_recv, what)) {
+        pthread_mutex_unlock(&tp->base.lock);
+        return SHARC_ERR_REMOTE;
+    }
+    sharc_tp_ucx_req(req)->is_recv = is_recv;
+    sharc_tp_ucx_link(tp, req);
+    if (is_recv) {
+        sp = ucp_tag_recv_nbx(tp->worker, buf, bytes, sharc_tp_ucx_tag(peer, tag), UINT64_MAX,
+                              &param);
+    } else {
+        sp = ucp_tag_send_nbx(tp->eps[peer], buf, bytes, sharc_tp_ucx_tag(tp->base.rank, tag),
+                              &param);
+    }
+    status = sharc_tp_ucx_posted(tp, sp, req, is_recv ? "a receive from" : "a send to");
+    pthread_mutex_unlock(&tp->base.lock);
+    return status;
 }
 
 sharc_status_t sharc_tp_ucx_send(sharc_tp_comm_t *tp, int peer, uint64_t tag, const void *buf,
                                  size_t bytes, sharc_tp_mem_t *mem, sharc_tp_req_t *req)
 {
-    ucp_request_param_t param = {
-        .op_attr_mask =
-            UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_DATATYPE,
-        .cb.send = sharc_tp_ucx_send_cb,
-        .user_data = req,
-        .datatype = ucp_dt_make_contig(1),
-    };
-    sharc_status_t status = sharc_tp_ucx_prepare(tp, peer, tag, mem, req, &param, "send to");
-    ucs_status_ptr_t sp;
-
-    if (status != SHARC_OK) {
-        return status;
-    }
-    req->bytes = bytes;
-    pthread_mutex_lock(&tp->lock);
-    if (sharc_tp_ucx_gone(tp, peer, tag, 0, "send to")) {
-        pthread_mutex_unlock(&tp->lock);
-        return SHARC_ERR_REMOTE;
-    }
-    SHARC_UCX_IS_RECV(req) = 0;
-    sharc_tp_ucx_link(tp, req, NULL);
-    sp = ucp_tag_send_nbx(tp->eps[peer], buf, bytes, sharc_tp_ucx_tag(tp->rank, tag), &param);
-    status = sharc_tp_ucx_posted(tp, sp, req, "a send to");
-    pthread_mutex_unlock(&tp->lock);
-    return status;
+    return sharc_tp_ucx_post(tp, peer, tag, (void *)buf, bytes, mem, req, 0);
 }
 
 sharc_status_t sharc_tp_ucx_recv(sharc_tp_comm_t *tp, int peer, uint64_t tag, void *buf,
                                  size_t bytes, sharc_tp_mem_t *mem, sharc_tp_req_t *req)
 {
-    /* no immediate completion: UCX 1.13 does not report the received length then */
-    ucp_request_param_t param = {
-        .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
-                        UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FLAG_NO_IMM_CMPL,
-        .cb.recv = sharc_tp_ucx_recv_cb,
-        .user_data = req,
-        .datatype = ucp_dt_make_contig(1),
-    };
-    sharc_status_t status = sharc_tp_ucx_prepare(tp, peer, tag, mem, req, &param, "receive from");
-    ucs_status_ptr_t sp;
-
-    if (status != SHARC_OK) {
-        return status;
-    }
-    pthread_mutex_lock(&tp->lock);
-    if (sharc_tp_ucx_gone(tp, peer, tag, 1, "receive from")) {
-        pthread_mutex_unlock(&tp->lock);
-        return SHARC_ERR_REMOTE;
-    }
-    SHARC_UCX_IS_RECV(req) = 1;
-    sharc_tp_ucx_link(tp, req, NULL);
-    sp = ucp_tag_recv_nbx(tp->worker, buf, bytes, sharc_tp_ucx_tag(peer, tag), UINT64_MAX, &param);
-    status = sharc_tp_ucx_posted(tp, sp, req, "a receive from");
-    pthread_mutex_unlock(&tp->lock);
-    return status;
+    return sharc_tp_ucx_post(tp, peer, tag, buf, bytes, mem, req, 1);
 }

@@ -33,11 +33,12 @@ sharc_status_t sharc_tp_ucx_status(ucs_status_t status)
     }
 }
 
-/* Whether an operation with @p peer is in flight (tp->lock held: callbacks run in progress). */
+/* Whether an operation with @p peer is in flight (tp->base.lock held: callbacks run in progress).
+ */
 static int sharc_tp_ucx_busy_with(const sharc_tp_comm_t *tp, int peer)
 {
-    for (const sharc_tp_req_t *r = tp->inflight; r != NULL; r = r->next) {
-        if (SHARC_UCX_PEER(r) == (uint64_t)peer) {
+    for (sharc_tp_req_t *r = tp->inflight; r != NULL; r = r->next) {
+        if (sharc_tp_ucx_req(r)->peer == peer) {
             return 1;
         }
     }
@@ -48,13 +49,13 @@ static void sharc_tp_ucx_ep_error(void *arg, ucp_ep_h ep, ucs_status_t status)
 {
     sharc_tp_comm_t *tp = arg;
 
-    for (int p = 0; p < tp->size; p++) {
+    for (int p = 0; p < tp->base.size; p++) {
         if (tp->eps[p] != ep) {
             continue;
         }
         __atomic_store_n(&tp->peer_failed[p], 1, __ATOMIC_RELEASE);
         if (tp->closing || tp->aborted) { /* the peer closed its side first, or all failed */
-            sharc_debug("ucx: rank %d: the connection to rank %d ended: %s", tp->rank, p,
+            sharc_debug("ucx: rank %d: the connection to rank %d ended: %s", tp->base.rank, p,
                         ucs_status_string(status));
             continue;
         }
@@ -65,12 +66,12 @@ static void sharc_tp_ucx_ep_error(void *arg, ucp_ep_h ep, ucs_status_t status)
              * operation needs it (sharc_tp_ucx_gone), or when the store hears of it. */
             sharc_debug("ucx: rank %d: the connection to rank %d ended (%s), nothing in flight "
                         "with it",
-                        tp->rank, p, ucs_status_string(status));
+                        tp->base.rank, p, ucs_status_string(status));
             continue;
         }
-        sharc_error("ucx: rank %d lost its connection to rank %d: %s", tp->rank, p,
+        sharc_error("ucx: rank %d lost its connection to rank %d: %s", tp->base.rank, p,
                     ucs_status_string(status));
-        sharc_boot_report(tp->boot, p); /* every rank of the communicator hears of it */
+        sharc_boot_report(tp->base.boot, p); /* every rank of the communicator hears of it */
     }
 }
 
@@ -89,16 +90,16 @@ static sharc_status_t sharc_tp_ucx_exchange(sharc_tp_comm_t *tp, sharc_boot_t *b
         sharc_error("ucx: ucp_worker_get_address failed: %s", ucs_status_string(ustatus));
         return sharc_tp_ucx_status(ustatus);
     }
-    lens = calloc((size_t)tp->size, sizeof(*lens));
+    lens = calloc((size_t)tp->base.size, sizeof(*lens));
     status = lens ? sharc_boot_allgather(boot, &len, lens, sizeof(len)) : SHARC_ERR_NOMEM;
     if (status != SHARC_OK) {
         goto out;
     }
-    for (int p = 0; p < tp->size; p++) {
+    for (int p = 0; p < tp->base.size; p++) {
         max = SHARC_MAX(max, lens[p]);
     }
     mine = calloc(1, max);
-    all = calloc((size_t)tp->size, max);
+    all = calloc((size_t)tp->base.size, max);
     if (mine == NULL || all == NULL) {
         status = SHARC_ERR_NOMEM;
         goto out;
@@ -127,8 +128,8 @@ out:
 static sharc_status_t sharc_tp_ucx_connect(sharc_tp_comm_t *tp, const char *addrs, size_t stride,
                                            const int *node_of)
 {
-    for (int p = 0; p < tp->size; p++) {
-        int remote = node_of[p] != node_of[tp->rank];
+    for (int p = 0; p < tp->base.size; p++) {
+        int remote = node_of[p] != node_of[tp->base.rank];
         ucp_ep_params_t params = {
             .field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
                           UCP_EP_PARAM_FIELD_ERR_HANDLER,
@@ -139,7 +140,7 @@ static sharc_status_t sharc_tp_ucx_connect(sharc_tp_comm_t *tp, const char *addr
         ucs_status_t ustatus = ucp_ep_create(tp->worker, &params, &tp->eps[p]);
 
         if (ustatus != UCS_OK) {
-            sharc_error("ucx: rank %d cannot create an endpoint to rank %d: %s", tp->rank, p,
+            sharc_error("ucx: rank %d cannot create an endpoint to rank %d: %s", tp->base.rank, p,
                         ucs_status_string(ustatus));
             tp->eps[p] = NULL;
             return sharc_tp_ucx_status(ustatus);
@@ -155,7 +156,7 @@ static void sharc_tp_ucx_close_eps(sharc_tp_comm_t *tp)
     /* a failed communicator's peers may never answer a flush: close at once */
     double deadline = sharc_time_now() + (tp->aborted ? 1.0 : tp->timeout);
 
-    for (int p = 0; p < tp->size; p++) {
+    for (int p = 0; p < tp->base.size; p++) {
         ucp_request_param_t param = {
             .op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
             .flags = (tp->peer_failed[p] || tp->aborted) ? UCP_EP_CLOSE_FLAG_FORCE : 0,
@@ -169,7 +170,8 @@ static void sharc_tp_ucx_close_eps(sharc_tp_comm_t *tp)
         while (UCS_PTR_IS_PTR(req) && ucp_request_check_status(req) == UCS_INPROGRESS) {
             ucp_worker_progress(tp->worker);
             if (sharc_time_now() > deadline) {
-                sharc_warn("ucx: rank %d: closing the endpoint to rank %d timed out", tp->rank, p);
+                sharc_warn("ucx: rank %d: closing the endpoint to rank %d timed out", tp->base.rank,
+                           p);
                 break;
             }
         }
@@ -198,7 +200,7 @@ static void sharc_tp_ucx_comm_destroy(sharc_tp_comm_t *tp)
     if (tp->context != NULL) {
         ucp_cleanup(tp->context);
     }
-    pthread_mutex_destroy(&tp->lock);
+    sharc_tp_base_fini(&tp->base);
     free(tp->eps);
     free(tp->peer_failed);
     free(tp);
@@ -216,7 +218,7 @@ static sharc_status_t sharc_tp_ucx_comm_create(const sharc_tp_comm_params_t *par
     };
     ucp_worker_params_t worker_params = {
         .field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
-        .thread_mode = UCS_THREAD_MODE_SERIALIZED, /* tp->lock serializes */
+        .thread_mode = UCS_THREAD_MODE_SERIALIZED, /* tp->base.lock serializes */
     };
     sharc_tp_comm_t *tp;
     ucs_status_t ustatus;
@@ -233,13 +235,10 @@ static sharc_status_t sharc_tp_ucx_comm_create(const sharc_tp_comm_params_t *par
     if (tp == NULL) {
         return SHARC_ERR_NOMEM;
     }
-    sharc_mutex_init_recursive(&tp->lock);
-    tp->rank = params->rank;
-    tp->boot = params->boot;
-    tp->size = params->size;
+    sharc_tp_base_init(&tp->base, params);
     tp->timeout = params->cfg->bootstrap_timeout;
-    tp->eps = calloc((size_t)tp->size, sizeof(*tp->eps));
-    tp->peer_failed = calloc((size_t)tp->size, sizeof(*tp->peer_failed));
+    tp->eps = calloc((size_t)tp->base.size, sizeof(*tp->eps));
+    tp->peer_failed = calloc((size_t)tp->base.size, sizeof(*tp->peer_failed));
     if (tp->eps == NULL || tp->peer_failed == NULL) {
         status = SHARC_ERR_NOMEM;
         goto err_destroy;

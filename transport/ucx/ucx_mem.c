@@ -33,9 +33,9 @@ sharc_status_t sharc_tp_ucx_mem_reg(sharc_tp_comm_t *tp, void *addr, size_t byte
     if (mem == NULL) {
         return SHARC_ERR_NOMEM;
     }
-    pthread_mutex_lock(&tp->lock);
+    pthread_mutex_lock(&tp->base.lock);
     ustatus = ucp_mem_map(tp->context, &params, &mem->memh);
-    pthread_mutex_unlock(&tp->lock);
+    pthread_mutex_unlock(&tp->base.lock);
     if (ustatus != UCS_OK) {
         sharc_error("ucx: ucp_mem_map(%p, %zu bytes) failed: %s", addr, bytes,
                     ucs_status_string(ustatus));
@@ -53,8 +53,8 @@ void sharc_tp_ucx_mem_dereg(sharc_tp_comm_t *tp, sharc_tp_mem_t *mem)
     if (mem == NULL) {
         return;
     }
-    pthread_mutex_lock(&tp->lock);
+    pthread_mutex_lock(&tp->base.lock);
     ucp_mem_unmap(tp->context, mem->memh);
-    pthread_mutex_unlock(&tp->lock);
+    pthread_mutex_unlock(&tp->base.lock);
     free(mem);
 }

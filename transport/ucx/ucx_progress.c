@@ -14,20 +14,20 @@ int sharc_tp_ucx_progress(sharc_tp_comm_t *tp)
 {
     unsigned total = 0, n;
 
-    pthread_mutex_lock(&tp->lock);
+    pthread_mutex_lock(&tp->base.lock);
     do {
         n = ucp_worker_progress(tp->worker);
         total += n;
     } while (n > 0);
-    pthread_mutex_unlock(&tp->lock);
+    pthread_mutex_unlock(&tp->base.lock);
     return total > 0;
 }
 
 /* Whether a receive is still in flight (sends cannot be cancelled; their endpoints end them). */
 static int sharc_tp_ucx_recv_inflight(const sharc_tp_comm_t *tp)
 {
-    for (const sharc_tp_req_t *req = tp->inflight; req != NULL; req = req->next) {
-        if (req->tp_priv[4].u64 != 0) {
+    for (sharc_tp_req_t *req = tp->inflight; req != NULL; req = req->next) {
+        if (sharc_tp_ucx_req(req)->is_recv) {
             return 1;
         }
     }
@@ -45,22 +45,24 @@ void sharc_tp_ucx_abort(sharc_tp_comm_t *tp)
 {
     double deadline = sharc_time_now() + SHARC_UCX_CANCEL_WAIT_S;
 
-    pthread_mutex_lock(&tp->lock);
+    pthread_mutex_lock(&tp->base.lock);
     tp->aborted = 1;
     /* receives can be cancelled: their callbacks (in progress) complete them with an error and
      * take them off the list. Sends cannot: a send to a dead peer ends when its endpoint is
      * closed, forced, at the destroy; until then its memory stays the communicator's. */
     for (sharc_tp_req_t *req = tp->inflight, *next; req != NULL; req = next) {
+        sharc_tp_ucx_req_t *u = sharc_tp_ucx_req(req);
+
         next = req->next; /* a cancel may complete the request (its callback unlinks it) */
-        if (req->tp_priv[1].ptr != NULL && req->tp_priv[4].u64 != 0) {
-            ucp_request_cancel(tp->worker, req->tp_priv[1].ptr);
+        if (u->ureq != NULL && u->is_recv) {
+            ucp_request_cancel(tp->worker, u->ureq);
         }
     }
     while (sharc_tp_ucx_recv_inflight(tp) && sharc_time_now() < deadline) {
         ucp_worker_progress(tp->worker);
     }
     if (sharc_tp_ucx_recv_inflight(tp)) {
-        sharc_warn("ucx: rank %d: receives still in flight after cancelling them", tp->rank);
+        sharc_warn("ucx: rank %d: receives still in flight after cancelling them", tp->base.rank);
     }
-    pthread_mutex_unlock(&tp->lock);
+    pthread_mutex_unlock(&tp->base.lock);
 }

@@ -1,5 +1,5 @@
 /*
- * ib_reg.c: memory registrations of the verbs transport, and their cache.
+ * ib_mem.c: memory registrations of the verbs transport, and their cache.
  *
  * Buffers from sharc_mem_alloc are registered whole, once, and kept: the cache is keyed by
  * the buffer's id (never reused), the least recently used registrations not in use are
