@@ -23,9 +23,9 @@
 #include <mpi.h>
 #endif
 
-#include "perf_cuda.h"
-#include "perf_util.h"
-#include "predict.h"
+#include "common/perf_cuda.h"
+#include "common/perf_util.h"
+#include "predict/predict.h"
 
 /* The collectives measured: sharc_coll_type_t's before the barrier, named by sharc_coll_name. */
 #define PERF_NCOLLS SHARC_COLL_BARRIER

@@ -22,7 +22,7 @@
  * (sharc-perf sweeps one range per job); the search stops starting launches once the budget
  * share is spent, and says which knobs it did not try.
  */
-#include "perf_util.h"
+#include "../common/perf_util.h"
 #include "tune.h"
 
 #include <math.h>

@@ -1,5 +1,5 @@
 /*
- * perf_overlap.c: `sharc-perf overlap`, how much of the sharding engine's communication
+ * overlap.c: `sharc-perf overlap`, how much of the sharding engine's communication
  * hides behind compute. A synthetic model of U units of P parameters runs forward and
  * backward steps through the engine with a compute per unit that is either simulated
  * accelerator time (the caller sleeps, as a host thread does while a GPU kernel runs) or
@@ -27,8 +27,8 @@
 #include <cblas.h>
 #endif
 
-#include "perf_cuda.h"
-#include "perf_util.h"
+#include "../common/perf_cuda.h"
+#include "../common/perf_util.h"
 
 typedef enum { OVL_SLEEP, OVL_GEMM } ovl_compute_t;
 

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "check_job.h"
-#include "perf_util.h"
+#include "../common/perf_util.h"
 
 /* A figure, or "-" when there is none. */
 static const char *fig(char *buf, size_t len, double v, const char *fmt)

@@ -8,7 +8,7 @@
  * Defaults (the baseline) are never a candidate value: a knob's values are the
  * alternatives to leaving it unset.
  */
-#include "perf_util.h"
+#include "../common/perf_util.h"
 #include "tune.h"
 
 #include <ctype.h>

@@ -15,7 +15,7 @@
 #include <json.h>
 #endif
 
-#include "perf_util.h"
+#include "../common/perf_util.h"
 #include "predict.h"
 
 /* ---- models ---------------------------------------------------------------------------- */

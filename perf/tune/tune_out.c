@@ -32,7 +32,7 @@
 
 #include <sharc/sharc.h>
 
-#include "perf_util.h"
+#include "../common/perf_util.h"
 
 /* ---- the target: topology and versions ---------------------------------------------------- */
 

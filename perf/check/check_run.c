@@ -17,8 +17,8 @@
 #include <unistd.h>
 
 #include "check_job.h"
-#include "perf_cuda.h"
-#include "perf_util.h"
+#include "../common/perf_cuda.h"
+#include "../common/perf_util.h"
 
 /* ---- helpers ----------------------------------------------------------------------------- */
 

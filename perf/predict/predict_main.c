@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "perf_util.h"
+#include "../common/perf_util.h"
 #include "predict.h"
 
 #define PRED_MAX_ROWS 64

@@ -10,8 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "perf_cuda.h"
-#include "perf_util.h"
+#include "../common/perf_cuda.h"
+#include "../common/perf_util.h"
 #include "tune.h"
 #include "tune_launch.h"
 #include "tune_out.h"
