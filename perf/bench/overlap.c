@@ -29,6 +29,7 @@
 
 #include "../common/perf_cuda.h"
 #include "../common/perf_util.h"
+#include "../sharc_perf.h"
 
 typedef enum { OVL_SLEEP, OVL_GEMM } ovl_compute_t;
 

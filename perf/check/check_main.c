@@ -16,6 +16,7 @@
 #include "check_job.h"
 #include "../common/perf_cuda.h"
 #include "../common/perf_util.h"
+#include "../sharc_perf.h"
 
 static void usage(FILE *out)
 {

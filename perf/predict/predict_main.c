@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "../common/perf_util.h"
+#include "../sharc_perf.h"
 #include "predict.h"
 
 #define PRED_MAX_ROWS 64

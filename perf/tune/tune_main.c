@@ -12,6 +12,7 @@
 
 #include "../common/perf_cuda.h"
 #include "../common/perf_util.h"
+#include "../sharc_perf.h"
 #include "tune.h"
 #include "tune_launch.h"
 #include "tune_out.h"
