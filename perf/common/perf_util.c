@@ -4,12 +4,14 @@
  */
 #include "config.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "perf_util.h"
 
@@ -73,6 +75,41 @@ int perf_parse_size(const char *s, size_t *out)
         return -1;
     }
     *out = (size_t)(v * mult);
+    return 0;
+}
+
+double perf_parse_time(const char *s)
+{
+    char *end;
+    double v = strtod(s, &end);
+
+    if (end == s || !(v > 0)) {
+        return -1;
+    }
+    if (*end == '\0' || strcmp(end, "s") == 0) {
+        return v;
+    }
+    if (strcmp(end, "m") == 0 || strcmp(end, "min") == 0) {
+        return v * 60;
+    }
+    return strcmp(end, "h") == 0 ? v * 3600 : -1;
+}
+
+int perf_sibling(const char *name, char *out, size_t len)
+{
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+    if (n <= 0) {
+        return -1;
+    }
+    exe[n] = '\0';
+    *strrchr(exe, '/') = '\0';
+    /* libtool's uninstalled programs live in .libs/ as lt-<name> behind a wrapper one up */
+    if (strlen(exe) >= 6 && strcmp(exe + strlen(exe) - 6, "/.libs") == 0) {
+        exe[strlen(exe) - 6] = '\0';
+    }
+    perf_snprintf(out, len, "%s/%s", exe, name);
     return 0;
 }
 

@@ -25,6 +25,14 @@ int perf_snprintf(char *buf, size_t len, const char *fmt, ...)
 /* Seconds on the monotonic clock. */
 double perf_now(void);
 
+/* A duration: "90", "90s", "2m", "2min", "1h" in seconds; -1 for garbage or none. */
+double perf_parse_time(const char *s);
+
+/* The program @p name in this program's folder (libtool keeps uninstalled programs in .libs/
+ * behind a wrapper one level up, where their siblings are): 0, or -1 when this program's own
+ * path is unknown. */
+int perf_sibling(const char *name, char *out, size_t len);
+
 /* A size with nccl-tests' suffixes K, M, G (powers of 1024): 0, or -1 for garbage. */
 int perf_parse_size(const char *s, size_t *out);
 

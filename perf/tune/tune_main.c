@@ -45,27 +45,6 @@ static void usage(FILE *out)
             "  --dry-run            print the space and the first job's command, run nothing\n");
 }
 
-/* "90", "90s", "30m", "2h" in seconds; -1 for garbage */
-static double parse_time(const char *s)
-{
-    char *end;
-    double v = strtod(s, &end);
-
-    if (end == s || v <= 0) {
-        return -1;
-    }
-    if (*end == '\0' || strcmp(end, "s") == 0) {
-        return v;
-    }
-    if (strcmp(end, "m") == 0) {
-        return v * 60;
-    }
-    if (strcmp(end, "h") == 0) {
-        return v * 3600;
-    }
-    return -1;
-}
-
 static int parse_int(const char *s, int min, int *out)
 {
     char *end;
@@ -93,22 +72,9 @@ static unsigned parse_colls(const char *list)
 /* This program's path, or the sibling @p name (in the build tree one level up from .libs). */
 static void self_path(const char *name, char *out, size_t len)
 {
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    char *slash;
-
-    if (n <= 0) {
+    if (perf_sibling(name != NULL ? name : "sharc-perf", out, len) != 0) {
         perf_snprintf(out, len, "%s", name != NULL ? name : "sharc-perf");
-        return;
     }
-    exe[n] = '\0';
-    slash = strrchr(exe, '/');
-    *slash = '\0';
-    /* libtool's uninstalled programs live in .libs/ as lt-<name> behind a wrapper one up */
-    if (strlen(exe) >= 6 && strcmp(exe + strlen(exe) - 6, "/.libs") == 0) {
-        exe[strlen(exe) - 6] = '\0';
-    }
-    perf_snprintf(out, len, "%s/%s", exe, name != NULL ? name : "sharc-perf");
 }
 
 typedef struct {
@@ -171,9 +137,9 @@ static int parse_args(int argc, char **argv, tune_args_t *a)
             a->cuda = strcmp(optarg, "cuda") == 0;
             bad |= !a->cuda && strcmp(optarg, "host") != 0;
             break;
-        case 'B': bad |= (a->budget_s = parse_time(optarg)) < 0; break;
+        case 'B': bad |= (a->budget_s = perf_parse_time(optarg)) < 0; break;
         case 'R': bad |= parse_int(optarg, 1, &a->rounds); break;
-        case 'T': bad |= (a->timeout_s = parse_time(optarg)) < 0; break;
+        case 'T': bad |= (a->timeout_s = perf_parse_time(optarg)) < 0; break;
         case 'n': bad |= parse_int(optarg, 1, &a->iters); break;
         case 'w': bad |= parse_int(optarg, 0, &a->warmup); break;
         case 'd': a->dtype = optarg; break;
