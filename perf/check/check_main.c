@@ -98,61 +98,51 @@ static void default_topo_cmd(char *out, size_t len)
     }
 }
 
+/* The options whose value can be wrong, and what each wants. */
+static const struct {
+    int c;
+    const char *flag, *want;
+} check_wants[] = {
+    {'B', "--budget", "a time of 1s or more"},
+    {'t', "--threshold", "a fraction in (0, 1]"},
+    {'x', "--expect", "topo, none or a rate"},
+    {'X', "--expect-threshold", "a fraction"},
+    {'b', "-b", "a size"},
+    {'e', "-e", "a size"},
+    {'n', "-n", "3 or more"},
+    {'p', "--peers", "1 or more"},
+    {'T', "--timeout", "a time"},
+    {'D', "--device", "host or cuda"},
+};
+
 /* One option into @p o; a bad value is said into @p bad. */
 static void check_option(int c, const char *arg, perf_check_opts_t *o, char *bad, size_t len)
 {
+    int ok = 1;
+
     switch (c) {
-    case 'B':
-        if ((o->budget_s = perf_parse_time(arg)) < 1) {
-            perf_snprintf(bad, len, "--budget %s: a time of 1s or more", arg);
-        }
-        break;
-    case 't':
-        if ((o->threshold = parse_frac(arg)) < 0) {
-            perf_snprintf(bad, len, "--threshold %s: a fraction in (0, 1]", arg);
-        }
-        break;
-    case 'x':
-        if ((o->expect_gbit = parse_rate(arg)) < -1) {
-            perf_snprintf(bad, len, "--expect %s: topo, none or a rate", arg);
-        }
-        break;
-    case 'X':
-        if ((o->expect_frac = parse_frac(arg)) < 0) {
-            perf_snprintf(bad, len, "--expect-threshold %s: a fraction", arg);
-        }
-        break;
-    case 'b':
-    case 'e':
-        if (perf_parse_size(arg, c == 'b' ? &o->min_size : &o->max_size) != 0) {
-            perf_snprintf(bad, len, "-%c %s: a size", c, arg);
-        }
-        break;
-    case 'n':
-        if ((o->max_iters = atoi(arg)) < 3) {
-            perf_snprintf(bad, len, "-n %s: 3 or more", arg);
-        }
-        break;
-    case 'p':
-        if ((o->peers = atoi(arg)) < 1) {
-            perf_snprintf(bad, len, "--peers %s: 1 or more", arg);
-        }
-        break;
-    case 'T':
-        if ((o->timeout_s = perf_parse_time(arg)) < 0) {
-            perf_snprintf(bad, len, "--timeout %s: a time", arg);
-        }
-        break;
+    case 'B': ok = (o->budget_s = perf_parse_time(arg)) >= 1; break;
+    case 't': ok = (o->threshold = parse_frac(arg)) >= 0; break;
+    case 'x': ok = (o->expect_gbit = parse_rate(arg)) >= -1; break;
+    case 'X': ok = (o->expect_frac = parse_frac(arg)) >= 0; break;
+    case 'b': ok = perf_parse_size(arg, &o->min_size) == 0; break;
+    case 'e': ok = perf_parse_size(arg, &o->max_size) == 0; break;
+    case 'n': ok = (o->max_iters = atoi(arg)) >= 3; break;
+    case 'p': ok = (o->peers = atoi(arg)) >= 1; break;
+    case 'T': ok = (o->timeout_s = perf_parse_time(arg)) >= 0; break;
     case 'D':
         o->cuda = strcmp(arg, "cuda") == 0;
-        if (!o->cuda && strcmp(arg, "host") != 0) {
-            perf_snprintf(bad, len, "--device %s: host or cuda", arg);
-        }
+        ok = o->cuda || strcmp(arg, "host") == 0;
         break;
     case 'J': o->json = arg; break;
     case 'P': o->png = arg; break;
     case 'c': perf_snprintf(o->topo_cmd, sizeof(o->topo_cmd), "%s", arg); break;
     default: perf_snprintf(bad, len, "unknown option"); break;
+    }
+    for (size_t i = 0; !ok && i < sizeof(check_wants) / sizeof(check_wants[0]); i++) {
+        if (check_wants[i].c == c) {
+            perf_snprintf(bad, len, "%s %s: %s", check_wants[i].flag, arg, check_wants[i].want);
+        }
     }
 }
 
