@@ -156,7 +156,7 @@ static int copy_turns(perf_check_job_t *j, int *turn_p, int *turns_p)
 {
     char id[64] = "";
     FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    uint64_t h;
     double mine[2], *all = malloc(sizeof(double) * 2 * (size_t)j->nranks);
     int ret;
 
@@ -166,9 +166,7 @@ static int copy_turns(perf_check_job_t *j, int *turn_p, int *turns_p)
         }
         fclose(f);
     }
-    for (const char *c = id; *c != '\0'; c++) {
-        h = (h ^ (unsigned char)*c) * 1099511628211ull;
-    }
+    h = perf_fnv1a(id);
     if (id[0] == '\0') {
         h = (uint64_t)j->rank << 32 | 1; /* unlike any hash's high word of another rank */
     }

@@ -113,6 +113,24 @@ int perf_sibling(const char *name, char *out, size_t len)
     return 0;
 }
 
+uint64_t perf_fnv1a(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+
+    for (; *s != '\0'; s++) {
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    }
+    return h;
+}
+
+int perf_gnuplot(const char *script)
+{
+    char cmd[PATH_MAX + 64];
+
+    perf_snprintf(cmd, sizeof(cmd), "command -v gnuplot >/dev/null 2>&1 && gnuplot '%s'", script);
+    return system(cmd);
+}
+
 int perf_snprintf(char *buf, size_t len, const char *fmt, ...)
 {
     va_list ap;

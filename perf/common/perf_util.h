@@ -7,6 +7,7 @@
 #define SHARC_PERF_UTIL_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sharc/sharc.h>
 
 #define SHARC_PERF_MAX(_a, _b) ((_a) > (_b) ? (_a) : (_b))
@@ -32,6 +33,13 @@ double perf_parse_time(const char *s);
  * behind a wrapper one level up, where their siblings are): 0, or -1 when this program's own
  * path is unknown. */
 int perf_sibling(const char *name, char *out, size_t len);
+
+/* The 64-bit FNV-1a hash of a string (the tools' twin of the library's sharc_hash64). */
+uint64_t perf_fnv1a(const char *s);
+
+/* gnuplot run on the script at @p script (a path without quotes): 0, or nonzero when there
+ * is no gnuplot or it failed. */
+int perf_gnuplot(const char *script);
 
 /* A size with nccl-tests' suffixes K, M, G (powers of 1024): 0, or -1 for garbage. */
 int perf_parse_size(const char *s, size_t *out);

@@ -147,7 +147,7 @@ static void pred_json_row(FILE *f, const char *label, const pred_row_t *r, int l
 static int pred_plot(const char *png, const pred_variant_t *v, int nv, const pred_row_t *rows,
                      int nrows, const char *title)
 {
-    char gp[1024], cmd[1200];
+    char gp[1024];
     FILE *f;
 
     perf_snprintf(gp, sizeof(gp), "%.*s.gp", (int)(strlen(png) > 4 ? strlen(png) - 4 : strlen(png)),
@@ -181,8 +181,7 @@ static int pred_plot(const char *png, const pred_variant_t *v, int nv, const pre
         }
     }
     fclose(f);
-    perf_snprintf(cmd, sizeof(cmd), "command -v gnuplot >/dev/null 2>&1 && gnuplot '%s'", gp);
-    if (system(cmd) != 0) {
+    if (perf_gnuplot(gp) != 0) {
         fprintf(stderr,
                 "sharc-perf predict: no picture (gnuplot missing or failed); the script "
                 "is %s\n",

@@ -1,5 +1,6 @@
 /*
- * tune_out.c: what `sharc-perf tune` writes, and what --check reads back.
+ * tune_out.c: the files `sharc-perf tune` writes (tune.json, which --check reads back, is
+ * tune_json.c's).
  *
  *   tuned.env        the global settings in /etc/nccl.conf's format (KEY=VALUE lines, '#'
  *                    comments), with SHARC_TUNE_FILE / NCCL_TUNER_CONFIG_FILE naming the
@@ -8,7 +9,7 @@
  *   sharc-tune.conf  sharc's per-size algorithm table (SHARC_TUNE_FILE)
  *   nccl-tuner.csv   NCCL's per-size algorithm, protocol and channels in the CSV of NCCL's
  *                    example tuner plugin (NCCL_TUNER_PLUGIN + NCCL_TUNER_CONFIG_FILE)
- *   tune.json        everything measured and decided, for --check
+ *   tune.json        everything measured and decided, for --check (tune_json.c)
  *   report.md, report.dat, report.png   default vs tuned busbw per size with the spread
  * Every file carries the fingerprint of what it was tuned on (topology, driver, library
  * versions, job shape).
@@ -21,168 +22,19 @@
 #include "tune_out.h"
 
 #include <errno.h>
-#include <json.h>
 #include <limits.h>
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/utsname.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <sharc/sharc.h>
 
 #include "../common/perf_util.h"
 
-/* ---- the target: topology and versions ---------------------------------------------------- */
-
-static const char *jstr(json_object *o, const char *key)
-{
-    json_object *v;
-
-    return json_object_object_get_ex(o, key, &v) ? json_object_get_string(v) : "";
-}
-
-static double jnum(json_object *o, const char *key)
-{
-    json_object *v;
-
-    return json_object_object_get_ex(o, key, &v) ? json_object_get_double(v) : 0;
-}
-
-/* First line of a command's output (or of a file), "none" when there is none. */
-static void first_line(const char *cmd, const char *file, char *buf, size_t len)
-{
-    FILE *f = cmd != NULL ? popen(cmd, "r") : fopen(file, "r");
-
-    perf_snprintf(buf, len, "none");
-    if (f == NULL) {
-        return;
-    }
-    if (fgets(buf, (int)len, f) == NULL || buf[0] == '\0') {
-        perf_snprintf(buf, len, "none");
-    }
-    buf[strcspn(buf, "\n")] = '\0';
-    if (cmd != NULL) {
-        pclose(f);
-    } else {
-        fclose(f);
-    }
-}
-
-static uint64_t fnv1a(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-
-    for (; *s != '\0'; s++) {
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    }
-    return h;
-}
-
-int perf_tune_target_detect(perf_tune_target_t *t, const char *topo_cmd, char *err, size_t errlen)
-{
-    char *text = NULL, line[256], driver[128], ucx[128], nccl[32], gpus[256] = "", nics[512] = "";
-    size_t len = 0, cap = 0;
-    FILE *f = popen(topo_cmd, "r");
-    json_object *o, *arr;
-    struct utsname un;
-
-    if (f == NULL) {
-        perf_snprintf(err, errlen, "cannot run '%s': %s", topo_cmd, strerror(errno));
-        return -1;
-    }
-    while (fgets(line, sizeof(line), f) != NULL) {
-        size_t n = strlen(line);
-        if (len + n + 1 > cap) {
-            char *more = realloc(text, cap = 2 * (len + n + 1));
-            if (more == NULL) {
-                break;
-            }
-            text = more;
-        }
-        memcpy(text + len, line, n + 1);
-        len += n;
-    }
-    int status = pclose(f);
-    o = text != NULL ? json_tokener_parse(text) : NULL;
-    free(text);
-    if (o == NULL) {
-        perf_snprintf(err, errlen, "'%s' gave no topology (exit status %d)", topo_cmd, status);
-        return -1;
-    }
-    perf_snprintf(t->fabric, sizeof(t->fabric), "%s", jstr(o, "fabric"));
-    perf_snprintf(t->intra, sizeof(t->intra), "%s", jstr(o, "intra"));
-    if (json_object_object_get_ex(o, "gpus", &arr)) {
-        t->ngpus = (int)json_object_array_length(arr);
-        for (int i = 0; i < t->ngpus; i++) {
-            json_object *g = json_object_array_get_idx(arr, i);
-            if (i == 0) {
-                t->gpu_sm = (int)jnum(g, "sm");
-                t->nvlinks = (int)jnum(g, "nvlinks_switch");
-                t->gpu_net_gbps = jnum(g, "net_gbps");
-            }
-            size_t u = strlen(gpus);
-            perf_snprintf(gpus + u, sizeof(gpus) - u, "%s%s", i ? "," : "", jstr(g, "model"));
-        }
-    }
-    if (json_object_object_get_ex(o, "nics", &arr)) {
-        t->nnics = (int)json_object_array_length(arr);
-        for (int i = 0; i < t->nnics; i++) {
-            json_object *nic = json_object_array_get_idx(arr, i), *ports;
-            double rate = 0;
-            if (json_object_object_get_ex(nic, "ports", &ports) &&
-                json_object_array_length(ports) > 0) {
-                rate = jnum(json_object_array_get_idx(ports, 0), "rate_gbps");
-            }
-            t->nic_gbps = rate > t->nic_gbps ? rate : t->nic_gbps;
-            size_t u = strlen(nics);
-            perf_snprintf(nics + u, sizeof(nics) - u, "%s%s:%.0f", i ? "," : "", jstr(nic, "name"),
-                          rate);
-        }
-    }
-    int nvswitches = (int)jnum(o, "nvswitches");
-    json_object_put(o);
-
-    first_line(NULL, "/sys/module/nvidia/version", driver, sizeof(driver));
-    first_line("ucx_info -v 2>/dev/null", NULL, ucx, sizeof(ucx));
-    perf_snprintf(nccl, sizeof(nccl), t->nccl_version > 0 ? "%d" : "none", t->nccl_version);
-    if (uname(&un) != 0) {
-        perf_snprintf(un.release, sizeof(un.release), "unknown");
-    }
-    perf_snprintf(t->fp_text, sizeof(t->fp_text),
-                  "topology: fabric %s, GPUs %s (%d: %s), NICs %d (%s), NVSwitches %d\n"
-                  "job: %d ranks on %d node(s), %s buffers\n"
-                  "driver: nvidia %s; kernel %s\n"
-                  "libraries: sharc %s, NCCL %s, UCX %s\n",
-                  t->fabric, t->intra, t->ngpus, gpus, t->nnics, nics, nvswitches, t->np, t->nodes,
-                  t->cuda ? "device" : "host", driver, un.release,
-                  sharc_get_version(NULL, NULL, NULL), nccl, ucx[0] == '#' ? ucx + 2 : ucx);
-    perf_snprintf(t->fingerprint, sizeof(t->fingerprint), "%016llx",
-                  (unsigned long long)fnv1a(t->fp_text));
-    return 0;
-}
-
-double perf_tune_expected_gbps(const perf_tune_target_t *t, double memcpy_gbps)
-{
-    if (!t->cuda) {
-        /* host buffers on one node: every byte is copied by a core; between nodes the NIC */
-        if (t->nodes > 1 && t->nic_gbps > 0) {
-            return t->nic_gbps / 8;
-        }
-        return memcpy_gbps;
-    }
-    if (t->nodes > 1) {
-        return t->gpu_net_gbps > 0 ? t->gpu_net_gbps / 8 : 0;
-    }
-    if (strcmp(t->intra, "NVSwitch") == 0 && t->nvlinks > 0) {
-        return 25.0 * t->nvlinks; /* NVLink 3 and 4: 25 GB/s per link and direction */
-    }
-    if (strcmp(t->intra, "PCIe") == 0) {
-        return 24.0; /* PCIe gen4 x16, what a copy reaches */
-    }
-    return 0;
-}
+/* The rows the tables got: sharc's, NCCL's, and the sizes NCCL's CSV cannot hold. */
+typedef struct {
+    int sharc, nccl, nccl_skipped;
+} perf_tune_rows_t;
 
 /* ---- the tables --------------------------------------------------------------------------- */
 
@@ -326,161 +178,9 @@ static void header(FILE *f, const char *what, const perf_tune_target_t *t)
     }
 }
 
-static json_object *doubles(const double *v, int n)
-{
-    json_object *a = json_object_new_array();
-
-    for (int i = 0; i < n; i++) {
-        json_object_array_add(a, json_object_new_double(v[i]));
-    }
-    return a;
-}
-
-static json_object *env_json(const perf_tune_env_t *env)
-{
-    json_object *o = json_object_new_object();
-
-    for (int i = 0; i < env->n; i++) {
-        json_object_object_add(o, env->kv[i].key, json_object_new_string(env->kv[i].value));
-    }
-    return o;
-}
-
-static int write_json(const char *dir, const perf_tune_target_t *t, const perf_tune_plan_t *plan,
-                      const perf_tune_env_t *base_env)
-{
-    char path[PATH_MAX];
-    json_object *o = json_object_new_object(), *colls = json_object_new_array();
-    int ret;
-
-    json_object_object_add(o, "fingerprint", json_object_new_string(t->fingerprint));
-    json_object_object_add(o, "fingerprint_text", json_object_new_string(t->fp_text));
-    json_object_object_add(o, "np", json_object_new_int(t->np));
-    json_object_object_add(o, "nodes", json_object_new_int(t->nodes));
-    json_object_object_add(o, "device", json_object_new_string(t->cuda ? "cuda" : "host"));
-    json_object_object_add(o, "base_env", env_json(base_env));
-    json_object_object_add(o, "global", env_json(&plan->global));
-    json_object_object_add(o, "global_proposed", env_json(&plan->proposed));
-    json_object_object_add(o, "global_gain", json_object_new_double(plan->global_gain));
-    json_object_object_add(o, "global_spread", json_object_new_double(plan->global_spread));
-    for (int c = 0; c < PERF_TUNE_NCOLLS; c++) {
-        const perf_tune_coll_plan_t *p = &plan->coll[c];
-        json_object *co, *sizes, *at, *kept;
-
-        if (p->n == 0) {
-            continue;
-        }
-        co = json_object_new_object();
-        sizes = json_object_new_array();
-        at = json_object_new_array();
-        kept = json_object_new_array();
-        for (int i = 0; i < p->n; i++) {
-            json_object_array_add(sizes, json_object_new_int64((int64_t)p->size[i]));
-            json_object_array_add(at, env_json(&p->at[i]));
-            json_object_array_add(kept, json_object_new_boolean(p->kept[i]));
-        }
-        json_object_object_add(co, "collective",
-                               json_object_new_string(sharc_coll_name((sharc_coll_type_t)(c))));
-        json_object_object_add(co, "sizes", sizes);
-        json_object_object_add(co, "per_size", at);
-        json_object_object_add(co, "kept", kept);
-        json_object_object_add(co, "default_busbw", doubles(p->base, p->n));
-        json_object_object_add(co, "tuned_busbw", doubles(p->tuned, p->n));
-        json_object_object_add(co, "spread", doubles(p->spread, p->n));
-        json_object_array_add(colls, co);
-    }
-    json_object_object_add(o, "collectives", colls);
-    perf_snprintf(path, sizeof(path), "%s/tune.json", dir);
-    ret = json_object_to_file_ext(path, o, JSON_C_TO_STRING_PRETTY) == 0 ? 0 : -1;
-    json_object_put(o);
-    return ret;
-}
-
-static void env_from_json(json_object *o, perf_tune_env_t *env)
-{
-    memset(env, 0, sizeof(*env));
-    if (o == NULL || json_object_get_type(o) != json_type_object) {
-        return;
-    }
-    json_object_object_foreach(o, key, val)
-    {
-        perf_tune_env_set(env, key, json_object_get_string(val));
-    }
-}
-
-int perf_tune_load(const char *path, perf_tune_saved_t *saved, char *err, size_t errlen)
-{
-    json_object *o = json_object_from_file(path), *colls, *v;
-    int ret = -1;
-
-    memset(saved, 0, sizeof(*saved));
-    if (o == NULL) {
-        perf_snprintf(err, errlen, "%s: not a tune result (%s)", path, json_util_get_last_err());
-        return -1;
-    }
-    if (!json_object_object_get_ex(o, "collectives", &colls) ||
-        json_object_get_type(colls) != json_type_array) {
-        perf_snprintf(err, errlen, "%s: no collectives", path);
-        goto out;
-    }
-    perf_snprintf(saved->fingerprint, sizeof(saved->fingerprint), "%s", jstr(o, "fingerprint"));
-    perf_snprintf(saved->fp_text, sizeof(saved->fp_text), "%s", jstr(o, "fingerprint_text"));
-    saved->np = (int)jnum(o, "np");
-    saved->nodes = (int)jnum(o, "nodes");
-    saved->cuda = strcmp(jstr(o, "device"), "cuda") == 0;
-    json_object_object_get_ex(o, "base_env", &v);
-    env_from_json(v, &saved->base_env);
-    json_object_object_get_ex(o, "global", &v);
-    env_from_json(v, &saved->plan.global);
-    for (size_t k = 0; k < json_object_array_length(colls); k++) {
-        json_object *co = json_object_array_get_idx(colls, k), *sizes, *at, *kept, *tuned;
-        json_object *spread = NULL;
-        const char *name = jstr(co, "collective");
-        int c;
-
-        for (c = 0;
-             c < PERF_TUNE_NCOLLS && strcmp(name, sharc_coll_name((sharc_coll_type_t)(c))) != 0;
-             c++) {
-        }
-        if (c == PERF_TUNE_NCOLLS || !json_object_object_get_ex(co, "sizes", &sizes) ||
-            !json_object_object_get_ex(co, "per_size", &at) ||
-            !json_object_object_get_ex(co, "kept", &kept) ||
-            !json_object_object_get_ex(co, "tuned_busbw", &tuned) ||
-            json_object_array_length(sizes) > PERF_TUNE_MAX_SIZES ||
-            json_object_array_length(at) != json_object_array_length(sizes) ||
-            json_object_array_length(kept) != json_object_array_length(sizes) ||
-            json_object_array_length(tuned) != json_object_array_length(sizes)) {
-            perf_snprintf(err, errlen, "%s: collective %zu ('%s') is malformed", path, k, name);
-            goto out;
-        }
-        perf_tune_coll_plan_t *p = &saved->plan.coll[c];
-        json_object_object_get_ex(co, "spread", &spread);
-        p->coll = c;
-        p->n = (int)json_object_array_length(sizes);
-        for (int i = 0; i < p->n; i++) {
-            p->size[i] = (size_t)json_object_get_int64(json_object_array_get_idx(sizes, i));
-            env_from_json(json_object_array_get_idx(at, i), &p->at[i]);
-            p->kept[i] = json_object_get_boolean(json_object_array_get_idx(kept, i));
-            saved->tuned[c][i] = json_object_get_double(json_object_array_get_idx(tuned, i));
-            saved->spread[c][i] = spread != NULL && json_object_array_length(spread) == (size_t)p->n
-                                      ? json_object_get_double(json_object_array_get_idx(spread, i))
-                                      : 0;
-        }
-        saved->colls |= 1u << c;
-    }
-    if (saved->colls == 0 || saved->np < 1) {
-        perf_snprintf(err, errlen, "%s: nothing to check (no collectives or no rank count)", path);
-        goto out;
-    }
-    ret = 0;
-out:
-    json_object_put(o);
-    return ret;
-}
-
 static void report_plot(const char *dir, const perf_tune_plan_t *plan)
 {
-    char path[PATH_MAX], cmd[PATH_MAX * 2];
+    char path[PATH_MAX];
     FILE *f = open_out(dir, "report.dat", path, sizeof(path));
     int blocks = 0;
 
@@ -529,8 +229,7 @@ static void report_plot(const char *dir, const perf_tune_plan_t *plan)
     }
     fprintf(f, "\n");
     fclose(f);
-    perf_snprintf(cmd, sizeof(cmd), "command -v gnuplot >/dev/null && gnuplot '%s/report.gp'", dir);
-    if (system(cmd) != 0) {
+    if (perf_gnuplot(path) != 0) {
         fprintf(stderr,
                 "sharc-perf tune: no plot (gnuplot missing or failed); the data is in "
                 "%s/report.dat\n",
@@ -564,79 +263,81 @@ void perf_tune_report_table(FILE *f, const perf_tune_target_t *t, const perf_tun
     }
 }
 
-int perf_tune_write(const char *dir, const perf_tune_target_t *t, const perf_tune_space_t *space,
-                    const perf_tune_plan_t *plan, const perf_tune_env_t *base_env)
+/* sharc's table (sharc-tune.conf) and NCCL's tuner CSV (nccl-tuner.csv): the rows of each. */
+static int write_tables(const char *dir, const perf_tune_target_t *t, const perf_tune_plan_t *plan,
+                        perf_tune_rows_t *rows)
 {
-    char path[PATH_MAX], absdir[PATH_MAX], csv_path[PATH_MAX], conf_path[PATH_MAX];
-    int sharc_n = 0, nccl_n = 0, nccl_skipped = 0;
+    char path[PATH_MAX];
     FILE *f;
 
-    if (realpath(dir, absdir) == NULL) {
-        perf_snprintf(absdir, sizeof(absdir), "%s", dir);
-    }
-    /* sharc's table */
-    if ((f = open_out(dir, "sharc-tune.conf", conf_path, sizeof(conf_path))) == NULL) {
+    if ((f = open_out(dir, "sharc-tune.conf", path, sizeof(path))) == NULL) {
         return -1;
     }
     header(f, "sharc tune file v1 (SHARC_TUNE_FILE)", t);
     fprintf(f, "# collective    ranks    min_bytes    max_bytes  algorithm\n");
-    sharc_n = sharc_rows(f, plan, t->np);
+    rows->sharc = sharc_rows(f, plan, t->np);
     fclose(f);
-    /* NCCL's tuner CSV */
-    if ((f = open_out(dir, "nccl-tuner.csv", csv_path, sizeof(csv_path))) == NULL) {
+    if ((f = open_out(dir, "nccl-tuner.csv", path, sizeof(path))) == NULL) {
         return -1;
     }
     header(f, "NCCL tuner configuration (example tuner plugin's CSV format)", t);
     fprintf(f, "# collective_type,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks,"
                "numPipeOps,regBuff\n");
-    nccl_n = nccl_rows(f, plan, t, &nccl_skipped);
+    rows->nccl = nccl_rows(f, plan, t, &rows->nccl_skipped);
     fclose(f);
-    /* the env file and the exports */
-    for (int sh = 0; sh < 2; sh++) {
-        if ((f = open_out(dir, sh ? "tuned.sh" : "tuned.env", path, sizeof(path))) == NULL) {
-            return -1;
-        }
-        header(f,
-               sh ? "sharc-perf tune: settings as shell exports"
-                  : "sharc-perf tune: settings (the format of /etc/nccl.conf)",
-               t);
-        if (base_env->n > 0) {
-            char text[2048];
-            perf_tune_env_text(base_env, text, sizeof(text));
-            fprintf(f, "# measured with: %s (set those too)\n", text);
-        }
-        if (plan->global.n == 0 && sharc_n == 0 && nccl_n == 0) {
-            fprintf(f, "# nothing beat the defaults by more than the measured spread\n");
-        }
-        for (int i = 0; i < plan->global.n; i++) {
-            fprintf(f, sh ? "export %s='%s'\n" : "%s=%s\n", plan->global.kv[i].key,
-                    plan->global.kv[i].value);
-        }
-        if (sharc_n > 0) {
-            fprintf(f,
-                    sh ? "export SHARC_TUNE_FILE='%s/sharc-tune.conf'\n"
-                       : "SHARC_TUNE_FILE=%s/sharc-tune.conf\n",
-                    absdir);
-        }
-        if (nccl_n > 0) {
-            fprintf(f,
-                    "# NCCL reads the CSV through its example tuner plugin: set NCCL_TUNER_PLUGIN "
-                    "to the plugin's library\n");
-            fprintf(f,
-                    sh ? "export NCCL_TUNER_CONFIG_FILE='%s/nccl-tuner.csv'\n"
-                       : "NCCL_TUNER_CONFIG_FILE=%s/nccl-tuner.csv\n",
-                    absdir);
-        }
-        fclose(f);
-    }
-    if (write_json(dir, t, plan, base_env) != 0) {
-        fprintf(stderr, "sharc-perf tune: cannot write %s/tune.json\n", dir);
+    return 0;
+}
+
+/* The settings as tuned.env (/etc/nccl.conf's format) or, @p sh, tuned.sh (shell exports),
+ * naming the tables (by their absolute path) where they have rows. */
+static int write_env(const char *dir, const char *absdir, int sh, const perf_tune_target_t *t,
+                     const perf_tune_plan_t *plan, const perf_tune_env_t *base_env,
+                     const perf_tune_rows_t *rows)
+{
+    char path[PATH_MAX];
+    FILE *f = open_out(dir, sh ? "tuned.sh" : "tuned.env", path, sizeof(path));
+
+    if (f == NULL) {
         return -1;
     }
-    /* the report */
-    if ((f = open_out(dir, "report.md", path, sizeof(path))) == NULL) {
-        return -1;
+    header(f,
+           sh ? "sharc-perf tune: settings as shell exports"
+              : "sharc-perf tune: settings (the format of /etc/nccl.conf)",
+           t);
+    if (base_env->n > 0) {
+        char text[2048];
+        perf_tune_env_text(base_env, text, sizeof(text));
+        fprintf(f, "# measured with: %s (set those too)\n", text);
     }
+    if (plan->global.n == 0 && rows->sharc == 0 && rows->nccl == 0) {
+        fprintf(f, "# nothing beat the defaults by more than the measured spread\n");
+    }
+    for (int i = 0; i < plan->global.n; i++) {
+        fprintf(f, sh ? "export %s='%s'\n" : "%s=%s\n", plan->global.kv[i].key,
+                plan->global.kv[i].value);
+    }
+    if (rows->sharc > 0) {
+        fprintf(f,
+                sh ? "export SHARC_TUNE_FILE='%s/sharc-tune.conf'\n"
+                   : "SHARC_TUNE_FILE=%s/sharc-tune.conf\n",
+                absdir);
+    }
+    if (rows->nccl > 0) {
+        fprintf(f, "# NCCL reads the CSV through its example tuner plugin: set NCCL_TUNER_PLUGIN "
+                   "to the plugin's library\n");
+        fprintf(f,
+                sh ? "export NCCL_TUNER_CONFIG_FILE='%s/nccl-tuner.csv'\n"
+                   : "NCCL_TUNER_CONFIG_FILE=%s/nccl-tuner.csv\n",
+                absdir);
+    }
+    fclose(f);
+    return 0;
+}
+
+/* The report's opening: the fingerprint, the run, the space searched. */
+static void report_space(FILE *f, const perf_tune_target_t *t, const perf_tune_space_t *space,
+                         const perf_tune_plan_t *plan)
+{
     fprintf(f, "# sharc-perf tune report\n\nFingerprint `%s`:\n\n```\n%s```\n\n", t->fingerprint,
             t->fp_text);
     fprintf(f,
@@ -653,7 +354,13 @@ int perf_tune_write(const char *dir, const perf_tune_target_t *t, const perf_tun
     for (int k = 0; k < space->nleft; k++) {
         fprintf(f, "- left out: %s\n", space->left_out[k]);
     }
+}
+
+/* The report's decisions: the global settings, what was kept, the rule. */
+static void report_decisions(FILE *f, const perf_tune_plan_t *plan, const perf_tune_rows_t *rows)
+{
     char prop[2048], kept[2048];
+
     perf_tune_env_text(&plan->proposed, prop, sizeof(prop));
     perf_tune_env_text(&plan->global, kept, sizeof(kept));
     fprintf(f, "\n## Decisions\n\nGlobal settings the search chose: %s; ", prop);
@@ -663,11 +370,26 @@ int perf_tune_write(const char *dir, const perf_tune_target_t *t, const perf_tun
     } else {
         fprintf(f, "nothing to decide.\n");
     }
-    fprintf(f, "Kept: %s. sharc table rows: %d; NCCL tuner rows: %d%s.\n\n", kept, sharc_n, nccl_n,
-            nccl_skipped ? " (sizes with channels alone have no CSV row)" : "");
+    fprintf(f, "Kept: %s. sharc table rows: %d; NCCL tuner rows: %d%s.\n\n", kept, rows->sharc,
+            rows->nccl, rows->nccl_skipped ? " (sizes with channels alone have no CSV row)" : "");
     fprintf(f, "A per-size setting is kept where every interleaved round of it beats every "
                "round of the defaults and the medians are apart by more than the spread (max - "
                "min over either's rounds) plus the noise floor (2%%).\n\n");
+}
+
+/* report.md: the space, the decisions, a table per collective. */
+static int write_report(const char *dir, const perf_tune_target_t *t,
+                        const perf_tune_space_t *space, const perf_tune_plan_t *plan,
+                        const perf_tune_rows_t *rows)
+{
+    char path[PATH_MAX];
+    FILE *f = open_out(dir, "report.md", path, sizeof(path));
+
+    if (f == NULL) {
+        return -1;
+    }
+    report_space(f, t, space, plan);
+    report_decisions(f, plan, rows);
     for (int c = 0; c < PERF_TUNE_NCOLLS; c++) {
         if (plan->coll[c].n == 0) {
             if (plan->coll[c].failed) {
@@ -684,6 +406,30 @@ int perf_tune_write(const char *dir, const perf_tune_target_t *t, const perf_tun
             t->cuda ? "from the topology: NVLink or PCIe within a node, the GPU's NICs between"
                     : "one core's memcpy in the same run on one node, the NIC between nodes");
     fclose(f);
+    return 0;
+}
+
+int perf_tune_write(const char *dir, const perf_tune_target_t *t, const perf_tune_space_t *space,
+                    const perf_tune_plan_t *plan, const perf_tune_env_t *base_env)
+{
+    char absdir[PATH_MAX];
+    perf_tune_rows_t rows = {0};
+
+    if (realpath(dir, absdir) == NULL) {
+        perf_snprintf(absdir, sizeof(absdir), "%s", dir);
+    }
+    if (write_tables(dir, t, plan, &rows) != 0 ||
+        write_env(dir, absdir, 0, t, plan, base_env, &rows) != 0 ||
+        write_env(dir, absdir, 1, t, plan, base_env, &rows) != 0) {
+        return -1;
+    }
+    if (perf_tune_write_json(dir, t, plan, base_env) != 0) {
+        fprintf(stderr, "sharc-perf tune: cannot write %s/tune.json\n", dir);
+        return -1;
+    }
+    if (write_report(dir, t, space, plan, &rows) != 0) {
+        return -1;
+    }
     report_plot(dir, plan);
     return 0;
 }
