@@ -215,26 +215,17 @@ static int open_launcher(const tune_args_t *a, const char *dir, perf_tune_launch
     return 0;
 }
 
-static void print_fp_diff(const char *saved, const char *now)
+/* The lines of fingerprint text @p from that @p other lacks, each after @p label. */
+static void print_fp_lines(const char *from, const char *other, const char *label)
 {
-    const char *p = saved;
+    const char *p = from;
 
     while (*p != '\0') {
         size_t n = strcspn(p, "\n");
         char line[512];
         perf_snprintf(line, sizeof(line), "%.*s", (int)n, p);
-        if (strstr(now, line) == NULL) {
-            printf("  tuned on: %s\n", line);
-        }
-        p += n + (p[n] == '\n');
-    }
-    p = now;
-    while (*p != '\0') {
-        size_t n = strcspn(p, "\n");
-        char line[512];
-        perf_snprintf(line, sizeof(line), "%.*s", (int)n, p);
-        if (strstr(saved, line) == NULL) {
-            printf("  here:     %s\n", line);
+        if (strstr(other, line) == NULL) {
+            printf("  %s %s\n", label, line);
         }
         p += n + (p[n] == '\n');
     }
@@ -265,7 +256,8 @@ static int check(tune_args_t *a, perf_tune_opts_t *o)
     }
     if (strcmp(t.fingerprint, saved.fingerprint) != 0) {
         printf("FINGERPRINT MISMATCH: tuned on %s, this is %s\n", saved.fingerprint, t.fingerprint);
-        print_fp_diff(saved.fp_text, t.fp_text);
+        print_fp_lines(saved.fp_text, t.fp_text, "tuned on:");
+        print_fp_lines(t.fp_text, saved.fp_text, "here:    ");
         flagged = 1;
     } else {
         printf("fingerprint %s matches\n", t.fingerprint);
@@ -315,10 +307,74 @@ static int check(tune_args_t *a, perf_tune_opts_t *o)
     return flagged ? 1 : 0;
 }
 
+/* The topology command and the sharc-perf the jobs run, where not given: this one's siblings. */
+static void default_paths(tune_args_t *a)
+{
+    if (a->topo_cmd[0] == '\0') {
+        char topo[PATH_MAX];
+        self_path("sharc-topo", topo, sizeof(topo));
+        perf_snprintf(a->topo_cmd, sizeof(a->topo_cmd), "%s --json",
+                      access(topo, X_OK) == 0 ? topo : "sharc-topo");
+    }
+    if (a->perf[0] == '\0') {
+        self_path(NULL, a->perf, sizeof(a->perf));
+    }
+}
+
+/* What will be searched: the job, the target, the knobs and those left out. */
+static void print_space(const tune_args_t *a, const perf_tune_target_t *t,
+                        const perf_tune_space_t *space)
+{
+    printf("# sharc-perf tune: %d ranks on %d node(s), %s buffers, %zu..%zu B, fabric %s, "
+           "fingerprint %s\n# %d knobs:",
+           a->np, a->nodes, a->cuda ? "device" : "host", a->minb, a->maxb, t->fabric,
+           t->fingerprint, space->nknobs);
+    for (int k = 0; k < space->nknobs; k++) {
+        printf(" %s%s", space->knobs[k].name, space->knobs[k].per_size ? "(per size)" : "");
+    }
+    printf("\n");
+    for (int k = 0; k < space->nleft; k++) {
+        printf("# left out: %s\n", space->left_out[k]);
+    }
+}
+
+/* The search through the launcher, then the files. 0, or 1 (said). */
+static int search(tune_args_t *a, perf_tune_opts_t *o, const perf_tune_target_t *t,
+                  const perf_tune_space_t *space)
+{
+    static perf_tune_plan_t plan;
+    perf_tune_launcher_t l;
+    int ret;
+
+    if (open_launcher(a, a->out, &l) != 0) {
+        return 2;
+    }
+    o->colls = a->colls;
+    o->measure_arg = &l;
+    ret = perf_tune_run(o, space, &plan);
+    perf_tune_launcher_close(&l);
+    if (ret != 0) {
+        fprintf(stderr,
+                perf_tune_interrupted()
+                    ? "sharc-perf tune: interrupted; run the same command again to resume (the "
+                      "results so far are in %s/results.jsonl)\n"
+                    : "sharc-perf tune: stopped: the defaults could not be measured (see %s/logs)"
+                      "\n",
+                a->out);
+        return 1;
+    }
+    if (perf_tune_write(a->out, t, space, &plan, &a->base_env) != 0) {
+        return 1;
+    }
+    printf("# %d launches (%d from the journal), %d failed, %.0f s; results in %s/: tuned.env, "
+           "tuned.sh, sharc-tune.conf, nccl-tuner.csv, report.md, report.png, tune.json\n",
+           plan.launches, plan.cached, plan.failures, plan.seconds, a->out);
+    return 0;
+}
+
 int perf_tune_main(int argc, char **argv)
 {
     static perf_tune_space_t space;
-    static perf_tune_plan_t plan;
     tune_args_t a = {.colls = (1u << SHARC_COLL_ALLGATHER) | (1u << SHARC_COLL_REDUCE_SCATTER) |
                               (1u << SHARC_COLL_ALLREDUCE),
                      .minb = 64u << 10,
@@ -339,22 +395,12 @@ int perf_tune_main(int argc, char **argv)
                           .now = perf_now,
                           .log = stdout};
     perf_tune_target_t t = {0};
-    perf_tune_launcher_t l;
     char err[512];
-    int ret;
 
     if (parse_args(argc, argv, &a) != 0) {
         return 2;
     }
-    if (a.topo_cmd[0] == '\0') {
-        char topo[PATH_MAX];
-        self_path("sharc-topo", topo, sizeof(topo));
-        perf_snprintf(a.topo_cmd, sizeof(a.topo_cmd), "%s --json",
-                      access(topo, X_OK) == 0 ? topo : "sharc-topo");
-    }
-    if (a.perf[0] == '\0') {
-        self_path(NULL, a.perf, sizeof(a.perf));
-    }
+    default_paths(&a);
     o.minb = a.minb;
     o.maxb = a.maxb;
     o.budget_s = a.budget_s;
@@ -375,45 +421,12 @@ int perf_tune_main(int argc, char **argv)
         fprintf(stderr, "sharc-perf tune: %s\n", err);
         return 2;
     }
-    printf("# sharc-perf tune: %d ranks on %d node(s), %s buffers, %zu..%zu B, fabric %s, "
-           "fingerprint %s\n# %d knobs:",
-           a.np, a.nodes, a.cuda ? "device" : "host", a.minb, a.maxb, t.fabric, t.fingerprint,
-           space.nknobs);
-    for (int k = 0; k < space.nknobs; k++) {
-        printf(" %s%s", space.knobs[k].name, space.knobs[k].per_size ? "(per size)" : "");
-    }
-    printf("\n");
-    for (int k = 0; k < space.nleft; k++) {
-        printf("# left out: %s\n", space.left_out[k]);
-    }
+    print_space(&a, &t, &space);
     if (a.dry_run) {
         char line[16384];
         perf_tune_expand(a.launch, a.np, &a.base_env, "env ... sharc-perf ...", line, sizeof(line));
         printf("# a job: %s\n", line);
         return 0;
     }
-    if (open_launcher(&a, a.out, &l) != 0) {
-        return 2;
-    }
-    o.colls = a.colls;
-    o.measure_arg = &l;
-    ret = perf_tune_run(&o, &space, &plan);
-    perf_tune_launcher_close(&l);
-    if (ret != 0) {
-        fprintf(stderr,
-                perf_tune_interrupted()
-                    ? "sharc-perf tune: interrupted; run the same command again to resume (the "
-                      "results so far are in %s/results.jsonl)\n"
-                    : "sharc-perf tune: stopped: the defaults could not be measured (see %s/logs)"
-                      "\n",
-                a.out);
-        return 1;
-    }
-    if (perf_tune_write(a.out, &t, &space, &plan, &a.base_env) != 0) {
-        return 1;
-    }
-    printf("# %d launches (%d from the journal), %d failed, %.0f s; results in %s/: tuned.env, "
-           "tuned.sh, sharc-tune.conf, nccl-tuner.csv, report.md, report.png, tune.json\n",
-           plan.launches, plan.cached, plan.failures, plan.seconds, a.out);
-    return 0;
+    return search(&a, &o, &t, &space);
 }
