@@ -11,9 +11,6 @@
 
 #include <sharc/sharc.h>
 
-/* The collectives measured: sharc_coll_type_t's before the barrier, named by sharc_coll_name. */
-#define PERF_BENCH_NCOLLS SHARC_COLL_BARRIER
-
 typedef struct {
     sharc_coll_type_t coll;
     size_t minbytes, maxbytes, stepbytes;

@@ -104,11 +104,7 @@ static int bench_parse_args(int argc, char **argv, perf_bench_opts_t *o)
     };
     int c, bad = 0;
 
-    for (c = 0;
-         c < PERF_BENCH_NCOLLS && strcmp(argv[1], sharc_coll_name((sharc_coll_type_t)c)) != 0;
-         c++) {
-    }
-    if (c == PERF_BENCH_NCOLLS) {
+    if ((c = perf_coll_index(argv[1])) < 0) {
         fprintf(stderr, "sharc-perf: unknown collective '%s'\n", argv[1]);
         bench_usage(stderr);
         return 2;

@@ -40,6 +40,16 @@ double perf_median_of(const double *v, size_t n)
     return med;
 }
 
+int perf_coll_index(const char *name)
+{
+    for (int c = 0; c < PERF_NCOLLS; c++) {
+        if (strcmp(name, sharc_coll_name((sharc_coll_type_t)c)) == 0) {
+            return c;
+        }
+    }
+    return -1;
+}
+
 double perf_now(void)
 {
     struct timespec ts;

@@ -12,6 +12,12 @@
 
 #define SHARC_PERF_MAX(_a, _b) ((_a) > (_b) ? (_a) : (_b))
 
+/* The collectives sharc-perf measures: sharc_coll_type_t's before the barrier. */
+#define PERF_NCOLLS SHARC_COLL_BARRIER
+
+/* The measured collective sharc_coll_name calls @p name, or -1. */
+int perf_coll_index(const char *name);
+
 /* Median of n values (sorts them). */
 double perf_median(double *v, size_t n);
 

@@ -269,13 +269,9 @@ int perf_tune_load(const char *path, perf_tune_saved_t *saved, char *err, size_t
         json_object *co = json_object_array_get_idx(colls, k), *sizes, *at, *kept, *tuned;
         json_object *spread = NULL;
         const char *name = jstr(co, "collective");
-        int c;
+        int c = perf_coll_index(name);
 
-        for (c = 0;
-             c < PERF_TUNE_NCOLLS && strcmp(name, sharc_coll_name((sharc_coll_type_t)(c))) != 0;
-             c++) {
-        }
-        if (c == PERF_TUNE_NCOLLS || !json_object_object_get_ex(co, "sizes", &sizes) ||
+        if (c < 0 || !json_object_object_get_ex(co, "sizes", &sizes) ||
             !json_object_object_get_ex(co, "per_size", &at) ||
             !json_object_object_get_ex(co, "kept", &kept) ||
             !json_object_object_get_ex(co, "tuned_busbw", &tuned) ||

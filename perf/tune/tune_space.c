@@ -363,11 +363,9 @@ unsigned perf_tune_parse_colls(const char *list, char *unknown, size_t len)
 
     perf_snprintf(buf, sizeof(buf), "%s", list);
     for (char *c = strtok_r(buf, ",", &save); c != NULL; c = strtok_r(NULL, ",", &save)) {
-        int i;
-        for (i = 0; i < PERF_TUNE_NCOLLS && strcmp(c, sharc_coll_name((sharc_coll_type_t)(i))) != 0;
-             i++) {
-        }
-        if (i == PERF_TUNE_NCOLLS) {
+        int i = perf_coll_index(c);
+
+        if (i < 0) {
             perf_snprintf(unknown, len, "%s", c);
             return 0;
         }
