@@ -1,5 +1,5 @@
 /*
- * test_check.c: the decisions of `sharc-perf check` (perf/check_logic.c): the round-robin
+ * test_check.c: the decisions of `sharc-perf check` (perf/check/check_logic.c): the round-robin
  * schedule (every pair exactly once, no member twice in a round, odd counts), the greedy
  * rounds of the re-test, the verdict (a slow node, a slow link, a slow rank's copy; noise that
  * the re-test clears; ties and the strict threshold; two nodes, three nodes; groups), the
@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../perf/check.h"
-#include "../perf/check_job.h"
+#include "../perf/check/check.h"
+#include "../perf/check/check_job.h"
 #include "check.h"
 
 /* ---- the schedule ------------------------------------------------------------------------ */

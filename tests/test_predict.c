@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../perf/predict.h"
+#include "../perf/predict/predict.h"
 #include "check.h"
 
 #define NEAR(_a, _b) (fabs((_a) - (_b)) <= 1e-9 * (fabs(_a) + fabs(_b)) + 1e-15)

@@ -14,9 +14,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../perf/tune.h"
-#include "../perf/tune_launch.h"
-#include "../perf/tune_out.h"
+#include "../perf/tune/tune.h"
+#include "../perf/tune/tune_launch.h"
+#include "../perf/tune/tune_out.h"
 #include "../coll/tune.h"
 #include "../perf/topo/topo_tool.h"
 #include "../core/context.h"

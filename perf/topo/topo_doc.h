@@ -1,7 +1,8 @@
 /*
- * topo_doc.h: what the doctor's rule files share (topo_doctor.c: the generic rules and the
- * comparison with the recommendation; topo_efa.c: the EFA node's libraries and settings): the
- * state of one doctor run and the way a finding is made. Internal to perf/topo/.
+ * topo_doc.h: what the doctor's rule files share (topo_doctor.c: NCCL's and CUDA's rules and
+ * the comparison with the recommendation; topo_doc_ucx.c: sharc's transport and UCX's devices
+ * and transports; topo_efa.c: the EFA node's libraries and settings): the state of one doctor
+ * run and the way a finding is made. Internal to perf/topo/.
  */
 #ifndef SHARC_TOPO_DOC_H
 #define SHARC_TOPO_DOC_H
@@ -32,6 +33,12 @@ SHARC_HIDDEN const char *sharc_topo_doc_value(const sharc_topo_doc_t *doc, const
 
 /** "1", "y", "yes", "true", "on" (any case). */
 SHARC_HIDDEN int sharc_topo_truthy(const char *v);
+
+/* Rules of topo_doc_ucx.c, by key: SHARC_TRANSPORT, UCX_NET_DEVICES, UCX_TLS. */
+SHARC_HIDDEN void sharc_topo_doc_transport(sharc_topo_doc_t *doc, const sharc_topo_setting_t *set);
+SHARC_HIDDEN void sharc_topo_doc_ucx_devices(sharc_topo_doc_t *doc,
+                                             const sharc_topo_setting_t *set);
+SHARC_HIDDEN void sharc_topo_doc_ucx_tls(sharc_topo_doc_t *doc, const sharc_topo_setting_t *set);
 
 /* Rules of topo_efa.c, by key; and the node's findings on EFA nodes. */
 SHARC_HIDDEN void sharc_topo_doc_efa(sharc_topo_doc_t *doc, const sharc_topo_setting_t *set);

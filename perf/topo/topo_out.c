@@ -109,14 +109,9 @@ static void sharc_topo_print_matrix(const sharc_topo_t *topo, FILE *out)
     }
 }
 
-static void sharc_topo_print_text(const sharc_topo_t *topo, const sharc_topo_recs_t *recs,
-                                  FILE *out)
+/* The GPUs, the NICs and the network interfaces, one line each. */
+static void sharc_topo_print_devices(const sharc_topo_t *topo, FILE *out)
 {
-    fprintf(out, "source: %s\n\n", topo->source[0] ? topo->source : "?");
-    if (topo->ngpus + topo->nnics > 0) {
-        sharc_topo_print_matrix(topo, out);
-        fprintf(out, "\n");
-    }
     fprintf(out, "GPUs: %d", topo->ngpus);
     for (int i = 0; i < topo->ngpus; i++) {
         const sharc_topo_gpu_t *gpu = &topo->gpus[i];
@@ -161,6 +156,47 @@ static void sharc_topo_print_text(const sharc_topo_t *topo, const sharc_topo_rec
                 : nd->ipv4   ? ", IPv4"
                              : ", no IPv4");
     }
+}
+
+/* GPU i's rails: its nearest NICs (or interfaces), how far, the bandwidth it should get. */
+static void sharc_topo_print_rails(const sharc_topo_t *topo, int i, FILE *out)
+{
+    const sharc_topo_gpu_t *gpu = &topo->gpus[i];
+
+    fprintf(out, "  GPU%d rails:", i);
+    if (topo->fabric == SHARC_TOPO_FABRIC_ETH && gpu->eth_nrails > 0) {
+        /* several interfaces of the fastest class: the nearest are this GPU's */
+        for (int r = 0; r < gpu->eth_nnearest; r++) {
+            fprintf(out, " %s", topo->netdevs[gpu->eth_rails[r]].name);
+        }
+        fprintf(out, " (%s)",
+                sharc_topo_link_name(
+                    sharc_topo_pci_distance(&gpu->pci, &topo->netdevs[gpu->eth_rails[0]].pci)));
+    } else if (topo->fabric == SHARC_TOPO_FABRIC_ETH) {
+        /* no RDMA NIC, so no rail of its own: the GPUs share one interface */
+        fprintf(out, " none, TCP on %s shared by %d GPU(s)", topo->netdevs[topo->eth_best].name,
+                topo->ngpus);
+    } else if (gpu->nrails == 0) {
+        fprintf(out, " none");
+    }
+    for (int r = 0; r < gpu->nnearest; r++) {
+        fprintf(out, " %s", topo->nics[gpu->rails[r]].name);
+    }
+    if (gpu->nrails > 0) {
+        fprintf(out, " (%s)", sharc_topo_link_name(topo->gpu_nic[i][gpu->rails[0]]));
+    }
+    if (gpu->net_gbps < 0) {
+        fprintf(out, ", bandwidth unknown\n");
+    } else if (topo->fabric == SHARC_TOPO_FABRIC_NONE) {
+        fprintf(out, ", no network\n");
+    } else {
+        fprintf(out, ", %.0f Gb/s expected\n", gpu->net_gbps);
+    }
+}
+
+/* The machine, the classification within and between nodes, and each GPU's rails. */
+static void sharc_topo_print_fabric(const sharc_topo_t *topo, FILE *out)
+{
     fprintf(out, "CPU: %d socket(s), %d NUMA node(s); NVSwitches: %d\n", topo->cpu.nsockets,
             topo->cpu.nnuma, topo->nvswitches);
     if (topo->product[0] != '\0') {
@@ -178,38 +214,14 @@ static void sharc_topo_print_text(const sharc_topo_t *topo, const sharc_topo_rec
     }
     fprintf(out, "\n");
     for (int i = 0; i < topo->ngpus; i++) {
-        const sharc_topo_gpu_t *gpu = &topo->gpus[i];
-
-        fprintf(out, "  GPU%d rails:", i);
-        if (topo->fabric == SHARC_TOPO_FABRIC_ETH && gpu->eth_nrails > 0) {
-            /* several interfaces of the fastest class: the nearest are this GPU's */
-            for (int r = 0; r < gpu->eth_nnearest; r++) {
-                fprintf(out, " %s", topo->netdevs[gpu->eth_rails[r]].name);
-            }
-            fprintf(out, " (%s)",
-                    sharc_topo_link_name(
-                        sharc_topo_pci_distance(&gpu->pci, &topo->netdevs[gpu->eth_rails[0]].pci)));
-        } else if (topo->fabric == SHARC_TOPO_FABRIC_ETH) {
-            /* no RDMA NIC, so no rail of its own: the GPUs share one interface */
-            fprintf(out, " none, TCP on %s shared by %d GPU(s)", topo->netdevs[topo->eth_best].name,
-                    topo->ngpus);
-        } else if (gpu->nrails == 0) {
-            fprintf(out, " none");
-        }
-        for (int r = 0; r < gpu->nnearest; r++) {
-            fprintf(out, " %s", topo->nics[gpu->rails[r]].name);
-        }
-        if (gpu->nrails > 0) {
-            fprintf(out, " (%s)", sharc_topo_link_name(topo->gpu_nic[i][gpu->rails[0]]));
-        }
-        if (gpu->net_gbps < 0) {
-            fprintf(out, ", bandwidth unknown\n");
-        } else if (topo->fabric == SHARC_TOPO_FABRIC_NONE) {
-            fprintf(out, ", no network\n");
-        } else {
-            fprintf(out, ", %.0f Gb/s expected\n", gpu->net_gbps);
-        }
+        sharc_topo_print_rails(topo, i, out);
     }
+}
+
+/* The backends sharc picks, the recommended settings, the notes. */
+static void sharc_topo_print_recs(const sharc_topo_t *topo, const sharc_topo_recs_t *recs,
+                                  FILE *out)
+{
     fprintf(out, "\nbackend (SHARC_TRANSPORT=%s): ", recs->transport);
     if (topo->ngpus > 0) {
         fprintf(out, "%s for GPU buffers, %s for host buffers", recs->gpu_backend,
@@ -236,6 +248,19 @@ static void sharc_topo_print_text(const sharc_topo_t *topo, const sharc_topo_rec
             fprintf(out, "  %s: %s\n", recs->notes[i].key, recs->notes[i].text);
         }
     }
+}
+
+static void sharc_topo_print_text(const sharc_topo_t *topo, const sharc_topo_recs_t *recs,
+                                  FILE *out)
+{
+    fprintf(out, "source: %s\n\n", topo->source[0] ? topo->source : "?");
+    if (topo->ngpus + topo->nnics > 0) {
+        sharc_topo_print_matrix(topo, out);
+        fprintf(out, "\n");
+    }
+    sharc_topo_print_devices(topo, out);
+    sharc_topo_print_fabric(topo, out);
+    sharc_topo_print_recs(topo, recs, out);
     if (topo->nwarnings > 0) {
         fprintf(out, "\nwarnings (%d):\n", topo->nwarnings);
         for (int w = 0; w < topo->nwarnings; w++) {

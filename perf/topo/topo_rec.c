@@ -20,17 +20,10 @@ static void sharc_topo_rec_add(sharc_topo_recs_t *recs, const char *key, int uns
                                const char *value, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
-/* Fill @p rec (its key set) with a value or an unset, and the reason. */
-static void sharc_topo_rec_fill(sharc_topo_rec_t *rec, int unset, const char *value,
-                                const char *fmt, va_list ap)
-{
-    snprintf(rec->value, sizeof(rec->value), "%s", value);
-    rec->unset = unset;
-    vsnprintf(rec->reason, sizeof(rec->reason), fmt, ap);
-}
-
-/* A new recommendation, or a key the list has already (rec_set), or none when it is full. */
-static sharc_topo_rec_t *sharc_topo_rec_slot(sharc_topo_recs_t *recs, const char *key, int reuse)
+/* A recommendation of @p key: a value or an unset, and the reason. A new one, or with
+ * @p reuse the one the list has already; none when the list is full. */
+static void sharc_topo_rec_vput(sharc_topo_recs_t *recs, const char *key, int reuse, int unset,
+                                const char *value, const char *fmt, va_list ap)
 {
     sharc_topo_rec_t *rec = NULL;
 
@@ -41,33 +34,31 @@ static sharc_topo_rec_t *sharc_topo_rec_slot(sharc_topo_recs_t *recs, const char
         rec = &recs->recs[recs->nrecs++];
         snprintf(rec->key, sizeof(rec->key), "%s", key);
     }
-    return rec;
+    if (rec != NULL) {
+        snprintf(rec->value, sizeof(rec->value), "%s", value);
+        rec->unset = unset;
+        vsnprintf(rec->reason, sizeof(rec->reason), fmt, ap);
+    }
 }
 
 static void sharc_topo_rec_add(sharc_topo_recs_t *recs, const char *key, int unset,
                                const char *value, const char *fmt, ...)
 {
-    sharc_topo_rec_t *rec = sharc_topo_rec_slot(recs, key, 0);
     va_list ap;
 
-    if (rec != NULL) {
-        va_start(ap, fmt);
-        sharc_topo_rec_fill(rec, unset, value, fmt, ap);
-        va_end(ap);
-    }
+    va_start(ap, fmt);
+    sharc_topo_rec_vput(recs, key, 0, unset, value, fmt, ap);
+    va_end(ap);
 }
 
 void sharc_topo_rec_set(sharc_topo_recs_t *recs, const char *key, int unset, const char *value,
                         const char *fmt, ...)
 {
-    sharc_topo_rec_t *rec = sharc_topo_rec_slot(recs, key, 1);
     va_list ap;
 
-    if (rec != NULL) {
-        va_start(ap, fmt);
-        sharc_topo_rec_fill(rec, unset, value, fmt, ap);
-        va_end(ap);
-    }
+    va_start(ap, fmt);
+    sharc_topo_rec_vput(recs, key, 1, unset, value, fmt, ap);
+    va_end(ap);
 }
 
 /* "mlx5_0:1,mlx5_1:1": the active ports of the fabric's NICs. Returns how many. */

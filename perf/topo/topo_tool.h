@@ -169,7 +169,7 @@ SHARC_HIDDEN void sharc_topo_parse_fi_info(const char *text, size_t len,
 SHARC_HIDDEN void sharc_topo_plugin_version(const char *bytes, size_t len, char *out, size_t size);
 
 /* ---- classification, recommendations and the doctor (topo_classify.c, topo_rec.c,
- * topo_efa.c, topo_doctor.c) */
+ * topo_efa.c, topo_doctor.c, topo_doc_ucx.c) */
 
 /** Distances from PCI paths (unless captured), intra-node path, fabric, rails, bandwidth. */
 SHARC_HIDDEN void sharc_topo_classify(sharc_topo_t *topo);

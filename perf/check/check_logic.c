@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "perf_util.h"
+#include "../common/perf_util.h"
 
 /* ---- the schedule ------------------------------------------------------------------------ */
 

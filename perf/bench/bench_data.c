@@ -1,17 +1,15 @@
 /*
- * perf_util.c: known inputs and expected results for sharc-perf -c, medians, the clock and
- * size arguments.
+ * bench_data.c: what -c of the collective benchmarks checks against: rank r's known inputs
+ * (small integers, exact in every dtype), stored and read back by dtype, and the result each
+ * element must have. Not the timing (bench_sweep.c) nor the collectives' calls (bench_coll.c).
  */
 #include "config.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "perf_util.h"
+#include "bench.h"
 
 double perf_input(int r, size_t i, sharc_op_t op)
 {
@@ -132,68 +130,4 @@ size_t perf_wrong(const void *buf, sharc_dtype_t dt, size_t count, size_t base, 
         wrong += !(fabs(got - want) <= tol * fmax(1.0, fabs(want)));
     }
     return wrong;
-}
-
-static int perf_cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-double perf_median(double *v, size_t n)
-{
-    if (n == 0) {
-        return 0;
-    }
-    qsort(v, n, sizeof(*v), perf_cmp);
-    return (n % 2) ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-double perf_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-int perf_parse_size(const char *s, size_t *out)
-{
-    char *end;
-    double v = strtod(s, &end);
-    double mult = 1;
-
-    switch (*end) {
-    case 'k':
-    case 'K':
-        mult = 1024.0;
-        end++;
-        break;
-    case 'm':
-    case 'M':
-        mult = 1024.0 * 1024;
-        end++;
-        break;
-    case 'g':
-    case 'G':
-        mult = 1024.0 * 1024 * 1024;
-        end++;
-        break;
-    default: break;
-    }
-    if (end == s || *end != '\0' || v < 0 || !isfinite(v)) {
-        return -1;
-    }
-    *out = (size_t)(v * mult);
-    return 0;
-}
-
-int perf_snprintf(char *buf, size_t len, const char *fmt, ...)
-{
-    va_list ap;
-    int n;
-
-    va_start(ap, fmt);
-    n = vsnprintf(buf, len, fmt, ap);
-    va_end(ap);
-    return n;
 }

@@ -3,8 +3,9 @@
  * training starts. The pure decisions live in check_logic.c with their unit tests
  * (tests/test_check.c): the round-robin schedule of the pair tests, the verdict against the
  * job's median with its confirmation by a re-test, and the plan that fits the message size and
- * iterations into the time budget. check_main.c runs the job (public API only), check_out.c
- * prints the tables and the heat map, check_json.c writes JSON and reads sharc-topo's.
+ * iterations into the time budget. check_main.c, check_job.c, check_run.c and check_pass.c
+ * run the job (public API only), check_out.c prints the tables and the heat map, check_json.c
+ * writes JSON and reads sharc-topo's.
  */
 #ifndef SHARC_PERF_CHECK_H
 #define SHARC_PERF_CHECK_H

@@ -26,7 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "perf_util.h"
+#include "../common/perf_util.h"
 
 static volatile sig_atomic_t tune_interrupted;
 

@@ -147,6 +147,4 @@ typedef struct {
 int pred_predict(const pred_model_t *m, const pred_cluster_t *c, const pred_engine_t *e, int nodes,
                  pred_row_t *row);
 
-int perf_predict_main(int argc, char **argv);
-
 #endif

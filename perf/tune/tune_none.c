@@ -4,7 +4,7 @@
  */
 #include <stdio.h>
 
-#include "perf_util.h"
+#include "../sharc_perf.h"
 
 int perf_tune_main(int argc, char **argv)
 {

@@ -1,8 +1,9 @@
 /*
  * check_job.h: the job of `sharc-perf check` as its files share it: the options, the layout of
  * ranks on nodes, the measured figures and the verdicts (the graphs of check.h), and the
- * functions of check_run.c (measuring), check_out.c (tables, heat map) and check_json.c
- * (JSON out, sharc-topo's JSON in). Public API only.
+ * functions of check_job.c (the job's layout, expectations, graphs and plan), check_run.c (the
+ * exchanges), check_pass.c (the probe, the passes, the re-test), check_out.c (tables, heat
+ * map) and check_json.c (JSON out, sharc-topo's JSON in). Public API only.
  */
 #ifndef SHARC_PERF_CHECK_JOB_H
 #define SHARC_PERF_CHECK_JOB_H
@@ -78,8 +79,26 @@ typedef struct {
  * and not within a cache. */
 #define PERF_CHECK_COPY_SIZE(_size) ((_size) > (8u << 20) ? (_size) : (size_t)(8u << 20))
 
-/* ---- measuring (check_run.c); each returns 0, or nonzero after saying why on stderr */
+/* ---- the job (check_job.c); 0, or 2 for a job that cannot be checked (said on stderr) */
 
+/* The context and the job's communicator (with --device cuda the GPU too). */
+int perf_check_job_open(perf_check_job_t *j);
+/* The layout of ranks on nodes (2 nodes at least), each node's expected figure, the graphs. */
+int perf_check_job_layout(perf_check_job_t *j);
+/* Rank 0 fits the size and iterations into what is left of the budget; every rank learns it. */
+int perf_check_job_plan(perf_check_job_t *j);
+/* The intra-node links' expected figure from the first pass's copies (host memory only). */
+void perf_check_intra_expect(perf_check_job_t *j);
+/* After a step failed on this rank: which ranks still answer (sharc's log names the others). */
+void perf_check_job_diagnose(perf_check_job_t *j);
+/* Everything perf_check_job_open and the passes made. */
+void perf_check_job_close(perf_check_job_t *j);
+
+/* ---- the exchanges (check_run.c); each returns 0, or nonzero after saying why on stderr */
+
+/* Say that @p what failed on this rank with @p status: -1. */
+int perf_check_fail(const perf_check_job_t *j, const char *what, sharc_status_t status);
+int perf_check_barrier(perf_check_job_t *j);
 int perf_check_copy(perf_check_job_t *j, size_t size, int iters, double *gbps_per_rank);
 void perf_check_free_bufs(perf_check_job_t *j);
 /* Pair rounds: @p rp lists pairs of ranks (each rank in one at most); each rank in a pair
@@ -89,7 +108,13 @@ void perf_check_free_bufs(perf_check_job_t *j);
  * pair. @p open_s_p (or NULL): the seconds the split took here. */
 int perf_check_pairs(perf_check_job_t *j, const perf_check_pair_t *rp, int nrp, const size_t *sizes,
                      int nsizes, int iters, double *t, double *open_s_p);
+/* Median over the iterations of the slowest of @p nr ranks (the layout of perf_check_pairs). */
+double perf_check_slowest_median(const double *t, int nsizes, int s, int iters, const int *ranks,
+                                 int nr);
 int perf_check_ring(perf_check_job_t *j, size_t size, int iters);
+
+/* ---- the passes (check_pass.c); each returns 0, or nonzero after saying why on stderr */
+
 int perf_check_probe(perf_check_job_t *j);
 int perf_check_measure(perf_check_job_t *j);
 int perf_check_retest(perf_check_job_t *j);

@@ -8,7 +8,7 @@
  * Defaults (the baseline) are never a candidate value: a knob's values are the
  * alternatives to leaving it unset.
  */
-#include "perf_util.h"
+#include "../common/perf_util.h"
 #include "tune.h"
 
 #include <ctype.h>
@@ -167,12 +167,10 @@ static void space_host(const perf_tune_target_t *t, perf_tune_space_t *s)
 
 /* ---- NCCL's, for device buffers ----------------------------------------------------------- */
 
-static void space_nccl(const perf_tune_target_t *t, perf_tune_space_t *s)
+/* NCCL's algorithm and protocol per collective and size, jointly (they interact): the rows
+ * of NCCL's tuner CSV. @p net: several nodes; @p nvls: NVLink SHARP. */
+static void space_nccl_algos(const perf_tune_target_t *t, perf_tune_space_t *s, int net, int nvls)
 {
-    int net = t->nodes > 1;
-    int rdma = strcmp(t->fabric, "InfiniBand") == 0 || strcmp(t->fabric, "RoCE") == 0;
-    int sockets = net && (strcmp(t->fabric, "Ethernet") == 0 || strcmp(t->fabric, "none") == 0);
-    int nvls = strcmp(t->intra, "NVSwitch") == 0 && t->gpu_sm >= 90;
     int ll128 = t->gpu_sm >= 70 || t->gpu_sm == 0;
     static const struct {
         sharc_coll_type_t coll;
@@ -183,8 +181,6 @@ static void space_nccl(const perf_tune_target_t *t, perf_tune_space_t *s)
                  {SHARC_COLL_BROADCAST, "broadcast"}};
     const char *protos[] = {"LL", "LL128", "Simple"};
 
-    /* algorithm and protocol per collective and size, jointly (they interact): the rows of
-     * NCCL's tuner CSV */
     for (size_t c = 0; c < sizeof(colls) / sizeof(colls[0]); c++) {
         const char *algos[4];
         int nalgos = 0;
@@ -217,6 +213,16 @@ static void space_nccl(const perf_tune_target_t *t, perf_tune_space_t *s)
             }
         }
     }
+}
+
+static void space_nccl(const perf_tune_target_t *t, perf_tune_space_t *s)
+{
+    int net = t->nodes > 1;
+    int rdma = strcmp(t->fabric, "InfiniBand") == 0 || strcmp(t->fabric, "RoCE") == 0;
+    int sockets = net && (strcmp(t->fabric, "Ethernet") == 0 || strcmp(t->fabric, "none") == 0);
+    int nvls = strcmp(t->intra, "NVSwitch") == 0 && t->gpu_sm >= 90;
+
+    space_nccl_algos(t, s, net, nvls);
     if (!nvls) {
         leave_out(s, "NVLS algorithms, NCCL_NVLS_ENABLE: no NVSwitch with sm90+ GPUs");
     }
@@ -357,11 +363,9 @@ unsigned perf_tune_parse_colls(const char *list, char *unknown, size_t len)
 
     perf_snprintf(buf, sizeof(buf), "%s", list);
     for (char *c = strtok_r(buf, ",", &save); c != NULL; c = strtok_r(NULL, ",", &save)) {
-        int i;
-        for (i = 0; i < PERF_TUNE_NCOLLS && strcmp(c, sharc_coll_name((sharc_coll_type_t)(i))) != 0;
-             i++) {
-        }
-        if (i == PERF_TUNE_NCOLLS) {
+        int i = perf_coll_index(c);
+
+        if (i < 0) {
             perf_snprintf(unknown, len, "%s", c);
             return 0;
         }
@@ -370,140 +374,181 @@ unsigned perf_tune_parse_colls(const char *list, char *unknown, size_t len)
     return bits;
 }
 
-#define SPACE_ERR(...)                                                                             \
-    do {                                                                                           \
-        int n_ = perf_snprintf(err, errlen, "%s:%d: ", path, line);                                \
-        perf_snprintf(err + (n_ > 0 && (size_t)n_ < errlen ? n_ : 0),                              \
-                      errlen - (n_ > 0 && (size_t)n_ < errlen ? (size_t)n_ : 0), __VA_ARGS__);     \
-        fclose(f);                                                                                 \
-        return -1;                                                                                 \
-    } while (0)
+/* A line's fault into @p why: -1. */
+static int space_err(char *why, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int space_err(char *why, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(why, len, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* "drop KNOB ..." and "only KNOB ...": 0, or -1 with why. */
+static int space_drop(perf_tune_space_t *space, char **words, int nw, char *why, size_t len)
+{
+    int keep[PERF_TUNE_MAX_KNOBS] = {0};
+
+    if (nw < 2) {
+        return space_err(why, len, "'%s' needs knob names", words[0]);
+    }
+    for (int i = 1; i < nw; i++) {
+        int k = find_knob(space, words[i]);
+        if (k < 0) {
+            return space_err(why, len,
+                             "unknown knob '%s' (not in the space for this cluster; 'add' "
+                             "adds one)",
+                             words[i]);
+        }
+        keep[k] = 1;
+    }
+    for (int k = space->nknobs - 1; k >= 0; k--) {
+        if (keep[k] == (strcmp(words[0], "drop") == 0)) {
+            remove_knob(space, k);
+        }
+    }
+    return 0;
+}
+
+/* "values KNOB V1 V2 ...": 0, or -1 with why. */
+static int space_values(perf_tune_space_t *space, char **words, int nw, char *why, size_t len)
+{
+    int k = nw >= 3 ? find_knob(space, words[1]) : -2;
+
+    if (k == -2) {
+        return space_err(why, len, "'values' needs a knob and at least one value");
+    }
+    if (k < 0) {
+        return space_err(why, len, "unknown knob '%s'", words[1]);
+    }
+    if (nw - 2 > PERF_TUNE_MAX_VALUES) {
+        return space_err(why, len, "at most %d values", PERF_TUNE_MAX_VALUES);
+    }
+    if (strchr(space->knobs[k].name, '+') != NULL || strchr(space->knobs[k].name, '=') != NULL) {
+        for (int i = 2; i < nw; i++) {
+            if (!is_assignment(words[i])) {
+                return space_err(
+                    why, len, "knob '%s' sets several variables: give values as K=V;K=V", words[1]);
+            }
+        }
+    }
+    space->knobs[k].nvalues = 0;
+    for (int i = 2; i < nw; i++) {
+        if (is_assignment(words[i]) ? !assignments_ok(words[i]) : !perf_tune_value_ok(words[i])) {
+            return space_err(why, len,
+                             "value '%s': not V or K=V;K=V of NCCL_/UCX_/SHARC_/FI_ variables "
+                             "with letters, digits and _ . , : + - / ^ = @",
+                             words[i]);
+        }
+        value(&space->knobs[k], words[i]);
+    }
+    return 0;
+}
+
+/* "add VAR V1 V2 ... [for COLL,COLL]": 0, or -1 with why. */
+static int space_add(perf_tune_space_t *space, char **words, int nw, char *why, size_t len)
+{
+    int w = 1, last = nw;
+    unsigned colls = PERF_TUNE_ALL_COLLS;
+    perf_tune_knob_t *k;
+
+    if (w < nw && strcmp(words[w], "per-size") == 0) {
+        return space_err(why, len,
+                         "an added knob is global: per-size settings need a table that "
+                         "carries them (sharc's algorithms, NCCL's algorithm, protocol and "
+                         "channels), and those knobs are built in");
+    }
+    if (nw >= 2 && strcmp(words[nw - 2], "for") == 0) {
+        char unknown[PERF_TUNE_NAME];
+        colls = perf_tune_parse_colls(words[nw - 1], unknown, sizeof(unknown));
+        if (colls == 0) {
+            return space_err(why, len, "unknown collective in '%s'", words[nw - 1]);
+        }
+        last = nw - 2;
+    }
+    if (last - w < 2) {
+        return space_err(why, len, "'add' needs a variable and at least one value");
+    }
+    if (!env_name_ok(words[w])) {
+        return space_err(why, len, "'%s' is not an NCCL_, UCX_, SHARC_ or FI_ variable", words[w]);
+    }
+    if (find_knob(space, words[w]) >= 0) {
+        return space_err(
+            why, len, "knob '%s' is already in the space ('values' changes its values)", words[w]);
+    }
+    if (last - w - 1 > PERF_TUNE_MAX_VALUES) {
+        return space_err(why, len, "at most %d values", PERF_TUNE_MAX_VALUES);
+    }
+    if ((k = knob(space, words[w], 0, colls, "added by the space file")) == NULL) {
+        return space_err(why, len, "too many knobs (at most %d)", PERF_TUNE_MAX_KNOBS);
+    }
+    for (int i = w + 1; i < last; i++) {
+        if (!perf_tune_value_ok(words[i]) || is_assignment(words[i])) {
+            return space_err(why, len,
+                             "value '%s': not a plain value of letters, digits and "
+                             "_ . , : + - / ^ = @",
+                             words[i]);
+        }
+        value(k, words[i]);
+    }
+    return 0;
+}
+
+/* One line of a space file (read into @p buf, '#' comments and all): 0, or -1 with why. */
+static int space_line(perf_tune_space_t *space, char *buf, char *why, size_t len)
+{
+    char *words[PERF_TUNE_MAX_VALUES + 8], *save = NULL, *hash = strchr(buf, '#');
+    int nw = 0;
+
+    if (hash != NULL) {
+        *hash = '\0';
+    }
+    for (char *w = strtok_r(buf, " \t\r\n", &save); w != NULL;
+         w = strtok_r(NULL, " \t\r\n", &save)) {
+        if (nw == (int)(sizeof(words) / sizeof(words[0]))) {
+            return space_err(why, len, "too many words (at most %d values)", PERF_TUNE_MAX_VALUES);
+        }
+        words[nw++] = w;
+    }
+    if (nw == 0) {
+        return 0;
+    }
+    if (strcmp(words[0], "drop") == 0 || strcmp(words[0], "only") == 0) {
+        return space_drop(space, words, nw, why, len);
+    }
+    if (strcmp(words[0], "values") == 0) {
+        return space_values(space, words, nw, why, len);
+    }
+    if (strcmp(words[0], "add") == 0) {
+        return space_add(space, words, nw, why, len);
+    }
+    return space_err(why, len, "unknown command '%s' (values, drop, only, add)", words[0]);
+}
 
 int perf_tune_space_file(perf_tune_space_t *space, const char *path, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "r");
-    char buf[2048];
-    int line = 0;
+    char buf[2048], why[sizeof(buf) + 256];
+    int line = 0, ret = 0;
 
     if (f == NULL) {
         perf_snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
         return -1;
     }
-    while (fgets(buf, sizeof(buf), f) != NULL) {
-        char *words[PERF_TUNE_MAX_VALUES + 8], *save = NULL, *hash = strchr(buf, '#');
-        int nw = 0;
-
+    while (ret == 0 && fgets(buf, sizeof(buf), f) != NULL) {
         line++;
         if (strchr(buf, '\n') == NULL && !feof(f)) {
-            SPACE_ERR("line longer than %zu characters", sizeof(buf) - 2);
-        }
-        if (hash != NULL) {
-            *hash = '\0';
-        }
-        for (char *w = strtok_r(buf, " \t\r\n", &save); w != NULL;
-             w = strtok_r(NULL, " \t\r\n", &save)) {
-            if (nw == (int)(sizeof(words) / sizeof(words[0]))) {
-                SPACE_ERR("too many words (at most %d values)", PERF_TUNE_MAX_VALUES);
-            }
-            words[nw++] = w;
-        }
-        if (nw == 0) {
-            continue;
-        }
-        if (strcmp(words[0], "drop") == 0 || strcmp(words[0], "only") == 0) {
-            int keep[PERF_TUNE_MAX_KNOBS] = {0};
-            if (nw < 2) {
-                SPACE_ERR("'%s' needs knob names", words[0]);
-            }
-            for (int i = 1; i < nw; i++) {
-                int k = find_knob(space, words[i]);
-                if (k < 0) {
-                    SPACE_ERR("unknown knob '%s' (not in the space for this cluster; 'add' "
-                              "adds one)",
-                              words[i]);
-                }
-                keep[k] = 1;
-            }
-            for (int k = space->nknobs - 1; k >= 0; k--) {
-                if (keep[k] == (strcmp(words[0], "drop") == 0)) {
-                    remove_knob(space, k);
-                }
-            }
-        } else if (strcmp(words[0], "values") == 0) {
-            int k = nw >= 3 ? find_knob(space, words[1]) : -2;
-            if (k == -2) {
-                SPACE_ERR("'values' needs a knob and at least one value");
-            }
-            if (k < 0) {
-                SPACE_ERR("unknown knob '%s'", words[1]);
-            }
-            if (nw - 2 > PERF_TUNE_MAX_VALUES) {
-                SPACE_ERR("at most %d values", PERF_TUNE_MAX_VALUES);
-            }
-            if (strchr(space->knobs[k].name, '+') != NULL ||
-                strchr(space->knobs[k].name, '=') != NULL) {
-                for (int i = 2; i < nw; i++) {
-                    if (!is_assignment(words[i])) {
-                        SPACE_ERR("knob '%s' sets several variables: give values as K=V;K=V",
-                                  words[1]);
-                    }
-                }
-            }
-            space->knobs[k].nvalues = 0;
-            for (int i = 2; i < nw; i++) {
-                if (is_assignment(words[i]) ? !assignments_ok(words[i])
-                                            : !perf_tune_value_ok(words[i])) {
-                    SPACE_ERR("value '%s': not V or K=V;K=V of NCCL_/UCX_/SHARC_/FI_ variables "
-                              "with letters, digits and _ . , : + - / ^ = @",
-                              words[i]);
-                }
-                value(&space->knobs[k], words[i]);
-            }
-        } else if (strcmp(words[0], "add") == 0) {
-            int w = 1, last = nw;
-            unsigned colls = PERF_TUNE_ALL_COLLS;
-            if (w < nw && strcmp(words[w], "per-size") == 0) {
-                SPACE_ERR("an added knob is global: per-size settings need a table that "
-                          "carries them (sharc's algorithms, NCCL's algorithm, protocol and "
-                          "channels), and those knobs are built in");
-            }
-            if (nw >= 2 && strcmp(words[nw - 2], "for") == 0) {
-                char unknown[PERF_TUNE_NAME];
-                colls = perf_tune_parse_colls(words[nw - 1], unknown, sizeof(unknown));
-                if (colls == 0) {
-                    SPACE_ERR("unknown collective in '%s'", words[nw - 1]);
-                }
-                last = nw - 2;
-            }
-            if (last - w < 2) {
-                SPACE_ERR("'add' needs a variable and at least one value");
-            }
-            if (!env_name_ok(words[w])) {
-                SPACE_ERR("'%s' is not an NCCL_, UCX_, SHARC_ or FI_ variable", words[w]);
-            }
-            if (find_knob(space, words[w]) >= 0) {
-                SPACE_ERR("knob '%s' is already in the space ('values' changes its values)",
-                          words[w]);
-            }
-            if (last - w - 1 > PERF_TUNE_MAX_VALUES) {
-                SPACE_ERR("at most %d values", PERF_TUNE_MAX_VALUES);
-            }
-            perf_tune_knob_t *k = knob(space, words[w], 0, colls, "added by the space file");
-            if (k == NULL) {
-                SPACE_ERR("too many knobs (at most %d)", PERF_TUNE_MAX_KNOBS);
-            }
-            for (int i = w + 1; i < last; i++) {
-                if (!perf_tune_value_ok(words[i]) || is_assignment(words[i])) {
-                    SPACE_ERR("value '%s': not a plain value of letters, digits and "
-                              "_ . , : + - / ^ = @",
-                              words[i]);
-                }
-                value(k, words[i]);
-            }
+            ret = space_err(why, sizeof(why), "line longer than %zu characters", sizeof(buf) - 2);
         } else {
-            SPACE_ERR("unknown command '%s' (values, drop, only, add)", words[0]);
+            ret = space_line(space, buf, why, sizeof(why));
         }
     }
+    if (ret != 0) {
+        perf_snprintf(err, errlen, "%s:%d: %s", path, line, why);
+    }
     fclose(f);
-    return 0;
+    return ret;
 }

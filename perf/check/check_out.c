@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "check_job.h"
-#include "perf_util.h"
+#include "../common/perf_util.h"
 
 /* A figure, or "-" when there is none. */
 static const char *fig(char *buf, size_t len, double v, const char *fmt)
@@ -86,10 +86,23 @@ static void print_ranks(const perf_check_job_t *j, FILE *out)
     }
 }
 
+/* A link's figures after the columns that name it: busbw, %median, expected, %expect, re-test
+ * and the verdict (a slow member that explains it named by @p what, "node" or "rank"). */
+static void link_figures(const perf_check_graph_t *g, const perf_check_link_t *l, const char *what,
+                         char *buf, size_t len)
+{
+    char a[32], b[32], c[32], d[32], e[32], f[32];
+
+    perf_snprintf(buf, len, "%9s %8s %9s %8s %9s  %s", fig(a, sizeof(a), l->gbps, "%.3f"),
+                  pct(b, sizeof(b), l->gbps, g->ref), fig(c, sizeof(c), l->expect, "%.3f"),
+                  pct(d, sizeof(d), l->eff, l->expect), fig(e, sizeof(e), l->retest, "%.3f"),
+                  link_verdict(g, l, what, f, sizeof(f)));
+}
+
 static void print_intra(const perf_check_job_t *j, FILE *out)
 {
     const perf_check_graph_t *g = &j->intra;
-    char a[32], b[32], c[32], d[32], e[32], f[32];
+    char figs[256];
 
     if (g->nl == 0) {
         fprintf(out, "#\n# intra-node pairs: none (one rank a node)\n");
@@ -105,18 +118,17 @@ static void print_intra(const perf_check_job_t *j, FILE *out)
             "(GB/s)", "", "(GB/s)");
     for (int k = 0; k < g->nl; k++) {
         const perf_check_link_t *l = &g->l[k];
-        fprintf(out, " %6d %5d %5d %5d  %-16s %9s %8s %9s %8s %9s  %s\n", j->intra_round[k], l->a,
-                l->b, j->node_of[l->a], j->host[j->node_of[l->a]],
-                fig(a, sizeof(a), l->gbps, "%.3f"), pct(b, sizeof(b), l->gbps, g->ref),
-                fig(c, sizeof(c), l->expect, "%.3f"), pct(d, sizeof(d), l->eff, l->expect),
-                fig(e, sizeof(e), l->retest, "%.3f"), link_verdict(g, l, "rank", f, sizeof(f)));
+
+        link_figures(g, l, "rank", figs, sizeof(figs));
+        fprintf(out, " %6d %5d %5d %5d  %-16s %s\n", j->intra_round[k], l->a, l->b,
+                j->node_of[l->a], j->host[j->node_of[l->a]], figs);
     }
 }
 
 static void print_inter(const perf_check_job_t *j, FILE *out)
 {
     const perf_check_graph_t *g = &j->inter;
-    char a[32], b[32], c[32], d[32], e[32], f[32];
+    char figs[256];
 
     fprintf(out,
             "#\n# inter-node pairs: %d round(s) of a round-robin tournament, all pairs of a round "
@@ -128,11 +140,10 @@ static void print_inter(const perf_check_job_t *j, FILE *out)
             "", "(GB/s)", "", "(GB/s)");
     for (int k = 0; k < g->nl; k++) {
         const perf_check_link_t *l = &g->l[k];
-        fprintf(out, " %6d %5d  %-16s %5d  %-16s %9s %8s %9s %8s %9s  %s\n", j->inter_round[k],
-                l->a, j->host[l->a], l->b, j->host[l->b], fig(a, sizeof(a), l->gbps, "%.3f"),
-                pct(b, sizeof(b), l->gbps, g->ref), fig(c, sizeof(c), l->expect, "%.3f"),
-                pct(d, sizeof(d), l->eff, l->expect), fig(e, sizeof(e), l->retest, "%.3f"),
-                link_verdict(g, l, "node", f, sizeof(f)));
+
+        link_figures(g, l, "node", figs, sizeof(figs));
+        fprintf(out, " %6d %5d  %-16s %5d  %-16s %s\n", j->inter_round[k], l->a, j->host[l->a],
+                l->b, j->host[l->b], figs);
     }
 }
 

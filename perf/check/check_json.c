@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "check_job.h"
-#include "perf_util.h"
+#include "../common/perf_util.h"
 
 int perf_check_have_json(void)
 {

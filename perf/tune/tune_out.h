@@ -1,6 +1,6 @@
 /*
- * tune_out.h: the target of a tune (topology, versions, fingerprint), the files it writes
- * and what --check reads back (tune_out.c).
+ * tune_out.h: the target of a tune (topology, versions, fingerprint) and tune.json, which
+ * --check reads back (tune_json.c), and the files it writes (tune_out.c).
  */
 #ifndef SHARC_PERF_TUNE_OUT_H
 #define SHARC_PERF_TUNE_OUT_H
@@ -34,6 +34,10 @@ int perf_tune_write(const char *dir, const perf_tune_target_t *t, const perf_tun
 /* The markdown table of collective c (default vs @p tuned_name per size). */
 void perf_tune_report_table(FILE *f, const perf_tune_target_t *t, const perf_tune_plan_t *plan,
                             int c, const char *tuned_name);
+/* Write tune.json into @p dir: 0 or -1. */
+int perf_tune_write_json(const char *dir, const perf_tune_target_t *t, const perf_tune_plan_t *plan,
+                         const perf_tune_env_t *base_env);
+
 /* Read tune.json. 0, or -1 with err. */
 int perf_tune_load(const char *path, perf_tune_saved_t *saved, char *err, size_t errlen);
 

@@ -1,5 +1,6 @@
 /*
- * check_run.c: what `sharc-perf check` measures, on every rank. An exchange is a 2-rank
+ * check_run.c: the exchanges `sharc-perf check` measures, on every rank (the passes that use
+ * them are check_pass.c's): each rank's copy, pair rounds and the ring. An exchange is a 2-rank
  * all-gather on a communicator split off the job for one round (both ranks send at once);
  * every exchange of a round starts after a barrier of the whole job, so the pairs of a round
  * run at once, and each rank's times end up on every rank (an all-gather), which therefore
@@ -17,12 +18,12 @@
 #include <unistd.h>
 
 #include "check_job.h"
-#include "perf_cuda.h"
-#include "perf_util.h"
+#include "../common/perf_cuda.h"
+#include "../common/perf_util.h"
 
 /* ---- helpers ----------------------------------------------------------------------------- */
 
-static int fail(const perf_check_job_t *j, const char *what, sharc_status_t status)
+int perf_check_fail(const perf_check_job_t *j, const char *what, sharc_status_t status)
 {
     fprintf(stderr, "sharc-perf check: rank %d (%s): %s failed: %s (sharc's log above says why)\n",
             j->rank, j->host[j->node], what, sharc_status_string(status));
@@ -74,11 +75,11 @@ void perf_check_free_bufs(perf_check_job_t *j)
     j->bufsize = 0;
 }
 
-static int barrier(perf_check_job_t *j)
+int perf_check_barrier(perf_check_job_t *j)
 {
     sharc_status_t status = sharc_barrier(j->world, NULL);
 
-    return status == SHARC_OK ? 0 : fail(j, "a barrier of the job", status);
+    return status == SHARC_OK ? 0 : perf_check_fail(j, "a barrier of the job", status);
 }
 
 /* Every rank's @p n doubles to every rank: out[r * n ..]. */
@@ -86,15 +87,7 @@ static int gather(perf_check_job_t *j, const double *mine, int n, double *out)
 {
     sharc_status_t status = sharc_allgather(mine, out, (size_t)n, SHARC_DTYPE_F64, j->world, NULL);
 
-    return status == SHARC_OK ? 0 : fail(j, "gathering the figures", status);
-}
-
-static double max_over_job(perf_check_job_t *j, double v)
-{
-    if (sharc_allreduce(&v, &v, 1, SHARC_DTYPE_F64, SHARC_OP_MAX, j->world, NULL) != SHARC_OK) {
-        return -1;
-    }
-    return v;
+    return status == SHARC_OK ? 0 : perf_check_fail(j, "gathering the figures", status);
 }
 
 /*
@@ -163,7 +156,7 @@ static int copy_turns(perf_check_job_t *j, int *turn_p, int *turns_p)
 {
     char id[64] = "";
     FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    uint64_t h;
     double mine[2], *all = malloc(sizeof(double) * 2 * (size_t)j->nranks);
     int ret;
 
@@ -173,9 +166,7 @@ static int copy_turns(perf_check_job_t *j, int *turn_p, int *turns_p)
         }
         fclose(f);
     }
-    for (const char *c = id; *c != '\0'; c++) {
-        h = (h ^ (unsigned char)*c) * 1099511628211ull;
-    }
+    h = perf_fnv1a(id);
     if (id[0] == '\0') {
         h = (uint64_t)j->rank << 32 | 1; /* unlike any hash's high word of another rank */
     }
@@ -205,7 +196,7 @@ int perf_check_copy(perf_check_job_t *j, size_t size, int iters, double *gbps_pe
 {
     double mine = 0;
 
-    if (ensure_bufs(j, size) != 0 || barrier(j) != 0) {
+    if (ensure_bufs(j, size) != 0 || perf_check_barrier(j) != 0) {
         return -1;
     }
     if (j->o->cuda) {
@@ -233,7 +224,7 @@ int perf_check_copy(perf_check_job_t *j, size_t size, int iters, double *gbps_pe
             }
             mine = (double)size / perf_median(t, (size_t)n) / 1e9;
         }
-        if (j->copy_turns > 1 && barrier(j) != 0) {
+        if (j->copy_turns > 1 && perf_check_barrier(j) != 0) {
             return -1;
         }
     }
@@ -263,7 +254,7 @@ int perf_check_pairs(perf_check_job_t *j, const perf_check_pair_t *rp, int nrp, 
     status = sharc_comm_split(j->world, mine >= 0 ? mine : SHARC_COMM_SPLIT_NOCOLOR, key, &pc);
     if (status != SHARC_OK) {
         free(tm);
-        return fail(j, "splitting the job into pairs", status);
+        return perf_check_fail(j, "splitting the job into pairs", status);
     }
     if (open_s_p != NULL) {
         *open_s_p = perf_now() - t0;
@@ -277,7 +268,7 @@ int perf_check_pairs(perf_check_job_t *j, const perf_check_pair_t *rp, int nrp, 
             sharc_request_h req = NULL;
             double done = 0;
 
-            if (barrier(j) != 0) {
+            if (perf_check_barrier(j) != 0) {
                 ret = -1;
                 break;
             }
@@ -287,7 +278,7 @@ int perf_check_pairs(perf_check_job_t *j, const perf_check_pair_t *rp, int nrp, 
             t0 = perf_now();
             status = sharc_allgather(j->send, j->recv, sizes[s], SHARC_DTYPE_U8, pc, &req);
             if (status != SHARC_OK) {
-                ret = fail(j, "posting an exchange", status);
+                ret = perf_check_fail(j, "posting an exchange", status);
                 break;
             }
             ret = wait_all(j, &req, 1, t0, &done, "the exchange", peer);
@@ -305,8 +296,8 @@ int perf_check_pairs(perf_check_job_t *j, const perf_check_pair_t *rp, int nrp, 
 }
 
 /* Median over the iterations of the slowest of @p nr ranks (layout of perf_check_pairs). */
-static double slowest_median(const double *t, int nsizes, int s, int iters, const int *ranks,
-                             int nr)
+double perf_check_slowest_median(const double *t, int nsizes, int s, int iters, const int *ranks,
+                                 int nr)
 {
     double *v = malloc(sizeof(double) * (size_t)iters), med;
 
@@ -320,59 +311,6 @@ static double slowest_median(const double *t, int nsizes, int s, int iters, cons
     med = perf_median(v, (size_t)iters);
     free(v);
     return med;
-}
-
-/* The ranks of the rails of nodes a and b: (a's rail i, b's rail i) as pairs. */
-static int rail_pairs(const perf_check_job_t *j, int a, int b, perf_check_pair_t *out)
-{
-    for (int i = 0; i < j->rails; i++) {
-        int ra = j->by_node[j->first[a] + i], rb = j->by_node[j->first[b] + i];
-        out[i].a = ra < rb ? ra : rb;
-        out[i].b = ra < rb ? rb : ra;
-    }
-    return j->rails;
-}
-
-/* Node pairs as rank pairs over the rails; the figures of the node pairs from one size. */
-static int run_node_pairs(perf_check_job_t *j, const perf_check_pair_t *np, int n, size_t size,
-                          int iters, double *gbps)
-{
-    perf_check_pair_t *rp = calloc((size_t)(n * j->rails + 1), sizeof(*rp));
-    double *t = malloc(sizeof(double) * (size_t)(j->nranks * iters));
-    int *ranks = malloc(sizeof(int) * (size_t)(2 * j->rails));
-    int nrp = 0, ret;
-
-    for (int i = 0; i < n; i++) {
-        nrp += rail_pairs(j, np[i].a, np[i].b, rp + nrp);
-    }
-    ret = perf_check_pairs(j, rp, nrp, &size, 1, iters, t, NULL);
-    for (int i = 0; i < n && ret == 0; i++) {
-        for (int r = 0; r < j->rails; r++) {
-            ranks[2 * r] = j->by_node[j->first[np[i].a] + r];
-            ranks[2 * r + 1] = j->by_node[j->first[np[i].b] + r];
-        }
-        gbps[i] = (double)j->rails * (double)size /
-                  slowest_median(t, 1, 0, iters, ranks, 2 * j->rails) / 1e9;
-    }
-    free(rp);
-    free(t);
-    free(ranks);
-    return ret;
-}
-
-/* Rank pairs (each its own link); their figures from one size. */
-static int run_rank_pairs(perf_check_job_t *j, const perf_check_pair_t *rp, int n, size_t size,
-                          int iters, double *gbps)
-{
-    double *t = malloc(sizeof(double) * (size_t)(j->nranks * iters));
-    int ret = perf_check_pairs(j, rp, n, &size, 1, iters, t, NULL);
-
-    for (int i = 0; i < n && ret == 0; i++) {
-        int ranks[2] = {rp[i].a, rp[i].b};
-        gbps[i] = (double)size / slowest_median(t, 1, 0, iters, ranks, 2) / 1e9;
-    }
-    free(t);
-    return ret;
 }
 
 /* ---- the ring ---------------------------------------------------------------------------- */
@@ -411,7 +349,7 @@ int perf_check_ring(perf_check_job_t *j, size_t size, int iters)
         }
         status = sharc_comm_split(j->world, color, key, &comm);
         if (status != SHARC_OK) {
-            ret = fail(j, "splitting the job into the ring's hops", status);
+            ret = perf_check_fail(j, "splitting the job into the ring's hops", status);
         } else if (comm != NULL) {
             *(key ? &cin : &cout) = comm;
         }
@@ -421,7 +359,7 @@ int perf_check_ring(perf_check_job_t *j, size_t size, int iters)
         double done[2] = {0, 0}, t0;
         sharc_status_t status;
 
-        if (barrier(j) != 0) {
+        if (perf_check_barrier(j) != 0) {
             ret = -1;
             break;
         }
@@ -435,7 +373,7 @@ int perf_check_ring(perf_check_job_t *j, size_t size, int iters)
         }
         if (status != SHARC_OK) {
             sharc_request_free(reqs[0]);
-            ret = fail(j, "posting the ring's hops", status);
+            ret = perf_check_fail(j, "posting the ring's hops", status);
             break;
         }
         ret = wait_all(j, reqs, 2, t0, done, "the ring's hops",
@@ -453,8 +391,8 @@ int perf_check_ring(perf_check_job_t *j, size_t size, int iters)
         for (int r = 0; r < j->rails; r++) {
             ranks[r] = j->by_node[j->first[v] + r];
         }
-        j->ring_hop[v] =
-            (double)j->rails * (double)size / slowest_median(t, 1, 0, iters, ranks, j->rails) / 1e9;
+        j->ring_hop[v] = (double)j->rails * (double)size /
+                         perf_check_slowest_median(t, 1, 0, iters, ranks, j->rails) / 1e9;
         if (j->ring_gbps < 0 || j->ring_hop[v] < j->ring_gbps) {
             j->ring_gbps = j->ring_hop[v];
         }
@@ -462,239 +400,5 @@ int perf_check_ring(perf_check_job_t *j, size_t size, int iters)
     free(tin);
     free(t);
     free(ranks);
-    return ret;
-}
-
-/* ---- the probe and the plan -------------------------------------------------------------- */
-
-int perf_check_probe(perf_check_job_t *j)
-{
-    perf_check_pair_t *np = malloc(sizeof(*np) * (size_t)(j->nnodes / 2 + 1));
-    perf_check_pair_t *rp = malloc(sizeof(*rp) * (size_t)(j->nranks + 1));
-    size_t sizes[16];
-    int n = perf_check_rr_round(j->nnodes, 0, np), nrp = 0, nsizes = 0, ret = 0;
-    double *t, open_s = 0, bar_s, tmax[16];
-
-    for (int i = 0; i < n; i++) {
-        nrp += rail_pairs(j, np[i].a, np[i].b, rp + nrp);
-    }
-    /* one size at a time, from -b up by 4x until the slowest exchange takes 30 ms: long
-     * enough to pass a rate limiter's burst, short enough for any budget */
-    t = malloc(sizeof(double) * (size_t)j->nranks);
-    for (size_t s = j->o->min_size; nsizes<16; s = s * 4> j->o->max_size ? j->o->max_size : s * 4) {
-        double mine = 0;
-
-        sizes[nsizes] = s;
-        ret = perf_check_pairs(j, rp, nrp, &s, 1, 1, t, nsizes == 0 ? &open_s : NULL);
-        if (ret != 0) {
-            break;
-        }
-        for (int r = 0; r < j->nranks; r++) {
-            mine = t[r] > mine ? t[r] : mine;
-        }
-        tmax[nsizes++] = mine; /* the same on every rank: t was gathered */
-        if (mine >= 0.03 || s >= j->o->max_size) {
-            break;
-        }
-    }
-    free(np);
-    free(rp);
-    free(t);
-    if (ret != 0) {
-        return ret;
-    }
-    /* what one more barrier costs: each exchange of the passes has one */
-    bar_s = perf_now();
-    if (barrier(j) != 0) {
-        return -1;
-    }
-    bar_s = max_over_job(j, perf_now() - bar_s);
-    j->round_s = max_over_job(j, open_s);
-    if (bar_s < 0 || j->round_s < 0) {
-        return fail(j, "agreeing on the probe", SHARC_ERR_REMOTE);
-    }
-    if (nsizes >= 2 && tmax[nsizes - 1] > tmax[nsizes - 2]) {
-        j->probe_gbps = (double)(sizes[nsizes - 1] - sizes[nsizes - 2]) /
-                        (tmax[nsizes - 1] - tmax[nsizes - 2]) / 1e9;
-        j->probe_lat_s = tmax[nsizes - 2] - (double)sizes[nsizes - 2] / (j->probe_gbps * 1e9);
-    } else {
-        j->probe_gbps = (double)sizes[nsizes - 1] / tmax[nsizes - 1] / 1e9;
-        j->probe_lat_s = 0;
-    }
-    j->probe_lat_s = (j->probe_lat_s > 0 ? j->probe_lat_s : 0) + bar_s;
-    return 0;
-}
-
-/* ---- the passes -------------------------------------------------------------------------- */
-
-int perf_check_measure(perf_check_job_t *j)
-{
-    size_t size = j->plan.size;
-    int iters = j->plan.iters, ret = 0;
-    double *copy = malloc(sizeof(double) * (size_t)j->nranks);
-    double *gbps = malloc(sizeof(double) * (size_t)(j->inter.nl + j->intra.nl + 1));
-    perf_check_pair_t *p = malloc(sizeof(*p) * (size_t)(j->inter.nl + j->intra.nl + 1));
-
-    ret = perf_check_copy(j, PERF_CHECK_COPY_SIZE(size), iters, copy);
-    for (int r = 0; r < j->nranks && ret == 0; r++) {
-        j->intra.m[r].copy = copy[r];
-    }
-    /* inside the nodes: round r of every node's own tournament at once */
-    for (int r = 0; r < j->intra_rounds && ret == 0; r++) {
-        int n = 0, first = -1;
-        for (int k = 0; k < j->intra.nl; k++) {
-            if (j->intra_round[k] == r) {
-                first = first < 0 ? k : first;
-                p[n].a = j->intra.l[k].a;
-                p[n++].b = j->intra.l[k].b;
-            }
-        }
-        ret = run_rank_pairs(j, p, n, size, iters, gbps);
-        for (int i = 0; i < n && ret == 0; i++) {
-            j->intra.l[first + i].gbps = gbps[i];
-        }
-    }
-    /* between the nodes */
-    for (int r = 0; r < j->inter_rounds && ret == 0; r++) {
-        int n = 0, first = -1;
-        for (int k = 0; k < j->inter.nl; k++) {
-            if (j->inter_round[k] == r) {
-                first = first < 0 ? k : first;
-                p[n].a = j->inter.l[k].a;
-                p[n++].b = j->inter.l[k].b;
-            }
-        }
-        ret = run_node_pairs(j, p, n, size, iters, gbps);
-        for (int i = 0; i < n && ret == 0; i++) {
-            j->inter.l[first + i].gbps = gbps[i];
-        }
-    }
-    if (ret == 0 && j->nnodes >= 3) {
-        ret = perf_check_ring(j, size, iters);
-    }
-    free(copy);
-    free(gbps);
-    free(p);
-    return ret;
-}
-
-/* Rank 0's list of what to re-test, to every rank: 0, or -1. */
-static int share_retest(perf_check_job_t *j, perf_check_pair_t *inter, int *ni,
-                        perf_check_pair_t *intra, int *na, int *copy)
-{
-    int32_t head[3] = {*ni, *na, *copy};
-    int32_t *pairs;
-    int n;
-
-    if (sharc_broadcast(head, head, 3, SHARC_DTYPE_I32, 0, j->world, NULL) != SHARC_OK) {
-        return fail(j, "sharing the re-test", SHARC_ERR_REMOTE);
-    }
-    *ni = head[0];
-    *na = head[1];
-    *copy = head[2];
-    n = 2 * (*ni + *na);
-    pairs = malloc(sizeof(int32_t) * (size_t)(n + 1));
-    for (int i = 0; j->rank == 0 && i < *ni; i++) {
-        pairs[2 * i] = inter[i].a;
-        pairs[2 * i + 1] = inter[i].b;
-    }
-    for (int i = 0; j->rank == 0 && i < *na; i++) {
-        pairs[2 * (*ni + i)] = intra[i].a;
-        pairs[2 * (*ni + i) + 1] = intra[i].b;
-    }
-    if (n > 0 &&
-        sharc_broadcast(pairs, pairs, (size_t)n, SHARC_DTYPE_I32, 0, j->world, NULL) != SHARC_OK) {
-        free(pairs);
-        return fail(j, "sharing the re-test", SHARC_ERR_REMOTE);
-    }
-    for (int i = 0; i < *ni; i++) {
-        inter[i].a = pairs[2 * i];
-        inter[i].b = pairs[2 * i + 1];
-    }
-    for (int i = 0; i < *na; i++) {
-        intra[i].a = pairs[2 * (*ni + i)];
-        intra[i].b = pairs[2 * (*ni + i) + 1];
-    }
-    free(pairs);
-    return 0;
-}
-
-/* The pairs of @p p (members of @p nmembers) in rounds, each round measured as node pairs
- * (@p nodes) or rank pairs; figures into the links of @p g. */
-static int retest_rounds(perf_check_job_t *j, perf_check_graph_t *g, const perf_check_pair_t *p,
-                         int n, int nmembers, int nodes)
-{
-    int *round_of = malloc(sizeof(int) * (size_t)(n + 1)), ret = 0;
-    int nrounds = perf_check_greedy_rounds(p, n, nmembers, round_of);
-    perf_check_pair_t *rp = malloc(sizeof(*rp) * (size_t)(n + 1));
-    int *idx = malloc(sizeof(int) * (size_t)(n + 1));
-    double *gbps = malloc(sizeof(double) * (size_t)(n + 1));
-
-    for (int r = 0; r < nrounds && ret == 0; r++) {
-        int m = 0;
-        for (int i = 0; i < n; i++) {
-            if (round_of[i] == r) {
-                idx[m] = i;
-                rp[m++] = p[i];
-            }
-        }
-        ret = nodes ? run_node_pairs(j, rp, m, j->plan.size, j->plan.iters, gbps)
-                    : run_rank_pairs(j, rp, m, j->plan.size, j->plan.iters, gbps);
-        for (int i = 0; i < m && ret == 0 && g != NULL; i++) {
-            int k = perf_check_find_link(g, p[idx[i]].a, p[idx[i]].b);
-            if (k >= 0) {
-                g->l[k].retest = gbps[i];
-            }
-        }
-    }
-    free(round_of);
-    free(rp);
-    free(idx);
-    free(gbps);
-    return ret;
-}
-
-int perf_check_retest(perf_check_job_t *j)
-{
-    int maxp = j->inter.nl + j->intra.nl + 1, ni = 0, na = 0, copy = 0, copy2 = 0, ret;
-    perf_check_pair_t *inter = malloc(sizeof(*inter) * (size_t)maxp);
-    perf_check_pair_t *intra = malloc(sizeof(*intra) * (size_t)maxp);
-
-    if (j->rank == 0) {
-        perf_check_verdict(&j->inter);
-        perf_check_verdict(&j->intra);
-        ni = perf_check_retest_pairs(&j->inter, j->o->peers, inter, maxp, &copy2);
-        na = perf_check_retest_pairs(&j->intra, j->o->peers, intra, maxp, &copy);
-    }
-    ret = share_retest(j, inter, &ni, intra, &na, &copy);
-    if (ret == 0 && ni > 0) {
-        ret = retest_rounds(j, j->rank == 0 ? &j->inter : NULL, inter, ni, j->nnodes, 1);
-    }
-    if (ret == 0 && na > 0) {
-        ret = retest_rounds(j, j->rank == 0 ? &j->intra : NULL, intra, na, j->nranks, 0);
-    }
-    if (ret == 0 && copy) {
-        double *gbps = malloc(sizeof(double) * (size_t)j->nranks);
-        ret = perf_check_copy(j, PERF_CHECK_COPY_SIZE(j->plan.size), j->plan.iters, gbps);
-        for (int r = 0; r < j->nranks && ret == 0 && j->rank == 0; r++) {
-            j->intra.m[r].copy_retest = gbps[r];
-        }
-        free(gbps);
-    }
-    j->retest_inter = ni;
-    j->retest_intra = na;
-    j->retest_copy = copy;
-    if (ret == 0) {
-        int32_t named = 0;
-        if (j->rank == 0) {
-            named = perf_check_confirm(&j->inter) + perf_check_confirm(&j->intra);
-        }
-        if (sharc_broadcast(&named, &named, 1, SHARC_DTYPE_I32, 0, j->world, NULL) != SHARC_OK) {
-            ret = fail(j, "sharing the verdict", SHARC_ERR_REMOTE);
-        }
-        j->named = named;
-    }
-    free(inter);
-    free(intra);
     return ret;
 }

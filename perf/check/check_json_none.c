@@ -3,7 +3,7 @@
  * no expected figures from sharc-topo's JSON (--expect still gives them).
  */
 #include "check_job.h"
-#include "perf_util.h"
+#include "../common/perf_util.h"
 
 int perf_check_have_json(void)
 {

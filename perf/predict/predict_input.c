@@ -15,7 +15,7 @@
 #include <json.h>
 #endif
 
-#include "perf_util.h"
+#include "../common/perf_util.h"
 #include "predict.h"
 
 /* ---- models ---------------------------------------------------------------------------- */
@@ -191,72 +191,55 @@ void pred_engine_defaults(pred_engine_t *e)
  * nothing (achievable bus bandwidth inside the node, NIC efficiency, latencies, the
  * compute's share of the peak); docs/predict.md gives each one's source or reason.
  */
-static const pred_cluster_t pred_presets[] = {
-    {.name = "p4d",
-     .nodes = 1,
-     .gpus_per_node = 8,
-     .intra_bw = 230e9,
-     .intra_lat = 8e-6,
-     .nics = 4,
-     .nic_bw = 100e9 / 8,
-     .nic_lat = 20e-6,
-     .nic_eff = 0.8,
-     .peak_flops = 312e12,
-     .mfu = 0.55,
-     .queues = 2,
-     .call_s = 20e-6},
-    {.name = "p5",
-     .nodes = 1,
-     .gpus_per_node = 8,
-     .intra_bw = 360e9,
-     .intra_lat = 8e-6,
-     .nics = 32,
-     .nic_bw = 100e9 / 8,
-     .nic_lat = 20e-6,
-     .nic_eff = 0.8,
-     .peak_flops = 989e12,
-     .mfu = 0.5,
-     .queues = 2,
-     .call_s = 20e-6},
-    {.name = "hgx-h100-ib",
-     .nodes = 1,
-     .gpus_per_node = 8,
-     .intra_bw = 360e9,
-     .intra_lat = 8e-6,
-     .nics = 8,
-     .nic_bw = 400e9 / 8,
-     .nic_lat = 5e-6,
-     .nic_eff = 0.9,
-     .peak_flops = 989e12,
-     .mfu = 0.5,
-     .queues = 2,
-     .call_s = 20e-6},
-    /* this machine: ranks are processes on one host, collectives over shared memory; the
-     * numbers are tools/bench-predict.sh's fit (docs/perf.md), compute is measured. One
-     * queue: on the host one progress thread per rank drives the gathers' lane and the
-     * reductions' lane alike (shard/shard.h), so they share its time */
-    {.name = "local",
-     .nodes = 1,
-     .gpus_per_node = 2,
-     .intra_bw = 3.4e9,
-     .intra_rs_bw = 2.4e9,
-     .intra_lat = 30e-6,
-     .nics = 0,
-     .nic_bw = 0,
-     .nic_lat = 0,
-     .nic_eff = 1,
-     .peak_flops = 0,
-     .mfu = 1,
-     .queues = 1,
-     .call_s = 10e-6},
+typedef struct {
+    const char *name;
+    int gpus; /* per node */
+    double intra_bw, intra_rs_bw, intra_lat;
+    int nics;
+    double nic_bw, nic_lat, nic_eff, peak_flops, mfu;
+    int queues;
+    double call_s;
+} pred_preset_t;
+
+/*
+ * Columns: name, GPUs per node, intra_bw, intra_rs_bw (0: as intra_bw), intra_lat, nics,
+ * nic_bw, nic_lat, nic_eff, peak_flops, mfu, queues, call_s, in pred_cluster_t's units
+ * (bytes/s, s, flop/s); every preset is one node. local is this machine: ranks are processes
+ * on one host, collectives over shared memory; the numbers are tools/bench-predict.sh's fit
+ * (docs/perf.md), compute is measured. One queue: on the host one progress thread per rank
+ * drives the gathers' lane and the reductions' lane alike (shard/shard.h), so they share its
+ * time.
+ */
+/* clang-format off */
+static const pred_preset_t pred_presets[] = {
+    {"p4d",         8, 230e9, 0,     8e-6,  4,  100e9 / 8, 20e-6, 0.8, 312e12, 0.55, 2, 20e-6},
+    {"p5",          8, 360e9, 0,     8e-6,  32, 100e9 / 8, 20e-6, 0.8, 989e12, 0.5,  2, 20e-6},
+    {"hgx-h100-ib", 8, 360e9, 0,     8e-6,  8,  400e9 / 8, 5e-6,  0.9, 989e12, 0.5,  2, 20e-6},
+    {"local",       2, 3.4e9, 2.4e9, 30e-6, 0,  0,         0,     1,   0,      1,    1, 10e-6},
 };
+/* clang-format on */
 #define PRED_NPRESETS (sizeof(pred_presets) / sizeof(pred_presets[0]))
 
 int pred_cluster_preset(const char *name, pred_cluster_t *c)
 {
     for (size_t i = 0; i < PRED_NPRESETS; i++) {
-        if (strcmp(name, pred_presets[i].name) == 0) {
-            *c = pred_presets[i];
+        const pred_preset_t *p = &pred_presets[i];
+
+        if (strcmp(name, p->name) == 0) {
+            *c = (pred_cluster_t){.nodes = 1,
+                                  .gpus_per_node = p->gpus,
+                                  .intra_bw = p->intra_bw,
+                                  .intra_lat = p->intra_lat,
+                                  .intra_rs_bw = p->intra_rs_bw,
+                                  .nics = p->nics,
+                                  .nic_bw = p->nic_bw,
+                                  .nic_lat = p->nic_lat,
+                                  .nic_eff = p->nic_eff,
+                                  .peak_flops = p->peak_flops,
+                                  .mfu = p->mfu,
+                                  .queues = p->queues,
+                                  .call_s = p->call_s};
+            snprintf(c->name, sizeof(c->name), "%s", p->name);
             return 0;
         }
     }

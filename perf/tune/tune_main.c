@@ -10,8 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "perf_cuda.h"
-#include "perf_util.h"
+#include "../common/perf_cuda.h"
+#include "../common/perf_util.h"
+#include "../sharc_perf.h"
 #include "tune.h"
 #include "tune_launch.h"
 #include "tune_out.h"
@@ -44,27 +45,6 @@ static void usage(FILE *out)
             "  --dry-run            print the space and the first job's command, run nothing\n");
 }
 
-/* "90", "90s", "30m", "2h" in seconds; -1 for garbage */
-static double parse_time(const char *s)
-{
-    char *end;
-    double v = strtod(s, &end);
-
-    if (end == s || v <= 0) {
-        return -1;
-    }
-    if (*end == '\0' || strcmp(end, "s") == 0) {
-        return v;
-    }
-    if (strcmp(end, "m") == 0) {
-        return v * 60;
-    }
-    if (strcmp(end, "h") == 0) {
-        return v * 3600;
-    }
-    return -1;
-}
-
 static int parse_int(const char *s, int min, int *out)
 {
     char *end;
@@ -92,22 +72,9 @@ static unsigned parse_colls(const char *list)
 /* This program's path, or the sibling @p name (in the build tree one level up from .libs). */
 static void self_path(const char *name, char *out, size_t len)
 {
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    char *slash;
-
-    if (n <= 0) {
+    if (perf_sibling(name != NULL ? name : "sharc-perf", out, len) != 0) {
         perf_snprintf(out, len, "%s", name != NULL ? name : "sharc-perf");
-        return;
     }
-    exe[n] = '\0';
-    slash = strrchr(exe, '/');
-    *slash = '\0';
-    /* libtool's uninstalled programs live in .libs/ as lt-<name> behind a wrapper one up */
-    if (strlen(exe) >= 6 && strcmp(exe + strlen(exe) - 6, "/.libs") == 0) {
-        exe[strlen(exe) - 6] = '\0';
-    }
-    perf_snprintf(out, len, "%s/%s", exe, name != NULL ? name : "sharc-perf");
 }
 
 typedef struct {
@@ -170,9 +137,9 @@ static int parse_args(int argc, char **argv, tune_args_t *a)
             a->cuda = strcmp(optarg, "cuda") == 0;
             bad |= !a->cuda && strcmp(optarg, "host") != 0;
             break;
-        case 'B': bad |= (a->budget_s = parse_time(optarg)) < 0; break;
+        case 'B': bad |= (a->budget_s = perf_parse_time(optarg)) < 0; break;
         case 'R': bad |= parse_int(optarg, 1, &a->rounds); break;
-        case 'T': bad |= (a->timeout_s = parse_time(optarg)) < 0; break;
+        case 'T': bad |= (a->timeout_s = perf_parse_time(optarg)) < 0; break;
         case 'n': bad |= parse_int(optarg, 1, &a->iters); break;
         case 'w': bad |= parse_int(optarg, 0, &a->warmup); break;
         case 'd': a->dtype = optarg; break;
@@ -248,26 +215,17 @@ static int open_launcher(const tune_args_t *a, const char *dir, perf_tune_launch
     return 0;
 }
 
-static void print_fp_diff(const char *saved, const char *now)
+/* The lines of fingerprint text @p from that @p other lacks, each after @p label. */
+static void print_fp_lines(const char *from, const char *other, const char *label)
 {
-    const char *p = saved;
+    const char *p = from;
 
     while (*p != '\0') {
         size_t n = strcspn(p, "\n");
         char line[512];
         perf_snprintf(line, sizeof(line), "%.*s", (int)n, p);
-        if (strstr(now, line) == NULL) {
-            printf("  tuned on: %s\n", line);
-        }
-        p += n + (p[n] == '\n');
-    }
-    p = now;
-    while (*p != '\0') {
-        size_t n = strcspn(p, "\n");
-        char line[512];
-        perf_snprintf(line, sizeof(line), "%.*s", (int)n, p);
-        if (strstr(saved, line) == NULL) {
-            printf("  here:     %s\n", line);
+        if (strstr(other, line) == NULL) {
+            printf("  %s %s\n", label, line);
         }
         p += n + (p[n] == '\n');
     }
@@ -298,7 +256,8 @@ static int check(tune_args_t *a, perf_tune_opts_t *o)
     }
     if (strcmp(t.fingerprint, saved.fingerprint) != 0) {
         printf("FINGERPRINT MISMATCH: tuned on %s, this is %s\n", saved.fingerprint, t.fingerprint);
-        print_fp_diff(saved.fp_text, t.fp_text);
+        print_fp_lines(saved.fp_text, t.fp_text, "tuned on:");
+        print_fp_lines(t.fp_text, saved.fp_text, "here:    ");
         flagged = 1;
     } else {
         printf("fingerprint %s matches\n", t.fingerprint);
@@ -348,10 +307,74 @@ static int check(tune_args_t *a, perf_tune_opts_t *o)
     return flagged ? 1 : 0;
 }
 
+/* The topology command and the sharc-perf the jobs run, where not given: this one's siblings. */
+static void default_paths(tune_args_t *a)
+{
+    if (a->topo_cmd[0] == '\0') {
+        char topo[PATH_MAX];
+        self_path("sharc-topo", topo, sizeof(topo));
+        perf_snprintf(a->topo_cmd, sizeof(a->topo_cmd), "%s --json",
+                      access(topo, X_OK) == 0 ? topo : "sharc-topo");
+    }
+    if (a->perf[0] == '\0') {
+        self_path(NULL, a->perf, sizeof(a->perf));
+    }
+}
+
+/* What will be searched: the job, the target, the knobs and those left out. */
+static void print_space(const tune_args_t *a, const perf_tune_target_t *t,
+                        const perf_tune_space_t *space)
+{
+    printf("# sharc-perf tune: %d ranks on %d node(s), %s buffers, %zu..%zu B, fabric %s, "
+           "fingerprint %s\n# %d knobs:",
+           a->np, a->nodes, a->cuda ? "device" : "host", a->minb, a->maxb, t->fabric,
+           t->fingerprint, space->nknobs);
+    for (int k = 0; k < space->nknobs; k++) {
+        printf(" %s%s", space->knobs[k].name, space->knobs[k].per_size ? "(per size)" : "");
+    }
+    printf("\n");
+    for (int k = 0; k < space->nleft; k++) {
+        printf("# left out: %s\n", space->left_out[k]);
+    }
+}
+
+/* The search through the launcher, then the files. 0, or 1 (said). */
+static int search(tune_args_t *a, perf_tune_opts_t *o, const perf_tune_target_t *t,
+                  const perf_tune_space_t *space)
+{
+    static perf_tune_plan_t plan;
+    perf_tune_launcher_t l;
+    int ret;
+
+    if (open_launcher(a, a->out, &l) != 0) {
+        return 2;
+    }
+    o->colls = a->colls;
+    o->measure_arg = &l;
+    ret = perf_tune_run(o, space, &plan);
+    perf_tune_launcher_close(&l);
+    if (ret != 0) {
+        fprintf(stderr,
+                perf_tune_interrupted()
+                    ? "sharc-perf tune: interrupted; run the same command again to resume (the "
+                      "results so far are in %s/results.jsonl)\n"
+                    : "sharc-perf tune: stopped: the defaults could not be measured (see %s/logs)"
+                      "\n",
+                a->out);
+        return 1;
+    }
+    if (perf_tune_write(a->out, t, space, &plan, &a->base_env) != 0) {
+        return 1;
+    }
+    printf("# %d launches (%d from the journal), %d failed, %.0f s; results in %s/: tuned.env, "
+           "tuned.sh, sharc-tune.conf, nccl-tuner.csv, report.md, report.png, tune.json\n",
+           plan.launches, plan.cached, plan.failures, plan.seconds, a->out);
+    return 0;
+}
+
 int perf_tune_main(int argc, char **argv)
 {
     static perf_tune_space_t space;
-    static perf_tune_plan_t plan;
     tune_args_t a = {.colls = (1u << SHARC_COLL_ALLGATHER) | (1u << SHARC_COLL_REDUCE_SCATTER) |
                               (1u << SHARC_COLL_ALLREDUCE),
                      .minb = 64u << 10,
@@ -372,22 +395,12 @@ int perf_tune_main(int argc, char **argv)
                           .now = perf_now,
                           .log = stdout};
     perf_tune_target_t t = {0};
-    perf_tune_launcher_t l;
     char err[512];
-    int ret;
 
     if (parse_args(argc, argv, &a) != 0) {
         return 2;
     }
-    if (a.topo_cmd[0] == '\0') {
-        char topo[PATH_MAX];
-        self_path("sharc-topo", topo, sizeof(topo));
-        perf_snprintf(a.topo_cmd, sizeof(a.topo_cmd), "%s --json",
-                      access(topo, X_OK) == 0 ? topo : "sharc-topo");
-    }
-    if (a.perf[0] == '\0') {
-        self_path(NULL, a.perf, sizeof(a.perf));
-    }
+    default_paths(&a);
     o.minb = a.minb;
     o.maxb = a.maxb;
     o.budget_s = a.budget_s;
@@ -408,45 +421,12 @@ int perf_tune_main(int argc, char **argv)
         fprintf(stderr, "sharc-perf tune: %s\n", err);
         return 2;
     }
-    printf("# sharc-perf tune: %d ranks on %d node(s), %s buffers, %zu..%zu B, fabric %s, "
-           "fingerprint %s\n# %d knobs:",
-           a.np, a.nodes, a.cuda ? "device" : "host", a.minb, a.maxb, t.fabric, t.fingerprint,
-           space.nknobs);
-    for (int k = 0; k < space.nknobs; k++) {
-        printf(" %s%s", space.knobs[k].name, space.knobs[k].per_size ? "(per size)" : "");
-    }
-    printf("\n");
-    for (int k = 0; k < space.nleft; k++) {
-        printf("# left out: %s\n", space.left_out[k]);
-    }
+    print_space(&a, &t, &space);
     if (a.dry_run) {
         char line[16384];
         perf_tune_expand(a.launch, a.np, &a.base_env, "env ... sharc-perf ...", line, sizeof(line));
         printf("# a job: %s\n", line);
         return 0;
     }
-    if (open_launcher(&a, a.out, &l) != 0) {
-        return 2;
-    }
-    o.colls = a.colls;
-    o.measure_arg = &l;
-    ret = perf_tune_run(&o, &space, &plan);
-    perf_tune_launcher_close(&l);
-    if (ret != 0) {
-        fprintf(stderr,
-                perf_tune_interrupted()
-                    ? "sharc-perf tune: interrupted; run the same command again to resume (the "
-                      "results so far are in %s/results.jsonl)\n"
-                    : "sharc-perf tune: stopped: the defaults could not be measured (see %s/logs)"
-                      "\n",
-                a.out);
-        return 1;
-    }
-    if (perf_tune_write(a.out, &t, &space, &plan, &a.base_env) != 0) {
-        return 1;
-    }
-    printf("# %d launches (%d from the journal), %d failed, %.0f s; results in %s/: tuned.env, "
-           "tuned.sh, sharc-tune.conf, nccl-tuner.csv, report.md, report.png, tune.json\n",
-           plan.launches, plan.cached, plan.failures, plan.seconds, a.out);
-    return 0;
+    return search(&a, &o, &t, &space);
 }

@@ -5,11 +5,12 @@
  * the knobs of a space built for the detected topology; finalists are re-measured interleaved
  * with the defaults and kept only where they beat them by more than the measured spread.
  *
- * The pieces: tune_space.c (the knobs, filtered by topology; the user's space file),
- * tune_search.c (search and decisions, over a measuring callback so that tests can give it a
- * deterministic stand-in), tune_launch.c (launch template, timeouts, the results journal that
- * makes an interrupted sweep resumable), tune_out.c (env file, shell exports, sharc's tune
- * file, NCCL's tuner CSV, report and plot, --check), tune_main.c (the command line).
+ * The pieces: tune_env.c (a candidate's settings), tune_space.c (the knobs, filtered by
+ * topology; the user's space file), tune_search.c and tune_finals.c (search and decisions, over
+ * a measuring callback so that tests can give it a deterministic stand-in), tune_launch.c
+ * (launch template, timeouts, the results journal that makes an interrupted sweep resumable),
+ * tune_out.c (env file, shell exports, sharc's tune file, NCCL's tuner CSV, report and plot,
+ * --check), tune_main.c (the command line).
  */
 #ifndef SHARC_PERF_TUNE_H
 #define SHARC_PERF_TUNE_H

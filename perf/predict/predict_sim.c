@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../shard/shard_plan.h"
+#include "../../shard/shard_plan.h"
 #include "predict.h"
 
 enum { Q_GATHER, Q_REDUCE, Q_REPLICA, Q_LAST };

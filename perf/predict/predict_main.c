@@ -11,7 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "perf_util.h"
+#include "../common/perf_util.h"
+#include "../sharc_perf.h"
 #include "predict.h"
 
 #define PRED_MAX_ROWS 64
@@ -146,7 +147,7 @@ static void pred_json_row(FILE *f, const char *label, const pred_row_t *r, int l
 static int pred_plot(const char *png, const pred_variant_t *v, int nv, const pred_row_t *rows,
                      int nrows, const char *title)
 {
-    char gp[1024], cmd[1200];
+    char gp[1024];
     FILE *f;
 
     perf_snprintf(gp, sizeof(gp), "%.*s.gp", (int)(strlen(png) > 4 ? strlen(png) - 4 : strlen(png)),
@@ -180,8 +181,7 @@ static int pred_plot(const char *png, const pred_variant_t *v, int nv, const pre
         }
     }
     fclose(f);
-    perf_snprintf(cmd, sizeof(cmd), "command -v gnuplot >/dev/null 2>&1 && gnuplot '%s'", gp);
-    if (system(cmd) != 0) {
+    if (perf_gnuplot(gp) != 0) {
         fprintf(stderr,
                 "sharc-perf predict: no picture (gnuplot missing or failed); the script "
                 "is %s\n",
@@ -210,6 +210,54 @@ enum {
     OPT_LIST,
     OPT_VOCAB
 };
+
+/* An option of the engine or the step into @p e: 0, 1 for a bad value, -1 when it is none. */
+static int pred_engine_option(int opt, const char *arg, pred_engine_t *e)
+{
+    switch (opt) {
+    case 'b': return (e->batch = atoi(arg)) < 1;
+    case 't': return (e->seq = atoi(arg)) < 1;
+    case OPT_ACCUM: return (e->passes = atoi(arg)) < 1;
+    case OPT_PREFETCH:
+        e->prefetch = strcmp(arg, "auto") == 0 ? -1 : atoi(arg);
+        return e->prefetch < 0 && strcmp(arg, "auto") != 0;
+    case OPT_MAXU: return (e->max_unsharded = atoi(arg)) < 0;
+    case OPT_RAF: e->reshard_after_forward = atoi(arg) != 0; return 0;
+    case OPT_LPU: return (e->layers_per_unit = atoi(arg)) < 1;
+    case OPT_SHARD: return (e->shard_size = atoi(arg)) < 0;
+    case OPT_PDT: return (e->pbytes = pred_dtype_bytes(arg)) == 0;
+    case OPT_RDT: return (e->rbytes = pred_dtype_bytes(arg)) == 0;
+    case OPT_RECOMP: e->recompute = 1; return 0;
+    case OPT_ALGO:
+        e->algo = strcmp(arg, "ring") == 0   ? PRED_ALGO_RING
+                  : strcmp(arg, "hier") == 0 ? PRED_ALGO_HIER
+                                             : PRED_ALGO_AUTO;
+        return e->algo == PRED_ALGO_AUTO && strcmp(arg, "auto") != 0;
+    default: return -1;
+    }
+}
+
+/* An option of the inputs, the sweep or the outputs into @p o: 0, or 1 for a bad value. */
+static int pred_run_option(int opt, const char *arg, pred_opts_t *o)
+{
+    switch (opt) {
+    case 'm': o->model = arg; return 0;
+    case 'C': o->cluster = arg; return 0;
+    case OPT_TOPO: o->topo = arg; return 0;
+    case OPT_SET:
+        if (o->nsets == 32) {
+            return 1;
+        }
+        o->sets[o->nsets++] = arg;
+        return 0;
+    case 'N': return pred_parse_nodes(arg, o) != 0;
+    case OPT_SWEEP: o->sweep = arg; return 0;
+    case 'J': o->json = arg; return 0;
+    case OPT_PLOT: o->plot = arg; return 0;
+    case OPT_VOCAB: return (o->vocab = atoi(arg)) < 1;
+    default: return 1;
+    }
+}
 
 /* The options into @p o and @p e: 0, 2 when bad (said), -1 when done (help, the models). */
 static int pred_parse(int argc, char **argv, pred_opts_t *o, pred_engine_t *e)
@@ -245,71 +293,18 @@ static int pred_parse(int argc, char **argv, pred_opts_t *o, pred_engine_t *e)
     pred_parse_nodes("1,2,4,8,16", o);
     optind = 2; /* after "predict" */
     while ((opt = getopt_long(argc, argv, "m:b:t:C:N:J:h", longopts, NULL)) != -1) {
-        switch (opt) {
-        case 'm': o->model = optarg; break;
-        case 'b':
-            e->batch = atoi(optarg);
-            bad |= e->batch < 1;
-            break;
-        case 't':
-            e->seq = atoi(optarg);
-            bad |= e->seq < 1;
-            break;
-        case OPT_ACCUM:
-            e->passes = atoi(optarg);
-            bad |= e->passes < 1;
-            break;
-        case 'C': o->cluster = optarg; break;
-        case OPT_TOPO: o->topo = optarg; break;
-        case OPT_SET:
-            bad |= o->nsets == 32;
-            if (o->nsets < 32)
-                o->sets[o->nsets++] = optarg;
-            break;
-        case 'N': bad |= pred_parse_nodes(optarg, o) != 0; break;
-        case OPT_PREFETCH:
-            e->prefetch = strcmp(optarg, "auto") == 0 ? -1 : atoi(optarg);
-            bad |= e->prefetch < 0 && strcmp(optarg, "auto") != 0;
-            break;
-        case OPT_MAXU:
-            e->max_unsharded = atoi(optarg);
-            bad |= e->max_unsharded < 0;
-            break;
-        case OPT_RAF: e->reshard_after_forward = atoi(optarg) != 0; break;
-        case OPT_LPU:
-            e->layers_per_unit = atoi(optarg);
-            bad |= e->layers_per_unit < 1;
-            break;
-        case OPT_SHARD:
-            e->shard_size = atoi(optarg);
-            bad |= e->shard_size < 0;
-            break;
-        case OPT_PDT:
-            e->pbytes = pred_dtype_bytes(optarg);
-            bad |= e->pbytes == 0;
-            break;
-        case OPT_RDT:
-            e->rbytes = pred_dtype_bytes(optarg);
-            bad |= e->rbytes == 0;
-            break;
-        case OPT_RECOMP: e->recompute = 1; break;
-        case OPT_ALGO:
-            e->algo = strcmp(optarg, "ring") == 0   ? PRED_ALGO_RING
-                      : strcmp(optarg, "hier") == 0 ? PRED_ALGO_HIER
-                                                    : PRED_ALGO_AUTO;
-            bad |= e->algo == PRED_ALGO_AUTO && strcmp(optarg, "auto") != 0;
-            break;
-        case OPT_SWEEP: o->sweep = optarg; break;
-        case 'J': o->json = optarg; break;
-        case OPT_PLOT: o->plot = optarg; break;
-        case OPT_LIST: pred_model_list(stdout); return -1;
-        case OPT_VOCAB:
-            o->vocab = atoi(optarg);
-            bad |= o->vocab < 1;
-            break;
-        case 'h': pred_usage(stdout); return -1;
-        default: bad = 1;
+        int one;
+
+        if (opt == OPT_LIST) {
+            pred_model_list(stdout);
+            return -1;
         }
+        if (opt == 'h') {
+            pred_usage(stdout);
+            return -1;
+        }
+        one = pred_engine_option(opt, optarg, e);
+        bad |= one >= 0 ? one : pred_run_option(opt, optarg, o);
     }
     if (bad || optind < argc) {
         fprintf(stderr, "sharc-perf predict: bad or missing value (predict -h)\n");

@@ -1,0 +1,89 @@
+/*
+ * bench.h: sharc-perf's collective benchmarks as their files share them: the options, the
+ * buffers of one size, the collective once on each side of a comparison (bench_coll.c), the
+ * known inputs of -c (bench_data.c) and the sweep over the sizes (bench_sweep.c); the command
+ * line is bench_main.c's. The overlap benchmark (overlap.c) shares none of it. Public API only.
+ */
+#ifndef SHARC_PERF_BENCH_H
+#define SHARC_PERF_BENCH_H
+
+#include <stddef.h>
+
+#include <sharc/sharc.h>
+
+typedef struct {
+    sharc_coll_type_t coll;
+    size_t minbytes, maxbytes, stepbytes;
+    double stepfactor;
+    int iters, warmup, check, root, vs_mpi, vs_memcpy, vs_nccl;
+    int registered; /* -R 1: buffers from sharc_mem_alloc */
+    int cuda;       /* --device cuda: device buffers */
+    sharc_dtype_t dtype;
+    sharc_op_t op;
+    const char *json;
+} perf_bench_opts_t;
+
+/*
+ * Buffers for one size: "size" is nccl-tests' size (the larger side of the collective;
+ * alltoall: the bytes each rank sends in all, n blocks of blockcount elements).
+ */
+typedef struct {
+    size_t size, count; /* bytes and elements of the larger side */
+    size_t sendcount, recvcount;
+    size_t blockcount;   /* alltoall: elements per peer */
+    char *send, *recv;   /* what the collectives run on (host, or device with --device cuda) */
+    char *hsend, *hrecv; /* host copies for -c (the same buffers on the host) */
+} perf_bench_bufs_t;
+
+/* ---- the collective once (bench_coll.c) */
+
+/* The buffers of @p size bytes over @p n ranks (zeroed): 0, or -1 (nothing left allocated). */
+int perf_bench_bufs_alloc(const perf_bench_opts_t *o, sharc_context_h ctx, int n, size_t size,
+                          perf_bench_bufs_t *b);
+void perf_bench_bufs_free(const perf_bench_opts_t *o, sharc_context_h ctx, perf_bench_bufs_t *b);
+
+/* The collective once on one side of a comparison: 0, or -1 (a failure is said). */
+typedef int (*perf_bench_run_fn_t)(const perf_bench_opts_t *o, sharc_comm_h comm,
+                                   perf_bench_bufs_t *b, int inplace);
+/* What lines the ranks up before the timed iterations of a side. */
+typedef void (*perf_bench_barrier_fn_t)(sharc_comm_h comm);
+
+int perf_bench_run_sharc(const perf_bench_opts_t *o, sharc_comm_h comm, perf_bench_bufs_t *b,
+                         int inplace);
+/* --vs-nccl: NCCL called directly on the same device buffers (out of place). */
+int perf_bench_run_nccl(const perf_bench_opts_t *o, sharc_comm_h comm, perf_bench_bufs_t *b,
+                        int inplace);
+/* --vs-mpi (a build with MPI): MPI's collective on the same buffers, MPI's barrier. */
+int perf_bench_run_mpi(const perf_bench_opts_t *o, sharc_comm_h comm, perf_bench_bufs_t *b,
+                       int inplace);
+void perf_bench_barrier_mpi(sharc_comm_h comm);
+
+/* --vs-mpi: MPI for the comparison (initialized here, finalized by perf_bench_mpi_fini).
+ * 0, or 2 when MPI cannot run the comparison (said). */
+int perf_bench_mpi_init(const perf_bench_opts_t *o, int *argc, char ***argv);
+void perf_bench_mpi_fini(const perf_bench_opts_t *o);
+
+/* -c: fill inputs whose result is known, run once, count the wrong elements (nccl-tests'). */
+size_t perf_bench_check(const perf_bench_opts_t *o, sharc_comm_h comm, perf_bench_bufs_t *b,
+                        int inplace);
+
+/* ---- known inputs and results for -c (bench_data.c) */
+
+/* Rank r's input element i: small integers (1 or 2 for products), exact in every dtype. */
+double perf_input(int r, size_t i, sharc_op_t op);
+
+/* buf[i] = perf_input(r, base + i, op), stored as dt. */
+void perf_fill(void *buf, sharc_dtype_t dt, size_t count, int r, size_t base, sharc_op_t op);
+
+/* Elements of buf (count, from global index base) that differ from the expected values:
+ * with root >= 0 the inputs of rank root, else op over n ranks' inputs. */
+size_t perf_wrong(const void *buf, sharc_dtype_t dt, size_t count, size_t base, int root, int n,
+                  sharc_op_t op);
+
+/* ---- the sweep (bench_sweep.c) */
+
+/* Every size from -b to -e: measured, printed (rank 0) and written (-J); 1 when one failed or
+ * was wrong, else 0. */
+int perf_bench_sweep(const perf_bench_opts_t *o, sharc_context_h ctx, sharc_comm_h comm);
+
+#endif
