@@ -16,6 +16,26 @@
 #include "../transport/transport.h"
 
 typedef struct sharc_coll_comm sharc_coll_comm_t; /* one communicator's collective state */
+
+/* The collective layer's knobs (cfg.c holds their table). */
+typedef struct {
+    double timeout;      /* SHARC_TIMEOUT: seconds a collective may take */
+    size_t chunk;        /* bytes per pipelined chunk of the ring and chain algorithms */
+    size_t stage_chunk;  /* bytes per chunk of CUDA buffers staged through host memory */
+    int progress_thread; /* a thread per communicator progresses its collectives */
+    int check;           /* compare every collective's arguments across ranks first */
+    /* SHARC_{ALLGATHER,REDUCE_SCATTER,ALLREDUCE,BROADCAST,ALLTOALL}_ALGO, indexed by
+     * sharc_coll_type_t; 0 = auto */
+    int algo[5];
+    const char *tune_file; /* SHARC_TUNE_FILE: "" for none */
+} sharc_coll_cfg_t;
+
+extern SHARC_HIDDEN const sharc_cfg_table_t sharc_coll_cfg_table;
+
+static inline const sharc_coll_cfg_t *sharc_coll_cfg(const sharc_cfg_t *cfg)
+{
+    return (const sharc_coll_cfg_t *)sharc_cfg_get(cfg, &sharc_coll_cfg_table);
+}
 typedef struct sharc_coll_tune sharc_coll_tune_t; /* SHARC_TUNE_FILE's rules */
 
 /* What the collective layer needs of a communicator; everything outlives the state. */

@@ -171,7 +171,7 @@ typedef enum {
 /* Communicator-level state of the collective layer (the communicator owns one). */
 struct sharc_coll_comm {
     int rank, size;
-    const sharc_cfg_t *cfg;
+    const sharc_coll_cfg_t *cfg;
     const sharc_coll_tune_t *tune;
     sharc_boot_t *boot;
     const sharc_tp_ops_t *tp_ops; /* NULL: bootstrap only */

@@ -63,7 +63,7 @@ sharc_status_t sharc_coll_ring_init(sharc_coll_task_t *task, sharc_coll_ring_t *
     ring->left = sharc_ring_mod(cc->rank - 1, cc->size);
     ring->right = sharc_ring_mod(cc->rank + 1, cc->size);
     /* SHARC_COLL_CHUNK bytes, in whole elements (at least one) */
-    ring->chunk = SHARC_MAX(cc->cfg->coll_chunk / ring->esize, (size_t)1);
+    ring->chunk = SHARC_MAX(cc->cfg->chunk / ring->esize, (size_t)1);
     ring->nchunks = SHARC_MAX((maxlen + ring->chunk - 1) / ring->chunk, (size_t)1);
     ring->units = (ring->n > 1 && maxlen > 0) ? ring->nchunks * (size_t)(ring->n - 1) : 0;
     ring->next_send = ring->next_recv = ring->next_reduce = ring->freed = 0;

@@ -46,8 +46,8 @@ static const sharc_coll_rule_t sharc_coll_rules[] = {
     {SHARC_COLL_BARRIER, SIZE_MAX, &sharc_coll_barrier_dissemination},
 };
 
-/* sharc_cfg_t.algo is indexed by sharc_coll_type_t: every collective before the barrier */
-_Static_assert(SHARC_ARRAY_SIZE(((sharc_cfg_t *)0)->algo) == SHARC_COLL_BARRIER,
+/* sharc_coll_cfg_t.algo is indexed by sharc_coll_type_t: every collective before the barrier */
+_Static_assert(SHARC_ARRAY_SIZE(((sharc_coll_cfg_t *)0)->algo) == SHARC_COLL_BARRIER,
                "SHARC_<COLL>_ALGO knobs and sharc_coll_type_t disagree");
 
 size_t sharc_coll_size(int nranks, const sharc_coll_args_t *a)

@@ -25,7 +25,7 @@ sharc_status_t sharc_coll_comm_create(const sharc_coll_comm_params_t *params,
     }
     cc->rank = params->rank;
     cc->size = params->size;
-    cc->cfg = params->cfg;
+    cc->cfg = sharc_coll_cfg(params->cfg);
     cc->tune = params->tune;
     cc->boot = params->boot;
     cc->tp_ops = params->tp_ops;

@@ -196,6 +196,7 @@ static sharc_tp_comm_params_t sharc_comm_tp_params(sharc_comm_h comm)
     sharc_tp_comm_params_t params = {
         .boot = comm->boot,
         .cfg = comm->ctx->cfg,
+        .timeout = sharc_coll_cfg(comm->ctx->cfg)->timeout,
         .rank = comm->rank,
         .size = comm->size,
         .node_of = comm->node_of,
@@ -208,7 +209,8 @@ static sharc_tp_comm_params_t sharc_comm_tp_params(sharc_comm_h comm)
 /* The collective backend this rank could run (NULL: none, or SHARC_CUDA_BACKEND=staged). */
 static const sharc_tp_ops_t *sharc_comm_gpu_here(const sharc_cfg_t *cfg)
 {
-    return (cfg->cuda_backend != SHARC_CUDA_BACKEND_STAGED) ? sharc_tp_gpu_find(cfg) : NULL;
+    return (sharc_core_cfg(cfg)->cuda_backend != SHARC_CUDA_BACKEND_STAGED) ? sharc_tp_gpu_find(cfg)
+                                                                            : NULL;
 }
 
 /*
@@ -220,7 +222,7 @@ static const sharc_tp_ops_t *sharc_comm_gpu_here(const sharc_cfg_t *cfg)
 static sharc_status_t sharc_comm_open_gpu(sharc_comm_h comm, const sharc_tp_ops_t *ops,
                                           int everywhere)
 {
-    int forced = comm->ctx->cfg->cuda_backend == SHARC_CUDA_BACKEND_NCCL;
+    int forced = sharc_core_cfg(comm->ctx->cfg)->cuda_backend == SHARC_CUDA_BACKEND_NCCL;
     sharc_tp_comm_params_t params = sharc_comm_tp_params(comm);
     sharc_status_t status = SHARC_ERR_UNSUPPORTED;
 

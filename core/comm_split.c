@@ -129,8 +129,11 @@ static sharc_status_t sharc_comm_split_backends(sharc_comm_h comm, int color, in
                                                 int new_size, sharc_boot_t **boot_p,
                                                 sharc_tp_comm_t **gpu_p)
 {
-    sharc_tp_comm_params_t params = {
-        .cfg = comm->ctx->cfg, .rank = new_rank, .size = new_size, .mem = comm->ctx->mem};
+    sharc_tp_comm_params_t params = {.cfg = comm->ctx->cfg,
+                                     .timeout = sharc_coll_cfg(comm->ctx->cfg)->timeout,
+                                     .rank = new_rank,
+                                     .size = new_size,
+                                     .mem = comm->ctx->mem};
     sharc_status_t status;
 
     *gpu_p = NULL;

@@ -1,7 +1,7 @@
 /*
- * context.c: contexts. Creating one applies its logging settings process-wide (see
- * sharc/log.h), reads SHARC_TUNE_FILE's rules (coll/tune.c) and warns about SHARC_*
- * variables that name no knob.
+ * context.c: contexts as the layers use them: references (one per communicator), the
+ * shareable memory they hand out, their end. Creating one is the library root's
+ * (src/lib/context.c), which knows every layer's knobs.
  */
 #include "config.h"
 
@@ -12,51 +12,6 @@
 #include "../coll/api.h"
 #include "context.h"
 #include "../src/base/log.h"
-
-sharc_status_t sharc_context_create(sharc_config_h config, sharc_context_h *ctx_p)
-{
-    sharc_context_h ctx;
-    sharc_status_t status;
-
-    if (ctx_p == NULL) {
-        sharc_error("sharc_context_create: ctx_p is NULL");
-        return SHARC_ERR_INVALID;
-    }
-    ctx = calloc(1, sizeof(*ctx));
-    if (ctx == NULL) {
-        return SHARC_ERR_NOMEM;
-    }
-    status = (config == NULL) ? sharc_config_create(0, &ctx->config)
-                              : sharc_config_dup(config, &ctx->config);
-    if (status != SHARC_OK) {
-        goto err_free_ctx;
-    }
-    status = sharc_mem_table_create(&ctx->mem);
-    if (status != SHARC_OK) {
-        goto err_destroy_config;
-    }
-    ctx->cfg = sharc_config_parsed(ctx->config);
-    ctx->refs = 1;
-    /* logging first, so that the tune file's messages go where the user asked */
-    sharc_log_configure(ctx->cfg->log_level, ctx->cfg->log_subsys, ctx->cfg->log_file);
-    if (ctx->cfg->tune_file[0] != '\0') {
-        status = sharc_coll_tune_load(ctx->cfg->tune_file, &ctx->tune);
-        if (status != SHARC_OK) {
-            goto err_destroy_mem;
-        }
-    }
-    sharc_config_warn_unknown_env();
-    *ctx_p = ctx;
-    return SHARC_OK;
-
-err_destroy_mem:
-    sharc_mem_table_destroy(ctx->mem);
-err_destroy_config:
-    sharc_config_destroy(ctx->config);
-err_free_ctx:
-    free(ctx);
-    return status;
-}
 
 void sharc_context_get(sharc_context_h ctx)
 {

@@ -22,21 +22,23 @@ struct sharc_context {
     sharc_coll_tune_t *tune; /* SHARC_TUNE_FILE's rules, or NULL for none */
 };
 
-/* ---- the configuration object (config.c) */
+/* ---- the core's knobs (config.c) */
 
-/** The parsed view of a configuration. */
-SHARC_HIDDEN const sharc_cfg_t *sharc_config_parsed(sharc_config_h config);
-
-/** A deep copy (used by contexts so the caller may free theirs). */
-SHARC_HIDDEN sharc_status_t sharc_config_dup(sharc_config_h config, sharc_config_h *copy_p);
-
-/** Warn about SHARC_* environment variables that name no knob (typos). */
-SHARC_HIDDEN void sharc_config_warn_unknown_env(void);
-
-/* SHARC_CUDA_BACKEND's values, as sharc_cfg_t.cuda_backend holds them. */
+/* SHARC_CUDA_BACKEND's values, as sharc_core_cfg_t.cuda_backend holds them. */
 enum { SHARC_CUDA_BACKEND_AUTO = 0, SHARC_CUDA_BACKEND_NCCL, SHARC_CUDA_BACKEND_STAGED };
 
-/* ---- contexts (context.c) */
+typedef struct {
+    int cuda_backend; /* SHARC_CUDA_BACKEND_* */
+} sharc_core_cfg_t;
+
+extern SHARC_HIDDEN const sharc_cfg_table_t sharc_core_cfg_table;
+
+static inline const sharc_core_cfg_t *sharc_core_cfg(const sharc_cfg_t *cfg)
+{
+    return (const sharc_core_cfg_t *)sharc_cfg_get(cfg, &sharc_core_cfg_table);
+}
+
+/* ---- contexts (context.c; their creation is the library root's, src/lib/context.c) */
 
 SHARC_HIDDEN void sharc_context_get(sharc_context_h ctx);
 SHARC_HIDDEN void sharc_context_put(sharc_context_h ctx);

@@ -137,8 +137,10 @@ sharc_status_t sharc_launch_query(sharc_config_h config, sharc_launch_info_t *in
         sharc_error("sharc_launch_query: info_p is NULL");
         return SHARC_ERR_INVALID;
     }
-    if (config == NULL) {
-        status = sharc_config_create(0, &own);
+    if (config == NULL) { /* the bootstrap's knobs are all a launch reading needs */
+        static const sharc_cfg_table_t *const boot_knobs[] = {&sharc_boot_cfg_table};
+
+        status = sharc_cfg_create(boot_knobs, 1, 0, &own);
         if (status != SHARC_OK) {
             return status;
         }

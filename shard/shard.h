@@ -113,6 +113,24 @@ typedef struct {
     int unit;
 } sharc_shard_span_t;
 
+/* The engine's knobs (shard_cfg.c holds their table). */
+typedef struct {
+    size_t bucket;             /* bytes per automatically packed unit */
+    int prefetch;              /* units gathered ahead; -1: auto */
+    int max_unsharded;         /* bound on gathered units; 0: derived */
+    int reshard_after_forward; /* release gathered parameters after a unit's forward */
+    int reduce_queue;          /* reductions through a queue of their own */
+    const char *trace;         /* SHARC_SHARD_TRACE: the trace file, "" for none */
+    int trace_steps;           /* steps the trace keeps */
+} sharc_shard_cfg_t;
+
+extern SHARC_HIDDEN const sharc_cfg_table_t sharc_shard_cfg_table;
+
+static inline const sharc_shard_cfg_t *sharc_shard_cfg(const sharc_cfg_t *cfg)
+{
+    return (const sharc_shard_cfg_t *)sharc_cfg_get(cfg, &sharc_shard_cfg_table);
+}
+
 struct sharc_shard_group {
     sharc_comm_h comm;         /* the caller's, not owned */
     sharc_comm_h shard_comm;   /* ranks sharing one copy of the model: split of comm, owned */

@@ -22,23 +22,23 @@
 static sharc_status_t sharc_shard_settings(sharc_shard_group_t *g, const sharc_shard_params_t *cfg,
                                            size_t *bucket_p, int *num_units_p)
 {
-    const sharc_cfg_t *k = g->ctx->cfg;
+    const sharc_shard_cfg_t *k = sharc_shard_cfg(g->ctx->cfg);
     unsigned mask = (cfg != NULL) ? cfg->field_mask : 0;
 
     g->pdtype = (mask & SHARC_SHARD_PARAM_PARAM_DTYPE) ? cfg->param_dtype : SHARC_DTYPE_F32;
     g->rdtype = (mask & SHARC_SHARD_PARAM_REDUCE_DTYPE) ? cfg->reduce_dtype : SHARC_DTYPE_F32;
     g->grad_op = (mask & SHARC_SHARD_PARAM_GRAD_OP) ? cfg->grad_op : SHARC_OP_AVG;
-    g->plan.prefetch = (mask & SHARC_SHARD_PARAM_PREFETCH) ? cfg->prefetch : k->shard_prefetch;
+    g->plan.prefetch = (mask & SHARC_SHARD_PARAM_PREFETCH) ? cfg->prefetch : k->prefetch;
     g->plan.max_unsharded =
-        (mask & SHARC_SHARD_PARAM_MAX_UNSHARDED) ? cfg->max_unsharded : k->shard_max_unsharded;
+        (mask & SHARC_SHARD_PARAM_MAX_UNSHARDED) ? cfg->max_unsharded : k->max_unsharded;
     g->plan.reshard_after_forward = (mask & SHARC_SHARD_PARAM_RESHARD_AFTER_FORWARD)
                                         ? cfg->reshard_after_forward != 0
-                                        : k->shard_reshard_after_forward;
+                                        : k->reshard_after_forward;
     g->shard_size = (mask & SHARC_SHARD_PARAM_SHARD_SIZE) ? cfg->shard_size : g->size;
     g->assign_grads = (mask & SHARC_SHARD_PARAM_ASSIGN_GRADS) ? cfg->assign_grads != 0 : 0;
     g->cuda = (mask & SHARC_SHARD_PARAM_MEMTYPE) && cfg->memtype == SHARC_MEMTYPE_CUDA;
     g->stream = (mask & SHARC_SHARD_PARAM_STREAM) ? cfg->stream : NULL;
-    *bucket_p = (mask & SHARC_SHARD_PARAM_BUCKET_BYTES) ? cfg->bucket_bytes : k->shard_bucket;
+    *bucket_p = (mask & SHARC_SHARD_PARAM_BUCKET_BYTES) ? cfg->bucket_bytes : k->bucket;
     *num_units_p = (mask & SHARC_SHARD_PARAM_NUM_UNITS) ? cfg->num_units : 0;
 
     if (g->pdtype != SHARC_DTYPE_F32 && g->pdtype != SHARC_DTYPE_BF16 &&
@@ -103,7 +103,7 @@ static uint64_t sharc_shard_hash(const sharc_shard_group_t *g)
                           g->nparams,
                           g->nunits,
                           g->prefetch_auto,
-                          g->ctx->cfg->shard_reduce_queue};
+                          sharc_shard_cfg(g->ctx->cfg)->reduce_queue};
     uint64_t h = sharc_hash64(SHARC_HASH_SEED, settings, sizeof(settings));
 
     for (int i = 0; i < g->nparams; i++) {
@@ -353,7 +353,7 @@ static sharc_status_t sharc_shard_create_comms(sharc_shard_group_t *g, sharc_com
      * callers and from each other: docs/perf.md). On CUDA a communicator of their own: its
      * NCCL stream runs them beside the gathers. */
     g->reduce_comm = g->shard_comm;
-    if (status == SHARC_OK && g->ctx->cfg->shard_reduce_queue) {
+    if (status == SHARC_OK && sharc_shard_cfg(g->ctx->cfg)->reduce_queue) {
         if (g->cuda) {
             status = sharc_comm_split(g->shard_comm, 0, g->shard_rank, &g->reduce_comm);
         } else {

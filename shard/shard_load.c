@@ -369,7 +369,7 @@ static sharc_status_t sharc_ckpt_read_meta(sharc_shard_group_t *g, const char *d
             fseek(f, 0, SEEK_SET) != 0) {
             sharc_error("cannot read the checkpoint %s: %m", path ? path : "(no directory)");
             mine = SHARC_ERR_IO;
-        } else if ((size_t)len > g->ctx->cfg->bootstrap_max_msg) {
+        } else if ((size_t)len > sharc_boot_cfg(g->ctx->cfg)->max_msg) {
             sharc_error("%s is %ld bytes, more than SHARC_BOOTSTRAP_MAX_MSG", path, len);
             mine = SHARC_ERR_INVALID;
         }

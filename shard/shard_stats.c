@@ -196,7 +196,7 @@ static int sharc_shard_ev_wait(void *e, double deadline)
  * timeout. */
 static int sharc_shard_stats_done(sharc_shard_group_t *g)
 {
-    double deadline = sharc_time_now() + g->ctx->cfg->timeout;
+    double deadline = sharc_time_now() + sharc_coll_cfg(g->ctx->cfg)->timeout;
     int done = sharc_shard_ev_wait(g->step_ev_last, deadline);
 
     for (size_t i = 0; done && i < g->nev_last; i++) {
@@ -206,7 +206,7 @@ static int sharc_shard_stats_done(sharc_shard_group_t *g)
     if (!done) {
         sharc_warn("the last step's device work is not done after %.0f s: its communication "
                    "statistics are left out",
-                   g->ctx->cfg->timeout);
+                   sharc_coll_cfg(g->ctx->cfg)->timeout);
     }
     return done;
 }

@@ -45,18 +45,18 @@ static sharc_shard_tev_t *sharc_shard_tev_add(sharc_shard_group_t *g, int kind, 
 
 sharc_status_t sharc_shard_trace_open(sharc_shard_group_t *g)
 {
-    const sharc_cfg_t *cfg = g->ctx->cfg;
+    const sharc_shard_cfg_t *cfg = sharc_shard_cfg(g->ctx->cfg);
     sharc_shard_trace_t *tr;
 
-    if (cfg->shard_trace == NULL || cfg->shard_trace[0] == '\0') {
+    if (cfg->trace == NULL || cfg->trace[0] == '\0') {
         return SHARC_OK;
     }
     tr = calloc(1, sizeof(*tr));
-    if (tr == NULL || (tr->path = strdup(cfg->shard_trace)) == NULL) {
+    if (tr == NULL || (tr->path = strdup(cfg->trace)) == NULL) {
         free(tr);
         return SHARC_ERR_NOMEM;
     }
-    tr->keep = (size_t)cfg->shard_trace_steps;
+    tr->keep = (size_t)cfg->trace_steps;
     tr->starts = calloc(2 * tr->keep + 2, sizeof(*tr->starts));
     tr->nstarts = 1; /* the first step starts at event 0 */
     tr->last_call = -1;
@@ -251,7 +251,7 @@ static sharc_status_t sharc_shard_trace_gather(sharc_shard_group_t *g,
 {
     sharc_shard_trace_t *tr = g->trace;
     size_t first = sharc_shard_trace_first(tr), mine = (tr->nev - first) * sizeof(*tr->ev);
-    size_t most = 0, round = g->ctx->cfg->bootstrap_max_msg / (2 * (size_t)g->size);
+    size_t most = 0, round = sharc_boot_cfg(g->ctx->cfg)->max_msg / (2 * (size_t)g->size);
     sharc_shard_vote_t vote = {.a = mine}, *all = calloc((size_t)g->size, sizeof(*all));
     char *send, *recv;
     sharc_status_t status;

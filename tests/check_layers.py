@@ -23,6 +23,7 @@ LAYERS = [
     ("core/", "core", 7),
     ("shard/shard_plan", "sharding planner", 7.5),
     ("shard/", "sharding engine", 8),
+    ("src/lib/", "library root", 8.5),
     ("perf/topo/", "topology tool library", 9),
     ("perf/", "perf tools", 10),
     ("trainer/", "trainer", 10),

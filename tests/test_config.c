@@ -13,6 +13,8 @@
 
 #include "../src/base/config_int.h"
 #include "../core/context.h"
+#include "../src/base/log.h"
+#include "../src/boot/boot.h"
 #include "check.h"
 
 static void test_long(void)
@@ -103,35 +105,35 @@ static void test_object(void)
     CHECK(sharc_config_create(SHARC_CONFIG_NO_ENV, &config) == SHARC_OK);
     CHECK(sharc_config_get(config, "BOOTSTRAP_TIMEOUT", buf, sizeof(buf)) == SHARC_OK);
     CHECK(strcmp(buf, "120s") == 0);
-    CHECK(sharc_config_parsed(config)->bootstrap_timeout == 120.0);
-    CHECK(sharc_config_parsed(config)->log_level == SHARC_LOG_WARN);
+    CHECK(sharc_boot_cfg(sharc_config_parsed(config))->timeout == 120.0);
+    CHECK(sharc_log_cfg(sharc_config_parsed(config))->level == SHARC_LOG_WARN);
 
     /* every spelling of a name */
     CHECK(sharc_config_set(config, "SHARC_BOOTSTRAP_TIMEOUT", "5s") == SHARC_OK);
-    CHECK(sharc_config_parsed(config)->bootstrap_timeout == 5.0);
+    CHECK(sharc_boot_cfg(sharc_config_parsed(config))->timeout == 5.0);
     CHECK(sharc_config_set(config, "bootstrap_timeout", "250ms") == SHARC_OK);
-    CHECK(sharc_config_parsed(config)->bootstrap_timeout == 0.25);
+    CHECK(sharc_boot_cfg(sharc_config_parsed(config))->timeout == 0.25);
     /* a bad value keeps the old one */
     CHECK(sharc_config_set(config, "BOOTSTRAP_TIMEOUT", "-3") == SHARC_ERR_INVALID);
-    CHECK(sharc_config_parsed(config)->bootstrap_timeout == 0.25);
+    CHECK(sharc_boot_cfg(sharc_config_parsed(config))->timeout == 0.25);
     CHECK(sharc_config_get(config, "BOOTSTRAP_TIMEOUT", buf, sizeof(buf)) == SHARC_OK);
     CHECK(strcmp(buf, "250ms") == 0);
     CHECK(sharc_config_set(config, "BOOTSTRAP_PORT", "65536") == SHARC_ERR_INVALID);
     CHECK(sharc_config_set(config, "BOOTSTRAP_PORT", "29500") == SHARC_OK);
-    CHECK(sharc_config_parsed(config)->bootstrap_port == 29500);
+    CHECK(sharc_boot_cfg(sharc_config_parsed(config))->port == 29500);
     CHECK(sharc_config_set(config, "LOG_LEVEL", "loud") == SHARC_ERR_INVALID);
     CHECK(sharc_config_set(config, "LOG_LEVEL", "DEBUG") == SHARC_OK);
-    CHECK(sharc_config_parsed(config)->log_level == SHARC_LOG_DEBUG);
+    CHECK(sharc_log_cfg(sharc_config_parsed(config))->level == SHARC_LOG_DEBUG);
     CHECK(sharc_config_set(config, "LOG_SUBSYS", "boot,nope") == SHARC_ERR_INVALID);
     CHECK(sharc_config_set(config, "BOOTSTRAP", "pmix") == SHARC_ERR_INVALID);
     CHECK(sharc_config_set(config, "BOOTSTRAP", "slurm") == SHARC_OK);
-    CHECK(sharc_config_parsed(config)->bootstrap == SHARC_BOOTSTRAP_SLURM);
+    CHECK(sharc_boot_cfg(sharc_config_parsed(config))->mode == SHARC_BOOTSTRAP_SLURM);
     CHECK(sharc_config_set(config, "BOOTSTRAP_TOKEN", "s3cret") == SHARC_OK);
-    CHECK(strcmp(sharc_config_parsed(config)->bootstrap_token, "s3cret") == 0);
+    CHECK(strcmp(sharc_boot_cfg(sharc_config_parsed(config))->token, "s3cret") == 0);
     CHECK(sharc_config_set(config, "BOOTSTRAP_MAX_MSG", "4g") == SHARC_ERR_INVALID);
     CHECK(sharc_config_set(config, "BOOTSTRAP_MAX_MSG", "100") == SHARC_ERR_INVALID);
     CHECK(sharc_config_set(config, "BOOTSTRAP_MAX_MSG", "1g") == SHARC_OK);
-    CHECK(sharc_config_parsed(config)->bootstrap_max_msg == 1u << 30);
+    CHECK(sharc_boot_cfg(sharc_config_parsed(config))->max_msg == 1u << 30);
     CHECK(sharc_config_set(config, "NO_SUCH_KNOB", "1") == SHARC_ERR_INVALID);
     CHECK(sharc_config_set(config, NULL, "1") == SHARC_ERR_INVALID);
     CHECK(sharc_config_set(config, "LOG_LEVEL", NULL) == SHARC_ERR_INVALID);
@@ -152,11 +154,11 @@ static void test_object(void)
     setenv("SHARC_BOOTSTRAP_TIMEOUT", "30s", 1);
     setenv("SHARC_BOOTSTRAP_MAX_MSG", "1m", 1);
     CHECK(sharc_config_create(0, &config) == SHARC_OK);
-    CHECK(sharc_config_parsed(config)->bootstrap_timeout == 30.0);
-    CHECK(sharc_config_parsed(config)->bootstrap_max_msg == 1u << 20);
+    CHECK(sharc_boot_cfg(sharc_config_parsed(config))->timeout == 30.0);
+    CHECK(sharc_boot_cfg(sharc_config_parsed(config))->max_msg == 1u << 20);
     sharc_config_destroy(config);
     CHECK(sharc_config_create(SHARC_CONFIG_NO_ENV, &config) == SHARC_OK);
-    CHECK(sharc_config_parsed(config)->bootstrap_timeout == 120.0);
+    CHECK(sharc_boot_cfg(sharc_config_parsed(config))->timeout == 120.0);
     sharc_config_destroy(config);
 
     /* a bad environment value fails creation and leaves the output alone */

@@ -166,7 +166,7 @@ static void test_good(void)
 /* Select on @p size ranks with context @p ctx's settings (select reads no more). */
 static const char *select_algo(sharc_context_h ctx, int size, sharc_coll_type_t type, size_t count)
 {
-    sharc_coll_comm_t cc = {.cfg = ctx->cfg, .tune = ctx->tune, .size = size};
+    sharc_coll_comm_t cc = {.cfg = sharc_coll_cfg(ctx->cfg), .tune = ctx->tune, .size = size};
     sharc_coll_args_t args = {.type = type, .count = count, .dtype = SHARC_DTYPE_F32};
     const sharc_coll_algo_t *algo = NULL;
 
@@ -194,7 +194,7 @@ static void test_select(void)
     CHECK(strcmp(select_algo(ctx, 2, SHARC_COLL_REDUCE_SCATTER, 16), "ring") == 0);
     /* no rule: built-in (a small broadcast is binomial, a large one chain) */
     CHECK(strcmp(select_algo(ctx, 2, SHARC_COLL_BROADCAST, 1 << 20), "chain") == 0);
-    log = slurp(ctx->cfg->log_file);
+    log = slurp(sharc_log_cfg(ctx->cfg)->file);
     snprintf(expect, sizeof(expect), "INFO coll: tune file %s: 8 rules\n", path);
     CHECK_MSG(strstr(log, expect) != NULL, "no '%s' in:\n%s", expect, log);
     snprintf(expect, sizeof(expect), "allgather 3000 B on 3 ranks: direct (tune file %s line 8)",
@@ -212,7 +212,7 @@ static void test_select(void)
     if (ctx != NULL) {
         CHECK(strcmp(select_algo(ctx, 2, SHARC_COLL_ALLGATHER, 16), "ring") == 0);
         CHECK(strcmp(select_algo(ctx, 2, SHARC_COLL_REDUCE_SCATTER, 16), "ring") == 0);
-        log = slurp(ctx->cfg->log_file);
+        log = slurp(sharc_log_cfg(ctx->cfg)->file);
         CHECK_MSG(strstr(log, "allgather 128 B on 2 ranks: ring (SHARC_ALLGATHER_ALGO)") != NULL,
                   "%s", log);
         sharc_context_destroy(ctx);
@@ -223,7 +223,7 @@ static void test_select(void)
     CHECK(make_context(path, NULL, NULL, "warn", &ctx, &log) == SHARC_OK);
     if (ctx != NULL) {
         CHECK(strcmp(select_algo(ctx, 2, SHARC_COLL_ALLGATHER, 16), "direct") == 0);
-        CHECK(strstr(slurp(ctx->cfg->log_file), "B on 2 ranks") == NULL);
+        CHECK(strstr(slurp(sharc_log_cfg(ctx->cfg)->file), "B on 2 ranks") == NULL);
         sharc_context_destroy(ctx);
     }
     restore_log();

@@ -30,6 +30,25 @@ extern const sharc_tp_ops_t sharc_tp_nccl_ops;
 
 const char *const sharc_tp_names[SHARC_TP_NAMES] = {"auto", "self", "ucx", "shm", "ib", "nccl"};
 
+static const sharc_cfg_field_t sharc_tp_cfg_fields[] = {
+    {.name = "TRANSPORT",
+     .dflt = "auto",
+     .type = SHARC_CFG_ENUM,
+     .offset = offsetof(sharc_tp_cfg_t, transport),
+     .names = sharc_tp_names,
+     .nnames = SHARC_TP_NAMES,
+     .doc = "Data transport of communicators: auto, self, ucx, shm, ib or nccl (auto: self for "
+            "one rank; shm between ranks of one node and ucx between nodes; ucx alone where shm "
+            "cannot attach)."},
+};
+
+const sharc_cfg_table_t sharc_tp_cfg_table = {
+    .layer = "transport",
+    .fields = sharc_tp_cfg_fields,
+    .nfields = SHARC_ARRAY_SIZE(sharc_tp_cfg_fields),
+    .size = sizeof(sharc_tp_cfg_t),
+};
+
 /* In order of preference (ib only when SHARC_TRANSPORT=ib names it: UCX comes first). */
 static const sharc_tp_ops_t *const sharc_tp_backends[] = {
     &sharc_tp_self_ops,
@@ -105,7 +124,7 @@ static void sharc_tp_layout(const sharc_tp_comm_params_t *params, int *shared_p,
 static sharc_status_t sharc_tp_open_named(const sharc_tp_comm_params_t *params,
                                           const sharc_tp_ops_t **ops_p, sharc_tp_comm_t **tp_p)
 {
-    const char *name = sharc_tp_names[params->cfg->transport];
+    const char *name = sharc_tp_names[sharc_tp_cfg(params->cfg)->transport];
     const sharc_tp_ops_t *ops = sharc_tp_find(name);
     int shared, remote;
 
@@ -141,7 +160,7 @@ sharc_status_t sharc_tp_open(const sharc_tp_comm_params_t *params, const sharc_t
 
     *ops_p = NULL;
     *tp_p = NULL;
-    if (params->cfg->transport != 0) { /* not auto */
+    if (sharc_tp_cfg(params->cfg)->transport != 0) { /* not auto */
         status = sharc_tp_open_named(params, ops_p, tp_p);
         if (status != SHARC_OK) {
             *ops_p = NULL;

@@ -93,6 +93,7 @@ typedef struct {
      * report a peer it lost through it (sharc_boot_report) so that every rank learns it */
     sharc_boot_t *boot;
     const sharc_cfg_t *cfg; /* outlives the transport communicator */
+    double timeout;         /* SHARC_TIMEOUT (coll's): the longest an operation may take */
     int rank, size;
     const int *node_of;     /* [size]: node of every rank (valid during comm_create) */
     sharc_mem_table_t *mem; /* the context's shareable buffers (outlives the transport) */
@@ -228,6 +229,25 @@ typedef struct sharc_tp_ops {
  * memory over the point-to-point transport.
  */
 SHARC_HIDDEN const sharc_tp_ops_t *sharc_tp_gpu_find(const sharc_cfg_t *cfg);
+
+/*
+ * The knob tables of the transport layer (SHARC_TRANSPORT, registry.c) and of its backends
+ * (shm's in shm_init.c; ib's in ib/ib_cfg.c, built with or without verbs), for the library's
+ * list of every knob. Each backend reads its own through its header.
+ */
+extern SHARC_HIDDEN const sharc_cfg_table_t sharc_tp_cfg_table;
+extern SHARC_HIDDEN const sharc_cfg_table_t sharc_tp_shm_cfg_table;
+extern SHARC_HIDDEN const sharc_cfg_table_t sharc_tp_ib_cfg_table;
+
+/* The transport layer's own knobs. */
+typedef struct {
+    int transport; /* index into sharc_tp_names; 0: auto */
+} sharc_tp_cfg_t;
+
+static inline const sharc_tp_cfg_t *sharc_tp_cfg(const sharc_cfg_t *cfg)
+{
+    return (const sharc_tp_cfg_t *)sharc_cfg_get(cfg, &sharc_tp_cfg_table);
+}
 
 /* SHARC_TRANSPORT's values, the index sharc_cfg_t.transport holds: "auto" (0), then every
  * backend sharc knows, built into this library or not (registry.c). */

@@ -18,7 +18,7 @@ static sharc_status_t sharc_broadcast_chain_init(sharc_coll_task_t *task)
     const sharc_coll_args_t *a = &task->args;
     const sharc_coll_comm_t *comm = task->cc;
     size_t esize = sharc_dtype_size(a->dtype), bytes = a->count * esize;
-    size_t chunk = SHARC_MAX(comm->cfg->coll_chunk / esize, (size_t)1) * esize;
+    size_t chunk = SHARC_MAX(comm->cfg->chunk / esize, (size_t)1) * esize;
 
     if (comm->rank == a->root && a->sendbuf != a->recvbuf && bytes > 0) {
         memcpy(a->recvbuf, a->sendbuf, bytes);

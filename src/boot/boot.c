@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "../base/log.h"
+#include "../base/util.h"
 #include "boot.h"
 
 static sharc_status_t sharc_single_allgather(sharc_boot_t *boot, const void *sendbuf, void *recvbuf,
@@ -72,7 +73,7 @@ sharc_status_t sharc_boot_single_create(const sharc_cfg_t *cfg, sharc_boot_t **b
     boot->mode = SHARC_BOOTSTRAP_SINGLE;
     boot->rank = 0;
     boot->size = 1;
-    boot->timeout = cfg ? cfg->bootstrap_timeout : 0;
+    boot->timeout = cfg ? sharc_boot_cfg(cfg)->timeout : 0;
     *boot_p = boot;
     return SHARC_OK;
 }
@@ -99,3 +100,56 @@ sharc_status_t sharc_boot_create(const sharc_cfg_t *cfg, const sharc_launch_t *l
     default: return sharc_boot_single_create(cfg, boot_p);
     }
 }
+
+static const sharc_cfg_field_t sharc_boot_cfg_fields[] = {
+    {.name = "BOOTSTRAP",
+     .dflt = "auto",
+     .type = SHARC_CFG_ENUM,
+     .offset = offsetof(sharc_boot_cfg_t, mode),
+     .names = sharc_bootstrap_names,
+     .nnames = SHARC_BOOTSTRAP_LAST,
+     .doc = "How ranks find each other: auto (mpirun, then torchrun-style env, then Slurm, else a "
+            "single process), mpi, env, slurm, explicit or single."},
+    {.name = "BOOTSTRAP_TIMEOUT",
+     .dflt = "120s",
+     .type = SHARC_CFG_TIME,
+     .offset = offsetof(sharc_boot_cfg_t, timeout),
+     .doc = "Longest wait for any bootstrap step (other ranks arriving, the store answering), "
+            "e.g. 500ms, 30s, 2m."},
+    {.name = "BOOTSTRAP_TOKEN",
+     .dflt = "",
+     .type = SHARC_CFG_STRING,
+     .offset = offsetof(sharc_boot_cfg_t, token),
+     .doc = "Job token every rank presents to the store; empty: derived from the launch "
+            "environment (MASTER_ADDR/PORT, WORLD_SIZE, run or job id). Guards against stray and "
+            "stale clients; set a secret value to also keep out other users."},
+    {.name = "BOOTSTRAP_BIND_ADDR",
+     .dflt = "",
+     .type = SHARC_CFG_STRING,
+     .offset = offsetof(sharc_boot_cfg_t, bind_addr),
+     .doc = "Address rank 0's store listens on: empty for the store address itself "
+            "(MASTER_ADDR), * for every interface, or an address."},
+    {.name = "BOOTSTRAP_PORT",
+     .dflt = "0",
+     .type = SHARC_CFG_INT,
+     .min = 0,
+     .max = 65535,
+     .offset = offsetof(sharc_boot_cfg_t, port),
+     .doc = "Store port; 0 derives it: MASTER_PORT (MASTER_PORT+1 under torchrun, whose agent "
+            "holds MASTER_PORT), or 12000 + SLURM_JOB_ID % 20000 under Slurm without "
+            "MASTER_PORT."},
+    {.name = "BOOTSTRAP_MAX_MSG",
+     .dflt = "64m",
+     .type = SHARC_CFG_SIZE,
+     .min = 4096,
+     .max = 1L << 30,
+     .offset = offsetof(sharc_boot_cfg_t, max_msg),
+     .doc = "Largest message the store accepts; bigger ones are rejected as garbage."},
+};
+
+const sharc_cfg_table_t sharc_boot_cfg_table = {
+    .layer = "bootstrap (src/boot)",
+    .fields = sharc_boot_cfg_fields,
+    .nfields = SHARC_ARRAY_SIZE(sharc_boot_cfg_fields),
+    .size = sizeof(sharc_boot_cfg_t),
+};

@@ -17,6 +17,23 @@
 
 typedef struct sharc_boot sharc_boot_t;
 
+/* The bootstrap's knobs (SHARC_BOOTSTRAP_*; boot.c holds their table). */
+typedef struct {
+    int mode;          /* sharc_bootstrap_t */
+    double timeout;    /* seconds, for every bootstrap step */
+    const char *token; /* "" for derived */
+    const char *bind_addr;
+    int port;       /* 0: derive */
+    size_t max_msg; /* bytes */
+} sharc_boot_cfg_t;
+
+extern SHARC_HIDDEN const sharc_cfg_table_t sharc_boot_cfg_table;
+
+static inline const sharc_boot_cfg_t *sharc_boot_cfg(const sharc_cfg_t *cfg)
+{
+    return (const sharc_boot_cfg_t *)sharc_cfg_get(cfg, &sharc_boot_cfg_table);
+}
+
 typedef struct {
     const char *name;
     /** Every rank contributes @p bytes; recvbuf gets size * bytes in rank order. */

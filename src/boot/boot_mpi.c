@@ -356,12 +356,12 @@ sharc_status_t sharc_boot_mpi_create(const sharc_cfg_t *cfg, sharc_boot_t **boot
     ret = MPI_Comm_idup(MPI_COMM_WORLD, &comm, &req);
     if (ret != MPI_SUCCESS) {
         status = sharc_mpi_error("MPI_Comm_idup", ret);
-    } else if ((status = sharc_mpi_poll(&req, cfg->bootstrap_timeout, rank, &broken,
+    } else if ((status = sharc_mpi_poll(&req, sharc_boot_cfg(cfg)->timeout, rank, &broken,
                                         "duplicating MPI_COMM_WORLD")) != SHARC_OK) {
         /* the pending dup is leaked: MPI offers no way to cancel it */
     } else {
         MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
-        status = sharc_bm_wrap(cfg, cfg->bootstrap_timeout, comm, boot_p);
+        status = sharc_bm_wrap(cfg, sharc_boot_cfg(cfg)->timeout, comm, boot_p);
         if (status != SHARC_OK) {
             MPI_Comm_free(&comm);
         }

@@ -252,6 +252,7 @@ sharc_status_t sharc_boot_store_create(const sharc_cfg_t *cfg, const sharc_launc
 {
     sharc_store_shared_t *shared;
     sharc_status_t status;
+    const sharc_boot_cfg_t *bc = sharc_boot_cfg(cfg);
     const char *bind;
     char ns[32];
     unsigned gen;
@@ -267,13 +268,12 @@ sharc_status_t sharc_boot_store_create(const sharc_cfg_t *cfg, const sharc_launc
     shared->refs = 1; /* this function's, dropped at the end */
     snprintf(shared->host, sizeof(shared->host), "%s", launch->store_host);
     shared->port = launch->store_port;
-    shared->max_msg = cfg->bootstrap_max_msg;
+    shared->max_msg = bc->max_msg;
     sharc_store_digest(launch->token, shared->digest);
     if (launch->rank == 0) {
-        bind = (cfg->bootstrap_bind_addr[0] != '\0') ? cfg->bootstrap_bind_addr : shared->host;
-        status =
-            sharc_store_server_start(bind, shared->port, shared->digest, ns, cfg->bootstrap_timeout,
-                                     cfg->bootstrap_max_msg, &shared->server);
+        bind = (bc->bind_addr[0] != '\0') ? bc->bind_addr : shared->host;
+        status = sharc_store_server_start(bind, shared->port, shared->digest, ns, bc->timeout,
+                                          bc->max_msg, &shared->server);
         if (status != SHARC_OK) {
             sharc_error("rank 0: cannot serve the bootstrap store at %s:%d (from %s)", bind,
                         shared->port, launch->store_from);
@@ -284,12 +284,11 @@ sharc_status_t sharc_boot_store_create(const sharc_cfg_t *cfg, const sharc_launc
     sharc_info("%s bootstrap: rank %d of %d, store %s:%d (from %s)",
                sharc_bootstrap_name(launch->mode), launch->rank, launch->size, shared->host,
                shared->port, launch->store_from);
-    status = sharc_boot_store_open(shared, ns, launch->rank, launch->size, cfg->bootstrap_timeout,
-                                   boot_p);
+    status = sharc_boot_store_open(shared, ns, launch->rank, launch->size, bc->timeout, boot_p);
     if (status == SHARC_OK) {
         (*boot_p)->mode = launch->mode;
     }
     /* On failure rank 0 stops its server at once: nobody can complete this job anyway. */
-    sharc_store_shared_put(shared, status == SHARC_OK ? cfg->bootstrap_timeout : 0.0);
+    sharc_store_shared_put(shared, status == SHARC_OK ? bc->timeout : 0.0);
     return status;
 }

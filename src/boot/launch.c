@@ -214,14 +214,15 @@ static void sharc_launch_token(const sharc_cfg_t *cfg, const sharc_comm_params_t
 {
     static const char *const vars[] = {"TORCHELASTIC_RUN_ID", "SLURM_JOB_ID", "SLURM_STEP_ID",
                                        "OMPI_MCA_ess_base_jobid"};
+    const char *token = sharc_boot_cfg(cfg)->token;
     size_t off;
 
     if (params != NULL && (params->field_mask & SHARC_COMM_PARAM_TOKEN) && params->token != NULL) {
         snprintf(l->token, sizeof(l->token), "%s", params->token);
         return;
     }
-    if (cfg->bootstrap_token[0] != '\0') {
-        snprintf(l->token, sizeof(l->token), "%s", cfg->bootstrap_token);
+    if (token[0] != '\0') {
+        snprintf(l->token, sizeof(l->token), "%s", token);
         return;
     }
     off = (size_t)snprintf(l->token, sizeof(l->token), "%s|%d|%s|%d", sharc_bootstrap_name(l->mode),
@@ -235,12 +236,12 @@ static void sharc_launch_token(const sharc_cfg_t *cfg, const sharc_comm_params_t
 sharc_status_t sharc_launch_read(const sharc_cfg_t *cfg, const sharc_comm_params_t *params,
                                  sharc_launch_t *l)
 {
-    int ret = 0;
+    int ret = 0, port = sharc_boot_cfg(cfg)->port;
 
     memset(l, 0, sizeof(*l));
     l->node_hint = l->local_rank = l->local_size = -1;
     l->size = 1;
-    l->mode = (sharc_bootstrap_t)cfg->bootstrap;
+    l->mode = (sharc_bootstrap_t)sharc_boot_cfg(cfg)->mode;
     if (params != NULL && (params->field_mask & SHARC_COMM_PARAM_BOOTSTRAP)) {
         if ((unsigned)params->bootstrap >= SHARC_BOOTSTRAP_LAST) {
             sharc_error("comm: bootstrap %d is not a sharc_bootstrap_t", (int)params->bootstrap);
@@ -294,8 +295,8 @@ sharc_status_t sharc_launch_read(const sharc_cfg_t *cfg, const sharc_comm_params
         }
         l->store_from = "the store address given by the caller";
     }
-    if (cfg->bootstrap_port != 0 && l->store_from != NULL) {
-        l->store_port = cfg->bootstrap_port;
+    if (port != 0 && l->store_from != NULL) {
+        l->store_port = port;
     }
     sharc_launch_token(cfg, params, l);
     return SHARC_OK;

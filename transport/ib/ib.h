@@ -44,6 +44,7 @@
 #include <pthread.h>
 
 #include "../backend.h"
+#include "ib_cfg.h"
 
 #define SHARC_IB_SLOTS      32         /* slots in a ring: chunks in flight per peer */
 #define SHARC_IB_SLOT_BYTES (64 << 10) /* header + chunk */

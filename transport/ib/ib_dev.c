@@ -157,9 +157,9 @@ static sharc_status_t sharc_ib_open(sharc_tp_comm_t *tp, const sharc_cfg_t *cfg,
     const char *how = "";
     struct ibv_device **list = ibv_get_device_list(&n);
 
-    if (cfg->ib_hca[0] != '\0') {
+    if (sharc_tp_ib_cfg(cfg)->hca[0] != '\0') {
         char *colon;
-        snprintf(want, sizeof(want), "%s", cfg->ib_hca);
+        snprintf(want, sizeof(want), "%s", sharc_tp_ib_cfg(cfg)->hca);
         colon = strchr(want, ':');
         if (colon != NULL) {
             *colon = '\0';
@@ -225,8 +225,8 @@ static sharc_status_t sharc_ib_open(sharc_tp_comm_t *tp, const sharc_cfg_t *cfg,
     }
     tp->gid_index = -1;
     if (pa->link_layer == IBV_LINK_LAYER_ETHERNET) {
-        tp->gid_index = cfg->ib_gid_index >= 0
-                            ? cfg->ib_gid_index
+        tp->gid_index = sharc_tp_ib_cfg(cfg)->gid_index >= 0
+                            ? sharc_tp_ib_cfg(cfg)->gid_index
                             : sharc_ib_roce_gid(tp->ctx, tp->port, pa->gid_tbl_len);
         if (tp->gid_index < 0) {
             sharc_error("ib: %s port %u is RoCE but has no RoCE v2 GID (an IP address on its "
@@ -275,7 +275,8 @@ sharc_status_t sharc_tp_ib_device_setup(sharc_tp_comm_t *tp, const sharc_tp_comm
     tp->rd_atom = da.max_qp_rd_atom < SHARC_IB_RD_ATOM ? da.max_qp_rd_atom : SHARC_IB_RD_ATOM;
     tp->init_rd_atom =
         da.max_qp_init_rd_atom < SHARC_IB_RD_ATOM ? da.max_qp_init_rd_atom : SHARC_IB_RD_ATOM;
-    status = sharc_ib_rcache_init(&tp->rcache, tp->pd, params->mem, params->cfg->ib_reg_cache);
+    status = sharc_ib_rcache_init(&tp->rcache, tp->pd, params->mem,
+                                  sharc_tp_ib_cfg(params->cfg)->reg_cache);
     if (status == SHARC_OK && tp->gid_index >= 0 &&
         ibv_query_gid(tp->ctx, tp->port, tp->gid_index, gid) != 0) {
         sharc_error("ib: %s port %u: reading GID %d failed", tp->dev_name, tp->port, tp->gid_index);

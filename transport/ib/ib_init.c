@@ -139,11 +139,11 @@ static sharc_status_t sharc_ib_state_alloc(sharc_tp_comm_t *tp,
     size_t cbytes = (size_t)n * sizeof(uint64_t), fbytes = cbytes * SHARC_IB_ZC;
 
     sharc_tp_base_init(&tp->base, params);
-    tp->zcopy_min = params->cfg->ib_zcopy_min;
-    tp->timeout = params->cfg->ib_timeout;
+    tp->zcopy_min = sharc_tp_ib_cfg(params->cfg)->zcopy_min;
+    tp->timeout = sharc_tp_ib_cfg(params->cfg)->timeout;
     /* the QP's own give-up time for a silent peer, bounded by the collective timeout */
     tp->drain_s = 4.096e-6 * (double)(1ull << tp->timeout) * (SHARC_IB_RETRY + 1);
-    tp->drain_s = tp->drain_s < params->cfg->timeout ? tp->drain_s : params->cfg->timeout;
+    tp->drain_s = tp->drain_s < params->timeout ? tp->drain_s : params->timeout;
     tp->peers = calloc((size_t)n, sizeof(*tp->peers));
     tp->credits = sharc_tp_ib_alloc(cbytes);
     tp->credit_src = sharc_tp_ib_alloc(cbytes);

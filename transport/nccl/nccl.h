@@ -20,7 +20,8 @@
 struct sharc_tp_comm {
     ncclComm_t nccl;
     int rank, size, device, version; /* version: ncclGetVersion's code */
-    const sharc_cfg_t *cfg;
+    double timeout;            /* SHARC_TIMEOUT: a call that takes longer aborts the communicator */
+    double boot_timeout;       /* SHARC_BOOTSTRAP_TIMEOUT: for creating and splitting it */
     cudaStream_t stream;       /* the communication stream, owned */
     sharc_tp_queue_t inflight; /* in posting order */
     cudaEvent_t *events;       /* free completion events */

@@ -126,7 +126,7 @@ sharc_status_t sharc_tp_nccl_coll(sharc_tp_comm_t *tp, const sharc_tp_coll_args_
         }
         sharc_tp_nccl_event_put(tp, ready); /* recorded work keeps its own reference */
     }
-    status = sharc_tp_nccl_settle(tp, sharc_tp_nccl_call(tp, args, dt), tp->cfg->timeout,
+    status = sharc_tp_nccl_settle(tp, sharc_tp_nccl_call(tp, args, dt), tp->timeout,
                                   "a collective");
     if (status == SHARC_OK && cudaEventRecord(done, tp->stream) != cudaSuccess) {
         sharc_error("nccl: cannot record a completion event: %s",

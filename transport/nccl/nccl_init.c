@@ -42,7 +42,8 @@ static sharc_status_t sharc_tp_nccl_new(const sharc_tp_comm_params_t *params,
     }
     tp->rank = params->rank;
     tp->size = params->size;
-    tp->cfg = params->cfg;
+    tp->timeout = params->timeout;
+    tp->boot_timeout = sharc_boot_cfg(params->cfg)->timeout;
     ncclGetVersion(&tp->version);
     cudaGetDevice(&tp->device);
     /* the highest priority: collectives are scheduled ahead of the compute they overlap */
@@ -109,7 +110,7 @@ static sharc_status_t sharc_tp_nccl_comm_create(const sharc_tp_comm_params_t *pa
         return status;
     }
     res = ncclCommInitRankConfig(&tp->nccl, params->size, hello.id, params->rank, &config);
-    status = sharc_tp_nccl_settle(tp, res, params->cfg->bootstrap_timeout, "ncclCommInitRank");
+    status = sharc_tp_nccl_settle(tp, res, tp->boot_timeout, "ncclCommInitRank");
     if (status != SHARC_OK) {
         if (tp->nccl != NULL) {
             ncclCommAbort(tp->nccl);
@@ -145,7 +146,7 @@ static sharc_status_t sharc_tp_nccl_comm_split(sharc_tp_comm_t *tp, int color, i
     }
     /* the split writes comm from NCCL's thread when done: settled (or aborted) before return */
     res = ncclCommSplit(tp->nccl, color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, &comm, &config);
-    status = sharc_tp_nccl_settle(tp, res, tp->cfg->bootstrap_timeout, "ncclCommSplit");
+    status = sharc_tp_nccl_settle(tp, res, tp->boot_timeout, "ncclCommSplit");
     if (status == SHARC_OK && color >= 0 && comm == NULL) {
         sharc_error("nccl: ncclCommSplit finished without a communicator for color %d", color);
         status = SHARC_ERR_BACKEND;
@@ -153,8 +154,8 @@ static sharc_status_t sharc_tp_nccl_comm_split(sharc_tp_comm_t *tp, int color, i
     if (status == SHARC_OK && comm != NULL) {
         /* the child's own initialization finishes on its own communicator */
         child->nccl = comm;
-        status = sharc_tp_nccl_settle(child, ncclSuccess, tp->cfg->bootstrap_timeout,
-                                      "ncclCommSplit (child)");
+        status =
+            sharc_tp_nccl_settle(child, ncclSuccess, tp->boot_timeout, "ncclCommSplit (child)");
     }
     if (status != SHARC_OK) {
         if (child != NULL) {
@@ -188,7 +189,7 @@ static void sharc_tp_nccl_comm_destroy(sharc_tp_comm_t *tp)
         /* finalize flushes what is in flight; bounded, then abort */
         ncclResult_t res = ncclCommFinalize(tp->nccl);
 
-        if (sharc_tp_nccl_settle(tp, res, tp->cfg->timeout, "ncclCommFinalize") == SHARC_OK) {
+        if (sharc_tp_nccl_settle(tp, res, tp->timeout, "ncclCommFinalize") == SHARC_OK) {
             ncclCommDestroy(tp->nccl);
         } else if (tp->nccl != NULL) {
             ncclCommAbort(tp->nccl);

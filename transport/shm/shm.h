@@ -33,6 +33,16 @@
 
 #include "../backend.h"
 
+/* shm's knobs (SHARC_SHM_*; the table is in shm_init.c). */
+typedef struct {
+    int cma; /* large messages may be copied with process_vm_readv */
+} sharc_tp_shm_cfg_t;
+
+static inline const sharc_tp_shm_cfg_t *sharc_tp_shm_cfg(const sharc_cfg_t *cfg)
+{
+    return (const sharc_tp_shm_cfg_t *)sharc_cfg_get(cfg, &sharc_tp_shm_cfg_table);
+}
+
 #define SHARC_SHM_SLOTS      64
 #define SHARC_SHM_SLOT_BYTES 8192
 #define SHARC_SHM_HDR_BYTES  128

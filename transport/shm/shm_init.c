@@ -284,7 +284,7 @@ static sharc_status_t sharc_shm_comm_create(const sharc_tp_comm_params_t *params
         shm_unlink(mine.name); /* out of memory: as a segment that could not be made */
         mine.ok = 0;
     }
-    if (params->cfg->shm_cma) {
+    if (sharc_tp_shm_cfg(params->cfg)->cma) {
         /* Yama's ptrace_scope 1 lets only a parent read a process: open this one to peers */
         prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
     }
@@ -292,7 +292,7 @@ static sharc_status_t sharc_shm_comm_create(const sharc_tp_comm_params_t *params
     if (status != SHARC_OK) {
         goto out;
     }
-    ok = sharc_shm_connect(tp, cards, params->cfg->shm_cma);
+    ok = sharc_shm_connect(tp, cards, sharc_tp_shm_cfg(params->cfg)->cma);
     status = sharc_boot_allgather(params->boot, &ok, oks, sizeof(ok));
     if (status != SHARC_OK) {
         goto out;
@@ -334,4 +334,22 @@ const sharc_tp_ops_t sharc_tp_shm_ops = {
     .recv_reduce = sharc_tp_shm_recv_reduce,
     .coll = NULL,
     .progress = sharc_tp_shm_progress,
+};
+
+static const sharc_cfg_field_t sharc_tp_shm_cfg_fields[] = {
+    {.name = "SHM_CMA",
+     .dflt = "yes",
+     .type = SHARC_CFG_BOOL,
+     .offset = offsetof(sharc_tp_shm_cfg_t, cma),
+     .doc = "Let the shm transport copy large messages straight from the sender's memory with "
+            "process_vm_readv (one copy). It makes the process readable by other processes of "
+            "its user (PR_SET_PTRACER), as Open MPI does; no streams every message through the "
+            "shared FIFO (two copies)."},
+};
+
+const sharc_cfg_table_t sharc_tp_shm_cfg_table = {
+    .layer = "transport: shm",
+    .fields = sharc_tp_shm_cfg_fields,
+    .nfields = SHARC_ARRAY_SIZE(sharc_tp_shm_cfg_fields),
+    .size = sizeof(sharc_tp_shm_cfg_t),
 };

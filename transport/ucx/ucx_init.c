@@ -236,7 +236,7 @@ static sharc_status_t sharc_tp_ucx_comm_create(const sharc_tp_comm_params_t *par
         return SHARC_ERR_NOMEM;
     }
     sharc_tp_base_init(&tp->base, params);
-    tp->timeout = params->cfg->bootstrap_timeout;
+    tp->timeout = sharc_boot_cfg(params->cfg)->timeout;
     tp->eps = calloc((size_t)tp->base.size, sizeof(*tp->eps));
     tp->peer_failed = calloc((size_t)tp->base.size, sizeof(*tp->peer_failed));
     if (tp->eps == NULL || tp->peer_failed == NULL) {

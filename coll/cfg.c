@@ -1,0 +1,87 @@
+/*
+ * cfg.c: the collective layer's knobs: the collective timeout, the pipelines' chunks, the
+ * progress thread, SHARC_CHECK, each collective's algorithm (its values are the algorithm
+ * table's, algos.c) and the tune file.
+ */
+#include "config.h"
+
+#include "../src/base/util.h"
+#include "coll.h"
+
+#define SHARC_COLL_ALGO_KNOB(_coll, _name, _doc)                                                   \
+    {                                                                                              \
+        .name = _name, .dflt = "auto", .type = SHARC_CFG_ENUM,                                     \
+        .offset = offsetof(sharc_coll_cfg_t, algo[_coll]), .choice = sharc_coll_algo_choice,       \
+        .arg = _coll, .doc = _doc                                                                  \
+    }
+
+static const sharc_cfg_field_t sharc_coll_cfg_fields[] = {
+    {.name = "TIMEOUT",
+     .dflt = "10m",
+     .type = SHARC_CFG_TIME,
+     .offset = offsetof(sharc_coll_cfg_t, timeout),
+     .doc = "Longest wait for a collective; past it the wait fails with a timeout naming the "
+            "peer it waited for, and the communicator is failed."},
+    {.name = "COLL_CHUNK",
+     .dflt = "1m",
+     .type = SHARC_CFG_SIZE,
+     .min = 64,
+     .max = 1L << 30,
+     .offset = offsetof(sharc_coll_cfg_t, chunk),
+     .doc = "Bytes per chunk of the pipelined ring and chain algorithms: smaller starts "
+            "forwarding sooner, larger costs fewer messages."},
+    {.name = "STAGE_CHUNK",
+     .dflt = "4m",
+     .type = SHARC_CFG_SIZE,
+     .min = 4096,
+     .max = 1L << 30,
+     .offset = offsetof(sharc_coll_cfg_t, stage_chunk),
+     .doc = "CUDA buffers of collectives that cannot run on the GPU (no NCCL, or alltoall) move "
+            "through page-locked host memory in chunks of this many bytes per rank: the copy of "
+            "one chunk overlaps the host collective of the one before."},
+    {.name = "PROGRESS_THREAD",
+     .dflt = "no",
+     .type = SHARC_CFG_BOOL,
+     .offset = offsetof(sharc_coll_cfg_t, progress_thread),
+     .doc = "Progress collectives from a thread per communicator, so that a posted collective "
+            "completes while the caller computes (costs a core while collectives are in "
+            "flight)."},
+    {.name = "CHECK",
+     .dflt = "no",
+     .type = SHARC_CFG_BOOL,
+     .offset = offsetof(sharc_coll_cfg_t, check),
+     .doc = "Before each collective, compare its kind, dtype, op, count, root and sequence "
+            "number across ranks (through the bootstrap: slow, for debugging); a mismatch fails "
+            "every rank with a message naming the ranks instead of hanging or corrupting data."},
+    SHARC_COLL_ALGO_KNOB(SHARC_COLL_ALLGATHER, "ALLGATHER_ALGO",
+                         "All-gather algorithm: auto picks one by size and rank count (the "
+                         "syntax line lists the others; recursive doubling needs a power-of-two "
+                         "rank count)."),
+    SHARC_COLL_ALGO_KNOB(SHARC_COLL_REDUCE_SCATTER, "REDUCE_SCATTER_ALGO",
+                         "Reduce-scatter algorithm: auto picks one by size and rank count "
+                         "(recursive halving needs a power-of-two rank count)."),
+    SHARC_COLL_ALGO_KNOB(SHARC_COLL_ALLREDUCE, "ALLREDUCE_ALGO",
+                         "All-reduce algorithm: auto picks one by size and rank count (recursive "
+                         "doubling needs a power-of-two rank count)."),
+    SHARC_COLL_ALGO_KNOB(SHARC_COLL_BROADCAST, "BROADCAST_ALGO",
+                         "Broadcast algorithm: auto picks one by size (chain: pipelined, for "
+                         "large messages; binomial: for small ones)."),
+    SHARC_COLL_ALGO_KNOB(SHARC_COLL_ALLTOALL, "ALLTOALL_ALGO",
+                         "All-to-all algorithm: auto picks one by size (direct: every exchange "
+                         "posted at once; pairwise: one peer per step, a few steps in flight, in "
+                         "place through a few blocks of scratch)."),
+    {.name = "TUNE_FILE",
+     .dflt = "",
+     .type = SHARC_CFG_STRING,
+     .offset = offsetof(sharc_coll_cfg_t, tune_file),
+     .doc = "A per-size algorithm table written by `sharc-perf tune` (format in the README, "
+            "\"Tune file\"); its rules take precedence over the built-in table, "
+            "SHARC_<COLL>_ALGO over both. Empty: none. Every rank must read the same rules."},
+};
+
+const sharc_cfg_table_t sharc_coll_cfg_table = {
+    .layer = "collectives (coll)",
+    .fields = sharc_coll_cfg_fields,
+    .nfields = SHARC_ARRAY_SIZE(sharc_coll_cfg_fields),
+    .size = sizeof(sharc_coll_cfg_t),
+};

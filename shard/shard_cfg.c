@@ -1,0 +1,80 @@
+/*
+ * shard_cfg.c: the sharding engine's knobs (SHARC_SHARD_*): the defaults a group takes for
+ * what its sharc_shard_params_t leaves unset, the reduction queue, and the trace.
+ */
+#include "config.h"
+
+#include "../src/base/util.h"
+#include "shard.h"
+
+static const sharc_cfg_field_t sharc_shard_cfg_fields[] = {
+    {.name = "SHARD_BUCKET",
+     .dflt = "64m",
+     .type = SHARC_CFG_SIZE,
+     .min = 4096,
+     .max = 1L << 40,
+     .offset = offsetof(sharc_shard_cfg_t, bucket),
+     .doc = "Sharding engine: bytes of gathered parameters per unit when units are packed "
+            "automatically (a larger parameter gets a unit of its own)."},
+    {.name = "SHARD_PREFETCH",
+     .dflt = "1",
+     .type = SHARC_CFG_AUTO,
+     .min = 0,
+     .max = 1024,
+     .offset = offsetof(sharc_shard_cfg_t, prefetch),
+     .doc = "Sharding engine: units gathered ahead of the one in use, along the schedule "
+            "recorded in the first step (0: gather each unit when it begins); auto: start at 1 "
+            "and go deeper while the caller waits for gathers and the bound on unsharded units "
+            "(SHARC_SHARD_MAX_UNSHARDED) admits it, decided alike on every rank from the waits "
+            "the ranks exchange at each step's end."},
+    {.name = "SHARD_MAX_UNSHARDED",
+     .dflt = "0",
+     .type = SHARC_CFG_INT,
+     .min = 0,
+     .max = 1 << 20,
+     .offset = offsetof(sharc_shard_cfg_t, max_unsharded),
+     .doc = "Sharding engine: most units with gathered parameters at once, the bound on "
+            "unsharded memory; 0: prefetch + 1 when units are resharded after forward (4 with "
+            "prefetch auto), else every unit."},
+    {.name = "SHARD_RESHARD_AFTER_FORWARD",
+     .dflt = "yes",
+     .type = SHARC_CFG_BOOL,
+     .offset = offsetof(sharc_shard_cfg_t, reshard_after_forward),
+     .doc = "Sharding engine: release a unit's gathered parameters after its forward and gather "
+            "them again for its backward (no: keep them, trading memory for one all-gather per "
+            "unit)."},
+    {.name = "SHARD_REDUCE_QUEUE",
+     .dflt = "yes",
+     .type = SHARC_CFG_BOOL,
+     .offset = offsetof(sharc_shard_cfg_t, reduce_queue),
+     .doc = "Sharding engine: gradient reductions complete through a queue of their own, so "
+            "that a prefetched all-gather never completes behind a reduce-scatter posted before "
+            "it: on the host a completion lane of the shard group's communicator (its one "
+            "progress thread drives both), on CUDA a communicator of their own (its own NCCL "
+            "communicator and stream). no: one queue for both, in posting order."},
+    {.name = "SHARD_TRACE",
+     .dflt = "",
+     .type = SHARC_CFG_STRING,
+     .offset = offsetof(sharc_shard_cfg_t, trace),
+     .doc = "Sharding engine: write a timeline of every rank's last steps to this file as Chrome "
+            "trace JSON (open it in Perfetto or chrome://tracing; tools/trace-plot draws it as a "
+            "PNG): per unit the post, start, end and completion of its collectives, the "
+            "caller's waits, calls and compute, and the prefetch decisions; one track per rank "
+            "and per queue. Rank 0 creates the file with the group and writes it when the group "
+            "is destroyed, which then is collective. Empty: no trace."},
+    {.name = "SHARD_TRACE_STEPS",
+     .dflt = "50",
+     .type = SHARC_CFG_INT,
+     .min = 1,
+     .max = 1 << 20,
+     .offset = offsetof(sharc_shard_cfg_t, trace_steps),
+     .doc = "Sharding engine: steps the trace keeps (the last ones; each step's events are kept "
+            "in memory until the group is destroyed)."},
+};
+
+const sharc_cfg_table_t sharc_shard_cfg_table = {
+    .layer = "sharding engine (shard)",
+    .fields = sharc_shard_cfg_fields,
+    .nfields = SHARC_ARRAY_SIZE(sharc_shard_cfg_fields),
+    .size = sizeof(sharc_shard_cfg_t),
+};
