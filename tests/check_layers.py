@@ -1,7 +1,15 @@
 #!/usr/bin/env python3
-"""check_layers.py SRCDIR: every #include "..." of the library, the tools and the trainer
-points to its own layer or one below it (docs/design.md draws them), and no transport backend
-includes another backend. Prints each upward include with the two layers; exits 1 if any.
+"""check_layers.py SRCDIR: every #include of the library, the tools and the trainer points to
+its own layer or one below it (docs/design.md draws them), and no transport backend includes
+another backend. Prints each upward include with the two layers; exits 1 if any.
+
+Includes are resolved as the compiler resolves them: "..." first beside the including file,
+then, as <...> are, through the build's include paths in their order: automake's
+DEFAULT_INCLUDES (-I. -I$(srcdir): the build tree, then the top of the source tree) and the
+-I$(top_srcdir)/... of the file's targets' CPPFLAGS in Makefile.am (AM_CPPFLAGS where a
+target has none; .cu files get AM_CPPFLAGS, as the nvcc rule passes). So an include such as
+"shard/shard.h", found through the top of the tree from any folder, is checked too. Files the
+source tree does not hold (config.h, version.h, system headers) belong to no layer.
 
 Layers, bottom first; a file belongs to the longest prefix that matches its path. Tests are
 not checked: they may look inside any layer.
@@ -46,7 +54,7 @@ TOOL_ALLOWED = {
 TRAINER_LAYERS = {"trainer", "trainer ops", "trainer io", "trainer model", "trainer cli"}
 for _name in TRAINER_LAYERS:
     TOOL_ALLOWED[_name] = {"public API"} | TRAINER_LAYERS
-INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
+INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^">]+)[">]', re.M)
 SOURCES = (".c", ".h", ".cu", ".cuh")
 
 
@@ -64,43 +72,101 @@ def backend_of(path):
     return parts[1] if len(parts) > 2 and parts[0] == "transport" else None
 
 
-def main():
-    top = sys.argv[1] if len(sys.argv) > 1 else "."
-    bad = checked = 0
+def makefile_vars(top):
+    """Makefile.am's assignments (=, +=; every branch of every conditional), continuation
+    lines joined: {name: text}."""
+    with open(os.path.join(top, "Makefile.am")) as f:
+        text = f.read().replace("\\\n", " ")
+    out = {}
+    for line in text.split("\n"):
+        m = re.match(r"^([A-Za-z_][A-Za-z0-9_]*)\s*(\+?=)\s*(.*)$", line)
+        if m:
+            name, op, value = m.groups()
+            out[name] = (out.get(name, "") + " " + value) if op == "+=" else value
+    return out
+
+
+def expand(text, env, depth=0):
+    """$(VAR) expanded from Makefile.am's own variables (others, configure's, vanish)."""
+    if depth > 20:
+        return text
+    return re.sub(r"\$\(([A-Za-z0-9_]+)\)",
+                  lambda m: expand(env.get(m.group(1), "") if m.group(1) != "top_srcdir"
+                                   else "$(top_srcdir)", env, depth + 1), text)
+
+
+def include_paths(top):
+    """{source: [include dirs relative to the source tree]} for every file a target of
+    Makefile.am lists, and the paths of a file no target lists."""
+    env = makefile_vars(top)
+    default = ["", ]  # DEFAULT_INCLUDES: -I. (the build tree: generated files) -I$(srcdir)
+    am = re.findall(r"-I\$\(top_srcdir\)/?(\S*)", expand(env.get("AM_CPPFLAGS", ""), env))
+    paths = {}
+    for name, value in env.items():
+        if not name.endswith("_SOURCES"):
+            continue
+        target = name[:-len("_SOURCES")]
+        flags = expand(env.get(target + "_CPPFLAGS", "$(AM_CPPFLAGS)"), env)
+        dirs = default + re.findall(r"-I\$\(top_srcdir\)/?(\S*)", flags)
+        for src in expand(value, env).split():
+            mine = default + am if src.endswith(".cu") else dirs
+            have = paths.setdefault(src, [])
+            have += [d for d in mine if d not in have]
+    return paths, default + am
+
+
+def resolve(top, src, quote, name, dirs):
+    """The file of the source tree #include @name of @src names, or None."""
+    where = ([os.path.dirname(src)] if quote == '"' else []) + dirs
+    for d in where:
+        cand = os.path.normpath(os.path.join(d, name))
+        if not cand.startswith("..") and os.path.isfile(os.path.join(top, cand)):
+            return cand
+    return None
+
+
+def problem_of(src, mine, target, theirs):
+    allowed = TOOL_ALLOWED.get(mine[1])
+    if allowed is not None and theirs[1] != mine[1] and theirs[1] not in allowed:
+        return "a tool may use the public API only"
+    if theirs[2] > mine[2] or (theirs[2] == mine[2] and theirs[0] != mine[0]):
+        return "an upward include"
+    if backend_of(src) and backend_of(target) and backend_of(src) != backend_of(target):
+        return "a backend includes another backend"
+    return None
+
+
+def sources(top):
     for dirpath, dirnames, filenames in os.walk(top):
         rel_dir = os.path.relpath(dirpath, top)
-        if rel_dir == "." :
+        if rel_dir == ".":
             rel_dir = ""
-        dirnames[:] = [d for d in dirnames
-                       if not d.startswith(".") and not d.startswith("build")
-                       and os.path.join(rel_dir, d) not in ("tests", "config")]
-        for fn in filenames:
-            if not fn.endswith(SOURCES):
-                continue
-            src = os.path.join(rel_dir, fn)
-            mine = layer_of(src)
-            if mine is None:
-                continue
-            with open(os.path.join(top, src), errors="replace") as f:
-                text = f.read()
-            for m in INCLUDE.finditer(text):
-                target = os.path.normpath(os.path.join(rel_dir, m.group(1)))
-                if not os.path.exists(os.path.join(top, target)):
-                    continue  # generated (config.h) or found through -I
-                theirs = layer_of(target)
-                checked += 1
-                if theirs is None:
-                    continue
-                allowed = TOOL_ALLOWED.get(mine[1])
-                if allowed is not None and theirs[1] != mine[1] and theirs[1] not in allowed:
-                    problem = "a tool may use the public API only"
-                elif theirs[2] > mine[2] or (theirs[2] == mine[2] and theirs[0] != mine[0]):
-                    problem = "an upward include"
-                elif (backend_of(src) and backend_of(target) and
-                      backend_of(src) != backend_of(target)):
-                    problem = "a backend includes another backend"
-                else:
-                    continue
+        dirnames[:] = sorted(d for d in dirnames
+                             if not d.startswith(".") and not d.startswith("build")
+                             and os.path.join(rel_dir, d) not in ("tests", "config"))
+        for fn in sorted(filenames):
+            if fn.endswith(SOURCES):
+                yield os.path.join(rel_dir, fn)
+
+
+def main():
+    top = sys.argv[1] if len(sys.argv) > 1 else "."
+    paths, unlisted = include_paths(top)
+    bad = checked = 0
+    for src in sources(top):
+        mine = layer_of(src)
+        if mine is None:
+            continue
+        with open(os.path.join(top, src), errors="replace") as f:
+            text = f.read()
+        for m in INCLUDE.finditer(text):
+            target = resolve(top, src, m.group(1), m.group(2), paths.get(src, unlisted))
+            theirs = layer_of(target) if target is not None else None
+            if theirs is None:
+                continue  # generated (config.h, version.h) or a system header
+            checked += 1
+            problem = problem_of(src, mine, target, theirs)
+            if problem is not None:
                 print(f"{src} ({mine[1]}) includes {target} ({theirs[1]}): {problem}")
                 bad += 1
     print(f"check_layers: {checked} includes checked, {bad} against the layers")
