@@ -79,9 +79,5 @@ static const sharc_cfg_field_t sharc_coll_cfg_fields[] = {
             "SHARC_<COLL>_ALGO over both. Empty: none. Every rank must read the same rules."},
 };
 
-const sharc_cfg_table_t sharc_coll_cfg_table = {
-    .layer = "collectives (coll)",
-    .fields = sharc_coll_cfg_fields,
-    .nfields = SHARC_ARRAY_SIZE(sharc_coll_cfg_fields),
-    .size = sizeof(sharc_coll_cfg_t),
-};
+const sharc_cfg_table_t sharc_coll_cfg_table =
+    SHARC_CFG_TABLE("collectives (coll)", sharc_coll_cfg_fields, sharc_coll_cfg_t);

@@ -25,9 +25,5 @@ static const sharc_cfg_field_t sharc_core_cfg_fields[] = {
             "or fail), or staged (through page-locked host memory over the host transports)."},
 };
 
-const sharc_cfg_table_t sharc_core_cfg_table = {
-    .layer = "communicators (core)",
-    .fields = sharc_core_cfg_fields,
-    .nfields = SHARC_ARRAY_SIZE(sharc_core_cfg_fields),
-    .size = sizeof(sharc_core_cfg_t),
-};
+const sharc_cfg_table_t sharc_core_cfg_table =
+    SHARC_CFG_TABLE("communicators (core)", sharc_core_cfg_fields, sharc_core_cfg_t);

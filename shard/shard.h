@@ -107,11 +107,23 @@ typedef struct {
     int comm; /* 1: a collective in flight, 0: the caller's stream waiting (exposed) */
 } sharc_shard_evspan_t;
 
+/* A step's event spans (sharc_array_grow grows them). */
+typedef struct {
+    sharc_shard_evspan_t *span;
+    size_t n, cap;
+} sharc_shard_evspans_t;
+
 /* One interval [t0, t1] a collective was in flight, for the union in the statistics. */
 typedef struct {
     double t0, t1;
     int unit;
 } sharc_shard_span_t;
+
+/* Requests the device follows, of one step (sharc_array_grow grows them). */
+typedef struct {
+    sharc_request_h *req;
+    size_t n, cap;
+} sharc_shard_reqs_t;
 
 /* The engine's knobs (shard_cfg.c holds their table). */
 typedef struct {
@@ -152,8 +164,7 @@ struct sharc_shard_group {
     /* CUDA: requests the device follows but the host has not seen done, this step's and the
      * last step's; the next step's finish waits for the last step's (bounded by the timeout,
      * so a dead peer is reported, not hung on) */
-    sharc_request_h *inflight, *inflight_last;
-    size_t ninflight, ninflight_last, inflight_cap, inflight_last_cap;
+    sharc_shard_reqs_t inflight, inflight_last;
     /* host: requests seen complete, freed at the step's end: freeing one takes its
      * communicator's lock, which the progress thread holds through a whole pass (copies,
      * reductions of megabytes), and at finish the queues are idle */
@@ -198,8 +209,7 @@ struct sharc_shard_group {
     int have_last;
     /* CUDA: this step's event intervals and the last finished step's (resolved when its
      * statistics are read, or at the next step's end), each from its step's start event */
-    sharc_shard_evspan_t *ev, *ev_last;
-    size_t nev, nev_last, ev_cap, ev_last_cap;
+    sharc_shard_evspans_t ev, ev_last;
     void *step_ev, *step_ev_last;
     void **ev_free;
     size_t nev_free, ev_free_cap;
@@ -259,6 +269,9 @@ SHARC_HIDDEN sharc_status_t sharc_shard_exchange(sharc_shard_group_t *g, sharc_s
 
 /* The group's entry check: NULL group, a unit out of range, a failed group. */
 SHARC_HIDDEN sharc_status_t sharc_shard_enter(sharc_shard_group_t *g, int unit, const char *what);
+/* sharc_shard_enter for one unit (not SHARC_SHARD_ALL), which *u_p names on success. */
+SHARC_HIDDEN sharc_status_t sharc_shard_enter_unit(sharc_shard_group_t *g, int unit,
+                                                   const char *what, sharc_shard_unit_t **u_p);
 
 /* A collective of the group failed: the group stops communicating. Returns @p status. */
 SHARC_HIDDEN sharc_status_t sharc_shard_fail(sharc_shard_group_t *g, sharc_status_t status,

@@ -15,13 +15,12 @@
 
 sharc_status_t sharc_shard_unshard(sharc_shard_group_h g, int unit)
 {
-    sharc_status_t status = sharc_shard_enter(g, unit, "sharc_shard_unshard");
     sharc_shard_unit_t *u;
+    sharc_status_t status = sharc_shard_enter_unit(g, unit, "sharc_shard_unshard", &u);
 
     if (status != SHARC_OK) {
         return status;
     }
-    u = &g->units[unit];
     if (u->pstate != SHARC_SHARD_SHARDED) {
         return sharc_shard_poll(g);
     }
@@ -31,13 +30,12 @@ sharc_status_t sharc_shard_unshard(sharc_shard_group_h g, int unit)
 
 sharc_status_t sharc_shard_wait(sharc_shard_group_h g, int unit)
 {
-    sharc_status_t status = sharc_shard_enter(g, unit, "sharc_shard_wait");
     sharc_shard_unit_t *u;
+    sharc_status_t status = sharc_shard_enter_unit(g, unit, "sharc_shard_wait", &u);
 
     if (status != SHARC_OK) {
         return status;
     }
-    u = &g->units[unit];
     if (u->pstate == SHARC_SHARD_SHARDED) {
         sharc_error("sharc_shard_wait: unit %d is not being gathered (sharc_shard_unshard first)",
                     unit);
@@ -141,13 +139,12 @@ sharc_status_t sharc_shard_grad_ptr(sharc_shard_group_h g, int index, void **ptr
 
 sharc_status_t sharc_shard_reduce_grads(sharc_shard_group_h g, int unit)
 {
-    sharc_status_t status = sharc_shard_enter(g, unit, "sharc_shard_reduce_grads");
     sharc_shard_unit_t *u;
+    sharc_status_t status = sharc_shard_enter_unit(g, unit, "sharc_shard_reduce_grads", &u);
 
     if (status != SHARC_OK) {
         return status;
     }
-    u = &g->units[unit];
     if (u->gstate != SHARC_SHARD_GRAD_OPEN) {
         sharc_error("sharc_shard_reduce_grads: unit %d has %s", unit,
                     u->gstate == SHARC_SHARD_GRAD_NONE

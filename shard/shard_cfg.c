@@ -72,9 +72,5 @@ static const sharc_cfg_field_t sharc_shard_cfg_fields[] = {
             "in memory until the group is destroyed)."},
 };
 
-const sharc_cfg_table_t sharc_shard_cfg_table = {
-    .layer = "sharding engine (shard)",
-    .fields = sharc_shard_cfg_fields,
-    .nfields = SHARC_ARRAY_SIZE(sharc_shard_cfg_fields),
-    .size = sizeof(sharc_shard_cfg_t),
-};
+const sharc_cfg_table_t sharc_shard_cfg_table =
+    SHARC_CFG_TABLE("sharding engine (shard)", sharc_shard_cfg_fields, sharc_shard_cfg_t);

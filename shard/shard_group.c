@@ -284,8 +284,8 @@ static void sharc_shard_free(sharc_shard_group_t *g)
     sharc_shard_free_shard(g, g->scratch, 0);
     free(g->spans);
     sharc_shard_stats_free(g);
-    free(g->inflight);
-    free(g->inflight_last);
+    free(g->inflight.req);
+    free(g->inflight_last.req);
     free(g->retired);
     sharc_gpu_event_destroy(g->order_ev);
     sharc_gpu_stream_destroy(g->estream);

@@ -33,6 +33,17 @@ sharc_status_t sharc_shard_enter(sharc_shard_group_t *g, int unit, const char *w
     return SHARC_OK;
 }
 
+sharc_status_t sharc_shard_enter_unit(sharc_shard_group_t *g, int unit, const char *what,
+                                      sharc_shard_unit_t **u_p)
+{
+    sharc_status_t status = sharc_shard_enter(g, unit, what);
+
+    if (status == SHARC_OK) {
+        *u_p = &g->units[unit];
+    }
+    return status;
+}
+
 static const char *sharc_shard_op_name(sharc_coll_type_t type)
 {
     switch (type) {
@@ -115,13 +126,13 @@ sharc_status_t sharc_shard_post(sharc_shard_group_t *g, sharc_shard_unit_t *u, s
 /* CUDA: a request the device follows, for the host to see done a step later. */
 static void sharc_shard_inflight_add(sharc_shard_group_t *g, sharc_request_h req)
 {
-    if (sharc_array_grow(&g->inflight, &g->inflight_cap, g->ninflight, sizeof(*g->inflight), 64) !=
-        0) { /* no room to remember it: see it done now */
+    if (sharc_array_grow(&g->inflight.req, &g->inflight.cap, g->inflight.n,
+                         sizeof(*g->inflight.req), 64) != 0) { /* no room: see it done now */
         sharc_request_wait(req);
         sharc_request_free(req);
         return;
     }
-    g->inflight[g->ninflight++] = req;
+    g->inflight.req[g->inflight.n++] = req;
 }
 
 /* Host: a request seen complete, to free at the step's end (at once without room). */
@@ -161,21 +172,16 @@ static sharc_status_t sharc_shard_wait_all(sharc_request_h *list, size_t *n)
 
 sharc_status_t sharc_shard_inflight_retire(sharc_shard_group_t *g, int all)
 {
-    sharc_status_t status = sharc_shard_wait_all(g->inflight_last, &g->ninflight_last);
-    sharc_request_h *list = g->inflight_last;
-    size_t cap = g->inflight_last_cap;
+    sharc_status_t status = sharc_shard_wait_all(g->inflight_last.req, &g->inflight_last.n);
+    sharc_shard_reqs_t done = g->inflight_last;
 
     if (all) {
-        sharc_status_t s = sharc_shard_wait_all(g->inflight, &g->ninflight);
+        sharc_status_t s = sharc_shard_wait_all(g->inflight.req, &g->inflight.n);
 
         return (status == SHARC_OK) ? s : status;
     }
-    g->inflight_last = g->inflight;
-    g->inflight_last_cap = g->inflight_cap;
-    g->ninflight_last = g->ninflight;
-    g->inflight = list;
-    g->inflight_cap = cap;
-    g->ninflight = 0;
+    g->inflight_last = g->inflight; /* this step's wait a step; the emptied list is reused */
+    g->inflight = done;
     return status;
 }
 

@@ -164,12 +164,12 @@ void sharc_shard_stats_evspan(sharc_shard_group_t *g, sharc_shard_unit_t *u, voi
                               int comm)
 {
     if (e0 == NULL || e1 == NULL ||
-        sharc_array_grow(&g->ev, &g->ev_cap, g->nev, sizeof(*g->ev), 64) != 0) {
+        sharc_array_grow(&g->ev.span, &g->ev.cap, g->ev.n, sizeof(*g->ev.span), 64) != 0) {
         sharc_shard_ev_put(g, e0); /* uncounted, as on the host */
         sharc_shard_ev_put(g, e1);
         return;
     }
-    g->ev[g->nev++] = (sharc_shard_evspan_t){e0, e1, u ? u->id : -1, comm};
+    g->ev.span[g->ev.n++] = (sharc_shard_evspan_t){e0, e1, u ? u->id : -1, comm};
 }
 
 /* Seconds from @p ref to @p e (which must be done: the caller synchronized). */
@@ -199,9 +199,9 @@ static int sharc_shard_stats_done(sharc_shard_group_t *g)
     double deadline = sharc_time_now() + sharc_coll_cfg(g->ctx->cfg)->timeout;
     int done = sharc_shard_ev_wait(g->step_ev_last, deadline);
 
-    for (size_t i = 0; done && i < g->nev_last; i++) {
-        done = sharc_shard_ev_wait(g->ev_last[i].e0, deadline) &&
-               sharc_shard_ev_wait(g->ev_last[i].e1, deadline);
+    for (size_t i = 0; done && i < g->ev_last.n; i++) {
+        done = sharc_shard_ev_wait(g->ev_last.span[i].e0, deadline) &&
+               sharc_shard_ev_wait(g->ev_last.span[i].e1, deadline);
     }
     if (!done) {
         sharc_warn("the last step's device work is not done after %.0f s: its communication "
@@ -228,11 +228,11 @@ static void sharc_shard_ev_retire(sharc_shard_group_t *g, void *e)
 /* CUDA: the last finished step's events retired. */
 static void sharc_shard_stats_recycle(sharc_shard_group_t *g)
 {
-    for (size_t i = 0; i < g->nev_last; i++) {
-        sharc_shard_ev_retire(g, g->ev_last[i].e0);
-        sharc_shard_ev_retire(g, g->ev_last[i].e1);
+    for (size_t i = 0; i < g->ev_last.n; i++) {
+        sharc_shard_ev_retire(g, g->ev_last.span[i].e0);
+        sharc_shard_ev_retire(g, g->ev_last.span[i].e1);
     }
-    g->nev_last = 0;
+    g->ev_last.n = 0;
     sharc_shard_ev_retire(g, g->step_ev_last);
     g->step_ev_last = NULL;
 }
@@ -249,9 +249,9 @@ static void sharc_shard_stats_resolve(sharc_shard_group_t *g)
     void *ref = g->step_ev_last;
     size_t nspans = g->nspans;
 
-    if (ref != NULL && g->nev_last > 0 && sharc_shard_stats_done(g)) {
-        for (size_t i = 0; i < g->nev_last; i++) {
-            sharc_shard_evspan_t *v = &g->ev_last[i];
+    if (ref != NULL && g->ev_last.n > 0 && sharc_shard_stats_done(g)) {
+        for (size_t i = 0; i < g->ev_last.n; i++) {
+            sharc_shard_evspan_t *v = &g->ev_last.span[i];
             double t0 = sharc_shard_ev_time(ref, v->e0), t1 = sharc_shard_ev_time(ref, v->e1);
 
             if (v->comm) {
@@ -279,21 +279,21 @@ static void sharc_shard_stats_resolve(sharc_shard_group_t *g)
 
 void sharc_shard_stats_free(sharc_shard_group_t *g)
 {
-    for (size_t i = 0; i < g->nev; i++) {
-        sharc_gpu_event_destroy(g->ev[i].e0);
-        sharc_gpu_event_destroy(g->ev[i].e1);
+    for (size_t i = 0; i < g->ev.n; i++) {
+        sharc_gpu_event_destroy(g->ev.span[i].e0);
+        sharc_gpu_event_destroy(g->ev.span[i].e1);
     }
-    for (size_t i = 0; i < g->nev_last; i++) {
-        sharc_gpu_event_destroy(g->ev_last[i].e0);
-        sharc_gpu_event_destroy(g->ev_last[i].e1);
+    for (size_t i = 0; i < g->ev_last.n; i++) {
+        sharc_gpu_event_destroy(g->ev_last.span[i].e0);
+        sharc_gpu_event_destroy(g->ev_last.span[i].e1);
     }
     for (size_t i = 0; i < g->nev_free; i++) {
         sharc_gpu_event_destroy(g->ev_free[i]);
     }
     sharc_gpu_event_destroy(g->step_ev);
     sharc_gpu_event_destroy(g->step_ev_last);
-    free(g->ev);
-    free(g->ev_last);
+    free(g->ev.span);
+    free(g->ev_last.span);
     free(g->ev_free);
 }
 
@@ -326,15 +326,11 @@ void sharc_shard_stats_step(sharc_shard_group_t *g)
     g->step_t0 = now;
     g->have_last = 1;
     if (g->cuda) { /* this step's events wait until its statistics are read */
-        sharc_shard_evspan_t *ev = g->ev_last;
-        size_t cap = g->ev_last_cap;
+        sharc_shard_evspans_t older = g->ev_last;
 
         g->ev_last = g->ev;
-        g->nev_last = g->nev;
-        g->ev_last_cap = g->ev_cap;
-        g->ev = ev;
-        g->ev_cap = cap;
-        g->nev = 0;
+        g->ev = older; /* the older list, emptied, is reused */
+        g->ev.n = 0;
         g->step_ev_last = g->step_ev;
         g->step_ev = sharc_shard_stats_mark(g, g->stream);
     }

@@ -40,13 +40,12 @@ static sharc_status_t sharc_shard_prefetch(sharc_shard_group_t *g)
 static sharc_status_t sharc_shard_begin_(sharc_shard_group_t *g, int phase, int unit,
                                          const char *what)
 {
-    sharc_status_t status = sharc_shard_enter(g, unit, what);
     sharc_shard_unit_t *u;
+    sharc_status_t status = sharc_shard_enter_unit(g, unit, what, &u);
 
     if (status != SHARC_OK) {
         return status;
     }
-    u = &g->units[unit];
     if (g->plan.units[unit].in_use) {
         sharc_error("%s: unit %d has begun already and not ended", what, unit);
         return SHARC_ERR_INVALID;
@@ -83,14 +82,13 @@ static sharc_status_t sharc_shard_begin_(sharc_shard_group_t *g, int phase, int 
 static sharc_status_t sharc_shard_end_(sharc_shard_group_t *g, int phase, int unit,
                                        const char *what)
 {
-    sharc_status_t status = sharc_shard_enter(g, unit, what);
     sharc_shard_unit_t *u;
     int keep;
+    sharc_status_t status = sharc_shard_enter_unit(g, unit, what, &u);
 
     if (status != SHARC_OK) {
         return status;
     }
-    u = &g->units[unit];
     if (!g->plan.units[unit].in_use) {
         sharc_error("%s: unit %d has not begun", what, unit);
         return SHARC_ERR_INVALID;

@@ -34,7 +34,7 @@ packages=(
     iproute2 util-linux procps python3 clang libclang-rt-dev
     # a real Slurm on the namespace nodes (tools/nodes.sh up --slurm): slurmctld, slurmd, srun
     slurm-wlm munge
-    # verbs for real: a QEMU guest with soft-RoCE (tools/rdma-vm.sh, tests/rdma/)
+    # verbs for real: a QEMU guest with soft-RoCE (tools/rdma-vm.sh, tests/transport/rdma/)
     qemu-system-x86 busybox-static cpio kmod
     # trainer: tokenizer training and the corpus (trainer/scripts/prepare_data.py), scaling plots
     python3-sentencepiece bible-kjv bible-kjv-text gnuplot-nox

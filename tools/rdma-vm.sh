@@ -8,7 +8,7 @@
 # Debian's package mirror: the guest kernel is Debian's stock one, downloaded with
 # `apt-get download` and unpacked with dpkg-deb (not installed), its modules indexed with
 # depmod. DIR then holds vmlinuz, initrd.img (busybox, the rdma_rxe / ib_uverbs / 9p modules
-# and their dependencies, and /init) and kernel.version. tests/rdma/vm.sh boots it.
+# and their dependencies, and /init) and kernel.version. tests/transport/rdma/vm.sh boots it.
 #
 # The guest has no root file system of its own: /init mounts the host's / read-only over
 # virtio-9p and runs the test command chrooted into it, so every library and every program

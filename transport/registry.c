@@ -42,12 +42,8 @@ static const sharc_cfg_field_t sharc_tp_cfg_fields[] = {
             "cannot attach)."},
 };
 
-const sharc_cfg_table_t sharc_tp_cfg_table = {
-    .layer = "transport",
-    .fields = sharc_tp_cfg_fields,
-    .nfields = SHARC_ARRAY_SIZE(sharc_tp_cfg_fields),
-    .size = sizeof(sharc_tp_cfg_t),
-};
+const sharc_cfg_table_t sharc_tp_cfg_table =
+    SHARC_CFG_TABLE("transport", sharc_tp_cfg_fields, sharc_tp_cfg_t);
 
 /* In order of preference (ib only when SHARC_TRANSPORT=ib names it: UCX comes first). */
 static const sharc_tp_ops_t *const sharc_tp_backends[] = {

@@ -3,7 +3,7 @@
  * kernel per type pair, four elements per aligned load and store where both buffers allow,
  * launched on the caller's stream (no synchronization). Rounding is CUDA's
  * round-to-nearest-even (__float2half_rn, __float2bfloat16_rn), the same rule as
- * kernels/cpu/cast.c, against which tests/test_kern_cuda checks every result.
+ * kernels/cpu/cast.c, against which tests/kernels/test_kern_cuda checks every result.
  */
 #include "config.h"
 

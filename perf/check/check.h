@@ -1,7 +1,7 @@
 /*
  * check.h: `sharc-perf check`, which finds the slow node, rank or link of a job before
  * training starts. The pure decisions live in check_logic.c with their unit tests
- * (tests/test_check.c): the round-robin schedule of the pair tests, the verdict against the
+ * (tests/perf/test_check.c): the round-robin schedule of the pair tests, the verdict against the
  * job's median with its confirmation by a re-test, and the plan that fits the message size and
  * iterations into the time budget. check_main.c, check_job.c, check_run.c and check_pass.c
  * run the job (public API only), check_out.c prints the tables and the heat map, check_json.c

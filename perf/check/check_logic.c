@@ -1,7 +1,7 @@
 /*
  * check_logic.c: the decisions of `sharc-perf check` that depend on figures only, never on the
  * job: the round-robin schedule, the verdict and its confirmation, the budget's plan. Every
- * rank that calls them with the same input gets the same answer; tests/test_check.c checks
+ * rank that calls them with the same input gets the same answer; tests/perf/test_check.c checks
  * them.
  */
 #include "check.h"

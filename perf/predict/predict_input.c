@@ -20,7 +20,7 @@
 
 /* ---- models ---------------------------------------------------------------------------- */
 
-/* The trainer's named shapes (trainer/config.c; tests/test_predict.c checks that they agree):
+/* The trainer's named shapes (trainer/model/config.c; tests/perf/test_predict.c checks that they agree):
  * name, dim, layers, heads, kv heads, ffn, vocab. */
 static const struct {
     const char *name;

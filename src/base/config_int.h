@@ -50,6 +50,13 @@ typedef struct {
     size_t size;
 } sharc_cfg_table_t;
 
+/* A layer's table of @p _fields (an array), parsed into a @p _type, listed as @p _layer. */
+#define SHARC_CFG_TABLE(_layer, _fields, _type)                                                    \
+    {                                                                                              \
+        .layer = (_layer), .fields = (_fields), .nfields = sizeof(_fields) / sizeof((_fields)[0]), \
+        .size = sizeof(_type)                                                                      \
+    }
+
 /* The parsed configuration: one struct per table. */
 typedef struct sharc_cfg sharc_cfg_t;
 

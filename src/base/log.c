@@ -279,9 +279,5 @@ static const sharc_cfg_field_t sharc_log_cfg_fields[] = {
             "%p by the process id (e.g. sharc.%h.%r.log)."},
 };
 
-const sharc_cfg_table_t sharc_log_cfg_table = {
-    .layer = "logging (src/base)",
-    .fields = sharc_log_cfg_fields,
-    .nfields = SHARC_ARRAY_SIZE(sharc_log_cfg_fields),
-    .size = sizeof(sharc_log_cfg_t),
-};
+const sharc_cfg_table_t sharc_log_cfg_table =
+    SHARC_CFG_TABLE("logging (src/base)", sharc_log_cfg_fields, sharc_log_cfg_t);

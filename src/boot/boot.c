@@ -147,9 +147,5 @@ static const sharc_cfg_field_t sharc_boot_cfg_fields[] = {
      .doc = "Largest message the store accepts; bigger ones are rejected as garbage."},
 };
 
-const sharc_cfg_table_t sharc_boot_cfg_table = {
-    .layer = "bootstrap (src/boot)",
-    .fields = sharc_boot_cfg_fields,
-    .nfields = SHARC_ARRAY_SIZE(sharc_boot_cfg_fields),
-    .size = sizeof(sharc_boot_cfg_t),
-};
+const sharc_cfg_table_t sharc_boot_cfg_table =
+    SHARC_CFG_TABLE("bootstrap (src/boot)", sharc_boot_cfg_fields, sharc_boot_cfg_t);

@@ -6,7 +6,7 @@
 # CUDA tensors (with the venv of tools/install-deps.sh --torch); sharc-perf on device
 # buffers beside NCCL called directly; the overlap benchmark with cuBLAS compute;
 # sharc-llama on the GPU: its ops against the CPU's, the trainer against transformers and the
-# CPU trainer (tests/trainer_cuda.sh), then tokens/s, MFU and peak memory of the 110m and 1b
+# CPU trainer (tests/trainer/trainer_cuda.sh), then tokens/s, MFU and peak memory of the 110m and 1b
 # configs on one GPU in bf16, and weak scaling over the machine's GPUs. Needs a build with
 # CUDA and NCCL (BUILD_DIR, default build/). Exits 77 without a GPU. Each test step and
 # benchmark is stopped after SHARC_GPU_STEP_TIMEOUT seconds (default 900) and counts as failed.
@@ -72,10 +72,10 @@ step() { # step NAME COMMAND...: run, keep its output, note the outcome
     echo "## Tests"
     echo
 } > "$report"
-step kernels "$build/tests/test_kern_cuda" --bandwidth
-step collectives bash "$top/tests/gpu_coll.sh"
-if [ -x "$build/tests/test_shard_gpu" ]; then
-    step shard_engine bash "$top/tests/shard_gpu.sh"
+step kernels "$build/tests/kernels/test_kern_cuda" --bandwidth
+step collectives bash "$top/tests/coll/gpu_coll.sh"
+if [ -x "$build/tests/shard/test_shard_gpu" ]; then
+    step shard_engine bash "$top/tests/shard/shard_gpu.sh"
 fi
 step torch_backend bash "$top/tests/torch/gpu.sh" # skipped without the PyTorch venv
 if [ -x "$build/trainer/sharc-llama" ]; then
@@ -84,7 +84,7 @@ if [ -x "$build/trainer/sharc-llama" ]; then
         make -C "$build" -j"$(nproc)" tests/trainer/test_ops_cuda tests/trainer/test_llama_hf \
             > "$out/trainer-tests-build.log" 2>&1
     step trainer_ops "$build/tests/trainer/test_ops_cuda"
-    step trainer_gpu bash "$top/tests/trainer_cuda.sh"
+    step trainer_gpu bash "$top/tests/trainer/trainer_cuda.sh"
 fi
 {
     echo

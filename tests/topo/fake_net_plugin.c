@@ -3,7 +3,7 @@
  * symbols NCCL looks up (ncclNetPlugin_v6..v9, each a table whose first member is the name of
  * the network it registers) and, with SHARC_FAKE_VERSION, the start-up string aws-ofi-nccl
  * carries. No plugin code: the doctor loads a plugin and reads these, it never calls it. Built
- * by tests/topo_doctor.sh; SHARC_FAKE_NAME sets the network's name.
+ * by tests/topo/topo_doctor.sh; SHARC_FAKE_NAME sets the network's name.
  */
 #ifndef SHARC_FAKE_NAME
 #define SHARC_FAKE_NAME "Libfabric"

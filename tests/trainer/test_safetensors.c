@@ -378,7 +378,7 @@ static void test_bad_files(void)
     st = NULL;
     write_bytes(path, whole, 8 + glen / 2);
     EXPECT_ERR(llama_st_open(path, &st), SHARC_ERR_INVALID, path, "truncated");
-    write_bytes(path, whole, 8 + glen + 7); /* tests/trainer.sh looks for "truncat" */
+    write_bytes(path, whole, 8 + glen + 7); /* tests/trainer/trainer.sh looks for "truncat" */
     EXPECT_ERR(llama_st_open(path, &st), SHARC_ERR_INVALID, path, "truncated");
     free(whole);
 

@@ -54,9 +54,5 @@ static const sharc_cfg_field_t sharc_tp_ib_cfg_fields[] = {
             "sharc_mem_free leaves the cache at once."},
 };
 
-const sharc_cfg_table_t sharc_tp_ib_cfg_table = {
-    .layer = "transport: ib (verbs)",
-    .fields = sharc_tp_ib_cfg_fields,
-    .nfields = SHARC_ARRAY_SIZE(sharc_tp_ib_cfg_fields),
-    .size = sizeof(sharc_tp_ib_cfg_t),
-};
+const sharc_cfg_table_t sharc_tp_ib_cfg_table =
+    SHARC_CFG_TABLE("transport: ib (verbs)", sharc_tp_ib_cfg_fields, sharc_tp_ib_cfg_t);

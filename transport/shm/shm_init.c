@@ -347,9 +347,5 @@ static const sharc_cfg_field_t sharc_tp_shm_cfg_fields[] = {
             "shared FIFO (two copies)."},
 };
 
-const sharc_cfg_table_t sharc_tp_shm_cfg_table = {
-    .layer = "transport: shm",
-    .fields = sharc_tp_shm_cfg_fields,
-    .nfields = SHARC_ARRAY_SIZE(sharc_tp_shm_cfg_fields),
-    .size = sizeof(sharc_tp_shm_cfg_t),
-};
+const sharc_cfg_table_t sharc_tp_shm_cfg_table =
+    SHARC_CFG_TABLE("transport: shm", sharc_tp_shm_cfg_fields, sharc_tp_shm_cfg_t);

@@ -1,8 +1,0 @@
-#!/bin/bash
-# The explicit bootstrap: the caller passes rank, size and the store address.
-. "$(dirname "$0")/lib.sh"
-
-for n in 1 2 3 4 8; do
-    run_ok "explicit, $n ranks" "$LAUNCH" --mode explicit -n $n -- "$BIN/test_comm"
-done
-finish

@@ -1,0 +1,289 @@
+/*
+ * test_predict.c: sharc-perf predict's simulation on schedules with known answers (pure
+ * compute, pure communication, perfect overlap, one unit, the bound holding prefetches
+ * back), its cost model's formulas, the models' sizes against the published ones, and the
+ * cluster file's errors.
+ */
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../perf/predict/predict.h"
+#include "../check.h"
+
+#define NEAR(_a, _b) (fabs((_a) - (_b)) <= 1e-9 * (fabs(_a) + fabs(_b)) + 1e-15)
+
+static pred_sched_t sched(int n, double f, double a, double r)
+{
+    pred_sched_t s = {
+        .nunits = n, .prefetch = 1, .reshard_after_forward = 1, .queues = 2, .passes = 1};
+
+    s.units = calloc((size_t)n, sizeof(pred_unit_t));
+    for (int u = 0; u < n; u++) {
+        s.units[u] = (pred_unit_t){.fwd_s = f, .bwd_s = 2 * f, .ag_s = a, .rs_s = r};
+    }
+    return s;
+}
+
+static void test_pure_compute(void)
+{
+    pred_sched_t s = sched(6, 1e-3, 0, 0);
+    pred_step_t st;
+
+    s.call_s = 1e-5;
+    CHECK(pred_simulate(&s, &st) == 0);
+    CHECK_MSG(NEAR(st.step_s, 6 * 3e-3 + 4 * 6 * 1e-5), "step %g", st.step_s);
+    CHECK(NEAR(st.compute_s, st.step_s));
+    CHECK(fabs(st.exposed_s) < 1e-12);
+    CHECK(st.comm_s == 0);
+    free(s.units);
+}
+
+static void test_pure_comm(void)
+{
+    /* no compute, one queue: it never idles, and the step is every collective end to end:
+     * n gathers in forward, n - 1 in backward (the forward's last unit is kept), n reductions */
+    for (int q = 1; q <= 2; q++) {
+        for (int depth = 0; depth <= 2; depth++) {
+            pred_sched_t s = sched(5, 0, 2e-3, 3e-3);
+            pred_step_t st;
+
+            s.queues = q;
+            s.prefetch = depth;
+            CHECK(pred_simulate(&s, &st) == 0);
+            CHECK_MSG(NEAR(st.comm_s, 9 * 2e-3 + 5 * 3e-3), "comm %g", st.comm_s);
+            if (q == 1) {
+                CHECK_MSG(NEAR(st.step_s, st.comm_s), "depth %d: step %g, comm %g", depth,
+                          st.step_s, st.comm_s);
+            }
+            CHECK(NEAR(st.exposed_s, st.step_s));
+            CHECK(st.gathers == 9);
+            free(s.units);
+        }
+    }
+}
+
+static void test_perfect_overlap(void)
+{
+    /* compute longer than any collective, prefetch 1, reductions beside the gathers: only the
+     * first gather and the last reduction show */
+    pred_sched_t s = sched(8, 10e-3, 2e-3, 3e-3);
+    pred_step_t st;
+
+    CHECK(pred_simulate(&s, &st) == 0);
+    CHECK_MSG(NEAR(st.step_s, 8 * 30e-3 + 2e-3 + 3e-3), "step %g", st.step_s);
+    CHECK(NEAR(st.exposed_s, 5e-3));
+    CHECK(st.prefetches == 14); /* every gather but the step's first */
+    CHECK(st.evictions == 0 && st.peak_unsharded == 2);
+    /* without prefetch every gather is waited for */
+    s.prefetch = 0;
+    CHECK(pred_simulate(&s, &st) == 0);
+    CHECK_MSG(NEAR(st.step_s, 8 * 30e-3 + 15 * 2e-3 + 3e-3), "step %g", st.step_s);
+    CHECK(st.prefetches == 0);
+    free(s.units);
+}
+
+static void test_one_unit(void)
+{
+    pred_sched_t s = sched(1, 4e-3, 1e-3, 2e-3);
+    pred_step_t st;
+
+    CHECK(pred_simulate(&s, &st) == 0);
+    /* gather, forward, kept for the backward, backward, its reduction */
+    CHECK_MSG(NEAR(st.step_s, 1e-3 + 12e-3 + 2e-3), "step %g", st.step_s);
+    CHECK(st.gathers == 1);
+    CHECK(NEAR(st.comm_s, 3e-3));
+    free(s.units);
+}
+
+/* micro-batches: only the last one reduces; the gathers repeat every pass */
+static void test_accum(void)
+{
+    pred_sched_t s = sched(4, 0, 1e-3, 2e-3);
+    pred_step_t st;
+
+    s.queues = 1;
+    s.passes = 3;
+    CHECK(pred_simulate(&s, &st) == 0);
+    CHECK_MSG(NEAR(st.comm_s, 3 * 7 * 1e-3 + 4 * 2e-3), "comm %g", st.comm_s);
+    CHECK(NEAR(st.step_s, st.comm_s));
+    free(s.units);
+}
+
+static void test_bound(void)
+{
+    /* depth 2 under a bound of 2 unsharded units: the second one ahead waits for a slot */
+    pred_sched_t s = sched(6, 1e-3, 1e-4, 1e-4);
+    pred_step_t st;
+
+    s.prefetch = 2;
+    s.max_unsharded = 2;
+    CHECK(pred_simulate(&s, &st) == 0);
+    CHECK(st.deferred > 0);
+    CHECK(st.peak_unsharded <= 2);
+    /* the derived bound (depth + 1) admits them */
+    s.max_unsharded = 0;
+    CHECK(pred_simulate(&s, &st) == 0);
+    CHECK(st.deferred == 0 && st.peak_unsharded == 3);
+    /* kept after forward: every unit stays, and the backward gathers nothing */
+    s.reshard_after_forward = 0;
+    CHECK(pred_simulate(&s, &st) == 0);
+    CHECK(st.gathers == 6);
+    /* HSDP: the replica all-reduce follows each reduce-scatter, the last one exposed */
+    s.reshard_after_forward = 1;
+    for (int u = 0; u < 6; u++) {
+        s.units[u].ar_s = 5e-4;
+    }
+    CHECK(pred_simulate(&s, &st) == 0);
+    CHECK(st.exposed_s >= 1e-4 + 1e-4 + 5e-4 - 1e-12);
+    free(s.units);
+}
+
+/* auto prefetch: the engine's own decision raises the depth while gathers are waited for
+ * and a deeper one cuts the waits (a large unit after each small one), and stays at 1 when
+ * nothing is waited for */
+static void test_auto(void)
+{
+    pred_sched_t s = sched(8, 2e-3, 0, 1e-4);
+    pred_step_t d1, d2, a;
+
+    for (int u = 0; u < 8; u++) {
+        s.units[u].ag_s = (u % 2) ? 3e-3 : 1e-4;
+    }
+    CHECK(pred_simulate(&s, &d1) == 0);
+    s.prefetch = 2;
+    CHECK(pred_simulate(&s, &d2) == 0);
+    CHECK_MSG(d2.step_s < d1.step_s - 1e-3, "depth 2 %g, depth 1 %g", d2.step_s, d1.step_s);
+    s.prefetch = -1;
+    CHECK(pred_simulate(&s, &a) == 0);
+    CHECK_MSG(a.depth >= 2 && a.step_s <= d2.step_s + 1e-9, "auto: depth %d, step %g", a.depth,
+              a.step_s);
+    for (int u = 0; u < 8; u++) {
+        s.units[u].ag_s = 1e-4;
+    }
+    CHECK(pred_simulate(&s, &a) == 0);
+    CHECK(a.depth == 1);
+    free(s.units);
+}
+
+static void test_cost(void)
+{
+    pred_cluster_t c;
+    pred_engine_t e = {.shard_size = 0};
+    pred_group_t sg, rg, one = {1, 8}, two = {2, 8};
+    double B = 1e9, t;
+
+    CHECK(pred_cluster_preset("p5", &c) == 0);
+    /* inside a node: (n-1) alpha + (n-1)/n B / bw */
+    t = pred_coll_time(&c, PRED_ALGO_AUTO, PRED_AG, &one, B);
+    CHECK(NEAR(t, 7 * c.intra_lat + 7.0 / 8 * B / c.intra_bw));
+    CHECK(NEAR(pred_coll_time(&c, PRED_ALGO_AUTO, PRED_RS, &one, B), t));
+    CHECK(NEAR(pred_coll_time(&c, PRED_ALGO_AUTO, PRED_AR, &one, B), 2 * t));
+    /* two nodes, hierarchical: between nodes on B / 8 per GPU at the node's NICs / 8 */
+    double binter = c.nics * c.nic_bw * c.nic_eff / 8;
+    t = pred_coll_time(&c, PRED_ALGO_HIER, PRED_AG, &two, B);
+    CHECK(NEAR(t, c.nic_lat + 0.5 * (B / 8) / binter + 7 * c.intra_lat + 7.0 / 8 * B / c.intra_bw));
+    t = pred_coll_time(&c, PRED_ALGO_RING, PRED_AG, &two, B);
+    CHECK(NEAR(t, 15 * c.nic_lat + 15.0 / 16 * B / fmin(8 * binter, c.intra_bw)));
+    CHECK(pred_coll_time(&c, PRED_ALGO_AUTO, PRED_AG, &(pred_group_t){1, 1}, B) == 0);
+    /* groups: full sharding spans the nodes; HSDP shards inside a node, replicas across */
+    pred_groups(&c, &e, 4, &sg, &rg);
+    CHECK(sg.nodes == 4 && sg.per_node == 8 && rg.nodes * rg.per_node == 1);
+    e.shard_size = 8;
+    pred_groups(&c, &e, 4, &sg, &rg);
+    CHECK(sg.nodes == 1 && sg.per_node == 8 && rg.nodes == 4 && rg.per_node == 1);
+}
+
+static void test_models(void)
+{
+    pred_model_t m;
+    pred_cluster_t c;
+    pred_engine_t e;
+    pred_row_t r1, r16;
+
+    pred_engine_defaults(&e); /* sharc-perf predict's, as in the anchors below */
+    /* the published sizes: Llama 2 7B 6.74B, Llama 3 8B 8.03B */
+    CHECK(pred_model_load("llama2-7b", &m) == 0);
+    CHECK_MSG(fabs(pred_model_params(&m) / 1e9 - 6.74) < 0.01, "%zu", pred_model_params(&m));
+    CHECK(pred_model_load("llama3-8b", &m) == 0);
+    CHECK_MSG(fabs(pred_model_params(&m) / 1e9 - 8.03) < 0.01, "%zu", pred_model_params(&m));
+    CHECK(pred_model_load("synthetic:16:4M", &m) == 0 && m.n_layers == 16 &&
+          m.syn_params == (4u << 20));
+    fprintf(stderr, "(an unknown model is an error that lists them:)\n");
+    CHECK(pred_model_load("llama9", &m) != 0);
+    /* scaling: 16 nodes never beat 1 per GPU, and the prediction is finite */
+    CHECK(pred_model_load("llama2-7b", &m) == 0 && pred_cluster_preset("p5", &c) == 0);
+    CHECK(pred_predict(&m, &c, &e, 1, &r1) == 0 && pred_predict(&m, &c, &e, 16, &r16) == 0);
+    CHECK(r16.tokens_per_s_gpu <= r1.tokens_per_s_gpu * (1 + 1e-9));
+    CHECK(r1.mfu > 0 && r1.mfu < c.mfu + 1e-9);
+}
+
+static void test_cluster_file(void)
+{
+    char path[] = "/tmp/test_predict_XXXXXX";
+    int fd = mkstemp(path);
+    pred_cluster_t c;
+    FILE *f;
+
+    CHECK(fd >= 0);
+    f = fdopen(fd, "w");
+    fprintf(f, "# a cluster\npreset = hgx-h100-ib\nnics = 4   # half\nnic_Gbps = 200\n");
+    fclose(f);
+    CHECK(pred_cluster_load(path, &c) == 0);
+    CHECK(c.nics == 4 && NEAR(c.nic_bw, 25e9) && c.gpus_per_node == 8);
+    f = fopen(path, "w");
+    fprintf(f, "nics = four\n");
+    fclose(f);
+    fprintf(stderr, "(a bad value and an unknown key are errors that say where:)\n");
+    CHECK(pred_cluster_load(path, &c) != 0);
+    f = fopen(path, "w");
+    fprintf(f, "nic_speed = 4\n");
+    fclose(f);
+    CHECK(pred_cluster_load(path, &c) != 0);
+    unlink(path);
+}
+
+/* --from-topo: sharc-topo's JSON sets the node part (json-c builds only) */
+static void test_from_topo(void)
+{
+#ifdef HAVE_JSONC
+    char path[] = "/tmp/test_predict_topo_XXXXXX";
+    int fd = mkstemp(path);
+    pred_cluster_t c;
+    FILE *f = fdopen(fd, "w");
+
+    fprintf(f, "{\"gpus\": [{}, {}, {}, {}], \"intra\": \"NVLink\", \"nics\": ["
+               "{\"ports\": [{\"active\": true, \"rate_gbps\": 200.0}]},"
+               "{\"ports\": [{\"active\": false, \"rate_gbps\": 200.0}]},"
+               "{\"ports\": [{\"active\": true, \"rate_gbps\": 200.0}]}]}\n");
+    fclose(f);
+    CHECK(pred_cluster_preset("p5", &c) == 0);
+    CHECK(pred_cluster_from_topo(path, &c) == 0);
+    CHECK(c.gpus_per_node == 4 && c.nics == 2 && NEAR(c.nic_bw, 25e9) && NEAR(c.intra_bw, 150e9));
+    f = fopen(path, "w");
+    fprintf(f, "{\"not\": \"topo\"}\n");
+    fclose(f);
+    CHECK(pred_cluster_from_topo(path, &c) != 0);
+    unlink(path);
+#endif
+}
+
+int main(void)
+{
+    test_pure_compute();
+    test_pure_comm();
+    test_perfect_overlap();
+    test_one_unit();
+    test_bound();
+    test_accum();
+    test_auto();
+    test_cost();
+    test_models();
+    test_cluster_file();
+    test_from_topo();
+    return check_result("test_predict");
+}
