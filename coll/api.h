@@ -27,7 +27,11 @@ typedef struct {
     /* SHARC_{ALLGATHER,REDUCE_SCATTER,ALLREDUCE,BROADCAST,ALLTOALL}_ALGO, indexed by
      * sharc_coll_type_t; 0 = auto */
     int algo[5];
-    const char *tune_file; /* SHARC_TUNE_FILE: "" for none */
+    const char *tune_file;  /* SHARC_TUNE_FILE: "" for none */
+    int flight_recorder;    /* entries of each communicator's flight recorder; 0: off */
+    const char *flight_dir; /* where recorders are dumped; "": nowhere */
+    int flight_signal;      /* SIGUSR1 dumps every recorder */
+    double stall_warn;      /* seconds a collective may wait before the ranks compare notes */
 } sharc_coll_cfg_t;
 
 extern SHARC_HIDDEN const sharc_cfg_table_t sharc_coll_cfg_table;
@@ -52,6 +56,7 @@ typedef struct {
      * and no NCCL) */
     sharc_status_t gpu_failed;
     const char (*hosts)[SHARC_HOST_MAX]; /* [size]: every rank's host, for messages */
+    const char *name; /* the communicator's name, alike on every rank (its flight dumps) */
 } sharc_coll_comm_params_t;
 
 /* Make a communicator's collective state (and its progress thread, if configured). */
@@ -60,6 +65,10 @@ SHARC_HIDDEN sharc_status_t sharc_coll_comm_create(const sharc_coll_comm_params_
 /* Complete what is still in flight (a failed communicator: end it), and stop the progress
  * thread; before the transports go. NULL is a no-op. */
 SHARC_HIDDEN void sharc_coll_comm_quiesce(sharc_coll_comm_t *cc);
+/* Dump @p cc's flight recorder to @p dir (NULL: SHARC_FLIGHT_DIR); SHARC_ERR_INVALID when
+ * neither names a directory. */
+SHARC_HIDDEN sharc_status_t sharc_coll_comm_dump(sharc_coll_comm_t *cc, const char *dir);
+
 /* Whether the communicator failed (a peer gone, a timeout, a transport error). */
 SHARC_HIDDEN int sharc_coll_comm_failed(const sharc_coll_comm_t *cc);
 /* Release it, after the transports (tasks that failed may have left requests with them

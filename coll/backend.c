@@ -19,7 +19,7 @@ static sharc_status_t sharc_coll_backend_init(sharc_coll_task_t *task)
                                a->dtype, a->op,      a->root,    a->stream};
     sharc_status_t status;
 
-    task->reqs = calloc(1, sizeof(*task->reqs));
+    sharc_coll_reqs_alloc(task, 1);
     if (task->reqs == NULL) {
         return SHARC_ERR_NOMEM;
     }

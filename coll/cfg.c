@@ -77,6 +77,42 @@ static const sharc_cfg_field_t sharc_coll_cfg_fields[] = {
      .doc = "A per-size algorithm table written by `sharc-perf tune` (format in the README, "
             "\"Tune file\"); its rules take precedence over the built-in table, "
             "SHARC_<COLL>_ALGO over both. Empty: none. Every rank must read the same rules."},
+    {.name = "FLIGHT_RECORDER",
+     .dflt = "2048",
+     .type = SHARC_CFG_INT,
+     .min = 0,
+     .max = 1 << 20,
+     .offset = offsetof(sharc_coll_cfg_t, flight_recorder),
+     .doc = "Collectives each communicator's flight recorder keeps (the last ones: sequence "
+            "number, op, dtype, count, lane, algorithm, state, times; for a running one the "
+            "peers whose data has not arrived), for the dumps of SHARC_FLIGHT_DIR and the "
+            "stall verdict; 0 turns it off."},
+    {.name = "FLIGHT_DIR",
+     .dflt = "",
+     .type = SHARC_CFG_STRING,
+     .offset = offsetof(sharc_coll_cfg_t, flight_dir),
+     .doc = "Directory the flight recorders are dumped to as JSON, one file per rank and "
+            "communicator (sharc-flight.<comm>.r<rank>.json): when a communicator fails or "
+            "times out, when the ranks agree on a stall verdict, on SIGUSR1 with "
+            "SHARC_FLIGHT_SIGNAL, and on sharc_comm_dump. `sharc-perf why DIR` merges them. "
+            "Empty: no dumps but sharc_comm_dump's to a directory it names."},
+    {.name = "FLIGHT_SIGNAL",
+     .dflt = "no",
+     .type = SHARC_CFG_BOOL,
+     .offset = offsetof(sharc_coll_cfg_t, flight_signal),
+     .doc = "Dump every communicator's flight recorder to SHARC_FLIGHT_DIR on SIGUSR1 (a "
+            "scheduler's warning before it kills a job: Slurm's --signal=USR1@60). sharc "
+            "installs the handler with the first communicator; no leaves SIGUSR1 to the "
+            "application."},
+    {.name = "STALL_WARN",
+     .dflt = "60s",
+     .type = SHARC_CFG_TIME,
+     .offset = offsetof(sharc_coll_cfg_t, stall_warn),
+     .doc = "When a collective has waited this long, the ranks compare their flight recorders "
+            "through the store and every rank logs the same verdict: which ranks have not "
+            "posted it and what they last did, or which posted another collective, or whose "
+            "data is not arriving. Well before SHARC_TIMEOUT, whose error then carries the "
+            "verdict."},
 };
 
 const sharc_cfg_table_t sharc_coll_cfg_table =

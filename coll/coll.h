@@ -116,6 +116,8 @@ struct sharc_request {
     const sharc_coll_algo_t *algo;
     sharc_coll_task_state_t state; /* see above; COMPLETE is read without the lock */
     uint64_t seq;                  /* per communicator; the tag of every message of the task */
+    uint64_t ordinal;              /* the communicator's posts before it: its flight entry */
+    double t_post;                 /* when it was started (sharc_time_now) */
     sharc_status_t status;         /* the algorithm's result once DONE */
     double t_start;                /* when it became RUNNING (sharc_time_now) */
     double t_done;                 /* when it became DONE */
@@ -129,6 +131,12 @@ struct sharc_request {
     /* what any algorithm may use; the engine releases them */
     sharc_tp_req_t *reqs;
     size_t nreqs;
+    /* the transport requests the algorithm keeps (sharc_coll_reqs_alloc, the ring's), for the
+     * flight recorder: the receives still in flight say whose data has not arrived */
+    struct {
+        const sharc_tp_req_t *reqs;
+        size_t n;
+    } watch[2];
     char *scratch; /* from sharc_coll_scratch, or NULL; returned when the task is done */
     /* the algorithm's own state: the member of its family */
     union {
@@ -154,6 +162,50 @@ struct sharc_request {
         sharc_coll_stage_t *stage; /* collectives on CUDA buffers staged through host memory */
     } u;
 };
+
+/*
+ * One collective in a communicator's flight recorder (flight.c): a ring of the last
+ * SHARC_FLIGHT_RECORDER collectives, written under the lock as they are started and change
+ * state, read when it is dumped and for the stall verdict.
+ */
+typedef struct {
+    uint64_t ordinal; /* UINT64_MAX: unused */
+    uint64_t seq;
+    const char *algo;
+    size_t count;
+    double t_post, t_start, t_done; /* sharc_time_now's clock; 0: not yet */
+    sharc_status_t status;
+    int8_t type, dtype, op, lane, state;
+} sharc_coll_fr_entry_t;
+
+typedef struct {
+    sharc_coll_fr_entry_t *ring; /* [cap], NULL when the recorder is off */
+    size_t cap;
+} sharc_coll_fr_t;
+
+/*
+ * What one rank's flight recorder says of one communicator on a hang (flight_dump.c): the
+ * ranks exchange it for the stall verdict, so it is plain data, alike on every rank.
+ * Ordinals count the collectives a rank started on the communicator: the n-th of every
+ * rank is the same call of the program, when the ranks agree.
+ */
+#define SHARC_COLL_HEAD_PEERS 8
+typedef struct {
+    int32_t rank;
+    int32_t answered; /* 0: the rank did not answer (in a verdict) */
+    uint64_t posted;  /* collectives it started */
+    /* the last one it started (when posted > 0) */
+    int32_t last_type, last_dtype, last_op, last_state, last_status;
+    uint64_t last_count;
+    double last_age, last_done_age; /* seconds since it started, finished (-1: not yet) */
+    /* the oldest one it has not completed: its ordinal, or posted when there is none */
+    uint64_t stalled;
+    int32_t st_type, st_dtype, st_op, st_lane, st_state;
+    uint64_t st_count;
+    double st_age;                                    /* seconds since it started */
+    int32_t npending, pending[SHARC_COLL_HEAD_PEERS]; /* whose data it still waits for */
+    char host[64];
+} sharc_coll_head_t;
 
 /* Who drives a communicator's progress: whoever tests or waits, or a thread of its own. */
 typedef enum {
@@ -182,9 +234,13 @@ struct sharc_coll_comm {
     const char (*hosts)[SHARC_HOST_MAX];
     pthread_mutex_t lock; /* the queue, and the algorithms' progress; recursive */
     uint64_t seq;
+    uint64_t posts;   /* collectives started so far (their ordinals) */
+    const char *name; /* the communicator's, for flight records */
+    sharc_coll_fr_t fr;
     sharc_coll_task_t *head, *tail;
     sharc_status_t failed; /* SHARC_OK, or why the communicator cannot run collectives */
     char why[192];         /* what failed it, for the messages of later posts */
+    char verdict[1024];    /* the last stall verdict the ranks agreed on, or "" */
     double next_check;     /* when progress next asks the bootstrap whether a rank is gone */
     int explained;         /* it named the rank that is gone */
     /* tasks that ended in an error: a transport may still hold their requests and buffers,
@@ -258,6 +314,10 @@ SHARC_HIDDEN sharc_coll_task_t *sharc_coll_task_new(sharc_coll_comm_t *cc,
  */
 SHARC_HIDDEN sharc_status_t sharc_coll_task_start(sharc_coll_task_t *task);
 
+/* Give a task its ordinal (the communicator's posts before it) and its flight entry (lock
+ * held): at its start, or as it fails to start once its caller holds it. */
+SHARC_HIDDEN void sharc_coll_task_record(sharc_coll_task_t *task);
+
 /* The caller is done with a task (lock held): freed now, or, if it ended in an error, kept
  * until the communicator's transports are gone (they may still write into it). */
 SHARC_HIDDEN void sharc_coll_task_release(sharc_coll_task_t *task);
@@ -326,6 +386,55 @@ SHARC_HIDDEN void sharc_coll_watch(sharc_coll_comm_t *cc);
 /* The host of @p rank, for messages ("?" when unknown). */
 SHARC_HIDDEN const char *sharc_coll_host(const sharc_coll_comm_t *cc, int rank);
 
+/* ---- the flight recorder (flight.c) */
+
+/* A ring of @p cap entries (0: the recorder is off). */
+SHARC_HIDDEN sharc_status_t sharc_coll_fr_init(sharc_coll_fr_t *fr, size_t cap);
+SHARC_HIDDEN void sharc_coll_fr_fini(sharc_coll_fr_t *fr);
+
+/* Record a task that was started, or failed to start (lock held; its ordinal is set). */
+SHARC_HIDDEN void sharc_coll_fr_post(sharc_coll_task_t *task);
+
+/* Record a task's new state (lock held). */
+static inline void sharc_coll_fr_note(const sharc_coll_task_t *task)
+{
+    const sharc_coll_fr_t *fr = &task->cc->fr;
+    sharc_coll_fr_entry_t *e;
+
+    if (fr->cap == 0) {
+        return;
+    }
+    e = &fr->ring[task->ordinal % fr->cap];
+    if (e->ordinal == task->ordinal) {
+        e->state = (int8_t)task->state;
+        e->status = task->status;
+        e->t_start = task->t_start;
+        e->t_done = task->t_done;
+    }
+}
+
+/* The peers whose data @p task still waits for (its receives in flight), at most @p max
+ * into @p peers; how many (lock held). */
+SHARC_HIDDEN int sharc_coll_fr_pending(const sharc_coll_task_t *task, int *peers, int max);
+
+/* This rank's head of @p cc at @p now (lock held). */
+SHARC_HIDDEN void sharc_coll_head(sharc_coll_comm_t *cc, double now, sharc_coll_head_t *head);
+
+/* "posted", "running", "done", "failed", ... for a task state and status. */
+SHARC_HIDDEN const char *sharc_coll_state_name(int state, sharc_status_t status);
+
+/*
+ * Write @p cc's recorder as JSON to @p dir/sharc-flight.<comm>.r<rank>.json (lock held),
+ * saying @p reason (failure, timeout, signal, request, stall); nothing without a @p dir.
+ * Errors are logged.
+ */
+SHARC_HIDDEN sharc_status_t sharc_coll_fr_dump(sharc_coll_comm_t *cc, const char *dir,
+                                               const char *reason);
+
+/* Transport requests of a task's algorithm: task->reqs, @p n of them (NULL: no memory),
+ * watched by the flight recorder. */
+SHARC_HIDDEN sharc_tp_req_t *sharc_coll_reqs_alloc(sharc_coll_task_t *task, size_t n);
+
 /* ---- point-to-point for the algorithms (p2p.c) */
 
 /* Post the send / receive of a task over the communicator's transport. */
@@ -358,7 +467,7 @@ SHARC_HIDDEN sharc_status_t sharc_coll_ring_allgather(sharc_coll_task_t *task,
                                                       sharc_coll_ring_t *ring);
 SHARC_HIDDEN sharc_status_t sharc_coll_ring_reduce_scatter(sharc_coll_task_t *task,
                                                            sharc_coll_ring_t *ring);
-SHARC_HIDDEN void sharc_coll_ring_cleanup(sharc_coll_ring_t *ring);
+SHARC_HIDDEN void sharc_coll_ring_cleanup(sharc_coll_task_t *task, sharc_coll_ring_t *ring);
 
 /* ---- the algorithms, one per file */
 extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_allgather_ring;

@@ -21,10 +21,11 @@
 /* How long a collective that failed on a peer's error waits for the store to name the peer. */
 #define SHARC_COLL_EXPLAIN_S 0.3
 
-void sharc_coll_fail(sharc_coll_comm_t *cc, sharc_status_t status, const char *why)
+/* Fail @p cc (once), without the dump. */
+static int sharc_coll_fail_now(sharc_coll_comm_t *cc, sharc_status_t status, const char *why)
 {
     if (cc->failed != SHARC_OK) {
-        return;
+        return 0;
     }
     cc->failed = status;
     snprintf(cc->why, sizeof(cc->why), "%s", why);
@@ -35,6 +36,21 @@ void sharc_coll_fail(sharc_coll_comm_t *cc, sharc_status_t status, const char *w
     }
     if (cc->gpu_tp != NULL && cc->gpu_ops->abort != NULL) {
         cc->gpu_ops->abort(cc->gpu_tp); /* the device would go on waiting for the peer */
+    }
+    return 1;
+}
+
+/* The recorder to SHARC_FLIGHT_DIR, if set: the communicator failed. */
+static void sharc_coll_fail_dump(sharc_coll_comm_t *cc)
+{
+    sharc_coll_fr_dump(cc, cc->cfg->flight_dir,
+                       cc->failed == SHARC_ERR_TIMEOUT ? "timeout" : "failure");
+}
+
+void sharc_coll_fail(sharc_coll_comm_t *cc, sharc_status_t status, const char *why)
+{
+    if (sharc_coll_fail_now(cc, status, why)) {
+        sharc_coll_fail_dump(cc);
     }
 }
 
@@ -119,6 +135,8 @@ void sharc_coll_fail_task(sharc_coll_task_t *task)
     snprintf(why, sizeof(why), "%s #%llu failed (%s)", sharc_coll_name(task->args.type),
              (unsigned long long)task->seq, sharc_status_string(task->status));
     sharc_error("rank %d: %s: this communicator's collectives fail", cc->rank, why);
-    sharc_coll_fail(cc, task->status, why);
-    sharc_coll_explain(cc);
+    if (sharc_coll_fail_now(cc, task->status, why)) {
+        sharc_coll_explain(cc);
+        sharc_coll_fail_dump(cc); /* (with the cause the store named, when it came) */
+    }
 }

@@ -16,6 +16,7 @@ sharc_status_t sharc_coll_send(sharc_coll_task_t *task, int peer, const void *bu
     sharc_status_t status;
 
     memset(req, 0, sizeof(*req));
+    req->peer = peer;
     status = cc->tp_ops->send(cc->tp, peer, task->seq, buf, bytes, NULL, req);
     return (status == SHARC_INPROGRESS) ? SHARC_OK : status;
 }
@@ -27,6 +28,8 @@ sharc_status_t sharc_coll_recv(sharc_coll_task_t *task, int peer, void *buf, siz
     sharc_status_t status;
 
     memset(req, 0, sizeof(*req));
+    req->peer = peer;
+    req->is_recv = 1;
     status = cc->tp_ops->recv(cc->tp, peer, task->seq, buf, bytes, NULL, req);
     return (status == SHARC_INPROGRESS) ? SHARC_OK : status;
 }
@@ -41,6 +44,8 @@ sharc_status_t sharc_coll_recv_reduce(sharc_coll_task_t *task, int peer, void *d
         return SHARC_ERR_UNSUPPORTED;
     }
     memset(req, 0, sizeof(*req));
+    req->peer = peer;
+    req->is_recv = 1;
     status = cc->tp_ops->recv_reduce(cc->tp, peer, task->seq, dst, src, count, task->args.dtype,
                                      task->args.op, req);
     return (status == SHARC_INPROGRESS) ? SHARC_OK : status;

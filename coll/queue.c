@@ -54,6 +54,7 @@ static void sharc_coll_take_over(sharc_coll_comm_t *cc)
         t->status = status;
         t->state = SHARC_COLL_TASK_DONE;
         t->t_done = sharc_time_now();
+        sharc_coll_task_record(t);
         if (cc->tail != NULL) {
             cc->tail->next = t;
         } else {
@@ -192,6 +193,7 @@ static void sharc_coll_step(sharc_coll_comm_t *cc, sharc_coll_task_t *t)
     if (t->state == SHARC_COLL_TASK_QUEUED) {
         t->state = SHARC_COLL_TASK_RUNNING;
         t->t_start = sharc_time_now();
+        sharc_coll_fr_note(t);
     }
     t->status = (cc->failed != SHARC_OK) ? cc->failed : t->algo->progress(t);
     if (t->status == SHARC_INPROGRESS) {
@@ -199,6 +201,7 @@ static void sharc_coll_step(sharc_coll_comm_t *cc, sharc_coll_task_t *t)
     }
     t->state = SHARC_COLL_TASK_DONE;
     t->t_done = sharc_time_now();
+    sharc_coll_fr_note(t);
     if (t->status == SHARC_OK) {
         /* (a failed task keeps it: a transport may still write into it) */
         sharc_coll_scratch_put(t);
@@ -266,6 +269,7 @@ static int sharc_coll_progress_tasks(sharc_coll_comm_t *cc)
         t->t_complete = sharc_time_now();
         /* release: a test or wait that sees it complete without the lock sees its status */
         __atomic_store_n(&t->state, SHARC_COLL_TASK_COMPLETE, __ATOMIC_RELEASE);
+        sharc_coll_fr_note(t);
         if (t->freed) {
             sharc_coll_task_release(t);
         }

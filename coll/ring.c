@@ -73,21 +73,26 @@ sharc_status_t sharc_coll_ring_init(sharc_coll_task_t *task, sharc_coll_ring_t *
     }
     ring->sreq = calloc(ring->units, sizeof(*ring->sreq));
     ring->rreq = calloc(ring->units, sizeof(*ring->rreq));
+    task->watch[0].reqs = ring->sreq;
+    task->watch[0].n = (ring->sreq != NULL) ? ring->units : 0;
+    task->watch[1].reqs = ring->rreq;
+    task->watch[1].n = (ring->rreq != NULL) ? ring->units : 0;
     if (ring->reducing) {
         ring->scratch = malloc(SHARC_COLL_RS_SLOTS * ring->chunk * ring->esize);
         ring->fused = calloc(ring->units, 1);
     }
     if (ring->sreq == NULL || ring->rreq == NULL ||
         (ring->reducing && (ring->scratch == NULL || ring->fused == NULL))) {
-        sharc_coll_ring_cleanup(ring);
+        sharc_coll_ring_cleanup(task, ring);
         return SHARC_ERR_NOMEM;
     }
     task->await_peer = ring->left;
     return SHARC_OK;
 }
 
-void sharc_coll_ring_cleanup(sharc_coll_ring_t *ring)
+void sharc_coll_ring_cleanup(sharc_coll_task_t *task, sharc_coll_ring_t *ring)
 {
+    task->watch[0].n = task->watch[1].n = 0; /* (the recorder reads them under the lock) */
     free(ring->sreq);
     free(ring->rreq);
     free(ring->scratch);

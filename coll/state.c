@@ -34,11 +34,16 @@ sharc_status_t sharc_coll_comm_create(const sharc_coll_comm_params_t *params,
     cc->gpu_tp = params->gpu_tp;
     cc->gpu_failed = params->gpu_failed;
     cc->hosts = params->hosts;
+    cc->name = params->name != NULL ? params->name : "comm";
     /* recursive: transport callbacks inside progress may reach the engine again */
     sharc_mutex_init_recursive(&cc->lock);
     pthread_cond_init(&cc->cond, NULL);
-    status = sharc_coll_driver_start(cc);
+    status = sharc_coll_fr_init(&cc->fr, (size_t)cc->cfg->flight_recorder);
+    if (status == SHARC_OK) {
+        status = sharc_coll_driver_start(cc);
+    }
     if (status != SHARC_OK) {
+        sharc_coll_fr_fini(&cc->fr);
         pthread_cond_destroy(&cc->cond);
         pthread_mutex_destroy(&cc->lock);
         free(cc);
@@ -86,6 +91,27 @@ void sharc_coll_comm_quiesce(sharc_coll_comm_t *cc)
     sharc_coll_drain(cc);
 }
 
+sharc_status_t sharc_coll_comm_dump(sharc_coll_comm_t *cc, const char *dir)
+{
+    sharc_status_t status;
+
+    if (dir == NULL) {
+        dir = cc->cfg->flight_dir;
+    }
+    if (dir[0] == '\0') {
+        sharc_error("sharc_comm_dump: no directory (pass one, or set SHARC_FLIGHT_DIR)");
+        return SHARC_ERR_INVALID;
+    }
+    if (cc->fr.cap == 0) {
+        sharc_warn("sharc_comm_dump: the flight recorder is off (SHARC_FLIGHT_RECORDER=0): the "
+                   "dump holds no collectives");
+    }
+    sharc_coll_lock(cc);
+    status = sharc_coll_fr_dump(cc, dir, "request");
+    sharc_coll_unlock(cc);
+    return status;
+}
+
 int sharc_coll_comm_failed(const sharc_coll_comm_t *cc)
 {
     return cc != NULL && cc->failed != SHARC_OK;
@@ -106,6 +132,7 @@ void sharc_coll_comm_destroy(sharc_coll_comm_t *cc)
     /* the staging kept between collectives on CUDA buffers (staged.c) */
     sharc_gpu_host_free(cc->pinned);
     sharc_gpu_stream_destroy(cc->stage_stream);
+    sharc_coll_fr_fini(&cc->fr);
     pthread_cond_destroy(&cc->cond);
     pthread_mutex_destroy(&cc->lock);
     if (!cc->scratch_busy) { /* else a task that never finished holds it: leaked with it */

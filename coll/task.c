@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "../src/base/log.h"
+#include "../src/base/util.h"
 #include "coll.h"
 
 sharc_coll_task_t *sharc_coll_task_new(sharc_coll_comm_t *cc, const sharc_coll_args_t *args,
@@ -27,6 +28,13 @@ sharc_coll_task_t *sharc_coll_task_new(sharc_coll_comm_t *cc, const sharc_coll_a
     task->status = SHARC_INPROGRESS;
     task->await_peer = -1;
     return task;
+}
+
+void sharc_coll_task_record(sharc_coll_task_t *task)
+{
+    task->ordinal = task->cc->posts++;
+    task->t_post = sharc_time_now();
+    sharc_coll_fr_post(task);
 }
 
 sharc_status_t sharc_coll_task_start(sharc_coll_task_t *task)
@@ -53,6 +61,7 @@ sharc_status_t sharc_coll_task_start(sharc_coll_task_t *task)
         return status;
     }
     task->state = SHARC_COLL_TASK_QUEUED;
+    sharc_coll_task_record(task);
     if (cc->tail != NULL) {
         cc->tail->next = task;
     } else {

@@ -263,6 +263,7 @@ sharc_status_t sharc_comm_open_coll(sharc_comm_h comm)
         .gpu_tp = comm->gpu_tp,
         .gpu_failed = comm->gpu_failed,
         .hosts = (const char(*)[SHARC_HOST_MAX])comm->hosts,
+        .name = comm->boot->name,
     };
 
     return sharc_coll_comm_create(&params, &comm->coll);
@@ -372,6 +373,14 @@ sharc_status_t sharc_comm_create(sharc_context_h ctx, const sharc_comm_params_t 
 err_free_comm:
     sharc_comm_free(comm);
     return status;
+}
+
+sharc_status_t sharc_comm_dump(sharc_comm_h comm, const char *dir)
+{
+    if (sharc_comm_check(comm, "sharc_comm_dump") != SHARC_OK) {
+        return SHARC_ERR_INVALID;
+    }
+    return sharc_coll_comm_dump(comm->coll, dir);
 }
 
 sharc_status_t sharc_comm_barrier(sharc_comm_h comm)

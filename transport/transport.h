@@ -62,7 +62,9 @@ typedef struct sharc_tp_req {
     sharc_status_t status;
     size_t bytes; /* recv: bytes received */
     void (*cb)(struct sharc_tp_req *req);
-    void *user; /* for the caller */
+    void *user;  /* for the caller */
+    int peer;    /* for the caller: the peer it named (the flight recorder reads it) */
+    int is_recv; /* for the caller: a receive (the flight recorder reads it) */
     /* recv_reduce: the local operand and the reduction (the receive buffer is dst) */
     const void *red_src;
     sharc_dtype_t red_dtype;

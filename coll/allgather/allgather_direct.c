@@ -30,7 +30,7 @@ static sharc_status_t sharc_allgather_direct_init(sharc_coll_task_t *task)
         task->nreqs = 0;
         return SHARC_OK;
     }
-    task->reqs = calloc(2 * task->nreqs, sizeof(*task->reqs));
+    sharc_coll_reqs_alloc(task, 2 * task->nreqs);
     return task->reqs ? SHARC_OK : SHARC_ERR_NOMEM;
 }
 

@@ -29,7 +29,7 @@ static sharc_status_t sharc_allgather_recdbl_init(sharc_coll_task_t *task)
     }
     task->u.rounds.step = 0;
     task->u.rounds.phase = 0;
-    task->reqs = calloc(2, sizeof(*task->reqs));
+    sharc_coll_reqs_alloc(task, 2);
     return task->reqs ? SHARC_OK : SHARC_ERR_NOMEM;
 }
 

@@ -34,7 +34,7 @@ static sharc_status_t sharc_allgather_ring_progress(sharc_coll_task_t *task)
 
 static void sharc_allgather_ring_finalize(sharc_coll_task_t *task)
 {
-    sharc_coll_ring_cleanup(&task->u.ring);
+    sharc_coll_ring_cleanup(task, &task->u.ring);
 }
 
 const sharc_coll_algo_t sharc_coll_allgather_ring = {

@@ -50,7 +50,7 @@ static sharc_status_t sharc_allreduce_ring_progress(sharc_coll_task_t *task)
         if (status != SHARC_OK) {
             return status;
         }
-        sharc_coll_ring_cleanup(&task->u.allreduce_ring.ring);
+        sharc_coll_ring_cleanup(task, &task->u.allreduce_ring.ring);
         sharc_allreduce_ring_layout(task);
         status = sharc_coll_ring_init(task, &task->u.allreduce_ring.ring);
         if (status != SHARC_OK) {
@@ -63,7 +63,7 @@ static sharc_status_t sharc_allreduce_ring_progress(sharc_coll_task_t *task)
 
 static void sharc_allreduce_ring_finalize(sharc_coll_task_t *task)
 {
-    sharc_coll_ring_cleanup(&task->u.allreduce_ring.ring);
+    sharc_coll_ring_cleanup(task, &task->u.allreduce_ring.ring);
 }
 
 const sharc_coll_algo_t sharc_coll_allreduce_ring = {

@@ -24,7 +24,7 @@ static sharc_status_t sharc_alltoall_direct_init(sharc_coll_task_t *task)
     task->u.direct.phase = 0;
     task->nreqs = (bytes == 0) ? 0 : n - 1;
     if (task->nreqs > 0) {
-        task->reqs = calloc(2 * task->nreqs, sizeof(*task->reqs));
+        sharc_coll_reqs_alloc(task, 2 * task->nreqs);
         if (task->reqs == NULL) {
             return SHARC_ERR_NOMEM;
         }

@@ -38,7 +38,7 @@ static sharc_status_t sharc_alltoall_pairwise_init(sharc_coll_task_t *task)
     if (bytes == 0) {
         return SHARC_OK;
     }
-    task->reqs = calloc(2 * n, sizeof(*task->reqs));
+    sharc_coll_reqs_alloc(task, 2 * n);
     if (task->reqs == NULL) {
         return SHARC_ERR_NOMEM;
     }

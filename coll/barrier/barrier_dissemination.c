@@ -24,7 +24,7 @@ static sharc_status_t sharc_barrier_dissemination_init(sharc_coll_task_t *task)
     if (steps == 0) {
         return SHARC_OK;
     }
-    task->reqs = calloc(2 * steps, sizeof(*task->reqs));
+    sharc_coll_reqs_alloc(task, 2 * steps);
     return task->reqs ? SHARC_OK : SHARC_ERR_NOMEM;
 }
 

@@ -27,8 +27,8 @@ static sharc_status_t sharc_broadcast_binomial_init(sharc_coll_task_t *task)
         levels++;
     }
     task->u.direct.phase = 0;
-    task->nreqs = 0;                                      /* sends posted so far */
-    task->reqs = calloc(levels + 1, sizeof(*task->reqs)); /* [0]: the receive */
+    task->nreqs = 0;                         /* sends posted so far */
+    sharc_coll_reqs_alloc(task, levels + 1); /* [0]: the receive */
     return task->reqs ? SHARC_OK : SHARC_ERR_NOMEM;
 }
 

@@ -29,7 +29,7 @@ static sharc_status_t sharc_broadcast_chain_init(sharc_coll_task_t *task)
     if (task->nreqs == 0) {
         return SHARC_OK;
     }
-    task->reqs = calloc(2 * task->nreqs, sizeof(*task->reqs)); /* receives, then sends */
+    sharc_coll_reqs_alloc(task, 2 * task->nreqs); /* receives, then sends */
     if (task->reqs == NULL) {
         return SHARC_ERR_NOMEM;
     }

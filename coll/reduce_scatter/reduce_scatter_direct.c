@@ -20,7 +20,7 @@ static sharc_status_t sharc_reduce_scatter_direct_init(sharc_coll_task_t *task)
 
     task->u.direct.phase = 0;
     task->nreqs = n - 1;
-    task->reqs = calloc(2 * n, sizeof(*task->reqs));
+    sharc_coll_reqs_alloc(task, 2 * n);
     sharc_coll_scratch(task, n * bytes + 1); /* slot p: rank p's block; slot r: the sum */
     return (task->reqs && task->scratch) ? SHARC_OK : SHARC_ERR_NOMEM;
 }

@@ -26,7 +26,7 @@ static sharc_status_t sharc_reduce_scatter_rechalf_init(sharc_coll_task_t *task)
         return SHARC_ERR_UNSUPPORTED; /* the selection only picks it for powers of two */
     }
     sharc_coll_scratch(task, (n + n / 2) * bytes + 1);
-    task->reqs = calloc(2, sizeof(*task->reqs));
+    sharc_coll_reqs_alloc(task, 2);
     if (task->scratch == NULL || task->reqs == NULL) {
         return SHARC_ERR_NOMEM;
     }

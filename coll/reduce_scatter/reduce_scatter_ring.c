@@ -40,7 +40,7 @@ static sharc_status_t sharc_reduce_scatter_ring_progress(sharc_coll_task_t *task
 
 static void sharc_reduce_scatter_ring_finalize(sharc_coll_task_t *task)
 {
-    sharc_coll_ring_cleanup(&task->u.ring);
+    sharc_coll_ring_cleanup(task, &task->u.ring);
 }
 
 const sharc_coll_algo_t sharc_coll_reduce_scatter_ring = {

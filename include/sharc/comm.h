@@ -117,6 +117,18 @@ SHARC_API sharc_status_t sharc_comm_split(sharc_comm_h comm, int color, int key,
 SHARC_API sharc_status_t sharc_comm_barrier(sharc_comm_h comm);
 
 /**
+ * Dump @p comm's flight recorder (the last SHARC_FLIGHT_RECORDER collectives this rank
+ * started on it: op, dtype, count, lane, algorithm, state, times, and for a running one the
+ * peers whose data has not arrived) as JSON to @p dir/sharc-flight.<comm>.r<rank>.json, the
+ * file `sharc-perf why` merges. Not collective; may be called while collectives are in
+ * flight, from any thread.
+ * @param[in] dir  a directory, or NULL for SHARC_FLIGHT_DIR.
+ * @return SHARC_OK; SHARC_ERR_INVALID for a NULL @p comm or no directory; SHARC_ERR_IO
+ *         when the file cannot be written (logged).
+ */
+SHARC_API sharc_status_t sharc_comm_dump(sharc_comm_h comm, const char *dir);
+
+/**
  * Destroy a communicator. Not collective, but rank 0 of a store-based communicator waits
  * (at most SHARC_BOOTSTRAP_TIMEOUT) until the other ranks have left the store before it
  * closes it. NULL is a no-op.

@@ -6,6 +6,7 @@
 
 #define SHARC_THIS_SUBSYS SHARC_SUBSYS_BOOT
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,6 +63,10 @@ static const sharc_boot_ops_t sharc_boot_single_ops = {
     .destroy = sharc_single_destroy,
 };
 
+/* One-rank communicators made by this process, for their names (their flight dumps do not
+ * collide). */
+static unsigned sharc_single_made;
+
 sharc_status_t sharc_boot_single_create(const sharc_cfg_t *cfg, sharc_boot_t **boot_p)
 {
     sharc_boot_t *boot = calloc(1, sizeof(*boot));
@@ -71,6 +76,8 @@ sharc_status_t sharc_boot_single_create(const sharc_cfg_t *cfg, sharc_boot_t **b
     }
     boot->ops = &sharc_boot_single_ops;
     boot->mode = SHARC_BOOTSTRAP_SINGLE;
+    snprintf(boot->name, sizeof(boot->name), "single.%u",
+             __atomic_fetch_add(&sharc_single_made, 1, __ATOMIC_RELAXED));
     boot->rank = 0;
     boot->size = 1;
     boot->timeout = cfg ? sharc_boot_cfg(cfg)->timeout : 0;

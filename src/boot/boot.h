@@ -72,6 +72,7 @@ struct sharc_boot {
     sharc_bootstrap_t mode;
     int rank, size;
     double timeout; /* seconds, for every wait */
+    char name[128]; /* the communicator's, alike on every rank: "w0", "w0.3c1", "mpi.2" */
     int failed;     /* set before destroy when its communicator failed: nobody waits for
                      * the others to leave (the store's rank 0 stops at once) */
 };

@@ -11,6 +11,7 @@
 
 #include <mpi.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -312,6 +313,10 @@ static const sharc_boot_ops_t sharc_boot_mpi_ops = {
     .destroy = sharc_bm_destroy,
 };
 
+/* MPI communicators this process made; every rank makes them in the same order, so the
+ * n-th has one name on every rank ("mpi.<n>", for flight dumps). */
+static unsigned sharc_bm_made;
+
 /* Wrap @p comm (owned from now on) in a bootstrap; takes an MPI user reference. */
 static sharc_status_t sharc_bm_wrap(const sharc_cfg_t *cfg, double timeout, MPI_Comm comm,
                                     sharc_boot_t **boot_p)
@@ -331,6 +336,8 @@ static sharc_status_t sharc_bm_wrap(const sharc_cfg_t *cfg, double timeout, MPI_
     bm->super.ops = &sharc_boot_mpi_ops;
     bm->super.mode = SHARC_BOOTSTRAP_MPI;
     bm->super.timeout = timeout;
+    snprintf(bm->super.name, sizeof(bm->super.name), "mpi.%u",
+             __atomic_fetch_add(&sharc_bm_made, 1, __ATOMIC_RELAXED));
     bm->comm = comm;
     MPI_Comm_rank(comm, &bm->super.rank);
     MPI_Comm_size(comm, &bm->super.size);

@@ -235,6 +235,7 @@ static sharc_status_t sharc_boot_store_open(sharc_store_shared_t *shared, const 
     bs->super.size = size;
     bs->super.timeout = timeout;
     snprintf(bs->ns, sizeof(bs->ns), "%s", ns);
+    snprintf(bs->super.name, sizeof(bs->super.name), "%s", ns);
     status = sharc_store_connect(shared->host, shared->port, shared->digest, ns, rank, size,
                                  timeout, shared->max_msg, &bs->client);
     if (status != SHARC_OK) {

@@ -1,0 +1,60 @@
+#!/bin/bash
+# The flight recorder (tests/coll/test_flight.c): a dump on request holds every collective
+# of the rank, in order, with its op, size, state and times; a hang (one rank skips an
+# all-reduce) dumps, at SHARC_TIMEOUT, the ranks that waited with the stalled all-reduce
+# and the rank they waited for, and the rank that skipped it with one collective fewer.
+. "$(dirname "$0")/../lib.sh"
+
+command -v python3 > /dev/null || { echo "SKIP: no python3"; exit 77; }
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+check_json() { # check_json DESCRIPTION PYTHON: the dumps in $dir pass the Python checks
+    local what=$1 code=$2
+    run_ok "$what" python3 - "$dir" <<PY
+import glob, json, sys
+dumps = {}
+for path in glob.glob(sys.argv[1] + "/sharc-flight.*.json"):
+    d = json.load(open(path))
+    dumps[d["rank"]] = d
+$code
+PY
+}
+
+for n in 1 3; do
+    rm -f "$dir"/*
+    run_ok "dump on request, $n rank(s)" "$LAUNCH" --mode env -n $n -- \
+        "$BIN/coll/test_flight" dump "$dir"
+    check_json "the dumps of $n rank(s) hold every collective" "
+assert sorted(dumps) == list(range($n)), sorted(dumps)
+for r, d in dumps.items():
+    assert d['reason'] == 'request' and d['size'] == $n, d
+    ops = [e['op'] for e in d['entries']]
+    assert ops == ['allreduce'] * 10 + ['allgather'] * 3 + ['broadcast'], ops
+    assert [e['ordinal'] for e in d['entries']] == list(range(14))
+    assert all(e['state'] == 'complete' for e in d['entries']), d['entries']
+    assert d['entries'][0]['count'] == 64 and d['entries'][0]['dtype'] == 'f32'
+    assert d['head']['posted'] == 14 and d['head']['oldest_incomplete'] is None
+    assert all(e['posted_s_ago'] >= e['done_s_ago'] >= 0 for e in d['entries'])
+"
+done
+
+rm -f "$dir"/*
+run_ok_match "a rank skips an all-reduce: the others time out" \
+    "rank 0: the 8th all-reduce timed out.*rank 2: skipped one, idled, dumped" \
+    env SHARC_TIMEOUT=3s SHARC_FLIGHT_DIR="$dir" SHARCTEST_IDLE=6 SHARC_STALL_WARN=1h \
+    "$LAUNCH" --mode env -n 3 -- "$BIN/coll/test_flight" skip 2
+check_json "the dumps say which collective hung and whom it waited for" "
+assert sorted(dumps) == [0, 1, 2], sorted(dumps)
+for r in (0, 1):
+    d = dumps[r]
+    assert d['reason'] == 'timeout', d['reason']
+    assert len(d['entries']) == 8 and d['head']['posted'] == 8
+    last = d['entries'][-1]
+    assert last['state'] in ('running', 'failed') and last['op'] == 'allreduce', last
+    stuck = d['head']['oldest_incomplete']
+    assert stuck is None or stuck['ordinal'] == 7, stuck
+skip = dumps[2]
+assert skip['reason'] == 'request' and skip['head']['posted'] == 7, skip['head']
+assert all(e['state'] == 'complete' for e in skip['entries'])
+"
+finish
