@@ -16,6 +16,7 @@
 #include "../transport/transport.h"
 
 typedef struct sharc_coll_comm sharc_coll_comm_t; /* one communicator's collective state */
+typedef struct sharc_coll_watchdog sharc_coll_watchdog_t; /* a context's watchdog */
 
 /* The collective layer's knobs (cfg.c holds their table). */
 typedef struct {
@@ -57,7 +58,18 @@ typedef struct {
     sharc_status_t gpu_failed;
     const char (*hosts)[SHARC_HOST_MAX]; /* [size]: every rank's host, for messages */
     const char *name; /* the communicator's name, alike on every rank (its flight dumps) */
+    sharc_coll_watchdog_t *watchdog; /* its context's, or NULL */
 } sharc_coll_comm_params_t;
+
+/*
+ * A context's watchdog (watchdog.c): a thread that keeps its communicators' store heartbeats
+ * going, asks for and answers stall verdicts, and dumps the flight recorders on SIGUSR1
+ * (SHARC_FLIGHT_SIGNAL). Communicators join it when made and leave it before their end.
+ */
+SHARC_HIDDEN sharc_status_t sharc_coll_watchdog_create(const sharc_cfg_t *cfg,
+                                                       sharc_coll_watchdog_t **wd_p);
+/* After every communicator has left it. NULL is a no-op. */
+SHARC_HIDDEN void sharc_coll_watchdog_destroy(sharc_coll_watchdog_t *wd);
 
 /* Make a communicator's collective state (and its progress thread, if configured). */
 SHARC_HIDDEN sharc_status_t sharc_coll_comm_create(const sharc_coll_comm_params_t *params,

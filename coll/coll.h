@@ -238,11 +238,14 @@ struct sharc_coll_comm {
     const char *name; /* the communicator's, for flight records */
     sharc_coll_fr_t fr;
     sharc_coll_task_t *head, *tail;
-    sharc_status_t failed; /* SHARC_OK, or why the communicator cannot run collectives */
-    char why[192];         /* what failed it, for the messages of later posts */
-    char verdict[1024];    /* the last stall verdict the ranks agreed on, or "" */
-    double next_check;     /* when progress next asks the bootstrap whether a rank is gone */
-    int explained;         /* it named the rank that is gone */
+    sharc_status_t failed;           /* SHARC_OK, or why the communicator cannot run collectives */
+    char why[192];                   /* what failed it, for the messages of later posts */
+    char verdict[1024];              /* the last stall verdict the ranks agreed on, or "" */
+    uint64_t verdict_ordinal;        /* the collective it is about (atomic; UINT64_MAX: none) */
+    uint64_t stall_asked;            /* the last stalled ordinal a verdict was asked for */
+    sharc_coll_watchdog_t *watchdog; /* the context's, while this communicator is in it */
+    double next_check; /* when progress next asks the bootstrap whether a rank is gone */
+    int explained;     /* it named the rank that is gone */
     /* tasks that ended in an error: a transport may still hold their requests and buffers,
      * so they are freed only with the communicator, after its transports */
     sharc_coll_task_t *graveyard;
@@ -430,6 +433,31 @@ SHARC_HIDDEN const char *sharc_coll_state_name(int state, sharc_status_t status)
  */
 SHARC_HIDDEN sharc_status_t sharc_coll_fr_dump(sharc_coll_comm_t *cc, const char *dir,
                                                const char *reason);
+
+/* ---- the watchdog (watchdog.c) and the live verdict (stall.c) */
+
+/* Join / leave the watchdog (at creation; before the transports go). */
+SHARC_HIDDEN sharc_status_t sharc_coll_watchdog_add(sharc_coll_watchdog_t *wd,
+                                                    sharc_coll_comm_t *cc);
+SHARC_HIDDEN void sharc_coll_watchdog_remove(sharc_coll_watchdog_t *wd, sharc_coll_comm_t *cc);
+
+/* The watchdog's turn for @p cc: answer a verdict round the store announced, and ask for
+ * one when a collective has waited past SHARC_STALL_WARN. */
+SHARC_HIDDEN void sharc_coll_stall_check(sharc_coll_comm_t *cc);
+
+
+/* ---- the stall verdict (verdict.c) */
+
+/*
+ * Why collective work of communicator @p comm is stalled, from the heads of its @p n ranks
+ * (heads[r] is rank r's; answered 0: it did not answer) and, for ranks that did not answer,
+ * their hosts as the communicator recorded them (@p hosts may be NULL): one paragraph into
+ * @p buf, the same from the same heads on every rank. Returns the rank whose head set the
+ * stalled collective, or -1 when none is stalled.
+ */
+SHARC_HIDDEN int sharc_coll_verdict(const sharc_coll_head_t *heads, int n,
+                                    const char (*hosts)[SHARC_HOST_MAX], const char *comm,
+                                    char *buf, size_t size);
 
 /* Transport requests of a task's algorithm: task->reqs, @p n of them (NULL: no memory),
  * watched by the flight recorder. */

@@ -76,7 +76,8 @@ static sharc_status_t sharc_coll_wait_step(sharc_request_h req, int *moved_p)
     return status;
 }
 
-/* @p req ran past SHARC_TIMEOUT: the communicator fails, naming the peer it waited for. */
+/* @p req ran past SHARC_TIMEOUT: the communicator fails, naming the peer it waited for and
+ * carrying the ranks' verdict. */
 static sharc_status_t sharc_coll_wait_timed_out(sharc_request_h req, double timeout)
 {
     sharc_coll_comm_t *cc = req->cc;
@@ -88,9 +89,11 @@ static sharc_status_t sharc_coll_wait_timed_out(sharc_request_h req, double time
                  sharc_coll_host(cc, req->await_peer));
     }
     sharc_error("rank %d: %s #%llu (%zu %s) did not complete within %.0f s "
-                "(SHARC_TIMEOUT)%s; the communicator is failed",
+                "(SHARC_TIMEOUT)%s; the communicator is failed%s%s",
                 cc->rank, sharc_coll_name(req->args.type), (unsigned long long)req->seq,
-                req->args.count, sharc_dtype_name(req->args.dtype), timeout, peer);
+                req->args.count, sharc_dtype_name(req->args.dtype), timeout, peer,
+                cc->verdict_ordinal == req->ordinal ? ". The ranks' verdict: " : "",
+                cc->verdict_ordinal == req->ordinal ? cc->verdict : "");
     sharc_coll_fail(cc, SHARC_ERR_TIMEOUT, "a collective timed out (SHARC_TIMEOUT)");
     sharc_coll_unlock(cc);
     return SHARC_ERR_TIMEOUT;

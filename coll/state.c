@@ -7,6 +7,7 @@
 
 #define SHARC_THIS_SUBSYS SHARC_SUBSYS_COLL
 
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "../src/base/gpu.h"
@@ -35,12 +36,19 @@ sharc_status_t sharc_coll_comm_create(const sharc_coll_comm_params_t *params,
     cc->gpu_failed = params->gpu_failed;
     cc->hosts = params->hosts;
     cc->name = params->name != NULL ? params->name : "comm";
+    cc->verdict_ordinal = cc->stall_asked = UINT64_MAX;
     /* recursive: transport callbacks inside progress may reach the engine again */
     sharc_mutex_init_recursive(&cc->lock);
     pthread_cond_init(&cc->cond, NULL);
     status = sharc_coll_fr_init(&cc->fr, (size_t)cc->cfg->flight_recorder);
     if (status == SHARC_OK) {
         status = sharc_coll_driver_start(cc);
+    }
+    if (status == SHARC_OK && params->watchdog != NULL) {
+        status = sharc_coll_watchdog_add(params->watchdog, cc);
+        if (status != SHARC_OK) {
+            sharc_coll_driver_stop(cc);
+        }
     }
     if (status != SHARC_OK) {
         sharc_coll_fr_fini(&cc->fr);
@@ -86,6 +94,9 @@ void sharc_coll_comm_quiesce(sharc_coll_comm_t *cc)
 {
     if (cc == NULL) {
         return;
+    }
+    if (cc->watchdog != NULL) { /* before the communicator's parts go */
+        sharc_coll_watchdog_remove(cc->watchdog, cc);
     }
     sharc_coll_driver_stop(cc);
     sharc_coll_drain(cc);

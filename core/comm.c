@@ -265,8 +265,9 @@ sharc_status_t sharc_comm_open_coll(sharc_comm_h comm)
         .hosts = (const char(*)[SHARC_HOST_MAX])comm->hosts,
         .name = comm->boot->name,
     };
+    sharc_status_t status = sharc_context_watchdog(comm->ctx, &params.watchdog);
 
-    return sharc_coll_comm_create(&params, &comm->coll);
+    return (status == SHARC_OK) ? sharc_coll_comm_create(&params, &comm->coll) : status;
 }
 
 sharc_status_t sharc_comm_stream_set(sharc_comm_h comm, void *stream)

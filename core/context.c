@@ -18,9 +18,24 @@ void sharc_context_get(sharc_context_h ctx)
     __atomic_add_fetch(&ctx->refs, 1, __ATOMIC_RELAXED);
 }
 
+sharc_status_t sharc_context_watchdog(sharc_context_h ctx, sharc_coll_watchdog_t **wd_p)
+{
+    sharc_status_t status = SHARC_OK;
+
+    pthread_mutex_lock(&ctx->lock);
+    if (ctx->watchdog == NULL) {
+        status = sharc_coll_watchdog_create(ctx->cfg, &ctx->watchdog);
+    }
+    *wd_p = ctx->watchdog;
+    pthread_mutex_unlock(&ctx->lock);
+    return status;
+}
+
 void sharc_context_put(sharc_context_h ctx)
 {
     if (__atomic_sub_fetch(&ctx->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+        sharc_coll_watchdog_destroy(ctx->watchdog); /* (every communicator has left it) */
+        pthread_mutex_destroy(&ctx->lock);
         sharc_coll_tune_destroy(ctx->tune);
         sharc_mem_table_destroy(ctx->mem);
         sharc_config_destroy(ctx->config);

@@ -5,6 +5,7 @@
 #ifndef SHARC_CONTEXT_INT_H
 #define SHARC_CONTEXT_INT_H
 
+#include <pthread.h>
 #include <sharc/context.h>
 
 #include "../src/base/config_int.h"
@@ -13,13 +14,17 @@
 
 /* SHARC_TUNE_FILE's rules (coll/tune.h), loaded through coll/api.h, read by selection. */
 typedef struct sharc_coll_tune sharc_coll_tune_t;
+/* The watchdog of the context's communicators (coll/api.h). */
+typedef struct sharc_coll_watchdog sharc_coll_watchdog_t;
 
 struct sharc_context {
     int refs; /* atomic: the caller's plus one per communicator */
     sharc_config_h config;
-    const sharc_cfg_t *cfg;  /* parsed view of config */
-    sharc_mem_table_t *mem;  /* buffers from sharc_mem_alloc */
-    sharc_coll_tune_t *tune; /* SHARC_TUNE_FILE's rules, or NULL for none */
+    const sharc_cfg_t *cfg;          /* parsed view of config */
+    sharc_mem_table_t *mem;          /* buffers from sharc_mem_alloc */
+    sharc_coll_tune_t *tune;         /* SHARC_TUNE_FILE's rules, or NULL for none */
+    pthread_mutex_t lock;            /* its watchdog's making */
+    sharc_coll_watchdog_t *watchdog; /* made with its first communicator (coll/watchdog.c) */
 };
 
 /* ---- the core's knobs (config.c) */
@@ -42,5 +47,9 @@ static inline const sharc_core_cfg_t *sharc_core_cfg(const sharc_cfg_t *cfg)
 
 SHARC_HIDDEN void sharc_context_get(sharc_context_h ctx);
 SHARC_HIDDEN void sharc_context_put(sharc_context_h ctx);
+
+/* The context's watchdog, made with its first communicator. */
+SHARC_HIDDEN sharc_status_t sharc_context_watchdog(sharc_context_h ctx,
+                                                   sharc_coll_watchdog_t **wd_p);
 
 #endif

@@ -152,6 +152,22 @@ static const sharc_cfg_field_t sharc_boot_cfg_fields[] = {
      .max = 1L << 30,
      .offset = offsetof(sharc_boot_cfg_t, max_msg),
      .doc = "Largest message the store accepts; bigger ones are rejected as garbage."},
+    {.name = "BOOTSTRAP_HEARTBEAT",
+     .dflt = "2s",
+     .type = SHARC_CFG_TIME,
+     .offset = offsetof(sharc_boot_cfg_t, heartbeat),
+     .doc = "How often each rank of a store-based communicator tells the store it is alive, "
+            "from a thread of its own (the store answers, which tells the rank the store is "
+            "alive too)."},
+    {.name = "BOOTSTRAP_HEARTBEAT_TIMEOUT",
+     .dflt = "15s",
+     .type = SHARC_CFG_TIME,
+     .offset = offsetof(sharc_boot_cfg_t, heartbeat_timeout),
+     .doc = "A silence this long names a rank gone (the store tells its communicators, whose "
+            "collectives then fail naming it and its host) or, seen from a rank, the store "
+            "(rank 0's node unreachable): a node cut off by a partition or a dead link is found "
+            "in this time, not at SHARC_TIMEOUT. A process that stops this long (a debugger, "
+            "SIGSTOP) counts as gone."},
 };
 
 const sharc_cfg_table_t sharc_boot_cfg_table =

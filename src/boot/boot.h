@@ -9,6 +9,7 @@
 #define SHARC_BOOT_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sharc/comm.h>
 #include <sharc/launch.h>
 
@@ -23,8 +24,10 @@ typedef struct {
     double timeout;    /* seconds, for every bootstrap step */
     const char *token; /* "" for derived */
     const char *bind_addr;
-    int port;       /* 0: derive */
-    size_t max_msg; /* bytes */
+    int port;                 /* 0: derive */
+    size_t max_msg;           /* bytes */
+    double heartbeat;         /* seconds between heartbeats to the store */
+    double heartbeat_timeout; /* a silence this long names a rank, or the store, gone */
 } sharc_boot_cfg_t;
 
 extern SHARC_HIDDEN const sharc_cfg_table_t sharc_boot_cfg_table;
@@ -65,6 +68,24 @@ typedef struct {
     /** Optional. Not collective: tell every rank that @p rank is gone (this rank's transport
      *  lost it), so that their collectives fail at once too. */
     void (*report)(sharc_boot_t *boot, int rank);
+    /**
+     * Optional (NULL: this bootstrap has no liveness of its own). From a thread of the
+     * rank's own, every half interval or so: heartbeats both ways (sharc_store_keepalive),
+     * so that a rank or a store that falls silent is named gone through check(). Never
+     * blocks on a request of another thread.
+     */
+    void (*keepalive)(sharc_boot_t *boot, double interval, double silent_max);
+    /**
+     * Optional (NULL: no live verdict). The stall verdict's exchange (coll/stall.c): stall()
+     * asks every rank for its head about collective @p ordinal; round() says, without
+     * blocking, that such a round was asked for (1, with its number and ordinal); exchange()
+     * gives this rank's head of @p len bytes and gathers every rank's within @p timeout,
+     * present[r] = 0 for ranks that did not answer.
+     */
+    void (*stall)(sharc_boot_t *boot, uint64_t ordinal);
+    int (*round)(sharc_boot_t *boot, uint32_t *round_p, uint64_t *ordinal_p);
+    sharc_status_t (*exchange)(sharc_boot_t *boot, uint32_t round, const void *mine, void *all,
+                               size_t len, double timeout, unsigned char *present);
 } sharc_boot_ops_t;
 
 struct sharc_boot {
@@ -164,6 +185,13 @@ static inline void sharc_boot_report(sharc_boot_t *boot, int rank)
 {
     if (boot->ops->report != NULL) {
         boot->ops->report(boot, rank);
+    }
+}
+
+static inline void sharc_boot_keepalive(sharc_boot_t *boot, double interval, double silent_max)
+{
+    if (boot->ops->keepalive != NULL) {
+        boot->ops->keepalive(boot, interval, silent_max);
     }
 }
 

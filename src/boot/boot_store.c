@@ -208,6 +208,33 @@ static void sharc_bs_report(sharc_boot_t *boot, int rank)
     sharc_store_report(((sharc_boot_store_t *)boot)->client, rank);
 }
 
+static void sharc_bs_keepalive(sharc_boot_t *boot, double interval, double silent_max)
+{
+    sharc_store_keepalive(((sharc_boot_store_t *)boot)->client, interval, silent_max);
+}
+
+static void sharc_bs_stall(sharc_boot_t *boot, uint64_t ordinal)
+{
+    sharc_store_stall(((sharc_boot_store_t *)boot)->client, ordinal);
+}
+
+static int sharc_bs_round(sharc_boot_t *boot, uint32_t *round_p, uint64_t *ordinal_p)
+{
+    return sharc_store_round(((sharc_boot_store_t *)boot)->client, round_p, ordinal_p);
+}
+
+static sharc_status_t sharc_bs_exchange(sharc_boot_t *boot, uint32_t round, const void *mine,
+                                        void *all, size_t len, double timeout,
+                                        unsigned char *present)
+{
+    sharc_boot_store_t *bs = (sharc_boot_store_t *)boot;
+    char prefix[160];
+
+    snprintf(prefix, sizeof(prefix), "%s/v%u", bs->ns, round);
+    return sharc_store_exchange(bs->client, prefix, (uint32_t)boot->size, (uint32_t)boot->rank,
+                                mine, all, len, timeout, present);
+}
+
 static const sharc_boot_ops_t sharc_boot_store_ops = {
     .name = "store",
     .allgather = sharc_bs_allgather,
@@ -218,6 +245,10 @@ static const sharc_boot_ops_t sharc_boot_store_ops = {
     .destroy = sharc_bs_destroy,
     .check = sharc_bs_check,
     .report = sharc_bs_report,
+    .keepalive = sharc_bs_keepalive,
+    .stall = sharc_bs_stall,
+    .round = sharc_bs_round,
+    .exchange = sharc_bs_exchange,
 };
 
 /* Connect one communicator's bootstrap; takes a reference on @p shared on success. */

@@ -77,6 +77,36 @@ SHARC_HIDDEN sharc_status_t sharc_store_poll(sharc_store_client_t *client, int *
  *  so is the report while another thread's request holds the connection. */
 SHARC_HIDDEN void sharc_store_report(sharc_store_client_t *client, int rank);
 
+/*
+ * Heartbeats (from a thread of the rank's own, while the communicator lives): send one when
+ * @p interval has passed since the last, with @p silent_max, the silence after which the
+ * store declares this rank gone; take what the store sent meanwhile; and when the store has
+ * not answered for @p silent_max, it is lost: the poll says so (rank 0, which serves it,
+ * named unreachable), and every later call fails. Never waits for a request of another
+ * thread.
+ */
+SHARC_HIDDEN void sharc_store_keepalive(sharc_store_client_t *client, double interval,
+                                        double silent_max);
+
+/* Ask for a verdict round: the collective of @p ordinal has waited past SHARC_STALL_WARN.
+ * Not logged; skipped while a request of another thread holds the connection. */
+SHARC_HIDDEN void sharc_store_stall(sharc_store_client_t *client, uint64_t ordinal);
+
+/* Whether the store announced a verdict round this rank has not answered: 1 with its
+ * number and stalled ordinal (taken), else 0. Never blocks. */
+SHARC_HIDDEN int sharc_store_round(sharc_store_client_t *client, uint32_t *round_p,
+                                   uint64_t *ordinal_p);
+
+/*
+ * Rank @p me of @p n sets @p mine (@p len bytes) under "<prefix>/<me>" and gathers every
+ * rank's within @p timeout: out[i] and present[i] = 1 for those that came, present[i] = 0
+ * for the others. Not logged (the verdict says who did not answer).
+ */
+SHARC_HIDDEN sharc_status_t sharc_store_exchange(sharc_store_client_t *client, const char *prefix,
+                                                 uint32_t n, uint32_t me, const void *mine,
+                                                 void *out, size_t len, double timeout,
+                                                 unsigned char *present);
+
 /** Say BYE and close. NULL is a no-op. */
 SHARC_HIDDEN void sharc_store_close(sharc_store_client_t *client);
 

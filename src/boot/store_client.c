@@ -4,8 +4,8 @@
  * answers a gather with a TIMEOUT reply listing the missing ranks at the bootstrap timeout,
  * and the client gives up a few seconds after that if even that reply does not come. After
  * any failure the connection is marked broken and every later call fails at once. Between
- * replies the server may send a NOTICE that a rank of the communicator is gone; it is kept,
- * and sharc_store_poll hands it out without blocking.
+ * replies the server may send unasked messages (a rank gone, a heartbeat's answer, a verdict
+ * round): store_watch.c takes them, with the heartbeats and the poll.
  */
 #include "config.h"
 
@@ -23,26 +23,11 @@
 #include "../base/log.h"
 #include "../base/util.h"
 #include "sock.h"
-#include "store.h"
-#include "store_proto.h"
-
-/* Extra seconds past the server-side deadline before the client stops waiting itself. */
-#define SHARC_STORE_CLIENT_GRACE 5.0
-
-struct sharc_store_client {
-    pthread_mutex_t lock; /* one request at a time; the poll does not wait for it */
-    int fd;
-    int rank;
-    int broken;
-    int lost_rank, lost_by; /* from a NOTICE (or the lost store: rank 0), -1 for none */
-    double timeout;
-    size_t max_msg;
-    char addr[SHARC_SOCK_HOST_MAX + 16];
-};
+#include "store_client.h"
 
 /* Send one message: not logged; TIMEOUT or IO (errno set). */
-static sharc_status_t sharc_store_send_raw(int fd, uint8_t op, const char *key, const void *val,
-                                           size_t len, double deadline)
+sharc_status_t sharc_store_send_raw(int fd, uint8_t op, const char *key, const void *val,
+                                    size_t len, double deadline)
 {
     size_t klen = strlen(key);
     unsigned char hdr[SHARC_STORE_HDR_SIZE];
@@ -66,10 +51,14 @@ static sharc_status_t sharc_store_send_raw(int fd, uint8_t op, const char *key, 
 }
 
 /* Send one request; failures are logged and break the connection. */
-static sharc_status_t sharc_store_send_msg(sharc_store_client_t *c, uint8_t op, const char *key,
-                                           const void *val, size_t len, double deadline)
+sharc_status_t sharc_store_send_msg(sharc_store_client_t *c, uint8_t op, const char *key,
+                                    const void *val, size_t len, double deadline)
 {
-    sharc_status_t status = sharc_store_send_raw(c->fd, op, key, val, len, deadline);
+    sharc_status_t status;
+
+    pthread_mutex_lock(&c->send_lock); /* (the heartbeat sends between requests' messages) */
+    status = sharc_store_send_raw(c->fd, op, key, val, len, deadline);
+    pthread_mutex_unlock(&c->send_lock);
 
     if (status != SHARC_OK) {
         c->broken = 1;
@@ -85,26 +74,13 @@ static sharc_status_t sharc_store_send_msg(sharc_store_client_t *c, uint8_t op, 
     return SHARC_OK;
 }
 
-/* A NOTICE's value, after its header: who is lost, and who said so. The first one counts. */
-static sharc_status_t sharc_store_take_notice(sharc_store_client_t *c, double deadline)
-{
-    uint32_t v[2];
-    sharc_status_t status = sharc_sock_recv(c->fd, v, sizeof(v), deadline);
-
-    if (status == SHARC_OK && c->lost_rank < 0) {
-        c->lost_rank = (int)ntohl(v[0]);
-        c->lost_by = (int)ntohl(v[1]);
-    }
-    return status;
-}
-
 /*
- * Receive one reply, taking NOTICEs that come first; *val_p is malloc'ed (NULL when empty).
+ * Receive one reply, taking the unasked messages that come first (store_watch.c); *val_p is
+ * malloc'ed (NULL when empty).
  * Not logged: returns TIMEOUT, IO (errno set), REMOTE for a malformed reply, NOMEM.
  */
-static sharc_status_t sharc_store_recv_raw(sharc_store_client_t *c, uint8_t op, double deadline,
-                                           size_t max_len, int16_t *st_p, char **val_p,
-                                           size_t *len_p)
+sharc_status_t sharc_store_recv_raw(sharc_store_client_t *c, uint8_t op, double deadline,
+                                    size_t max_len, int16_t *st_p, char **val_p, size_t *len_p)
 {
     unsigned char hdr[SHARC_STORE_HDR_SIZE];
     sharc_store_hdr_t h;
@@ -118,9 +94,10 @@ static sharc_status_t sharc_store_recv_raw(sharc_store_client_t *c, uint8_t op, 
         }
         memcpy(&h, hdr, sizeof(h));
         h.val_len = ntohl(h.val_len);
-        if (ntohl(h.magic) == SHARC_STORE_MAGIC && h.op == SHARC_STORE_OP_NOTICE &&
-            h.key_len == 0 && h.val_len == 8) {
-            status = sharc_store_take_notice(c, deadline);
+        c->hb_ack = sharc_time_now(); /* the store speaks: it is alive */
+        if (ntohl(h.magic) == SHARC_STORE_MAGIC && h.op != op &&
+            sharc_store_is_unasked(h.op, h.key_len, h.val_len)) {
+            status = sharc_store_take_unasked(c, h.op, deadline);
             if (status != SHARC_OK) {
                 return status;
             }
@@ -268,6 +245,8 @@ sharc_status_t sharc_store_connect(const char *host, int port, const char *diges
     c->max_msg = max_msg;
     c->lost_rank = c->lost_by = -1;
     pthread_mutex_init(&c->lock, NULL);
+    pthread_mutex_init(&c->send_lock, NULL);
+    c->hb_ack = sharc_time_now();
     snprintf(c->addr, sizeof(c->addr), (strchr(host, ':') ? "[%s]:%d" : "%s:%d"), host, port);
     for (;;) {
         status = sharc_store_hello(c, host, port, digest, ns, size, deadline);
@@ -284,6 +263,7 @@ sharc_status_t sharc_store_connect(const char *host, int port, const char *diges
         usleep(50000);
     }
     if (status != SHARC_OK) {
+        pthread_mutex_destroy(&c->send_lock);
         pthread_mutex_destroy(&c->lock);
         free(c);
         return status;
@@ -437,43 +417,6 @@ sharc_status_t sharc_store_gather(sharc_store_client_t *c, const char *prefix, u
     return status;
 }
 
-sharc_status_t sharc_store_poll(sharc_store_client_t *c, int *lost_p, int *by_p)
-{
-    struct pollfd pfd = {.fd = c->fd, .events = POLLIN};
-    sharc_status_t status = SHARC_OK;
-
-    if (pthread_mutex_trylock(&c->lock) != 0) {
-        return SHARC_OK; /* a request is under way: it takes what arrives, the next poll tells */
-    }
-    /* what is there now only: a NOTICE, or the end of the connection (the store is gone) */
-    while (c->lost_rank < 0 && !c->broken && poll(&pfd, 1, 0) > 0) {
-        unsigned char hdr[SHARC_STORE_HDR_SIZE];
-        sharc_store_hdr_t h;
-
-        status = sharc_sock_recv(c->fd, hdr, sizeof(hdr), sharc_time_now() + 1.0);
-        memcpy(&h, hdr, sizeof(h));
-        if (status == SHARC_OK && ntohl(h.magic) == SHARC_STORE_MAGIC &&
-            h.op == SHARC_STORE_OP_NOTICE && ntohl(h.val_len) == 8) {
-            status = sharc_store_take_notice(c, sharc_time_now() + 1.0);
-        } else if (status == SHARC_OK) {
-            status = SHARC_ERR_REMOTE; /* nothing else comes unasked */
-        }
-        if (status != SHARC_OK) {
-            c->broken = 1;
-            c->lost_rank = c->lost_by = 0; /* rank 0 serves the store */
-            sharc_error("rank %d: lost the store at %s: rank 0, which serves it, is gone", c->rank,
-                        c->addr);
-        }
-    }
-    status = (c->lost_rank >= 0) ? SHARC_ERR_REMOTE : SHARC_OK;
-    if (status != SHARC_OK) {
-        *lost_p = c->lost_rank;
-        *by_p = c->lost_by;
-    }
-    pthread_mutex_unlock(&c->lock);
-    return status;
-}
-
 void sharc_store_report(sharc_store_client_t *c, int rank)
 {
     uint32_t v = htonl((uint32_t)rank);
@@ -498,6 +441,7 @@ void sharc_store_close(sharc_store_client_t *c)
         sharc_store_send_msg(c, SHARC_STORE_OP_BYE, "", NULL, 0, sharc_time_now() + 1.0);
     }
     close(c->fd);
+    pthread_mutex_destroy(&c->send_lock);
     pthread_mutex_destroy(&c->lock);
     free(c);
 }

@@ -56,47 +56,70 @@ static sharc_store_ns_t *sharc_store_find_ns(sharc_store_server_t *srv, const ch
     return NULL;
 }
 
-/* Answer @p w if complete (or @p timed_out). Returns 1 when the waiter is done. */
-static int sharc_store_try_gather(sharc_store_server_t *srv, sharc_store_waiter_t *w, int timed_out)
+/* A gather timed out: the missing indices (the waiters of one gather time out together:
+ * they are listed once). */
+static void sharc_store_reply_missing(sharc_store_server_t *srv, sharc_store_waiter_t *w)
+{
+    char key[SHARC_STORE_MAX_KEY + 16];
+    sharc_store_missing_t *m = &srv->missing;
+
+    if (m->prefix == NULL || strcmp(m->prefix, w->prefix) != 0 || m->n != w->n) {
+        free(m->prefix);
+        free(m->list);
+        m->prefix = strdup(w->prefix);
+        m->list = malloc(sizeof(uint32_t) * w->n);
+        m->n = w->n;
+        m->count = 0;
+        for (uint32_t i = 0; m->list != NULL && i < w->n; i++) {
+            snprintf(key, sizeof(key), "%s/%u", w->prefix, i);
+            if (sharc_store_lookup(srv, key) == NULL) {
+                m->list[m->count++] = htonl(i);
+            }
+        }
+    }
+    sharc_store_reply(w->conn, SHARC_STORE_OP_GATHER, SHARC_STORE_ST_TIMEOUT, m->list,
+                      m->list ? m->count * sizeof(uint32_t) : 0);
+}
+
+/* The last reader of a gather frees its values and counts. */
+static void sharc_store_gather_read(sharc_store_server_t *srv, const sharc_store_waiter_t *w)
 {
     char key[SHARC_STORE_MAX_KEY + 16], meta[SHARC_STORE_MAX_KEY + 4];
+
+    if (sharc_store_bump(srv, 'r', w->prefix) < (int)w->readers) {
+        return;
+    }
+    for (uint32_t i = 0; i < w->n; i++) {
+        snprintf(key, sizeof(key), "%s/%u", w->prefix, i);
+        sharc_store_delete(srv, key);
+    }
+    sharc_store_meta_key(meta, sizeof(meta), 'c', w->prefix);
+    sharc_store_delete(srv, meta);
+    sharc_store_meta_key(meta, sizeof(meta), 'r', w->prefix);
+    sharc_store_delete(srv, meta);
+}
+
+/*
+ * Answer @p w with its entries, (u32 length, bytes) each: all of them (0 when one is still
+ * missing: not answered yet), or, for a @p partial answer, what is there, the missing ones
+ * empty. Returns 1 when the waiter is done.
+ */
+static int sharc_store_reply_entries(sharc_store_server_t *srv, sharc_store_waiter_t *w,
+                                     int partial)
+{
+    char key[SHARC_STORE_MAX_KEY + 16];
     size_t total = 0, off = 0;
     unsigned char *reply;
 
-    if (!timed_out && sharc_store_count(srv, 'c', w->prefix) < w->n) {
-        return 0;
-    }
-    if (timed_out) {
-        sharc_store_missing_t *m = &srv->missing;
-
-        /* The waiters of one gather time out together: list the missing ranks once. */
-        if (m->prefix == NULL || strcmp(m->prefix, w->prefix) != 0 || m->n != w->n) {
-            free(m->prefix);
-            free(m->list);
-            m->prefix = strdup(w->prefix);
-            m->list = malloc(sizeof(uint32_t) * w->n);
-            m->n = w->n;
-            m->count = 0;
-            for (uint32_t i = 0; m->list != NULL && i < w->n; i++) {
-                snprintf(key, sizeof(key), "%s/%u", w->prefix, i);
-                if (sharc_store_lookup(srv, key) == NULL) {
-                    m->list[m->count++] = htonl(i);
-                }
-            }
-        }
-        sharc_store_reply(w->conn, SHARC_STORE_OP_GATHER, SHARC_STORE_ST_TIMEOUT, m->list,
-                          m->list ? m->count * sizeof(uint32_t) : 0);
-        return 1;
-    }
     for (uint32_t i = 0; i < w->n; i++) {
         sharc_store_entry_t *e;
 
         snprintf(key, sizeof(key), "%s/%u", w->prefix, i);
         e = sharc_store_lookup(srv, key);
-        if (e == NULL) {
+        if (e == NULL && !partial) {
             return 0; /* the count included a key beyond n */
         }
-        total += 4 + e->len;
+        total += 4 + (e ? e->len : 0);
     }
     if (total > UINT32_MAX) {
         sharc_store_reply(w->conn, SHARC_STORE_OP_GATHER, SHARC_STORE_ST_TOO_BIG, NULL, 0);
@@ -114,25 +137,31 @@ static int sharc_store_try_gather(sharc_store_server_t *srv, sharc_store_waiter_
 
         snprintf(key, sizeof(key), "%s/%u", w->prefix, i);
         e = sharc_store_lookup(srv, key);
-        len = htonl((uint32_t)e->len);
+        len = htonl(e ? (uint32_t)e->len : 0);
         memcpy(reply + off, &len, 4);
-        memcpy(reply + off + 4, e->val, e->len);
-        off += 4 + e->len;
-    }
-    sharc_store_reply(w->conn, SHARC_STORE_OP_GATHER, SHARC_STORE_ST_OK, reply, total);
-    free(reply);
-    /* The last reader frees the values. */
-    if (sharc_store_bump(srv, 'r', w->prefix) >= (int)w->readers) {
-        for (uint32_t i = 0; i < w->n; i++) {
-            snprintf(key, sizeof(key), "%s/%u", w->prefix, i);
-            sharc_store_delete(srv, key);
+        if (e != NULL) {
+            memcpy(reply + off + 4, e->val, e->len);
         }
-        sharc_store_meta_key(meta, sizeof(meta), 'c', w->prefix);
-        sharc_store_delete(srv, meta);
-        sharc_store_meta_key(meta, sizeof(meta), 'r', w->prefix);
-        sharc_store_delete(srv, meta);
+        off += 4 + (e ? e->len : 0);
     }
+    sharc_store_reply(w->conn, SHARC_STORE_OP_GATHER,
+                      partial ? SHARC_STORE_ST_PARTIAL : SHARC_STORE_ST_OK, reply, total);
+    free(reply);
+    sharc_store_gather_read(srv, w);
     return 1;
+}
+
+/* Answer @p w if complete (or @p timed_out). Returns 1 when the waiter is done. */
+static int sharc_store_try_gather(sharc_store_server_t *srv, sharc_store_waiter_t *w, int timed_out)
+{
+    if (!timed_out && sharc_store_count(srv, 'c', w->prefix) < w->n) {
+        return 0;
+    }
+    if (timed_out && !w->partial) {
+        sharc_store_reply_missing(srv, w);
+        return 1;
+    }
+    return sharc_store_reply_entries(srv, w, timed_out);
 }
 
 void sharc_store_free_waiter(sharc_store_waiter_t *w)
@@ -205,13 +234,13 @@ void sharc_store_gather_req(sharc_store_server_t *srv, sharc_store_conn_t *conn,
 {
     sharc_store_waiter_t *w;
     sharc_store_ns_t *ns;
-    uint32_t args[3];
+    uint32_t args[4] = {0, 0, 0, 0};
 
-    if (len != sizeof(args)) {
+    if (len != 3 * sizeof(uint32_t) && len != sizeof(args)) {
         sharc_store_reject(conn, "malformed GATHER");
         return;
     }
-    memcpy(args, val, sizeof(args));
+    memcpy(args, val, len);
     w = calloc(1, sizeof(*w));
     if (w == NULL || (w->prefix = strdup(key)) == NULL) {
         free(w);
@@ -235,6 +264,7 @@ void sharc_store_gather_req(sharc_store_server_t *srv, sharc_store_conn_t *conn,
     w->conn = conn;
     w->n = ntohl(args[0]);
     w->readers = ntohl(args[1]);
+    w->partial = (ntohl(args[3]) & SHARC_STORE_GATHER_PARTIAL) != 0;
     w->deadline = sharc_time_now() + ntohl(args[2]) * 1e-3;
     if (sharc_store_try_gather(srv, w, 0)) {
         sharc_store_free_waiter(w);
@@ -306,4 +336,39 @@ void sharc_store_srv_report(sharc_store_server_t *srv, sharc_store_conn_t *conn,
         return;
     }
     sharc_store_peer_lost(srv, conn->ns, (int)lost, conn->rank);
+}
+
+void sharc_store_srv_stall(sharc_store_server_t *srv, sharc_store_conn_t *conn, const char *val,
+                           size_t len)
+{
+    sharc_store_ns_t *ns = sharc_store_find_ns(srv, conn->ns);
+    double now = sharc_time_now();
+    unsigned char round[12];
+    uint64_t ordinal;
+    uint32_t k;
+
+    if (len != sizeof(ordinal) || ns == NULL) {
+        sharc_store_reject(conn, "malformed STALL");
+        return;
+    }
+    memcpy(&ordinal, val, sizeof(ordinal)); /* (as the client sent it: no byte swap needed) */
+    if (ns->rounds > 0 && ns->round_ordinal == ordinal &&
+        now - ns->round_time < SHARC_STORE_ROUND_HOLD_S) {
+        return; /* its round is under way, or just done */
+    }
+    k = ns->rounds++;
+    ns->round_ordinal = ordinal;
+    ns->round_time = now;
+    sharc_info("store: rank %d of '%s' reports collective #%llu stalled: verdict round %u",
+               conn->rank, conn->ns, (unsigned long long)ordinal, k);
+    k = htonl(k);
+    memcpy(round, &k, 4);
+    memcpy(round + 4, &ordinal, 8);
+    for (size_t i = 0; i < srv->nconns; i++) {
+        sharc_store_conn_t *c = srv->conns[i];
+
+        if (c->live && !c->dead && c->ns != NULL && strcmp(c->ns, conn->ns) == 0) {
+            sharc_store_reply(c, SHARC_STORE_OP_VERDICT, SHARC_STORE_ST_OK, round, sizeof(round));
+        }
+    }
 }

@@ -128,6 +128,22 @@ static void sharc_store_hello(sharc_store_server_t *srv, sharc_store_conn_t *con
     sharc_store_reply(conn, SHARC_STORE_OP_HELLO, SHARC_STORE_ST_OK, NULL, 0);
 }
 
+/* HEARTBEAT: the rank is alive; from now on a silence of the length it names declares it
+ * gone (sharc_store_sweep). Answered at once: its client measures the store's liveness by
+ * the answers. */
+static void sharc_store_heartbeat(sharc_store_conn_t *conn, const char *val, size_t len)
+{
+    uint32_t ms[2];
+
+    if (len != sizeof(ms)) {
+        sharc_store_reject(conn, "malformed HEARTBEAT");
+        return;
+    }
+    memcpy(ms, val, sizeof(ms));
+    conn->silent_max = ntohl(ms[1]) * 1e-3;
+    sharc_store_reply(conn, SHARC_STORE_OP_HEARTBEAT, SHARC_STORE_ST_OK, NULL, 0);
+}
+
 /* A whole message has arrived on @p conn. */
 static void sharc_store_dispatch(sharc_store_server_t *srv, sharc_store_conn_t *conn)
 {
@@ -166,6 +182,8 @@ static void sharc_store_dispatch(sharc_store_server_t *srv, sharc_store_conn_t *
         sharc_store_gather_req(srv, conn, key, conn->payload + klen, vlen);
         return;
     case SHARC_STORE_OP_BYE: conn->live = 0; return;
+    case SHARC_STORE_OP_HEARTBEAT: sharc_store_heartbeat(conn, conn->payload + klen, vlen); return;
+    case SHARC_STORE_OP_STALL: sharc_store_srv_stall(srv, conn, conn->payload + klen, vlen); return;
     case SHARC_STORE_OP_REPORT:
         sharc_store_srv_report(srv, conn, conn->payload + klen, vlen);
         return;
@@ -213,6 +231,7 @@ void sharc_store_read(sharc_store_server_t *srv, sharc_store_conn_t *conn)
             conn->dead = 1;
             return;
         }
+        conn->heard = sharc_time_now(); /* any byte says the rank is alive */
         if (conn->hdr_got < SHARC_STORE_HDR_SIZE) {
             conn->hdr_got += (size_t)n;
             if (conn->hdr_got < SHARC_STORE_HDR_SIZE) {

@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #define SHARC_STORE_MAGIC    0x53485354u /* "SHST" */
-#define SHARC_STORE_VERSION  1u
+#define SHARC_STORE_VERSION  2u
 #define SHARC_STORE_MAX_KEY  1024u
 #define SHARC_STORE_HDR_SIZE 20u
 
@@ -30,7 +30,8 @@ typedef enum {
      * the keys are deleted. On timeout the reply has status TIMEOUT and lists the missing
      * indices as u32s. If a rank of the requester's communicator lost its connection without
      * BYE (it died) or was reported gone, pending and later gathers of that communicator fail
-     * with PEER_LOST.
+     * with PEER_LOST. A fourth u32 of flags may follow: SHARC_STORE_GATHER_PARTIAL answers a
+     * timeout with status PARTIAL and every entry, those missing with length 0.
      */
     SHARC_STORE_OP_GATHER = 3,
     /* Leaving: the server stops counting this connection as a live rank. No reply. */
@@ -47,7 +48,32 @@ typedef enum {
      * fail): value u32 that rank. No reply; the store sends NOTICE to every rank.
      */
     SHARC_STORE_OP_REPORT = 6,
+    /*
+     * A rank's heartbeat: value u32 its interval, u32 the silence after which it may be
+     * declared gone, both in ms. The server answers HEARTBEAT (no value) at once; from a
+     * connection's first heartbeat on, a silence that long declares its rank gone, as if its
+     * connection had closed without BYE (its communicator is told: NOTICE).
+     */
+    SHARC_STORE_OP_HEARTBEAT = 7,
+    /*
+     * A rank's collective has waited past SHARC_STALL_WARN: value u64 its ordinal. The server
+     * starts a verdict round for the communicator, unless one for that ordinal began in the
+     * last SHARC_STORE_ROUND_HOLD_S seconds. No reply.
+     */
+    SHARC_STORE_OP_STALL = 8,
+    /*
+     * From the server, unasked, to every live rank of a communicator: a verdict round.
+     * value: u32 the round, u64 the ordinal that stalled. Each rank sets its head under
+     * "<namespace>/v<round>/<rank>" and gathers the others' (a partial GATHER).
+     */
+    SHARC_STORE_OP_VERDICT = 9,
 } sharc_store_op_t;
+
+/* GATHER's flags (its fourth u32). */
+#define SHARC_STORE_GATHER_PARTIAL 1u
+
+/* How long after a verdict round a STALL of the same ordinal starts no new one. */
+#define SHARC_STORE_ROUND_HOLD_S 30.0
 
 /* Reply statuses (i16 in the header). */
 enum {
@@ -62,7 +88,8 @@ enum {
     /* a rank of the communicator died or was reported gone; value: its rank and who reported
      * it (u32 each; the same rank when its connection closed) */
     SHARC_STORE_ST_PEER_LOST = 8,
-    SHARC_STORE_ST_TOO_BIG = 9, /* the gathered values exceed what one reply can carry */
+    SHARC_STORE_ST_TOO_BIG = 9,  /* the gathered values exceed what one reply can carry */
+    SHARC_STORE_ST_PARTIAL = 10, /* a partial gather's timeout: every entry, missing ones empty */
 };
 
 typedef struct {

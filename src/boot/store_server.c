@@ -68,7 +68,7 @@ static void sharc_store_accept(sharc_store_server_t *srv)
         }
         conn->fd = fd;
         conn->rank = -1;
-        conn->since = sharc_time_now();
+        conn->since = conn->heard = sharc_time_now();
         sharc_sock_peer(fd, conn->peer, sizeof(conn->peer));
         srv->conns[srv->nconns++] = conn;
         srv->unauthed++;
@@ -99,6 +99,13 @@ static void sharc_store_sweep(sharc_store_server_t *srv, double now)
 
         if (!conn->authed && !conn->dead && now - conn->since > srv->auth_timeout) {
             sharc_store_reject(conn, "no job token within the bootstrap timeout");
+        }
+        if (conn->live && !conn->dead && conn->silent_max > 0 &&
+            now - conn->heard > conn->silent_max) {
+            sharc_warn("store: rank %d of '%s' (%s) has been silent for %.1f s, past its "
+                       "heartbeats' %.1f s: its node is cut off, or its process stopped",
+                       conn->rank, conn->ns, conn->peer, now - conn->heard, conn->silent_max);
+            conn->dead = 1; /* (below: its communicator hears it is lost) */
         }
     }
     do {

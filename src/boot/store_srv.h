@@ -34,7 +34,9 @@ typedef struct {
     int dead; /* to be closed at the end of this loop turn */
     int rank;
     char *ns;
-    double since; /* connection time, for the token deadline */
+    double since;      /* connection time, for the token deadline */
+    double heard;      /* when it last sent anything */
+    double silent_max; /* from its first HEARTBEAT on: the silence that declares it gone, s */
     unsigned char hdr_buf[SHARC_STORE_HDR_SIZE];
     size_t hdr_got;
     sharc_store_hdr_t hdr;
@@ -46,6 +48,7 @@ typedef struct sharc_store_waiter {
     sharc_store_conn_t *conn;
     char *prefix;
     uint32_t n, readers;
+    int partial; /* SHARC_STORE_GATHER_PARTIAL: its timeout answers with what is there */
     double deadline;
     struct sharc_store_waiter *next;
 } sharc_store_waiter_t;
@@ -60,8 +63,11 @@ typedef struct {
 typedef struct sharc_store_ns {
     char *name;
     int size;
-    int lost_rank; /* a rank that died (closed without BYE) or was reported gone, or -1 */
-    int lost_by;   /* the rank that reported it (lost_rank itself when it closed) */
+    int lost_rank;          /* a rank that died (closed without BYE) or was reported gone, or -1 */
+    int lost_by;            /* the rank that reported it (lost_rank itself when it closed) */
+    uint32_t rounds;        /* verdict rounds started */
+    uint64_t round_ordinal; /* the stalled ordinal of the last one */
+    double round_time;      /* when it started */
     struct sharc_store_ns *next;
 } sharc_store_ns_t;
 
@@ -133,6 +139,10 @@ SHARC_HIDDEN void sharc_store_gather_req(sharc_store_server_t *srv, sharc_store_
 /* REPORT: a rank's transport lost a peer of its communicator. */
 SHARC_HIDDEN void sharc_store_srv_report(sharc_store_server_t *srv, sharc_store_conn_t *conn,
                                          const char *val, size_t len);
+/* STALL: start a verdict round of @p conn's communicator for @p ordinal (VERDICT to every
+ * live rank of it), unless one began lately. */
+SHARC_HIDDEN void sharc_store_srv_stall(sharc_store_server_t *srv, sharc_store_conn_t *conn,
+                                        const char *val, size_t len);
 /* Rank @p lost of communicator @p name is gone (rank @p by says so): its gathers fail and
  * its live ranks are told. */
 SHARC_HIDDEN void sharc_store_peer_lost(sharc_store_server_t *srv, const char *name, int lost,

@@ -41,6 +41,7 @@ sharc_status_t sharc_context_create(sharc_config_h config, sharc_context_h *ctx_
     }
     ctx->cfg = sharc_config_parsed(ctx->config);
     ctx->refs = 1;
+    pthread_mutex_init(&ctx->lock, NULL);
     /* logging first, so that the tune file's messages go where the user asked */
     log = sharc_log_cfg(ctx->cfg);
     sharc_log_configure(log->level, log->subsys, log->file);
@@ -56,6 +57,7 @@ sharc_status_t sharc_context_create(sharc_config_h config, sharc_context_h *ctx_
     return SHARC_OK;
 
 err_destroy_mem:
+    pthread_mutex_destroy(&ctx->lock);
     sharc_mem_table_destroy(ctx->mem);
 err_destroy_config:
     sharc_config_destroy(ctx->config);
