@@ -450,14 +450,15 @@ SHARC_HIDDEN void sharc_coll_stall_check(sharc_coll_comm_t *cc);
 
 /*
  * Why collective work of communicator @p comm is stalled, from the heads of its @p n ranks
- * (heads[r] is rank r's; answered 0: it did not answer) and, for ranks that did not answer,
+ * (heads[r] is rank r's; answered 0: it did not answer, or, not @p live, left no dump) and,
+ * for ranks that did not answer,
  * their hosts as the communicator recorded them (@p hosts may be NULL): one paragraph into
  * @p buf, the same from the same heads on every rank. Returns the rank whose head set the
  * stalled collective, or -1 when none is stalled.
  */
 SHARC_HIDDEN int sharc_coll_verdict(const sharc_coll_head_t *heads, int n,
                                     const char (*hosts)[SHARC_HOST_MAX], const char *comm,
-                                    char *buf, size_t size);
+                                    int live, char *buf, size_t size);
 
 /* Transport requests of a task's algorithm: task->reqs, @p n of them (NULL: no memory),
  * watched by the flight recorder. */

@@ -4,8 +4,9 @@
  * to every rank of the communicator, whose watchdogs answer with their heads (what each
  * posted last, what it waits for) and gather everyone's; each rank then works out the same
  * verdict from the same heads (verdict.c) and logs it, and SHARC_TIMEOUT's error carries
- * it (the warning comes at SHARC_TIMEOUT / 2 at the latest). Needs a store-based bootstrap (env, Slurm, explicit); under mpirun there is none, and
- * `sharc-perf why` works from the flight dumps instead.
+ * it (the warning comes at SHARC_TIMEOUT / 2 at the latest). Needs a store-based bootstrap (env,
+ * Slurm, explicit); under mpirun there is none, and `sharc-perf why` works from the flight dumps
+ * instead.
  */
 #include "config.h"
 
@@ -51,7 +52,7 @@ static void sharc_coll_stall_round(sharc_coll_comm_t *cc, uint32_t round, uint64
         heads[r].answered = present[r];
         heads[r].rank = r;
     }
-    sharc_coll_verdict(heads, cc->size, cc->hosts, cc->name, verdict, sizeof(verdict));
+    sharc_coll_verdict(heads, cc->size, cc->hosts, cc->name, 1, verdict, sizeof(verdict));
     sharc_warn("rank %d: stall verdict: %s", cc->rank, verdict);
     sharc_coll_lock(cc);
     snprintf(cc->verdict, sizeof(cc->verdict), "%s", verdict);

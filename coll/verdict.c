@@ -167,7 +167,7 @@ static void sharc_verdict_data(sharc_verdict_out_t *o, const sharc_coll_head_t *
 }
 
 int sharc_coll_verdict(const sharc_coll_head_t *heads, int n, const char (*hosts)[SHARC_HOST_MAX],
-                       const char *comm, char *buf, size_t size)
+                       const char *comm, int live, char *buf, size_t size)
 {
     sharc_verdict_out_t o = {buf, size, 0};
     char missing[n], behind[n], other[n], waiting[n];
@@ -191,7 +191,7 @@ int sharc_coll_verdict(const sharc_coll_head_t *heads, int n, const char (*hosts
     if (ref < 0) {
         sharc_verdict_put(&o, "communicator %s: no collective is stalled now", comm);
         if (nmissing > 0) {
-            sharc_verdict_put(&o, "; no answer from ");
+            sharc_verdict_put(&o, live ? "; no answer from " : "; no dump from ");
             sharc_verdict_ranks(&o, heads, hosts, missing, n);
         }
         return -1;
@@ -202,9 +202,10 @@ int sharc_coll_verdict(const sharc_coll_head_t *heads, int n, const char (*hosts
     sharc_verdict_put(&o, ", lane %d) has waited %.0f s on ", h->st_lane, h->st_age);
     sharc_verdict_ranks(&o, heads, hosts, waiting, n);
     if (nmissing > 0) {
-        sharc_verdict_put(&o, "; no answer from ");
+        sharc_verdict_put(&o, live ? "; no answer from " : "; no dump from ");
         sharc_verdict_ranks(&o, heads, hosts, missing, n);
-        sharc_verdict_put(&o, " (gone, or cut off: its node, or a link to the store's)");
+        sharc_verdict_put(&o, live ? " (gone, or cut off: its node, or a link to the store's)"
+                                   : " (it ended without one, or its dump is elsewhere)");
     }
     for (int r = 0, shown = 0; r < n && shown < SHARC_VERDICT_LIST; r++) {
         if (behind[r]) {

@@ -1,6 +1,6 @@
 /*
  * sharc_perf.c: sharc-perf's dispatcher. The first argument names a subcommand (overlap,
- * tune, check, predict), each a main of its own; anything else is the collective benchmarks'
+ * tune, check, predict, why), each a main of its own; anything else is the collective benchmarks'
  * (bench/), whose usage lists them all.
  */
 #include "config.h"
@@ -17,6 +17,7 @@ static const struct {
     {"tune", perf_tune_main},
     {"check", perf_check_main},
     {"predict", perf_predict_main},
+    {"why", perf_why_main},
 };
 
 int main(int argc, char **argv)

@@ -21,4 +21,7 @@ int perf_check_main(int argc, char **argv);
 /* sharc-perf predict (predict/). */
 int perf_predict_main(int argc, char **argv);
 
+/* sharc-perf why (why/): the stall verdict from a job's flight dumps. */
+int perf_why_main(int argc, char **argv);
+
 #endif

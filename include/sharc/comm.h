@@ -129,6 +129,19 @@ SHARC_API sharc_status_t sharc_comm_barrier(sharc_comm_h comm);
 SHARC_API sharc_status_t sharc_comm_dump(sharc_comm_h comm, const char *dir);
 
 /**
+ * The stall verdict of a job from its flight dumps (sharc_comm_dump, SHARC_FLIGHT_DIR): for
+ * every communicator with dumps in @p dir, one line that says which collective stalled and
+ * why, worked out as the live ranks work it out (ranks that left no dump, ranks that have
+ * not posted the stalled collective and what they last did, ranks that posted another, or
+ * whose data did not arrive). For jobs their scheduler killed: `sharc-perf why DIR`.
+ * @param[out] buf  the lines (NUL-terminated; cut at @p size bytes).
+ * @return SHARC_OK; SHARC_ERR_INVALID when @p dir holds no dumps or an argument is NULL;
+ *         SHARC_ERR_IO when it cannot be read; SHARC_ERR_UNSUPPORTED in a build without
+ *         json-c.
+ */
+SHARC_API sharc_status_t sharc_flight_why(const char *dir, char *buf, size_t size);
+
+/**
  * Destroy a communicator. Not collective, but rank 0 of a store-based communicator waits
  * (at most SHARC_BOOTSTRAP_TIMEOUT) until the other ranks have left the store before it
  * closes it. NULL is a no-op.

@@ -59,4 +59,17 @@ skip = dumps[2]
 assert skip['reason'] == 'request' and skip['head']['posted'] == 7, skip['head']
 assert all(e['state'] == 'complete' for e in skip['entries'])
 "
+
+# sharc-perf why: the same verdict from the dumps alone; a rank without a dump, a corrupt
+# dump and an empty directory
+why="$top_builddir/perf/sharc-perf"
+run_ok_match "sharc-perf why: the verdict from the dumps" \
+    "communicator w0: collective #7 \(allreduce of 256 f32, lane 0\) has waited [0-9]+ s on rank 0 .* and rank 1 .*; rank 2 \([^)]*\) has not posted it: its last collective was #6" \
+    "$why" why "$dir"
+mv "$dir/sharc-flight.w0.r2.json" "$dir/saved"
+echo '{"sharc_flight": 1, "comm": "w0", "rank": 1, "size": 3, "head": ' > "$dir/sharc-flight.w0.r1.json"
+run_ok_match "sharc-perf why: a rank without a dump, and a corrupt one" \
+    "not a sharc flight dump.*no dump from rank 1 \(\?\) and rank 2 \(\?\)" "$why" why "$dir"
+rm -f "$dir"/*
+run_fail "sharc-perf why: an empty directory" 10 "no flight dumps" "$why" why "$dir"
 finish

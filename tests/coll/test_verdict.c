@@ -22,12 +22,20 @@ static void stalled_all(sharc_coll_head_t *h)
 {
     memset(h, 0, sizeof(*h) * N);
     for (int r = 0; r < N; r++) {
-        h[r] = (sharc_coll_head_t){.rank = r, .answered = 1, .posted = 8, .stalled = 7,
-                                   .st_type = SHARC_COLL_ALLREDUCE, .st_dtype = SHARC_DTYPE_F32,
-                                   .st_op = SHARC_OP_SUM, .st_count = 256, .st_age = 61,
+        h[r] = (sharc_coll_head_t){.rank = r,
+                                   .answered = 1,
+                                   .posted = 8,
+                                   .stalled = 7,
+                                   .st_type = SHARC_COLL_ALLREDUCE,
+                                   .st_dtype = SHARC_DTYPE_F32,
+                                   .st_op = SHARC_OP_SUM,
+                                   .st_count = 256,
+                                   .st_age = 61,
                                    .last_type = SHARC_COLL_ALLREDUCE,
-                                   .last_dtype = SHARC_DTYPE_F32, .last_count = 256,
-                                   .last_state = SHARC_COLL_TASK_RUNNING, .last_age = 61,
+                                   .last_dtype = SHARC_DTYPE_F32,
+                                   .last_count = 256,
+                                   .last_state = SHARC_COLL_TASK_RUNNING,
+                                   .last_age = 61,
                                    .last_done_age = -1};
         snprintf(h[r].host, sizeof(h[r].host), "%s", hosts[r]);
     }
@@ -38,8 +46,8 @@ static void expect(const char *what, const sharc_coll_head_t *h, const char *con
 {
     char buf[2048], again[2048];
 
-    sharc_coll_verdict(h, N, hosts, "w0", buf, sizeof(buf));
-    sharc_coll_verdict(h, N, hosts, "w0", again, sizeof(again));
+    sharc_coll_verdict(h, N, hosts, "w0", 1, buf, sizeof(buf));
+    sharc_coll_verdict(h, N, hosts, "w0", 1, again, sizeof(again));
     CHECK_MSG(strcmp(buf, again) == 0, "%s: the same heads gave two texts", what);
     for (int i = 0; want[i] != NULL; i++) {
         CHECK_MSG(strstr(buf, want[i]) != NULL, "%s: '%s' not in: %s", what, want[i], buf);
@@ -61,8 +69,8 @@ int main(void)
     h[2].last_done_age = 60;
     expect("a rank that skipped one", h,
            (const char *const[]){"collective #7 (allreduce of 256 f32, lane 0)",
-                                 "rank 2 (node-b) has not posted it",
-                                 "its last collective was #6", NULL},
+                                 "rank 2 (node-b) has not posted it", "its last collective was #6",
+                                 NULL},
            (const char *const[]){"posted another", "no answer", "not arriving", NULL});
 
     /* rank 3 did not answer (its node cut off) */
@@ -75,10 +83,10 @@ int main(void)
     /* rank 1 posted an all-gather as #7 */
     stalled_all(h);
     h[1].st_type = SHARC_COLL_ALLGATHER;
-    expect("a desync", h,
-           (const char *const[]){"rank 1 (node-a) posted another collective as #7: allgather",
-                                 NULL},
-           (const char *const[]){"has not posted", NULL});
+    expect(
+        "a desync", h,
+        (const char *const[]){"rank 1 (node-a) posted another collective as #7: allgather", NULL},
+        (const char *const[]){"has not posted", NULL});
 
     /* rank 2 finished its part; rank 3 waits for its data */
     stalled_all(h);
@@ -88,10 +96,10 @@ int main(void)
     h[3].pending[0] = 2;
     h[0].npending = 1;
     h[0].pending[0] = 3;
-    expect("data that does not arrive", h,
-           (const char *const[]){"data from rank 2 (node-b) is not arriving at rank 3 (node-c)",
-                                 NULL},
-           (const char *const[]){"data from rank 3", "has not posted", NULL});
+    expect(
+        "data that does not arrive", h,
+        (const char *const[]){"data from rank 2 (node-b) is not arriving at rank 3 (node-c)", NULL},
+        (const char *const[]){"data from rank 3", "has not posted", NULL});
 
     /* a ring of waits: no rank is the cause on its own */
     stalled_all(h);
@@ -108,7 +116,6 @@ int main(void)
     for (int r = 0; r < N; r++) {
         h[r].stalled = h[r].posted;
     }
-    expect("nothing stalled", h, (const char *const[]){"no collective is stalled now", NULL},
-           NULL);
+    expect("nothing stalled", h, (const char *const[]){"no collective is stalled now", NULL}, NULL);
     return check_result("test_verdict");
 }
