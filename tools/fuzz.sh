@@ -1,26 +1,30 @@
 #!/bin/bash
 # fuzz.sh [SECONDS] [BUILD_DIR]: builds every libFuzzer harness of tests/fuzz/ with clang and
-# ASan+UBSan and runs each for SECONDS (default 30): the topology parsers (nvidia-smi text,
-# NCCL XML, the EFA doctor's fi_info text and plugin version scan; seeds: the captures in
-# tests/topo/) and the trainer's file readers (safetensors,
-# token files; seeds: written by the harnesses themselves, plus tests/trainer/hf_tiny*/ when
-# present). BUILD_DIR is a configured build tree (for config.h; default build/); binaries,
-# corpora, logs and crash inputs go to BUILD_DIR/fuzz. FUZZ_HARNESSES="smi xml safetensors
-# tokens" picks some. Exits 77 when clang or libFuzzer is missing (or no harness could be
-# built for want of its libraries), 1 when a harness found a crash (with the log's tail).
+# ASan+UBSan and runs each for SECONDS (default 30):
+#   smi xml fi_info   the topology parsers (nvidia-smi text, NCCL XML, the EFA doctor's fi_info
+#                     text and plugin version scan; seeds: the captures in tests/topo/)
+#   safetensors tokens  the trainer's file readers (seeds written by the harnesses, plus
+#                     tests/trainer/hf_tiny*/ when present)
+#   hf_config         the trainer's Hugging Face config.json reader and shape check
+#   cluster           sharc-perf predict's cluster file, topology capture and model config
+#   store             the bootstrap store server's message parser, in-process
+#   manifest          sharded checkpoints' metadata, through sharc_shard_load
+#   tune              the tune file, through a context and its collectives
+# Each links a static clang build of the library with the same sanitizers (BUILD_DIR/fuzz/lib,
+# configured without the optional backends; json-c and xxHash needed). Every input a harness
+# once crashed on is kept in tests/fuzz/regress/NAME/ and run before the harness fuzzes.
+# Binaries, corpora, logs and crash inputs go to BUILD_DIR/fuzz (default build/). FUZZ_HARNESSES="smi store" picks some. Exits
+# 77 when clang or libFuzzer is missing (or no harness could be built for want of its
+# libraries), 1 when a harness found a crash (with the log's tail).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 secs=${1:-30}
 builddir=${2:-$top/build}
 clang=${CLANG:-clang}
-harnesses=${FUZZ_HARNESSES:-smi xml fi_info safetensors tokens}
+harnesses=${FUZZ_HARNESSES:-smi xml fi_info safetensors tokens hf_config cluster store manifest tune}
 if ! command -v "$clang" > /dev/null; then
     echo "fuzz: no clang; skipped"
     exit 77
-fi
-if [ ! -f "$builddir/config.h" ]; then
-    echo "fuzz: $builddir is not a configured build tree (no config.h)" >&2
-    exit 1
 fi
 out="$builddir/fuzz"
 mkdir -p "$out"
@@ -31,10 +35,11 @@ if ! echo 'int LLVMFuzzerTestOneInput(const char *d, long n) { return 0; }' |
 fi
 # shellcheck disable=SC2054 # the commas are in one -fsanitize= list
 flags=(-g -O1 -std=gnu11 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-       -I"$top/include" -I"$builddir/include" -I"$builddir")
-topo_srcs=("$top/topo/topo.c" "$top/perf/topo/topo_classify.c" "$top/perf/topo/topo_smi.c"
-           "$top/perf/topo/topo_xml.c" "$top/perf/topo/topo_libs.c" "$top/src/base/log.c"
-           "$top/src/base/util.c")
+       -I"$top/include")
+# shellcheck disable=SC2054
+lib_san=(-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined)
+topo_srcs=("$top/perf/topo/topo_classify.c" "$top/perf/topo/topo_smi.c"
+           "$top/perf/topo/topo_xml.c" "$top/perf/topo/topo_libs.c")
 
 # Keywords of the safetensors header and index, for the mutator.
 write_st_dict() {
@@ -47,29 +52,85 @@ write_st_dict() {
     done
 }
 
+# Keywords of the JSON the harnesses read (Hugging Face config, checkpoint metadata, topology
+# capture); json-c's lookups are hashed, so the mutator would not find them by comparison.
+write_json_dict() {
+    local w
+    for w in hidden_size num_hidden_layers num_attention_heads num_key_value_heads \
+            intermediate_size vocab_size head_dim max_position_embeddings rms_norm_eps \
+            rope_theta rope_scaling rope_type factor original_max_position_embeddings \
+            high_freq_factor low_freq_factor llama3 tie_word_embeddings torch_dtype \
+            format sharc-shard-checkpoint version generation step world_size shard_size \
+            replicas align dtype states master units count shard_count params name offset \
+            shape files shard_rank bytes xxh3 gpus nics ports active rate_gbps intra nvswitch; do
+        printf 'kw="\\"%s\\""\n' "$w"
+    done
+}
+
+# The library built with clang and the fuzzing sanitizers, once (static, no optional backends
+# beyond json-c and xxHash): BUILD_DIR/fuzz/lib. Returns 2 when it cannot be configured.
+lib_built=
+build_lib() {
+    [ -n "$lib_built" ] && return "$lib_built"
+    lib_built=2
+    mkdir -p "$out/lib"
+    if [ ! -f "$out/lib/config.status" ] &&
+        ! (cd "$out/lib" && CC=$clang CFLAGS="-g -O1 ${lib_san[*]}" "$top/configure" \
+            --without-cuda --without-nccl --without-ucx --without-verbs --without-mpi \
+            --without-hwloc --without-libxml2 --without-blas --with-jsonc --with-xxhash \
+            --disable-shared > "$out/lib/configure.out" 2>&1); then
+        echo "fuzz: the library's clang build could not be configured (json-c and xxHash are" \
+            "needed; $out/lib/config.log says why)" >&2
+        return 2
+    fi
+    if ! make -C "$out/lib" -j"$(nproc)" libsharc_core.la > "$out/lib/make.out" 2>&1; then
+        tail -20 "$out/lib/make.out" >&2
+        lib_built=1
+        return 1
+    fi
+    lib_built=0
+}
+
 # build_harness NAME: compiles tests/fuzz/fuzz_NAME.c; returns 2 when a library it needs is
 # missing, 1 when it does not compile.
 build_harness() {
     local h=$1 cflags libs
+    build_lib || return $?
+    cflags="-I$out/lib -I$out/lib/include $(pkg-config --cflags json-c)"
+    libs="$out/lib/.libs/libsharc_core.a $(pkg-config --libs json-c) -lxxhash -lpthread -lm -lrt"
     case $h in
     smi | xml | fi_info)
-        cflags=$(pkg-config --cflags libxml-2.0 2> /dev/null) || return 2
-        libs=$(pkg-config --libs libxml-2.0)
+        cflags="$cflags $(pkg-config --cflags libxml-2.0 2> /dev/null)" || return 2
+        libs="$(pkg-config --libs libxml-2.0) $libs"
         # shellcheck disable=SC2086
         "$clang" "${flags[@]}" $cflags "$top/tests/fuzz/fuzz_$h.c" "${topo_srcs[@]}" \
-            -o "$out/fuzz_$h" $libs -lpthread
+            -o "$out/fuzz_$h" $libs
         ;;
     safetensors)
-        cflags=$(pkg-config --cflags json-c 2> /dev/null) || return 2
-        libs=$(pkg-config --libs json-c)
         # shellcheck disable=SC2086
         "$clang" "${flags[@]}" $cflags -I"$top/trainer" "$top/tests/fuzz/fuzz_$h.c" \
             "$top"/trainer/io/safetensors_{header,read,write}.c "$top/trainer/util.c" \
-            -o "$out/fuzz_$h" $libs -lm
+            -o "$out/fuzz_$h" $libs
         ;;
     tokens)
-        "$clang" "${flags[@]}" -I"$top/trainer" "$top/tests/fuzz/fuzz_$h.c" \
-            "$top/trainer/io/tokens.c" "$top/trainer/util.c" -o "$out/fuzz_$h" -lm
+        # shellcheck disable=SC2086
+        "$clang" "${flags[@]}" $cflags -I"$top/trainer" "$top/tests/fuzz/fuzz_$h.c" \
+            "$top/trainer/io/tokens.c" "$top/trainer/util.c" -o "$out/fuzz_$h" $libs
+        ;;
+    hf_config)
+        # shellcheck disable=SC2086
+        "$clang" "${flags[@]}" $cflags -I"$top/trainer" "$top/tests/fuzz/fuzz_$h.c" \
+            "$top/trainer/model/config.c" "$top/trainer/util.c" -o "$out/fuzz_$h" $libs
+        ;;
+    cluster)
+        # shellcheck disable=SC2086
+        "$clang" "${flags[@]}" $cflags -I"$top/perf" "$top/tests/fuzz/fuzz_$h.c" \
+            "$top/perf/predict/predict_input.c" "$top/perf/common/perf_util.c" \
+            -o "$out/fuzz_$h" $libs
+        ;;
+    store | manifest | tune)
+        # shellcheck disable=SC2086
+        "$clang" "${flags[@]}" $cflags "$top/tests/fuzz/fuzz_$h.c" -o "$out/fuzz_$h" $libs
         ;;
     *)
         echo "fuzz: no harness $h" >&2
@@ -85,7 +146,7 @@ seed() {
     smi) cp "$top"/tests/topo/smi_*.txt "$corpus/" ;;
     fi_info) cp "$top"/tests/topo/fi_info_*.txt "$corpus/" ;;
     xml) cp "$top"/tests/topo/*.xml "$corpus/" ;;
-    safetensors | tokens)
+    safetensors | tokens | hf_config | cluster | store | manifest | tune)
         if ! SHARC_FUZZ_SEEDS="$corpus" "$out/fuzz_$h" > "$out/seed_$h.log" 2>&1; then
             echo "fuzz: fuzz_$h could not write its seeds:" >&2
             tail -20 "$out/seed_$h.log" >&2
@@ -105,6 +166,11 @@ seed() {
         echo "-max_len=262144 -dict=$out/safetensors.dict -close_fd_mask=2"
         ;;
     tokens) echo "-max_len=65536 -close_fd_mask=2" ;;
+    hf_config | cluster | manifest)
+        write_json_dict > "$out/json.dict"
+        echo "-max_len=16384 -dict=$out/json.dict -close_fd_mask=2"
+        ;;
+    store | tune) echo "-max_len=16384 -close_fd_mask=2" ;;
     esac
 }
 
@@ -123,6 +189,17 @@ for h in $harnesses; do
     corpus="$out/corpus_$h"
     mkdir -p "$corpus"
     opts=$(seed "$h" "$corpus")
+    regress=("$top/tests/fuzz/regress/$h"/*)
+    if [ -e "${regress[0]}" ]; then
+        # shellcheck disable=SC2086
+        if ! "$out/fuzz_$h" $opts "${regress[@]}" > "$out/regress_$h.log" 2>&1; then
+            echo "fuzz: fuzz_$h fails on an input it once crashed on (tests/fuzz/regress/$h):"
+            tail -40 "$out/regress_$h.log"
+            rc=1
+            continue
+        fi
+        echo "fuzz: fuzz_$h: ${#regress[@]} regression inputs pass"
+    fi
     echo "fuzz: fuzz_$h for $secs s"
     ran=$((ran + 1))
     # shellcheck disable=SC2086

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "check_job.h"
+#include "../common/perf_json.h"
 #include "../common/perf_util.h"
 
 int perf_check_have_json(void)
@@ -16,41 +17,20 @@ int perf_check_have_json(void)
     return 1;
 }
 
-static const char *jstr(json_object *o, const char *key)
-{
-    json_object *v;
 
-    return (o != NULL && json_object_object_get_ex(o, key, &v)) ? json_object_get_string(v) : "";
-}
 
-static double jnum(json_object *o, const char *key, double dflt)
-{
-    json_object *v;
-
-    return (o != NULL && json_object_object_get_ex(o, key, &v)) ? json_object_get_double(v) : dflt;
-}
-
-static json_object *jarr(json_object *o, const char *key)
-{
-    json_object *v;
-
-    return (o != NULL && json_object_object_get_ex(o, key, &v) &&
-            json_object_is_type(v, json_type_array))
-               ? v
-               : NULL;
-}
 
 /* RDMA fabrics: the active ports of the fabric's NICs. */
 static int rdma_expect(json_object *root, const char *fabric, perf_check_expect_t *e)
 {
-    json_object *nics = jarr(root, "nics");
+    json_object *nics = perf_jarr(root, "nics");
     double sum = 0;
     int n = 0;
 
     for (size_t i = 0; nics != NULL && i < json_object_array_length(nics); i++) {
-        json_object *nic = json_object_array_get_idx(nics, i), *ports = jarr(nic, "ports");
+        json_object *nic = json_object_array_get_idx(nics, i), *ports = perf_jarr(nic, "ports");
 
-        if (strcmp(jstr(nic, "fabric"), fabric) != 0) {
+        if (strcmp(perf_jstr(nic, "fabric"), fabric) != 0) {
             continue;
         }
         for (size_t p = 0; ports != NULL && p < json_object_array_length(ports); p++) {
@@ -59,12 +39,12 @@ static int rdma_expect(json_object *root, const char *fabric, perf_check_expect_
                 !json_object_get_boolean(active)) {
                 continue;
             }
-            if (!(jnum(port, "rate_gbps", 0) > 0)) {
+            if (!(perf_jnum(port, "rate_gbps", 0) > 0)) {
                 perf_snprintf(e->why, sizeof(e->why), "%s port %s/%d: rate unknown", fabric,
-                              jstr(nic, "name"), (int)jnum(port, "port", 0));
+                              perf_jstr(nic, "name"), perf_jint(port, "port"));
                 return -1;
             }
-            sum += jnum(port, "rate_gbps", 0);
+            sum += perf_jnum(port, "rate_gbps", 0);
             n++;
         }
     }
@@ -82,7 +62,7 @@ static int rdma_expect(json_object *root, const char *fabric, perf_check_expect_
 /* Ethernet: the interfaces NCCL's sockets and UCX would use. */
 static int eth_expect(json_object *root, perf_check_expect_t *e)
 {
-    json_object *ifs = jarr(root, "socket_ifs"), *devs = jarr(root, "netdevs");
+    json_object *ifs = perf_jarr(root, "socket_ifs"), *devs = perf_jarr(root, "netdevs");
     double sum = 0;
     int n = 0;
 
@@ -90,10 +70,13 @@ static int eth_expect(json_object *root, perf_check_expect_t *e)
         const char *name = json_object_get_string(json_object_array_get_idx(ifs, i));
         double mbps = -1;
 
+        if (name == NULL) {
+            continue; /* (a null in the list) */
+        }
         for (size_t d = 0; devs != NULL && d < json_object_array_length(devs); d++) {
             json_object *dev = json_object_array_get_idx(devs, d);
-            if (strcmp(jstr(dev, "name"), name) == 0) {
-                mbps = jnum(dev, "speed_mbps", -1);
+            if (strcmp(perf_jstr(dev, "name"), name) == 0) {
+                mbps = perf_jnum(dev, "speed_mbps", -1);
             }
         }
         if (!(mbps > 0)) {
@@ -126,7 +109,7 @@ int perf_check_topo_expect(const char *json, perf_check_expect_t *e)
         perf_snprintf(e->why, sizeof(e->why), "sharc-topo gave no JSON");
         return -1;
     }
-    fabric = jstr(root, "fabric");
+    fabric = perf_jstr(root, "fabric");
     if (strcmp(fabric, "InfiniBand") == 0 || strcmp(fabric, "RoCE") == 0 ||
         strcmp(fabric, "EFA") == 0) {
         ret = rdma_expect(root, fabric, e);

@@ -12,9 +12,8 @@
 #include <string.h>
 
 #ifdef HAVE_JSONC
-#include <json.h>
+#include "../common/perf_json.h"
 #endif
-
 #include "../common/perf_util.h"
 #include "predict.h"
 
@@ -52,6 +51,8 @@ void pred_model_list(FILE *out)
     fprintf(out, "  synthetic:U:P  U units of P parameters (sharc-perf overlap's model)\n"
                  "  FILE.json      a Hugging Face config.json\n");
 }
+
+static double pred_block_params(const pred_model_t *m);
 
 #ifdef HAVE_JSONC
 static int pred_json_int(struct json_object *o, const char *key, int *out)
@@ -94,6 +95,10 @@ static int pred_model_hf(const char *path, pred_model_t *m)
                 "num_attention_heads, intermediate_size and vocab_size must be positive "
                 "integers\n",
                 path);
+        return -1;
+    }
+    if (m->n_layers * pred_block_params(m) + 2.0 * m->vocab * m->dim > 1e15) {
+        fprintf(stderr, "sharc-perf predict: %s: a model of more than 10^15 parameters\n", path);
         return -1;
     }
     return 0;
@@ -286,6 +291,13 @@ int pred_cluster_set(pred_cluster_t *c, const char *key, const char *value, cons
                 value);
         return -1;
     }
+    if ((strcmp(key, "nodes") == 0 || strcmp(key, "gpus_per_node") == 0 ||
+         strcmp(key, "nics") == 0) &&
+        (v > 1e6 || v != (double)(int)v)) {
+        fprintf(stderr, "sharc-perf predict: %s: %s = '%s' is not a whole number <= 1000000\n",
+                where, key, value);
+        return -1;
+    }
     if (strcmp(key, "nodes") == 0) {
         c->nodes = (int)v;
     } else if (strcmp(key, "gpus_per_node") == 0) {
@@ -312,8 +324,6 @@ int pred_cluster_set(pred_cluster_t *c, const char *key, const char *value, cons
         c->unit_fwd_s = v * 1e-3;
     } else if (strcmp(key, "queues") == 0 && (v == 1 || v == 2)) {
         c->queues = (int)v;
-    } else if (strcmp(key, "shared_cores") == 0 && (v == 0 || v == 1)) {
-        c->shared_cores = (int)v;
     } else if (strcmp(key, "shared_cores") == 0 && (v == 0 || v == 1)) {
         c->shared_cores = (int)v;
     } else if (strcmp(key, "call_us") == 0) {
@@ -417,7 +427,7 @@ int pred_cluster_from_topo(const char *path, pred_cluster_t *c)
             struct json_object *nic = json_object_array_get_idx(nics, i), *ports, *port;
             double best = 0;
 
-            if (!json_object_object_get_ex(nic, "ports", &ports)) {
+            if ((ports = perf_jarr(nic, "ports")) == NULL) {
                 continue;
             }
             for (size_t k = 0; k < json_object_array_length(ports); k++) {

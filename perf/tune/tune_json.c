@@ -14,24 +14,13 @@
 
 #include <sharc/sharc.h>
 
+#include "../common/perf_json.h"
 #include "../common/perf_util.h"
 #include "tune_out.h"
 
 /* ---- the target: topology and versions ---------------------------------------------------- */
 
-static const char *jstr(json_object *o, const char *key)
-{
-    json_object *v;
 
-    return json_object_object_get_ex(o, key, &v) ? json_object_get_string(v) : "";
-}
-
-static double jnum(json_object *o, const char *key)
-{
-    json_object *v;
-
-    return json_object_object_get_ex(o, key, &v) ? json_object_get_double(v) : 0;
-}
 
 /* First line of a command's output (or of a file), "none" when there is none. */
 static void first_line(const char *cmd, const char *file, char *buf, size_t len)
@@ -84,37 +73,34 @@ int perf_tune_target_detect(perf_tune_target_t *t, const char *topo_cmd, char *e
         perf_snprintf(err, errlen, "'%s' gave no topology (exit status %d)", topo_cmd, status);
         return -1;
     }
-    perf_snprintf(t->fabric, sizeof(t->fabric), "%s", jstr(o, "fabric"));
-    perf_snprintf(t->intra, sizeof(t->intra), "%s", jstr(o, "intra"));
-    if (json_object_object_get_ex(o, "gpus", &arr)) {
+    perf_snprintf(t->fabric, sizeof(t->fabric), "%s", perf_jstr(o, "fabric"));
+    perf_snprintf(t->intra, sizeof(t->intra), "%s", perf_jstr(o, "intra"));
+    if ((arr = perf_jarr(o, "gpus")) != NULL) {
         t->ngpus = (int)json_object_array_length(arr);
         for (int i = 0; i < t->ngpus; i++) {
             json_object *g = json_object_array_get_idx(arr, i);
             if (i == 0) {
-                t->gpu_sm = (int)jnum(g, "sm");
-                t->nvlinks = (int)jnum(g, "nvlinks_switch");
-                t->gpu_net_gbps = jnum(g, "net_gbps");
+                t->gpu_sm = perf_jint(g, "sm");
+                t->nvlinks = perf_jint(g, "nvlinks_switch");
+                t->gpu_net_gbps = perf_jnum(g, "net_gbps", 0);
             }
             size_t u = strlen(gpus);
-            perf_snprintf(gpus + u, sizeof(gpus) - u, "%s%s", i ? "," : "", jstr(g, "model"));
+            perf_snprintf(gpus + u, sizeof(gpus) - u, "%s%s", i ? "," : "", perf_jstr(g, "model"));
         }
     }
-    if (json_object_object_get_ex(o, "nics", &arr)) {
+    if ((arr = perf_jarr(o, "nics")) != NULL) {
         t->nnics = (int)json_object_array_length(arr);
         for (int i = 0; i < t->nnics; i++) {
-            json_object *nic = json_object_array_get_idx(arr, i), *ports;
-            double rate = 0;
-            if (json_object_object_get_ex(nic, "ports", &ports) &&
-                json_object_array_length(ports) > 0) {
-                rate = jnum(json_object_array_get_idx(ports, 0), "rate_gbps");
-            }
+            json_object *nic = json_object_array_get_idx(arr, i);
+            double rate = perf_jnum(perf_jidx(perf_jarr(nic, "ports"), 0), "rate_gbps", 0);
+
             t->nic_gbps = rate > t->nic_gbps ? rate : t->nic_gbps;
             size_t u = strlen(nics);
-            perf_snprintf(nics + u, sizeof(nics) - u, "%s%s:%.0f", i ? "," : "", jstr(nic, "name"),
+            perf_snprintf(nics + u, sizeof(nics) - u, "%s%s:%.0f", i ? "," : "", perf_jstr(nic, "name"),
                           rate);
         }
     }
-    int nvswitches = (int)jnum(o, "nvswitches");
+    int nvswitches = perf_jint(o, "nvswitches");
     json_object_put(o);
 
     first_line(NULL, "/sys/module/nvidia/version", driver, sizeof(driver));
@@ -256,25 +242,24 @@ int perf_tune_load(const char *path, perf_tune_saved_t *saved, char *err, size_t
         perf_snprintf(err, errlen, "%s: no collectives", path);
         goto out;
     }
-    perf_snprintf(saved->fingerprint, sizeof(saved->fingerprint), "%s", jstr(o, "fingerprint"));
-    perf_snprintf(saved->fp_text, sizeof(saved->fp_text), "%s", jstr(o, "fingerprint_text"));
-    saved->np = (int)jnum(o, "np");
-    saved->nodes = (int)jnum(o, "nodes");
-    saved->cuda = strcmp(jstr(o, "device"), "cuda") == 0;
+    perf_snprintf(saved->fingerprint, sizeof(saved->fingerprint), "%s", perf_jstr(o, "fingerprint"));
+    perf_snprintf(saved->fp_text, sizeof(saved->fp_text), "%s", perf_jstr(o, "fingerprint_text"));
+    saved->np = perf_jint(o, "np");
+    saved->nodes = perf_jint(o, "nodes");
+    saved->cuda = strcmp(perf_jstr(o, "device"), "cuda") == 0;
     json_object_object_get_ex(o, "base_env", &v);
     env_from_json(v, &saved->base_env);
     json_object_object_get_ex(o, "global", &v);
     env_from_json(v, &saved->plan.global);
     for (size_t k = 0; k < json_object_array_length(colls); k++) {
         json_object *co = json_object_array_get_idx(colls, k), *sizes, *at, *kept, *tuned;
-        json_object *spread = NULL;
-        const char *name = jstr(co, "collective");
+        json_object *spread;
+        const char *name = perf_jstr(co, "collective");
         int c = perf_coll_index(name);
 
-        if (c < 0 || !json_object_object_get_ex(co, "sizes", &sizes) ||
-            !json_object_object_get_ex(co, "per_size", &at) ||
-            !json_object_object_get_ex(co, "kept", &kept) ||
-            !json_object_object_get_ex(co, "tuned_busbw", &tuned) ||
+        if (c < 0 || (sizes = perf_jarr(co, "sizes")) == NULL ||
+            (at = perf_jarr(co, "per_size")) == NULL || (kept = perf_jarr(co, "kept")) == NULL ||
+            (tuned = perf_jarr(co, "tuned_busbw")) == NULL ||
             json_object_array_length(sizes) > PERF_TUNE_MAX_SIZES ||
             json_object_array_length(at) != json_object_array_length(sizes) ||
             json_object_array_length(kept) != json_object_array_length(sizes) ||
@@ -283,7 +268,7 @@ int perf_tune_load(const char *path, perf_tune_saved_t *saved, char *err, size_t
             goto out;
         }
         perf_tune_coll_plan_t *p = &saved->plan.coll[c];
-        json_object_object_get_ex(co, "spread", &spread);
+        spread = perf_jarr(co, "spread");
         p->coll = c;
         p->n = (int)json_object_array_length(sizes);
         for (int i = 0; i < p->n; i++) {

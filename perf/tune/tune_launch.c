@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../common/perf_json.h"
 #include "../common/perf_util.h"
 
 static volatile sig_atomic_t tune_interrupted;
@@ -92,19 +93,16 @@ static int journal_parse(const char *line, char *key, size_t keylen, perf_tune_r
 
     memset(r, 0, sizeof(*r));
     if (o == NULL || !json_object_object_get_ex(o, "key", &v) ||
-        !json_object_object_get_ex(o, "sizes", &sizes) ||
-        !json_object_object_get_ex(o, "busbw", &bw) ||
-        !json_object_object_get_ex(o, "memcpy", &cp) ||
+        (sizes = perf_jarr(o, "sizes")) == NULL || (bw = perf_jarr(o, "busbw")) == NULL ||
+        (cp = perf_jarr(o, "memcpy")) == NULL ||
         json_object_array_length(sizes) > PERF_TUNE_MAX_SIZES ||
         json_object_array_length(bw) != json_object_array_length(sizes) ||
         json_object_array_length(cp) != json_object_array_length(sizes)) {
         goto out;
     }
-    perf_snprintf(key, keylen, "%s", json_object_get_string(v));
+    perf_snprintf(key, keylen, "%s", perf_jstr(o, "key"));
     r->ok = json_object_object_get_ex(o, "ok", &v) && json_object_get_boolean(v);
-    if (json_object_object_get_ex(o, "error", &v)) {
-        perf_snprintf(r->error, sizeof(r->error), "%s", json_object_get_string(v));
-    }
+    perf_snprintf(r->error, sizeof(r->error), "%s", perf_jstr(o, "error"));
     r->n = (int)json_object_array_length(sizes);
     for (int i = 0; i < r->n; i++) {
         r->size[i] = (size_t)json_object_get_int64(json_object_array_get_idx(sizes, i));

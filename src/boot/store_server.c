@@ -41,7 +41,6 @@ void sharc_store_digest(const char *token, char digest[17])
 static void sharc_store_accept(sharc_store_server_t *srv)
 {
     for (;;) {
-        sharc_store_conn_t *conn;
         int fd = accept4(srv->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
         if (fd < 0) {
@@ -56,23 +55,32 @@ static void sharc_store_accept(sharc_store_server_t *srv)
             close(fd); /* a flood of strangers: ranks retry their connection */
             continue;
         }
-        if (sharc_array_grow(&srv->conns, &srv->conns_cap, srv->nconns, sizeof(*srv->conns), 16) !=
-            0) {
+        if (sharc_store_adopt(srv, fd) != SHARC_OK) {
             close(fd);
             return;
         }
-        conn = calloc(1, sizeof(*conn));
-        if (conn == NULL) {
-            close(fd);
-            return;
-        }
-        conn->fd = fd;
-        conn->rank = -1;
-        conn->since = conn->heard = sharc_time_now();
-        sharc_sock_peer(fd, conn->peer, sizeof(conn->peer));
-        srv->conns[srv->nconns++] = conn;
-        srv->unauthed++;
     }
+}
+
+sharc_status_t sharc_store_adopt(sharc_store_server_t *srv, int fd)
+{
+    sharc_store_conn_t *conn;
+
+    if (sharc_array_grow(&srv->conns, &srv->conns_cap, srv->nconns, sizeof(*srv->conns), 16) !=
+        0) {
+        return SHARC_ERR_NOMEM;
+    }
+    conn = calloc(1, sizeof(*conn));
+    if (conn == NULL) {
+        return SHARC_ERR_NOMEM;
+    }
+    conn->fd = fd;
+    conn->rank = -1;
+    conn->since = conn->heard = sharc_time_now();
+    sharc_sock_peer(fd, conn->peer, sizeof(conn->peer));
+    srv->conns[srv->nconns++] = conn;
+    srv->unauthed++;
+    return SHARC_OK;
 }
 
 static void sharc_store_close_conn(sharc_store_conn_t *conn)
@@ -89,7 +97,7 @@ static void sharc_store_close_conn(sharc_store_conn_t *conn)
  * cannot be sent marks its receiver dead too, so until nothing changes), and only then are
  * the dead ones freed: the notices walk every connection, freed ones included otherwise.
  */
-static void sharc_store_sweep(sharc_store_server_t *srv, double now)
+void sharc_store_sweep(sharc_store_server_t *srv, double now)
 {
     size_t j = 0;
     int changed, dead = 0;
@@ -237,24 +245,14 @@ sharc_status_t sharc_store_server_start(const char *bind_host, int port, const c
     char what[64];
     int ret;
 
-    srv = calloc(1, sizeof(*srv));
-    if (srv == NULL) {
-        return SHARC_ERR_NOMEM;
+    status = sharc_store_server_new(digest, root_ns, auth_timeout, max_msg, &srv);
+    if (status != SHARC_OK) {
+        return status;
     }
-    srv->table_size = 256;
-    srv->table = calloc(srv->table_size, sizeof(*srv->table));
-    if (srv->table == NULL) {
-        status = SHARC_ERR_NOMEM;
-        goto err_free_srv;
-    }
-    snprintf(srv->digest, sizeof(srv->digest), "%s", digest);
-    snprintf(srv->root_ns, sizeof(srv->root_ns), "%s", root_ns);
-    srv->auth_timeout = auth_timeout;
-    srv->max_msg = max_msg;
     snprintf(what, sizeof(what), "the bootstrap store");
     status = sharc_sock_listen(bind_host, port, what, &srv->listen_fd);
     if (status != SHARC_OK) {
-        goto err_free_table;
+        goto err_free_srv;
     }
     if (pipe2(srv->wake, O_CLOEXEC | O_NONBLOCK) != 0) {
         sharc_error("store: pipe2 failed: %m");
@@ -277,10 +275,9 @@ err_close_pipe:
     close(srv->wake[1]);
 err_close_listen:
     close(srv->listen_fd);
-err_free_table:
-    free(srv->table);
 err_free_srv:
-    free(srv);
+    srv->listen_fd = -1;
+    sharc_store_server_free(srv);
     return status;
 }
 
@@ -308,7 +305,36 @@ void sharc_store_server_stop(sharc_store_server_t *srv, double linger)
     n = write(srv->wake[1], "x", 1);
     (void)n;
     pthread_join(srv->thread, NULL);
+    close(srv->wake[0]);
+    close(srv->wake[1]);
+    sharc_store_server_free(srv);
+}
 
+sharc_status_t sharc_store_server_new(const char *digest, const char *root_ns, double auth_timeout,
+                                      size_t max_msg, sharc_store_server_t **srv_p)
+{
+    sharc_store_server_t *srv = calloc(1, sizeof(*srv));
+
+    if (srv == NULL) {
+        return SHARC_ERR_NOMEM;
+    }
+    srv->listen_fd = -1;
+    srv->table_size = 256;
+    srv->table = calloc(srv->table_size, sizeof(*srv->table));
+    if (srv->table == NULL) {
+        free(srv);
+        return SHARC_ERR_NOMEM;
+    }
+    snprintf(srv->digest, sizeof(srv->digest), "%s", digest);
+    snprintf(srv->root_ns, sizeof(srv->root_ns), "%s", root_ns);
+    srv->auth_timeout = auth_timeout;
+    srv->max_msg = max_msg;
+    *srv_p = srv;
+    return SHARC_OK;
+}
+
+void sharc_store_server_free(sharc_store_server_t *srv)
+{
     for (size_t i = 0; i < srv->nconns; i++) {
         sharc_store_close_conn(srv->conns[i]);
     }
@@ -327,8 +353,6 @@ void sharc_store_server_stop(sharc_store_server_t *srv, double linger)
         free(ns->name);
         free(ns);
     }
-    close(srv->wake[0]);
-    close(srv->wake[1]);
     if (srv->listen_fd >= 0) {
         close(srv->listen_fd);
     }

@@ -93,6 +93,18 @@ struct sharc_store_server {
     double accept_paused_until; /* out of file descriptors: stop accepting for a moment */
 };
 
+/* ---- the server's state and its connections (store_server.c) */
+/* A server's state with no socket and no thread (start serves it; the fuzzer feeds it). */
+SHARC_HIDDEN sharc_status_t sharc_store_server_new(const char *digest, const char *root_ns,
+                                                   double auth_timeout, size_t max_msg,
+                                                   sharc_store_server_t **srv_p);
+/* Free it: its connections (closed), waiters, table, communicators. */
+SHARC_HIDDEN void sharc_store_server_free(sharc_store_server_t *srv);
+/* A connection on @p fd (non-blocking), owned from now on. */
+SHARC_HIDDEN sharc_status_t sharc_store_adopt(sharc_store_server_t *srv, int fd);
+/* Close dead connections (telling their communicators) and those past their deadlines. */
+SHARC_HIDDEN void sharc_store_sweep(sharc_store_server_t *srv, double now);
+
 /* ---- the key-value table (store_kv.c) */
 SHARC_HIDDEN sharc_store_entry_t *sharc_store_lookup(sharc_store_server_t *srv, const char *key);
 /* The entry of @p key, made empty when missing (*created_p); NULL: no memory. */

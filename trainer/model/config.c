@@ -85,6 +85,16 @@ sharc_status_t llama_config_named(const char *name, llama_config_t *cfg)
     return SHARC_ERR_INVALID;
 }
 
+/* The parameter count in floating point, which cannot wrap: what the check bounds. */
+static double llama_config_params_approx(const llama_config_t *c)
+{
+    double C = c->dim, hd = c->head_dim;
+    double block = C * hd * c->n_heads * 2 + C * hd * c->n_kv_heads * 2 + 3 * C * c->hidden_dim +
+                   2 * C;
+
+    return c->n_layers * block + C + 2.0 * c->vocab * C;
+}
+
 sharc_status_t llama_config_check(const llama_config_t *c)
 {
     const char *bad = NULL;
@@ -102,6 +112,8 @@ sharc_status_t llama_config_check(const llama_config_t *c)
                                        !(c->rope_high_freq > c->rope_low_freq))) {
         bad = "llama3 rope scaling needs factor >= 1, original_max_position_embeddings > 0 and "
               "high_freq_factor > low_freq_factor";
+    } else if (llama_config_params_approx(c) > 1e13) {
+        bad = "more than 10^13 parameters";
     }
     if (bad != NULL) {
         llama_err("model config '%s': %s (dim %d, layers %d, heads %d, kv heads %d, head_dim "
