@@ -314,6 +314,19 @@ SHARC_HIDDEN void sharc_coll_scratch_put(sharc_coll_task_t *task); /* lock held 
 /* Whether @p task runs on the GPU (the collective backend, or staging copies). */
 SHARC_HIDDEN int sharc_coll_on_gpu(const sharc_coll_task_t *task);
 
+/* Append @p task to the list from *head_p to *tail_p (linked through next). */
+static inline void sharc_coll_list_push(sharc_coll_task_t **head_p, sharc_coll_task_t **tail_p,
+                                        sharc_coll_task_t *task)
+{
+    task->next = NULL;
+    if (*tail_p != NULL) {
+        (*tail_p)->next = task;
+    } else {
+        *head_p = task;
+    }
+    *tail_p = task;
+}
+
 /* Put a task at the tail of the queue (lock held): started (QUEUED), or DONE with an error
  * its caller will see in its turn. */
 SHARC_HIDDEN void sharc_coll_task_queue(sharc_coll_task_t *task);

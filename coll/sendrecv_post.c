@@ -128,13 +128,7 @@ static int sharc_coll_group_hold(sharc_coll_task_t *task)
     sharc_coll_lock(cc);
     if (cc->group_depth > 0 && task->algo == &sharc_coll_p2p_device) {
         task->u.p2p.grouped = 1;
-        task->next = NULL;
-        if (cc->group_tail != NULL) {
-            cc->group_tail->next = task;
-        } else {
-            cc->group_head = task;
-        }
-        cc->group_tail = task;
+        sharc_coll_list_push(&cc->group_head, &cc->group_tail, task);
         held = 1;
     }
     sharc_coll_unlock(cc);

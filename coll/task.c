@@ -69,15 +69,7 @@ sharc_status_t sharc_coll_task_start(sharc_coll_task_t *task)
 
 void sharc_coll_task_queue(sharc_coll_task_t *task)
 {
-    sharc_coll_comm_t *cc = task->cc;
-
-    task->next = NULL;
-    if (cc->tail != NULL) {
-        cc->tail->next = task;
-    } else {
-        cc->head = task;
-    }
-    cc->tail = task;
+    sharc_coll_list_push(&task->cc->head, &task->cc->tail, task);
 }
 
 const char *sharc_coll_task_name(const sharc_coll_task_t *task)
