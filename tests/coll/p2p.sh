@@ -2,8 +2,9 @@
 # Point-to-point sends and receives between ranks (test_p2p: every dtype, tags and order,
 # receives from any rank, truncation, zero size, 1000 in flight, self, completion apart from
 # the collectives, groups, bad arguments) at 1 to 4 ranks over shm, UCX (shared memory, and
-# TCP as between hosts), shm without CMA, shm + UCX on two pretended nodes, a progress
-# thread; and a rank that dies while the others wait in receives.
+# TCP as between hosts), shm without CMA, buffers the peer maps (sharc_mem_alloc), shm + UCX
+# on two pretended nodes, a progress thread; and a rank that dies while the others wait in
+# receives.
 . "$(dirname "$0")/../lib.sh"
 
 if ! "$top_builddir/perf/sharc-info" -b | grep -q "^ucx: yes"; then
@@ -22,6 +23,10 @@ run_ok "point-to-point over UCX TCP, 2 ranks" env SHARC_TRANSPORT=ucx UCX_TLS=tc
     "$LAUNCH" --mode env -n 2 -- "$P2P" 100003
 run_ok "point-to-point over shm without CMA, 3 ranks" env SHARC_SHM_CMA=no "$LAUNCH" \
     --mode env -n 3 -- "$P2P" 100003
+run_ok_match "point-to-point on sharc_mem_alloc buffers (mapped by the peer), 3 ranks" \
+    "maps rank [0-9]+'s [0-9]+-byte shared buffer.*point-to-point ok" \
+    env SHARCTEST_MEM_ALLOC=1 SHARC_LOG_LEVEL=debug SHARC_LOG_SUBSYS=tp "$LAUNCH" --mode env \
+    -n 3 -- "$P2P" 100003
 run_ok_match "point-to-point over shm + UCX on 2 nodes, 4 ranks" \
     "shm within the node, ucx between nodes.*point-to-point ok" env SHARC_LOG_LEVEL=info \
     UCX_TLS=tcp,self "$LAUNCH" --mode env --nodes 2 -n 4 -- "$P2P" 100003

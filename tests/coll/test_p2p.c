@@ -47,12 +47,30 @@ static size_t wrong(const void *buf, sharc_dtype_t dt, size_t n, int src, int ta
     return bad;
 }
 
+/* SHARCTEST_MEM_ALLOC=1: message buffers come from sharc_mem_alloc (shm maps them, verbs
+ * reads them zero-copy) */
+static sharc_context_h shared_ctx;
+
 static void *alloc_bytes(size_t bytes)
 {
-    void *p = malloc(bytes > 0 ? bytes : 1);
+    void *p = NULL;
 
+    if (shared_ctx != NULL) {
+        CHECK(sharc_mem_alloc(shared_ctx, bytes > 0 ? bytes : 1, &p) == SHARC_OK);
+    } else {
+        p = malloc(bytes > 0 ? bytes : 1);
+    }
     CHECK(p != NULL);
     return p;
+}
+
+static void free_bytes(void *p)
+{
+    if (shared_ctx != NULL) {
+        CHECK(sharc_mem_free(shared_ctx, p) == SHARC_OK);
+    } else {
+        free(p);
+    }
 }
 
 /* A receive's request completed fine from @p src with @p tag and @p count elements. */
@@ -89,8 +107,8 @@ static void run_ring(sharc_comm_h comm, sharc_dtype_t dt, size_t count)
     check_info(rreq, left, tag, count, what);
     sharc_request_free(rreq);
     sharc_request_free(sreq);
-    free(sbuf);
-    free(rbuf);
+    free_bytes(sbuf);
+    free_bytes(rbuf);
 }
 
 /* Rank 0 and the last rank bounce a message back and forth with blocking calls. */
@@ -100,7 +118,7 @@ static void run_pingpong(sharc_comm_h comm, size_t count)
     float *buf = alloc_bytes(count * sizeof(float));
 
     if (nranks < 2 || (me != 0 && me != nranks - 1)) {
-        free(buf);
+        free_bytes(buf);
         return;
     }
     for (int round = 0; round < 5; round++) {
@@ -115,7 +133,7 @@ static void run_pingpong(sharc_comm_h comm, size_t count)
             CHECK(sharc_send(buf, count, SHARC_DTYPE_F32, peer, 2, comm, NULL) == SHARC_OK);
         }
     }
-    free(buf);
+    free_bytes(buf);
 }
 
 /*
@@ -163,7 +181,7 @@ static void run_tags(sharc_comm_h comm)
         for (int i = 0; i < NT * NK; i++) {
             total += wrong(rbuf[src * NT * NK + i], SHARC_DTYPE_I32, sizes[i % NK], src, i / NK + 1,
                            i % NK);
-            free(rbuf[src * NT * NK + i]);
+            free_bytes(rbuf[src * NT * NK + i]);
         }
     }
     CHECK_MSG(total == 0, "tags and order: %zu wrong elements", total);
@@ -171,7 +189,7 @@ static void run_tags(sharc_comm_h comm)
         sharc_request_free(reqs[i]);
     }
     for (int i = 0; i < NT * NK; i++) {
-        free(sbuf[i]);
+        free_bytes(sbuf[i]);
     }
     free(sbuf);
     free(rbuf);
@@ -220,7 +238,7 @@ static void run_any_source(sharc_comm_h comm)
         CHECK_MSG(got[r] == 2, "any source: %d messages of rank %d", got[r], r);
     }
     free(got);
-    free(buf);
+    free_bytes(buf);
 }
 
 /* Rank 0's four receives of run_any_order: (any, peer) with tag 11, (peer, any) with 12. */
@@ -291,7 +309,7 @@ static void run_truncation(sharc_comm_h comm)
     float *buf = alloc_bytes(sizes[1] * 4);
 
     if (nranks < 2 || me > 1) {
-        free(buf);
+        free_bytes(buf);
         return;
     }
     for (int k = 0; k < 2; k++) {
@@ -312,7 +330,7 @@ static void run_truncation(sharc_comm_h comm)
             sharc_request_free(req);
         }
     }
-    free(buf);
+    free_bytes(buf);
 }
 
 /* Messages of no data (NULL buffers), to the next rank and to self. */
@@ -398,8 +416,8 @@ static void run_self(sharc_comm_h comm)
         sharc_request_free(rreq);
         sharc_request_free(sreq);
     }
-    free(s);
-    free(r);
+    free_bytes(s);
+    free_bytes(r);
 }
 
 /*
@@ -534,6 +552,9 @@ int main(int argc, char **argv)
     }
     nranks = sharc_comm_size(comm);
     me = sharc_comm_rank(comm);
+    if (getenv("SHARCTEST_MEM_ALLOC") != NULL) {
+        shared_ctx = ctx;
+    }
     if (getenv("SHARCTEST_P2P_CRASH") != NULL) {
         return run_crash(comm, atoi(getenv("SHARCTEST_P2P_CRASH")));
     }
