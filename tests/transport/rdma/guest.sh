@@ -26,8 +26,8 @@ for n in 2 3; do
         "$LAUNCH" --mode env -n $n --timeout 300 -- "$BIN/coll/test_p2p" 100003
 done
 run_ok "ib: sends and receives on shareable buffers (zero-copy), 2 ranks" \
-    env SHARC_TIMEOUT=120s SHARC_IB_ZCOPY_MIN=64k "$LAUNCH" --mode env -n 2 --timeout 300 -- \
-    "$BIN/coll/test_p2p" 300000
+    env SHARC_TIMEOUT=120s SHARC_IB_ZCOPY_MIN=64k SHARCTEST_MEM_ALLOC=1 "$LAUNCH" --mode env -n 2 \
+    --timeout 300 -- "$BIN/coll/test_p2p" 300000
 run_ok_match "ib: zero-copy through the registration cache, evicting past 4 MiB" \
     "registered the 33558528-byte buffer.*least recently used.*transport ib: ok" \
     env SHARC_LOG_LEVEL=debug SHARC_LOG_SUBSYS=tp SHARC_IB_REG_CACHE=4m "$LAUNCH" --mode env \
