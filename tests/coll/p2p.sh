@@ -37,6 +37,9 @@ run_ok "point-to-point from a progress thread, 3 ranks" env SHARC_PROGRESS_THREA
 run_ok_match "a message too long for its receive names both sizes" \
     "recv from rank 0, tag 21 \(50 f32\): a 400-byte message does not fit the 200-byte" \
     "$LAUNCH" --mode env -n 2 -- "$P2P" 1003
+run_fail "a receive nobody sends to ends at SHARC_TIMEOUT" 30 \
+    "recv from any rank, tag 77 \(1 f32\) did not complete within 2 s \(SHARC_TIMEOUT\)" \
+    env SHARC_TIMEOUT=2s SHARCTEST_P2P_TIMEOUT=1 "$LAUNCH" --mode env -n 2 -- "$P2P"
 
 # A rank that dies while the others wait in receives (from it, or from any rank): each fails
 # within 2 s (the store's notice, not SHARC_TIMEOUT), naming the rank and its host, and the

@@ -6,7 +6,8 @@
  * peer), a message too long for its receive, zero-size messages, 1000 requests in flight,
  * sends to self, sends and receives completing before a collective posted earlier, groups,
  * and bad arguments refused on the calling rank. SHARCTEST_P2P_CRASH=R: rank R dies while the
- * others wait in receives, which must fail within 2 s naming it.
+ * others wait in receives, which must fail within 2 s naming it; SHARCTEST_P2P_TIMEOUT=1: a
+ * receive nobody sends to ends at SHARC_TIMEOUT.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -538,6 +539,17 @@ static int run_crash(sharc_comm_h comm, int victim)
     return s < 2.0 ? 1 : 2; /* the job fails either way; the script reads the times */
 }
 
+/* A receive nobody sends to: SHARC_TIMEOUT ends its wait with SHARC_ERR_TIMEOUT (the job
+ * fails; the script reads the message and the time). */
+static int run_timeout(sharc_comm_h comm)
+{
+    float v;
+    sharc_status_t st = sharc_recv(&v, 1, SHARC_DTYPE_F32, SHARC_ANY_SOURCE, 77, comm, NULL);
+
+    fprintf(stderr, "rank %d: a receive nobody sends to: %s\n", me, sharc_status_string(st));
+    return 1;
+}
+
 int main(int argc, char **argv)
 {
     static const size_t counts[] = {0, 1, 7, 4097};
@@ -554,6 +566,9 @@ int main(int argc, char **argv)
     me = sharc_comm_rank(comm);
     if (getenv("SHARCTEST_MEM_ALLOC") != NULL) {
         shared_ctx = ctx;
+    }
+    if (getenv("SHARCTEST_P2P_TIMEOUT") != NULL) {
+        return run_timeout(comm);
     }
     if (getenv("SHARCTEST_P2P_CRASH") != NULL) {
         return run_crash(comm, atoi(getenv("SHARCTEST_P2P_CRASH")));
