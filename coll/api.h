@@ -124,6 +124,31 @@ SHARC_HIDDEN sharc_status_t sharc_coll_start_lane(sharc_coll_comm_t *cc,
                                                   const sharc_coll_args_t *args, int lane,
                                                   sharc_request_h *req_p);
 
+/* One send or receive of the public point-to-point calls (sharc/p2p.h's contract). */
+typedef struct {
+    int is_send;
+    void *buf; /* a send's is only read */
+    size_t count;
+    sharc_dtype_t dtype;
+    int peer; /* a receive: or SHARC_ANY_SOURCE */
+    int tag;
+    void *stream; /* CUDA buffers: the stream whose queued work it follows */
+} sharc_coll_p2p_args_t;
+
+/*
+ * Post a send or a receive: the checks on this rank, routing (the point-to-point transport;
+ * CUDA buffers through the collective backend), the task. It completes as soon as it is done,
+ * not in order with what was posted before it. Blocks until it completes when @p req_p is
+ * NULL.
+ */
+SHARC_HIDDEN sharc_status_t sharc_coll_p2p_start(sharc_coll_comm_t *cc,
+                                                 const sharc_coll_p2p_args_t *args,
+                                                 sharc_request_h *req_p);
+
+/* sharc_p2p_group_start / end (sharc/p2p.h) on @p cc. */
+SHARC_HIDDEN sharc_status_t sharc_coll_group_start(sharc_coll_comm_t *cc);
+SHARC_HIDDEN sharc_status_t sharc_coll_group_end(sharc_coll_comm_t *cc);
+
 /* What the layers above ask of a request (request.c). */
 
 /* Whether the device follows @p req: it runs on the collective backend's stream, and a

@@ -4,8 +4,9 @@
  * optional finalize): the progress function keeps its place in the task, never blocks, and
  * returns SHARC_INPROGRESS until it is done (UCC's model). Tasks run over the communicator's
  * point-to-point transport; all messages of one task share one tag (the task's sequence
- * number), which the transport matches in posting order between any two ranks. The layers
- * above see api.h only.
+ * number), which the transport matches in posting order between any two ranks. The public
+ * point-to-point calls are tasks too (a send or a receive, sendrecv.c), with tags of their own
+ * and no sequence number. The layers above see api.h only.
  */
 #ifndef SHARC_COLL_INT_H
 #define SHARC_COLL_INT_H
@@ -17,6 +18,17 @@
 
 #include "../kernels/kernels.h"
 #include "api.h"
+
+/*
+ * The transports' tag space (SHARC_TP_TAG_BITS, 40 bits) in two halves, so that no message of
+ * a collective can ever match a point-to-point receive or the other way round:
+ *  - top bit clear: a collective's messages, tagged with its sequence number, which wraps
+ *    after 2^39 collectives (SHARC_COLL_SEQ_MASK);
+ *  - top bit set (SHARC_COLL_TAG_P2P): the public sends and receives, the caller's tag
+ *    (0 .. SHARC_TAG_MAX, 31 bits) in the low bits.
+ */
+#define SHARC_COLL_TAG_P2P  (1ull << (SHARC_TP_TAG_BITS - 1))
+#define SHARC_COLL_SEQ_MASK (SHARC_COLL_TAG_P2P - 1)
 
 /*
  * How a vector of @count elements splits into @n blocks, one per rank: the first (count % n)
@@ -82,6 +94,18 @@ typedef struct sharc_coll_algo {
 typedef struct sharc_stage sharc_coll_stage_t; /* staged.c's state of a task */
 
 /*
+ * What a task is: a collective (every rank posts it, it takes a sequence number, it
+ * completes in posting order within its lane), or a send or receive of the public
+ * point-to-point calls (posted by one rank, no sequence number, complete as soon as done,
+ * whatever was posted before them: sendrecv.c).
+ */
+typedef enum {
+    SHARC_COLL_KIND_COLL,
+    SHARC_COLL_KIND_SEND,
+    SHARC_COLL_KIND_RECV,
+} sharc_coll_kind_t;
+
+/*
  * A task's lifecycle. The engine moves it forward only, under the communicator's lock:
  *
  *   NEW --hand over--> HANDED --start--> QUEUED --first progress--> RUNNING --+
@@ -112,7 +136,8 @@ typedef enum {
 struct sharc_request {
     /* the engine's */
     sharc_coll_comm_t *cc;
-    sharc_coll_args_t args;
+    sharc_coll_args_t args; /* a send's buffer is sendbuf, a receive's recvbuf */
+    sharc_coll_kind_t kind;
     const sharc_coll_algo_t *algo;
     sharc_coll_task_state_t state; /* see above; COMPLETE is read without the lock */
     uint64_t seq;                  /* per communicator; the tag of every message of the task */
@@ -160,6 +185,13 @@ struct sharc_request {
             size_t retired;        /* steps whose requests have all completed */
         } window;                  /* pairwise all-to-all */
         sharc_coll_stage_t *stage; /* collectives on CUDA buffers staged through host memory */
+        struct {
+            int peer;     /* the peer named, or SHARC_ANY_SOURCE (a receive) */
+            int tag;      /* the caller's tag */
+            int grouped;  /* CUDA buffers: waits in its group until the group ends (NEW) */
+            int source;   /* a receive that completed fine: the sender */
+            size_t bytes; /* a receive that completed fine: the bytes received */
+        } p2p;            /* a send or a receive (sendrecv.c) */
     } u;
 };
 
@@ -261,6 +293,10 @@ struct sharc_coll_comm {
      * for a pass (sharc_coll_post); pass (atomic): where the pass is */
     sharc_coll_task_t *incoming;
     sharc_coll_pass_t pass;
+    /* sharc_p2p_group_start's nesting, and the sends and receives on CUDA buffers posted
+     * inside it, in posting order, issued together when the outermost group ends; under lock */
+    int group_depth;
+    sharc_coll_task_t *group_head, *group_tail;
     /* scratch kept between collectives (sharc_coll_scratch); under lock */
     char *scratch;
     size_t scratch_bytes;
@@ -341,6 +377,29 @@ SHARC_HIDDEN void sharc_coll_scratch_put(sharc_coll_task_t *task); /* lock held 
 /* Whether @p task runs on the GPU (the collective backend, or staging copies). */
 SHARC_HIDDEN int sharc_coll_on_gpu(const sharc_coll_task_t *task);
 
+/* Append @p task to the list from *head_p to *tail_p (linked through next). */
+static inline void sharc_coll_list_push(sharc_coll_task_t **head_p, sharc_coll_task_t **tail_p,
+                                        sharc_coll_task_t *task)
+{
+    task->next = NULL;
+    if (*tail_p != NULL) {
+        (*tail_p)->next = task;
+    } else {
+        *head_p = task;
+    }
+    *tail_p = task;
+}
+
+/* Put a task at the tail of the queue (lock held): started (QUEUED), or DONE with an error
+ * its caller will see in its turn. */
+SHARC_HIDDEN void sharc_coll_task_queue(sharc_coll_task_t *task);
+
+/* What a task is, for messages: "allgather", "send", "recv". */
+SHARC_HIDDEN const char *sharc_coll_task_name(const sharc_coll_task_t *task);
+
+/* A task for messages: "allgather #12 (4096 f32)", "recv from rank 2, tag 7 (10 i32)". */
+SHARC_HIDDEN void sharc_coll_task_describe(const sharc_coll_task_t *task, char *buf, size_t len);
+
 /* ---- the queue and its progress pass (queue.c) */
 
 /*
@@ -380,8 +439,12 @@ SHARC_HIDDEN void sharc_coll_idle(int moved, int *idle, int gpu);
 SHARC_HIDDEN void sharc_coll_fail(sharc_coll_comm_t *cc, sharc_status_t status, const char *why);
 
 /* A task failed (lock held): the communicator fails with it, and waits a moment to learn
- * from the store which rank's loss caused it. */
+ * from the store which rank's loss caused it. A send or receive fails it only when its error
+ * is a peer's or a transport's (a receive buffer too short is that receive's error alone). */
 SHARC_HIDDEN void sharc_coll_fail_task(sharc_coll_task_t *task);
+
+/* Whether the error that ended @p task fails its communicator (see sharc_coll_fail_task). */
+SHARC_HIDDEN int sharc_coll_fails_comm(const sharc_coll_task_t *task);
 
 /* Ask the bootstrap whether a rank is gone, every SHARC_COLL_CHECK_S (lock held). */
 SHARC_HIDDEN void sharc_coll_watch(sharc_coll_comm_t *cc);
@@ -404,8 +467,8 @@ static inline void sharc_coll_fr_note(const sharc_coll_task_t *task)
     const sharc_coll_fr_t *fr = &task->cc->fr;
     sharc_coll_fr_entry_t *e;
 
-    if (fr->cap == 0) {
-        return;
+    if (fr->cap == 0 || task->ordinal == UINT64_MAX) {
+        return; /* (off, or a send or receive: not recorded) */
     }
     e = &fr->ring[task->ordinal % fr->cap];
     if (e->ordinal == task->ordinal) {
@@ -515,5 +578,26 @@ extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_barrier_dissemination;
 /* Collectives on CUDA buffers: through the collective backend, or staged through host memory. */
 extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_backend;
 extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_staged;
+
+/* ---- the public sends and receives (sendrecv.c) */
+
+/* Over the point-to-point transport, and on CUDA buffers through the collective backend. */
+extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_send_host;
+extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_recv_host;
+extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_p2p_device;
+
+/* Issue @p n sends and receives on CUDA buffers together through the collective backend
+ * (lock held). SHARC_OK: each task holds its request and event; else none was issued. */
+SHARC_HIDDEN sharc_status_t sharc_coll_p2p_issue(sharc_coll_task_t *const *tasks, size_t n);
+
+/* Whether a failed task still leaves its transport request with the transport. */
+SHARC_HIDDEN int sharc_coll_task_held(const sharc_coll_task_t *task);
+
+/* sendrecv_post.c: whether @p task waits in an open group (not issued, not queued). */
+SHARC_HIDDEN int sharc_coll_p2p_unissued(const sharc_coll_task_t *task);
+/* sendrecv_post.c: free a task that waits in an open group, out of it (lock held). */
+SHARC_HIDDEN void sharc_coll_group_drop(sharc_coll_task_t *task);
+/* sendrecv_post.c: free what an open group holds, at the communicator's end. */
+SHARC_HIDDEN void sharc_coll_group_clear(sharc_coll_comm_t *cc);
 
 #endif

@@ -63,8 +63,9 @@ void sharc_coll_head(sharc_coll_comm_t *cc, double now, sharc_coll_head_t *h)
         h->last_age = sharc_coll_ago(now, e->t_post);
         h->last_done_age = sharc_coll_ago(now, e->t_done);
     }
-    while (oldest != NULL && oldest->state == SHARC_COLL_TASK_HANDED) {
-        oldest = oldest->next; /* (not started: no ordinal yet) */
+    while (oldest != NULL && (oldest->state == SHARC_COLL_TASK_HANDED ||
+                              oldest->kind != SHARC_COLL_KIND_COLL)) {
+        oldest = oldest->next; /* (not started: no ordinal yet; or a send or receive) */
     }
     if (oldest == NULL) {
         return;

@@ -88,7 +88,7 @@ static void sharc_coll_watch_now(sharc_coll_comm_t *cc, int now_too)
         snprintf(why, sizeof(why), "rank %d (%s) of this %d-rank communicator lost rank %d (%s)",
                  by, sharc_coll_host(cc, by), cc->size, lost, sharc_coll_host(cc, lost));
     }
-    sharc_error("rank %d: %s: its collectives fail", cc->rank, why);
+    sharc_error("rank %d: %s: its collectives, sends and receives fail", cc->rank, why);
     cc->explained = 1;
     if (cc->failed != SHARC_OK) { /* a transport's error, now explained: a peer's failure */
         snprintf(cc->why, sizeof(cc->why), "%s", why);
@@ -126,15 +126,23 @@ static void sharc_coll_explain(sharc_coll_comm_t *cc)
     }
 }
 
+int sharc_coll_fails_comm(const sharc_coll_task_t *task)
+{
+    /* a collective's ranks no longer agree on what is in flight; a send or receive is one
+     * rank's, and only a peer or a transport that failed says more than that it failed */
+    return task->kind == SHARC_COLL_KIND_COLL || task->status == SHARC_ERR_REMOTE ||
+           task->status == SHARC_ERR_BACKEND || task->status == SHARC_ERR_TIMEOUT;
+}
+
 void sharc_coll_fail_task(sharc_coll_task_t *task)
 {
     sharc_coll_comm_t *cc = task->cc;
-    char why[96];
+    char why[192], what[160];
 
     /* the ranks no longer agree on what is in flight: stop the rest */
-    snprintf(why, sizeof(why), "%s #%llu failed (%s)", sharc_coll_name(task->args.type),
-             (unsigned long long)task->seq, sharc_status_string(task->status));
-    sharc_error("rank %d: %s: this communicator's collectives fail", cc->rank, why);
+    sharc_coll_task_describe(task, what, sizeof(what));
+    snprintf(why, sizeof(why), "%s failed (%s)", what, sharc_status_string(task->status));
+    sharc_error("rank %d: %s: this communicator's operations fail", cc->rank, why);
     if (sharc_coll_fail_now(cc, task->status, why)) {
         sharc_coll_explain(cc);
         sharc_coll_fail_dump(cc); /* (with the cause the store named, when it came) */

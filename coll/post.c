@@ -164,6 +164,12 @@ sharc_status_t sharc_coll_start_lane(sharc_coll_comm_t *cc, const sharc_coll_arg
                     SHARC_COLL_LANES - 1);
         return SHARC_ERR_INVALID;
     }
+    if (cc->group_depth > 0) {
+        sharc_error("%s: called inside a point-to-point group (sharc_p2p_group_start) on this "
+                    "communicator; end the group first",
+                    sharc_coll_name(args->type));
+        return SHARC_ERR_INVALID;
+    }
     status = sharc_coll_check(cc, args);
     if (status != SHARC_OK) {
         return status;

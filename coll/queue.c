@@ -1,9 +1,9 @@
 /*
  * queue.c: a communicator's queue of tasks and the progress pass that drives it: a post
  * starts its task under the lock, or hands it to a pass that is running (the lock-free
- * hand-over); the pass drives the transports and every task, and completes tasks in posting
- * order within their completion lanes. Who calls the pass (callers or a thread) is
- * thread.c's.
+ * hand-over); the pass drives the transports and every task, and completes collectives in
+ * posting order within their completion lanes, sends and receives as soon as they are done.
+ * Who calls the pass (callers or a thread) is thread.c's.
  */
 #include "config.h"
 
@@ -55,12 +55,7 @@ static void sharc_coll_take_over(sharc_coll_comm_t *cc)
         t->state = SHARC_COLL_TASK_DONE;
         t->t_done = sharc_time_now();
         sharc_coll_task_record(t);
-        if (cc->tail != NULL) {
-            cc->tail->next = t;
-        } else {
-            cc->head = t;
-        }
-        cc->tail = t;
+        sharc_coll_task_queue(t);
     }
 }
 
@@ -170,8 +165,8 @@ sharc_status_t sharc_coll_post(sharc_coll_task_t *task)
     if (cc->failed == SHARC_OK && cc->head == NULL) {
         sharc_coll_progress(cc); /* an idle communicator still hears of a rank that is gone */
     }
-    if (cc->cfg->check && cc->failed == SHARC_OK) {
-        status = sharc_coll_check_peers(cc, &task->args);
+    if (cc->cfg->check && cc->failed == SHARC_OK && task->kind == SHARC_COLL_KIND_COLL) {
+        status = sharc_coll_check_peers(cc, &task->args); /* (a send is one rank's) */
     }
     if (status == SHARC_OK) {
         status = sharc_coll_task_start(task);
@@ -205,7 +200,7 @@ static void sharc_coll_step(sharc_coll_comm_t *cc, sharc_coll_task_t *t)
     if (t->status == SHARC_OK) {
         /* (a failed task keeps it: a transport may still write into it) */
         sharc_coll_scratch_put(t);
-    } else if (cc->failed == SHARC_OK) {
+    } else if (cc->failed == SHARC_OK && sharc_coll_fails_comm(t)) {
         sharc_coll_fail_task(t);
     }
 }
@@ -241,7 +236,8 @@ static int sharc_coll_progress_transports(sharc_coll_comm_t *cc)
 
 /* Drive each task in posting order, and complete it as soon as it and the earlier tasks of
  * its lane are done (blocked: lanes with one not done yet): at once, not at the end of the
- * pass, which a later task may spend milliseconds reducing. */
+ * pass, which a later task may spend milliseconds reducing. Sends and receives are in no
+ * lane: each completes when it is done. */
 static int sharc_coll_progress_tasks(sharc_coll_comm_t *cc)
 {
     unsigned blocked = 0;
@@ -249,7 +245,7 @@ static int sharc_coll_progress_tasks(sharc_coll_comm_t *cc)
 
     for (sharc_coll_task_t **p = &cc->head, *prev = NULL; *p != NULL;) {
         sharc_coll_task_t *t = *p;
-        unsigned lane = 1u << t->lane;
+        unsigned lane = (t->kind == SHARC_COLL_KIND_COLL) ? 1u << t->lane : 0;
 
         if (t->state < SHARC_COLL_TASK_DONE) {
             sharc_coll_step(cc, t);

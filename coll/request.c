@@ -1,14 +1,17 @@
 /*
- * request.c: a collective as its caller holds it, a request (sharc_request_h): the public
- * test, wait and free, the stream wait of sharc_cuda.h, and what the sharding engine asks
- * of a request (on the device? when did it run?). A request is a task of the engine
- * (coll.h); these calls only read its state, or progress the queue for it.
+ * request.c: a collective, send or receive as its caller holds it, a request
+ * (sharc_request_h): the public test, wait and free, what a receive received, the stream wait
+ * of sharc_cuda.h, and what the sharding engine asks of a request (on the device? when did it
+ * run?). A request is a task of the engine (coll.h); these calls only read its state, or
+ * progress the queue for it.
  */
 #include "config.h"
 
 #define SHARC_THIS_SUBSYS SHARC_SUBSYS_COLL
 
 #include <stdio.h>
+
+#include <sharc/p2p.h>
 
 #include "../src/base/gpu.h"
 #include "../src/base/log.h"
@@ -21,6 +24,15 @@ static int sharc_coll_task_complete(const sharc_coll_task_t *task)
     return __atomic_load_n(&task->state, __ATOMIC_ACQUIRE) == SHARC_COLL_TASK_COMPLETE;
 }
 
+/* A request that cannot complete yet because its group has not ended: said, SHARC_ERR_INVALID. */
+static sharc_status_t sharc_coll_unissued(sharc_request_h req, const char *call)
+{
+    sharc_error("%s: this %s was posted inside sharc_p2p_group_start, and is issued only when "
+                "the group ends",
+                call, sharc_coll_task_name(req));
+    return SHARC_ERR_INVALID;
+}
+
 sharc_status_t sharc_request_test(sharc_request_h req)
 {
     sharc_coll_comm_t *cc;
@@ -31,6 +43,9 @@ sharc_status_t sharc_request_test(sharc_request_h req)
         return SHARC_ERR_INVALID;
     }
     cc = req->cc;
+    if (sharc_coll_p2p_unissued(req)) {
+        return sharc_coll_unissued(req, "sharc_request_test");
+    }
     /* With a progress thread, a test only looks: progressing here would move message data
      * (copies, reductions) on the caller's time, which the thread exists to take off it. It
      * looks without the lock, which the thread holds for a whole pass (a pass may copy or
@@ -81,20 +96,23 @@ static sharc_status_t sharc_coll_wait_step(sharc_request_h req, int *moved_p)
 static sharc_status_t sharc_coll_wait_timed_out(sharc_request_h req, double timeout)
 {
     sharc_coll_comm_t *cc = req->cc;
-    char peer[48 + SHARC_HOST_MAX] = "";
+    char peer[48 + SHARC_HOST_MAX] = "", what[160];
+    int verdict = req->ordinal != UINT64_MAX && cc->verdict_ordinal == req->ordinal;
 
     sharc_coll_lock(cc);
     if (req->await_peer >= 0) {
         snprintf(peer, sizeof(peer), ": waiting for rank %d (%s)", req->await_peer,
                  sharc_coll_host(cc, req->await_peer));
     }
-    sharc_error("rank %d: %s #%llu (%zu %s) did not complete within %.0f s "
-                "(SHARC_TIMEOUT)%s; the communicator is failed%s%s",
-                cc->rank, sharc_coll_name(req->args.type), (unsigned long long)req->seq,
-                req->args.count, sharc_dtype_name(req->args.dtype), timeout, peer,
-                cc->verdict_ordinal == req->ordinal ? ". The ranks' verdict: " : "",
-                cc->verdict_ordinal == req->ordinal ? cc->verdict : "");
-    sharc_coll_fail(cc, SHARC_ERR_TIMEOUT, "a collective timed out (SHARC_TIMEOUT)");
+    sharc_coll_task_describe(req, what, sizeof(what));
+    sharc_error("rank %d: %s did not complete within %.0f s (SHARC_TIMEOUT)%s; the "
+                "communicator is failed%s%s",
+                cc->rank, what, timeout, peer,
+                verdict ? ". The ranks' verdict: " : "", verdict ? cc->verdict : "");
+    sharc_coll_fail(cc, SHARC_ERR_TIMEOUT,
+                    req->kind == SHARC_COLL_KIND_COLL
+                        ? "a collective timed out (SHARC_TIMEOUT)"
+                        : "a send or receive timed out (SHARC_TIMEOUT)");
     sharc_coll_unlock(cc);
     return SHARC_ERR_TIMEOUT;
 }
@@ -111,6 +129,9 @@ sharc_status_t sharc_request_wait(sharc_request_h req)
     }
     if (sharc_coll_task_complete(req)) {
         return req->status; /* done already: no lock (as in sharc_request_test) */
+    }
+    if (sharc_coll_p2p_unissued(req)) {
+        return sharc_coll_unissued(req, "sharc_request_wait");
     }
     timeout = req->cc->cfg->timeout;
     deadline = sharc_time_now() + timeout;
@@ -131,6 +152,12 @@ void sharc_request_free(sharc_request_h req)
     if (req == NULL) {
         return;
     }
+    if (sharc_coll_p2p_unissued(req)) { /* never issued: it leaves its group */
+        sharc_coll_lock(req->cc);
+        sharc_coll_group_drop(req);
+        sharc_coll_unlock(req->cc);
+        return;
+    }
     if (!sharc_coll_task_complete(req) && !req->stream_waited) {
         sharc_request_wait(req); /* its buffers must be left alone once it is freed */
     }
@@ -143,6 +170,30 @@ void sharc_request_free(sharc_request_h req)
         req->freed = 1;
     }
     sharc_coll_unlock(cc);
+}
+
+sharc_status_t sharc_request_recv_info(sharc_request_h req, sharc_recv_info_t *info_p)
+{
+    size_t esize;
+
+    if (req == NULL || req->kind != SHARC_COLL_KIND_RECV || info_p == NULL) {
+        sharc_error("sharc_request_recv_info: %s", req == NULL      ? "request is NULL"
+                                                   : info_p == NULL ? "info_p is NULL"
+                                                                    : "not a receive's request");
+        return SHARC_ERR_INVALID;
+    }
+    if (!sharc_coll_task_complete(req)) {
+        return SHARC_INPROGRESS;
+    }
+    if (req->status != SHARC_OK) {
+        return req->status;
+    }
+    esize = sharc_dtype_size(req->args.dtype);
+    info_p->source = req->u.p2p.source;
+    info_p->tag = req->u.p2p.tag;
+    info_p->bytes = req->u.p2p.bytes;
+    info_p->count = req->u.p2p.bytes / esize;
+    return SHARC_OK;
 }
 
 sharc_status_t sharc_coll_request_wait_stream(sharc_request_h req, void *stream)

@@ -215,7 +215,7 @@ static sharc_status_t sharc_stage_child(sharc_coll_task_t *task, sharc_stage_t *
         return SHARC_ERR_NOMEM;
     }
     st->child[c] = t;
-    t->seq = (task->seq + 1 + c) & SHARC_TP_TAG_MAX;
+    t->seq = (task->seq + 1 + c) & SHARC_COLL_SEQ_MASK; /* the collectives' half (coll.h) */
     status = sharc_coll_select(task->cc, &t->args, &t->algo);
     return (status == SHARC_OK) ? t->algo->init(t) : status;
 }

@@ -67,7 +67,7 @@ static void sharc_coll_stall_round(sharc_coll_comm_t *cc, uint32_t round, uint64
 static const sharc_coll_task_t *sharc_coll_oldest(const sharc_coll_comm_t *cc)
 {
     for (const sharc_coll_task_t *t = cc->head; t != NULL; t = t->next) {
-        if (t->state != SHARC_COLL_TASK_HANDED) {
+        if (t->state != SHARC_COLL_TASK_HANDED && t->kind == SHARC_COLL_KIND_COLL) {
             return t;
         }
     }

@@ -99,6 +99,7 @@ void sharc_coll_comm_quiesce(sharc_coll_comm_t *cc)
         sharc_coll_watchdog_remove(cc->watchdog, cc);
     }
     sharc_coll_driver_stop(cc);
+    sharc_coll_group_clear(cc);
     sharc_coll_drain(cc);
 }
 

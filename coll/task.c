@@ -1,13 +1,17 @@
 /*
  * task.c: a collective task's making, its one start (sequence number, algorithm's init,
- * place in the queue), the scratch its algorithm borrows, and its release. The queue that
- * drives started tasks is queue.c's; the lifecycle is drawn in coll.h.
+ * place in the queue), the scratch its algorithm borrows, its release, and its name in
+ * messages. The queue that drives started tasks is queue.c's; the lifecycle is drawn in
+ * coll.h.
  */
 #include "config.h"
 
 #define SHARC_THIS_SUBSYS SHARC_SUBSYS_COLL
 
+#include <stdio.h>
 #include <stdlib.h>
+
+#include <sharc/p2p.h>
 
 #include "../src/base/log.h"
 #include "../src/base/util.h"
@@ -27,13 +31,17 @@ sharc_coll_task_t *sharc_coll_task_new(sharc_coll_comm_t *cc, const sharc_coll_a
     task->state = SHARC_COLL_TASK_NEW;
     task->status = SHARC_INPROGRESS;
     task->await_peer = -1;
+    task->ordinal = UINT64_MAX; /* (no flight entry until a collective is recorded) */
     return task;
 }
 
 void sharc_coll_task_record(sharc_coll_task_t *task)
 {
-    task->ordinal = task->cc->posts++;
     task->t_post = sharc_time_now();
+    if (task->kind != SHARC_COLL_KIND_COLL) {
+        return; /* the recorder and the verdict follow collectives, which every rank posts */
+    }
+    task->ordinal = task->cc->posts++;
     sharc_coll_fr_post(task);
 }
 
@@ -42,33 +50,65 @@ sharc_status_t sharc_coll_task_start(sharc_coll_task_t *task)
     sharc_coll_comm_t *cc = task->cc;
     sharc_status_t status;
 
+    char what[160];
+
     if (cc->failed != SHARC_OK) {
-        sharc_error("%s: the communicator failed earlier: %s (%s)",
-                    sharc_coll_name(task->args.type), cc->why, sharc_status_string(cc->failed));
+        sharc_error("%s: the communicator failed earlier: %s (%s)", sharc_coll_task_name(task),
+                    cc->why, sharc_status_string(cc->failed));
         task->algo = NULL; /* never initialized: nothing to finalize */
         return cc->failed;
     }
-    /* tags are 40 bits in the narrowest transport; wrapping after 2^40 collectives is safe.
-     * An algorithm with sub-tasks takes a range, the same on every rank. */
-    task->seq = cc->seq & SHARC_TP_TAG_MAX;
-    cc->seq += 1 + (task->algo->tags != NULL ? task->algo->tags(task) : 0);
+    if (task->kind == SHARC_COLL_KIND_COLL) {
+        /* the collectives' half of the tag space (coll.h); wrapping after 2^39 collectives is
+         * safe. An algorithm with sub-tasks takes a range, the same on every rank. */
+        task->seq = cc->seq & SHARC_COLL_SEQ_MASK;
+        cc->seq += 1 + (task->algo->tags != NULL ? task->algo->tags(task) : 0);
+    } else {
+        task->seq = SHARC_COLL_TAG_P2P | (uint64_t)task->u.p2p.tag; /* posted by one rank */
+    }
     status = task->algo->init(task);
     if (status != SHARC_OK) {
-        sharc_error("%s #%llu: its algorithm (%s) could not start (%s)",
-                    sharc_coll_name(task->args.type), (unsigned long long)task->seq,
-                    task->algo->info.name, sharc_status_string(status));
+        sharc_coll_task_describe(task, what, sizeof(what));
+        sharc_error("%s: its algorithm (%s) could not start (%s)", what, task->algo->info.name,
+                    sharc_status_string(status));
         sharc_coll_scratch_put(task);
         return status;
     }
     task->state = SHARC_COLL_TASK_QUEUED;
     sharc_coll_task_record(task);
-    if (cc->tail != NULL) {
-        cc->tail->next = task;
-    } else {
-        cc->head = task;
-    }
-    cc->tail = task;
+    sharc_coll_task_queue(task);
     return SHARC_OK;
+}
+
+void sharc_coll_task_queue(sharc_coll_task_t *task)
+{
+    sharc_coll_list_push(&task->cc->head, &task->cc->tail, task);
+}
+
+const char *sharc_coll_task_name(const sharc_coll_task_t *task)
+{
+    switch (task->kind) {
+    case SHARC_COLL_KIND_SEND: return "send";
+    case SHARC_COLL_KIND_RECV: return "recv";
+    default: return sharc_coll_name(task->args.type);
+    }
+}
+
+void sharc_coll_task_describe(const sharc_coll_task_t *task, char *buf, size_t len)
+{
+    const char *dt = sharc_dtype_name(task->args.dtype);
+
+    if (task->kind == SHARC_COLL_KIND_COLL) {
+        snprintf(buf, len, "%s #%llu (%zu %s)", sharc_coll_name(task->args.type),
+                 (unsigned long long)task->seq, task->args.count, dt ? dt : "?");
+    } else if (task->u.p2p.peer == SHARC_ANY_SOURCE) {
+        snprintf(buf, len, "recv from any rank, tag %d (%zu %s)", task->u.p2p.tag, task->args.count,
+                 dt ? dt : "?");
+    } else {
+        snprintf(buf, len, "%s rank %d, tag %d (%zu %s)",
+                 task->kind == SHARC_COLL_KIND_SEND ? "send to" : "recv from", task->u.p2p.peer,
+                 task->u.p2p.tag, task->args.count, dt ? dt : "?");
+    }
 }
 
 char *sharc_coll_scratch(sharc_coll_task_t *task, size_t bytes)
@@ -119,7 +159,8 @@ void sharc_coll_task_free(sharc_coll_task_t *task)
 
 void sharc_coll_task_release(sharc_coll_task_t *task)
 {
-    if (task->state >= SHARC_COLL_TASK_DONE && task->status != SHARC_OK) {
+    if (task->state >= SHARC_COLL_TASK_DONE && task->status != SHARC_OK &&
+        sharc_coll_task_held(task)) {
         task->next = task->cc->graveyard;
         task->cc->graveyard = task;
         return;
@@ -129,5 +170,6 @@ void sharc_coll_task_release(sharc_coll_task_t *task)
 
 int sharc_coll_on_gpu(const sharc_coll_task_t *task)
 {
-    return task->algo == &sharc_coll_backend || task->algo == &sharc_coll_staged;
+    return task->algo == &sharc_coll_backend || task->algo == &sharc_coll_staged ||
+           task->algo == &sharc_coll_p2p_device;
 }

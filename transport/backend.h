@@ -59,6 +59,12 @@ typedef struct {
 /* Is @p req the one sharc_tp_queue_take looks for (its tag, its cookie: @p key)? */
 typedef int sharc_tp_req_match_fn_t(sharc_tp_req_t *req, uint64_t key);
 
+/* Matching a request by its address (sharc_tp_queue_take on a request known to be queued). */
+static inline int sharc_tp_queue_is(sharc_tp_req_t *req, uint64_t addr)
+{
+    return (uint64_t)(uintptr_t)req == addr;
+}
+
 static inline void sharc_tp_queue_push(sharc_tp_queue_t *q, sharc_tp_req_t *req)
 {
     req->next = NULL;
@@ -83,6 +89,18 @@ static inline sharc_tp_req_t *sharc_tp_queue_pop(sharc_tp_queue_t *q)
         req->next = NULL;
     }
     return req;
+}
+
+/* The oldest request that @p match accepts with @p key, left where it is; NULL if none does. */
+static inline sharc_tp_req_t *sharc_tp_queue_find(const sharc_tp_queue_t *q,
+                                                  sharc_tp_req_match_fn_t *match, uint64_t key)
+{
+    for (sharc_tp_req_t *req = q->head; req != NULL; req = req->next) {
+        if (match(req, key)) {
+            return req;
+        }
+    }
+    return NULL;
 }
 
 /* The oldest request that @p match accepts with @p key, unlinked; NULL if none does. */

@@ -21,12 +21,13 @@
 #include "../src/base/mem.h"
 
 /* Bump when a member is added, removed or changes meaning. */
-#define SHARC_TP_OPS_VERSION 4
+#define SHARC_TP_OPS_VERSION 5
 
 typedef struct sharc_tp_comm sharc_tp_comm_t; /* a backend's state for one communicator */
 typedef struct sharc_tp_mem sharc_tp_mem_t;   /* a backend's registration of one buffer */
 
-/* Point-to-point tags are below 2^SHARC_TP_TAG_BITS on every transport. */
+/* Point-to-point tags are below 2^SHARC_TP_TAG_BITS on every transport. The collective layer
+ * splits this space between collectives and the public point-to-point calls (coll/coll.h). */
 #define SHARC_TP_TAG_BITS 40
 #define SHARC_TP_TAG_MAX  ((1ull << SHARC_TP_TAG_BITS) - 1)
 
@@ -61,9 +62,11 @@ typedef union {
 typedef struct sharc_tp_req {
     sharc_status_t status;
     size_t bytes; /* recv: bytes received */
+    /* the peer: set by the caller to the one it names (the flight recorder reads it); for
+     * recv_any, set by the backend to the sender when it completes fine */
+    int peer;
     void (*cb)(struct sharc_tp_req *req);
     void *user;  /* for the caller */
-    int peer;    /* for the caller: the peer it named (the flight recorder reads it) */
     int is_recv; /* for the caller: a receive (the flight recorder reads it) */
     /* recv_reduce: the local operand and the reduction (the receive buffer is dst) */
     const void *red_src;
@@ -101,6 +104,16 @@ typedef struct {
     sharc_mem_table_t *mem; /* the context's shareable buffers (outlives the transport) */
 } sharc_tp_comm_params_t;
 
+/* One send or receive of a collective backend (p2p); counts and dtypes as in sharc's API. */
+typedef struct {
+    int is_send;
+    void *buf; /* a send's is only read */
+    size_t count;
+    sharc_dtype_t dtype;
+    int peer;
+    void *stream; /* CUDA stream of the caller, or NULL */
+} sharc_tp_p2p_args_t;
+
 /* One whole collective for a collective backend; buffer contracts as in sharc's API. */
 typedef struct {
     sharc_coll_type_t type; /* allgather, reduce_scatter, allreduce or broadcast */
@@ -130,12 +143,18 @@ typedef sharc_status_t sharc_tp_send_fn_t(sharc_tp_comm_t *tp, int peer, uint64_
                                           sharc_tp_req_t *req);
 typedef sharc_status_t sharc_tp_recv_fn_t(sharc_tp_comm_t *tp, int peer, uint64_t tag, void *buf,
                                           size_t bytes, sharc_tp_mem_t *mem, sharc_tp_req_t *req);
+typedef sharc_status_t sharc_tp_recv_any_fn_t(sharc_tp_comm_t *tp, uint64_t tag, void *buf,
+                                              size_t bytes, sharc_tp_mem_t *mem,
+                                              sharc_tp_req_t *req);
+typedef int sharc_tp_probe_fn_t(sharc_tp_comm_t *tp, uint64_t tag, int *peer_p);
 typedef sharc_status_t sharc_tp_recv_reduce_fn_t(sharc_tp_comm_t *tp, int peer, uint64_t tag,
                                                  void *dst, const void *src, size_t count,
                                                  sharc_dtype_t dtype, sharc_op_t op,
                                                  sharc_tp_req_t *req);
 typedef sharc_status_t sharc_tp_coll_fn_t(sharc_tp_comm_t *tp, const sharc_tp_coll_args_t *args,
                                           sharc_tp_req_t *req);
+typedef sharc_status_t sharc_tp_p2p_fn_t(sharc_tp_comm_t *tp, const sharc_tp_p2p_args_t *args,
+                                         size_t n, sharc_tp_req_t *const *reqs);
 typedef int sharc_tp_progress_fn_t(sharc_tp_comm_t *tp);
 
 typedef struct sharc_tp_ops {
@@ -191,13 +210,34 @@ typedef struct sharc_tp_ops {
     /**
      * Point-to-point (NULL for collective backends). Messages between two ranks with the
      * same tag match in posting order; tags match exactly. A receive buffer shorter than the
-     * message completes the receive with SHARC_ERR_INVALID. Nonblocking: returns SHARC_OK
+     * message completes the receive with SHARC_ERR_INVALID (req->bytes: the message's size,
+     * or 0 where the transport cannot tell); the send completes fine. Nonblocking: returns SHARC_OK
      * when req completed inside the call (its outcome is in req->status), SHARC_INPROGRESS
      * when it was queued, or an error when it could not be posted (req untouched).
      * @p mem may be NULL.
      */
     sharc_tp_send_fn_t *send;
     sharc_tp_recv_fn_t *recv;
+
+    /**
+     * Optional (NULL: receives from any peer are unsupported). A receive from whichever peer
+     * sends a message with @p tag, matched in MPI's order: a message arriving from peer p
+     * goes to the oldest receive posted that accepts it, one that names p or one from any
+     * peer; a receive from any peer posted when messages with its tag are waiting takes the
+     * oldest of them. When it completes fine, req->peer is the sender. One peer's end does
+     * not fail it (a peer that finished and left is no failure; one that died fails the
+     * communicator, whose abort ends it). Nonblocking, as recv.
+     */
+    sharc_tp_recv_any_fn_t *recv_any;
+
+    /**
+     * Optional (NULL: the transport cannot say; the hybrid join needs it of both parts for
+     * its receives from any peer). Has a message with @p tag arrived that no receive has
+     * taken? 1 with *peer_p its sender (of the oldest, as well as the transport knows: a
+     * receive posted now for that peer and tag takes exactly that message), else 0. Never
+     * blocks, changes nothing (MPI_Iprobe).
+     */
+    sharc_tp_probe_fn_t *probe;
 
     /**
      * Optional (NULL: the caller receives into scratch and reduces). A receive that combines
@@ -215,6 +255,16 @@ typedef struct sharc_tp_ops {
      * streams: queued after the work on args->stream, and req->event set.
      */
     sharc_tp_coll_fn_t *coll;
+
+    /**
+     * Optional, for collective backends (NULL: no point-to-point on their buffers). @p n
+     * sends and receives issued together (NCCL: one group, so that an exchange in both
+     * directions cannot deadlock), each on the backend's stream after the work queued on
+     * its args' stream. No tags: between two ranks sends match receives in posting order,
+     * and a receive takes exactly its count. Each request completes as coll's do (req->event
+     * set). Nonblocking; SHARC_INPROGRESS when issued, or an error when none was.
+     */
+    sharc_tp_p2p_fn_t *p2p;
 
     /**
      * Optional (NULL: everything completes inside the posts). Advance outstanding

@@ -15,6 +15,7 @@
 #include <sharc/comm.h>
 #include <sharc/launch.h>
 #include <sharc/coll.h>
+#include <sharc/p2p.h>
 #include <sharc/shard.h>
 
 #endif

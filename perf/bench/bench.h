@@ -1,8 +1,9 @@
 /*
  * bench.h: sharc-perf's collective benchmarks as their files share them: the options, the
- * buffers of one size, the collective once on each side of a comparison (bench_coll.c), the
- * known inputs of -c (bench_data.c) and the sweep over the sizes (bench_sweep.c); the command
- * line is bench_main.c's. The overlap benchmark (overlap.c) shares none of it. Public API only.
+ * buffers of one size, the collective once on each side of a comparison (bench_coll.c; the
+ * point-to-point exchange, sendrecv, in bench_sendrecv.c), the known inputs of -c
+ * (bench_data.c) and the sweep over the sizes (bench_sweep.c); the command line is
+ * bench_main.c's. The overlap benchmark (overlap.c) shares none of it. Public API only.
  */
 #ifndef SHARC_PERF_BENCH_H
 #define SHARC_PERF_BENCH_H
@@ -11,8 +12,13 @@
 
 #include <sharc/sharc.h>
 
+/* The benchmark beside the collectives: each rank sends to the next rank and receives from
+ * the previous one (nccl-tests' sendrecv_perf); it takes the place of a collective in
+ * perf_bench_opts_t.coll. */
+#define PERF_SENDRECV SHARC_COLL_LAST
+
 typedef struct {
-    sharc_coll_type_t coll;
+    sharc_coll_type_t coll; /* or PERF_SENDRECV */
     size_t minbytes, maxbytes, stepbytes;
     double stepfactor;
     int iters, warmup, check, root, vs_mpi, vs_memcpy, vs_nccl;
@@ -66,6 +72,16 @@ void perf_bench_mpi_fini(const perf_bench_opts_t *o);
 /* -c: fill inputs whose result is known, run once, count the wrong elements (nccl-tests'). */
 size_t perf_bench_check(const perf_bench_opts_t *o, sharc_comm_h comm, perf_bench_bufs_t *b,
                         int inplace);
+
+/* What is measured, by name: a collective's, or "sendrecv". */
+const char *perf_bench_name(const perf_bench_opts_t *o);
+
+/* ---- the point-to-point exchange (bench_sendrecv.c): as the collectives' calls above */
+int perf_bench_sendrecv_sharc(const perf_bench_opts_t *o, sharc_comm_h comm, perf_bench_bufs_t *b,
+                              int inplace);
+void perf_bench_sendrecv_mpi(const perf_bench_opts_t *o, perf_bench_bufs_t *b, void *dt);
+size_t perf_bench_sendrecv_check(const perf_bench_opts_t *o, sharc_comm_h comm,
+                                 perf_bench_bufs_t *b);
 
 /* ---- known inputs and results for -c (bench_data.c) */
 

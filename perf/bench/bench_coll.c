@@ -128,14 +128,23 @@ static sharc_status_t bench_call_sharc(const perf_bench_opts_t *o, sharc_comm_h 
 int perf_bench_run_sharc(const perf_bench_opts_t *o, sharc_comm_h comm, perf_bench_bufs_t *b,
                          int inplace)
 {
-    sharc_status_t status = bench_call_sharc(o, comm, b, inplace);
+    sharc_status_t status;
 
+    if (o->coll == PERF_SENDRECV) {
+        return perf_bench_sendrecv_sharc(o, comm, b, inplace);
+    }
+    status = bench_call_sharc(o, comm, b, inplace);
     if (status != SHARC_OK) {
         fprintf(stderr, "sharc-perf: rank %d: %s of %zu bytes failed: %s\n", sharc_comm_rank(comm),
                 sharc_coll_name(o->coll), b->size, sharc_status_string(status));
         return -1;
     }
     return 0;
+}
+
+const char *perf_bench_name(const perf_bench_opts_t *o)
+{
+    return o->coll == PERF_SENDRECV ? "sendrecv" : sharc_coll_name(o->coll);
 }
 
 int perf_bench_run_nccl(const perf_bench_opts_t *o, sharc_comm_h comm, perf_bench_bufs_t *b,
@@ -169,7 +178,7 @@ static int bench_mpi_types(const perf_bench_opts_t *o, MPI_Datatype *dt_p, MPI_O
     case SHARC_OP_MAX: *op_p = MPI_MAX; break;
     default: /* MPI has no average: fine where nothing is reduced */
         return (o->coll == SHARC_COLL_ALLGATHER || o->coll == SHARC_COLL_BROADCAST ||
-                o->coll == SHARC_COLL_ALLTOALL)
+                o->coll == SHARC_COLL_ALLTOALL || o->coll == PERF_SENDRECV)
                    ? 0
                    : -1;
     }
@@ -201,6 +210,7 @@ int perf_bench_run_mpi(const perf_bench_opts_t *o, sharc_comm_h comm, perf_bench
         MPI_Alltoall(b->send, (int)b->blockcount, dt, b->recv, (int)b->blockcount, dt,
                      MPI_COMM_WORLD);
         break;
+    case PERF_SENDRECV: perf_bench_sendrecv_mpi(o, b, &dt); break;
     default: MPI_Bcast(b->send, (int)b->count, dt, o->root, MPI_COMM_WORLD); break;
     }
     return 0;
@@ -291,6 +301,7 @@ size_t perf_bench_check(const perf_bench_opts_t *o, sharc_comm_h comm, perf_benc
     size_t esize = sharc_dtype_size(o->dtype);
 
     switch (o->coll) {
+    case PERF_SENDRECV: return inplace ? 0 : perf_bench_sendrecv_check(o, comm, b);
     case SHARC_COLL_ALLGATHER:
         perf_fill(inplace ? b->hrecv + rank * b->sendcount * esize : b->hsend, o->dtype,
                   b->sendcount, rank, (size_t)rank * b->sendcount, o->op);

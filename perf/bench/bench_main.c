@@ -25,7 +25,9 @@
 static void bench_usage(FILE *out)
 {
     fprintf(out,
-            "usage: sharc-perf allgather|reduce_scatter|allreduce|broadcast|alltoall [options]\n"
+            "usage: sharc-perf allgather|reduce_scatter|allreduce|broadcast|alltoall|sendrecv "
+            "[options]\n"
+            "       (sendrecv: each rank sends to the next and receives from the previous one)\n"
             "       sharc-perf overlap [options]   (the sharding engine; overlap -h)\n"
             "       sharc-perf tune [options]      (search the settings; tune -h)\n"
             "       sharc-perf check [options]     (find the slow node or link; check -h)\n"
@@ -104,7 +106,8 @@ static int bench_parse_args(int argc, char **argv, perf_bench_opts_t *o)
     };
     int c, bad = 0;
 
-    if ((c = perf_coll_index(argv[1])) < 0) {
+    c = strcmp(argv[1], "sendrecv") == 0 ? PERF_SENDRECV : perf_coll_index(argv[1]);
+    if (c < 0) {
         fprintf(stderr, "sharc-perf: unknown collective '%s'\n", argv[1]);
         bench_usage(stderr);
         return 2;
@@ -119,7 +122,8 @@ static int bench_parse_args(int argc, char **argv, perf_bench_opts_t *o)
         bad |= bench_option(c, optarg, o);
     }
     if (bad || optind < argc || o->minbytes > o->maxbytes ||
-        (o->cuda && (o->vs_mpi || o->registered)) || (o->vs_nccl && !o->cuda)) {
+        (o->cuda && (o->vs_mpi || o->registered)) || (o->vs_nccl && !o->cuda) ||
+        (o->vs_nccl && o->coll == PERF_SENDRECV)) {
         fprintf(stderr, "sharc-perf: bad arguments\n");
         bench_usage(stderr);
         return 2;

@@ -35,7 +35,8 @@ static double bench_bus_factor(sharc_coll_type_t coll, int n)
 {
     switch (coll) {
     case SHARC_COLL_ALLREDUCE: return 2.0 * (n - 1) / n;
-    case SHARC_COLL_BROADCAST: return 1.0;
+    case SHARC_COLL_BROADCAST:
+    case PERF_SENDRECV: return 1.0;
     default: return (double)(n - 1) / n;
     }
 }
@@ -152,7 +153,7 @@ static void bench_json_header(const perf_bench_opts_t *o, int n, FILE *json)
             "\"op\": \"%s\", \"root\": %d, \"iters\": %d, \"warmup\": %d, "
             "\"registered\": %d, \"device\": \"%s\",\n"
             "  \"results\": [\n",
-            sharc_coll_name(o->coll), n, sharc_dtype_name(o->dtype), sharc_op_name(o->op), o->root,
+            perf_bench_name(o), n, sharc_dtype_name(o->dtype), sharc_op_name(o->op), o->root,
             o->iters, o->warmup, o->registered, o->cuda ? "cuda" : "host");
 }
 
@@ -161,7 +162,7 @@ static void bench_table_header(const perf_bench_opts_t *o, int n)
 {
     printf("# sharc-perf %s: %d ranks, %s, %s, %d iterations (+%d warmup), median of the "
            "slowest rank per iteration; buffers from %s\n",
-           sharc_coll_name(o->coll), n, sharc_dtype_name(o->dtype), sharc_op_name(o->op), o->iters,
+           perf_bench_name(o), n, sharc_dtype_name(o->dtype), sharc_op_name(o->op), o->iters,
            o->warmup,
            o->cuda         ? "the device (--device cuda)"
            : o->registered ? "sharc_mem_alloc (-R 1)"
@@ -183,13 +184,18 @@ static void bench_table_header(const perf_bench_opts_t *o, int n)
 static void bench_print_row(const perf_bench_opts_t *o, const perf_bench_bufs_t *b,
                             const bench_sweep_t *s, const bench_row_t *r)
 {
-    printf(" %12zu %12zu %8s %6s %6d %9.1f %7.3f %7.3f %6zu %9.1f %7.3f %7.3f %6zu", b->size,
+    char ipwrong[24] = "N/A"; /* sendrecv in place: sent from the buffer it fills, unchecked */
+
+    if (o->coll != PERF_SENDRECV) {
+        snprintf(ipwrong, sizeof(ipwrong), "%zu", s->ip.wrong);
+    }
+    printf(" %12zu %12zu %8s %6s %6d %9.1f %7.3f %7.3f %6zu %9.1f %7.3f %7.3f %6s", b->size,
            b->count, sharc_dtype_name(o->dtype),
            (o->coll == SHARC_COLL_REDUCE_SCATTER || o->coll == SHARC_COLL_ALLREDUCE)
                ? sharc_op_name(o->op)
                : "none",
            o->coll == SHARC_COLL_BROADCAST ? o->root : -1, s->oop.median * 1e6, r->alg_oop,
-           r->bus_oop, s->oop.wrong, s->ip.median * 1e6, r->alg_ip, r->bus_ip, s->ip.wrong);
+           r->bus_oop, s->oop.wrong, s->ip.median * 1e6, r->alg_ip, r->bus_ip, ipwrong);
     if (o->vs_mpi) {
         printf(" %9.1f %7.3f %10.2f", s->mpi.median * 1e6, r->bus_mpi,
                r->bus_mpi > 0 ? r->bus_oop / r->bus_mpi : 0);

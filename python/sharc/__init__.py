@@ -35,7 +35,7 @@ from ._errors import (
     UnsupportedError,
 )
 from .buffers import Buffer, as_buffer
-from .comm import Comm, Request
+from .comm import ANY_SOURCE, TAG_MAX, Comm, RecvInfo, Request
 from .context import Context, default_context, memory_at
 from .launch import LaunchInfo, launch_info
 from .types import DTYPE_LIST, Bootstrap, Dtype, Launcher, Op, dtype_of, op_of
@@ -51,6 +51,7 @@ def build_info():
 __all__ = [
     "BackendError", "InvalidError", "NoMemError", "RemoteError", "SharcError", "SharcIOError",
     "SharcTimeoutError", "UnsupportedError", "Buffer", "as_buffer", "Comm", "Request",
+    "ANY_SOURCE", "TAG_MAX", "RecvInfo",
     "Context", "default_context", "memory_at", "LaunchInfo", "launch_info", "DTYPE_LIST",
     "Bootstrap", "Dtype", "Launcher", "Op", "dtype_of", "op_of", "build_info", "library_path",
 ]  # fmt: skip

@@ -56,6 +56,12 @@ class LaunchInfo(ctypes.Structure):
     ]
 
 
+class RecvInfo(ctypes.Structure):
+    """sharc_recv_info_t (sharc/p2p.h)."""
+
+    _fields_ = [("source", c_int), ("tag", c_int), ("count", c_size_t), ("bytes", c_size_t)]
+
+
 # (name, restype, argtypes); c_int stands for sharc_status_t and the other enums
 _PROTOS = [
     ("sharc_status_string", c_char_p, [c_int]),
@@ -99,6 +105,11 @@ _PROTOS = [
     ("sharc_broadcast", c_int, [c_void_p, c_void_p, c_size_t, c_int, c_int, c_void_p, P(c_void_p)]),
     ("sharc_alltoall", c_int, [c_void_p, c_void_p, c_size_t, c_int, c_void_p, P(c_void_p)]),
     ("sharc_barrier", c_int, [c_void_p, P(c_void_p)]),
+    ("sharc_send", c_int, [c_void_p, c_size_t, c_int, c_int, c_int, c_void_p, P(c_void_p)]),
+    ("sharc_recv", c_int, [c_void_p, c_size_t, c_int, c_int, c_int, c_void_p, P(c_void_p)]),
+    ("sharc_request_recv_info", c_int, [c_void_p, P(RecvInfo)]),
+    ("sharc_p2p_group_start", c_int, [c_void_p]),
+    ("sharc_p2p_group_end", c_int, [c_void_p]),
     ("sharc_request_test", c_int, [c_void_p]),
     ("sharc_request_wait", c_int, [c_void_p]),
     ("sharc_request_free", None, [c_void_p]),

@@ -1,41 +1,89 @@
-"""sharc communicators, their collectives, and the requests of collectives in flight.
+"""sharc communicators, their collectives and point-to-point messages, and the requests of
+those in flight.
 
-Each collective turns its buffers into pointers and counts (sharc.buffers), checks what
-Python can check before anything is sent, and posts one sharc collective; sharc runs and
-checks the rest. Contexts and memory are sharc.context's; launch variables sharc.launch's.
+Each call turns its buffers into pointers and counts (sharc.buffers), checks what Python can
+check before anything is sent, and posts one sharc collective, send or receive; sharc runs
+and checks the rest. Contexts and memory are sharc.context's; launch variables sharc.launch's.
 """
 
+import collections
+import contextlib
 import ctypes
 import weakref
 
 from . import _lib
-from ._errors import INPROGRESS, OK, InvalidError, UnsupportedError, check, error_mark, make_error
+from ._errors import (
+    INPROGRESS,
+    OK,
+    BackendError,
+    InvalidError,
+    RemoteError,
+    SharcTimeoutError,
+    UnsupportedError,
+    check,
+    error_mark,
+    make_error,
+)
 from .buffers import as_buffer, count, run_dtype
 from .context import default_context
 from .types import Bootstrap, op_of
 
 _c = _lib.lib
 
+ANY_SOURCE = -1  # SHARC_ANY_SOURCE: Comm.recv from any rank (src=None says the same)
+TAG_MAX = 0x7FFFFFFF  # SHARC_TAG_MAX: tags are 0 .. TAG_MAX
+
+# What a completed receive received (sharc_recv_info_t): the sender, the tag, the whole
+# elements of the receive's dtype, the bytes.
+RecvInfo = collections.namedtuple("RecvInfo", "source tag count nbytes")
+
+# Errors of a send or receive that fail its communicator too (a peer or a transport failed);
+# any other (a message too long for its receive) is that operation's alone.
+_P2P_FATAL = (RemoteError.status, BackendError.status, SharcTimeoutError.status)
+
 
 class Request:
-    """A collective in flight. wait() blocks until it is done (raising its error); test()
-    says whether it is; either releases it once done. The buffers stay referenced until then.
-    The error of a failed request carries every error sharc logged since it was posted."""
+    """A collective, send or receive in flight. wait() blocks until it is done (raising its
+    error); test() says whether it is; either releases it once done. The buffers stay
+    referenced until then. The error of a failed request carries every error sharc logged
+    since it was posted. A receive's request says, once done, what it received: info (a
+    RecvInfo), and source, tag, count."""
 
-    __slots__ = ("_h", "comm", "op", "bufs", "mark", "error", "__weakref__")
+    __slots__ = ("_h", "comm", "op", "bufs", "mark", "error", "kind", "info", "__weakref__")
 
-    def __init__(self, handle, comm, op, bufs, mark):
+    def __init__(self, handle, comm, op, bufs, mark, kind=None):
         self._h, self.comm, self.op, self.bufs, self.mark = handle, comm, op, bufs, mark
-        self.error = None
+        self.kind = kind  # None: a collective; "send" or "recv"
+        self.error = self.info = None
 
     def _finish(self, status):
+        if status == OK and self.kind == "recv":
+            i = _lib.RecvInfo()
+            if _c.sharc_request_recv_info(self._h, ctypes.byref(i)) == OK:
+                self.info = RecvInfo(i.source, i.tag, i.count, i.bytes)
         _c.sharc_request_free(self._h)
         self._h = None
         for b in self.bufs:
             b.release()
         self.bufs = ()
         if status != OK:
-            self.error = self.comm._failure(status, self.op, self.mark)
+            if self.kind is not None and status not in _P2P_FATAL:
+                self.error = make_error(status, self.op, self.mark)
+            else:
+                self.error = self.comm._failure(status, self.op, self.mark)
+
+    @property
+    def source(self):
+        """A receive that completed: the sender's rank (None before)."""
+        return self.info.source if self.info is not None else None
+
+    @property
+    def tag(self):
+        return self.info.tag if self.info is not None else None
+
+    @property
+    def count(self):
+        return self.info.count if self.info is not None else None
 
     def wait(self):
         """Block until the collective is done; raise its error."""
@@ -151,7 +199,7 @@ class Comm:
                              + "the first failure on this communicator: " + str(self._failed))
         return err
 
-    def _post(self, op, fn, args, bufs, async_op):
+    def _post(self, op, fn, args, bufs, async_op, kind=None):
         if self._h is None:
             raise InvalidError("%s: the communicator is closed" % op, op=op)
         req = ctypes.c_void_p()
@@ -163,11 +211,11 @@ class Comm:
             if status in (InvalidError.status, UnsupportedError.status) and self._failed is None:
                 raise make_error(status, op, mark)  # a bad argument: this rank's alone
             raise self._failure(status, op, mark)
-        r = Request(req, self, op, bufs, mark)
+        r = Request(req, self, op, bufs, mark, kind)
         self._reqs.add(r)
         if not async_op:
             r.wait()
-            return None
+            return r.info if kind == "recv" else None
         return r
 
     def _operands(self, op, sendbuf, recvbuf, dtype, reducing, shape, send_what="sendbuf",
@@ -252,6 +300,43 @@ class Comm:
                                % (name, n, self.size), op=name)
         return self._post(name, _c.sharc_alltoall, (s.ptr, r.ptr, n // self.size, d, self._h),
                           (s, r), async_op)
+
+    def send(self, buf, dst, tag=0, dtype=None, async_op=False):
+        """sharc_send: buf (all of it) to rank dst with tag (0 .. TAG_MAX). Messages from one
+        rank to another with one tag arrive in the order they were sent. async_op=True
+        returns a Request."""
+        name = "sharc_send"
+        b = as_buffer(buf, False, "buf", name)
+        d = run_dtype([b], dtype, name, False)
+        return self._post(name, _c.sharc_send,
+                          (b.ptr, count(b, d, name, "buf"), d, int(dst), int(tag), self._h), (b,),
+                          async_op, "send")
+
+    def recv(self, buf, src=None, tag=0, dtype=None, async_op=False):
+        """sharc_recv: a message with tag from rank src (None or ANY_SOURCE: from any rank)
+        into buf, which holds up to its size; a longer message raises InvalidError and fails
+        this receive only. Returns the RecvInfo (source, tag, count, nbytes), or with
+        async_op=True a Request whose info, source, tag and count say it once done."""
+        name = "sharc_recv"
+        b = as_buffer(buf, True, "buf", name)
+        d = run_dtype([b], dtype, name, False)
+        peer = ANY_SOURCE if src is None else int(src)
+        return self._post(name, _c.sharc_recv,
+                          (b.ptr, count(b, d, name, "buf"), d, peer, int(tag), self._h), (b,),
+                          async_op, "recv")
+
+    @contextlib.contextmanager
+    def p2p_group(self):
+        """sharc_p2p_group_start / end around the block: its sends and receives on CUDA
+        buffers are issued together at its end (one NCCL group), so that a rank may send to
+        and receive from the same peers; they must be async_op=True (wait after the block)."""
+        mark = error_mark()
+        check(_c.sharc_p2p_group_start(self._h), "sharc_p2p_group_start", mark)
+        try:
+            yield self
+        finally:
+            mark = error_mark()
+            check(_c.sharc_p2p_group_end(self._h), "sharc_p2p_group_end", mark)
 
     def set_cuda_stream(self, stream):
         """sharc_comm_set_cuda_stream: the cudaStream_t (an int) the caller's work runs on."""

@@ -1,8 +1,9 @@
 """The sharc Python package on its own (make check: torch_launch.sh): a communicator made by
 the bootstrap the launcher implies (as in C), collectives on numpy arrays, memoryviews,
-bytearrays and torch tensors, requests in flight, sharc_mem_alloc memory as arrays and
-tensors, split, the launch report, and errors as exceptions carrying sharc's message. Every result is checked
-against what the ranks' inputs imply. Exits 1 on any mismatch.
+bytearrays and torch tensors, sends and receives (tags, from any rank), requests in flight,
+sharc_mem_alloc memory as arrays and tensors, split, the launch report, and errors as
+exceptions carrying sharc's message. Every result is checked against what the ranks' inputs
+imply. Exits 1 on any mismatch.
 """
 
 import os
@@ -103,6 +104,46 @@ check("5 in flight", all(np.all(v == i * n + n * (n - 1) // 2) for i, v in enume
 check("requests done", all(q.done for q in reqs))
 comm.barrier()
 comm.barrier(async_op=True).wait()
+
+# point-to-point: a ring (receive posted first), two tags received in the other order than
+# sent, a receive from any rank, torch tensors; what a receive received
+right, left = (r + 1) % n, (r - 1) % n
+got = np.empty(6, np.float64)
+req = comm.recv(got, src=left, tag=3, async_op=True)
+comm.send(np.arange(6, dtype=np.float64) + 100 * r, right, tag=3)
+req.wait()
+check("send/recv ring", np.array_equal(got, np.arange(6) + 100 * left) and
+      (req.source, req.tag, req.count) == (left, 3, 6), "%s %r" % (got, req.info))
+g1, g2 = np.empty(3, np.int32), np.empty(5, np.int32)
+q2 = comm.recv(g2, left, tag=8, async_op=True)
+q1 = comm.recv(g1, left, tag=7, async_op=True)
+s1 = comm.send(np.full(3, r, np.int32), right, tag=7, async_op=True)
+comm.send(np.full(5, r + 50, np.int32), right, tag=8)
+for q in (q1, s1, q2):
+    q.wait()
+check("tags match exactly", np.all(g1 == left) and np.all(g2 == left + 50) and q1.count == 3)
+if r == 0:
+    infos = [comm.recv(np.empty(2, np.int64), tag=5) for _ in range(n - 1)]
+    check("recv from any rank", sorted(i.source for i in infos) == list(range(1, n)) and
+          all(i.tag == 5 and i.count == 1 and i.nbytes == 8 for i in infos), repr(infos))
+else:
+    comm.send(np.array([r], np.int64), 0, tag=5)
+tr = torch.empty(4)
+rq = comm.recv(tr, left, tag=9, async_op=True)
+comm.send(torch.full((4,), float(r)), right, tag=9)
+rq.wait()
+check("send/recv tensors", bool((tr == left).all()))
+# a message longer than its receive fails that receive alone; the communicator goes on
+if n > 1 and r == 0:
+    comm.send(np.ones(10, np.float32), 1, tag=12)
+elif n > 1 and r == 1:
+    raises("recv too short", sharc.InvalidError,
+           lambda: comm.recv(np.empty(4, np.float32), 0, tag=12), "a 40-byte message does not "
+           "fit the 16-byte receive buffer")
+comm.barrier()
+raises("send to no rank", sharc.InvalidError, lambda: comm.send(np.ones(1), n),
+       "peer %d is not a rank" % n)
+raises("negative tag", ValueError, lambda: comm.recv(np.ones(1), 0, tag=-1), "tag -1 is negative")
 
 # sharc_mem_alloc memory: numpy and torch views without a copy
 mem = comm.ctx.alloc(4096 * 4)

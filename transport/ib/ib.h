@@ -26,9 +26,11 @@
  * flight per direction; their sequence numbers index the finish words.
  *
  * Matching: per peer, messages arrive in order (one QP, in-order delivery); the first chunk
- * of a message is matched against the receives posted for that peer, first posted first,
+ * of a message is matched against the receives posted for that peer and those posted for
+ * any peer (the communicator's queue), the oldest first (receives are stamped when posted),
  * by exact tag; a message with no receive yet is kept in an unexpected queue (its chunks
- * copied out, its slots returned) until one is posted.
+ * copied out, its slots returned, stamped as it arrives) until one is posted. A receive from
+ * any peer takes the kept message with its tag that arrived first, whichever peer sent it.
  *
  * Errors: a completion with an error status (retry exceeded when a peer died, a QP in the
  * error state, a remote access error) fails that peer: every request on it completes with
@@ -129,6 +131,7 @@ struct sharc_tp_mem {
 /* A message being received: matched (into req's buffer) or unexpected (into its own). */
 typedef struct sharc_ib_msg {
     uint64_t tag;
+    uint64_t stamp; /* unexpected: when it arrived (tp->next_stamp) */
     size_t total, got;
     char *data;          /* unexpected: malloc'd, total bytes */
     sharc_tp_req_t *req; /* the receive it matched, or NULL */
@@ -213,12 +216,17 @@ struct sharc_tp_comm {
     double drain_s;            /* longest wait for acknowledgements at destroy */
     int rd_atom, init_rd_atom; /* RDMA reads a QP answers / issues at once (device limits) */
     char dev_name[64];
-    double now; /* monotonic seconds at the start of the current progress call */
+    double now;                  /* monotonic seconds at the start of the current progress call */
+    sharc_tp_queue_t any_posted; /* receives from any peer not matched yet, in posting order */
+    uint64_t next_stamp;         /* orders posted receives and kept messages */
+    int aborted;                 /* the communicator failed: nothing more is posted */
 };
 
 /* The ops (ib_ep.c, ib_recv.c, ib_progress.c, ib_mem.c). */
 SHARC_HIDDEN sharc_tp_send_fn_t sharc_tp_ib_send;
 SHARC_HIDDEN sharc_tp_recv_fn_t sharc_tp_ib_recv;
+SHARC_HIDDEN sharc_tp_recv_any_fn_t sharc_tp_ib_recv_any;
+SHARC_HIDDEN sharc_tp_probe_fn_t sharc_tp_ib_probe;
 SHARC_HIDDEN sharc_tp_progress_fn_t sharc_tp_ib_progress;
 SHARC_HIDDEN sharc_tp_mem_reg_fn_t sharc_tp_ib_mem_reg;
 SHARC_HIDDEN sharc_tp_mem_dereg_fn_t sharc_tp_ib_mem_dereg;
@@ -228,7 +236,10 @@ typedef struct {
     void *buf;
     sharc_tp_mem_t *mem; /* mem_reg's handle it was posted with, or NULL */
     uint64_t tag;
-    uint64_t posted;   /* send: bytes of it posted */
+    union {
+        uint64_t posted; /* send: bytes of it posted */
+        uint64_t stamp;  /* receive, until matched: when it was posted (tp->next_stamp) */
+    };
     uint64_t capacity; /* receive: bytes its buffer holds */
 } sharc_tp_ib_req_t;
 

@@ -185,9 +185,15 @@ static sharc_status_t sharc_tp_ib_comm_create(const sharc_tp_comm_params_t *para
 /* Give up: every request on every peer fails now. */
 static void sharc_tp_ib_abort(sharc_tp_comm_t *tp)
 {
+    sharc_tp_req_t *req;
+
     pthread_mutex_lock(&tp->base.lock);
+    tp->aborted = 1;
     for (int r = 0; r < tp->base.size; r++) {
         sharc_tp_ib_fail_peer(tp, r); /* self too: its receives complete */
+    }
+    while ((req = sharc_tp_queue_pop(&tp->any_posted)) != NULL) {
+        sharc_tp_ib_complete(req, SHARC_ERR_REMOTE);
     }
     pthread_mutex_unlock(&tp->base.lock);
 }
@@ -204,5 +210,7 @@ const sharc_tp_ops_t sharc_tp_ib_ops = {
     .mem_dereg = sharc_tp_ib_mem_dereg,
     .send = sharc_tp_ib_send,
     .recv = sharc_tp_ib_recv,
+    .recv_any = sharc_tp_ib_recv_any,
+    .probe = sharc_tp_ib_probe,
     .progress = sharc_tp_ib_progress,
 };

@@ -19,7 +19,7 @@ void sharc_tp_ib_truncated(sharc_tp_comm_t *tp, int peer, sharc_tp_req_t *req, s
                 "%llu-byte receive buffer",
                 tp->base.rank, total, peer, (unsigned long long)sharc_tp_ib_req(req)->tag,
                 (unsigned long long)sharc_tp_ib_req(req)->capacity);
-    req->bytes = 0;
+    req->bytes = total;
     sharc_tp_ib_complete(req, SHARC_ERR_INVALID);
 }
 
@@ -59,6 +59,27 @@ static void sharc_ib_keep_unexpected(sharc_ib_peer_t *p, sharc_ib_msg_t *m)
     p->unexp_tail = m;
 }
 
+/* The oldest receive that takes a message with @p tag from @p peer (posted for it, or for
+ * any peer), unlinked, with its peer set; NULL if none. */
+static sharc_tp_req_t *sharc_ib_match(sharc_tp_comm_t *tp, int peer, uint64_t tag)
+{
+    sharc_ib_peer_t *p = &tp->peers[peer];
+    sharc_tp_req_t *mine = sharc_tp_queue_find(&p->posted, sharc_tp_ib_has_tag, tag);
+    sharc_tp_req_t *any = sharc_tp_queue_find(&tp->any_posted, sharc_tp_ib_has_tag, tag);
+    sharc_tp_queue_t *q = &p->posted;
+    sharc_tp_req_t *req;
+
+    if (any != NULL &&
+        (mine == NULL || sharc_tp_ib_req(any)->stamp < sharc_tp_ib_req(mine)->stamp)) {
+        q = &tp->any_posted;
+    } else if (mine == NULL) {
+        return NULL;
+    }
+    req = sharc_tp_queue_take(q, sharc_tp_ib_has_tag, tag);
+    req->peer = peer;
+    return req;
+}
+
 /* A request to send from @p peer: read now if a receive is posted, else kept unexpected. */
 static int sharc_ib_rts(sharc_tp_comm_t *tp, int peer, const sharc_ib_hdr_t *h, const void *data)
 {
@@ -84,10 +105,11 @@ static int sharc_ib_rts(sharc_tp_comm_t *tp, int peer, const sharc_ib_hdr_t *h, 
         free(m);
         return -1;
     }
-    m->req = sharc_tp_queue_take(&p->posted, sharc_tp_ib_has_tag, h->tag);
+    m->req = sharc_ib_match(tp, peer, h->tag);
     if (m->req != NULL) {
         sharc_tp_ib_zc_start(tp, peer, m);
     } else {
+        m->stamp = tp->next_stamp++;
         sharc_ib_keep_unexpected(p, m);
     }
     return 0;
@@ -111,8 +133,9 @@ int sharc_tp_ib_deliver(sharc_tp_comm_t *tp, int peer, const sharc_ib_hdr_t *h, 
         }
         m->tag = h->tag;
         m->total = h->total;
-        m->req = sharc_tp_queue_take(&p->posted, sharc_tp_ib_has_tag, h->tag);
+        m->req = sharc_ib_match(tp, peer, h->tag);
         if (m->req == NULL) { /* unexpected: kept, in arrival order */
+            m->stamp = tp->next_stamp++;
             m->data = malloc(h->total > 0 ? h->total : 1);
             if (m->data == NULL) {
                 free(m);
@@ -166,6 +189,23 @@ static sharc_ib_msg_t *sharc_ib_take_unexpected(sharc_ib_peer_t *p, uint64_t tag
     return m;
 }
 
+/* A receive takes kept message @p m from @p peer: SHARC_OK when it completed here, else
+ * SHARC_INPROGRESS (read or arriving). */
+static sharc_status_t sharc_ib_take(sharc_tp_comm_t *tp, int peer, sharc_ib_msg_t *m,
+                                    sharc_tp_req_t *req)
+{
+    m->req = req;
+    if (m->zc) {
+        sharc_tp_ib_zc_start(tp, peer, m);
+        return sharc_tp_req_status(req) != SHARC_INPROGRESS ? SHARC_OK : SHARC_INPROGRESS;
+    }
+    if (m->got == m->total && tp->peers[peer].cur != m) {
+        sharc_ib_msg_done(tp, peer, m);
+        return SHARC_OK;
+    }
+    return SHARC_INPROGRESS; /* its chunks are arriving: it completes with the last one */
+}
+
 sharc_status_t sharc_tp_ib_recv(sharc_tp_comm_t *tp, int peer, uint64_t tag, void *buf,
                                 size_t bytes, sharc_tp_mem_t *mem, sharc_tp_req_t *req)
 {
@@ -179,22 +219,84 @@ sharc_status_t sharc_tp_ib_recv(sharc_tp_comm_t *tp, int peer, uint64_t tag, voi
     }
     status = SHARC_INPROGRESS;
     p = &tp->peers[peer];
+    req->peer = peer;
     m = sharc_ib_take_unexpected(p, tag);
     sharc_trace("ib: rank %d: receive from rank %d, tag %#llx, %zu bytes: %s", tp->base.rank, peer,
                 (unsigned long long)tag, bytes, m != NULL ? "an unexpected message" : "posted");
-    if (m != NULL) { /* the oldest unexpected message with this tag */
-        m->req = req;
-        if (m->zc) {
-            sharc_tp_ib_zc_start(tp, peer, m);
-            status = sharc_tp_req_status(req) != SHARC_INPROGRESS ? SHARC_OK : status;
-        } else if (m->got == m->total && p->cur != m) {
-            sharc_ib_msg_done(tp, peer, m);
-            status = SHARC_OK;
-        }
-        /* else its chunks are arriving: it completes with the last one */
+    if (m != NULL) {
+        status = sharc_ib_take(tp, peer, m, req);
     } else {
+        sharc_tp_ib_req(req)->stamp = tp->next_stamp++;
         sharc_tp_queue_push(&p->posted, req);
     }
     pthread_mutex_unlock(&tp->base.lock);
     return status;
+}
+
+/* The peer whose kept message with @p tag arrived first, or -1. */
+static int sharc_ib_first_unexpected(sharc_tp_comm_t *tp, uint64_t tag)
+{
+    uint64_t stamp = UINT64_MAX;
+    int first = -1;
+
+    for (int r = 0; r < tp->base.size; r++) {
+        const sharc_ib_msg_t *m = tp->peers[r].unexp_head;
+
+        while (m != NULL && m->tag != tag) {
+            m = m->next;
+        }
+        if (m != NULL && m->stamp < stamp) {
+            stamp = m->stamp;
+            first = r;
+        }
+    }
+    return first;
+}
+
+sharc_status_t sharc_tp_ib_recv_any(sharc_tp_comm_t *tp, uint64_t tag, void *buf, size_t bytes,
+                                    sharc_tp_mem_t *mem, sharc_tp_req_t *req)
+{
+    sharc_status_t status = SHARC_INPROGRESS;
+    int peer;
+
+    if (tag > SHARC_TP_TAG_MAX) {
+        sharc_error("ib: a receive with tag %#llx: tags are below 2^%d", (unsigned long long)tag,
+                    SHARC_TP_TAG_BITS);
+        return SHARC_ERR_INVALID;
+    }
+    pthread_mutex_lock(&tp->base.lock);
+    if (tp->aborted) {
+        pthread_mutex_unlock(&tp->base.lock);
+        sharc_error("ib: rank %d cannot receive from any peer: the communicator failed",
+                    tp->base.rank);
+        return SHARC_ERR_REMOTE;
+    }
+    req->status = SHARC_INPROGRESS;
+    req->bytes = 0;
+    req->next = NULL;
+    *sharc_tp_ib_req(req) =
+        (sharc_tp_ib_req_t){.buf = buf, .mem = mem, .tag = tag, .capacity = bytes};
+    peer = sharc_ib_first_unexpected(tp, tag);
+    if (peer >= 0) {
+        req->peer = peer;
+        status = sharc_ib_take(tp, peer, sharc_ib_take_unexpected(&tp->peers[peer], tag), req);
+    } else {
+        sharc_tp_ib_req(req)->stamp = tp->next_stamp++;
+        sharc_tp_queue_push(&tp->any_posted, req);
+    }
+    pthread_mutex_unlock(&tp->base.lock);
+    return status;
+}
+
+int sharc_tp_ib_probe(sharc_tp_comm_t *tp, uint64_t tag, int *peer_p)
+{
+    int peer;
+
+    pthread_mutex_lock(&tp->base.lock);
+    peer = sharc_ib_first_unexpected(tp, tag);
+    pthread_mutex_unlock(&tp->base.lock);
+    if (peer >= 0) {
+        *peer_p = peer;
+    }
+    return peer >= 0;
 }

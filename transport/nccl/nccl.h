@@ -45,7 +45,19 @@ SHARC_HIDDEN sharc_status_t sharc_tp_nccl_status(sharc_tp_comm_t *tp, ncclResult
 SHARC_HIDDEN sharc_status_t sharc_tp_nccl_settle(sharc_tp_comm_t *tp, ncclResult_t res,
                                                  double timeout, const char *what);
 
+/* nccl_coll.c: NCCL's type for @p dtype: 0, or -1 for none. */
+SHARC_HIDDEN int sharc_tp_nccl_dtype(sharc_dtype_t dtype, ncclDataType_t *out);
+/* nccl_coll.c: a completion event from the free list (or a new one; NULL when CUDA cannot),
+ * and its return. */
+SHARC_HIDDEN cudaEvent_t sharc_tp_nccl_event_get(sharc_tp_comm_t *tp);
+SHARC_HIDDEN void sharc_tp_nccl_event_put(sharc_tp_comm_t *tp, cudaEvent_t e);
+/* nccl_coll.c: the communication stream waits for the work queued on @p caller up to now,
+ * through @p ready (an event of the free list, given back). */
+SHARC_HIDDEN sharc_status_t sharc_tp_nccl_follow(sharc_tp_comm_t *tp, cudaStream_t caller,
+                                                 cudaEvent_t ready);
+
 SHARC_HIDDEN sharc_tp_coll_fn_t sharc_tp_nccl_coll;
+SHARC_HIDDEN sharc_tp_p2p_fn_t sharc_tp_nccl_p2p;
 SHARC_HIDDEN sharc_tp_progress_fn_t sharc_tp_nccl_progress;
 SHARC_HIDDEN sharc_tp_abort_fn_t sharc_tp_nccl_abort;
 

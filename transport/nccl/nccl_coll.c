@@ -14,7 +14,7 @@
 #include "../../src/base/log.h"
 #include "nccl.h"
 
-static int sharc_tp_nccl_dtype(sharc_dtype_t dtype, ncclDataType_t *out)
+int sharc_tp_nccl_dtype(sharc_dtype_t dtype, ncclDataType_t *out)
 {
     static const ncclDataType_t map[SHARC_DTYPE_LAST] = {
         [SHARC_DTYPE_F32] = ncclFloat32, [SHARC_DTYPE_F64] = ncclFloat64,
@@ -41,8 +41,7 @@ static ncclRedOp_t sharc_tp_nccl_op(sharc_op_t op)
     }
 }
 
-/* A completion event from the free list, or a new one. */
-static cudaEvent_t sharc_tp_nccl_event_get(sharc_tp_comm_t *tp)
+cudaEvent_t sharc_tp_nccl_event_get(sharc_tp_comm_t *tp)
 {
     cudaEvent_t e = NULL;
 
@@ -56,7 +55,7 @@ static cudaEvent_t sharc_tp_nccl_event_get(sharc_tp_comm_t *tp)
     return e;
 }
 
-static void sharc_tp_nccl_event_put(sharc_tp_comm_t *tp, cudaEvent_t e)
+void sharc_tp_nccl_event_put(sharc_tp_comm_t *tp, cudaEvent_t e)
 {
     if (tp->nevents == tp->cap) {
         int cap = tp->cap ? 2 * tp->cap : 16;
@@ -90,6 +89,20 @@ static ncclResult_t sharc_tp_nccl_call(sharc_tp_comm_t *tp, const sharc_tp_coll_
     }
 }
 
+sharc_status_t sharc_tp_nccl_follow(sharc_tp_comm_t *tp, cudaStream_t caller, cudaEvent_t ready)
+{
+    sharc_status_t status = SHARC_OK;
+
+    if (cudaEventRecord(ready, caller) != cudaSuccess ||
+        cudaStreamWaitEvent(tp->stream, ready, 0) != cudaSuccess) {
+        sharc_error("nccl: cannot order the communication stream after the caller's: %s",
+                    cudaGetErrorString(cudaGetLastError()));
+        status = SHARC_ERR_BACKEND;
+    }
+    sharc_tp_nccl_event_put(tp, ready); /* recorded work keeps its own reference */
+    return status;
+}
+
 sharc_status_t sharc_tp_nccl_coll(sharc_tp_comm_t *tp, const sharc_tp_coll_args_t *args,
                                   sharc_tp_req_t *req)
 {
@@ -115,19 +128,12 @@ sharc_status_t sharc_tp_nccl_coll(sharc_tp_comm_t *tp, const sharc_tp_coll_args_
         return SHARC_ERR_BACKEND;
     }
     /* the collective reads what the caller's stream has queued up to now */
-    if (ready != NULL) {
-        if (cudaEventRecord(ready, caller) != cudaSuccess ||
-            cudaStreamWaitEvent(tp->stream, ready, 0) != cudaSuccess) {
-            sharc_error("nccl: cannot order the communication stream after the caller's: %s",
-                        cudaGetErrorString(cudaGetLastError()));
-            sharc_tp_nccl_event_put(tp, done);
-            sharc_tp_nccl_event_put(tp, ready);
-            return SHARC_ERR_BACKEND;
-        }
-        sharc_tp_nccl_event_put(tp, ready); /* recorded work keeps its own reference */
+    if (ready != NULL && sharc_tp_nccl_follow(tp, caller, ready) != SHARC_OK) {
+        sharc_tp_nccl_event_put(tp, done);
+        return SHARC_ERR_BACKEND;
     }
-    status = sharc_tp_nccl_settle(tp, sharc_tp_nccl_call(tp, args, dt), tp->timeout,
-                                  "a collective");
+    status =
+        sharc_tp_nccl_settle(tp, sharc_tp_nccl_call(tp, args, dt), tp->timeout, "a collective");
     if (status == SHARC_OK && cudaEventRecord(done, tp->stream) != cudaSuccess) {
         sharc_error("nccl: cannot record a completion event: %s",
                     cudaGetErrorString(cudaGetLastError()));

@@ -212,5 +212,6 @@ const sharc_tp_ops_t sharc_tp_nccl_ops = {
     .mem_alloc = sharc_tp_nccl_mem_alloc,
     .mem_free = sharc_tp_nccl_mem_free,
     .coll = sharc_tp_nccl_coll,
+    .p2p = sharc_tp_nccl_p2p,
     .progress = sharc_tp_nccl_progress,
 };

@@ -32,5 +32,7 @@ static inline sharc_tp_self_req_t *sharc_tp_self_req(sharc_tp_req_t *req)
 
 SHARC_HIDDEN sharc_tp_send_fn_t sharc_tp_self_send;
 SHARC_HIDDEN sharc_tp_recv_fn_t sharc_tp_self_recv;
+SHARC_HIDDEN sharc_tp_recv_any_fn_t sharc_tp_self_recv_any;
+SHARC_HIDDEN sharc_tp_probe_fn_t sharc_tp_self_probe;
 
 #endif

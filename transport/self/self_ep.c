@@ -31,7 +31,8 @@ static void sharc_self_deliver(sharc_tp_req_t *send, sharc_tp_req_t *recv, uint6
     } else if (s->bytes > 0) {
         memcpy(r->buf, s->buf, s->bytes);
     }
-    recv->bytes = (rstatus == SHARC_OK) ? s->bytes : 0;
+    recv->bytes = s->bytes; /* (too long for the receive: the message's size, as said) */
+    recv->peer = 0;
     sharc_tp_req_complete(send, SHARC_OK);
     sharc_tp_req_complete(recv, rstatus);
 }
@@ -73,4 +74,25 @@ sharc_status_t sharc_tp_self_recv(sharc_tp_comm_t *tp, int peer, uint64_t tag, v
                                   size_t bytes, sharc_tp_mem_t *mem, sharc_tp_req_t *req)
 {
     return sharc_self_post(tp, peer, tag, buf, bytes, req, 0);
+}
+
+/* Every message comes from rank 0, the only one. */
+sharc_status_t sharc_tp_self_recv_any(sharc_tp_comm_t *tp, uint64_t tag, void *buf, size_t bytes,
+                                      sharc_tp_mem_t *mem, sharc_tp_req_t *req)
+{
+    (void)mem;
+    return sharc_self_post(tp, 0, tag, buf, bytes, req, 0);
+}
+
+int sharc_tp_self_probe(sharc_tp_comm_t *tp, uint64_t tag, int *peer_p)
+{
+    int found;
+
+    pthread_mutex_lock(&tp->lock);
+    found = sharc_tp_queue_find(&tp->sends, sharc_self_has_tag, tag) != NULL;
+    pthread_mutex_unlock(&tp->lock);
+    if (found) {
+        *peer_p = 0;
+    }
+    return found;
 }

@@ -50,6 +50,8 @@ const sharc_tp_ops_t sharc_tp_self_ops = {
     .mem_dereg = NULL,
     .send = sharc_tp_self_send,
     .recv = sharc_tp_self_recv,
+    .recv_any = sharc_tp_self_recv_any,
+    .probe = sharc_tp_self_probe,
     .coll = NULL,
     .progress = NULL,
 };

@@ -23,6 +23,12 @@
  * oldest message with their tag, so equal tags match in order. Messages that arrive before
  * their receive is posted are kept: eager ones with a copy of the payload, rendezvous ones as
  * the RTS alone (no data moves until the receive exists).
+ *
+ * Receives from any peer wait in a queue of the communicator's beside each peer's posted
+ * receives; every receive is stamped when posted and every message kept when it arrives, so
+ * an arriving message goes to the older of the first receive for its tag in its peer's queue
+ * and the first in the any-peer queue, and a receive from any peer takes the message for its
+ * tag that arrived first, whichever peer sent it (MPI's matching order).
  */
 #ifndef SHARC_TP_SHM_H
 #define SHARC_TP_SHM_H
@@ -100,6 +106,7 @@ typedef struct {
 /* A message that arrived before its receive was posted. */
 typedef struct sharc_shm_unexp {
     sharc_shm_hdr_t hdr; /* EAGER_MSG (payload follows) or RTS */
+    uint64_t stamp;      /* when it arrived (tp->next_stamp) */
     struct sharc_shm_unexp *next;
     unsigned char payload[];
 } sharc_shm_unexp_t;
@@ -150,24 +157,33 @@ struct sharc_tp_comm {
     int same_pidns;         /* the node's ranks share a PID namespace: pids are comparable */
     sharc_mem_table_t *mem; /* the context's sharc_mem_alloc buffers */
     uint64_t next_cookie, map_clock;
-    int map_cap;             /* mappings kept per peer (SHARC_SHM_MAPS / nlocal) */
-    double next_liveness;    /* time of the next check that peers with work are alive */
-    volatile uint64_t probe; /* read by the peers' CMA probe */
-    char *bounce;            /* recv_reduce over CMA: the sender's data, a chunk at a time */
+    sharc_tp_queue_t any_posted; /* receives from any peer not matched yet, in posting order */
+    uint64_t next_stamp;         /* orders posted receives and kept messages (see above) */
+    int aborted;                 /* everything in flight failed: the communicator failed */
+    int map_cap;                 /* mappings kept per peer (SHARC_SHM_MAPS / nlocal) */
+    double next_liveness;        /* time of the next check that peers with work are alive */
+    volatile uint64_t probe;     /* read by the peers' CMA probe */
+    char *bounce;                /* recv_reduce over CMA: the sender's data, a chunk at a time */
 };
 
 /* The ops (shm_ep.c, shm_recv.c, shm_progress.c). */
 SHARC_HIDDEN sharc_tp_send_fn_t sharc_tp_shm_send;
 SHARC_HIDDEN sharc_tp_recv_fn_t sharc_tp_shm_recv;
+SHARC_HIDDEN sharc_tp_recv_any_fn_t sharc_tp_shm_recv_any;
+SHARC_HIDDEN sharc_tp_probe_fn_t sharc_tp_shm_probe;
+SHARC_HIDDEN sharc_tp_abort_fn_t sharc_tp_shm_abort;
 SHARC_HIDDEN sharc_tp_recv_reduce_fn_t sharc_tp_shm_recv_reduce;
 SHARC_HIDDEN sharc_tp_progress_fn_t sharc_tp_shm_progress;
 
 /* What a request remembers while in flight (its backend space). */
 typedef struct {
     void *buf;
-    uint64_t bytes;  /* send: size; receive: capacity, then the size of a streamed message */
-    uint64_t tag;    /* until matched */
-    uint64_t sent;   /* streaming send: bytes written as FRAGs */
+    uint64_t bytes; /* send: size; receive: capacity, then the size of a streamed message */
+    uint64_t tag;   /* until matched */
+    union {
+        uint64_t sent;  /* streaming send: bytes written as FRAGs */
+        uint64_t stamp; /* receive, until matched: when it was posted (tp->next_stamp) */
+    };
     uint64_t cookie; /* rendezvous: its cookie; streaming send: the receive's */
 } sharc_tp_shm_req_t;
 
@@ -195,7 +211,8 @@ static inline int sharc_tp_shm_has_cookie(sharc_tp_req_t *req, uint64_t cookie)
  */
 
 /* shm_ep.c: the peer a post names, or NULL with *status_p set (a bad rank or tag, a peer that
- * exited); else @p req is made ready to post (buf, bytes, tag; in progress). */
+ * exited, a transport aborted); else @p req is made ready to post (buf, bytes, tag; in
+ * progress). */
 SHARC_HIDDEN sharc_shm_peer_t *sharc_tp_shm_prepare(sharc_tp_comm_t *tp, int peer, uint64_t tag,
                                                     const void *buf, size_t bytes,
                                                     sharc_tp_req_t *req, const char *what,
@@ -213,8 +230,8 @@ SHARC_HIDDEN void sharc_tp_shm_ctrl(sharc_tp_comm_t *tp, sharc_shm_peer_t *p,
 /* shm_ep.c: move what waits for room in the peer's FIFO into it; how many slots it wrote. */
 SHARC_HIDDEN int sharc_tp_shm_flush(sharc_tp_comm_t *tp, sharc_shm_peer_t *p);
 
-/* shm_recv.c: an EAGER_MSG or RTS from @p p: into the oldest receive posted for its tag, or
- * kept until one is posted. */
+/* shm_recv.c: an EAGER_MSG or RTS from @p p: into the oldest receive posted for its tag (for
+ * @p p or any peer), or kept until one is posted. */
 SHARC_HIDDEN void sharc_tp_shm_arrived(sharc_tp_comm_t *tp, sharc_shm_peer_t *p,
                                        const sharc_shm_hdr_t *hdr, const void *payload);
 /* shm_recv.c: a FRAG of a streamed message, into its receive. */
@@ -229,6 +246,11 @@ SHARC_HIDDEN const unsigned char *sharc_tp_shm_region(sharc_tp_comm_t *tp, sharc
  * SHARC_ERR_UNSUPPORTED when the kernel refuses before anything was read. */
 SHARC_HIDDEN sharc_status_t sharc_tp_shm_cma_read(sharc_tp_comm_t *tp, sharc_shm_peer_t *p,
                                                   void *dst, uint64_t addr, size_t bytes);
+/* shm_progress.c: fail every request queued for @p p with @p status. */
+SHARC_HIDDEN void sharc_tp_shm_fail_peer(sharc_shm_peer_t *p, sharc_status_t status);
+/* shm_progress.c: fail every request of @p q with @p status. */
+SHARC_HIDDEN void sharc_tp_shm_fail_queue(sharc_tp_queue_t *q, sharc_status_t status);
+
 /* shm_mem.c: unmap every buffer of the peer mapped here. */
 SHARC_HIDDEN void sharc_tp_shm_unmap_all(sharc_shm_peer_t *p);
 

@@ -168,6 +168,12 @@ static sharc_shm_peer_t *shm_peer(sharc_tp_comm_t *tp, int peer, uint64_t tag, c
         return NULL;
     }
     p = &tp->peers[tp->local_of[peer]];
+    if (tp->aborted) {
+        sharc_error("shm: rank %d cannot %s rank %d: the communicator failed", tp->base.rank, what,
+                    peer);
+        *status_p = SHARC_ERR_REMOTE;
+        return NULL;
+    }
     if (p->failed) {
         sharc_error("shm: rank %d cannot %s rank %d: it exited earlier", tp->base.rank, what, peer);
         *status_p = SHARC_ERR_REMOTE;

@@ -331,7 +331,10 @@ const sharc_tp_ops_t sharc_tp_shm_ops = {
     .mem_dereg = NULL,
     .send = sharc_tp_shm_send,
     .recv = sharc_tp_shm_recv,
+    .recv_any = sharc_tp_shm_recv_any,
+    .probe = sharc_tp_shm_probe,
     .recv_reduce = sharc_tp_shm_recv_reduce,
+    .abort = sharc_tp_shm_abort,
     .coll = NULL,
     .progress = sharc_tp_shm_progress,
 };

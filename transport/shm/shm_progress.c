@@ -79,15 +79,27 @@ static int shm_drain(sharc_tp_comm_t *tp, sharc_shm_peer_t *p)
 
 /* ---- failure ------------------------------------------------------------------------- */
 
-static void shm_fail_queue(sharc_tp_queue_t *q)
+void sharc_tp_shm_fail_queue(sharc_tp_queue_t *q, sharc_status_t status)
 {
     sharc_tp_req_t *r;
 
     while ((r = sharc_tp_queue_pop(q)) != NULL) {
-        sharc_tp_req_complete(r, SHARC_ERR_REMOTE);
+        sharc_tp_req_complete(r, status);
     }
 }
 
+void sharc_tp_shm_fail_peer(sharc_shm_peer_t *p, sharc_status_t status)
+{
+    sharc_tp_shm_fail_queue(&p->sendq, status);
+    sharc_tp_shm_fail_queue(&p->wait_fin, status);
+    sharc_tp_shm_fail_queue(&p->streaming, status);
+    sharc_tp_shm_fail_queue(&p->posted, status);
+    sharc_tp_shm_fail_queue(&p->frag_recv, status);
+}
+
+/* Does this rank wait for the peer? (Not for a receive from any peer: a peer that finished
+ * and left is no failure, and one that died is the store's news, which fails the
+ * communicator and so the receive.) */
 static int shm_busy(const sharc_shm_peer_t *p)
 {
     return p->sendq.head || p->wait_fin.head || p->streaming.head || p->posted.head ||
@@ -114,12 +126,24 @@ static void shm_check_liveness(sharc_tp_comm_t *tp)
                     tp->base.rank, p->rank, (int)p->pid);
         p->failed = 1;
         sharc_boot_report(tp->base.boot, p->rank); /* every rank of the communicator hears of it */
-        shm_fail_queue(&p->sendq);
-        shm_fail_queue(&p->wait_fin);
-        shm_fail_queue(&p->streaming);
-        shm_fail_queue(&p->posted);
-        shm_fail_queue(&p->frag_recv);
+        sharc_tp_shm_fail_peer(p, SHARC_ERR_REMOTE);
     }
+}
+
+/*
+ * The communicator failed: every request in flight fails now, and nothing more is matched or
+ * landed (an arriving message would be written into a buffer its owner has been told is
+ * free), so progress leaves the FIFOs alone from here on.
+ */
+void sharc_tp_shm_abort(sharc_tp_comm_t *tp)
+{
+    pthread_mutex_lock(&tp->base.lock);
+    tp->aborted = 1;
+    for (int i = 0; i < tp->nlocal; i++) {
+        sharc_tp_shm_fail_peer(&tp->peers[i], SHARC_ERR_REMOTE);
+    }
+    sharc_tp_shm_fail_queue(&tp->any_posted, SHARC_ERR_REMOTE);
+    pthread_mutex_unlock(&tp->base.lock);
 }
 
 int sharc_tp_shm_progress(sharc_tp_comm_t *tp)
@@ -127,7 +151,7 @@ int sharc_tp_shm_progress(sharc_tp_comm_t *tp)
     int n = 0;
 
     pthread_mutex_lock(&tp->base.lock);
-    for (int i = 0; i < tp->nlocal; i++) {
+    for (int i = 0; i < tp->nlocal && !tp->aborted; i++) {
         if (!tp->peers[i].failed) {
             n += shm_drain(tp, &tp->peers[i]);
             n += sharc_tp_shm_flush(tp, &tp->peers[i]);

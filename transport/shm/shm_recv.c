@@ -85,6 +85,7 @@ static void shm_recv_eager(sharc_tp_comm_t *tp, sharc_shm_peer_t *p, sharc_tp_re
                            const sharc_shm_hdr_t *hdr, const void *payload)
 {
     if (!shm_fits(tp, p, req, hdr)) {
+        req->bytes = hdr->bytes;
         sharc_tp_req_complete(req, SHARC_ERR_INVALID);
         return;
     }
@@ -125,7 +126,7 @@ static void shm_recv_rndv(sharc_tp_comm_t *tp, sharc_shm_peer_t *p, sharc_tp_req
     }
     ans.status = status;
     sharc_tp_shm_ctrl(tp, p, &ans);
-    req->bytes = (status == SHARC_OK) ? rts->bytes : 0;
+    req->bytes = (status == SHARC_OK || status == SHARC_ERR_INVALID) ? rts->bytes : 0;
     sharc_tp_req_complete(req, status);
 }
 
@@ -133,6 +134,7 @@ static void shm_recv_rndv(sharc_tp_comm_t *tp, sharc_shm_peer_t *p, sharc_tp_req
 static void shm_recv_match(sharc_tp_comm_t *tp, sharc_shm_peer_t *p, sharc_tp_req_t *req,
                            const sharc_shm_hdr_t *hdr, const void *payload)
 {
+    req->peer = p->rank;
     if (hdr->type == SHARC_SHM_EAGER_MSG) {
         shm_recv_eager(tp, p, req, hdr, payload);
     } else {
@@ -174,6 +176,7 @@ static void shm_unexpected(sharc_tp_comm_t *tp, sharc_shm_peer_t *p, const sharc
         return;
     }
     u->hdr = *hdr;
+    u->stamp = tp->next_stamp++;
     u->next = NULL;
     if (bytes > 0) {
         memcpy(u->payload, payload, bytes);
@@ -189,13 +192,46 @@ static void shm_unexpected(sharc_tp_comm_t *tp, sharc_shm_peer_t *p, const sharc
 void sharc_tp_shm_arrived(sharc_tp_comm_t *tp, sharc_shm_peer_t *p, const sharc_shm_hdr_t *hdr,
                           const void *payload)
 {
-    sharc_tp_req_t *req = sharc_tp_queue_take(&p->posted, sharc_tp_shm_has_tag, hdr->tag);
+    sharc_tp_req_t *mine = sharc_tp_queue_find(&p->posted, sharc_tp_shm_has_tag, hdr->tag);
+    sharc_tp_req_t *any = sharc_tp_queue_find(&tp->any_posted, sharc_tp_shm_has_tag, hdr->tag);
+    sharc_tp_queue_t *q = &p->posted;
 
-    if (req == NULL) {
+    if (any != NULL &&
+        (mine == NULL || sharc_tp_shm_req(any)->stamp < sharc_tp_shm_req(mine)->stamp)) {
+        q = &tp->any_posted; /* posted before any receive naming this peer */
+    } else if (mine == NULL) {
         shm_unexpected(tp, p, hdr, payload);
-    } else {
-        shm_recv_match(tp, p, req, hdr, payload);
+        return;
     }
+    shm_recv_match(tp, p, sharc_tp_queue_take(q, sharc_tp_shm_has_tag, hdr->tag), hdr, payload);
+}
+
+/* The oldest message from @p p kept for @p tag, left in its place; NULL if none. */
+static sharc_shm_unexp_t *shm_peek_unexpected(const sharc_shm_peer_t *p, uint64_t tag)
+{
+    sharc_shm_unexp_t *u = p->unexp_head;
+
+    while (u != NULL && u->hdr.tag != tag) {
+        u = u->next;
+    }
+    return u;
+}
+
+/* The peer whose kept message for @p tag arrived first, of all peers; NULL if none has one. */
+static sharc_shm_peer_t *shm_first_unexpected(sharc_tp_comm_t *tp, uint64_t tag)
+{
+    sharc_shm_peer_t *first = NULL;
+    uint64_t stamp = UINT64_MAX;
+
+    for (int i = 0; i < tp->nlocal; i++) {
+        const sharc_shm_unexp_t *u = shm_peek_unexpected(&tp->peers[i], tag);
+
+        if (u != NULL && u->stamp < stamp) {
+            first = &tp->peers[i];
+            stamp = u->stamp;
+        }
+    }
+    return first;
 }
 
 /* The oldest message from @p p kept for @p tag, unlinked; NULL if none. */
@@ -230,6 +266,7 @@ static sharc_status_t shm_recv_post(sharc_tp_comm_t *tp, int peer, uint64_t tag,
         sharc_shm_unexp_t *m = shm_take_unexpected(p, tag);
 
         if (m == NULL) {
+            sharc_tp_shm_req(req)->stamp = tp->next_stamp++;
             sharc_tp_queue_push(&p->posted, req);
         } else {
             shm_recv_match(tp, p, req, &m->hdr, m->payload);
@@ -247,6 +284,66 @@ sharc_status_t sharc_tp_shm_recv(sharc_tp_comm_t *tp, int peer, uint64_t tag, vo
     (void)mem;
     req->red_src = NULL;
     return shm_recv_post(tp, peer, tag, buf, bytes, req);
+}
+
+/* Why a receive from any peer cannot be posted now (logged), or SHARC_OK. */
+static sharc_status_t shm_any_refused(sharc_tp_comm_t *tp, uint64_t tag)
+{
+    if (tag > SHARC_TP_TAG_MAX) {
+        sharc_error("shm: rank %d cannot receive with tag %#llx: tags are below 2^40",
+                    tp->base.rank, (unsigned long long)tag);
+        return SHARC_ERR_INVALID;
+    }
+    if (tp->aborted) {
+        sharc_error("shm: rank %d cannot receive from any peer: the communicator failed",
+                    tp->base.rank);
+        return SHARC_ERR_REMOTE;
+    }
+    return SHARC_OK;
+}
+
+sharc_status_t sharc_tp_shm_recv_any(sharc_tp_comm_t *tp, uint64_t tag, void *buf, size_t bytes,
+                                     sharc_tp_mem_t *mem, sharc_tp_req_t *req)
+{
+    sharc_shm_peer_t *p;
+    sharc_status_t status;
+
+    (void)mem;
+    pthread_mutex_lock(&tp->base.lock);
+    status = shm_any_refused(tp, tag);
+    if (status == SHARC_OK) {
+        req->status = SHARC_INPROGRESS;
+        req->bytes = 0;
+        req->next = NULL;
+        req->red_src = NULL;
+        *sharc_tp_shm_req(req) = (sharc_tp_shm_req_t){.buf = buf, .bytes = bytes, .tag = tag};
+        p = shm_first_unexpected(tp, tag);
+        if (p != NULL) {
+            sharc_shm_unexp_t *m = shm_take_unexpected(p, tag);
+
+            shm_recv_match(tp, p, req, &m->hdr, m->payload);
+            free(m);
+        } else {
+            sharc_tp_shm_req(req)->stamp = tp->next_stamp++;
+            sharc_tp_queue_push(&tp->any_posted, req);
+        }
+        status = sharc_tp_shm_posted(req);
+    }
+    pthread_mutex_unlock(&tp->base.lock);
+    return status;
+}
+
+int sharc_tp_shm_probe(sharc_tp_comm_t *tp, uint64_t tag, int *peer_p)
+{
+    sharc_shm_peer_t *p;
+
+    pthread_mutex_lock(&tp->base.lock);
+    p = shm_first_unexpected(tp, tag);
+    if (p != NULL) {
+        *peer_p = p->rank;
+    }
+    pthread_mutex_unlock(&tp->base.lock);
+    return p != NULL;
 }
 
 sharc_status_t sharc_tp_shm_recv_reduce(sharc_tp_comm_t *tp, int peer, uint64_t tag, void *dst,

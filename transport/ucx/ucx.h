@@ -15,6 +15,7 @@
 /* UCP tag = source rank (24 bits) | sharc tag (40 bits). */
 #define SHARC_UCX_TAG_BITS  SHARC_TP_TAG_BITS
 #define SHARC_UCX_MAX_RANKS (1 << (64 - SHARC_TP_TAG_BITS))
+#define SHARC_UCX_ANY       (-1) /* a request's peer: a receive from any peer */
 
 struct sharc_tp_comm {
     /* its lock guards the worker (UCS_THREAD_MODE_SERIALIZED): posts may come from the caller
@@ -43,8 +44,8 @@ typedef struct {
     sharc_tp_comm_t *tp;  /* while on tp->inflight; NULL: not linked (completed in its post) */
     sharc_tp_req_t *prev; /* on tp->inflight (next is the request's own) */
     void *ureq;           /* UCP's request, while in flight */
-    int peer;
-    int is_recv; /* receives can be cancelled */
+    int peer;             /* or SHARC_UCX_ANY */
+    int is_recv;          /* receives can be cancelled */
 } sharc_tp_ucx_req_t;
 
 SHARC_TP_REQ_PRIV_FITS(sharc_tp_ucx_req_t);
@@ -59,6 +60,8 @@ SHARC_HIDDEN sharc_status_t sharc_tp_ucx_status(ucs_status_t status);
 
 SHARC_HIDDEN sharc_tp_send_fn_t sharc_tp_ucx_send;
 SHARC_HIDDEN sharc_tp_recv_fn_t sharc_tp_ucx_recv;
+SHARC_HIDDEN sharc_tp_recv_any_fn_t sharc_tp_ucx_recv_any;
+SHARC_HIDDEN sharc_tp_probe_fn_t sharc_tp_ucx_probe;
 SHARC_HIDDEN sharc_tp_mem_reg_fn_t sharc_tp_ucx_mem_reg;
 SHARC_HIDDEN sharc_tp_mem_dereg_fn_t sharc_tp_ucx_mem_dereg;
 SHARC_HIDDEN sharc_tp_progress_fn_t sharc_tp_ucx_progress;

@@ -1,8 +1,10 @@
 /*
  * ucx_ep.c: point-to-point messages over UCP tag matching. The UCP tag carries the sender's
  * rank above the sharc tag, and receives match it exactly, so a receive names its peer and
- * equal tags from one peer match in order. Completion comes from UCP's callback (inside
- * progress) or at once when UCP completes the operation inside the post.
+ * equal tags from one peer match in order; a receive from any peer masks the rank out, and
+ * UCP matches every message with the oldest receive that accepts it (MPI's order). Completion
+ * comes from UCP's callback (inside progress) or at once when UCP completes the operation
+ * inside the post.
  */
 #include "config.h"
 
@@ -50,10 +52,16 @@ static uint64_t sharc_tp_ucx_tag(int src, uint64_t tag)
     return ((uint64_t)src << SHARC_UCX_TAG_BITS) | tag;
 }
 
+/* The rank a UCP tag carries. */
+static int sharc_tp_ucx_sender(ucp_tag_t tag)
+{
+    return (int)(tag >> SHARC_UCX_TAG_BITS);
+}
+
 static sharc_status_t sharc_tp_ucx_check(sharc_tp_comm_t *tp, int peer, uint64_t tag,
                                          const char *what)
 {
-    if (peer < 0 || peer >= tp->base.size || tag > SHARC_TP_TAG_MAX) {
+    if ((peer < 0 && peer != SHARC_UCX_ANY) || peer >= tp->base.size || tag > SHARC_TP_TAG_MAX) {
         sharc_error("ucx: %s with peer %d and tag %#llx: the peer must be in [0, %d) and the "
                     "tag below 2^%d",
                     what, peer, (unsigned long long)tag, tp->base.size, SHARC_UCX_TAG_BITS);
@@ -69,8 +77,8 @@ static sharc_status_t sharc_tp_ucx_check(sharc_tp_comm_t *tp, int peer, uint64_t
  * end of its connection. (A peer that finished and left is no failure until someone needs
  * it: see sharc_tp_ucx_ep_error.)
  */
-static int sharc_tp_ucx_gone(sharc_tp_comm_t *tp, int peer, uint64_t tag, int recv,
-                             const char *what)
+static int sharc_tp_ucx_gone_one(sharc_tp_comm_t *tp, int peer, uint64_t tag, int recv,
+                                 const char *what)
 {
     ucp_tag_recv_info_t info;
 
@@ -87,6 +95,17 @@ static int sharc_tp_ucx_gone(sharc_tp_comm_t *tp, int peer, uint64_t tag, int re
     return 1;
 }
 
+/*
+ * As sharc_tp_ucx_gone_one. A receive from any peer is posted whatever connections ended: a
+ * peer that finished and left ends its connections too, and the message may come from
+ * another; a peer that died is the store's news, which fails the communicator.
+ */
+static int sharc_tp_ucx_gone(sharc_tp_comm_t *tp, int peer, uint64_t tag, int recv,
+                             const char *what)
+{
+    return peer != SHARC_UCX_ANY && sharc_tp_ucx_gone_one(tp, peer, tag, recv, what);
+}
+
 static void sharc_tp_ucx_finish(sharc_tp_req_t *req, ucs_status_t ustatus, const char *what)
 {
     sharc_status_t status = sharc_tp_ucx_status(ustatus);
@@ -95,7 +114,7 @@ static void sharc_tp_ucx_finish(sharc_tp_req_t *req, ucs_status_t ustatus, const
 
     /* whatever UCX calls it (an I/O error, a reset), an operation with a peer it has lost is
      * that peer's failure */
-    if (ustatus != UCS_OK && tp != NULL &&
+    if (ustatus != UCS_OK && tp != NULL && u->peer != SHARC_UCX_ANY &&
         __atomic_load_n(&tp->peer_failed[u->peer], __ATOMIC_ACQUIRE)) {
         status = SHARC_ERR_REMOTE;
     }
@@ -118,7 +137,11 @@ static void sharc_tp_ucx_recv_cb(void *request, ucs_status_t ustatus,
 {
     sharc_tp_req_t *req = user_data;
 
-    req->bytes = (ustatus == UCS_OK) ? info->length : 0;
+    /* (too long for the receive: UCP reports the message's size) */
+    req->bytes = (ustatus == UCS_OK || ustatus == UCS_ERR_MESSAGE_TRUNCATED) ? info->length : 0;
+    if (ustatus == UCS_OK) {
+        req->peer = sharc_tp_ucx_sender(info->sender_tag);
+    }
     ucp_request_free(request);
     sharc_tp_ucx_finish(req, ustatus, "a receive from");
 }
@@ -211,7 +234,9 @@ static sharc_status_t sharc_tp_ucx_post(sharc_tp_comm_t *tp, int peer, uint64_t 
     }
     sharc_tp_ucx_req(req)->is_recv = is_recv;
     sharc_tp_ucx_link(tp, req);
-    if (is_recv) {
+    if (is_recv && peer == SHARC_UCX_ANY) { /* the sender's rank masked out */
+        sp = ucp_tag_recv_nbx(tp->worker, buf, bytes, tag, SHARC_TP_TAG_MAX, &param);
+    } else if (is_recv) {
         sp = ucp_tag_recv_nbx(tp->worker, buf, bytes, sharc_tp_ucx_tag(peer, tag), UINT64_MAX,
                               &param);
     } else {
@@ -233,4 +258,27 @@ sharc_status_t sharc_tp_ucx_recv(sharc_tp_comm_t *tp, int peer, uint64_t tag, vo
                                  size_t bytes, sharc_tp_mem_t *mem, sharc_tp_req_t *req)
 {
     return sharc_tp_ucx_post(tp, peer, tag, buf, bytes, mem, req, 1);
+}
+
+sharc_status_t sharc_tp_ucx_recv_any(sharc_tp_comm_t *tp, uint64_t tag, void *buf, size_t bytes,
+                                     sharc_tp_mem_t *mem, sharc_tp_req_t *req)
+{
+    return sharc_tp_ucx_post(tp, SHARC_UCX_ANY, tag, buf, bytes, mem, req, 1);
+}
+
+int sharc_tp_ucx_probe(sharc_tp_comm_t *tp, uint64_t tag, int *peer_p)
+{
+    ucp_tag_recv_info_t info;
+    ucp_tag_message_h msg;
+
+    if (tag > SHARC_TP_TAG_MAX) {
+        return 0;
+    }
+    pthread_mutex_lock(&tp->base.lock);
+    msg = ucp_tag_probe_nb(tp->worker, tag, SHARC_TP_TAG_MAX, 0, &info);
+    if (msg != NULL) {
+        *peer_p = sharc_tp_ucx_sender(info.sender_tag);
+    }
+    pthread_mutex_unlock(&tp->base.lock);
+    return msg != NULL;
 }

@@ -2,7 +2,8 @@
 # guest.sh: what tests/transport/rdma.sh runs inside the soft-RoCE guest (tests/transport/rdma/vm.sh), from the
 # build directory: the verbs unit test, then sharc's ib transport (SHARC_TRANSPORT=ib) on
 # rxe0: point-to-point semantics (copied and zero-copy, the registration cache with its
-# invalidation on free and its eviction) and every collective (every dtype and op, f32 and
+# invalidation on free and its eviction), the public sends and receives (test_p2p: tags,
+# receives from any rank, truncation) and every collective (every dtype and op, f32 and
 # bf16 included) at 2, 3 and 4 ranks, on shareable buffers (zero-copy), the sharding engine's
 # steps; and the faults: a rank that dies before a collective and a rank killed in the middle
 # of a large transfer (the others fail at once, naming the rank that is gone and its host).
@@ -20,6 +21,15 @@ for n in 2 4; do
     run_ok "ib: every collective, $n ranks" "$LAUNCH" --mode env -n $n --timeout 300 -- \
         "$BIN/coll/test_coll" 100003
 done
+# point-to-point calls over ib: every dtype, tags and order (copied and zero-copy sizes),
+# receives from any rank matched in MPI's order, truncation, 1000 in flight, self, groups
+for n in 2 3; do
+    run_ok "ib: sends and receives (sharc_send / sharc_recv), $n ranks" env SHARC_TIMEOUT=120s \
+        "$LAUNCH" --mode env -n $n --timeout 300 -- "$BIN/coll/test_p2p" 100003
+done
+run_ok "ib: sends and receives on shareable buffers (zero-copy), 2 ranks" \
+    env SHARC_TIMEOUT=120s SHARC_IB_ZCOPY_MIN=64k SHARCTEST_MEM_ALLOC=1 "$LAUNCH" --mode env -n 2 \
+    --timeout 300 -- "$BIN/coll/test_p2p" 300000
 run_ok_match "ib: zero-copy through the registration cache, evicting past 4 MiB" \
     "registered the 33558528-byte buffer.*least recently used.*transport ib: ok" \
     env SHARC_LOG_LEVEL=debug SHARC_LOG_SUBSYS=tp SHARC_IB_REG_CACHE=4m "$LAUNCH" --mode env \
@@ -38,6 +48,10 @@ run_fail "ib: a rank dies before an allreduce" 60 \
     "rank [0-9] \(.*\) of this 3-rank communicator is gone.*the next collective: remote peer error" \
     env SHARC_TIMEOUT=60s "$LAUNCH" --mode env -n 3 "${crash_ranks[@]}" --timeout 60 -- \
     "$BIN/coll/test_coll"
+run_fail "ib: a rank dies while the others wait in receives" 60 \
+    "rank 1 \(.*\) of this 3-rank communicator is gone.*the next send: remote peer error" \
+    env SHARC_TIMEOUT=60s SHARCTEST_P2P_CRASH=1 "$LAUNCH" --mode env -n 3 --timeout 60 -- \
+    "$BIN/coll/test_p2p"
 # rank 1 killed (SIGKILL) 5 s after its communicator came up, inside a long run of 16 MiB
 # all-gathers: rank 0 fails at once, naming it: the store sees rank 1's connection close and
 # tells rank 0. What is bounded is the time from the kill to rank 0's end (30 s in the
