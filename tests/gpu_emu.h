@@ -17,8 +17,8 @@
  *   between streams is therefore not checked here: a GPU run does.
  * - The CUDA kernels are the host kernels (kernels/cpu) behind the same table.
  * - Collectives on emulated device memory are staged through host memory
- *   (SHARC_CUDA_BACKEND=staged is set at load unless the environment sets it): a GPU
- *   machine's NCCL must not see host pointers.
+ *   (SHARC_CUDA_BACKEND=staged and SHARC_STAGE_CHUNK=256k are set at load unless the
+ *   environment sets them): a GPU machine's NCCL must not see host pointers.
  */
 #ifndef SHARC_TEST_GPU_EMU_H
 #define SHARC_TEST_GPU_EMU_H
@@ -34,8 +34,11 @@ extern "C" {
 
 namespace gpu_emu
 {
-/* collectives on emulated device memory go through host memory, not a real NCCL */
-inline int staged = setenv("SHARC_CUDA_BACKEND", "staged", 0);
+/* collectives on emulated device memory go through host memory, not a real NCCL; in chunks of
+ * 256 KiB: the staging takes its page-locked buffer per collective in flight for whole
+ * chunks (SHARC_STAGE_CHUNK, 4 MiB: 32 MiB a collective), however small the collective */
+inline int staged =
+    setenv("SHARC_CUDA_BACKEND", "staged", 0) + setenv("SHARC_STAGE_CHUNK", "256k", 0);
 
 struct event {
     double t;

@@ -8,22 +8,19 @@
 # --offload none within f32 rounding; so do host and none with HSDP on 4 ranks, and with bf16
 # compute, gathers and reductions; a checkpoint saved with offload resumes without it and the
 # reverse, each as if uninterrupted; the device memory's high-water mark is lower with host.
+# --gpu: the same with sharc-llama on this machine's GPU (tests/gpu/run.sh; HSDP where it has
+# 4 GPUs; the fallback of managed memory is the emulation's alone).
 . "$(dirname "$0")/../lib.sh"
 
-EMU="$top_builddir/tests/trainer/sharc-llama-emu"
-if [ ! -x "$EMU" ]; then
-    echo "SKIP: no tests/trainer/sharc-llama-emu (needs a C++ compiler)"
-    exit 77
+if [ "${1:-}" = --gpu ]; then
+    EMU="$top_builddir/trainer/sharc-llama"
+    ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+    [ "${ngpu:-0}" -ge 1 ] || { echo "SKIP: no GPU"; exit 77; }
+    trainer_work offload-gpu
+else
+    ngpu=4
+    emu_trainer offload-emu
 fi
-if [ -n "${SHARCTEST_SANITIZE:-}" ]; then
-    echo "SKIP: the CUDA emulation's fibers and AddressSanitizer do not mix"
-    exit 77
-fi
-work=$(mktemp -d "${TMPDIR:-/tmp}/sharc-offload-emu.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-mkdir -p "$work/data"
-make_tokens "$work/data/train.bin" 20000 256 256
-make_tokens "$work/data/val.bin" 3000 256 256
 
 # run N NAME ARGS...: N ranks, 20 steps of the tiny config, 2 x 2 x 16 tokens a step
 run() {
@@ -78,23 +75,27 @@ run_ok "offload host, half the model on the GPU" run 1 twin --offload host \
 run_ok "Twin-Flow: none's losses and norms" losses_match "$work/none.jsonl" "$work/twin.jsonl" 1 \
     1e-5 1e-5
 run_ok "Twin-Flow: none's parameters" same_params none twin
-no_managed() { (export SHARCTEST_EMU_NO_MANAGED=1 && run "$@"); }
-run_ok_match "offload managed where the device cannot share it: host" \
-    "no concurrent managed access.*running as offload host" no_managed 1 nomanaged \
-    --offload managed
-run_ok "... none's losses and norms" losses_match "$work/none.jsonl" "$work/nomanaged.jsonl" 1 \
-    1e-5 1e-5
+if [ "${1:-}" != --gpu ]; then
+    no_managed() { (export SHARCTEST_EMU_NO_MANAGED=1 && run "$@"); }
+    run_ok_match "offload managed where the device cannot share it: host" \
+        "no concurrent managed access.*running as offload host" no_managed 1 nomanaged \
+        --offload managed
+    run_ok "... none's losses and norms" losses_match "$work/none.jsonl" \
+        "$work/nomanaged.jsonl" 1 1e-5 1e-5
+fi
 dn=$(peak_mem none) dh=$(peak_mem host)
 run_ok "device memory high-water mark: none $dn MiB, host $dh MiB" \
     python3 -c "import sys; sys.exit(0 if float(sys.argv[2]) < float(sys.argv[1]) else 1)" "$dn" "$dh"
 
 # HSDP on 4 ranks (2 shard groups of 2), and bf16 compute, gathers and reductions
-run_ok "HSDP 2 x 2, offload none" run 4 hsdp_none --hsdp 2 --export "$work/hsdp_none"
-run_ok "HSDP 2 x 2, offload host" run 4 hsdp_host --hsdp 2 --offload host \
-    --export "$work/hsdp_host"
-run_ok "HSDP: host's losses and norms are none's" losses_match "$work/hsdp_none.jsonl" \
-    "$work/hsdp_host.jsonl" 1 1e-5 1e-5
-run_ok "HSDP: host's parameters are none's" same_params hsdp_none hsdp_host
+if [ "$ngpu" -ge 4 ]; then
+    run_ok "HSDP 2 x 2, offload none" run 4 hsdp_none --hsdp 2 --export "$work/hsdp_none"
+    run_ok "HSDP 2 x 2, offload host" run 4 hsdp_host --hsdp 2 --offload host \
+        --export "$work/hsdp_host"
+    run_ok "HSDP: host's losses and norms are none's" losses_match "$work/hsdp_none.jsonl" \
+        "$work/hsdp_host.jsonl" 1 1e-5 1e-5
+    run_ok "HSDP: host's parameters are none's" same_params hsdp_none hsdp_host
+fi
 run_ok "bf16, offload none" run 1 bf_none --compute-dtype bf16 --reduce-dtype bf16
 run_ok "bf16, offload host" run 1 bf_host --compute-dtype bf16 --reduce-dtype bf16 --offload host
 run_ok "bf16: host's losses and norms are none's" losses_match "$work/bf_none.jsonl" \
