@@ -75,10 +75,12 @@ sharc_status_t sharc_shard_offload_settings(sharc_shard_group_t *g, const sharc_
         }
     }
     if (!(off->fraction > 0.0 && off->fraction <= 1.0)) {
-        sharc_error("offload_fraction%s must be a number in (0, 1], not %s",
-                    (mask & SHARC_SHARD_PARAM_OFFLOAD_FRACTION) ? ""
-                                                                : " (SHARC_SHARD_OFFLOAD_FRACTION)",
-                    (mask & SHARC_SHARD_PARAM_OFFLOAD_FRACTION) ? "that" : k->offload_fraction);
+        if (mask & SHARC_SHARD_PARAM_OFFLOAD_FRACTION) {
+            sharc_error("offload_fraction must be a number in (0, 1], not %g", off->fraction);
+        } else {
+            sharc_error("SHARC_SHARD_OFFLOAD_FRACTION must be a number in (0, 1], not '%s'",
+                        k->offload_fraction);
+        }
         return SHARC_ERR_INVALID;
     }
     off->threads = sharc_shard_offload_threads(g, k->offload_threads);

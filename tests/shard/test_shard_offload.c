@@ -17,6 +17,7 @@
  *   die         the last rank dies while its gradients are on their way to the host: the
  *               others' step fails with SHARC_ERR_REMOTE naming it, and nothing of the
  *               host's work is left in flight
+ * (equal also checks that bad settings and a misuse of the update are refused, saying why)
  */
 #include "config.h"
 
@@ -457,6 +458,63 @@ static void test_equal(void)
     }
 }
 
+/* Refused, with the reason in the log: offload on a host group, a fraction out of (0, 1],
+ * AdamW's settings out of range, a second reduction of a unit after the update was armed. */
+static void test_bad(void)
+{
+    config_t c = {"bad", SHARC_SHARD_OFFLOAD_HOST, 1, 1, SHARC_DTYPE_F32, SHARC_DTYPE_F32, 0, 0, 0};
+    sharc_shard_param_t p = {.name = "w", .count = 64, .unit = 0};
+    sharc_shard_params_t sp = {.field_mask =
+                                   SHARC_SHARD_PARAM_NUM_UNITS | SHARC_SHARD_PARAM_OFFLOAD,
+                               .num_units = 1,
+                               .offload = SHARC_SHARD_OFFLOAD_HOST};
+    unsigned long errs = sharc_log_errors(0, NULL, 0);
+    sharc_shard_adamw_t hp = hp0;
+    sharc_shard_group_h g = NULL;
+    char msg[4096];
+
+    CHECK(sharc_shard_create(comm, &p, 1, &sp, &g) == SHARC_ERR_INVALID && g == NULL);
+    sp.field_mask |= SHARC_SHARD_PARAM_MEMTYPE | SHARC_SHARD_PARAM_OFFLOAD_FRACTION;
+    sp.memtype = SHARC_MEMTYPE_CUDA;
+    sp.offload_fraction = 1.5;
+    CHECK(sharc_shard_create(comm, &p, 1, &sp, &g) == SHARC_ERR_INVALID && g == NULL);
+    sharc_log_errors(errs, msg, sizeof(msg));
+    CHECK_MSG(strstr(msg, "offload host is for groups on CUDA") != NULL &&
+                  strstr(msg, "offload_fraction must be a number in (0, 1]") != NULL,
+              "the errors do not say why: %s", msg);
+    c.host_group = 0;
+    g = make_group(&c);
+    if (g == NULL) {
+        return;
+    }
+    hp.beta1 = 1.0f;
+    hp.step = 1;
+    CHECK(sharc_shard_adamw_step(g, &hp) == SHARC_ERR_INVALID);
+    hp = hp0;
+    hp.step = 1;
+    CHECK(sharc_shard_adamw_step(g, &hp) == SHARC_OK); /* armed before the first micro-batch */
+    errs = sharc_log_errors(0, NULL, 0);
+    for (int k = 0; k < 2; k++) { /* ... and both reduce: the second one is refused */
+        sharc_status_t s;
+        for (int u = 0; u < NUNITS; u++) {
+            sharc_shard_forward_begin(g, u);
+            sharc_shard_forward_end(g, u);
+        }
+        sharc_shard_backward_begin(g, NUNITS - 1);
+        s = sharc_shard_backward_end(g, NUNITS - 1);
+        CHECK_MSG(s == (k == 0 ? SHARC_OK : SHARC_ERR_INVALID), "micro-batch %d: %s", k,
+                  sharc_status_string(s));
+        for (int u = NUNITS - 2; k == 0 && u >= 0; u--) {
+            sharc_shard_backward_begin(g, u);
+            sharc_shard_backward_end(g, u);
+        }
+    }
+    sharc_log_errors(errs, msg, sizeof(msg));
+    CHECK_MSG(strstr(msg, "unit 3 is reduced twice after sharc_shard_adamw_step") != NULL, "%s",
+              msg);
+    sharc_shard_destroy(g);
+}
+
 static void test_ckpt(const char *dir)
 {
     config_t host = {
@@ -576,6 +634,7 @@ int main(int argc, char **argv)
     nranks = sharc_comm_size(comm);
     if (strcmp(argv[1], "equal") == 0) {
         test_equal();
+        test_bad();
     } else if (strcmp(argv[1], "ckpt") == 0 && argc > 2) {
         test_ckpt(argv[2]);
     } else if (strcmp(argv[1], "die") == 0) {
