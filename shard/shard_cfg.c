@@ -84,7 +84,8 @@ static const sharc_cfg_field_t sharc_shard_cfg_fields[] = {
             "go down as each unit's reduction ends, the CPU updates the unit (the engine's "
             "AdamW), its parameters go up before its next gather. managed: CUDA managed memory "
             "preferring the host (Grace Hopper and other coherent systems), falling back to "
-            "host where the GPU cannot share it. Host groups ignore it."},
+            "host where the GPU cannot share it. Host groups ignore it; callers that update "
+            "the shards themselves find where they are with sharc_shard_unit_memtype."},
     {.name = "SHARD_OFFLOAD_FRACTION",
      .dflt = "1",
      .type = SHARC_CFG_STRING,

@@ -340,7 +340,9 @@ SHARC_API sharc_status_t sharc_shard_reduce_grads(sharc_shard_group_h group, int
  * (reshard_after_forward off). Then the optimizer may read sharc_shard_local().
  * CUDA: returns at once; the caller's stream waits for every reduction, and the host waits
  * (at most SHARC_TIMEOUT per collective) for the collectives of the step before, so the host
- * runs at most one step ahead and a peer that died is reported here.
+ * runs at most one step ahead and a peer that died is reported here. After
+ * sharc_shard_adamw_step: also the global gradient norm (every unit's gradient landed, one
+ * all-reduce over the shard group) and the updates still due, queued (not waited for).
  */
 SHARC_API sharc_status_t sharc_shard_finish(sharc_shard_group_h group);
 
@@ -348,7 +350,9 @@ SHARC_API sharc_status_t sharc_shard_finish(sharc_shard_group_h group);
  * Zero every gradient shard (after the optimizer step, before the next accumulation). From
  * then until the step's reductions have landed, the gradient shards are sharc's: the first
  * reduction of a unit may write its shard instead of adding to it. CUDA: queued on the
- * caller's stream.
+ * caller's stream. Offloaded units (and a host group's, with the engine's AdamW): no pass
+ * over the memory, the shards count as zero (the next landing writes them; the engine's
+ * update may still be reading them), and sharc_shard_local hands them out zeroed.
  */
 SHARC_API sharc_status_t sharc_shard_zero_grads(sharc_shard_group_h group);
 
