@@ -9,7 +9,7 @@
 # compute, gathers and reductions; a checkpoint saved with offload resumes without it and the
 # reverse, each as if uninterrupted; the device memory's high-water mark is lower with host.
 # --gpu: the same with sharc-llama on this machine's GPU (tests/gpu/run.sh; HSDP where it has
-# 4 GPUs; the fallback of managed memory is the emulation's alone).
+# 4 GPUs; the fallback of managed memory and the memory comparison are the emulation's alone).
 . "$(dirname "$0")/../lib.sh"
 
 if [ "${1:-}" = --gpu ]; then
@@ -83,9 +83,14 @@ if [ "${1:-}" != --gpu ]; then
     run_ok "... none's losses and norms" losses_match "$work/none.jsonl" \
         "$work/nomanaged.jsonl" 1 1e-5 1e-5
 fi
-dn=$(peak_mem none) dh=$(peak_mem host)
-run_ok "device memory high-water mark: none $dn MiB, host $dh MiB" \
-    python3 -c "import sys; sys.exit(0 if float(sys.argv[2]) < float(sys.argv[1]) else 1)" "$dn" "$dh"
+# (emulated only: on a GPU the tiny model's 7 MB are within what the libraries' own
+# allocations vary by; tests/gpu/run.sh measures the 1b config's instead)
+if [ "${1:-}" != --gpu ]; then
+    dn=$(peak_mem none) dh=$(peak_mem host)
+    run_ok "device memory high-water mark: none $dn MiB, host $dh MiB" \
+        python3 -c "import sys; sys.exit(0 if float(sys.argv[2]) < float(sys.argv[1]) else 1)" \
+        "$dn" "$dh"
+fi
 
 # HSDP on 4 ranks (2 shard groups of 2), and bf16 compute, gathers and reductions
 if [ "$ngpu" -ge 4 ]; then
