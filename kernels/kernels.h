@@ -22,6 +22,23 @@ typedef struct {
 /* Pieces a CUDA pack or unpack takes in one launch (more take several). */
 #define SHARC_KERN_MAX_PIECES 64
 
+/*
+ * One AdamW update of a range of f32 elements, as torch.optim.AdamW computes it (decoupled
+ * weight decay, bias-corrected moments), element by element:
+ *     p *= keep;  g' = g * clip;  m = beta1 m + (1 - beta1) g';  v = beta2 v + (1 - beta2) g'^2;
+ *     p -= step_size * m / (sqrt(v) / bc2_sqrt + eps)
+ */
+typedef struct {
+    float beta1, beta2, eps;
+    float keep;      /* 1 - lr * weight_decay where the range decays, else 1 */
+    float step_size; /* lr / (1 - beta1^t) */
+    float bc2_sqrt;  /* sqrt(1 - beta2^t) */
+    float clip;      /* the gradient's factor from global-norm clipping; 1 without */
+} sharc_kern_adamw_t;
+
+/* f64 partial sums a CUDA sum of squares keeps after its result (acc[1 ..]). */
+#define SHARC_KERN_SUMSQ_SCRATCH 256
+
 typedef struct {
     const char *name; /* "cpu", "cuda" */
     /**
@@ -60,6 +77,20 @@ typedef struct {
     sharc_status_t (*unpack)(const void *bucket, sharc_dtype_t bucket_dtype,
                              const sharc_kern_piece_t *pieces, int n, sharc_dtype_t piece_dtype,
                              void *stream);
+    /**
+     * AdamW (sharc_kern_adamw_t's arithmetic) on @p count elements of parameters @p p, their
+     * moments @p m and @p v and gradient @p g, all f32, none overlapping. Every path (the
+     * CPU's vector widths, the GPU) rounds each operation as the scalar formula does, with
+     * no fused multiply-add, so a range updates to the same bits wherever it runs.
+     */
+    sharc_status_t (*adamw)(const sharc_kern_adamw_t *a, float *p, const float *g, float *m,
+                            float *v, size_t count, void *stream);
+    /**
+     * acc[0] += the sum of x[i]^2 over @p count f32 elements, in f64, in an order fixed by
+     * @p count alone (the same input gives the same bits). CUDA: @p acc is device memory with
+     * SHARC_KERN_SUMSQ_SCRATCH doubles of scratch after acc[0].
+     */
+    sharc_status_t (*sumsq)(double *acc, const float *x, size_t count, void *stream);
 } sharc_kern_ops_t;
 
 /* Copies of at least this many bytes stream past the cache (kernels/cpu/copy.c). */

@@ -95,7 +95,7 @@ typedef struct {
     struct sharc_tp_mem *reg; /* CUDA: the backend's registration, or NULL */
     int backend;              /* CUDA: allocated by the backend (ncclMemAlloc) */
     void *free_ev;            /* CUDA: recorded where its last users end */
-    int free_on_engine;       /* CUDA: ... on the engine's stream, else the caller's */
+    void *free_stream;        /* CUDA: ... on this stream (engine, caller, download) */
     int pooled;
     uint64_t seq; /* when it was last taken or returned: the oldest pooled one goes first */
 } sharc_shard_buf_t;
@@ -127,16 +127,20 @@ typedef struct {
 
 /* The engine's knobs (shard_cfg.c holds their table). */
 typedef struct {
-    size_t bucket;             /* bytes per automatically packed unit */
-    int prefetch;              /* units gathered ahead; -1: auto */
-    int max_unsharded;         /* bound on gathered units; 0: derived */
-    int reshard_after_forward; /* release gathered parameters after a unit's forward */
-    int reduce_queue;          /* reductions through a queue of their own */
-    const char *trace;         /* SHARC_SHARD_TRACE: the trace file, "" for none */
-    int trace_steps;           /* steps the trace keeps */
+    size_t bucket;                /* bytes per automatically packed unit */
+    int prefetch;                 /* units gathered ahead; -1: auto */
+    int max_unsharded;            /* bound on gathered units; 0: derived */
+    int reshard_after_forward;    /* release gathered parameters after a unit's forward */
+    int reduce_queue;             /* reductions through a queue of their own */
+    const char *trace;            /* SHARC_SHARD_TRACE: the trace file, "" for none */
+    int trace_steps;              /* steps the trace keeps */
+    int offload;                  /* sharc_shard_offload_t, for CUDA groups */
+    const char *offload_fraction; /* the offloaded share of elements, (0, 1] */
+    int offload_threads;          /* the host's threads for offloaded units; -1: auto */
 } sharc_shard_cfg_t;
 
 extern SHARC_HIDDEN const sharc_cfg_table_t sharc_shard_cfg_table;
+extern SHARC_HIDDEN const char *const sharc_shard_offload_names[]; /* none, host, managed */
 
 static inline const sharc_shard_cfg_t *sharc_shard_cfg(const sharc_cfg_t *cfg)
 {
@@ -213,6 +217,11 @@ struct sharc_shard_group {
     void *step_ev, *step_ev_last;
     void **ev_free;
     size_t nev_free, ev_free_cap;
+
+    /* where units' f32 state lives and the host's work on it (shard_offload.h): set for every
+     * group; and the engine's AdamW (sharc_shard_adamw_create), or NULL */
+    struct sharc_shard_off *off;
+    struct sharc_shard_adamw *adamw;
 
     struct sharc_shard_trace *trace; /* SHARC_SHARD_TRACE: the timeline (shard_trace.c), or NULL */
     int step_no;                     /* steps finished */
@@ -337,6 +346,11 @@ SHARC_HIDDEN sharc_status_t sharc_shard_gathers_poll(sharc_shard_group_t *g);
 
 /* ---- reductions (shard_reduce.c) -------------------------------------------------------- */
 
+/* The unit's unsharded gradients are done with: gbuf back to the pool, its last use ending on
+ * @p stream (CUDA); the unit has none. */
+SHARC_HIDDEN void sharc_shard_grads_release(sharc_shard_group_t *g, sharc_shard_unit_t *u,
+                                            void *stream);
+
 /* Start reducing the unit's open gradients: on CUDA the whole chain is queued on the
  * device; on the host the reduce-scatter is posted and the unit joins the queue. */
 SHARC_HIDDEN sharc_status_t sharc_shard_reduce_start(sharc_shard_group_t *g, sharc_shard_unit_t *u);
@@ -374,20 +388,20 @@ SHARC_HIDDEN sharc_status_t sharc_shard_copy(sharc_shard_group_t *g, void *dst, 
 /* CUDA: @p waiting goes on only after what @p after has queued so far. */
 SHARC_HIDDEN sharc_status_t sharc_shard_after(sharc_shard_group_t *g, void *waiting, void *after);
 
-/* CUDA: wait on the host until the caller's and the engine's streams are done (destroy,
- * checkpoints). */
+/* Wait on the host until the host's work on offloaded units is done and, on CUDA, the
+ * caller's, the engine's and the copy streams (destroy, checkpoints). */
 SHARC_HIDDEN sharc_status_t sharc_shard_quiesce(sharc_shard_group_t *g);
 
 /*
  * Unsharded buffers: pooled or new (shareable host memory; backend or device memory on
  * CUDA) for @p stream to write first: the engine's, which must follow the caller's by then,
  * or the caller's, which may be made to wait; back to the pool, its last users ending on
- * the engine's stream (@p on_engine) or the caller's (on the host, the pool is cut to
- * pool_max); all of them freed (destroy).
+ * @p stream (the engine's, the caller's, offload's download stream; on the host, the pool is
+ * cut to pool_max); all of them freed (destroy).
  */
 SHARC_HIDDEN sharc_status_t sharc_shard_buf_get(sharc_shard_group_t *g, size_t bytes, void *stream,
                                                 void **ptr_p);
-SHARC_HIDDEN void sharc_shard_buf_put(sharc_shard_group_t *g, void *ptr, int on_engine);
+SHARC_HIDDEN void sharc_shard_buf_put(sharc_shard_group_t *g, void *ptr, void *stream);
 SHARC_HIDDEN void sharc_shard_buf_free_all(sharc_shard_group_t *g);
 
 /* ---- schedule (shard_sched.c) --------------------------------------------------------- */

@@ -11,7 +11,7 @@
 
 #include "../src/base/log.h"
 #include "../src/base/util.h"
-#include "shard.h"
+#include "shard_offload.h"
 
 sharc_status_t sharc_shard_unshard(sharc_shard_group_h g, int unit)
 {
@@ -197,6 +197,9 @@ sharc_status_t sharc_shard_finish(sharc_shard_group_h g)
         }
     }
     sharc_shard_free_retired(g); /* the queues are idle now: their locks are free */
+    if (status == SHARC_OK) {    /* the engine's AdamW: the norm, and the updates still due */
+        status = sharc_shard_adamw_finish(g);
+    }
     if (status == SHARC_OK && g->cuda) {
         status = sharc_shard_finish_cuda(g);
     }
@@ -243,8 +246,12 @@ sharc_status_t sharc_shard_zero_grads(sharc_shard_group_h g)
         status = sharc_shard_after(g, g->stream, g->estream);
     }
     for (int i = 0; status == SHARC_OK && i < g->nunits; i++) {
-        status =
-            sharc_shard_zero(g, g->units[i].grad, g->units[i].shard * sizeof(float), g->stream);
+        /* a host unit's shard the engine's update may still read: it only counts as zero */
+        status = sharc_shard_offload_zero(g, &g->units[i]);
+        if (status == SHARC_ERR_UNSUPPORTED) {
+            status =
+                sharc_shard_zero(g, g->units[i].grad, g->units[i].shard * sizeof(float), g->stream);
+        }
         g->units[i].grad_zero = 1;
     }
     return status;

@@ -1,11 +1,14 @@
 /*
  * shard_cfg.c: the sharding engine's knobs (SHARC_SHARD_*): the defaults a group takes for
- * what its sharc_shard_params_t leaves unset, the reduction queue, and the trace.
+ * what its sharc_shard_params_t leaves unset, the reduction queue, the trace, and offload.
  */
 #include "config.h"
 
 #include "../src/base/util.h"
 #include "shard.h"
+
+/* SHARC_SHARD_OFFLOAD's values, in sharc_shard_offload_t's order. */
+const char *const sharc_shard_offload_names[] = {"none", "host", "managed", NULL};
 
 static const sharc_cfg_field_t sharc_shard_cfg_fields[] = {
     {.name = "SHARD_BUCKET",
@@ -70,6 +73,35 @@ static const sharc_cfg_field_t sharc_shard_cfg_fields[] = {
      .offset = offsetof(sharc_shard_cfg_t, trace_steps),
      .doc = "Sharding engine: steps the trace keeps (the last ones; each step's events are kept "
             "in memory until the group is destroyed)."},
+    {.name = "SHARD_OFFLOAD",
+     .dflt = "none",
+     .type = SHARC_CFG_ENUM,
+     .offset = offsetof(sharc_shard_cfg_t, offload),
+     .names = sharc_shard_offload_names,
+     .nnames = 3,
+     .doc = "Sharding engine, CUDA groups: where the f32 master shards, gradient shards and "
+            "optimizer states live. none: on the GPU. host: page-locked host memory; gradients "
+            "go down as each unit's reduction ends, the CPU updates the unit (the engine's "
+            "AdamW), its parameters go up before its next gather. managed: CUDA managed memory "
+            "preferring the host (Grace Hopper and other coherent systems), falling back to "
+            "host where the GPU cannot share it. Host groups ignore it; callers that update "
+            "the shards themselves find where they are with sharc_shard_unit_memtype."},
+    {.name = "SHARD_OFFLOAD_FRACTION",
+     .dflt = "1",
+     .type = SHARC_CFG_STRING,
+     .offset = offsetof(sharc_shard_cfg_t, offload_fraction),
+     .doc = "Sharding engine, with offload: the share of the model's elements offloaded, in "
+            "(0, 1]; the units of the lowest ids (reduced last in the backward) making up the "
+            "rest stay on the GPU with a GPU update (Twin-Flow)."},
+    {.name = "SHARD_OFFLOAD_THREADS",
+     .dflt = "auto",
+     .type = SHARC_CFG_AUTO,
+     .min = 1,
+     .max = 1024,
+     .offset = offsetof(sharc_shard_cfg_t, offload_threads),
+     .doc = "Sharding engine: threads of a rank for the host's work on its units (landing "
+            "offloaded gradients, the engine's AdamW on the CPU); auto: the CPUs the rank may "
+            "run on, shared among the ranks of its node."},
 };
 
 const sharc_cfg_table_t sharc_shard_cfg_table =

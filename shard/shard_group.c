@@ -16,7 +16,7 @@
 #include "../src/base/gpu.h"
 #include "../src/base/log.h"
 #include "../src/base/util.h"
-#include "shard.h"
+#include "shard_offload.h"
 
 /* The group's settings: cfg's fields where set, else the configuration knobs. */
 static sharc_status_t sharc_shard_settings(sharc_shard_group_t *g, const sharc_shard_params_t *cfg,
@@ -88,7 +88,7 @@ static sharc_status_t sharc_shard_settings(sharc_shard_group_t *g, const sharc_s
     g->shard_rank = g->rank % g->shard_size;
     g->replica_rank = g->rank / g->shard_size;
     g->sync = 1;
-    return SHARC_OK;
+    return sharc_shard_offload_settings(g, cfg);
 }
 
 static uint64_t sharc_shard_hash(const sharc_shard_group_t *g)
@@ -103,7 +103,9 @@ static uint64_t sharc_shard_hash(const sharc_shard_group_t *g)
                           g->nparams,
                           g->nunits,
                           g->prefetch_auto,
-                          sharc_shard_cfg(g->ctx->cfg)->reduce_queue};
+                          sharc_shard_cfg(g->ctx->cfg)->reduce_queue,
+                          g->off->mode,
+                          (int32_t)(g->off->fraction * 1e6)};
     uint64_t h = sharc_hash64(SHARC_HASH_SEED, settings, sizeof(settings));
 
     for (int i = 0; i < g->nparams; i++) {
@@ -187,10 +189,11 @@ static sharc_status_t sharc_shard_alloc_shards(sharc_shard_group_t *g,
         float *dst;
 
         /* the master is shareable, like the unsharded buffers: the all-gather sends straight
-         * from it, and peers on the node copy it through a mapping, not through the kernel */
-        status = sharc_shard_alloc_shard(g, u->shard, 1, &u->master);
+         * from it, and peers on the node copy it through a mapping, not through the kernel
+         * (an offloaded unit's are where its placement says: shard_offload.c) */
+        status = sharc_shard_unit_alloc(g, u, SHARC_SHARD_MEM_MASTER, &u->master);
         if (status == SHARC_OK) {
-            status = sharc_shard_alloc_shard(g, u->shard, 0, &u->grad);
+            status = sharc_shard_unit_alloc(g, u, SHARC_SHARD_MEM_GRAD, &u->grad);
         }
         if (status != SHARC_OK) {
             break;
@@ -250,7 +253,9 @@ sharc_status_t sharc_shard_sync_replicas(sharc_shard_group_h g)
     sharc_status_t status = sharc_shard_enter(g, SHARC_SHARD_ALL, "sharc_shard_sync_replicas");
 
     if (status == SHARC_OK && g->replica_comm != NULL) {
-        status = sharc_shard_quiesce(g); /* CUDA: the caller's writes to the masters are done */
+        status = sharc_shard_quiesce(g);  /* the caller's writes to the masters are done (CUDA),
+                                           * and the host's updates */
+        sharc_shard_offload_dirty_all(g); /* offloaded units: up again before their gathers */
     }
     for (int ui = 0; status == SHARC_OK && g->replica_comm != NULL && ui < g->nunits; ui++) {
         sharc_shard_unit_t *u = &g->units[ui];
@@ -264,16 +269,24 @@ sharc_status_t sharc_shard_sync_replicas(sharc_shard_group_h g)
 
 static void sharc_shard_free(sharc_shard_group_t *g)
 {
+    sharc_shard_host_stop(g); /* the host's worker reads the shards */
     for (int ui = 0; g->units != NULL && ui < g->nunits; ui++) {
         sharc_shard_unit_t *u = &g->units[ui];
 
-        sharc_shard_free_shard(g, u->master, 1);
-        sharc_shard_free_shard(g, u->grad, 0);
-        for (int s = 0; u->state != NULL && s < g->nstates; s++) {
-            sharc_shard_free_shard(g, u->state[s], 0);
+        if (g->off == NULL || g->off->units == NULL) { /* failed before placement: none */
+            break;
         }
-        free(u->state);
+        sharc_shard_unit_free(g, u, SHARC_SHARD_MEM_MASTER, u->master);
+        sharc_shard_unit_free(g, u, SHARC_SHARD_MEM_GRAD, u->grad);
+        for (int s = 0; u->state != NULL && s < g->nstates; s++) {
+            sharc_shard_unit_free(g, u, SHARC_SHARD_MEM_STATE, u->state[s]);
+        }
     }
+    for (int ui = 0; g->units != NULL && ui < g->nunits; ui++) {
+        free(g->units[ui].state);
+    }
+    sharc_shard_adamw_free(g);
+    sharc_shard_offload_free(g);
     if (g->shard_comm != NULL) { /* buffers may be registered with its backend */
         sharc_shard_buf_free_all(g);
     }
@@ -379,6 +392,9 @@ static sharc_status_t sharc_shard_create_memory(sharc_shard_group_t *g,
 
     if (g->cuda) {
         status = sharc_shard_cuda_setup(g);
+    }
+    if (status == SHARC_OK) {
+        status = sharc_shard_offload_setup(g); /* where each unit's shards go */
     }
     if (status != SHARC_OK) {
         return status;

@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "../src/base/log.h"
-#include "shard.h"
+#include "shard_offload.h"
 
 #include <json-c/json.h>
 #include <xxhash.h>
@@ -460,11 +460,12 @@ sharc_status_t sharc_shard_load(sharc_shard_group_h g, const char *dir, uint64_t
                 status = sharc_shard_copy(g, (s == 0) ? u->master : u->state[s - 1],
                                           fresh[ui * per_unit + s], u->shard * sizeof(float));
             }
-            if (status == SHARC_OK) {
+            if (status == SHARC_OK && sharc_shard_offload_zero(g, u) == SHARC_ERR_UNSUPPORTED) {
                 status = sharc_shard_zero(g, u->grad, u->shard * sizeof(float), g->estream);
             }
             u->grad_zero = 1;
         }
+        sharc_shard_offload_dirty_all(g); /* offloaded masters: up before their next gathers */
         if (status == SHARC_OK) {
             status = sharc_shard_quiesce(g);
         }

@@ -21,7 +21,7 @@
 #include "../src/base/gpu.h"
 #include "../src/base/log.h"
 #include "../src/base/util.h"
-#include "shard.h"
+#include "shard_offload.h"
 
 /* ---- shards ---------------------------------------------------------------------------- */
 
@@ -97,9 +97,16 @@ sharc_status_t sharc_shard_after(sharc_shard_group_t *g, void *waiting, void *af
 
 sharc_status_t sharc_shard_quiesce(sharc_shard_group_t *g)
 {
-    sharc_status_t status = SHARC_OK;
+    /* the host's work on offloaded units (it writes masters, states and gradient shards) */
+    sharc_status_t status = sharc_shard_host_wait(g, NULL, SHARC_COLL_REDUCE_SCATTER);
 
-    if (g->cuda) {
+    if (status == SHARC_OK && g->off != NULL && g->off->up != NULL) { /* uploads read masters */
+        status = sharc_gpu_stream_sync(g->off->up);
+    }
+    if (status == SHARC_OK && g->off != NULL && g->off->down != NULL) {
+        status = sharc_gpu_stream_sync(g->off->down);
+    }
+    if (status == SHARC_OK && g->cuda) {
         status = sharc_gpu_stream_sync(g->estream);
         if (status == SHARC_OK) {
             status = sharc_gpu_stream_sync(g->stream);
@@ -170,10 +177,11 @@ static void sharc_shard_buf_release(sharc_shard_group_t *g, sharc_shard_buf_t *b
     sharc_gpu_event_destroy(b->free_ev);
 }
 
-/* CUDA: the caller's stream may write the pooled buffer without waiting for anything. */
-static int sharc_shard_buf_ready(const sharc_shard_buf_t *b)
+/* CUDA: @p stream may write the pooled buffer without waiting for anything: its last users
+ * ended on that stream, or they are done. */
+static int sharc_shard_buf_ready(const sharc_shard_buf_t *b, void *stream)
 {
-    return b->free_ev == NULL || !b->free_on_engine ||
+    return b->free_ev == NULL || b->free_stream == stream ||
            sharc_gpu_event_query(b->free_ev) == SHARC_OK;
 }
 
@@ -205,10 +213,12 @@ static sharc_shard_buf_t *sharc_shard_buf_pick(sharc_shard_group_t *g, size_t by
         }
         if (!g->cuda) {
             rank = 1;
-        } else if (stream == g->estream) {
-            rank = c->free_on_engine ? 1 : 2;
+        } else if (stream == g->estream) { /* it follows the caller's stream by then */
+            rank = c->free_stream == g->estream                                        ? 1
+                   : (c->free_stream == g->stream || sharc_shard_buf_ready(c, stream)) ? 2
+                                                                                       : 0;
         } else {
-            rank = sharc_shard_buf_ready(c) ? 1 : 0;
+            rank = sharc_shard_buf_ready(c, stream) ? 1 : 0;
         }
         if (rank > 0 &&
             (best == NULL || rank < best_rank || (rank == best_rank && c->bytes < best->bytes))) {
@@ -287,23 +297,19 @@ static void sharc_shard_buf_trim(sharc_shard_group_t *g)
     }
 }
 
-/* CUDA: the buffer's users end at this point of the engine's stream (@p on_engine) or of
- * the caller's; b->free_ev marks it. */
-static sharc_status_t sharc_shard_buf_mark_free(sharc_shard_group_t *g, sharc_shard_buf_t *b,
-                                                int on_engine)
+/* CUDA: the buffer's users end at this point of @p stream; b->free_ev marks it. */
+static sharc_status_t sharc_shard_buf_mark_free(sharc_shard_buf_t *b, void *stream)
 {
     sharc_status_t status = SHARC_OK;
 
     if (b->free_ev == NULL) {
         status = sharc_gpu_event_create(0, &b->free_ev);
     }
-    b->free_on_engine = on_engine;
-    return (status == SHARC_OK)
-               ? sharc_gpu_event_record(b->free_ev, on_engine ? g->estream : g->stream)
-               : status;
+    b->free_stream = stream;
+    return (status == SHARC_OK) ? sharc_gpu_event_record(b->free_ev, stream) : status;
 }
 
-void sharc_shard_buf_put(sharc_shard_group_t *g, void *ptr, int on_engine)
+void sharc_shard_buf_put(sharc_shard_group_t *g, void *ptr, void *stream)
 {
     for (int i = 0; ptr != NULL && i < g->nbufs; i++) {
         sharc_shard_buf_t *b = &g->bufs[i];
@@ -314,7 +320,7 @@ void sharc_shard_buf_put(sharc_shard_group_t *g, void *ptr, int on_engine)
         b->pooled = 1;
         b->seq = ++g->buf_clock;
         g->npooled++;
-        if (g->cuda && sharc_shard_buf_mark_free(g, b, on_engine) != SHARC_OK) {
+        if (g->cuda && sharc_shard_buf_mark_free(b, stream) != SHARC_OK) {
             sharc_shard_quiesce(g); /* cannot order it: everything is done instead */
             sharc_gpu_event_destroy(b->free_ev);
             b->free_ev = NULL;

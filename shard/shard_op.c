@@ -13,7 +13,7 @@
 
 #include "../src/base/log.h"
 #include "../src/base/util.h"
-#include "shard.h"
+#include "shard_offload.h"
 
 sharc_status_t sharc_shard_enter(sharc_shard_group_t *g, int unit, const char *what)
 {
@@ -75,6 +75,7 @@ sharc_status_t sharc_shard_fail(sharc_shard_group_t *g, sharc_status_t status,
             sharc_error("%s failed (%s); the group stops", what, sharc_status_string(status));
         }
         g->failed = status;
+        sharc_shard_host_abort(g); /* the host's work queued goes, what runs ends */
     }
     return status;
 }

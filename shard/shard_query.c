@@ -15,7 +15,7 @@
 #include "../src/base/gpu.h"
 #include "../src/base/log.h"
 #include "../src/base/util.h"
-#include "shard.h"
+#include "shard_offload.h"
 
 int sharc_shard_num_units(sharc_shard_group_h g)
 {
@@ -74,9 +74,17 @@ sharc_status_t sharc_shard_param_find(sharc_shard_group_h g, const char *name, i
 sharc_status_t sharc_shard_local(sharc_shard_group_h g, int unit, float **master_p, float **grad_p,
                                  size_t *count_p)
 {
+    sharc_status_t status;
+
     if (g == NULL || unit < 0 || unit >= g->nunits) {
         sharc_error("sharc_shard_local: no group, or unit %d out of range", unit);
         return SHARC_ERR_INVALID;
+    }
+    /* the host's work on the unit first (its landings, its update); handing out the master
+     * counts as a write */
+    status = sharc_shard_offload_touch(g, &g->units[unit], master_p != NULL);
+    if (status != SHARC_OK) {
+        return status;
     }
     if (master_p != NULL) {
         *master_p = g->units[unit].master;
@@ -126,11 +134,12 @@ sharc_status_t sharc_shard_state_add(sharc_shard_group_h g, const char *name, in
         if (states != NULL) {
             u->state = states;
             states[g->nstates] = NULL;
-            sharc_shard_alloc_shard(g, u->shard, 0, &states[g->nstates]);
+            sharc_shard_unit_alloc(g, u, SHARC_SHARD_MEM_STATE, &states[g->nstates]);
         }
         if (states == NULL || states[g->nstates] == NULL) {
             for (int vi = 0; vi < ui; vi++) {
-                sharc_shard_free_shard(g, g->units[vi].state[g->nstates], 0);
+                sharc_shard_unit_free(g, &g->units[vi], SHARC_SHARD_MEM_STATE,
+                                      g->units[vi].state[g->nstates]);
             }
             free(copy);
             return SHARC_ERR_NOMEM;
@@ -146,6 +155,8 @@ sharc_status_t sharc_shard_state_add(sharc_shard_group_h g, const char *name, in
 
 sharc_status_t sharc_shard_state_ptr(sharc_shard_group_h g, int index, int unit, float **ptr_p)
 {
+    sharc_status_t status;
+
     if (g == NULL || index < 0 || index >= g->nstates || unit < 0 || unit >= g->nunits ||
         ptr_p == NULL) {
         sharc_error("sharc_shard_state_ptr: no group or output, or state %d / unit %d out of "
@@ -153,6 +164,38 @@ sharc_status_t sharc_shard_state_ptr(sharc_shard_group_h g, int index, int unit,
                     index, unit);
         return SHARC_ERR_INVALID;
     }
-    *ptr_p = g->units[unit].state[index];
+    status = sharc_shard_offload_touch(g, &g->units[unit], 0); /* the update writes states */
+    if (status == SHARC_OK) {
+        *ptr_p = g->units[unit].state[index];
+    }
+    return status;
+}
+
+sharc_status_t sharc_shard_unit_memtype(sharc_shard_group_h g, int unit, sharc_memtype_t *memtype_p)
+{
+    if (g == NULL || unit < 0 || unit >= g->nunits || memtype_p == NULL) {
+        sharc_error("sharc_shard_unit_memtype: no group or output, or unit %d out of range", unit);
+        return SHARC_ERR_INVALID;
+    }
+    *memtype_p = sharc_shard_unit_where(g, &g->units[unit]);
+    return SHARC_OK;
+}
+
+sharc_status_t sharc_shard_memory(sharc_shard_group_h g, size_t *device_bytes_p,
+                                  size_t *host_bytes_p)
+{
+    size_t dev, host;
+
+    if (g == NULL) {
+        sharc_error("sharc_shard_memory: group is NULL");
+        return SHARC_ERR_INVALID;
+    }
+    sharc_shard_offload_bytes(g, &dev, &host);
+    if (device_bytes_p != NULL) {
+        *device_bytes_p = dev;
+    }
+    if (host_bytes_p != NULL) {
+        *host_bytes_p = host;
+    }
     return SHARC_OK;
 }

@@ -15,7 +15,7 @@
 
 #include "../src/base/log.h"
 #include "../src/base/util.h"
-#include "shard.h"
+#include "shard_offload.h"
 
 /* This rank's part of the unit's gradient buffer. */
 static void *sharc_shard_part(const sharc_shard_group_t *g, const sharc_shard_unit_t *u)
@@ -23,10 +23,20 @@ static void *sharc_shard_part(const sharc_shard_group_t *g, const sharc_shard_un
     return (char *)u->gbuf + (size_t)g->shard_rank * u->shard * g->resize;
 }
 
+void sharc_shard_grads_release(sharc_shard_group_t *g, sharc_shard_unit_t *u, void *stream)
+{
+    sharc_shard_buf_put(g, u->gbuf, stream);
+    sharc_shard_stats_mem(g, u, -(long long)(u->padded * g->resize));
+    u->gbuf = NULL;
+    u->gstate = SHARC_SHARD_GRAD_NONE;
+}
+
 /*
  * The reduced part of gbuf goes into the f32 gradient shard, scaled once for AVG (unless the
  * reduce-scatter wrote the shard itself), and gbuf is released. Kernels run on the engine's
  * stream on CUDA (g->scratch is the engine's: accumulations queue one after another there).
+ * A shard that counts as zero is written, not added to (its memory may hold old values:
+ * sharc_shard_offload_zero). Then the unit's optimizer, if the engine has one, may run.
  */
 static sharc_status_t sharc_shard_accumulate(sharc_shard_group_t *g, sharc_shard_unit_t *u)
 {
@@ -47,7 +57,10 @@ static sharc_status_t sharc_shard_accumulate(sharc_shard_group_t *g, sharc_shard
         if (status == SHARC_OK && g->grad_op == SHARC_OP_AVG) {
             status = g->kern->scale(f32, u->shard, SHARC_DTYPE_F32, 1.0 / g->size, g->estream);
         }
-        if (status == SHARC_OK) {
+        if (status == SHARC_OK && u->grad_zero) {
+            status = g->kern->cast(u->grad, SHARC_DTYPE_F32, f32, SHARC_DTYPE_F32, u->shard,
+                                   g->estream); /* (equal dtypes copy) */
+        } else if (status == SHARC_OK) {
             status = g->kern->reduce(u->grad, u->grad, f32, u->shard, SHARC_DTYPE_F32, SHARC_OP_SUM,
                                      g->estream);
         }
@@ -56,17 +69,21 @@ static sharc_status_t sharc_shard_accumulate(sharc_shard_group_t *g, sharc_shard
         return sharc_shard_fail(g, status, u, "accumulating the gradient shard");
     }
     u->grad_zero = 0;
-    sharc_shard_buf_put(g, u->gbuf, 1);
-    sharc_shard_stats_mem(g, u, -(long long)(u->padded * g->resize));
-    u->gbuf = NULL;
-    u->gstate = SHARC_SHARD_GRAD_NONE;
-    return SHARC_OK;
+    sharc_shard_grads_release(g, u, g->estream);
+    return sharc_shard_offload_landed(g, u);
 }
 
 /* Post the unit's reduce-scatter (on CUDA after what the caller's stream has queued). */
 static sharc_status_t sharc_shard_reduce_scatter(sharc_shard_group_t *g, sharc_shard_unit_t *u)
 {
-    u->rs_direct = g->rdtype == SHARC_DTYPE_F32 && g->replica_comm == NULL && u->grad_zero;
+    sharc_status_t status = sharc_shard_adamw_posted(g, u); /* the step's gradient? */
+
+    if (status != SHARC_OK) {
+        return status;
+    }
+    /* (a CUDA group's host units land through offload: the collective writes the device) */
+    u->rs_direct = g->rdtype == SHARC_DTYPE_F32 && g->replica_comm == NULL && u->grad_zero &&
+                   !(g->cuda && sharc_shard_host_unit(g, u));
     if (u->rs_direct) {
         /* the first reduction into a zero f32 shard, no replicas: the collective writes the
          * shard itself, AVG's one scaling included on the host (the same rounding as
@@ -104,7 +121,13 @@ static sharc_status_t sharc_shard_reduce_cuda(sharc_shard_group_t *g, sharc_shar
             status = sharc_shard_complete(g, u, &u->ar, SHARC_COLL_ALLREDUCE, 1, g->estream);
         }
     }
-    return (status == SHARC_OK) ? sharc_shard_accumulate(g, u) : status;
+    if (status == SHARC_OK) { /* offloaded to page-locked memory: down to the host it goes */
+        status = sharc_shard_offload_reduced(g, u);
+        if (status == SHARC_ERR_UNSUPPORTED) {
+            status = sharc_shard_accumulate(g, u);
+        }
+    }
+    return status;
 }
 
 /*

@@ -16,7 +16,7 @@
 
 #include "../src/base/log.h"
 #include "../src/base/util.h"
-#include "shard.h"
+#include "shard_offload.h"
 
 /* ---- collectives --------------------------------------------------------------------- */
 
@@ -27,11 +27,19 @@ sharc_status_t sharc_shard_gather(sharc_shard_group_t *g, sharc_shard_unit_t *u,
     size_t bytes = u->padded * g->pesize, off = (size_t)g->shard_rank * u->shard * g->pesize;
     const void *own = u->master;
     sharc_status_t status = SHARC_OK;
+    int stage = 0;
 
     /* CUDA: the engine's stream follows the caller's: the optimizer's last writes to the
-     * master, and the compute that used the buffer it takes, come first */
+     * master, and the compute that used the buffer it takes, come first. An offloaded unit:
+     * its update on the host and its upload first (shard_offload_move.c) */
     if (g->cuda) {
         status = sharc_shard_after(g, g->estream, g->stream);
+    }
+    if (status == SHARC_OK) {
+        status = sharc_shard_offload_gather(g, u, &own, &stage);
+        if (status != SHARC_OK) {
+            return sharc_shard_fail(g, status, u, "the unit's update before its all-gather");
+        }
     }
     if (status == SHARC_OK) {
         status = sharc_shard_buf_get(g, bytes, g->estream, &u->pbuf);
@@ -40,7 +48,7 @@ sharc_status_t sharc_shard_gather(sharc_shard_group_t *g, sharc_shard_unit_t *u,
         sharc_error("no memory for unit %d's %zu-byte unsharded parameters", u->id, bytes);
         return status;
     }
-    if (g->pdtype != SHARC_DTYPE_F32) {
+    if (stage) {
         /* this rank's block first, in the param dtype: then the all-gather runs in place.
          * (f32 gathers straight from the master: the collective copies this rank's block
          * itself, in the progress thread when there is one, not on the caller's time.) */
@@ -53,7 +61,7 @@ sharc_status_t sharc_shard_gather(sharc_shard_group_t *g, sharc_shard_unit_t *u,
                                   u->pbuf, u->shard, g->pdtype, SHARC_OP_SUM, g->estream);
     }
     if (status != SHARC_OK) {
-        sharc_shard_buf_put(g, u->pbuf, 1);
+        sharc_shard_buf_put(g, u->pbuf, g->estream);
         u->pbuf = NULL;
         return sharc_shard_fail(g, status, u, "all-gather");
     }
@@ -89,7 +97,7 @@ sharc_status_t sharc_shard_release(sharc_shard_group_t *g, sharc_shard_unit_t *u
             return status;
         }
     }
-    sharc_shard_buf_put(g, u->pbuf, unused);
+    sharc_shard_buf_put(g, u->pbuf, unused ? g->estream : g->stream);
     sharc_shard_stats_mem(g, u, -(long long)(u->padded * g->pesize));
     u->pbuf = NULL;
     u->pstate = SHARC_SHARD_SHARDED;
@@ -148,7 +156,7 @@ sharc_status_t sharc_shard_open_grads(sharc_shard_group_t *g, sharc_shard_unit_t
         }
     }
     if (status != SHARC_OK) {
-        sharc_shard_buf_put(g, u->gbuf, 0);
+        sharc_shard_buf_put(g, u->gbuf, g->stream);
         u->gbuf = NULL;
         return status;
     }

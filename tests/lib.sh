@@ -129,6 +129,32 @@ with open(path, "wb") as f:
 EOF
 }
 
+# emu_trainer NAME: $EMU, the trainer on the emulated CUDA runtime (tests/trainer/sharc-llama-
+# emu), or SKIP (77) without it (no C++ compiler) and in sanitizer builds (the emulation's
+# fibers and AddressSanitizer do not mix); and trainer_work NAME
+emu_trainer() {
+    EMU="$top_builddir/tests/trainer/sharc-llama-emu"
+    if [ ! -x "$EMU" ]; then
+        echo "SKIP: no tests/trainer/sharc-llama-emu (needs a C++ compiler)"
+        exit 77
+    fi
+    if [ -n "${SHARCTEST_SANITIZE:-}" ]; then
+        echo "SKIP: the CUDA emulation's fibers and AddressSanitizer do not mix"
+        exit 77
+    fi
+    trainer_work "$1"
+}
+
+# trainer_work NAME: $work, a directory removed at exit, with token files in $work/data
+# (vocabulary 256)
+trainer_work() {
+    work=$(mktemp -d "${TMPDIR:-/tmp}/sharc-$1.XXXXXX")
+    trap 'rm -rf "$work"' EXIT
+    mkdir -p "$work/data"
+    make_tokens "$work/data/train.bin" 20000 256 256
+    make_tokens "$work/data/val.bin" 3000 256 256
+}
+
 # make_hf_llama DIR DIM HEADS KV_HEADS HEAD_DIM LAYERS FFN VOCAB: a Hugging Face Llama
 # checkpoint (config.json, model.safetensors in f32) with seeded random weights (normal, 0.02;
 # norms 1), for shapes no named config has (the tiled attention's head sizes on a small model).

@@ -85,7 +85,37 @@ enum {
     SHARC_SHARD_PARAM_ASSIGN_GRADS = 1u << 9,
     SHARC_SHARD_PARAM_MEMTYPE = 1u << 10,
     SHARC_SHARD_PARAM_STREAM = 1u << 11,
+    SHARC_SHARD_PARAM_OFFLOAD = 1u << 12,
+    SHARC_SHARD_PARAM_OFFLOAD_FRACTION = 1u << 13,
 };
+
+/**
+ * Where a CUDA group keeps the f32 state of its units (master shards, gradient shards,
+ * optimizer states): sharc_shard_params_t.offload, SHARC_SHARD_OFFLOAD. The device always
+ * holds what a step needs: the unsharded parameters and gradients in flight, and with HOST
+ * each offloaded unit's shard in the param dtype, which its gathers send.
+ */
+typedef enum {
+    SHARC_SHARD_OFFLOAD_NONE = 0, /**< on the device (default) */
+    /**
+     * Page-locked host memory (optimizer states: pageable). Each unit's reduced gradients go
+     * down to the host on a copy stream of the engine as its reduction ends (overlapping the
+     * next units' backward), the host adds them to its shard, and the updated parameters go
+     * up again ahead of the unit's next gather. With sharc_shard_adamw_create the update runs
+     * on the CPU (vectorized, on SHARC_SHARD_OFFLOAD_THREADS threads) per unit as soon as its
+     * gradient is there.
+     */
+    SHARC_SHARD_OFFLOAD_HOST = 1,
+    /**
+     * CUDA managed memory that prefers the host and is mapped by the device (access advice;
+     * pages prefetched to the host before the CPU reads them): gathers read the masters and
+     * reductions add into the gradient shards straight over the link, as on Grace Hopper's
+     * NVLink-C2C; the update runs on the CPU as for HOST. Where the device cannot share
+     * managed memory with the host while it runs (no concurrent managed access), the group
+     * runs as HOST and says why (logged at warning).
+     */
+    SHARC_SHARD_OFFLOAD_MANAGED = 2,
+} sharc_shard_offload_t;
 
 /**
  * sharc_shard_params_t.prefetch (and SHARC_SHARD_PREFETCH=auto): adaptive prefetch. The
@@ -159,6 +189,19 @@ typedef struct {
      * reduction, so the optimizer queued after finish sees reduced gradients.
      */
     void *stream;
+    /**
+     * CUDA groups: where the units' f32 state lives (sharc_shard_offload_t). Default
+     * SHARC_SHARD_OFFLOAD (none); a host group takes none only (its state is in host memory).
+     */
+    sharc_shard_offload_t offload;
+    /**
+     * With offload: the share of the model's elements offloaded, in (0, 1] (default
+     * SHARC_SHARD_OFFLOAD_FRACTION, 1). The rest stays on the device with a GPU update
+     * (DeepSpeed's Twin-Flow): the units of the lowest ids whose elements make up at most
+     * 1 - offload_fraction of the total, which in a model listed in forward order are
+     * those reduced last in the backward, whose CPU update could not overlap anything.
+     */
+    double offload_fraction;
 } sharc_shard_params_t;
 
 /** Facts about one unit. Counts are elements. */
@@ -297,7 +340,9 @@ SHARC_API sharc_status_t sharc_shard_reduce_grads(sharc_shard_group_h group, int
  * (reshard_after_forward off). Then the optimizer may read sharc_shard_local().
  * CUDA: returns at once; the caller's stream waits for every reduction, and the host waits
  * (at most SHARC_TIMEOUT per collective) for the collectives of the step before, so the host
- * runs at most one step ahead and a peer that died is reported here.
+ * runs at most one step ahead and a peer that died is reported here. After
+ * sharc_shard_adamw_step: also the global gradient norm (every unit's gradient landed, one
+ * all-reduce over the shard group) and the updates still due, queued (not waited for).
  */
 SHARC_API sharc_status_t sharc_shard_finish(sharc_shard_group_h group);
 
@@ -305,7 +350,9 @@ SHARC_API sharc_status_t sharc_shard_finish(sharc_shard_group_h group);
  * Zero every gradient shard (after the optimizer step, before the next accumulation). From
  * then until the step's reductions have landed, the gradient shards are sharc's: the first
  * reduction of a unit may write its shard instead of adding to it. CUDA: queued on the
- * caller's stream.
+ * caller's stream. Offloaded units (and a host group's, with the engine's AdamW): no pass
+ * over the memory, the shards count as zero (the next landing writes them; the engine's
+ * update may still be reading them), and sharc_shard_local hands them out zeroed.
  */
 SHARC_API sharc_status_t sharc_shard_zero_grads(sharc_shard_group_h group);
 
@@ -383,7 +430,10 @@ SHARC_API sharc_status_t sharc_shard_grad_ptr(sharc_shard_group_h group, int ind
  * This rank's shard of a unit: f32 master weights and f32 gradients, @p count_p elements
  * each (shard_count; elements past the unit's parameters, and between them, are padding:
  * zero, with zero gradients, so an optimizer may update them as it likes). Valid for the
- * group's lifetime. Any output may be NULL.
+ * group's lifetime. Any output may be NULL. Where they live: sharc_shard_unit_memtype (an
+ * offloaded unit's are host pointers). For an offloaded unit the call first waits for the
+ * host's work on it (landings, the engine's update), and asking for the master counts as
+ * writing it: the unit's device copy is refreshed before its next gather.
  */
 SHARC_API sharc_status_t sharc_shard_local(sharc_shard_group_h group, int unit, float **master_p,
                                            float **grad_p, size_t *count_p);
@@ -406,6 +456,71 @@ SHARC_API sharc_status_t sharc_shard_stats(sharc_shard_group_h group, int unit,
 
 /** Print the last step's statistics, the group's and then one line per unit. */
 SHARC_API void sharc_shard_stats_print(sharc_shard_group_h group, FILE *stream);
+
+/* ---- the engine's optimizer ---------------------------------------------------------- */
+
+/** One step of the engine's AdamW (sharc_shard_adamw_step), as torch.optim.AdamW computes it
+ *  after torch.nn.utils.clip_grad_norm_. */
+typedef struct {
+    float lr;           /**< this step's learning rate, >= 0 */
+    float beta1, beta2; /**< the moments' decay, in [0, 1) (torch: 0.9, 0.999) */
+    float eps;          /**< > 0 (torch: 1e-8) */
+    float weight_decay; /**< decoupled (p *= 1 - lr * weight_decay) where a parameter decays */
+    /** Scale the gradients by max_norm / (norm + 1e-6) when their global norm exceeds it
+     *  (0: no clipping). The norm is the whole model's: every unit's shard, every rank. */
+    float max_norm;
+    int64_t step; /**< the update's number, from 1 (bias correction) */
+} sharc_shard_adamw_t;
+
+/**
+ * Let the engine run AdamW on the group's shards: each unit is updated where its state
+ * lives (host units on the CPU's threads, device units on the engine's stream), as soon as
+ * its gradient for the step is complete, overlapping the rest of the backward. Adds the
+ * states "exp_avg" and "exp_avg_sq" (torch's names; checkpoints carry them). Not collective,
+ * but every rank must call it alike; once per group, before the first step.
+ * @param[in] decay  nparams flags, nonzero where a parameter takes weight decay; NULL: all.
+ * @return SHARC_OK; SHARC_ERR_INVALID (a second call, a NULL group); SHARC_ERR_NOMEM.
+ */
+SHARC_API sharc_status_t sharc_shard_adamw_create(sharc_shard_group_h group,
+                                                  const unsigned char *decay);
+
+/**
+ * Update the parameters with this step's gradients: from this call, each unit's next
+ * reduction is the one its update takes (call it before the backward of the step's last
+ * micro-batch, the one that reduces). A unit is updated as soon as that reduction has landed
+ * in its shard (with max_norm: once sharc_shard_finish knows the global norm); units not
+ * reduced after the call are updated at finish with the gradient they hold. Gathers wait for
+ * their unit's update, so the next step sees the new parameters; sharc_shard_local,
+ * sharc_shard_state_ptr and checkpoints wait for every update. Gradient shards are
+ * sharc_shard_zero_grads's to clear, as usual.
+ * @return SHARC_OK; SHARC_ERR_INVALID (no sharc_shard_adamw_create, settings out of range:
+ *         the log says which); or the group's failure.
+ */
+SHARC_API sharc_status_t sharc_shard_adamw_step(sharc_shard_group_h group,
+                                                const sharc_shard_adamw_t *hp);
+
+/**
+ * The global gradient norm (before clipping) of the last step whose update finished
+ * (sharc_shard_finish after sharc_shard_adamw_step); the same on every rank.
+ */
+SHARC_API sharc_status_t sharc_shard_adamw_norm(sharc_shard_group_h group, float *norm_p);
+
+/**
+ * Where a unit's master, gradient shard and optimizer states live: SHARC_MEMTYPE_HOST (a host
+ * group, or offloaded to host memory), SHARC_MEMTYPE_CUDA, or SHARC_MEMTYPE_CUDA_MANAGED;
+ * what sharc_shard_local and sharc_shard_state_ptr point to.
+ */
+SHARC_API sharc_status_t sharc_shard_unit_memtype(sharc_shard_group_h group, int unit,
+                                                  sharc_memtype_t *memtype_p);
+
+/**
+ * Bytes of memory the group holds now: on the device (shards kept there, unsharded buffers,
+ * pooled ones included, the offloaded units' param-dtype shards), and in host memory
+ * (offloaded shards and states, page-locked slots; a host group's shards). Either output
+ * may be NULL.
+ */
+SHARC_API sharc_status_t sharc_shard_memory(sharc_shard_group_h group, size_t *device_bytes_p,
+                                            size_t *host_bytes_p);
 
 /* ---- sharded state (checkpoints) ----------------------------------------------------- */
 

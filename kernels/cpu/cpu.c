@@ -12,4 +12,6 @@ const sharc_kern_ops_t sharc_kern_cpu_ops = {
     .scale = sharc_kern_cpu_scale,
     .pack = sharc_kern_cpu_pack,
     .unpack = sharc_kern_cpu_unpack,
+    .adamw = sharc_kern_cpu_adamw,
+    .sumsq = sharc_kern_cpu_sumsq,
 };

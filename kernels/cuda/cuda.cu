@@ -27,6 +27,8 @@ extern "C" const sharc_kern_ops_t sharc_kern_cuda_ops = {
     sharc_kern_cuda_scale,
     sharc_kern_cuda_pack,
     sharc_kern_cuda_unpack,
+    sharc_kern_cuda_adamw,
+    sharc_kern_cuda_sumsq,
 };
 
 extern "C" const sharc_kern_ops_t *sharc_kern_cuda(void)

@@ -24,6 +24,12 @@ SHARC_HIDDEN sharc_status_t sharc_kern_cuda_unpack(const void *bucket, sharc_dty
                                                    const sharc_kern_piece_t *pieces, int n,
                                                    sharc_dtype_t piece_dtype, void *stream);
 
+SHARC_HIDDEN sharc_status_t sharc_kern_cuda_adamw(const sharc_kern_adamw_t *a, float *p,
+                                                  const float *g, float *m, float *v, size_t count,
+                                                  void *stream);
+SHARC_HIDDEN sharc_status_t sharc_kern_cuda_sumsq(double *acc, const float *x, size_t count,
+                                                  void *stream);
+
 SHARC_END_DECLS
 
 #endif

@@ -21,6 +21,13 @@ typedef struct {
     double fwd_s, bwd_s;
     double ag_s, rs_s, ar_s;
     double grads_s; /* the engine zeroing the unit's gradient buffer, on the caller's time */
+    /* offload (predict_offload.c), an offloaded unit: its reduced shard down to the host (or,
+     * managed, added into host memory over the link), the host's landing (accumulation and
+     * sum of squares) and update (AdamW, cast) on the CPU, its parameters up again; managed:
+     * the gather reads the master over the link first. A unit kept on the GPU: its update. */
+    int host;
+    double down_s, land_s, update_s, up_s, link_ag_s;
+    double padded; /* its parameters, padded as sharded */
 } pred_unit_t;
 
 typedef struct {
@@ -37,7 +44,9 @@ typedef struct {
      * reductions, with no core to spare: they cannot overlap, and the step is at least
      * compute plus communication */
     int shared_cores;
-    double optim_s; /* the optimizer after finish */
+    double optim_s; /* the optimizer after finish (device units' updates: gpu_update_s) */
+    int clip;       /* offload: the updates wait for the global norm (every landing) */
+    int shard;      /* ranks of a shard group */
 } pred_sched_t;
 
 typedef struct {
@@ -79,6 +88,13 @@ typedef struct {
     double call_s;
     double optim_s; /* the optimizer over the whole model on one GPU; a rank takes its shard's */
     double mem_bw;  /* bytes/s the caller's stream writes memory at (0: free) */
+    /* offload: the host link per GPU and direction (bytes/s, the share of it copies reach),
+     * the CPU memory bandwidth of a node the host's work runs at (bytes/s) or, set, the rate
+     * of that work per GPU (parameters/s: landing, AdamW, cast); memory per GPU and per node,
+     * and what a GPU holds besides the model (context, NCCL, cuBLAS), bytes */
+    char host_link[16];
+    double host_bw, host_eff, host_mem_bw, cpu_optim_rate;
+    double gpu_mem, host_mem, gpu_overhead;
 } pred_cluster_t;
 
 typedef enum { PRED_ALGO_AUTO, PRED_ALGO_RING, PRED_ALGO_HIER } pred_algo_t;
@@ -91,6 +107,9 @@ typedef struct {
     int pbytes, rbytes; /* param and reduce dtype sizes */
     int recompute;      /* backward recomputes the forward */
     pred_algo_t algo;
+    int offload;             /* sharc_shard_offload_t: 0 none, 1 host, 2 managed */
+    double offload_fraction; /* of the elements, (0, 1] */
+    int clip;                /* global-norm clipping (the trainer's default: on) */
 } pred_engine_t;
 
 /* sharc-perf predict's engine settings before its options: one sequence of 4096 tokens per
@@ -142,7 +161,33 @@ typedef struct {
     pred_step_t step;
     double tokens_per_s_gpu, mfu, efficiency; /* efficiency: per GPU against the first row */
     double ag_s, rs_s;                        /* the largest block unit's collectives */
+    double gpu_bytes, host_bytes;             /* memory per GPU, and per node on the host */
+    int fits;                                 /* both fit (-1: capacity unknown) */
 } pred_row_t;
+
+/* ---- offload (predict_offload.c) -------------------------------------------------------- */
+
+/* The host link presets (pcie4, pcie5, c2c): its rate per direction into c (host_bw). */
+int pred_host_link(pred_cluster_t *c, const char *name, const char *where);
+
+/* A preset's host (its link, memory, CPU memory bandwidth), into @p c. */
+void pred_offload_preset(pred_cluster_t *c, const char *preset);
+
+/* A cluster key of offload's (host_GBps, host_eff, host_mem_GBps, cpu_optim_Gparams,
+ * gpu_mem_GiB, host_mem_GiB, gpu_overhead_GiB) = @p v: 1, or 0 when the key is not one. */
+int pred_offload_set(pred_cluster_t *c, const char *key, double v);
+
+/* Which units of @p s are offloaded (the lowest ids stay on the GPU, as the engine places
+ * them) and their offload times. */
+void pred_offload_units(const pred_cluster_t *c, const pred_engine_t *e, pred_sched_t *s);
+
+/* The head's line on offload and the host. */
+void pred_print_offload(FILE *out, const pred_cluster_t *c, const pred_engine_t *e);
+
+/* Memory a GPU holds (the model's state, unsharded buffers, activations, the rest) and a node's
+ * host memory for offloaded state; fits: 1, 0, or -1 when the capacity is not known. */
+void pred_memory(const pred_model_t *m, const pred_cluster_t *c, const pred_engine_t *e, int nodes,
+                 pred_row_t *row);
 
 int pred_predict(const pred_model_t *m, const pred_cluster_t *c, const pred_engine_t *e, int nodes,
                  pred_row_t *row);

@@ -147,6 +147,7 @@ int pred_sched_build(const pred_model_t *m, const pred_cluster_t *c, const pred_
     s->passes = e->passes > 0 ? e->passes : 1;
     s->call_s = c->call_s;
     s->optim_s = c->optim_s / (sg.nodes * sg.per_node); /* each rank steps its shard */
+    s->shard = sg.nodes * sg.per_node;
     for (int u = 0; u < n; u++) {
         pred_unit_t *pu = &s->units[u];
         double count, fl; /* parameters; forward FLOPs per token */
@@ -174,12 +175,14 @@ int pred_sched_build(const pred_model_t *m, const pred_cluster_t *c, const pred_
         }
         pu->bwd_s = 2.0 * pu->fwd_s + (e->recompute ? pu->fwd_s : 0);
         double padded = pred_padded((size_t)count, sg.nodes * sg.per_node);
+        pu->padded = padded;
         pu->ag_s = pred_coll_time(c, e->algo, PRED_AG, &sg, padded * e->pbytes);
         pu->rs_s = pred_coll_time(c, e->algo, PRED_RS, &sg, padded * e->rbytes);
         pu->ar_s =
             pred_coll_time(c, e->algo, PRED_AR, &rg, padded / (sg.nodes * sg.per_node) * e->rbytes);
         pu->grads_s = c->mem_bw > 0 ? padded * e->rbytes / c->mem_bw : 0;
     }
+    pred_offload_units(c, e, s); /* offloaded units: their transfers and host work */
     return 0;
 }
 
@@ -213,6 +216,7 @@ int pred_predict(const pred_model_t *m, const pred_cluster_t *c, const pred_engi
                 : pred_model_flops_per_token(m, e->seq) * row->tokens_per_s_gpu / c->peak_flops;
         row->ag_s = s.units[mid].ag_s;
         row->rs_s = s.units[mid].rs_s;
+        pred_memory(m, c, e, nodes, row);
     }
     pred_sched_free(&s);
     return ret;

@@ -19,8 +19,8 @@
 
 /* ---- models ---------------------------------------------------------------------------- */
 
-/* The trainer's named shapes (trainer/model/config.c; tests/perf/test_predict.c checks that they agree):
- * name, dim, layers, heads, kv heads, ffn, vocab. */
+/* The trainer's named shapes (trainer/model/config.c; tests/perf/test_predict.c checks that they
+ * agree): name, dim, layers, heads, kv heads, ffn, vocab. */
 static const struct {
     const char *name;
     int dim, n_layers, n_heads, n_kv_heads, hidden_dim, vocab;
@@ -29,6 +29,7 @@ static const struct {
     {"15m", 288, 6, 6, 6, 768, 4096},
     {"42m", 512, 8, 8, 8, 1376, 4096},
     {"110m", 768, 12, 12, 12, 2048, 4096},
+    {"1b", 2048, 22, 32, 4, 5632, 32000},
     {"llama2-7b", 4096, 32, 32, 32, 11008, 32000},
     {"llama2-13b", 5120, 40, 40, 40, 13824, 32000},
     {"llama2-70b", 8192, 80, 64, 8, 28672, 32000},
@@ -186,7 +187,9 @@ void pred_engine_defaults(pred_engine_t *e)
                          .prefetch = 1,
                          .reshard_after_forward = 1,
                          .pbytes = 2,
-                         .rbytes = 4};
+                         .rbytes = 4,
+                         .offload_fraction = 1,
+                         .clip = 1};
 }
 
 /* ---- clusters -------------------------------------------------------------------------- */
@@ -221,6 +224,7 @@ static const pred_preset_t pred_presets[] = {
     {"p5",          8, 360e9, 0,     8e-6,  32, 100e9 / 8, 20e-6, 0.8, 989e12, 0.5,  2, 20e-6},
     {"hgx-h100-ib", 8, 360e9, 0,     8e-6,  8,  400e9 / 8, 5e-6,  0.9, 989e12, 0.5,  2, 20e-6},
     {"local",       2, 3.4e9, 2.4e9, 30e-6, 0,  0,         0,     1,   0,      1,    1, 10e-6},
+    {"gh200",       1, 0,     0,     0,     1,  400e9 / 8, 5e-6,  0.9, 989e12, 0.5,  2, 20e-6},
 };
 /* clang-format on */
 #define PRED_NPRESETS (sizeof(pred_presets) / sizeof(pred_presets[0]))
@@ -245,6 +249,7 @@ int pred_cluster_preset(const char *name, pred_cluster_t *c)
                                   .queues = p->queues,
                                   .call_s = p->call_s};
             snprintf(c->name, sizeof(c->name), "%s", p->name);
+            pred_offload_preset(c, p->name); /* its host: link, memory (predict_offload.c) */
             return 0;
         }
     }
@@ -277,12 +282,15 @@ int pred_cluster_set(pred_cluster_t *c, const char *key, const char *value, cons
         if (pred_cluster_preset(value, &p) != 0) {
             fprintf(stderr,
                     "sharc-perf predict: %s: no preset '%s' (p4d, p5, hgx-h100-ib, "
-                    "local)\n",
+                    "gh200, local)\n",
                     where, value);
             return -1;
         }
         *c = p;
         return 0;
+    }
+    if (strcmp(key, "host_link") == 0) {
+        return pred_host_link(c, value, where);
     }
     errno = 0;
     v = strtod(value, &end);
@@ -332,6 +340,8 @@ int pred_cluster_set(pred_cluster_t *c, const char *key, const char *value, cons
         c->mem_bw = v * 1e9;
     } else if (strcmp(key, "optim_ms") == 0) {
         c->optim_s = v * 1e-3;
+    } else if (pred_offload_set(c, key, v)) {
+        /* offload's: the host link, the CPU, memory */
     } else {
         fprintf(stderr,
                 "sharc-perf predict: %s: unknown key '%s' (or a bad value; see "

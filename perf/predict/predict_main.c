@@ -51,7 +51,14 @@ static void pred_usage(FILE *out)
             "      --reduce-dtype T   bf16 or f32 (default f32)\n"
             "      --recompute        the backward recomputes the forward\n"
             "      --algo A           auto, ring or hier (between nodes; default auto: hier)\n"
-            "      --sweep W          what-if at each node count: prefetch, hsdp, reduce, nics\n"
+            "      --offload M        none, host or managed: f32 state in host memory, AdamW on\n"
+            "                         the CPU (the host link and CPU: host_link, host_GBps,\n"
+            "                         host_mem_GBps, cpu_optim_Gparams; docs/predict.md)\n"
+            "      --offload-fraction F  the share of the model offloaded (default 1)\n"
+            "      --clip 0|1         global-norm clipping (default 1): offloaded updates wait\n"
+            "                         for every gradient\n"
+            "      --sweep W          what-if at each node count: prefetch, hsdp, reduce, nics,\n"
+            "                         offload\n"
             "  -J, --json FILE        the predictions as JSON\n"
             "      --plot FILE.png    a gnuplot picture (FILE.gp beside it)\n"
             "      --list-models      the named models\n");
@@ -116,6 +123,13 @@ static int pred_variants(const char *sweep, const pred_cluster_t *c, const pred_
         v[n++].e.rbytes = 4;
         v[n] = (pred_variant_t){"reduce bf16", *c, *e};
         v[n++].e.rbytes = 2;
+    } else if (strcmp(sweep, "offload") == 0) {
+        static const char *const names[] = {"offload none", "offload host", "offload managed"};
+        for (int k = 0; k < 3 && n < max; k++, n++) {
+            v[n] = (pred_variant_t){"", *c, *e};
+            v[n].e.offload = k;
+            snprintf(v[n].label, sizeof(v[n].label), "%s", names[k]);
+        }
     } else if (strcmp(sweep, "nics") == 0) {
         for (int k = c->nics > 4 ? c->nics / 8 : 1; k <= c->nics && n < max; k *= 2, n++) {
             v[n] = (pred_variant_t){"", *c, *e};
@@ -123,7 +137,8 @@ static int pred_variants(const char *sweep, const pred_cluster_t *c, const pred_
             snprintf(v[n].label, sizeof(v[n].label), "%d NICs", k);
         }
     } else {
-        fprintf(stderr, "sharc-perf predict: --sweep %s: prefetch, hsdp, reduce or nics\n", sweep);
+        fprintf(stderr, "sharc-perf predict: --sweep %s: prefetch, hsdp, reduce, nics or offload\n",
+                sweep);
         return -1;
     }
     return n;
@@ -137,11 +152,16 @@ static void pred_json_row(FILE *f, const char *label, const pred_row_t *r, int l
             "\"tokens_per_s_per_gpu\": %.6g, \"mfu\": %.4f, \"scaling_efficiency\": %.4f, "
             "\"unit_allgather_s\": %.6g, \"unit_reduce_scatter_s\": %.6g, \"prefetches\": %d, "
             "\"evictions\": %d, \"deferred\": %d, \"peak_unsharded\": %d, "
-            "\"prefetch_depth\": %d}%s\n",
+            "\"prefetch_depth\": %d, \"gpu_mem_gib\": %.4g, \"host_mem_gib_per_node\": %.4g, "
+            "\"fits\": %s}%s\n",
             label, r->nodes, r->gpus, r->step.step_s, r->step.compute_s, r->step.comm_s,
             r->step.exposed_s, r->tokens_per_s_gpu, r->mfu, r->efficiency, r->ag_s, r->rs_s,
             r->step.prefetches, r->step.evictions, r->step.deferred, r->step.peak_unsharded,
-            r->step.depth, last ? "" : ",");
+            r->step.depth, r->gpu_bytes / (1 << 30), r->host_bytes / (1 << 30),
+            r->fits < 0 ? "null"
+            : r->fits   ? "true"
+                        : "false",
+            last ? "" : ",");
 }
 
 static int pred_plot(const char *png, const pred_variant_t *v, int nv, const pred_row_t *rows,
@@ -208,7 +228,10 @@ enum {
     OPT_SWEEP,
     OPT_PLOT,
     OPT_LIST,
-    OPT_VOCAB
+    OPT_VOCAB,
+    OPT_OFFLOAD,
+    OPT_OFFFRAC,
+    OPT_CLIP
 };
 
 /* An option of the engine or the step into @p e: 0, 1 for a bad value, -1 when it is none. */
@@ -228,6 +251,13 @@ static int pred_engine_option(int opt, const char *arg, pred_engine_t *e)
     case OPT_PDT: return (e->pbytes = pred_dtype_bytes(arg)) == 0;
     case OPT_RDT: return (e->rbytes = pred_dtype_bytes(arg)) == 0;
     case OPT_RECOMP: e->recompute = 1; return 0;
+    case OPT_OFFLOAD:
+        e->offload = strcmp(arg, "host") == 0 ? 1 : strcmp(arg, "managed") == 0 ? 2 : 0;
+        return e->offload == 0 && strcmp(arg, "none") != 0;
+    case OPT_OFFFRAC:
+        e->offload_fraction = atof(arg);
+        return !(e->offload_fraction > 0 && e->offload_fraction <= 1);
+    case OPT_CLIP: e->clip = atoi(arg) != 0; return 0;
     case OPT_ALGO:
         e->algo = strcmp(arg, "ring") == 0   ? PRED_ALGO_RING
                   : strcmp(arg, "hier") == 0 ? PRED_ALGO_HIER
@@ -285,6 +315,9 @@ static int pred_parse(int argc, char **argv, pred_opts_t *o, pred_engine_t *e)
         {"plot", required_argument, NULL, OPT_PLOT},
         {"list-models", no_argument, NULL, OPT_LIST},
         {"vocab", required_argument, NULL, OPT_VOCAB},
+        {"offload", required_argument, NULL, OPT_OFFLOAD},
+        {"offload-fraction", required_argument, NULL, OPT_OFFFRAC},
+        {"clip", required_argument, NULL, OPT_CLIP},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -354,9 +387,10 @@ static void pred_print_head(const pred_model_t *m, const pred_cluster_t *c, cons
            e->reshard_after_forward ? "resharded" : "kept", e->layers_per_unit,
            e->pbytes == 2 ? "bf16" : "f32", e->rbytes == 2 ? "bf16" : "f32",
            e->recompute ? ", recompute" : "");
-    printf("# %-16s %5s %5s %5s %10s %10s %10s %10s %10s %12s %6s %6s\n", "variant", "nodes",
-           "gpus", "depth", "step(ms)", "compute", "comm", "exposed", "ag/unit", "tok/s/gpu",
-           "MFU%", "eff%");
+    pred_print_offload(stdout, c, e);
+    printf("# %-16s %5s %5s %5s %10s %10s %10s %10s %10s %12s %6s %6s %8s %4s\n", "variant",
+           "nodes", "gpus", "depth", "step(ms)", "compute", "comm", "exposed", "ag/unit",
+           "tok/s/gpu", "MFU%", "eff%", "GPU GiB", "fits");
 }
 
 static int pred_write_json(const char *path, const pred_model_t *m, const pred_cluster_t *c,
@@ -421,15 +455,23 @@ int perf_predict_main(int argc, char **argv)
                 return 1;
             }
             r->efficiency = r->tokens_per_s_gpu / rows[k * o.nnodes].tokens_per_s_gpu;
-            printf("  %-16s %5d %5d %5d %10.2f %10.2f %10.2f %10.2f %10.3f %12.1f %6.1f %6.1f\n",
+            printf("  %-16s %5d %5d %5d %10.2f %10.2f %10.2f %10.2f %10.3f %12.1f %6.1f %6.1f "
+                   "%8.1f %4s\n",
                    v[k].label, r->nodes, r->gpus, r->step.depth, r->step.step_s * 1e3,
                    r->step.compute_s * 1e3, r->step.comm_s * 1e3, r->step.exposed_s * 1e3,
-                   r->ag_s * 1e3, r->tokens_per_s_gpu, r->mfu * 100, r->efficiency * 100);
+                   r->ag_s * 1e3, r->tokens_per_s_gpu, r->mfu * 100, r->efficiency * 100,
+                   r->gpu_bytes / (1 << 30),
+                   r->fits < 0 ? "?"
+                   : r->fits   ? "yes"
+                               : "no");
         }
     }
     printf("# (depth: the prefetch depth, with auto where the engine's decision settled; ms per "
            "step; comm: every collective's time summed, most of it hidden; exposed: "
-           "step - compute; eff: tokens/s per GPU against the first row)\n");
+           "step - compute; eff: tokens/s per GPU against the first row; GPU GiB: the model's "
+           "state, unsharded buffers, activations and %.1f GiB of the rest a GPU holds; fits: "
+           "in the GPU's %.0f GiB and the node's host memory)\n",
+           c.gpu_overhead / (1 << 30), c.gpu_mem / (1 << 30));
     ret = o.json != NULL ? pred_write_json(o.json, &m, &c, &e, v, nv, rows, o.nnodes) : 0;
     if (ret == 0 && o.plot != NULL) {
         char title[160];

@@ -4,8 +4,11 @@
  * decision (what to gather, prefetch, hold back, evict, keep; the schedule's recording) is
  * the engine's own planner's (shard/shard_plan.c), driven by a virtual clock. Collectives
  * run on queues, each a serial resource in posting order: gathers; reductions (beside the
- * gathers, or on the same queue); HSDP's all-reduces. Not simulated: memory, the contention
- * of compute and copies for the same cores or memory bandwidth, stragglers.
+ * gathers, or on the same queue); HSDP's all-reduces. With offload, an offloaded unit's
+ * reduced shard goes down (a copy queue), the host lands and updates it (the CPU, a queue of
+ * its own; the updates wait for every landing with clipping) and its parameters go up (a
+ * copy queue), and the unit's next gather waits for them. Not simulated: memory, the
+ * contention of compute and copies for the same cores or memory bandwidth, stragglers.
  */
 #include "config.h"
 
@@ -16,7 +19,7 @@
 #include "../../shard/shard_plan.h"
 #include "predict.h"
 
-enum { Q_GATHER, Q_REDUCE, Q_REPLICA, Q_LAST };
+enum { Q_GATHER, Q_REDUCE, Q_REPLICA, Q_DOWN, Q_CPU, Q_UP, Q_LAST };
 
 /* Steps simulated with auto prefetch: the decision looks at two steps per depth, so this
  * covers raising to the cap (3) and a revert with room to spare. */
@@ -29,6 +32,8 @@ typedef struct {
     double qfree[Q_LAST];  /* when each queue is free */
     double *ag_end;        /* per unit: its gather's end (while unsharded) */
     double *red_end;       /* per unit: its reduction's end */
+    double *up_end;        /* per unit: offload: its parameters' upload's end (its update's) */
+    double land_end;       /* offload: the step's last landing on the host */
     int followed, changed; /* the last step followed the schedule; it was recorded anew */
     int sync;              /* this pass reduces (the last micro-batch's: set_sync) */
     pred_step_t st;
@@ -49,6 +54,23 @@ static double sim_post(sim_t *m, int q, double after, double dur)
     return start + dur;
 }
 
+/* Offload's work of @p dur seconds on queue @p q after @p after (not a collective): its end. */
+static double sim_run(sim_t *m, int q, double after, double dur)
+{
+    double start = sim_max(after, m->qfree[q]);
+
+    m->qfree[q] = start + dur;
+    return start + dur;
+}
+
+/* An offloaded unit's update on the host after @p after, and its upload: the next gather's. */
+static void sim_update(sim_t *m, int unit, double after)
+{
+    const pred_unit_t *u = &m->s->units[unit];
+
+    m->up_end[unit] = sim_run(m, Q_UP, sim_run(m, Q_CPU, after, u->update_s), u->up_s);
+}
+
 /* The caller waits until @p t (exposed). */
 static void sim_wait(sim_t *m, double t, int gather)
 {
@@ -60,7 +82,10 @@ static void sim_wait(sim_t *m, double t, int gather)
 
 static void sim_gather(sim_t *m, int unit, int prefetched)
 {
-    m->ag_end[unit] = sim_post(m, Q_GATHER, 0, m->s->units[unit].ag_s);
+    const pred_unit_t *u = &m->s->units[unit];
+
+    /* after its update's upload (offload; managed: the master read over the link first) */
+    m->ag_end[unit] = sim_post(m, Q_GATHER, m->up_end[unit], u->ag_s + u->link_ag_s);
     sharc_shard_plan_gathered(&m->plan, unit, prefetched);
     m->st.gathers++;
     if (m->plan.alive > m->st.peak_unsharded) {
@@ -135,6 +160,13 @@ static void sim_end(sim_t *m, int phase, int unit)
             end = sim_post(m, Q_REPLICA, end, u->ar_s);
         }
         m->red_end[unit] = end;
+        if (u->host) { /* down to the host, landed; updated at once without clipping */
+            end = sim_run(m, Q_CPU, sim_run(m, Q_DOWN, end, u->down_s), u->land_s);
+            m->land_end = sim_max(m->land_end, end);
+            if (!m->s->clip) {
+                sim_update(m, unit, end);
+            }
+        }
     }
     if (!keep) {
         sim_release(m, unit);
@@ -148,6 +180,7 @@ static int sim_step(sim_t *m)
     const pred_sched_t *s = m->s;
     int n = s->nunits;
 
+    m->land_end = 0;
     for (int p = 0; p < (s->passes > 0 ? s->passes : 1); p++) {
         /* gradients accumulate unreduced until the last micro-batch, which reduces them (as
          * the trainer sets sharc_shard_set_sync) */
@@ -172,6 +205,14 @@ static int sim_step(sim_t *m)
     for (int u = 0; u < n; u++) {
         if (m->plan.units[u].prefetched && !m->plan.units[u].in_use) {
             sim_release(m, u);
+        }
+    }
+    /* offload: finish waits for every landing (the global norm); with clipping the updates
+     * follow it, in forward order */
+    sim_wait(m, m->land_end, 0);
+    for (int u = 0; s->clip && u < n; u++) {
+        if (s->units[u].host) {
+            sim_update(m, u, m->now);
         }
     }
     m->followed = sharc_shard_plan_followed(&m->plan);
@@ -214,7 +255,8 @@ int pred_simulate(const pred_sched_t *s, pred_step_t *out)
     }
     m.ag_end = calloc((size_t)n, sizeof(double));
     m.red_end = calloc((size_t)n, sizeof(double));
-    if (m.ag_end == NULL || m.red_end == NULL) {
+    m.up_end = calloc((size_t)n, sizeof(double));
+    if (m.ag_end == NULL || m.red_end == NULL || m.up_end == NULL) {
         goto out;
     }
     m.plan.reshard_after_forward = s->reshard_after_forward;
@@ -254,6 +296,7 @@ int pred_simulate(const pred_sched_t *s, pred_step_t *out)
 out:
     free(m.ag_end);
     free(m.red_end);
+    free(m.up_end);
     sharc_shard_plan_free(&m.plan);
     return ret;
 }

@@ -44,6 +44,29 @@ SHARC_HIDDEN void sharc_gpu_free(void *ptr);
 SHARC_HIDDEN sharc_status_t sharc_gpu_host_alloc(size_t bytes, void **ptr_p);
 SHARC_HIDDEN void sharc_gpu_host_free(void *ptr);
 
+/** Managed (unified) memory, reachable from the host and the current device; freed by
+ *  sharc_gpu_free. */
+SHARC_HIDDEN sharc_status_t sharc_gpu_managed_alloc(size_t bytes, void **ptr_p);
+/**
+ * Whether the host may use managed memory while the current device runs work on other
+ * managed memory (cudaDevAttrConcurrentManagedAccess, which also means the device maps host
+ * pages rather than moving them wholesale): SHARC_OK, or SHARC_ERR_UNSUPPORTED with the
+ * reason in @p why (not logged).
+ */
+SHARC_HIDDEN sharc_status_t sharc_gpu_managed_check(char *why, size_t len);
+
+/** Advice on managed memory (cudaMemAdvise). */
+typedef enum {
+    SHARC_GPU_ADVISE_PREFER_HOST,        /* its pages live in host memory */
+    SHARC_GPU_ADVISE_ACCESSED_BY_DEVICE, /* the current device maps them (no fault on access) */
+} sharc_gpu_advice_t;
+SHARC_HIDDEN sharc_status_t sharc_gpu_mem_advise(void *ptr, size_t bytes,
+                                                 sharc_gpu_advice_t advice);
+/** Move managed pages to host memory (@p to_host) or to the current device, queued on
+ *  @p stream. */
+SHARC_HIDDEN sharc_status_t sharc_gpu_prefetch(const void *ptr, size_t bytes, int to_host,
+                                               void *stream);
+
 /**
  * A dmabuf of the device pages under [@p addr, @p addr + @p bytes) for an RDMA NIC to
  * register (ibv_reg_dmabuf_mr): a new file descriptor (the caller closes it) and where

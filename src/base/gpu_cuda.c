@@ -7,6 +7,7 @@
 
 #include <ctype.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <unistd.h>
 
 #include <cuda.h>
@@ -200,6 +201,96 @@ sharc_status_t sharc_gpu_memset(void *ptr, int value, size_t bytes, void *stream
         return SHARC_OK;
     }
     return sharc_gpu_check(cudaMemsetAsync(ptr, value, bytes, (cudaStream_t)stream), "memset");
+}
+
+sharc_status_t sharc_gpu_managed_alloc(size_t bytes, void **ptr_p)
+{
+    void *p = NULL;
+    sharc_status_t status =
+        sharc_gpu_check(cudaMallocManaged(&p, bytes, cudaMemAttachGlobal), "managed allocation");
+
+    if (status == SHARC_OK) {
+        *ptr_p = p;
+    }
+    return status;
+}
+
+sharc_status_t sharc_gpu_managed_check(char *why, size_t len)
+{
+    int dev = 0, managed = 0, concurrent = 0;
+
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&managed, cudaDevAttrManagedMemory, dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&concurrent, cudaDevAttrConcurrentManagedAccess, dev) !=
+            cudaSuccess) {
+        snprintf(why, len, "the device's attributes cannot be read (%s)",
+                 cudaGetErrorString(cudaGetLastError()));
+        return SHARC_ERR_UNSUPPORTED;
+    }
+    if (!managed || !concurrent) {
+        snprintf(why, len,
+                 "device %d has %s (cudaDevAttrManagedMemory %d, "
+                 "cudaDevAttrConcurrentManagedAccess %d)",
+                 dev, !managed ? "no managed memory" : "no concurrent managed access", managed,
+                 concurrent);
+        return SHARC_ERR_UNSUPPORTED;
+    }
+    return SHARC_OK;
+}
+
+/* Where managed memory goes: the host, or the current device. */
+#if CUDART_VERSION >= 12020
+static struct cudaMemLocation sharc_gpu_location(int to_host)
+{
+    struct cudaMemLocation loc = {.type = cudaMemLocationTypeHost, .id = 0};
+
+    if (!to_host) {
+        loc.type = cudaMemLocationTypeDevice;
+        cudaGetDevice(&loc.id);
+    }
+    return loc;
+}
+#else
+static int sharc_gpu_location(int to_host)
+{
+    int dev = cudaCpuDeviceId;
+
+    if (!to_host) {
+        cudaGetDevice(&dev);
+    }
+    return dev;
+}
+#endif
+
+sharc_status_t sharc_gpu_mem_advise(void *ptr, size_t bytes, sharc_gpu_advice_t advice)
+{
+    int host = advice == SHARC_GPU_ADVISE_PREFER_HOST;
+    enum cudaMemoryAdvise a = host ? cudaMemAdviseSetPreferredLocation : cudaMemAdviseSetAccessedBy;
+
+#if CUDART_VERSION >= 13000
+    return sharc_gpu_check(cudaMemAdvise(ptr, bytes, a, sharc_gpu_location(host)), "memory advice");
+#elif CUDART_VERSION >= 12020
+    return sharc_gpu_check(cudaMemAdvise_v2(ptr, bytes, a, sharc_gpu_location(host)),
+                           "memory advice");
+#else
+    return sharc_gpu_check(cudaMemAdvise(ptr, bytes, a, sharc_gpu_location(host)), "memory advice");
+#endif
+}
+
+sharc_status_t sharc_gpu_prefetch(const void *ptr, size_t bytes, int to_host, void *stream)
+{
+    cudaStream_t s = (cudaStream_t)stream;
+
+#if CUDART_VERSION >= 13000
+    return sharc_gpu_check(cudaMemPrefetchAsync(ptr, bytes, sharc_gpu_location(to_host), 0, s),
+                           "prefetch");
+#elif CUDART_VERSION >= 12020
+    return sharc_gpu_check(cudaMemPrefetchAsync_v2(ptr, bytes, sharc_gpu_location(to_host), 0, s),
+                           "prefetch");
+#else
+    return sharc_gpu_check(cudaMemPrefetchAsync(ptr, bytes, sharc_gpu_location(to_host), s),
+                           "prefetch");
+#endif
 }
 
 sharc_status_t sharc_gpu_dmabuf_export(void *addr, size_t bytes, int *fd_p, size_t *offset_p)

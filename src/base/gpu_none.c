@@ -4,6 +4,8 @@
  */
 #include "config.h"
 
+#include <stdio.h>
+
 #include "gpu.h"
 #include "log.h"
 
@@ -100,6 +102,27 @@ sharc_status_t sharc_gpu_copy2d(void *dst, size_t dpitch, const void *src, size_
 sharc_status_t sharc_gpu_memset(void *ptr, int value, size_t bytes, void *stream)
 {
     return sharc_gpu_none("a device memset");
+}
+
+sharc_status_t sharc_gpu_managed_alloc(size_t bytes, void **ptr_p)
+{
+    return sharc_gpu_none("managed memory");
+}
+
+sharc_status_t sharc_gpu_managed_check(char *why, size_t len)
+{
+    snprintf(why, len, "this sharc was built without CUDA");
+    return SHARC_ERR_UNSUPPORTED;
+}
+
+sharc_status_t sharc_gpu_mem_advise(void *ptr, size_t bytes, sharc_gpu_advice_t advice)
+{
+    return sharc_gpu_none("managed memory");
+}
+
+sharc_status_t sharc_gpu_prefetch(const void *ptr, size_t bytes, int to_host, void *stream)
+{
+    return sharc_gpu_none("managed memory");
 }
 
 sharc_status_t sharc_gpu_dmabuf_export(void *addr, size_t bytes, int *fd_p, size_t *offset_p)

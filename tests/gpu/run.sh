@@ -6,8 +6,10 @@
 # CUDA tensors (with the venv of tools/install-deps.sh --torch); sharc-perf on device
 # buffers beside NCCL called directly; the overlap benchmark with cuBLAS compute;
 # sharc-llama on the GPU: its ops against the CPU's, the trainer against transformers and the
-# CPU trainer (tests/trainer/trainer_cuda.sh), then tokens/s, MFU and peak memory of the 110m and 1b
-# configs on one GPU in bf16, and weak scaling over the machine's GPUs. Needs a build with
+# CPU trainer (tests/trainer/trainer_cuda.sh) and --offload against none (tests/trainer/
+# trainer_offload_emu.sh --gpu), then tokens/s, MFU and peak memory of the 110m and 1b configs
+# on one GPU in bf16 (1b with offload too, and Llama 2 7B with offload host), and weak scaling
+# over the machine's GPUs. Needs a build with
 # CUDA and NCCL (BUILD_DIR, default build/). Exits 77 without a GPU. Each test step and
 # benchmark is stopped after SHARC_GPU_STEP_TIMEOUT seconds (default 900) and counts as failed.
 set -u
@@ -85,6 +87,7 @@ if [ -x "$build/trainer/sharc-llama" ]; then
             > "$out/trainer-tests-build.log" 2>&1
     step trainer_ops "$build/tests/trainer/test_ops_cuda"
     step trainer_gpu bash "$top/tests/trainer/trainer_cuda.sh"
+    step trainer_offload bash "$top/tests/trainer/trainer_offload_emu.sh" --gpu
 fi
 {
     echo
@@ -150,7 +153,8 @@ if [ -x "$build/trainer/sharc-llama" ]; then
         echo "## sharc-llama on one GPU (bf16; medians of 28 steps after 2)"
         echo
         echo "MFU against the GPU's dense bf16 peak (the start line of each llama-*.log says"
-        echo "which); peak memory: device memory in use at a step's end (cudaMemGetInfo)."
+        echo "which); peak memory: the high-water mark of device memory in use (cudaMemGetInfo"
+        echo "after each of the trainer's allocations and each micro-batch)."
         echo
         echo "| run | batch x seq, options | tokens/s | MFU | peak GPU memory | step |"
         echo "|---|---|---|---|---|---|"
@@ -160,6 +164,15 @@ if [ -x "$build/trainer/sharc-llama" ]; then
     llama_bench 110m-gemm-attention 110m 4096 16 1024 --attention gemm
     llama_bench 1b 1b 32000 4 2048
     llama_bench 1b-recompute 1b 32000 8 2048 --recompute
+    # offload: the 1b config with accumulation 4, without it and with host; Llama 2 7B, which
+    # does not fit one 80 GB GPU without (predicted: sharc-perf predict --sweep offload), with
+    # a fifth of it kept on the GPU: all of its 108 GB of f32 state would not leave a host of
+    # 128 GiB room for the rest
+    llama_bench 1b-accum4 1b 32000 4 2048 --accum 4
+    llama_bench 1b-accum4-offload-host 1b 32000 4 2048 --accum 4 --offload host
+    llama_bench 1b-accum4-offload-managed 1b 32000 4 2048 --accum 4 --offload managed
+    llama_bench 7b-offload-host llama2-7b 32000 1 2048 --offload host --offload-fraction 0.8 \
+        --recompute --steps 10
     ngpu=$(nvidia-smi -L | grep -c '^GPU')
     if [ "$ngpu" -ge 2 ]; then
         ranks=1

@@ -4,13 +4,16 @@
  * million random f32 values with the edges of both types. Reductions for every dtype and op
  * and scaling, on random data (NaN and infinities included) at lengths that are not
  * multiples of any vector width, in place and aliased. The bulk copy at sizes around its
- * streaming threshold, from and to every alignment, with guard bytes.
+ * streaming threshold, from and to every alignment, with guard bytes. AdamW bit for bit
+ * against the scalar formula, the sum of squares. --bandwidth: AdamW's and the sum's speed on
+ * one thread against memcpy's.
  */
 #include "config.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../../kernels/kernels.h"
 #include "../check.h"
@@ -441,8 +444,116 @@ static void test_pack(void)
     CHECK(ops->pack(ibucket, SHARC_DTYPE_I32, &ip, -1, SHARC_DTYPE_I32, NULL) == SHARC_ERR_INVALID);
 }
 
-int main(void)
+/* AdamW against the scalar formula, element by element, bit for bit (the kernel is built
+ * without fused multiply-adds; so is this file's loop on baseline x86-64), at lengths around
+ * every vector width, with decay and clipping; and the sum of squares against a long double
+ * sum, the same bits on a second pass. */
+static void test_adamw(void)
 {
+    static const size_t lens[] = {0, 1, 7, 8, 15, 16, 17, 31, 33, 64, 1000, 4099};
+    sharc_kern_adamw_t a = {.beta1 = 0.9f,
+                            .beta2 = 0.999f,
+                            .eps = 1e-8f,
+                            .keep = 1.0f - 3e-4f * 0.1f,
+                            .step_size = 3e-4f / (1.0f - powf(0.9f, 7.0f)),
+                            .bc2_sqrt = sqrtf(1.0f - powf(0.999f, 7.0f)),
+                            .clip = 0.37f};
+
+    for (size_t li = 0; li < sizeof(lens) / sizeof(lens[0]); li++) {
+        size_t n = lens[li], bad = 0;
+        float *p = malloc((n + 1) * 4 * sizeof(float)), *g = p + n + 1, *m = g + n + 1;
+        float *v = m + n + 1, rp[4100], rm[4100], rv[4100];
+        long double exact = 0;
+        double s1 = 0.5, s2 = 0.5;
+
+        for (size_t i = 0; i < n; i++) {
+            p[i] = rp[i] = (float)(ref_rand32() % 20001) / 1e4f - 1.0f;
+            g[i] = (float)(ref_rand32() % 20001) / 1e3f - 10.0f;
+            m[i] = rm[i] = (float)(ref_rand32() % 2001) / 1e4f - 0.1f;
+            v[i] = rv[i] = (float)(ref_rand32() % 1001) / 1e5f;
+            exact += (long double)g[i] * g[i];
+        }
+        CHECK(sharc_kern_cpu_ops.adamw(&a, p, g, m, v, n, NULL) == SHARC_OK);
+        for (size_t i = 0; i < n; i++) {
+            float gi = g[i] * a.clip;
+            rm[i] = a.beta1 * rm[i] + (1.0f - a.beta1) * gi;
+            rv[i] = a.beta2 * rv[i] + (1.0f - a.beta2) * gi * gi;
+            rp[i] = rp[i] * a.keep - a.step_size * rm[i] / (sqrtf(rv[i]) / a.bc2_sqrt + a.eps);
+            bad += p[i] != rp[i] || m[i] != rm[i] || v[i] != rv[i];
+        }
+        CHECK_MSG(bad == 0, "adamw, %zu elements: %zu differ from the scalar formula", n, bad);
+        sharc_kern_cpu_ops.sumsq(&s1, g, n, NULL);
+        sharc_kern_cpu_ops.sumsq(&s2, g, n, NULL);
+        CHECK_MSG(fabsl(s1 - 0.5 - exact) <= 1e-12L * (exact + 1), "sumsq of %zu: %.17g, %.17Lg", n,
+                  s1 - 0.5, exact);
+        CHECK_MSG(s1 == s2, "sumsq of %zu elements: %.17g, then %.17g", n, s1, s2);
+        free(p);
+    }
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    return (*(const double *)a > *(const double *)b) - (*(const double *)a < *(const double *)b);
+}
+
+/* --bandwidth: AdamW and the sum of squares on one thread (the engine's host worker splits a
+ * shard over its threads) against memcpy of the same run; medians of 7, printed, not asserted
+ * (speed is for benchmarks: docs/perf.md). */
+static void bandwidth(void)
+{
+    const size_t n = 16u << 20; /* 64 MiB an array */
+    float *x = malloc(n * 4 * sizeof(float)), *dst = malloc(n * 2 * sizeof(float));
+    sharc_kern_adamw_t a = {.beta1 = 0.9f,
+                            .beta2 = 0.95f,
+                            .eps = 1e-8f,
+                            .keep = 0.9999f,
+                            .step_size = 1e-3f,
+                            .bc2_sqrt = 1,
+                            .clip = 1};
+    double t[3][7], sum = 0;
+
+    for (size_t i = 0; i < 4 * n; i++) {
+        x[i] = (float)(i % 1000) * 1e-4f;
+    }
+    memset(dst, 0, n * 2 * sizeof(float));
+    for (int r = 0; r < 7; r++) {
+        double t0 = now_s();
+        memcpy(dst, x, n * 2 * sizeof(float)); /* 2 arrays: 16 bytes an element moved */
+        double t1 = now_s();
+        sharc_kern_cpu_ops.adamw(&a, x, x + n, x + 2 * n, x + 3 * n, n, NULL);
+        double t2 = now_s();
+        sharc_kern_cpu_ops.sumsq(&sum, x + n, n, NULL);
+        t[0][r] = t1 - t0;
+        t[1][r] = t2 - t1;
+        t[2][r] = now_s() - t2;
+    }
+    for (int k = 0; k < 3; k++) {
+        qsort(t[k], 7, sizeof(double), cmp_d);
+    }
+    double copy = 16.0 * n / t[0][3] / 1e9;
+    printf("bandwidth (16M f32 elements, one thread, median of 7, GB/s read+written): memcpy "
+           "%.1f\n  adamw %.1f (%.0f%% of memcpy; %.2f G elements/s)\n  sumsq %.1f (%.0f%%)\n",
+           copy, 28.0 * n / t[1][3] / 1e9, 100 * 28.0 * n / t[1][3] / 1e9 / copy, n / t[1][3] / 1e9,
+           4.0 * n / t[2][3] / 1e9, 100 * 4.0 * n / t[2][3] / 1e9 / copy);
+    free(x);
+    free(dst);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "--bandwidth") == 0) {
+        bandwidth();
+        return 0;
+    }
+    test_adamw();
     test_copy();
     test_pack();
     test_reduce();

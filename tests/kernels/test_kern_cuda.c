@@ -2,8 +2,9 @@
  * test_kern_cuda.c: every CUDA kernel checked element by element against the CPU kernels on
  * random data, at lengths that are not multiples of the block or vector size, on a
  * non-default stream: casts between f32 / f16 / bf16, reductions (every dtype and op, the
- * output apart from and equal to an input), scaling, and packing many tensors into a bucket
- * and back (unaligned offsets, more tensors than one launch takes). Then each kernel's
+ * output apart from and equal to an input), scaling, packing many tensors into a bucket
+ * and back (unaligned offsets, more tensors than one launch takes), AdamW bit for bit and
+ * the sum of squares (another order of summation: within f64 rounding). Then each kernel's
  * bandwidth against a device-to-device copy in the same run (printed, not asserted: speed
  * is for benchmarks). Exits 77 (SKIP) when sharc was built without CUDA or no GPU is visible.
  */
@@ -312,6 +313,68 @@ static void b_reduce(void *p)
     sharc_kern_cuda_ops.reduce(a->a, a->a, a->b, a->n / 2, SHARC_DTYPE_F32, SHARC_OP_SUM, stream);
 }
 
+/* AdamW on the device against the host's, bit for bit (both round each operation as the
+ * scalar formula; no fused multiply-add), and the sum of squares within f64 rounding. */
+static void test_adamw(void)
+{
+    const size_t n = 300001;
+    sharc_kern_adamw_t a = {.beta1 = 0.9f,
+                            .beta2 = 0.95f,
+                            .eps = 1e-8f,
+                            .keep = 0.9999f,
+                            .step_size = 1e-3f / 0.271f,
+                            .bc2_sqrt = sqrtf(0.143f),
+                            .clip = 0.61f};
+    float *h = malloc(n * 4 * sizeof(float)), *back = malloc(n * 3 * sizeof(float)), *d;
+    double *dsum, hs = 0, ds = 0;
+    size_t bad = 0;
+
+    for (size_t i = 0; i < 4 * n; i++) {
+        h[i] = (float)(ref_rand32() % 20001) / 1e4f - (i >= 3 * n ? 0.0f : 1.0f);
+    }
+    for (size_t i = 0; i < n; i++) { /* v (the fourth array) >= 0 */
+        h[3 * n + i] = fabsf(h[3 * n + i]) * 1e-3f;
+    }
+    CHECK(cudaMalloc((void **)&d, n * 4 * sizeof(float)) == cudaSuccess);
+    CHECK(cudaMalloc((void **)&dsum, (1 + SHARC_KERN_SUMSQ_SCRATCH) * sizeof(double)) ==
+          cudaSuccess);
+    cudaMemcpy(d, h, n * 4 * sizeof(float), cudaMemcpyHostToDevice);
+    cudaMemset(dsum, 0, sizeof(double));
+    CHECK(sharc_kern_cuda_ops.adamw(&a, d, d + n, d + 2 * n, d + 3 * n, n, stream) == SHARC_OK);
+    CHECK(sharc_kern_cuda_ops.sumsq(dsum, d + n, n, stream) == SHARC_OK);
+    cudaStreamSynchronize(stream);
+    sharc_kern_cpu_ops.adamw(&a, h, h + n, h + 2 * n, h + 3 * n, n, NULL);
+    sharc_kern_cpu_ops.sumsq(&hs, h + n, n, NULL);
+    cudaMemcpy(back, d, n * sizeof(float), cudaMemcpyDeviceToHost);
+    cudaMemcpy(back + n, d + 2 * n, n * 2 * sizeof(float), cudaMemcpyDeviceToHost);
+    cudaMemcpy(&ds, dsum, sizeof(double), cudaMemcpyDeviceToHost);
+    for (size_t i = 0; i < n; i++) {
+        bad += back[i] != h[i] || back[n + i] != h[2 * n + i] || back[2 * n + i] != h[3 * n + i];
+    }
+    CHECK_MSG(bad == 0, "adamw: %zu of %zu elements differ from the host's", bad, n);
+    CHECK_MSG(fabs(ds - hs) <= 1e-12 * hs, "sumsq: device %.17g, host %.17g", ds, hs);
+    cudaFree(d);
+    cudaFree(dsum);
+    free(h);
+    free(back);
+}
+
+static void b_adamw(void *p)
+{
+    bench_arg_t *a = p;
+    sharc_kern_adamw_t h = {.beta1 = 0.9f,
+                            .beta2 = 0.95f,
+                            .eps = 1e-8f,
+                            .keep = 1,
+                            .step_size = 1e-3f,
+                            .bc2_sqrt = 1,
+                            .clip = 1};
+    size_t q = a->n / 4;
+    float *x = a->a;
+
+    sharc_kern_cuda_ops.adamw(&h, x, x + q, x + 2 * q, x + 3 * q, q, stream);
+}
+
 /* Bandwidth (bytes read + written per second) of each kernel against a copy of the same run. */
 static void bandwidth(void)
 {
@@ -335,6 +398,7 @@ static void bandwidth(void)
     pack = bench(b_pack, &arg);
     unpack = bench(b_unpack, &arg);
     red = bench(b_reduce, &arg);
+    float adamw = bench(b_adamw, &arg);
 #define GBS(_bytes, _ms) ((double)(_bytes) / ((_ms)*1e-3) / 1e9)
     {
         double c = GBS(arg.n * 8.0, copy);
@@ -347,6 +411,8 @@ static void bandwidth(void)
                100 * GBS(arg.n * 6.0, unpack) / c);
         printf("  reduce f32 sum %.0f (%.0f%%)\n", GBS(arg.n / 2 * 12.0, red),
                100 * GBS(arg.n / 2 * 12.0, red) / c);
+        printf("  adamw %.0f (%.0f%%; 28 bytes an element)\n", GBS(arg.n / 4 * 28.0, adamw),
+               100 * GBS(arg.n / 4 * 28.0, adamw) / c);
     }
 #undef GBS
     cudaFree(arg.a);
@@ -373,6 +439,7 @@ int main(int argc, char **argv)
     test_cast(a, b, out, da, db);
     test_reduce(a, b, out, ref, da, db, dc);
     test_pack(a, ref, out, db, dc);
+    test_adamw();
     printf("kernels match the CPU: %s\n", check_failures ? "NO" : "yes");
     if (argc > 1 && strcmp(argv[1], "--bandwidth") == 0) {
         bandwidth();

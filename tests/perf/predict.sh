@@ -1,8 +1,9 @@
 #!/bin/bash
 # sharc-perf predict replays the engine's decisions: the real engine (sharc-perf overlap, one
 # rank) and the simulation of the same schedule prefetch as many units and hold as many at
-# the peak, at several depths and bounds; auto prefetch runs; the outputs (table labelled a
-# prediction, JSON, the gnuplot script); clear errors for a bad model, cluster and option.
+# the peak, at several depths and bounds; auto prefetch runs; offload (7B on one 80 GB GPU
+# fits with it, not without); the outputs (table labelled a prediction, JSON, the gnuplot
+# script); clear errors for a bad model, cluster and option.
 . "$(dirname "$0")/../lib.sh"
 
 PERF="$top_builddir/perf/sharc-perf"
@@ -34,6 +35,11 @@ d = json.load(open(sys.argv[1])); assert d["prediction"] is True and len(d["rows
 run_ok "the gnuplot script is written (the picture where gnuplot is)" test -s "$tmp/out.gp"
 run_ok_match "auto prefetch and every sweep run" "prefetch auto" \
     "$PERF" predict -m llama3-8b -C hgx-h100-ib -N 1,4 --sweep prefetch
+run_ok_match "offload: Llama 2 7B does not fit one 80 GB GPU without, fits with" \
+    "offload none +1 +1[ 0-9.]* no.*offload host +1 +1[ 0-9.]* yes.*offload managed +1 +1[ 0-9.]* yes" \
+    "$PERF" predict -m llama2-7b -C p5 --set gpus_per_node=1 -N 1 --sweep offload
+run_ok_match "offload on NVLink-C2C" "host link c2c 450 GB/s" \
+    "$PERF" predict -m llama2-7b -C gh200 -N 1 --offload host
 for w in hsdp reduce nics; do
     run_ok "sweep $w" "$PERF" predict -m 15m -C p4d -N 1,2 --sweep $w
 done
@@ -48,5 +54,5 @@ run_fail "a bad --set says which key" 5 "unknown key 'nics_count'" \
     "$PERF" predict --set nics_count=3
 run_fail "a shard size that does not fit the nodes" 5 "must divide the GPUs of a node" \
     "$PERF" predict --shard-size 3
-run_fail "a bad sweep" 5 "prefetch, hsdp, reduce or nics" "$PERF" predict --sweep depth
+run_fail "a bad sweep" 5 "prefetch, hsdp, reduce, nics or offload" "$PERF" predict --sweep depth
 finish

@@ -2,7 +2,9 @@
  * test_predict.c: sharc-perf predict's simulation on schedules with known answers (pure
  * compute, pure communication, perfect overlap, one unit, the bound holding prefetches
  * back), its cost model's formulas, the models' sizes against the published ones, and the
- * cluster file's errors.
+ * cluster file's errors; offload: an offloaded unit's transfers and host work delay its next
+ * gather by exactly what cannot overlap, the memory a GPU holds with and without it, the
+ * host link's presets.
  */
 #include "config.h"
 
@@ -272,8 +274,70 @@ static void test_from_topo(void)
 #endif
 }
 
+static void test_offload(void)
+{
+    /* one unit, clipping or not: its host work runs after its reduction (down, landing: finish
+     * waits for the landing), its update and upload after that, and the next step's gather
+     * waits for the upload; nothing of it overlaps anything */
+    for (int clip = 0; clip < 2; clip++) {
+        pred_sched_t s = sched(1, 1e-3, 0, 2e-4);
+        pred_step_t st;
+
+        s.clip = clip;
+        s.units[0] = (pred_unit_t){.fwd_s = 1e-3,
+                                   .bwd_s = 2e-3,
+                                   .rs_s = 2e-4,
+                                   .host = 1,
+                                   .down_s = 3e-4,
+                                   .land_s = 4e-4,
+                                   .update_s = 5e-4,
+                                   .up_s = 6e-4};
+        CHECK(pred_simulate(&s, &st) == 0);
+        CHECK_MSG(NEAR(st.step_s, 3e-3 + 2e-4 + 3e-4 + 4e-4 + 5e-4 + 6e-4), "clip %d: step %g",
+                  clip, st.step_s);
+        free(s.units);
+    }
+    /* no offload time: the step of no offload */
+    pred_sched_t a = sched(6, 1e-3, 1e-4, 2e-4), b = sched(6, 1e-3, 1e-4, 2e-4);
+    pred_step_t sa, sb;
+    for (int u = 0; u < 6; u++) {
+        b.units[u].host = 1;
+    }
+    CHECK(pred_simulate(&a, &sa) == 0 && pred_simulate(&b, &sb) == 0);
+    CHECK(NEAR(sa.step_s, sb.step_s));
+    free(a.units);
+    free(b.units);
+
+    /* Llama 2 7B on one 80 GB GPU: not without offload, yes with it, the GPU keeping 2 bytes
+     * (bf16) of each parameter's 16 */
+    pred_model_t m;
+    pred_cluster_t c;
+    pred_engine_t e;
+    pred_row_t none, host;
+    CHECK(pred_model_load("llama2-7b", &m) == 0 && pred_cluster_preset("p5", &c) == 0);
+    c.gpus_per_node = 1;
+    pred_engine_defaults(&e);
+    CHECK(pred_predict(&m, &c, &e, 1, &none) == 0);
+    e.offload = 1;
+    CHECK(pred_predict(&m, &c, &e, 1, &host) == 0);
+    CHECK_MSG(none.fits == 0 && host.fits == 1, "7B on one 80 GB GPU: %d without, %d with",
+              none.fits, host.fits);
+    double saved = none.gpu_bytes - host.gpu_bytes, want = 14.0 * pred_model_params(&m);
+    CHECK_MSG(fabs(saved - want) < 0.01 * want, "saved %g bytes, not %g", saved, want);
+    CHECK(host.host_bytes >= 16.0 * pred_model_params(&m) && none.host_bytes == 0);
+    CHECK(host.step.step_s >= none.step.step_s);
+
+    /* the host link's presets and keys */
+    CHECK(pred_cluster_set(&c, "host_link", "c2c", "test") == 0 && NEAR(c.host_bw, 450e9));
+    CHECK(pred_cluster_set(&c, "host_link", "pcie4", "test") == 0 && NEAR(c.host_bw, 31.5e9));
+    CHECK(pred_cluster_set(&c, "host_link", "usb", "test") != 0);
+    CHECK(pred_cluster_set(&c, "cpu_optim_Gparams", "2.5", "test") == 0 &&
+          NEAR(c.cpu_optim_rate, 2.5e9));
+}
+
 int main(void)
 {
+    test_offload();
     test_pure_compute();
     test_pure_comm();
     test_perfect_overlap();

@@ -16,7 +16,9 @@
  * - bf16 rounds to nearest even. A WMMA fragment holds its whole 16x16 tile in every lane;
  *   loads and products are per lane, stores are written by lane 0 (so a lane that reads a
  *   stored tile without waiting for the warp sees stale memory, as on a GPU).
- * - Memory is host memory; copies are memcpy; streams and events do nothing (one order);
+ * - Memory is host memory, registered by kind (device, page-locked, managed: cudaMemGetInfo
+ *   counts the device's; new device memory reads as NaN until written); copies are memcpy;
+ *   streams and events do nothing (one order);
  *   the opt-in shared memory of a block is an H100's 227 KiB, or SHARCTEST_EMU_SMEM bytes;
  *   cuBLAS's GEMMs are plain loops with f32 accumulation, with cuBLAS's column-major
  *   arguments (transposes, leading dimensions, batch strides) as documented.
@@ -40,6 +42,8 @@
 #include <ucontext.h>
 
 #include <functional>
+#include <map>
+#include <mutex>
 #include <vector>
 
 #include <sharc/sharc.h>
@@ -545,9 +549,80 @@ inline cudaError_t cudaStreamDestroy(cudaStream_t s)
 {
     return cudaSuccess;
 }
+/* Memory: host memory registered by kind (device, page-locked, managed), so that a pointer's
+ * kind can be asked (cudaPointerGetAttributes, and sharc's runtime layer: tests/gpu_emu.h) and
+ * device memory in use counted (cudaMemGetInfo: an 80 GB device). New device and managed
+ * memory is filled with 0xff bytes (NaN as f32): a read before a write shows. */
+namespace cuda_emu
+{
+enum mem_kind { MEM_DEVICE, MEM_PINNED, MEM_MANAGED, MEM_KINDS };
+struct mem_block {
+    size_t bytes;
+    mem_kind kind;
+};
+inline std::mutex mem_lock;
+inline std::map<uintptr_t, mem_block> mem_blocks;
+inline size_t mem_used[MEM_KINDS], mem_peak[MEM_KINDS];
+const size_t mem_total = (size_t)80 << 30;
+
+inline void *mem_alloc(size_t bytes, mem_kind kind)
+{
+    size_t len = ((bytes ? bytes : 1) + 255) & ~(size_t)255;
+    void *p = aligned_alloc(256, len);
+
+    if (p == NULL) {
+        return NULL;
+    }
+    if (kind != MEM_PINNED) { /* (page-locked memory is the host's: as malloc leaves it) */
+        memset(p, 0xff, len);
+    }
+    std::lock_guard<std::mutex> g(mem_lock);
+    mem_blocks[(uintptr_t)p] = {bytes, kind};
+    mem_used[kind] += bytes;
+    mem_peak[kind] = mem_used[kind] > mem_peak[kind] ? mem_used[kind] : mem_peak[kind];
+    return p;
+}
+
+/* The block @p p lies in: its kind, or -1 for memory the emulation did not hand out. */
+inline int mem_find(const void *p, uintptr_t *start_p = NULL, size_t *bytes_p = NULL)
+{
+    std::lock_guard<std::mutex> g(mem_lock);
+    auto it = mem_blocks.upper_bound((uintptr_t)p);
+
+    if (p == NULL || it == mem_blocks.begin()) {
+        return -1;
+    }
+    --it;
+    if ((uintptr_t)p >= it->first + (it->second.bytes ? it->second.bytes : 1)) {
+        return -1;
+    }
+    if (start_p != NULL) {
+        *start_p = it->first;
+    }
+    if (bytes_p != NULL) {
+        *bytes_p = it->second.bytes;
+    }
+    return it->second.kind;
+}
+
+inline int mem_free(void *p)
+{
+    std::lock_guard<std::mutex> g(mem_lock);
+    auto it = mem_blocks.find((uintptr_t)p);
+
+    if (it == mem_blocks.end()) {
+        return -1;
+    }
+    mem_used[it->second.kind] -= it->second.bytes;
+    mem_blocks.erase(it);
+    free(p);
+    return 0;
+}
+} // namespace cuda_emu
+
 inline cudaError_t cudaMalloc(void **p, size_t bytes)
 {
-    *p = malloc(bytes ? bytes : 1);
+    *p = cuda_emu::mem_alloc(bytes, cuda_emu::MEM_DEVICE);
     return *p != NULL ? cudaSuccess : cudaErrorMemoryAllocation;
 }
 inline cudaError_t cudaMallocAsync(void **p, size_t bytes, cudaStream_t s)
@@ -556,12 +631,12 @@ inline cudaError_t cudaMallocAsync(void **p, size_t bytes, cudaStream_t s)
 }
 inline cudaError_t cudaMallocHost(void **p, size_t bytes)
 {
-    return cudaMalloc(p, bytes);
+    *p = cuda_emu::mem_alloc(bytes, cuda_emu::MEM_PINNED);
+    return *p != NULL ? cudaSuccess : cudaErrorMemoryAllocation;
 }
 inline cudaError_t cudaFree(void *p)
 {
-    free(p);
-    return cudaSuccess;
+    return (p == NULL || cuda_emu::mem_free(p) == 0) ? cudaSuccess : cudaErrorInvalidValue;
 }
 inline cudaError_t cudaFreeAsync(void *p, cudaStream_t s)
 {
@@ -584,8 +659,10 @@ inline cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t bytes, cudaMem
 }
 inline cudaError_t cudaMemGetInfo(size_t *free_b, size_t *total_b)
 {
-    *free_b = (size_t)1 << 35; /* nothing in use: the memory is the host's */
-    *total_b = (size_t)1 << 35;
+    std::lock_guard<std::mutex> g(cuda_emu::mem_lock);
+
+    *total_b = cuda_emu::mem_total;
+    *free_b = cuda_emu::mem_total - cuda_emu::mem_used[cuda_emu::MEM_DEVICE];
     return cudaSuccess;
 }
 inline cudaError_t cudaEventCreate(cudaEvent_t *e)

@@ -1,8 +1,9 @@
 #!/bin/bash
 # sharc-llama --device cuda end to end without a GPU: tests/trainer/sharc-llama-emu is the
 # trainer with its CUDA ops table built for the host emulation of CUDA (tests/trainer/
-# cuda_emu.h; its memory is the host's, so the shard engine runs in host mode). The tiny
-# config, small batches (the emulation is slow):
+# cuda_emu.h), and libsharc's CUDA layer over the same emulation (tests/gpu_emu.h: the shard
+# engine runs its CUDA mode, collectives staged). The tiny config, small batches (the
+# emulation is slow):
 #  - f32 on the emulated table equals the CPU trainer, 6 steps within 1e-5 relative (plain;
 #    gradient accumulation with recomputation; bf16 gathers and reductions);
 #  - bf16 (the tiled attention's table, whose kernels test_ops_cuda_emu checks; tiny's head
@@ -11,25 +12,13 @@
 #    the model, within 5e-4 of the CPU's f32 losses and 5e-3 of its gradient norms;
 #  - a run stopped and resumed equals the uninterrupted one; validation and the Hugging Face
 #    export go through the table too.
-# What a GPU adds (its arithmetic, streams, NCCL, the engine's CUDA mode) is tests/trainer_cuda.sh.
+# What a GPU adds (its arithmetic, streams running beside each other, NCCL) is
+# tests/trainer_cuda.sh.
 # SKIP (77) without the emulated binary, and in sanitizer builds (fibers and ASan do not mix).
 . "$(dirname "$0")/../lib.sh"
 
-EMU="$top_builddir/tests/trainer/sharc-llama-emu"
 CPU="$top_builddir/trainer/sharc-llama"
-if [ ! -x "$EMU" ]; then
-    echo "SKIP: no tests/trainer/sharc-llama-emu (needs a C++ compiler)"
-    exit 77
-fi
-if [ -n "${SHARCTEST_SANITIZE:-}" ]; then
-    echo "SKIP: the CUDA emulation's fibers and AddressSanitizer do not mix"
-    exit 77
-fi
-work=$(mktemp -d "${TMPDIR:-/tmp}/sharc-trainer-emu.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-mkdir -p "$work/data"
-make_tokens "$work/data/train.bin" 20000 256 256
-make_tokens "$work/data/val.bin" 3000 256 256
+emu_trainer trainer-emu
 
 # run BIN NAME ARGS...: 6 steps of the tiny config, 2 x 16 tokens
 run() {

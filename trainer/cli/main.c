@@ -47,6 +47,9 @@ static int cmd_flops(int argc, char **argv)
     printf("  per rank on %d ranks: masters + grads + AdamW moments %.2f GiB (16 B / parameter "
            "/ rank)\n",
            ranks, 16.0 * P / ranks / gib);
+    printf("  --offload host|managed: those in host memory, and on the GPU the param-dtype "
+           "shard the gathers send: %.2f GiB bf16 (2 B / parameter / rank)\n",
+           2.0 * P / ranks / gib);
     printf("  one gathered block: %.2f GiB bf16 params + %.2f GiB f32 grads; f32 activations "
            "%.2f GiB per block (%.2f GiB all blocks, %.2f GiB with --recompute; half in bf16)\n",
            2 * block / gib, 4 * block / gib, 4 * act * B * T / gib,

@@ -58,6 +58,11 @@ double llama_device_mem_mib(const llama_ops_t *ops)
     return ops->mem_used_mib != NULL ? ops->mem_used_mib() : 0.0;
 }
 
+double llama_device_mem_peak_mib(const llama_ops_t *ops)
+{
+    return ops->mem_peak_mib != NULL ? ops->mem_peak_mib() : llama_device_mem_mib(ops);
+}
+
 double llama_peak_rss_mib(void)
 {
     struct rusage ru;

@@ -25,6 +25,9 @@ double llama_peak_flops(const llama_ops_t *ops, char *what, size_t len);
 /** Device memory in use under @p ops, in MiB; 0 for host ops (their RSS is the measure). */
 double llama_device_mem_mib(const llama_ops_t *ops);
 
+/** The most device memory in use so far (a sample now included), in MiB; 0 for host ops. */
+double llama_device_mem_peak_mib(const llama_ops_t *ops);
+
 /** Peak resident memory of this process in MiB. */
 double llama_peak_rss_mib(void);
 

@@ -1,7 +1,8 @@
 /*
  * trainer/cli/opts.c: sharc-llama's options (opts.h): the usage text, the option table, the
  * parsing of each value (integers, numbers, dtypes, names) with a message naming the option,
- * and the checks between options (dtypes that follow --device). No model or data here.
+ * and the checks between options (dtypes and offload that follow --device). No model or data
+ * here.
  */
 #include "opts.h"
 #include "../util.h"
@@ -70,7 +71,12 @@ void llama_usage(FILE *f)
             "  --compute-dtype D    f32 or bf16 (cuda only): activations and products (default\n"
             "                       f32 on the cpu, bf16 on cuda; --param-dtype defaults to it)\n"
             "  --attention A        flash (tiled, memory-efficient; cuda, bf16) or gemm (the\n"
-            "                       probabilities materialized); default flash where it runs\n");
+            "                       probabilities materialized); default flash where it runs\n"
+            "  --offload M          none (default), host or managed (cuda): f32 masters,\n"
+            "                       gradient shards and AdamW's moments in host memory (page-\n"
+            "                       locked, or CUDA managed memory), AdamW on the CPU\n"
+            "  --offload-fraction F the share of the model offloaded, (0, 1] (default 1); the\n"
+            "                       first units (embedding, early blocks) stay on the GPU\n");
 }
 
 enum {
@@ -116,6 +122,8 @@ enum {
     O_CDT,
     O_ATTN,
     O_RANKS,
+    O_OFFLOAD,
+    O_OFFFRAC,
     O_HELP
 };
 
@@ -162,6 +170,8 @@ static const struct option long_opts[] = {
     {"compute-dtype", 1, 0, O_CDT},
     {"attention", 1, 0, O_ATTN},
     {"ranks", 1, 0, O_RANKS},
+    {"offload", 1, 0, O_OFFLOAD},
+    {"offload-fraction", 1, 0, O_OFFFRAC},
     {"help", 0, 0, O_HELP},
     {0, 0, 0, 0},
 };
@@ -237,6 +247,20 @@ static int parse_attention(const char *s, llama_attention_t *out)
            : strcmp(s, "flash") == 0 ? LLAMA_ATTENTION_FLASH
                                      : LLAMA_ATTENTION_AUTO;
     return 0;
+}
+
+static int parse_offload(const char *s, sharc_shard_offload_t *out)
+{
+    static const char *const names[] = {"none", "host", "managed"};
+
+    for (int i = 0; i < 3; i++) {
+        if (strcmp(s, names[i]) == 0) {
+            *out = (sharc_shard_offload_t)i;
+            return 0;
+        }
+    }
+    llama_err("--offload: '%s' is not none, host or managed", s);
+    return -1;
 }
 
 static int parse_prefetch(const char *opt, const char *s, int *out)
@@ -332,6 +356,8 @@ static int parse_one(llama_opts_t *o, int c, const char *name, const char *arg, 
     case O_DEVICE: return parse_device(arg, &o->run.device);
     case O_CDT: return parse_dtype(name, arg, &o->run.compute_dtype);
     case O_ATTN: return parse_attention(arg, &o->run.attention);
+    case O_OFFLOAD: return parse_offload(arg, &o->run.offload);
+    case O_OFFFRAC: return parse_num(name, arg, 0, &o->run.offload_fraction);
     case O_PDT: return parse_dtype(name, arg, &o->run.param_dtype);
     case O_RDT: return parse_dtype(name, arg, &o->run.reduce_dtype);
     case O_EXPDT: return parse_dtype(name, arg, &o->export_dtype);
@@ -359,6 +385,15 @@ static int opts_finish(llama_opts_t *o)
     }
     if (o->run.param_dtype == SHARC_DTYPE_LAST) {
         o->run.param_dtype = o->run.compute_dtype;
+    }
+    if (o->run.offload != SHARC_SHARD_OFFLOAD_NONE && o->run.device != LLAMA_DEVICE_CUDA) {
+        llama_err("--offload needs --device cuda (on the CPU the state is in host memory)");
+        return -1;
+    }
+    if (o->run.offload_fraction != 0 &&
+        (o->run.offload == SHARC_SHARD_OFFLOAD_NONE || o->run.offload_fraction > 1)) {
+        llama_err("--offload-fraction needs --offload host or managed, and a value in (0, 1]");
+        return -1;
     }
     o->optim.steps = o->steps;
     if (o->stop_at == 0 || o->stop_at > o->steps) {

@@ -22,9 +22,10 @@ void llama_report_start(const llama_train_t *t)
                sharc_dtype_name(run->reduce_dtype), run->recompute ? ", recompute" : "",
                run->shard_size > 0 ? ", HSDP" : "");
     if (run->device == LLAMA_DEVICE_CUDA) {
-        llama_info("compute: cuda (%s), %s; MFU against %.1f TFLOP/s/rank (%s)",
+        static const char *const offload[] = {"none", "host", "managed"};
+        llama_info("compute: cuda (%s), %s; MFU against %.1f TFLOP/s/rank (%s); offload %s",
                    llama_model_ops(t->model)->name, sharc_dtype_name(run->compute_dtype),
-                   t->peak / 1e12, t->peak_what);
+                   t->peak / 1e12, t->peak_what, offload[run->offload]);
     } else {
         llama_info("compute: cpu, f32, %d thread(s)/rank; MFU against %.1f GFLOP/s/rank (%s)",
                    t->threads, t->peak / 1e9, t->peak_what);
@@ -45,6 +46,7 @@ void llama_report_start(const llama_train_t *t)
     llama_jsonl_num(t->log, "gemm_peak_gflops", t->peak / 1e9);
     llama_jsonl_str(t->log, "device", run->device == LLAMA_DEVICE_CUDA ? "cuda" : "cpu");
     llama_jsonl_str(t->log, "compute_dtype", sharc_dtype_name(run->compute_dtype));
+    llama_jsonl_int(t->log, "offload", (int)run->offload);
     llama_jsonl_str(t->log, "peak_source", t->peak_what);
     llama_jsonl_end(t->log);
 }
@@ -59,7 +61,7 @@ void llama_report_step(llama_train_t *t, int step, const llama_step_time_t *tm, 
     double compute_s = tm->step_s - tm->data_s - tm->exposed_s;
     double dev_mib = llama_device_mem_mib(llama_model_ops(t->model));
 
-    t->dev_peak_mib = dev_mib > t->dev_peak_mib ? dev_mib : t->dev_peak_mib;
+    llama_sample_memory(t);
     if ((step + 1) % o->print_every == 0 || step == (int)t->start_step || step + 1 == o->steps) {
         llama_info("step %5d/%d | loss %.4f | lr %.2e | norm %.3f | %.0f tok/s (%.0f/rank) | "
                    "mfu %.1f%% | %.3f s: compute %.3f, exposed comm %.3f, data %.3f",
@@ -83,8 +85,25 @@ void llama_report_step(llama_train_t *t, int step, const llama_step_time_t *tm, 
     llama_jsonl_num(t->log, "peak_rss_mib", llama_peak_rss_mib());
     if (t->run.device == LLAMA_DEVICE_CUDA) {
         llama_jsonl_num(t->log, "gpu_mem_mib", dev_mib);
+        llama_jsonl_num(t->log, "gpu_mem_peak_mib", t->dev_peak_mib);
     }
     llama_jsonl_end(t->log);
+}
+
+void llama_sample_memory(llama_train_t *t)
+{
+    double peak = llama_device_mem_peak_mib(llama_model_ops(t->model));
+
+    t->dev_peak_mib = peak > t->dev_peak_mib ? peak : t->dev_peak_mib;
+}
+
+/* The shard engine's memory on the host (offloaded state and its slots), in MiB. */
+static double engine_host_mib(const llama_train_t *t)
+{
+    size_t host = 0;
+
+    sharc_shard_memory(t->sg, NULL, &host);
+    return (double)host / (1 << 20);
 }
 
 void llama_report_val(const llama_train_t *t, int step)
@@ -101,7 +120,7 @@ sharc_status_t llama_report_summary(llama_train_t *t)
 {
     int skip = t->nsteps > 4 ? 2 : 0, n = t->nsteps - skip, world = t->world;
     double *v = malloc(sizeof(double) * (size_t)n * 5), rss = llama_peak_rss_mib(), rss_max;
-    double dev_max = 0.0;
+    double dev_max = 0.0, host = engine_host_mib(t), host_max = 0.0;
 
     if (v == NULL) {
         return SHARC_ERR_NOMEM;
@@ -122,12 +141,14 @@ sharc_status_t llama_report_summary(llama_train_t *t)
     free(v);
     sharc_allreduce(&rss, &rss_max, 1, SHARC_DTYPE_F64, SHARC_OP_MAX, t->comm, NULL);
     sharc_allreduce(&t->dev_peak_mib, &dev_max, 1, SHARC_DTYPE_F64, SHARC_OP_MAX, t->comm, NULL);
+    sharc_allreduce(&host, &host_max, 1, SHARC_DTYPE_F64, SHARC_OP_MAX, t->comm, NULL);
     llama_info("summary: %d ranks | %.0f tok/s (%.0f/rank) | step %.3f s | exposed comm "
                "%.1f%% | mfu %.1f%% | peak rss %.0f MiB/rank | final loss %.4f",
                world, tps, tps / world, step_s, 100.0 * share, 100.0 * mfu, rss_max, t->final_loss);
     if (t->run.device == LLAMA_DEVICE_CUDA) {
-        llama_info("summary: peak GPU memory %.0f MiB/rank (device memory in use at a step's end)",
-                   dev_max);
+        llama_info("summary: peak GPU memory %.0f MiB/rank (high-water mark); host memory %.0f "
+                   "MiB/rank peak resident, %.0f MiB of it the engine's offloaded state",
+                   dev_max, rss_max, host_max);
     }
     if (t->val_loss >= 0) {
         llama_info("summary: val loss %.4f", (double)t->val_loss);
@@ -145,6 +166,7 @@ sharc_status_t llama_report_summary(llama_train_t *t)
     llama_jsonl_num(t->log, "peak_rss_mib", rss_max);
     if (t->run.device == LLAMA_DEVICE_CUDA) {
         llama_jsonl_num(t->log, "peak_gpu_mem_mib", dev_max);
+        llama_jsonl_num(t->log, "offload_host_mib", host_max);
     }
     llama_jsonl_num(t->log, "val_loss", (double)t->val_loss);
     llama_jsonl_int(t->log, "steps", t->nsteps);

@@ -184,12 +184,16 @@ static sharc_status_t train_forward_backward(llama_train_t *t, int step, double 
         status = llama_data_batch(t->train_data, (micro * t->world + t->rank) * t->run.batch,
                                   t->run.batch, t->x, t->y);
         *data_s_p += llama_now() - td;
+        if (status == SHARC_OK && k == o->accum - 1) { /* the engine's AdamW takes its grads */
+            status = llama_optim_begin(t->optim, step);
+        }
         if (status == SHARC_OK) {
             int last = k == o->accum - 1;
             status =
                 llama_model_step(t->model, t->x, t->y, 1.0f / o->accum, last, last ? &loss : NULL);
             *loss_sum_p += last ? (double)loss * o->accum : 0.0;
         }
+        llama_sample_memory(t); /* the device's high-water mark: after every micro-batch */
     }
     if (status == SHARC_OK) {
         status = sharc_shard_finish(t->sg);

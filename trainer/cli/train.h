@@ -36,7 +36,7 @@ typedef struct {
     double peak; /* FLOP/s per rank, for MFU */
     char peak_what[320];
     double fpt;          /* FLOPs per token of a training step */
-    double dev_peak_mib; /* most device memory in use at a step's end (GPU) */
+    double dev_peak_mib; /* the device memory's high-water mark so far (GPU) */
     float val_loss;
     double final_loss; /* the last step's loss, averaged over the ranks */
 } llama_train_t;
@@ -49,6 +49,8 @@ void llama_report_start(const llama_train_t *t);
 /** A step's figures: a line every --print-every steps, a "step" record every step. */
 void llama_report_step(llama_train_t *t, int step, const llama_step_time_t *tm, double mean_loss,
                        float lr, float norm, double comm_s);
+/** A sample of the device memory in use, for the high-water mark (after each micro-batch). */
+void llama_sample_memory(llama_train_t *t);
 /** The validation loss after step @p step. */
 void llama_report_val(const llama_train_t *t, int step);
 /** Medians over the steps, peak memory over the ranks; collective. */

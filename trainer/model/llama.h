@@ -81,6 +81,10 @@ typedef struct {
     sharc_dtype_t compute_dtype; /**< f32 (0, the default) or bf16 (CUDA): activations and
                                       the products' inputs; products accumulate in f32 */
     llama_attention_t attention; /**< AUTO (0, the default), GEMM or FLASH */
+    /** CUDA: where the shard engine keeps the f32 masters, gradient shards and AdamW's
+     *  moments (none: on the GPU); with offload the engine's AdamW updates them on the CPU */
+    sharc_shard_offload_t offload;
+    double offload_fraction; /**< the share of elements offloaded, (0, 1]; 0: all */
 } llama_run_t;
 
 /** Where parameters come from at creation. */

@@ -255,6 +255,12 @@ static sharc_status_t create_group(llama_model_t *m, const sharc_shard_param_t *
         sp.field_mask |= SHARC_SHARD_PARAM_MEMTYPE | SHARC_SHARD_PARAM_STREAM;
         sp.memtype = SHARC_MEMTYPE_CUDA;
         sp.stream = stream;
+        sp.field_mask |= SHARC_SHARD_PARAM_OFFLOAD;
+        sp.offload = run->offload;
+        if (run->offload_fraction > 0) {
+            sp.field_mask |= SHARC_SHARD_PARAM_OFFLOAD_FRACTION;
+            sp.offload_fraction = run->offload_fraction;
+        }
     }
     status = sharc_shard_create(m->comm, params, m->nparams, &sp, &m->group);
     if (status != SHARC_OK) {

@@ -26,7 +26,29 @@ struct llama_optim {
     int *nranges;
     int replicas; /* HSDP replicas: each holds the same gradient shards */
     double *sums; /* (2) the ops' memory: the sum of squares, this rank's and all-reduced */
+    int engine;   /* offload: the shard engine's AdamW runs the updates */
 };
+
+/* The engine's AdamW on the group's shards, decay on 2-D parameters as below. */
+static sharc_status_t engine_create(llama_optim_t *o)
+{
+    llama_model_t *m = o->m;
+    unsigned char *decay = calloc((size_t)m->nparams, 1);
+    sharc_status_t status;
+
+    if (decay == NULL) {
+        return SHARC_ERR_NOMEM;
+    }
+    for (int i = 0; i < m->nparams; i++) {
+        sharc_shard_param_info_t pi;
+        sharc_shard_param_info(m->group, i, &pi);
+        decay[i] = pi.ndim >= 2;
+    }
+    status = sharc_shard_adamw_create(m->group, decay);
+    free(decay);
+    o->engine = status == SHARC_OK;
+    return status;
+}
 
 sharc_status_t llama_optim_create(llama_model_t *m, const llama_optim_cfg_t *cfg,
                                   llama_optim_t **optim_p)
@@ -39,6 +61,15 @@ sharc_status_t llama_optim_create(llama_model_t *m, const llama_optim_cfg_t *cfg
     }
     o->m = m;
     o->cfg = *cfg;
+    if (m->run.offload != SHARC_SHARD_OFFLOAD_NONE) {
+        status = engine_create(o);
+        if (status != SHARC_OK) {
+            free(o);
+            return status;
+        }
+        *optim_p = o;
+        return SHARC_OK;
+    }
     o->replicas = m->run.shard_size > 0 ? m->world / m->run.shard_size : 1;
     o->ranges = calloc((size_t)m->nunits * LLAMA_MAX_UNIT_PARAMS, sizeof(*o->ranges));
     o->nranges = calloc((size_t)m->nunits, sizeof(*o->nranges));
@@ -104,6 +135,20 @@ float llama_optim_lr(const llama_optim_cfg_t *c, int step)
     return c->min_lr + 0.5f * (c->lr - c->min_lr) * (float)(1.0 + cos(M_PI * progress));
 }
 
+sharc_status_t llama_optim_begin(llama_optim_t *o, int step)
+{
+    const llama_optim_cfg_t *c = &o->cfg;
+    sharc_shard_adamw_t hp = {.lr = llama_optim_lr(c, step),
+                              .beta1 = c->beta1,
+                              .beta2 = c->beta2,
+                              .eps = c->eps,
+                              .weight_decay = c->weight_decay,
+                              .max_norm = c->grad_clip,
+                              .step = step + 1};
+
+    return o->engine ? sharc_shard_adamw_step(o->m->group, &hp) : SHARC_OK;
+}
+
 sharc_status_t llama_optim_step(llama_optim_t *o, int step, float *grad_norm_p, float *lr_p)
 {
     llama_model_t *m = o->m;
@@ -113,6 +158,10 @@ sharc_status_t llama_optim_step(llama_optim_t *o, int step, float *grad_norm_p, 
     sharc_request_h req;
     sharc_status_t status;
 
+    if (o->engine) {
+        *lr_p = llama_optim_lr(c, step);
+        return sharc_shard_adamw_norm(m->group, grad_norm_p);
+    }
     /* the norm's sum and the update stay in the ops' memory (on CUDA nothing here waits for
      * the device) until the norm is read back for the log at the end */
     op->zero(sums, 2 * sizeof(double));

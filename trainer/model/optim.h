@@ -1,7 +1,8 @@
 /*
  * trainer/model/optim.h: AdamW on each rank's f32 master shards (moments kept as sharc shard
  * states, so checkpoints carry them), global gradient-norm clipping, and a cosine learning
- * rate with linear warmup.
+ * rate with linear warmup. With offload the shard engine's AdamW runs it (on the CPU, per
+ * unit as its gradients arrive), with the same arithmetic and the same checkpoint states.
  */
 #ifndef SHARC_LLAMA_OPTIM_H
 #define SHARC_LLAMA_OPTIM_H
@@ -29,9 +30,16 @@ void llama_optim_destroy(llama_optim_t *optim);
 float llama_optim_lr(const llama_optim_cfg_t *cfg, int step);
 
 /**
+ * Before the backward of step @p step's last micro-batch: with the engine's AdamW, its
+ * update is armed (each unit's next reduction is the one it takes). Nothing otherwise.
+ */
+sharc_status_t llama_optim_begin(llama_optim_t *optim, int step);
+
+/**
  * One update from the reduced gradient shards (after sharc_shard_finish): clip by the global
  * norm (one all-reduce), AdamW with bias correction for update number step + 1. Outputs the
- * norm before clipping. Collective.
+ * norm before clipping. Collective. (The engine's AdamW: done by then, or on its way; the
+ * norm is the engine's.)
  */
 sharc_status_t llama_optim_step(llama_optim_t *optim, int step, float *grad_norm_p, float *lr_p);
 

@@ -23,15 +23,18 @@ typedef sharc_status_t (*fill_fn_t)(llama_model_t *m, int param, size_t start, s
 
 static sharc_status_t fill_owned(llama_model_t *m, fill_fn_t fill, void *arg)
 {
-    int host = m->ops->memtype == SHARC_MEMTYPE_HOST;
-
     for (int u = 0; u < m->nunits; u++) {
         sharc_shard_unit_info_t ui;
+        sharc_memtype_t where = SHARC_MEMTYPE_HOST;
         float *shard, *master = NULL;
         sharc_status_t status = sharc_shard_unit_info(m->group, u, &ui);
         if (status == SHARC_OK) {
             status = sharc_shard_local(m->group, u, &shard, NULL, NULL);
         }
+        if (status == SHARC_OK) { /* (offloaded shards are in host memory) */
+            status = sharc_shard_unit_memtype(m->group, u, &where);
+        }
+        int host = where != SHARC_MEMTYPE_CUDA;
         if (status == SHARC_OK) {
             /* device shards: this unit's is put together here (padding zero) and copied */
             master = host ? shard : calloc(ui.shard_count ? ui.shard_count : 1, sizeof(float));
@@ -205,10 +208,12 @@ sharc_status_t llama_model_export(llama_model_t *m, sharc_comm_h comm, const cha
     }
     for (int u = 0; u < m->nunits; u++) {
         sharc_shard_unit_info_t ui;
+        sharc_memtype_t where = SHARC_MEMTYPE_HOST;
         float *master;
         sharc_shard_unit_info(m->group, u, &ui);
         sharc_shard_local(m->group, u, &master, NULL, NULL);
-        if (mine != NULL) {
+        sharc_shard_unit_memtype(m->group, u, &where); /* offloaded: in host memory */
+        if (mine != NULL && where == SHARC_MEMTYPE_CUDA) {
             /* a failed copy still takes part in the gather, so no peer waits for this rank */
             sharc_status_t hs = m->ops->to_host(mine, master, ui.shard_count * sizeof(float));
             status = status == SHARC_OK ? hs : status;

@@ -165,6 +165,9 @@ typedef struct {
     double (*peak_flops)(char *what, size_t len);
     /** Memory the device has in use, in MiB; NULL for host tables (their RSS counts). */
     double (*mem_used_mib)(void);
+    /** The most device memory in use so far, in MiB: sampled after each of the table's own
+     *  allocations and at each call of either function; NULL for host tables. */
+    double (*mem_peak_mib)(void);
 } llama_ops_t;
 
 /** The CPU table: BLAS for the products, plain loops for the rest, f32. */

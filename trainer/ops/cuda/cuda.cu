@@ -44,6 +44,8 @@ bool ok_blas(cublasStatus_t st, const char *what)
 
 /* ---- memory ---------------------------------------------------------------------------------- */
 
+static double mem_used_mib(void); /* device memory in use, and the high-water mark's sample */
+
 static void log_no_memory(size_t bytes, cudaError_t err)
 {
     size_t free_b = 0, total_b = 0;
@@ -69,6 +71,7 @@ static void *dev_alloc(size_t bytes)
         cudaFree(p);
         return NULL;
     }
+    mem_used_mib(); /* (the high-water mark's sample) */
     return p;
 }
 
@@ -126,6 +129,7 @@ void *scratch(int slot, size_t bytes)
     }
     g.scratch[slot] = p;
     g.scratch_cap[slot] = cap;
+    mem_used_mib();
     return p;
 }
 
@@ -289,12 +293,26 @@ static double peak_flops(char *what, size_t len)
     return measure_peak();
 }
 
+/* the most device memory seen in use: the high-water mark, with a sample after each of the
+ * table's allocations (memory others allocate, the shard engine's, stays: later samples see
+ * it) */
+static double mem_peak_seen;
+
 static double mem_used_mib(void)
 {
     size_t free_b = 0, total_b = 0;
+    double used = cudaMemGetInfo(&free_b, &total_b) == cudaSuccess
+                      ? (double)(total_b - free_b) / (1 << 20)
+                      : 0.0;
 
-    return cudaMemGetInfo(&free_b, &total_b) == cudaSuccess ? (double)(total_b - free_b) / (1 << 20)
-                                                            : 0.0;
+    mem_peak_seen = used > mem_peak_seen ? used : mem_peak_seen;
+    return used;
+}
+
+static double mem_peak_mib(void)
+{
+    mem_used_mib();
+    return mem_peak_seen;
 }
 
 /* ---- the tables ------------------------------------------------------------------------------ */
@@ -308,11 +326,8 @@ template <typename T> static void fill_table(llama_ops_t *t, const char *name, s
     memset(t, 0, sizeof(*t));
     t->name = name;
     t->act_dtype = dt;
-#ifdef LLAMA_CUDA_EMU
-    t->memtype = SHARC_MEMTYPE_HOST; /* emulated device memory is the host's: the engine's too */
-#else
+    /* (emulated: libsharc's CUDA layer runs over the same emulation, tests/gpu_emu.h) */
     t->memtype = SHARC_MEMTYPE_CUDA;
-#endif
     t->alloc = dev_alloc;
     t->free = dev_free;
     t->zero = dev_zero;
@@ -339,6 +354,7 @@ template <typename T> static void fill_table(llama_ops_t *t, const char *name, s
     t->adamw = adamw;
     t->peak_flops = peak_flops;
     t->mem_used_mib = mem_used_mib;
+    t->mem_peak_mib = mem_peak_mib;
 }
 
 static void teardown(void)
