@@ -89,7 +89,10 @@ static sharc_status_t sharc_stage_pinned(sharc_coll_task_t *task, sharc_stage_t 
     sharc_coll_comm_t *cc = task->cc;
     sharc_status_t status;
 
-    st->pinned_bytes = SHARC_STAGE_SLOTS * (st->srows + st->rrows) * st->chunk * st->esize;
+    /* (a small collective takes what it needs: chunks no larger than the message, no more
+     * slots than chunks) */
+    st->pinned_bytes = SHARC_MIN(SHARC_STAGE_SLOTS, st->nchunks) * (st->srows + st->rrows) *
+                       st->chunk * st->esize;
     if (!cc->pinned_busy) {
         if (cc->pinned_bytes < st->pinned_bytes) {
             sharc_gpu_host_free(cc->pinned);
@@ -123,7 +126,7 @@ static sharc_status_t sharc_staged_init(sharc_coll_task_t *task)
     st->n = (size_t)cc->size;
     st->esize = sharc_dtype_size(a->dtype);
     st->per = sharc_stage_per_rank(task);
-    st->chunk = sharc_stage_chunk(task);
+    st->chunk = SHARC_MIN(sharc_stage_chunk(task), SHARC_MAX(st->per, (size_t)1));
     st->nchunks = sharc_stage_tags(task);
     st->srows =
         (a->type == SHARC_COLL_REDUCE_SCATTER || a->type == SHARC_COLL_ALLTOALL) ? st->n : 1;

@@ -35,8 +35,8 @@ extern "C" {
 namespace gpu_emu
 {
 /* collectives on emulated device memory go through host memory, not a real NCCL; in chunks of
- * 256 KiB: the staging takes its page-locked buffer per collective in flight for whole
- * chunks (SHARC_STAGE_CHUNK, 4 MiB: 32 MiB a collective), however small the collective */
+ * 256 KiB: the engine keeps many collectives in flight, each with page-locked staging of up
+ * to 4 chunks a side (SHARC_STAGE_CHUNK, 4 MiB by default: up to 32 MiB a large collective) */
 inline int staged =
     setenv("SHARC_CUDA_BACKEND", "staged", 0) + setenv("SHARC_STAGE_CHUNK", "256k", 0);
 

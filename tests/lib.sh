@@ -38,16 +38,22 @@ show_out() {
 # run_ok DESCRIPTION COMMAND...: the command must succeed.
 run_ok() {
     local what=$1; shift
-    local out
+    local out t0=$SECONDS
     out=$("$@" 2>&1)
     local st=$?
     if [ $st -ne 0 ]; then
-        echo "FAIL: $what (exit $st)"
+        echo "FAIL: $what (exit $st)$(took "$t0")"
         show_out "$out"
         failures=$((failures + 1))
     else
-        echo "ok: $what"
+        echo "ok: $what$(took "$t0")"
     fi
+}
+
+# took T0: " [N s]", the seconds since T0 ($SECONDS then), when SHARCTEST_TIMES is set (the
+# guest of rdma.sh sets it, to show where its time goes); nothing otherwise.
+took() {
+    [ -n "${SHARCTEST_TIMES:-}" ] && echo " [$((SECONDS - $1)) s]"
 }
 
 # run_ok_match DESCRIPTION PATTERN COMMAND...: the command must succeed and its output match
@@ -55,12 +61,12 @@ run_ok() {
 # further checks.
 run_ok_match() {
     local what=$1 pattern=$2; shift 2
-    local out st
+    local out st t0=$SECONDS
     out=$("$@" 2>&1)
     st=$?
     last_out=$out
     if [ $st -ne 0 ]; then
-        echo "FAIL: $what (exit $st)"
+        echo "FAIL: $what (exit $st)$(took "$t0")"
         show_out "$out"
         failures=$((failures + 1))
     elif ! echo "$out" | grep -Ezq -- "$pattern"; then
@@ -68,7 +74,7 @@ run_ok_match() {
         show_out "$out"
         failures=$((failures + 1))
     else
-        echo "ok: $what"
+        echo "ok: $what$(took "$t0")"
     fi
 }
 

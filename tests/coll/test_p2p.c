@@ -262,7 +262,7 @@ static void run_any_order(sharc_comm_h comm)
 {
     int peer = nranks - 1, x = 0;
     int32_t buf[4][64];
-    sharc_request_h req[4];
+    sharc_request_h req[4] = {NULL}; /* (a failed post leaves its slot NULL) */
 
     for (int first = 0; nranks > 1 && (me == 0 || me == peer) && first < 2; first++) {
         if (me == peer) {
@@ -338,7 +338,7 @@ static void run_truncation(sharc_comm_h comm)
 static void run_zero(sharc_comm_h comm)
 {
     int right = (me + 1) % nranks, left = (me + nranks - 1) % nranks;
-    sharc_request_h req[4];
+    sharc_request_h req[4] = {NULL}; /* (a failed post leaves its slot NULL) */
 
     CHECK(sharc_recv(NULL, 0, SHARC_DTYPE_F64, left, 5, comm, &req[0]) == SHARC_OK);
     CHECK(sharc_recv(NULL, 0, SHARC_DTYPE_U8, me, 6, comm, &req[1]) == SHARC_OK);
@@ -463,7 +463,7 @@ static void run_group(sharc_comm_h comm)
 {
     int right = (me + 1) % nranks, left = (me + nranks - 1) % nranks;
     double s[3] = {me, me + 0.5, me + 0.25}, r[3] = {0};
-    sharc_request_h req[2];
+    sharc_request_h req[2] = {NULL};
 
     CHECK(sharc_p2p_group_end(comm) == SHARC_ERR_INVALID); /* none open */
     CHECK(sharc_p2p_group_start(comm) == SHARC_OK);

@@ -68,18 +68,23 @@ void sharc_tp_ib_reads(sharc_tp_comm_t *tp, int peer)
 /*
  * A zero-copy message matched its receive: read it into the receive's buffer (registered
  * from the cache, by the receive's handle, or for this transfer). A buffer too short, or one
- * that cannot be registered, fails the receive; the sender hears of it either way.
+ * that cannot be registered, fails the receive; the sender hears that it is done with its
+ * buffer, and of a registration failure as its send's.
  */
 void sharc_tp_ib_zc_start(sharc_tp_comm_t *tp, int peer, sharc_ib_msg_t *m)
 {
     sharc_ib_peer_t *p = &tp->peers[peer];
     sharc_tp_req_t *req = m->req;
     const sharc_tp_ib_req_t *r = sharc_tp_ib_req(req);
+    int failed = 1;
 
     sharc_trace("ib: rank %d: reading %zu bytes of tag %#llx from rank %d (zero-copy %u)",
                 tp->base.rank, m->total, (unsigned long long)m->tag, peer, m->rts.seq);
     if (m->total > r->capacity) {
+        /* the receive's error, not the send's: the sender is done with its buffer, as when
+         * an eager message is dropped (MPI's truncation fails the receive alone) */
         sharc_tp_ib_truncated(tp, peer, req, m->total);
+        failed = 0;
     } else if ((m->reg = sharc_ib_reg_for(tp, r->mem, r->buf, m->total, 1)) == NULL) {
         req->bytes = 0;
         sharc_tp_ib_complete(req, SHARC_ERR_IO);
@@ -88,7 +93,7 @@ void sharc_tp_ib_zc_start(sharc_tp_comm_t *tp, int peer, sharc_ib_msg_t *m)
         sharc_tp_ib_reads(tp, peer);
         return;
     }
-    sharc_ib_fin(tp, peer, m->rts.seq, 1);
+    sharc_ib_fin(tp, peer, m->rts.seq, failed);
     free(m);
 }
 

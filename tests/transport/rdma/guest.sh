@@ -8,6 +8,7 @@
 # steps; and the faults: a rank that dies before a collective and a rank killed in the middle
 # of a large transfer (the others fail at once, naming the rank that is gone and its host).
 . "$(dirname "$0")/../../lib.sh"
+export SHARCTEST_TIMES=1 # each case's seconds on its line
 
 run_ok_match "verbs: RC QPs, RDMA write with immediate, a QP forced into error, a bad registration" \
     "device rxe0.*rdma write with immediate of [0-9]+ bytes: ok.*QP in error: Work Request Flushed Error.*registering an unmapped range: Bad address" \
@@ -22,10 +23,11 @@ for n in 2 4; do
         "$BIN/coll/test_coll" 100003
 done
 # point-to-point calls over ib: every dtype, tags and order (copied and zero-copy sizes),
-# receives from any rank matched in MPI's order, truncation, 1000 in flight, self, groups
+# receives from any rank matched in MPI's order, truncation, 1000 in flight, self, groups;
+# at 3 ranks (several senders to one receive from any rank) with small messages only
 for n in 2 3; do
     run_ok "ib: sends and receives (sharc_send / sharc_recv), $n ranks" env SHARC_TIMEOUT=120s \
-        "$LAUNCH" --mode env -n $n --timeout 300 -- "$BIN/coll/test_p2p" 100003
+        "$LAUNCH" --mode env -n $n --timeout 300 -- "$BIN/coll/test_p2p" $((n == 2 ? 100003 : 10003))
 done
 run_ok "ib: sends and receives on shareable buffers (zero-copy), 2 ranks" \
     env SHARC_TIMEOUT=120s SHARC_IB_ZCOPY_MIN=64k SHARCTEST_MEM_ALLOC=1 "$LAUNCH" --mode env -n 2 \
