@@ -42,7 +42,7 @@ run_ok "ib: the sharding engine's steps, 2 ranks" env SHARC_TIMEOUT=120s "$LAUNC
     -n 2 --timeout 300 -- "$BIN/shard/test_shard" steps
 run_ok_match "ib: sharc-perf reports it" "transport ib.*33554432 +8388608 +f32" \
     env SHARC_LOG_LEVEL=info "$LAUNCH" --mode env -n 2 --timeout 200 -- \
-    "$top_builddir/perf/sharc-perf" allgather -b 1M -e 32M -f 32 -n 2 -w 1
+    "$top_builddir/perf/sharc-perf" allgather -b 32M -e 32M -n 1 -w 1
 
 crash_ranks=(--rank-env 0:SHARCTEST_CRASH_RANK=1 --rank-env 1:SHARCTEST_CRASH_RANK=1
     --rank-env 2:SHARCTEST_CRASH_RANK=1)
