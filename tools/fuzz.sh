@@ -125,7 +125,10 @@ build_harness() {
     cluster)
         # shellcheck disable=SC2086
         "$clang" "${flags[@]}" $cflags -I"$top/perf" "$top/tests/fuzz/fuzz_$h.c" \
-            "$top/perf/predict/predict_input.c" "$top/perf/common/perf_util.c" \
+            "$top/perf/predict/predict_input.c" "$top/perf/predict/predict_offload.c" \
+            "$top/perf/predict/predict_cost.c" "$top/perf/predict/predict_sim.c" \
+            "$top/shard/shard_plan.c" "$top/shard/shard_plan_auto.c" \
+            "$top/perf/common/perf_util.c" \
             -o "$out/fuzz_$h" $libs
         ;;
     store | manifest | tune)
@@ -209,7 +212,7 @@ for h in $harnesses; do
         tail -40 "$out/fuzz_$h.log"
         rc=1
     else
-        grep -E "stat::number_of_executed_units|cov:" "$out/fuzz_$h.log" | tail -2
+        grep -aE "stat::number_of_executed_units|cov:" "$out/fuzz_$h.log" | tail -2
     fi
 done
 if [ $ran -eq 0 ]; then
