@@ -274,6 +274,7 @@ struct sharc_coll_comm {
     char why[192];                   /* what failed it, for the messages of later posts */
     char verdict[1024];              /* the last stall verdict the ranks agreed on, or "" */
     uint64_t verdict_ordinal;        /* the collective it is about (atomic; UINT64_MAX: none) */
+    double verdict_ends;             /* when its last waiting rank times out (stall.c) */
     uint64_t stall_asked;            /* the last stalled ordinal a verdict was asked for */
     sharc_coll_watchdog_t *watchdog; /* the context's, while this communicator is in it */
     double next_check; /* when progress next asks the bootstrap whether a rank is gone */
@@ -508,6 +509,21 @@ SHARC_HIDDEN void sharc_coll_watchdog_remove(sharc_coll_watchdog_t *wd, sharc_co
  * one when a collective has waited past SHARC_STALL_WARN. */
 SHARC_HIDDEN void sharc_coll_stall_check(sharc_coll_comm_t *cc);
 
+/* The oldest collective this rank has started and not completed, or NULL (lock held). */
+SHARC_HIDDEN const sharc_coll_task_t *sharc_coll_oldest(const sharc_coll_comm_t *cc);
+
+/* The verdict the ranks agreed on collective @p ordinal (lock held), or NULL: the messages of
+ * its failure carry it, whatever ends it (this rank's timeout, a peer's leaving). */
+SHARC_HIDDEN const char *sharc_coll_verdict_on(const sharc_coll_comm_t *cc, uint64_t ordinal);
+
+/*
+ * This rank gave up on collective @p ordinal at its SHARC_TIMEOUT (lock not held): when the
+ * ranks agreed a verdict on it, wait until the other ranks waiting in it have reached their
+ * own timeouts (a little past the latest, as the verdict's heads tell; at most 5 s), so that
+ * each of them fails on its timeout with the verdict rather than on this rank's connections
+ * closing as its caller goes on (a lost peer, blaming a healthy rank).
+ */
+SHARC_HIDDEN void sharc_coll_stall_linger(const sharc_coll_comm_t *cc, uint64_t ordinal);
 
 /* ---- the stall verdict (verdict.c) */
 

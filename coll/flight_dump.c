@@ -43,7 +43,7 @@ static double sharc_coll_ago(double now, double t)
 
 void sharc_coll_head(sharc_coll_comm_t *cc, double now, sharc_coll_head_t *h)
 {
-    const sharc_coll_task_t *oldest = cc->head;
+    const sharc_coll_task_t *oldest = sharc_coll_oldest(cc);
 
     memset(h, 0, sizeof(*h));
     h->rank = cc->rank;
@@ -62,10 +62,6 @@ void sharc_coll_head(sharc_coll_comm_t *cc, double now, sharc_coll_head_t *h)
         h->last_count = e->count;
         h->last_age = sharc_coll_ago(now, e->t_post);
         h->last_done_age = sharc_coll_ago(now, e->t_done);
-    }
-    while (oldest != NULL && (oldest->state == SHARC_COLL_TASK_HANDED ||
-                              oldest->kind != SHARC_COLL_KIND_COLL)) {
-        oldest = oldest->next; /* (not started: no ordinal yet; or a send or receive) */
     }
     if (oldest == NULL) {
         return;

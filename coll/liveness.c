@@ -69,6 +69,8 @@ const char *sharc_coll_host(const sharc_coll_comm_t *cc, int rank)
 static void sharc_coll_watch_now(sharc_coll_comm_t *cc, int now_too)
 {
     double now = sharc_time_now();
+    const sharc_coll_task_t *oldest;
+    const char *verdict;
     char why[192];
     int lost, by;
 
@@ -81,6 +83,8 @@ static void sharc_coll_watch_now(sharc_coll_comm_t *cc, int now_too)
     if (sharc_boot_check(cc->boot, &lost, &by) == SHARC_OK) {
         return;
     }
+    oldest = sharc_coll_oldest(cc);
+    verdict = oldest ? sharc_coll_verdict_on(cc, oldest->ordinal) : NULL;
     if (lost == by) {
         snprintf(why, sizeof(why), "rank %d (%s) of this %d-rank communicator is gone", lost,
                  sharc_coll_host(cc, lost), cc->size);
@@ -88,7 +92,11 @@ static void sharc_coll_watch_now(sharc_coll_comm_t *cc, int now_too)
         snprintf(why, sizeof(why), "rank %d (%s) of this %d-rank communicator lost rank %d (%s)",
                  by, sharc_coll_host(cc, by), cc->size, lost, sharc_coll_host(cc, lost));
     }
-    sharc_error("rank %d: %s: its collectives, sends and receives fail", cc->rank, why);
+    /* a stalled collective's ranks give up on it at their timeouts and leave: the verdict
+     * says why it stalled */
+    sharc_error("rank %d: %s: its collectives, sends and receives fail%s%s", cc->rank, why,
+                verdict ? ". The ranks' verdict on its stalled collective: " : "",
+                verdict ? verdict : "");
     cc->explained = 1;
     if (cc->failed != SHARC_OK) { /* a transport's error, now explained: a peer's failure */
         snprintf(cc->why, sizeof(cc->why), "%s", why);
@@ -137,13 +145,19 @@ int sharc_coll_fails_comm(const sharc_coll_task_t *task)
 void sharc_coll_fail_task(sharc_coll_task_t *task)
 {
     sharc_coll_comm_t *cc = task->cc;
+    const char *verdict = sharc_coll_verdict_on(cc, task->ordinal);
     char why[192], what[160];
 
     /* the ranks no longer agree on what is in flight: stop the rest */
     sharc_coll_task_describe(task, what, sizeof(what));
     snprintf(why, sizeof(why), "%s failed (%s)", what, sharc_status_string(task->status));
-    sharc_error("rank %d: %s: this communicator's operations fail", cc->rank, why);
+    sharc_error("rank %d: %s: this communicator's operations fail%s%s", cc->rank, why,
+                verdict ? ". The ranks had found it stalled; their verdict: " : "",
+                verdict ? verdict : "");
     if (sharc_coll_fail_now(cc, task->status, why)) {
+        /* a peer that gave up on the stalled collective (its timeout) and left: the verdict,
+         * not its leaving, is the cause */
+        cc->explained |= verdict != NULL;
         sharc_coll_explain(cc);
         sharc_coll_fail_dump(cc); /* (with the cause the store named, when it came) */
     }

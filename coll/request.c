@@ -91,29 +91,33 @@ static sharc_status_t sharc_coll_wait_step(sharc_request_h req, int *moved_p)
     return status;
 }
 
-/* @p req ran past SHARC_TIMEOUT: the communicator fails, naming the peer it waited for and
- * carrying the ranks' verdict. */
+/* @p req ran past SHARC_TIMEOUT: the communicator fails, carrying the ranks' verdict, or
+ * without one naming the peer it waited for. With a verdict the peer is left out: this
+ * rank's own wait is often on a neighbour that itself waits, and naming it beside the
+ * verdict would blame a healthy rank (the verdict, from every rank's view, names the cause). */
 static sharc_status_t sharc_coll_wait_timed_out(sharc_request_h req, double timeout)
 {
     sharc_coll_comm_t *cc = req->cc;
     char peer[48 + SHARC_HOST_MAX] = "", what[160];
-    int verdict = req->ordinal != UINT64_MAX && cc->verdict_ordinal == req->ordinal;
+    const char *verdict;
 
     sharc_coll_lock(cc);
-    if (req->await_peer >= 0) {
+    verdict = sharc_coll_verdict_on(cc, req->ordinal);
+    if (req->await_peer >= 0 && verdict == NULL) {
         snprintf(peer, sizeof(peer), ": waiting for rank %d (%s)", req->await_peer,
                  sharc_coll_host(cc, req->await_peer));
     }
     sharc_coll_task_describe(req, what, sizeof(what));
     sharc_error("rank %d: %s did not complete within %.0f s (SHARC_TIMEOUT)%s; the "
                 "communicator is failed%s%s",
-                cc->rank, what, timeout, peer,
-                verdict ? ". The ranks' verdict: " : "", verdict ? cc->verdict : "");
+                cc->rank, what, timeout, peer, verdict ? ". The ranks' verdict: " : "",
+                verdict ? verdict : "");
     sharc_coll_fail(cc, SHARC_ERR_TIMEOUT,
                     req->kind == SHARC_COLL_KIND_COLL
                         ? "a collective timed out (SHARC_TIMEOUT)"
                         : "a send or receive timed out (SHARC_TIMEOUT)");
     sharc_coll_unlock(cc);
+    sharc_coll_stall_linger(cc, req->ordinal);
     return SHARC_ERR_TIMEOUT;
 }
 

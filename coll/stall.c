@@ -24,6 +24,27 @@
 /* How long the ranks' heads are gathered for: a rank's watchdog answers within a tick, so
  * the verdict is logged within SHARC_STALL_WARN + 4 s. */
 #define SHARC_COLL_ROUND_S 3.0
+/* A rank that gives up on a stalled collective waits for the other waiting ranks' own
+ * timeouts at most this long (sharc_coll_stall_linger), and this much past the latest of
+ * them as the heads tell it (they were taken up to a watchdog tick apart). */
+#define SHARC_COLL_LINGER_MAX_S 5.0
+#define SHARC_COLL_LINGER_PAD_S 0.6
+
+/* When the last rank waiting in collective @p ordinal reaches its SHARC_TIMEOUT, on this
+ * rank's clock, from the heads taken at @p now: each waits from about its post. */
+static double sharc_coll_stall_ends(const sharc_coll_comm_t *cc, const sharc_coll_head_t *heads,
+                                    uint64_t ordinal, double now)
+{
+    double ends = now;
+
+    for (int r = 0; r < cc->size; r++) {
+        if (heads[r].answered && heads[r].stalled == ordinal &&
+            heads[r].stalled < heads[r].posted) {
+            ends = SHARC_MAX(ends, now - heads[r].st_age + cc->cfg->timeout);
+        }
+    }
+    return ends;
+}
 
 /* Answer verdict round @p round about @p ordinal: this rank's head, everyone's, the verdict. */
 static void sharc_coll_stall_round(sharc_coll_comm_t *cc, uint32_t round, uint64_t ordinal)
@@ -32,10 +53,11 @@ static void sharc_coll_stall_round(sharc_coll_comm_t *cc, uint32_t round, uint64
     unsigned char *present = calloc((size_t)cc->size, 1);
     char verdict[sizeof(cc->verdict)];
     sharc_status_t status = SHARC_ERR_NOMEM;
+    double now = sharc_time_now();
 
     if (heads != NULL && present != NULL) {
         sharc_coll_lock(cc);
-        sharc_coll_head(cc, sharc_time_now(), &mine);
+        sharc_coll_head(cc, now, &mine);
         sharc_coll_unlock(cc);
         status = cc->boot->ops->exchange(cc->boot, round, &mine, heads, sizeof(mine),
                                          SHARC_COLL_ROUND_S, present);
@@ -56,6 +78,7 @@ static void sharc_coll_stall_round(sharc_coll_comm_t *cc, uint32_t round, uint64
     sharc_warn("rank %d: stall verdict: %s", cc->rank, verdict);
     sharc_coll_lock(cc);
     snprintf(cc->verdict, sizeof(cc->verdict), "%s", verdict);
+    cc->verdict_ends = sharc_coll_stall_ends(cc, heads, ordinal, now);
     __atomic_store_n(&cc->verdict_ordinal, ordinal, __ATOMIC_RELEASE);
     sharc_coll_fr_dump(cc, cc->cfg->flight_dir, "stall");
     sharc_coll_unlock(cc);
@@ -63,10 +86,10 @@ static void sharc_coll_stall_round(sharc_coll_comm_t *cc, uint32_t round, uint64
     free(present);
 }
 
-/* The oldest collective this rank has started and not completed, or NULL (lock held). */
-static const sharc_coll_task_t *sharc_coll_oldest(const sharc_coll_comm_t *cc)
+const sharc_coll_task_t *sharc_coll_oldest(const sharc_coll_comm_t *cc)
 {
     for (const sharc_coll_task_t *t = cc->head; t != NULL; t = t->next) {
+        /* (one handed over is not started: no ordinal yet; a send or receive has none) */
         if (t->state != SHARC_COLL_TASK_HANDED && t->kind == SHARC_COLL_KIND_COLL) {
             return t;
         }
@@ -97,5 +120,29 @@ void sharc_coll_stall_check(sharc_coll_comm_t *cc)
     sharc_coll_unlock(cc);
     if (ask != UINT64_MAX) {
         cc->boot->ops->stall(cc->boot, ask);
+    }
+}
+
+const char *sharc_coll_verdict_on(const sharc_coll_comm_t *cc, uint64_t ordinal)
+{
+    return ordinal != UINT64_MAX &&
+                   __atomic_load_n(&cc->verdict_ordinal, __ATOMIC_ACQUIRE) == ordinal
+               ? cc->verdict
+               : NULL;
+}
+
+void sharc_coll_stall_linger(const sharc_coll_comm_t *cc, uint64_t ordinal)
+{
+    double now = sharc_time_now(), until;
+    struct timespec ts;
+
+    if (sharc_coll_verdict_on(cc, ordinal) == NULL) {
+        return;
+    }
+    until = SHARC_MIN(cc->verdict_ends + SHARC_COLL_LINGER_PAD_S, now + SHARC_COLL_LINGER_MAX_S);
+    if (until > now) {
+        ts.tv_sec = (time_t)(until - now);
+        ts.tv_nsec = (long)((until - now - (double)ts.tv_sec) * 1e9);
+        nanosleep(&ts, NULL);
     }
 }

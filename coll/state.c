@@ -95,12 +95,14 @@ void sharc_coll_comm_quiesce(sharc_coll_comm_t *cc)
     if (cc == NULL) {
         return;
     }
+    sharc_coll_driver_stop(cc);
+    sharc_coll_group_clear(cc);
+    /* the drain may wait for peers (up to SHARC_TIMEOUT): the watchdog keeps this rank's
+     * heartbeats and verdicts going meanwhile, or the store would name it gone */
+    sharc_coll_drain(cc);
     if (cc->watchdog != NULL) { /* before the communicator's parts go */
         sharc_coll_watchdog_remove(cc->watchdog, cc);
     }
-    sharc_coll_driver_stop(cc);
-    sharc_coll_group_clear(cc);
-    sharc_coll_drain(cc);
 }
 
 sharc_status_t sharc_coll_comm_dump(sharc_coll_comm_t *cc, const char *dir)

@@ -290,15 +290,16 @@ setup_nodes() {
 # fault_job DIR AT FAULT -- COMMAND...: starts a job whose ranks write their output to
 # DIR/out.R as it comes (launch.sh --out-dir DIR, srun -o DIR/out.%t), runs the shell command
 # FAULT AT seconds later, and watches: FAULT_SEEN[R] is the time in seconds from the fault to
-# the first line of rank R matching $FAULT_LINE (a failure the rank reported), FAULT_END the
+# the first line of rank R matching $FAULT_LINE (a failure the rank reported) and
+# FAULT_WALL[R] the wall-clock time it was seen (seconds since the epoch), FAULT_END the
 # time from the fault to the job's end, FAULT_RC the job's status and FAULT_OUT its own
 # output. Polls every 50 ms; COMMAND must bound itself (launch.sh --timeout, timeout).
 fault_job() {
     local dir=$1 at=$2 fault=$3 lp t0 now f r alive
     shift 4
     rm -rf "$dir" && mkdir -p "$dir" || return 1
-    unset FAULT_SEEN
-    declare -gA FAULT_SEEN=()
+    unset FAULT_SEEN FAULT_WALL
+    declare -gA FAULT_SEEN=() FAULT_WALL=()
     "$@" > "$dir/job.out" 2>&1 &
     lp=$!
     sleep "$at"
@@ -311,7 +312,8 @@ fault_job() {
         for f in "$dir"/out.*; do
             r=${f##*.}
             [ -z "${FAULT_SEEN[$r]:-}" ] && grep -Eq -- "$FAULT_LINE" "$f" 2> /dev/null &&
-                FAULT_SEEN[$r]=$(awk -v a="$t0" -v b="$now" 'BEGIN { printf "%.2f", b - a }')
+                FAULT_SEEN[$r]=$(awk -v a="$t0" -v b="$now" 'BEGIN { printf "%.2f", b - a }') &&
+                FAULT_WALL[$r]=$now
         done
         [ $alive = 1 ] || break
         sleep 0.05
@@ -353,7 +355,14 @@ fault_check() {
         echo "FAIL: $what: the job ended $FAULT_END s after the fault (bound $end_bound s)"
         failures=$((failures + 1))
     fi
-    local crashed=""
+    no_crash "$what" "$dir" "$@"
+}
+
+# no_crash WHAT DIR RANKS...: after fault_job DIR, none of RANKS crashed: no assertion, abort
+# or segfault in its output, not killed by a signal it did not get from the test.
+no_crash() {
+    local what=$1 dir=$2 r crashed=""
+    shift 2
     for r in "$@"; do
         if grep -Eq "Assertion .* failed|[Bb]acktrace|Segmentation fault|Aborted" "$dir/out.$r" ||
             grep -Eq "^\[rank $r\] exited with status (1[3-9][0-9]|2[0-9][0-9])|task $r: (Aborted|Segmentation|Killed)" \

@@ -4,6 +4,12 @@
         train (DDP or FSDP2 on "sharc"); rank R kills itself (SIGKILL) at step STEP; every
         other rank must get a Python exception naming rank R within S seconds of the start
         of training (default 30), print it and exit 3
+    fault.py skip [--victim R] [--steps N] [--idle S]
+        N dist.all_reduce calls (default 8) in which rank R (default 1) skips the one in the
+        middle and then idles S seconds (default 30): every other rank's last all_reduce
+        must raise an exception carrying sharc's stall verdict (SHARC_STALL_WARN and
+        SHARC_TIMEOUT set short by the caller), which names rank R as the rank that has not
+        posted the collective and no other; each rank prints it and exits 0, 1 if it lacks
     fault.py check-mismatch
         with SHARC_CHECK=1, rank 1 all-reduces a tensor of another size than the others: every
         rank must get sharc's SHARC_CHECK message naming the ranks and the calls
@@ -85,6 +91,32 @@ if mode == "kill":
         os._exit(3 if took <= bound else 4)  # the group is failed: no orderly teardown
     print("rank %d: FAIL: trained 1000 steps without noticing rank %d die" % (rank, victim))
     sys.exit(1)
+
+if mode == "skip":
+    import re
+
+    victim, steps = int(opts.get("--victim", 1)), int(opts.get("--steps", 8))
+    t = torch.ones(256)
+    try:
+        for step in range(steps):
+            if rank == victim and step == steps // 2 - 1:
+                continue  # the skipped call: every later one of this rank is one behind
+            dist.all_reduce(t)
+    except Exception as e:
+        msg = str(e)
+        culprits = set(re.findall(r"rank (\d+) \([^)]*\) has not posted it", msg))
+        ok = ("The ranks' verdict: communicator " in msg and
+              "collective #%d (allreduce of 256 f32" % (steps - 1) in msg and
+              culprits == {str(victim)} and "posted another" not in msg)
+        print("rank %d %s: %s: %s" % (rank, "caught the verdict" if ok else "FAIL: no verdict",
+                                      type(e).__name__, msg), flush=True)
+        os._exit(0 if ok else 1)  # the group is failed: no orderly teardown
+    if rank != victim:
+        print("rank %d FAIL: the stalled all_reduce returned" % rank, flush=True)
+        os._exit(1)
+    print("rank %d: skipped one all_reduce, idling" % rank, flush=True)
+    time.sleep(float(opts.get("--idle", 30)))
+    os._exit(0)
 
 if mode == "check-mismatch":
     t = torch.ones(100 if rank != 1 else 101)
