@@ -66,6 +66,7 @@ static void sharc_store_accept(sharc_store_server_t *srv)
             close(fd);
             return;
         }
+        sharc_sock_nodelay(fd);
         conn->fd = fd;
         conn->rank = -1;
         conn->since = sharc_time_now();
