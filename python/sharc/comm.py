@@ -28,8 +28,8 @@ class Request:
         self._h, self.comm, self.op, self.bufs, self.mark = handle, comm, op, bufs, mark
         self.error = None
 
-    def _finish(self, status):
-        _c.sharc_request_free(self._h)
+    def _finish(self, status, _free=_c.sharc_request_free):
+        _free(self._h)
         self._h = None
         for b in self.bufs:
             b.release()
@@ -67,14 +67,15 @@ class Request:
     def done(self):
         return self._h is None
 
-    def free(self):
+    # (destructors' C functions are bound at definition: see Context.close)
+    def free(self, _wait=_c.sharc_request_wait):
         """Release without raising (completes it first, as sharc_request_free does)."""
         if self._h is not None:
-            self._finish(_c.sharc_request_wait(self._h))
+            self._finish(_wait(self._h))
 
-    def __del__(self):
+    def __del__(self, _free=_c.sharc_request_free):
         if getattr(self, "_h", None) is not None:
-            _c.sharc_request_free(self._h)
+            _free(self._h)
 
 
 _PARAM_BOOTSTRAP, _PARAM_RANK, _PARAM_STORE, _PARAM_TOKEN, _PARAM_LOCAL = 1, 2, 4, 8, 16
@@ -204,6 +205,18 @@ class Comm:
                                   ctypes.byref(h)), "sharc_comm_split", mark)
         return Comm(self.ctx, _handle=h) if h.value else None
 
+    def create_group(self, ranks, tag=0):
+        """sharc_comm_create_group: a communicator of the listed ranks of this one (rank i of
+        it is ranks[i]), called by those ranks only, over this communicator's bootstrap.
+        Members make the groups of one list and tag in the same order."""
+        ranks = [int(r) for r in ranks]
+        arr = (ctypes.c_int * len(ranks))(*ranks)
+        h = ctypes.c_void_p()
+        mark = error_mark()
+        check(_c.sharc_comm_create_group(self._h, arr, len(ranks), int(tag), ctypes.byref(h)),
+              "sharc_comm_create_group", mark)
+        return Comm(self.ctx, _handle=h)
+
     def bootstrap_barrier(self):
         """sharc_comm_barrier: through the bootstrap, for startup and tests."""
         mark = error_mark()
@@ -262,7 +275,7 @@ class Comm:
         mark = error_mark()
         check(fn(self._h, ctypes.c_void_p(stream)), "sharc_comm_set_cuda_stream", mark)
 
-    def close(self):
+    def close(self, _destroy=_c.sharc_comm_destroy):
         """Destroy the communicator (pending requests are completed and freed first)."""
         h = getattr(self, "_h", None)
         if h is None:
@@ -270,7 +283,7 @@ class Comm:
         for r in list(self._reqs):
             r.free()
         self._h = None
-        _c.sharc_comm_destroy(h)
+        _destroy(h)
 
     def __del__(self):
         self.close()
