@@ -26,15 +26,11 @@ from torch._C._distributed_c10d import Backend as C10dBackend
 import sharc.torch
 from sharc.torch import rendezvous
 
-failures = checks = 0
+results = []  # (what, ok, detail) of every check, reported at the end
 
 
 def check(what, ok, detail=""):
-    global failures, checks
-    checks += 1
-    if not ok:
-        failures += 1
-        print("rank %d FAIL %s %s" % (rank, what, detail), flush=True)
+    results.append((what, bool(ok), detail))
 
 
 dist.init_process_group("sharc")
@@ -163,7 +159,10 @@ check("the backend's name (the wrapper asks the sharc object under DETAIL)",
 if rank == 0 and size == 2 and debug == "OFF":  # (once: a child process imports torch)
     destructors_at_exit()
 dist.barrier()
-print("rank %d of %d (debug %s): %d checks, %d failed" % (rank, size, debug, checks, failures),
-      flush=True)
+failed = [r for r in results if not r[1]]
+for what, _, detail in failed:
+    print("rank %d FAIL %s %s" % (rank, what, detail))
+print("rank %d of %d (debug %s): %d checks, %d failed" % (rank, size, debug, len(results),
+                                                         len(failed)), flush=True)
 dist.destroy_process_group()
-sys.exit(1 if failures else 0)
+sys.exit(1 if failed else 0)
