@@ -188,6 +188,7 @@ void sharc_comm_free(sharc_comm_h comm)
     sharc_context_put(comm->ctx);
     free(comm->node_of);
     free(comm->hosts);
+    free(comm->groups_made);
     free(comm);
 }
 
@@ -219,8 +220,7 @@ static const sharc_tp_ops_t *sharc_comm_gpu_here(const sharc_cfg_t *cfg)
  * collective). Without it CUDA buffers are staged through host memory, or, with
  * SHARC_CUDA_BACKEND=nccl, fail.
  */
-static sharc_status_t sharc_comm_open_gpu(sharc_comm_h comm, const sharc_tp_ops_t *ops,
-                                          int everywhere)
+sharc_status_t sharc_comm_open_gpu(sharc_comm_h comm, const sharc_tp_ops_t *ops, int everywhere)
 {
     int forced = sharc_core_cfg(comm->ctx->cfg)->cuda_backend == SHARC_CUDA_BACKEND_NCCL;
     sharc_tp_comm_params_t params = sharc_comm_tp_params(comm);

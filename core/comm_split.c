@@ -1,7 +1,8 @@
 /*
  * comm_split.c: sharc_comm_split: every rank's color and key through the parent's
- * bootstrap, the child's bootstrap (and collective backend, split from the parent's), its
- * node layout from the parent's, its transport and collective state.
+ * bootstrap, the child's bootstrap (and collective backend, split from the parent's); and
+ * what a split and a group (comm_group.c) share: a communicator of some of the parent's ranks,
+ * its node layout from the parent's, its transport and collective state.
  */
 #include "config.h"
 
@@ -30,63 +31,74 @@ static int sharc_comm_member_cmp(const void *a, const void *b)
     return (x->rank > y->rank) - (x->rank < y->rank);
 }
 
-/*
- * Nodes of a split communicator: those of the parent, renumbered by their lowest new rank.
- * @p all holds every parent rank's (color, key); the members of @p color ordered by (key,
- * parent rank) are the new ranks.
- */
-static sharc_status_t sharc_comm_split_layout(sharc_comm_h parent, sharc_comm_h sub, int color,
-                                              const int32_t (*all)[2])
+sharc_status_t sharc_comm_sub_layout(sharc_comm_h parent, sharc_comm_h sub, const int *members)
 {
-    sharc_comm_member_t *members = calloc((size_t)sub->size, sizeof(*members));
     int *map = calloc((size_t)parent->nnodes, sizeof(int)); /* parent node -> new node + 1 */
-    int n = 0;
 
-    if (members == NULL || map == NULL) {
-        free(members);
-        free(map);
+    if (map == NULL) {
         return SHARC_ERR_NOMEM;
     }
-    for (int i = 0; i < parent->size && n < sub->size; i++) {
-        if (all[i][0] == color) {
-            members[n++] = (sharc_comm_member_t){.key = all[i][1], .rank = i};
-        }
-    }
-    qsort(members, (size_t)n, sizeof(*members), sharc_comm_member_cmp);
+    /* the parent's nodes, renumbered by their lowest new rank */
     sub->nnodes = 0;
-    for (int r = 0; r < n; r++) {
-        int pn = parent->node_of[members[r].rank];
+    for (int r = 0; r < sub->size; r++) {
+        int pn = parent->node_of[members[r]];
 
         if (map[pn] == 0) {
             map[pn] = ++sub->nnodes;
         }
         sub->node_of[r] = map[pn] - 1;
-        memcpy(sub->hosts[r], parent->hosts[members[r].rank], SHARC_HOST_MAX);
+        memcpy(sub->hosts[r], parent->hosts[members[r]], SHARC_HOST_MAX);
     }
     sub->node = sub->node_of[sub->rank];
     sub->local_rank = sub->local_size = 0;
-    for (int r = 0; r < n; r++) {
+    for (int r = 0; r < sub->size; r++) {
         if (sub->node_of[r] == sub->node) {
             sub->local_rank += r < sub->rank;
             sub->local_size++;
         }
     }
-    free(members);
     free(map);
     return SHARC_OK;
 }
 
+/* The parent ranks of a split communicator in its order: the ranks that passed @p color
+ * ordered by (key, parent rank); @p all holds every parent rank's (color, key). */
+static int *sharc_comm_split_members(sharc_comm_h parent, int color, const int32_t (*all)[2],
+                                     int new_size)
+{
+    sharc_comm_member_t *members = calloc((size_t)new_size, sizeof(*members));
+    int *ranks = calloc((size_t)new_size, sizeof(int));
+    int n = 0;
+
+    if (members == NULL || ranks == NULL) {
+        free(members);
+        free(ranks);
+        return NULL;
+    }
+    for (int i = 0; i < parent->size && n < new_size; i++) {
+        if (all[i][0] == color) {
+            members[n++] = (sharc_comm_member_t){.key = all[i][1], .rank = i};
+        }
+    }
+    qsort(members, (size_t)n, sizeof(*members), sharc_comm_member_cmp);
+    for (int r = 0; r < n; r++) {
+        ranks[r] = members[r].rank;
+    }
+    free(members);
+    return ranks;
+}
+
 /*
- * Every rank's (color, key) to every rank: *all_p, and this rank's place in its color
- * (new rank, size). Bad arguments are still taken to the exchange, marked, so that every
- * rank fails together instead of the others waiting for this one until the timeout.
+ * Every rank's (color, key) to every rank, and the parent ranks of this rank's color in the
+ * child's order (*members_p, NULL for NOCOLOR), this rank's place among them and their count.
+ * Bad arguments are still taken to the exchange, marked, so that every rank fails together
+ * instead of the others waiting for this one until the timeout.
  */
 static sharc_status_t sharc_comm_split_exchange(sharc_comm_h comm, int color, int key, int bad_args,
-                                                int32_t (**all_p)[2], int *new_rank_p,
-                                                int *new_size_p)
+                                                int **members_p, int *new_rank_p, int *new_size_p)
 {
     int32_t mine[2] = {bad_args ? SHARC_COMM_SPLIT_BAD_ARG : color, key}, (*all)[2];
-    int new_rank = 0, new_size = 0, n = comm->size;
+    int new_rank = 0, new_size = 0, n = comm->size, *members = NULL;
     sharc_status_t status;
 
     all = calloc((size_t)n, sizeof(*all));
@@ -102,24 +114,23 @@ static sharc_status_t sharc_comm_split_exchange(sharc_comm_h comm, int color, in
             status = SHARC_ERR_INVALID;
         }
     }
-    if (status != SHARC_OK) {
-        free(all);
-        return status;
+    for (int i = 0; status == SHARC_OK && i < n && color != SHARC_COMM_SPLIT_NOCOLOR; i++) {
+        new_size += all[i][0] == color;
     }
-    /* New rank: members of my color ordered by (key, old rank). */
-    for (int i = 0; i < n && color != SHARC_COMM_SPLIT_NOCOLOR; i++) {
-        if (all[i][0] != color) {
-            continue;
-        }
-        new_size++;
-        if (all[i][1] < key || (all[i][1] == key && i < comm->rank)) {
+    if (status == SHARC_OK && new_size > 0) {
+        members = sharc_comm_split_members(comm, color, (const int32_t(*)[2])all, new_size);
+        status = (members != NULL) ? SHARC_OK : SHARC_ERR_NOMEM;
+        while (members != NULL && members[new_rank] != comm->rank) {
             new_rank++;
         }
     }
-    *all_p = all;
-    *new_rank_p = new_rank;
-    *new_size_p = new_size;
-    return SHARC_OK;
+    free(all);
+    if (status == SHARC_OK) {
+        *members_p = members;
+        *new_rank_p = new_rank;
+        *new_size_p = new_size;
+    }
+    return status;
 }
 
 /* The child's bootstrap, and its collective backend when the parent's splits its own (NCCL:
@@ -148,11 +159,9 @@ static sharc_status_t sharc_comm_split_backends(sharc_comm_h comm, int color, in
     return status;
 }
 
-/* The child communicator over its bootstrap and backend (which it owns from here, failures
- * included): its layout, transport and collective state. */
-static sharc_status_t sharc_comm_split_make(sharc_comm_h comm, int color, const int32_t (*all)[2],
-                                            int new_rank, int new_size, sharc_boot_t *boot,
-                                            sharc_tp_comm_t *gpu_child, sharc_comm_h *newcomm_p)
+sharc_status_t sharc_comm_make_sub(sharc_comm_h comm, const int *members, int new_rank,
+                                   int new_size, sharc_boot_t *boot, sharc_tp_comm_t *gpu_child,
+                                   sharc_comm_h *newcomm_p)
 {
     sharc_comm_h newcomm;
     sharc_status_t status;
@@ -173,9 +182,13 @@ static sharc_status_t sharc_comm_split_make(sharc_comm_h comm, int color, const 
         newcomm->gpu_ops = comm->gpu_ops;
         newcomm->gpu_tp = gpu_child;
     }
-    status = sharc_comm_split_layout(comm, newcomm, color, all);
+    status = sharc_comm_sub_layout(comm, newcomm, members);
     if (status == SHARC_OK) {
         status = sharc_comm_open_transport(newcomm);
+    }
+    if (status == SHARC_OK && gpu_child == NULL && comm->gpu_tp != NULL) {
+        /* the parent's backend runs on every rank of the parent, so on every member */
+        status = sharc_comm_open_gpu(newcomm, comm->gpu_ops, 1);
     }
     if (status == SHARC_OK) {
         status = sharc_comm_open_coll(newcomm);
@@ -190,8 +203,7 @@ static sharc_status_t sharc_comm_split_make(sharc_comm_h comm, int color, const 
 
 sharc_status_t sharc_comm_split(sharc_comm_h comm, int color, int key, sharc_comm_h *newcomm_p)
 {
-    int32_t(*all)[2] = NULL;
-    int new_rank = 0, new_size = 0, bad_args;
+    int new_rank = 0, new_size = 0, bad_args, *members = NULL;
     sharc_boot_t *boot = NULL;
     sharc_tp_comm_t *gpu_child = NULL;
     sharc_comm_h newcomm = NULL;
@@ -207,16 +219,15 @@ sharc_status_t sharc_comm_split(sharc_comm_h comm, int color, int key, sharc_com
                                                 : "color is negative (use "
                                                   "SHARC_COMM_SPLIT_NOCOLOR to join no group)");
     }
-    status = sharc_comm_split_exchange(comm, color, key, bad_args, &all, &new_rank, &new_size);
+    status = sharc_comm_split_exchange(comm, color, key, bad_args, &members, &new_rank, &new_size);
     if (status != SHARC_OK) {
         return status;
     }
     status = sharc_comm_split_backends(comm, color, key, new_rank, new_size, &boot, &gpu_child);
     if (status == SHARC_OK && color != SHARC_COMM_SPLIT_NOCOLOR) {
-        status = sharc_comm_split_make(comm, color, (const int32_t(*)[2])all, new_rank, new_size,
-                                       boot, gpu_child, &newcomm);
+        status = sharc_comm_make_sub(comm, members, new_rank, new_size, boot, gpu_child, &newcomm);
     }
-    free(all);
+    free(members);
     if (status != SHARC_OK) {
         return status;
     }

@@ -6,7 +6,8 @@
 #
 #   install-deps.sh [--torch]
 #     --torch   also create (or reuse) the Python virtual environment of the PyTorch tests and
-#               benchmarks (python/, tests/torch/): PyPI's torch, transformers and numpy in
+#               benchmarks (python/, tests/torch/): PyPI's torch, transformers, numpy and
+#               expecttest (for PyTorch's own test suite) in
 #               $SHARC_VENV, by default ${XDG_CACHE_HOME:-$HOME/.cache}/sharc/venv, made with
 #               the first python3 on PATH ($SHARC_VENV_PYTHON to choose another)
 set -euo pipefail
@@ -72,8 +73,10 @@ fi
 # them is missing, so a second run is quick. tests/torch/venv.sh finds the venv the same way.
 venv=${SHARC_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/sharc/venv}
 vpy=$venv/bin/python
-torch_pkgs=(torch transformers numpy setuptools)
-if [ -x "$vpy" ] && "$vpy" -c 'import torch, transformers, numpy, setuptools' 2> /dev/null; then
+# (expecttest: PyTorch's own test suite imports it, tests/torch/torch_suite.sh)
+torch_pkgs=(torch transformers numpy setuptools expecttest)
+if [ -x "$vpy" ] && "$vpy" -c 'import torch, transformers, numpy, setuptools, expecttest' \
+    2> /dev/null; then
     echo "install-deps: $venv has torch $("$vpy" -c 'import torch; print(torch.__version__)')"
     exit 0
 fi

@@ -109,6 +109,30 @@ SHARC_API sharc_status_t sharc_comm_split(sharc_comm_h comm, int color, int key,
                                           sharc_comm_h *newcomm_p);
 
 /**
+ * Make a communicator of some ranks of @p comm, called by those ranks only (as
+ * MPI_Comm_create_group; sharc_comm_split is collective over every rank of @p comm). Rank i
+ * of the new communicator is rank @p ranks[i] of @p comm. It is made over @p comm's
+ * bootstrap (on a store: the same store, no new rendezvous) and takes its node layout; it
+ * sets up its own transport and collective state. Waits at most SHARC_BOOTSTRAP_TIMEOUT for
+ * the other members. Not thread-safe with other calls making communicators from @p comm.
+ * @param[in]  ranks      @p nranks distinct ranks of @p comm, this rank among them; every
+ *                        member passes the same list.
+ * @param[in]  tag        >= 0. Members make the groups of one list and tag in the same order;
+ *                        groups made at the same time by overlapping sets of ranks in another
+ *                        order need tags of their own (MPI's rule).
+ * @param[out] newcomm_p  the new communicator; set only on success.
+ * @return SHARC_OK; SHARC_ERR_INVALID (a rank out of range or listed twice, this rank not
+ *         listed, a negative tag: the log says which; nothing was sent);
+ *         SHARC_ERR_TIMEOUT (a member did not arrive: the log names it; a member that passed
+ *         another list is one that never arrives); SHARC_ERR_REMOTE (a rank of @p comm is
+ *         known to be gone: at once); SHARC_ERR_UNSUPPORTED (the bootstrap
+ *         cannot make groups of some ranks: split instead); others as sharc_comm_create.
+ * The new communicator is independent of @p comm: either may be destroyed first.
+ */
+SHARC_API sharc_status_t sharc_comm_create_group(sharc_comm_h comm, const int *ranks, int nranks,
+                                                 int tag, sharc_comm_h *newcomm_p);
+
+/**
  * Wait until every rank of @p comm has called it, through the bootstrap (no collective
  * backend needed; meant for startup and tests, not for hot paths).
  * @return SHARC_OK, SHARC_ERR_TIMEOUT (the log names the ranks that did not arrive),

@@ -83,6 +83,7 @@ _PROTOS = [
     ("sharc_mem_free", c_int, [c_void_p, c_void_p]),
     ("sharc_comm_create", c_int, [c_void_p, P(CommParams), P(c_void_p)]),
     ("sharc_comm_split", c_int, [c_void_p, c_int, c_int, P(c_void_p)]),
+    ("sharc_comm_create_group", c_int, [c_void_p, P(c_int), c_int, c_int, P(c_void_p)]),
     ("sharc_comm_barrier", c_int, [c_void_p]),
     ("sharc_comm_destroy", None, [c_void_p]),
     ("sharc_comm_rank", c_int, [c_void_p]),

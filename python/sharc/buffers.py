@@ -46,9 +46,10 @@ class _Held:
     def __init__(self, view):
         self.view = view
 
-    def release(self):
+    # bound at definition: a destructor may run at interpreter exit, after the globals went
+    def release(self, _release=_release_buffer, _byref=ctypes.byref):
         if self.view is not None:
-            _release_buffer(ctypes.byref(self.view))
+            _release(_byref(self.view))
             self.view = None
 
     def __del__(self):

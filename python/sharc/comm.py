@@ -56,12 +56,12 @@ class Request:
         self.kind = kind  # None: a collective; "send" or "recv"
         self.error = self.info = None
 
-    def _finish(self, status):
+    def _finish(self, status, _free=_c.sharc_request_free, _info=_c.sharc_request_recv_info):
         if status == OK and self.kind == "recv":
             i = _lib.RecvInfo()
-            if _c.sharc_request_recv_info(self._h, ctypes.byref(i)) == OK:
+            if _info(self._h, ctypes.byref(i)) == OK:
                 self.info = RecvInfo(i.source, i.tag, i.count, i.bytes)
-        _c.sharc_request_free(self._h)
+        _free(self._h)
         self._h = None
         for b in self.bufs:
             b.release()
@@ -115,14 +115,15 @@ class Request:
     def done(self):
         return self._h is None
 
-    def free(self):
+    # (destructors' C functions are bound at definition: see Context.close)
+    def free(self, _wait=_c.sharc_request_wait):
         """Release without raising (completes it first, as sharc_request_free does)."""
         if self._h is not None:
-            self._finish(_c.sharc_request_wait(self._h))
+            self._finish(_wait(self._h))
 
-    def __del__(self):
+    def __del__(self, _free=_c.sharc_request_free):
         if getattr(self, "_h", None) is not None:
-            _c.sharc_request_free(self._h)
+            _free(self._h)
 
 
 _PARAM_BOOTSTRAP, _PARAM_RANK, _PARAM_STORE, _PARAM_TOKEN, _PARAM_LOCAL = 1, 2, 4, 8, 16
@@ -252,6 +253,18 @@ class Comm:
                                   ctypes.byref(h)), "sharc_comm_split", mark)
         return Comm(self.ctx, _handle=h) if h.value else None
 
+    def create_group(self, ranks, tag=0):
+        """sharc_comm_create_group: a communicator of the listed ranks of this one (rank i of
+        it is ranks[i]), called by those ranks only, over this communicator's bootstrap.
+        Members make the groups of one list and tag in the same order."""
+        ranks = [int(r) for r in ranks]
+        arr = (ctypes.c_int * len(ranks))(*ranks)
+        h = ctypes.c_void_p()
+        mark = error_mark()
+        check(_c.sharc_comm_create_group(self._h, arr, len(ranks), int(tag), ctypes.byref(h)),
+              "sharc_comm_create_group", mark)
+        return Comm(self.ctx, _handle=h)
+
     def bootstrap_barrier(self):
         """sharc_comm_barrier: through the bootstrap, for startup and tests."""
         mark = error_mark()
@@ -347,7 +360,7 @@ class Comm:
         mark = error_mark()
         check(fn(self._h, ctypes.c_void_p(stream)), "sharc_comm_set_cuda_stream", mark)
 
-    def close(self):
+    def close(self, _destroy=_c.sharc_comm_destroy):
         """Destroy the communicator (pending requests are completed and freed first)."""
         h = getattr(self, "_h", None)
         if h is None:
@@ -355,7 +368,7 @@ class Comm:
         for r in list(self._reqs):
             r.free()
         self._h = None
-        _c.sharc_comm_destroy(h)
+        _destroy(h)
 
     def __del__(self):
         self.close()

@@ -67,10 +67,12 @@ class Context:
         mem = self.alloc(n * np_dtype.itemsize)
         return np.frombuffer(mem, dtype=np_dtype, count=n).reshape(shape)
 
-    def close(self):
+    # The C functions a destructor calls are bound when the class is made: at interpreter exit
+    # the module's globals are gone (None) before the last objects are collected.
+    def close(self, _destroy=_c.sharc_context_destroy):
         h, self._h = getattr(self, "_h", None), None
         if h is not None and h.value:
-            _c.sharc_context_destroy(h)
+            _destroy(h)
 
     def __del__(self):
         self.close()
@@ -84,9 +86,9 @@ class _Block:
     def __init__(self, ctx, ptr):
         self.ctx, self.ptr = ctx, ptr
 
-    def __del__(self):
+    def __del__(self, _free=_c.sharc_mem_free):
         if self.ptr and self.ctx._h is not None:
-            _c.sharc_mem_free(self.ctx._h, ctypes.c_void_p(self.ptr))
+            _free(self.ctx._h, self.ptr)  # (an int: the prototype makes it a void *)
         self.ptr = None
 
 

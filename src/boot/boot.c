@@ -48,6 +48,13 @@ static sharc_status_t sharc_single_split(sharc_boot_t *boot, int color, int key,
     return status;
 }
 
+/* A group of a process alone is that process (the comm layer has checked the list). */
+static sharc_status_t sharc_single_group(sharc_boot_t *boot, const int *ranks, int n, int new_rank,
+                                         uint64_t id, sharc_boot_t **new_p)
+{
+    return sharc_single_split(boot, 0, 0, new_rank, n, new_p);
+}
+
 static void sharc_single_destroy(sharc_boot_t *boot)
 {
     free(boot);
@@ -60,6 +67,7 @@ static const sharc_boot_ops_t sharc_boot_single_ops = {
     .bcast = sharc_single_bcast,
     .barrier = sharc_single_barrier,
     .split = sharc_single_split,
+    .group = sharc_single_group,
     .destroy = sharc_single_destroy,
 };
 

@@ -56,6 +56,15 @@ typedef struct {
      */
     sharc_status_t (*split)(sharc_boot_t *boot, int color, int key, int new_rank, int new_size,
                             sharc_boot_t **new_p);
+    /**
+     * Optional (NULL: this bootstrap cannot). Make the bootstrap of a group of @p n ranks of
+     * @p boot, called by those ranks only: new rank i is @p ranks[i], this rank is
+     * ranks[@p new_rank]. @p id is the same on every member and differs from that of every
+     * other group made from @p boot (the comm layer derives it from the list, the caller's
+     * tag and how many groups of both came before).
+     */
+    sharc_status_t (*group)(sharc_boot_t *boot, const int *ranks, int n, int new_rank, uint64_t id,
+                            sharc_boot_t **new_p);
     /** Release this rank's side. Not collective. */
     void (*destroy)(sharc_boot_t *boot);
     /**
@@ -174,6 +183,14 @@ static inline sharc_status_t sharc_boot_split(sharc_boot_t *boot, int color, int
                                               int new_size, sharc_boot_t **new_p)
 {
     return boot->ops->split(boot, color, key, new_rank, new_size, new_p);
+}
+
+/* SHARC_ERR_UNSUPPORTED (not logged) where the bootstrap has no groups of some ranks. */
+static inline sharc_status_t sharc_boot_group(sharc_boot_t *boot, const int *ranks, int n,
+                                              int new_rank, uint64_t id, sharc_boot_t **new_p)
+{
+    return (boot->ops->group != NULL) ? boot->ops->group(boot, ranks, n, new_rank, id, new_p)
+                                      : SHARC_ERR_UNSUPPORTED;
 }
 
 static inline sharc_status_t sharc_boot_check(sharc_boot_t *boot, int *lost_p, int *by_p)

@@ -291,6 +291,75 @@ static sharc_status_t sharc_bm_split(sharc_boot_t *boot, int color, int key, int
     return status;
 }
 
+/*
+ * Wait, bounded by the timeout, until every member of a group has arrived: each tells the
+ * first member, which answers each once all have (point-to-point on the parent, under a tag of
+ * the group's). MPI_Comm_create_group itself cannot be bounded; after this it cannot hang.
+ */
+static sharc_status_t sharc_bm_group_arrive(sharc_boot_mpi_t *bm, const int *ranks, int n, int tag)
+{
+    double deadline = sharc_time_now() + bm->super.timeout;
+    sharc_status_t status = SHARC_OK;
+    MPI_Request req;
+    char token = 1;
+    int ret;
+
+    for (int step = 0; step < 2 && status == SHARC_OK; step++) {
+        /* step 0: the others arrive at the first member; step 1: it lets them go */
+        int leader = bm->super.rank == ranks[0];
+        int recv = (step == 0) == leader;
+
+        for (int i = leader ? 1 : 0; i < (leader ? n : 1) && status == SHARC_OK; i++) {
+            ret = recv ? MPI_Irecv(&token, 1, MPI_CHAR, ranks[i], tag, bm->comm, &req)
+                       : MPI_Isend(&token, 1, MPI_CHAR, ranks[i], tag, bm->comm, &req);
+            status = (ret != MPI_SUCCESS)
+                         ? sharc_mpi_error(recv ? "MPI_Irecv" : "MPI_Isend", ret)
+                         : sharc_mpi_poll(&req, SHARC_MAX(deadline - sharc_time_now(), 0.0),
+                                          bm->super.rank, &bm->broken, "a group's arrival");
+        }
+    }
+    return status;
+}
+
+/* MPI_Comm_create_group: collective over the members only (MPI-3). Its tag tells apart
+ * groups made at the same time; MPI guarantees tags up to 32767. */
+static sharc_status_t sharc_bm_group(sharc_boot_t *boot, const int *ranks, int n, int new_rank,
+                                     uint64_t id, sharc_boot_t **new_p)
+{
+    sharc_boot_mpi_t *bm = (sharc_boot_mpi_t *)boot;
+    int tag = (int)(id % 32768), ret;
+    MPI_Group all, members;
+    MPI_Comm comm = MPI_COMM_NULL;
+    sharc_status_t status;
+
+    if (sharc_mpi_check(bm) != SHARC_OK) {
+        return SHARC_ERR_REMOTE;
+    }
+    status = sharc_bm_group_arrive(bm, ranks, n, tag);
+    if (status != SHARC_OK) {
+        return status;
+    }
+    ret = MPI_Comm_group(bm->comm, &all);
+    if (ret != MPI_SUCCESS) {
+        return sharc_mpi_error("MPI_Comm_group", ret);
+    }
+    ret = MPI_Group_incl(all, n, ranks, &members);
+    MPI_Group_free(&all);
+    if (ret != MPI_SUCCESS) {
+        return sharc_mpi_error("MPI_Group_incl", ret);
+    }
+    ret = MPI_Comm_create_group(bm->comm, members, tag, &comm);
+    MPI_Group_free(&members);
+    if (ret != MPI_SUCCESS) {
+        return sharc_mpi_error("MPI_Comm_create_group", ret);
+    }
+    status = sharc_bm_wrap(NULL, boot->timeout, comm, new_p);
+    if (status != SHARC_OK) {
+        MPI_Comm_free(&comm);
+    }
+    return status;
+}
+
 static void sharc_bm_destroy(sharc_boot_t *boot)
 {
     sharc_boot_mpi_t *bm = (sharc_boot_mpi_t *)boot;
@@ -310,6 +379,7 @@ static const sharc_boot_ops_t sharc_boot_mpi_ops = {
     .bcast = sharc_bm_bcast,
     .barrier = sharc_bm_barrier,
     .split = sharc_bm_split,
+    .group = sharc_bm_group,
     .destroy = sharc_bm_destroy,
 };
 

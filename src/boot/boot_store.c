@@ -2,8 +2,9 @@
  * boot_store.c: the bootstrap over sharc's TCP store (env, slurm and explicit modes).
  * Rank 0 of the job serves the store; every rank, rank 0 included, talks to it through its
  * own connection per communicator. Keys are "<namespace>/<op><seq>/...": the namespace names
- * the communicator ("w0" for the job's first, "w0.3c1" for the fourth split's color 1) and seq
- * counts the calls on it, which every rank makes in the same order.
+ * the communicator ("w0" for the job's first, "w0.3c1" for the fourth split's color 1,
+ * "w0.g<id>" for a group of some ranks) and seq counts the calls on it, which every rank
+ * makes in the same order.
  */
 #include "config.h"
 
@@ -164,6 +165,22 @@ static sharc_status_t sharc_bs_barrier(sharc_boot_t *boot)
     return status;
 }
 
+/* Connect the bootstrap of a communicator made from @p bs's, named @p ns (a child of its
+ * namespace: on the same server, which admits it without a new rendezvous). */
+static sharc_status_t sharc_bs_child(sharc_boot_store_t *bs, char *ns, size_t ns_size, int rank,
+                                     int size, sharc_boot_t **new_p)
+{
+    if (strlen(ns) >= sizeof(bs->ns)) {
+        /* deep trees of communicators: a hash keeps names short and distinct, under the
+         * job's root */
+        unsigned long long h = sharc_hash64(SHARC_HASH_SEED, ns, strlen(ns));
+        size_t root_len = strcspn(bs->ns, ".");
+
+        snprintf(ns, ns_size, "%.*s.h%016llx", (int)root_len, bs->ns, h);
+    }
+    return sharc_boot_store_open(bs->shared, ns, rank, size, bs->super.timeout, new_p);
+}
+
 static sharc_status_t sharc_bs_split(sharc_boot_t *boot, int color, int key, int new_rank,
                                      int new_size, sharc_boot_t **new_p)
 {
@@ -176,14 +193,19 @@ static sharc_status_t sharc_bs_split(sharc_boot_t *boot, int color, int key, int
         return SHARC_OK;
     }
     snprintf(ns, sizeof(ns), "%s.%uc%d", bs->ns, seq, color);
-    if (strlen(ns) >= sizeof(bs->ns)) {
-        /* deep split trees: a hash keeps names short and distinct, under the job's root */
-        unsigned long long h = sharc_hash64(SHARC_HASH_SEED, ns, strlen(ns));
-        size_t root_len = strcspn(bs->ns, ".");
+    return sharc_bs_child(bs, ns, sizeof(ns), new_rank, new_size, new_p);
+}
 
-        snprintf(ns, sizeof(ns), "%.*s.h%016llx", (int)root_len, bs->ns, h);
-    }
-    return sharc_boot_store_open(bs->shared, ns, new_rank, new_size, boot->timeout, new_p);
+/* Only the members call it, so the parent's call count (seq) cannot name the group: its id
+ * does, which the members agree on without talking. */
+static sharc_status_t sharc_bs_group(sharc_boot_t *boot, const int *ranks, int n, int new_rank,
+                                     uint64_t id, sharc_boot_t **new_p)
+{
+    sharc_boot_store_t *bs = (sharc_boot_store_t *)boot;
+    char ns[160];
+
+    snprintf(ns, sizeof(ns), "%s.g%016llx", bs->ns, (unsigned long long)id);
+    return sharc_bs_child(bs, ns, sizeof(ns), new_rank, n, new_p);
 }
 
 static void sharc_bs_destroy(sharc_boot_t *boot)
@@ -242,6 +264,7 @@ static const sharc_boot_ops_t sharc_boot_store_ops = {
     .bcast = sharc_bs_bcast,
     .barrier = sharc_bs_barrier,
     .split = sharc_bs_split,
+    .group = sharc_bs_group,
     .destroy = sharc_bs_destroy,
     .check = sharc_bs_check,
     .report = sharc_bs_report,

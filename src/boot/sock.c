@@ -151,17 +151,24 @@ static sharc_status_t sharc_sock_ready(int fd, short events, double deadline)
     return ret > 0 ? SHARC_OK : ret == 0 ? SHARC_ERR_TIMEOUT : SHARC_ERR_IO;
 }
 
+void sharc_sock_nodelay(int fd)
+{
+    int one = 1;
+
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
 /* One connection attempt: 0 connected, -1 with errno. */
 static int sharc_sock_try_connect(const struct addrinfo *ai, double deadline, int *fd_p)
 {
-    int fd, err = 0, one = 1;
+    int fd, err = 0;
     socklen_t len = sizeof(err);
 
     fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
     if (fd < 0) {
         return -1;
     }
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    sharc_sock_nodelay(fd);
     if (sharc_sock_nonblock(fd) != 0) {
         goto err_close;
     }

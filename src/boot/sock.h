@@ -33,6 +33,13 @@ SHARC_HIDDEN sharc_status_t sharc_sock_listen(const char *host, int port, const 
 SHARC_HIDDEN sharc_status_t sharc_sock_connect(const char *host, int port, double deadline,
                                                const char *what, int *fd_p);
 
+/**
+ * Send small messages at once (TCP_NODELAY), on both ends of a connection: the store's
+ * messages are a header and a value sent apart, and with Nagle's algorithm the second waits
+ * for the peer's delayed acknowledgement of the first (40 ms on Linux) on every reply.
+ */
+SHARC_HIDDEN void sharc_sock_nodelay(int fd);
+
 /** Send exactly @p len bytes before @p deadline. Not logged; returns IO, TIMEOUT. */
 SHARC_HIDDEN sharc_status_t sharc_sock_send(int fd, const void *buf, size_t len, double deadline);
 

@@ -50,6 +50,16 @@ sharc_status_t sharc_store_send_raw(int fd, uint8_t op, const char *key, const v
     return status;
 }
 
+/* The connection to the store broke: rank 0, which serves it, is taken for gone (as
+ * sharc_store_poll does), so that a check of the communicator says so without a request. */
+static void sharc_store_lost(sharc_store_client_t *c)
+{
+    c->broken = 1;
+    if (c->lost_rank < 0) {
+        c->lost_rank = c->lost_by = 0;
+    }
+}
+
 /* Send one request; failures are logged and break the connection. */
 sharc_status_t sharc_store_send_msg(sharc_store_client_t *c, uint8_t op, const char *key,
                                     const void *val, size_t len, double deadline)
@@ -69,6 +79,7 @@ sharc_status_t sharc_store_send_msg(sharc_store_client_t *c, uint8_t op, const c
         }
         sharc_error("rank %d: lost the store at %s: %s (did rank 0 fail?)", c->rank, c->addr,
                     strerror(errno));
+        sharc_store_lost(c);
         return SHARC_ERR_REMOTE;
     }
     return SHARC_OK;
@@ -153,6 +164,7 @@ static sharc_status_t sharc_store_recv_reply(sharc_store_client_t *c, uint8_t op
     }
     sharc_error("rank %d: lost the store at %s during %s: %s (did rank 0 fail?)", c->rank, c->addr,
                 what, strerror(errno));
+    sharc_store_lost(c);
     return SHARC_ERR_REMOTE;
 }
 

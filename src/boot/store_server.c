@@ -55,6 +55,7 @@ static void sharc_store_accept(sharc_store_server_t *srv)
             close(fd); /* a flood of strangers: ranks retry their connection */
             continue;
         }
+        sharc_sock_nodelay(fd);
         if (sharc_store_adopt(srv, fd) != SHARC_OK) {
             close(fd);
             return;

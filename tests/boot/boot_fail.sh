@@ -52,6 +52,10 @@ run_fail "wrong MASTER_PORT: rank 0 names the absent rank" $((T + MARGIN)) \
     "$LAUNCH" --mode env -n 2 --rank-env 1:MASTER_PORT=9 -- "$prog"
 run_fail "rank 2 never arrives" $((T + MARGIN)) "rank\(s\) 2 of 3 did not arrive" \
     "$LAUNCH" --mode env -n 3 --ranks "0 1" -- "$prog"
+# (test_comm checks the status and the time itself: the ranks that fail are the test's own)
+run_ok_match "a member never joins a group of some ranks: the others name it" \
+    "timed out .* communicator 'w0.g[0-9a-f]+': rank\(s\) 2 of 3 did not arrive" \
+    env SHARCTEST_MAX_SECONDS=$((T + MARGIN)) "$LAUNCH" --mode env -n 3 -- "$prog" --group-missing
 run_fail "rank 0 (the store) never arrives" $((T + MARGIN)) \
     "cannot reach the bootstrap store \(rank 1\)" \
     "$LAUNCH" --mode env -n 3 --ranks "1 2" -- "$prog"

@@ -2,7 +2,7 @@
  * test_store.c: the bootstrap store in one process: a server and clients in threads.
  * Gathers with several ranks, keys freed after the last reader, the HELLO checks (token,
  * rank range, duplicate rank, size disagreement), timeouts that name the missing ranks,
- * length mismatches, and a server that goes away.
+ * length mismatches, replies without delay, and a server that goes away.
  */
 #include "config.h"
 
@@ -134,11 +134,37 @@ static void test_timeout(void)
     sharc_store_close(c);
 }
 
+/*
+ * Replies come at once: 50 gathers that each bring back a value take well under the 40 ms a
+ * reply once waited for the client's delayed acknowledgement (Nagle's algorithm on the
+ * server's side held the value back behind the header): 2 s then, milliseconds now.
+ */
+static void test_round_trips(void)
+{
+    sharc_store_client_t *c;
+    char key[64];
+    int v = 42, out = 0;
+    double t0;
+
+    CHECK(sharc_store_connect("127.0.0.1", port, digest, "w.r", 0, 1, 2.0, MAX_MSG, &c) ==
+          SHARC_OK);
+    t0 = sharc_time_now();
+    for (int i = 0; i < 50; i++) {
+        snprintf(key, sizeof(key), "w.r/x%d/0", i);
+        CHECK(sharc_store_set(c, key, &v, sizeof(v)) == SHARC_OK);
+        snprintf(key, sizeof(key), "w.r/x%d", i);
+        CHECK(sharc_store_gather(c, key, 1, 1, -1, &out, sizeof(out), "round trip") == SHARC_OK);
+    }
+    CHECK_MSG(sharc_time_now() - t0 < 1.0, "50 round trips took %.2f s", sharc_time_now() - t0);
+    CHECK(out == 42);
+    sharc_store_close(c);
+}
+
 int main(void)
 {
     sharc_store_server_t *srv;
     sharc_store_client_t *c;
-    int v = 0;
+    int v = 0, lost = -1, by = -1;
 
     sharc_store_digest("test job", digest);
     CHECK(sharc_store_server_start("127.0.0.1", 0, digest, "w", 5.0, MAX_MSG, &srv) == SHARC_OK);
@@ -147,6 +173,7 @@ int main(void)
     test_gather();
     test_hello();
     test_timeout();
+    test_round_trips();
     sharc_store_server_stop(srv, 2.0);
 
     /* nobody serves: connecting times out, naming the address */
@@ -160,6 +187,8 @@ int main(void)
     CHECK(sharc_store_gather(c, "w/x", 2, 2, -1, &v, sizeof(v), "after the server left") ==
           SHARC_ERR_REMOTE);
     CHECK(sharc_store_set(c, "w/y/0", &v, sizeof(v)) == SHARC_ERR_REMOTE); /* broken for good */
+    /* and a check says so without a request: rank 0, which served it, is gone */
+    CHECK(sharc_store_poll(c, &lost, &by) == SHARC_ERR_REMOTE && lost == 0 && by == 0);
     sharc_store_close(c);
     return check_result("test_store");
 }

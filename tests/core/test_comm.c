@@ -2,7 +2,8 @@
  * test_comm.c: one rank of a multi-rank communicator test, started by tests/launch.sh or
  * mpirun. It checks rank, size, node and local rank against what the launcher says
  * (SHARCTEST_* variables, or OpenMPI's own), then splits: by parity, per node, reversed,
- * with ranks left out, nested, and destroys parents before children. With --expect-fail
+ * with ranks left out, nested, and destroys parents before children; makes groups of listed
+ * ranks (sharc_comm_create_group) called by their members only. With --expect-fail
  * STATUS it checks that creation fails with that status within SHARCTEST_MAX_SECONDS;
  * SHARCTEST_CRASH_RANK makes that rank die right after creation.
  * Uses the public API only.
@@ -76,6 +77,103 @@ static void check_split(sharc_comm_h comm, int color, int key, int exp_rank, int
     sharc_comm_destroy(sub);
 }
 
+/*
+ * A group of @p n listed ranks of @p comm, made by those only (the caller is one): its rank and
+ * size, its layout against the parent's, and an all-gather over its own transport that must
+ * bring back the list itself (every member contributes its rank in @p comm). Left for the
+ * caller to destroy when @p keep_p is given.
+ */
+static void check_group(sharc_comm_h comm, const int *ranks, int n, int tag, const char *what,
+                        sharc_comm_h *keep_p)
+{
+    int me = sharc_comm_rank(comm), pos = -1, *got = calloc((size_t)n, sizeof(int));
+    sharc_comm_h g = NULL;
+    sharc_request_h req = NULL;
+    sharc_status_t status = sharc_comm_create_group(comm, ranks, n, tag, &g);
+
+    CHECK_MSG(status == SHARC_OK, "%s: %s", what, sharc_status_string(status));
+    for (int i = 0; i < n; i++) {
+        pos = ranks[i] == me ? i : pos;
+    }
+    if (status != SHARC_OK || got == NULL) {
+        free(got);
+        return;
+    }
+    CHECK_MSG(sharc_comm_rank(g) == pos && sharc_comm_size(g) == n,
+              "%s: rank %d of %d, expected "
+              "%d of %d",
+              what, sharc_comm_rank(g), sharc_comm_size(g), pos, n);
+    for (int i = 0; i < n; i++) {
+        int same = sharc_comm_node_of(comm, ranks[i]) == sharc_comm_node_of(comm, me);
+
+        CHECK_MSG(same == (sharc_comm_node_of(g, i) == sharc_comm_node(g)),
+                  "%s: group rank %d's node disagrees with the parent's", what, i);
+    }
+    CHECK(sharc_allgather(&me, got, 1, SHARC_DTYPE_I32, g, &req) == SHARC_OK);
+    CHECK(req != NULL && sharc_request_wait(req) == SHARC_OK);
+    sharc_request_free(req);
+    for (int i = 0; i < n; i++) {
+        CHECK_MSG(got[i] == ranks[i], "%s: group rank %d is parent rank %d, expected %d", what, i,
+                  got[i], ranks[i]);
+    }
+    free(got);
+    if (keep_p != NULL) {
+        *keep_p = g;
+    } else {
+        sharc_comm_destroy(g);
+    }
+}
+
+/* sharc_comm_create_group: groups of the listed ranks, made by those only. */
+static void check_groups(sharc_comm_h comm)
+{
+    int rank = sharc_comm_rank(comm), size = sharc_comm_size(comm), n = 0;
+    int *list = calloc((size_t)size + 1, sizeof(int));
+    sharc_comm_h g1 = NULL, g2 = NULL, bad = (sharc_comm_h)&bad;
+
+    if (list == NULL) {
+        CHECK(list != NULL);
+        return;
+    }
+    for (int i = 0; i < size; i++) {
+        list[i] = size - 1 - i;
+    }
+    check_group(comm, list, size, 0, "every rank, reversed", NULL);
+    /* one list twice in a row, both alive: the second is another communicator */
+    check_group(comm, list, size, 0, "the same list again", &g1);
+    check_group(comm, list, size, 0, "and a third time", &g2);
+    sharc_comm_destroy(g1);
+    sharc_comm_destroy(g2);
+    /* the ranks of one parity only: the others do not call */
+    for (int i = rank % 2; i < size; i += 2) {
+        list[n++] = i;
+    }
+    check_group(comm, list, n, 0, "one parity", NULL);
+    list[0] = rank;
+    check_group(comm, list, 1, 7, "this rank alone", NULL);
+    /* overlapping pairs one after another: rank r is in {r-1, r} and {r, r+1} */
+    for (int lo = rank - 1; lo <= rank && size > 1; lo++) {
+        if (lo >= 0 && lo + 1 < size) {
+            int pair[2] = {lo, lo + 1};
+            check_group(comm, pair, 2, lo, "overlapping pairs", NULL);
+        }
+    }
+    /* bad arguments fail at once, naming the fault, and leave the output alone */
+    list[0] = rank;
+    list[1] = rank;
+    CHECK(sharc_comm_create_group(comm, list, 2, 0, &bad) == SHARC_ERR_INVALID);
+    list[1] = size;
+    CHECK(sharc_comm_create_group(comm, list, 2, 0, &bad) == SHARC_ERR_INVALID);
+    list[0] = (rank + 1) % size;
+    CHECK(size == 1 || sharc_comm_create_group(comm, list, 1, 0, &bad) == SHARC_ERR_INVALID);
+    list[0] = rank;
+    CHECK(sharc_comm_create_group(comm, list, 1, -1, &bad) == SHARC_ERR_INVALID);
+    CHECK(sharc_comm_create_group(comm, NULL, 1, 0, &bad) == SHARC_ERR_INVALID);
+    CHECK(sharc_comm_create_group(NULL, list, 1, 0, &bad) == SHARC_ERR_INVALID);
+    CHECK(bad == (sharc_comm_h)&bad);
+    free(list);
+}
+
 static void run_checks(sharc_comm_h comm)
 {
     int rank = sharc_comm_rank(comm), size = sharc_comm_size(comm);
@@ -106,6 +204,7 @@ static void run_checks(sharc_comm_h comm)
     check_split(comm, 5, 0, rank, size, "equal keys keep the old order");
     check_split(comm, rank == 0 ? SHARC_COMM_SPLIT_NOCOLOR : 1, 0, rank - 1,
                 rank == 0 ? 0 : size - 1, "rank 0 left out");
+    check_groups(comm);
     /* a bad color on one rank fails the split on every rank, at once */
     CHECK(sharc_comm_split(comm, rank == size - 1 ? -5 : 0, 0, &a) == SHARC_ERR_INVALID);
     CHECK(a == NULL);
@@ -116,6 +215,10 @@ static void run_checks(sharc_comm_h comm)
         int ar = sharc_comm_rank(a), as = sharc_comm_size(a);
         CHECK(sharc_comm_split(a, ar < as / 2, ar, &b) == SHARC_OK);
         CHECK(sharc_comm_split(comm, 0, rank, &c) == SHARC_OK);
+        if (as >= 2 && ar < 2) {
+            int first_two[2] = {1, 0};
+            check_group(a, first_two, 2, 0, "a group of a split communicator", NULL);
+        }
         sharc_comm_destroy(a);
         if (b != NULL) {
             int half = as / 2, exp = ar < half ? half : as - half;
@@ -142,6 +245,37 @@ static void run_checks(sharc_comm_h comm)
            lrank, lsize, check_failures ? "FAILED" : "ok");
 }
 
+/*
+ * The last rank never joins a group of every rank: the others fail with SHARC_ERR_TIMEOUT
+ * within SHARCTEST_MAX_SECONDS, and the log names the rank (it waits half of that meanwhile,
+ * past the bootstrap timeout the test sets, then every rank leaves together).
+ */
+static void check_group_missing(sharc_comm_h comm)
+{
+    int size = sharc_comm_size(comm), *all = calloc((size_t)size, sizeof(int));
+    sharc_comm_h g = NULL;
+    double t0 = now(), max_s = env_int("SHARCTEST_MAX_SECONDS", NULL);
+    sharc_status_t status;
+
+    for (int i = 0; all != NULL && i < size; i++) {
+        all[i] = i;
+    }
+    if (all != NULL && sharc_comm_rank(comm) != size - 1) {
+        status = sharc_comm_create_group(comm, all, size, 0, &g);
+        CHECK_MSG(status == SHARC_ERR_TIMEOUT, "got '%s', expected a timeout",
+                  sharc_status_string(status));
+        CHECK_MSG(max_s < 0 || now() - t0 <= max_s, "failed after %.1f s, limit %.0f s", now() - t0,
+                  max_s);
+        printf("group without rank %d: %s after %.1f s\n", size - 1, sharc_status_string(status),
+               now() - t0);
+    } else {
+        usleep((useconds_t)((max_s > 0 ? max_s : 10) * 5e5)); /* past the others' timeout */
+    }
+    CHECK(sharc_comm_barrier(comm) == SHARC_OK);
+    free(all);
+    sharc_comm_destroy(comm);
+}
+
 int main(int argc, char **argv)
 {
     sharc_comm_params_t params = {0}, *pp = NULL;
@@ -149,7 +283,7 @@ int main(int argc, char **argv)
     sharc_context_h ctx;
     sharc_comm_h comm = NULL;
     sharc_status_t status;
-    int creates = 1;
+    int creates = 1, group_missing = 0;
     double t0, max_s;
 
     for (int i = 1; i < argc; i++) {
@@ -161,11 +295,13 @@ int main(int argc, char **argv)
             params.size = env_int("SHARCTEST_SIZE", NULL);
             params.store_addr = argv[++i];
             pp = &params;
+        } else if (strcmp(argv[i], "--group-missing") == 0) {
+            group_missing = 1;
         } else if (strcmp(argv[i], "--creates") == 0 && i + 1 < argc) {
             creates = atoi(argv[++i]);
         } else {
             fprintf(stderr, "usage: test_comm [--expect-fail STATUS] [--explicit ADDR] "
-                            "[--creates N]\n");
+                            "[--creates N] [--group-missing]\n");
             return 2;
         }
     }
@@ -199,6 +335,10 @@ int main(int argc, char **argv)
         if (sharc_comm_rank(comm) == env_int("SHARCTEST_CRASH_RANK", NULL)) {
             fprintf(stderr, "rank %d: crashing on purpose\n", sharc_comm_rank(comm));
             _exit(3); /* as a crash would: no goodbye to the store */
+        }
+        if (group_missing) {
+            check_group_missing(comm);
+            break;
         }
         run_checks(comm);
     }

@@ -34,11 +34,16 @@ _SharcGroup = SharcGroup  # the mixin's older name (tests/torch/ops.py derives f
 _group_class = ProcessGroupSharc  # what the "sharc" backend makes (tests may swap it)
 
 
-def _create(store, rank, size, timeout):
-    return _group_class(store, rank, size, timeout)
+def _create(opts, backend_options=None):
+    """torch's extended creator API: besides the store, rank, size and timeout, the group's
+    ranks in the default group and its name, from which sharc makes the group's communicator
+    out of the default group's without a new rendezvous (rendezvous.py)."""
+    return _group_class(opts.store, opts.group_rank, opts.group_size, opts.timeout,
+                        global_ranks=list(opts.global_ranks_in_group), group_name=opts.group_id,
+                        process_group=getattr(opts, "process_group", None))
 
 
-dist.Backend.register_backend(BACKEND, _create, devices=["cpu", "cuda"])
+dist.Backend.register_backend(BACKEND, _create, extended_api=True, devices=["cpu", "cuda"])
 
 __all__ = ["BACKEND", "GroupWork", "ProcessGroupSharc", "SharcGroup", "Work", "empty",
            "init_env"]

@@ -7,18 +7,56 @@ emulated exactly with those it has, or refused with UnsupportedError. The Work i
 work.py's; the store address is agreed by rendezvous.py; registration is __init__.py's.
 """
 
+import atexit
+import datetime
+import functools
+import itertools
+import weakref
+
 import torch
 import torch.distributed as dist
 from torch._C._distributed_c10d import Backend as _C10dBackend
 
-import sharc
 from sharc import InvalidError, UnsupportedError
 
-from .rendezvous import store_address
+from .rendezvous import group_comm, forget_comm
 from .tensors import as_bytes, check_same, raw, readable, reduction, writable
 from .work import GroupWork, Work
 
 BACKEND = "sharc"
+
+# The groups of this process, kept alive from creation to shutdown. torch holds only the C++
+# side of a Python backend: under TORCH_DISTRIBUTED_DEBUG=DETAIL its debug wrapper is all
+# that refers to it, and without this the Python object (its methods) would be collected.
+_live = {}
+_made = itertools.count()  # the order groups were made in
+
+
+@atexit.register
+def _shutdown_at_exit():
+    """Close the groups torch has not shut down, the newest first, while the interpreter is
+    whole (the process group's subgroups before the group they were made from)."""
+    for group in sorted(_live.values(), key=lambda g: -g._order):
+        group.shutdown()
+
+
+def _counted(method):
+    """A collective as torch counts them: the group's sequence number (what
+    _get_sequence_number_for_group reports; the debug wrapper compares it across ranks before
+    each collective) goes up by one per call from torch, as gloo's does, not per collective
+    an emulation posts inside it."""
+
+    @functools.wraps(method)
+    def counted(self, *args, **kwargs):
+        if self._depth == 0:
+            self._seq += 1
+        self._depth += 1
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            self._depth -= 1
+
+    return counted
 
 
 class SharcGroup:
@@ -27,23 +65,47 @@ class SharcGroup:
     share one sharc context (SHARC_* variables). A mixin: ProcessGroupSharc puts it on the
     c10d class this torch lets Python subclass."""
 
-    def __init__(self, store, rank, size, timeout):
+    def __init__(self, store, rank, size, timeout, global_ranks=None, group_name="",
+                 process_group=None):
         super().__init__(rank, size)
         self._rank, self._size = rank, size
-        ctx = sharc.default_context()
-        if size == 1:
-            self.comm = sharc.Comm(ctx, bootstrap="single")
-        else:
-            addr, token = store_address(store, rank, size, timeout)
-            self.comm = sharc.Comm(ctx, bootstrap="explicit", rank=rank, size=size,
-                                   store_addr=addr, token=token)
+        self._timeout = timeout if isinstance(timeout, datetime.timedelta) else \
+            datetime.timedelta(seconds=float(timeout))
+        self._global_ranks, self._group_name = list(global_ranks or []), group_name or ""
+        self._seq = self._depth = 0
+        self.comm = group_comm(store, rank, size, timeout, self._global_ranks, self._group_name)
         self._pool = None
+        self._order = next(_made)
+        _live[id(self)] = self
+        if process_group is not None:
+            try:  # torch's group gone without a shutdown: this goes too
+                weakref.finalize(process_group, _live.pop, id(self), None)
+            except TypeError:
+                pass
+
+    # -- what torch asks of a backend beside the collectives ------------------------------
 
     def getBackendName(self):
         return BACKEND
 
     def _get_backend_name(self):
         return BACKEND
+
+    @property
+    def options(self):
+        """The group's Backend.Options (torch's flight recorder and debug wrapper read them;
+        without them torch's lookup recurses until Python's limit, about 30 ms per group)."""
+        opts = _C10dBackend.Options(BACKEND, self._timeout)
+        opts.global_ranks_in_group = self._global_ranks or list(range(self._size))
+        opts.group_name = self._group_name
+        return opts
+
+    def _get_sequence_number_for_group(self):
+        return self._seq
+
+    def _set_sequence_number_for_group(self):
+        """A no-op, as in torch's own backends now: sequence numbers start at 0 on every
+        rank (the group is new on every rank at once)."""
 
     @property
     def supports_splitting(self):
@@ -125,6 +187,7 @@ class SharcGroup:
 
     # -- reductions -------------------------------------------------------------------------
 
+    @_counted
     def allreduce(self, tensors, opts):
         name = "allreduce"
         if len(tensors) != 1:
@@ -133,6 +196,7 @@ class SharcGroup:
         post = self._allreduce_posts(name, tensors[0], opts.reduceOp, fixups)
         return self._work(name, post, tensors, tensors, fixups)
 
+    @_counted
     def allreduce_coalesced(self, tensors, opts):
         name = "allreduce_coalesced"
         fixups = []
@@ -143,6 +207,7 @@ class SharcGroup:
         raise UnsupportedError("allreduce_sparse: sparse tensors are not supported by the sharc "
                                "backend (sharc reduces dense buffers)", op="allreduce_sparse")
 
+    @_counted
     def reduce_scatter_single(self, output, input, opts):
         name = "reduce_scatter_tensor"
         inp, out, fixups = self._one_each(name, output, input, False)
@@ -155,10 +220,12 @@ class SharcGroup:
 
     _reduce_scatter_base = reduce_scatter_single
 
+    @_counted
     def reduce_scatter_single_coalesced(self, outputs, inputs, opts):
         return GroupWork("reduce_scatter_tensor_coalesced",
                          self._each(self.reduce_scatter_single, outputs, inputs, opts), outputs)
 
+    @_counted
     def reduce_scatter(self, outputs, input_lists, opts):
         name = "reduce_scatter"
         if len(outputs) != 1 or len(input_lists) != 1:
@@ -175,6 +242,7 @@ class SharcGroup:
         return self.reduce_scatter_single(out, flat, opts)
 
     # emulated rooted reduction: exact results, more traffic than a rooted algorithm
+    @_counted
     def reduce(self, tensors, opts):
         name = "reduce"
         if len(tensors) != 1:
@@ -189,6 +257,7 @@ class SharcGroup:
 
     # -- data movement ----------------------------------------------------------------------
 
+    @_counted
     def broadcast(self, tensors, opts):
         name = "broadcast"
         if len(tensors) != 1 or opts.rootTensor != 0:
@@ -202,6 +271,7 @@ class SharcGroup:
         return self._work(name, lambda: self.comm.broadcast(raw(c), root=root, async_op=True),
                           tensors, tensors, fixups)
 
+    @_counted
     def all_gather_single(self, output, input, opts):
         name = "all_gather_into_tensor"
         inp, out, fixups = self._one_each(name, output, input, True)
@@ -210,6 +280,7 @@ class SharcGroup:
 
     _allgather_base = all_gather_single
 
+    @_counted
     def all_gather_single_coalesced(self, outputs, inputs, opts):
         return GroupWork("all_gather_into_tensor_coalesced",
                          self._each(self.all_gather_single, outputs, inputs, opts), outputs)
@@ -218,6 +289,7 @@ class SharcGroup:
     allgather_into_tensor_coalesced = all_gather_single_coalesced
     reduce_scatter_tensor_coalesced = reduce_scatter_single_coalesced
 
+    @_counted
     def allgather(self, output_lists, inputs, opts):
         name = "all_gather"
         if len(inputs) != 1 or len(output_lists) != 1:
@@ -233,6 +305,7 @@ class SharcGroup:
                                    op=name)
         return self._gather_list(name, inp, outs, [inp] + list(outs), output_lists)
 
+    @_counted
     def allgather_coalesced(self, output_lists, inputs, opts):
         """torch indexes @output_lists [rank][tensor]: output_lists[r][i] receives rank r's
         inputs[i]. The inputs (any shapes and dtypes) are packed as bytes into one buffer,
@@ -277,6 +350,7 @@ class SharcGroup:
                           lambda: self.comm.allgather(raw(packed), raw(flat), async_op=True),
                           every, output_lists, fixups)
 
+    @_counted
     def all_to_all_single(self, output, input, output_split_sizes, input_split_sizes, opts):
         name = "all_to_all_single"
         check_same(name, output, input, "output")
@@ -313,6 +387,7 @@ class SharcGroup:
 
     alltoall_base = all_to_all_single
 
+    @_counted
     def alltoall(self, outputs, inputs, opts):
         name = "all_to_all"
         if len(outputs) != self._size or len(inputs) != self._size:
@@ -347,10 +422,12 @@ class SharcGroup:
         return self._work(name, lambda: self.comm.alltoall(raw(send), raw(recv), async_op=True),
                           tensors, outputs, [unpack] + fixups)
 
+    @_counted
     def barrier(self, opts):
         return Work("barrier", [self.comm.barrier(async_op=True)], [])
 
     # emulated rooted collectives: exact results, more traffic than a rooted algorithm
+    @_counted
     def gather(self, output_lists, inputs, opts):
         name = "gather"
         if len(inputs) != 1:
@@ -361,6 +438,7 @@ class SharcGroup:
             self._world_list(name, outs, "output")
         return self._gather_list(name, inp, outs, [inp], output_lists)
 
+    @_counted
     def scatter(self, outputs, input_lists, opts):
         name = "scatter"
         if len(outputs) != 1:
@@ -408,10 +486,12 @@ class SharcGroup:
         return self._pool.empty((size,), dtype=dtype)
 
     def shutdown(self):
+        _live.pop(id(self), None)
+        forget_comm(self.comm)
         self.comm.close()
 
     def abort(self):
-        self.comm.close()
+        self.shutdown()
 
 
 def _c10d_base():

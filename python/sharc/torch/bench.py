@@ -2,7 +2,7 @@
 
     torchrun --nproc-per-node 2 -m sharc.torch.bench [-b 1M] [-e 256M] [-f 4] [-n 10] [-w 3]
         [--rounds 3] [--colls all_gather_into_tensor,reduce_scatter_tensor,all_reduce]
-        [--backends sharc,gloo] [--fsdp] [--fsdp-only] [--json FILE]
+        [--backends sharc,gloo] [--groups N] [--fsdp] [--fsdp-only] [--json FILE]
 
 The default group is "sharc" and a gloo group spans the same ranks; every round runs each
 backend in turn (alternated, so both see the same machine), and the table is the median
@@ -12,6 +12,9 @@ busbw follow nccl-tests: the size is the larger buffer (all-gather's output,
 reduce-scatter's input), busbw = size / time x (n-1)/n for all-gather and reduce-scatter,
 x 2(n-1)/n for all-reduce. Tensors are plain torch.empty CPU tensors (float32); all_reduce is
 in place (torch's only form), the others out of place.
+
+--groups N adds the creation of a process group of every rank (new_group), N times per
+backend and round: the slowest rank's time per creation, the median.
 
 --fsdp adds a training step of FSDP2 (fully_shard on each decoder layer and the model) on a
 Llama of ~34M parameters (transformers' LlamaForCausalLM: 8 layers of width 512, vocabulary
@@ -82,6 +85,19 @@ def time_coll(coll, size, group, iters, warmup):
     return slowest_median(times, group)
 
 
+def group_time(backend, count):
+    """new_group of every rank on @backend, @count times: the slowest rank's time per
+    creation, the median (each creation starts after a barrier, so that none waits for a
+    late rank). The groups are kept, as code built on DeviceMesh keeps them."""
+    times = []
+    for _ in range(count):
+        dist.barrier()
+        t0 = time.perf_counter()
+        dist.new_group(backend=backend)
+        times.append(time.perf_counter() - t0)
+    return slowest_median(times, None)
+
+
 def fsdp_step_time(group, hooks, args):
     from torch.distributed.device_mesh import DeviceMesh
     from torch.distributed.fsdp import fully_shard
@@ -133,6 +149,8 @@ def main():
     ap.add_argument("--fsdp-seq", type=int, default=128)
     ap.add_argument("--fsdp-steps", type=int, default=5)
     ap.add_argument("--fsdp-warmup", type=int, default=2)
+    ap.add_argument("--groups", type=int, default=0,
+                    help="also time N creations of a group of every rank (new_group)")
     ap.add_argument("--json", help="write every round's figures here (rank 0)")
     args = ap.parse_args()
 
@@ -146,7 +164,7 @@ def main():
     while size <= parse_size(args.maxbytes):
         sizes.append(size)
         size *= args.stepfactor
-    colls = [] if args.fsdp_only else args.colls.split(",")
+    colls = [] if args.fsdp_only else [c for c in args.colls.split(",") if c]
     results = {"nranks": n, "torch": torch.__version__, "threads": torch.get_num_threads(),
                "rounds": []}
     if rank == 0:
@@ -155,7 +173,12 @@ def main():
               "per rank" % (n, args.iters, args.warmup, args.rounds, " and ".join(backends),
                             torch.__version__, torch.get_num_threads()), flush=True)
     for rnd in range(args.rounds):
-        one = {"colls": {}, "fsdp": {}}
+        one = {"colls": {}, "fsdp": {}, "groups": {}}
+        for be in backends if args.groups else ():
+            one["groups"][be] = t = group_time(be, args.groups)
+            if rank == 0:
+                print("round %d new_group (%d ranks) %-6s %8.2f ms" % (rnd + 1, n, be, t * 1e3),
+                      flush=True)
         for coll in colls:
             for size in sizes:
                 for be in backends:
@@ -207,6 +230,13 @@ def print_table(results, colls, sizes, backends, n):
                 if "sharc" in med and "gloo" in med:
                     line += " %11.2f" % (med["gloo"] / med["sharc"])
                 print(line)
+    if rounds and rounds[0]["groups"]:
+        med = {be: statistics.median(r["groups"][be] for r in rounds) for be in rounds[0]["groups"]}
+        print("\n# new_group of every rank, median over %d rounds" % len(rounds))
+        for be, t in med.items():
+            extra = " (this / gloo %.2f)" % (t / med["gloo"]) if "gloo" in med and \
+                be != "gloo" else ""
+            print("%-12s %8.2f ms%s" % (be, t * 1e3, extra))
     if rounds and rounds[0]["fsdp"]:
         med = {be: statistics.median(r["fsdp"][be] for r in rounds) for be in rounds[0]["fsdp"]}
         print("\n# FSDP2 step, %.1fM parameters, median over %d rounds" %

@@ -1,18 +1,22 @@
-"""Where a process group's sharc store lives: rank 0 picks it, torch's store carries it.
+"""How a process group gets its sharc communicator.
 
-Each process group is one sharc communicator made with sharc's explicit bootstrap; its rank 0
-picks a free TCP port for sharc's store on the address its peers reach it at, and a random job
-token, and hands both to the others through the group's own torch store. Nothing here
-creates the communicator (backend.py does).
+The default group's is made with sharc's explicit bootstrap: its rank 0 picks a free TCP port
+for sharc's store on the address its peers reach it at, and a random job token, and hands both
+to the others through the group's own torch store. Every later group is made from it by its
+members alone (sharc_comm_create_group: the same sharc store, no new rendezvous, a few
+milliseconds); a group whose default group is not sharc's gets a store of its own as the
+default group does. The process group itself is backend.py's.
 """
 
 import os
 import secrets
 import socket
+import zlib
 
 import sharc
 
 _used_store_addrs = set()  # store addresses this process has used (see store_address)
+_world = None  # the default group's communicator, while it is open (see group_comm)
 
 
 def _my_host():
@@ -69,3 +73,31 @@ def store_address(store, rank, size, timeout):
     addr, token = store.get("sharc/addr").decode().split()
     _used_store_addrs.add(addr)
     return addr, token
+
+
+def group_comm(store, rank, size, timeout, global_ranks, group_name):
+    """The sharc communicator of a new process group: this process is @rank of @size, ranks
+    @global_ranks of the default group ([] for the default group itself), named @group_name
+    by torch alike on every member."""
+    global _world
+    ctx = sharc.default_context()
+    if size == 1:
+        return sharc.Comm(ctx, bootstrap="single")
+    world = _world
+    if global_ranks and world is not None and world.handle is not None and \
+            max(global_ranks) < world.size:
+        # torch calls this on the members only; the name tells apart groups of one list
+        return world.create_group(global_ranks, tag=zlib.crc32(group_name.encode()) & 0x7fffffff)
+    addr, token = store_address(store, rank, size, timeout)
+    comm = sharc.Comm(ctx, bootstrap="explicit", rank=rank, size=size, store_addr=addr,
+                      token=token)
+    if not global_ranks:
+        _world = comm
+    return comm
+
+
+def forget_comm(comm):
+    """@comm is closing: groups made later do not come from it."""
+    global _world
+    if _world is comm:
+        _world = None

@@ -1,0 +1,97 @@
+#!/bin/bash
+# PyTorch's own distributed test suite (tests/torch/dist_suite.py: the CPU tests of what sharc
+# supports, run as PyTorch's test_distributed_spawn.py runs them) on "sharc" and on gloo beside
+# it, at 2 and 4 ranks, with TORCH_DISTRIBUTED_DEBUG off and DETAIL: every test that passes on
+# gloo must pass on sharc, except those listed below with the reason. Prints both backends'
+# counts and the differences. The tests torch would skip for "sharc" by its name alone run here
+# as they do for gloo (dist_suite.py says how, and marks them "byname").
+. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/env.sh"
+
+if ! "$PY" -c 'import expecttest' > /dev/null 2>&1; then
+    echo "SKIP: PyTorch's test suite needs expecttest in the venv;" \
+        "tools/install-deps.sh --torch installs it"
+    exit 77
+fi
+shards=${SHARCTEST_SUITE_SHARDS:-2} # runners of each backend at once: the tests mostly wait
+work=$(mktemp -d /tmp/sharc-suite.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+
+# Tests gloo passes and sharc does not yet, and why. Each is reported; none fails the test.
+# (The other way round, under DETAIL torch 2.15's gloo crashes (SIGSEGV) in most of the DDP
+# tests that sharc passes: those are reported too.)
+declare -A expected
+for t in test_send_recv test_send_recv_with_tag test_send_recv_any_source test_isend \
+    test_irecv test_batch_isend_irecv_gloo test_batch_isend_irecv_gloo_tags; do
+    expected[$t]="point-to-point: the sharc backend refuses send/recv until sharc's C API has them"
+done
+expected[test_ddp_logging_data_cpu]="torch's: DDP logs the backend name 'custom' for every \
+third-party backend (its BackendType), where the test expects the group's name"
+
+# suite N DEBUG: both backends at N ranks, their shards at once; then the comparison
+suite() {
+    local n=$1 debug=$2 b i st name outcome rest line
+    local tag="$n ranks, TORCH_DISTRIBUTED_DEBUG=$debug"
+    for b in gloo sharc; do
+        for i in $(seq 0 $((shards - 1))); do
+            TORCH_DISTRIBUTED_DEBUG=$debug timeout 900 "$PY" "$TT/dist_suite.py" --backend $b \
+                --world-size "$n" --shard "$i/$shards" --out "$work/$b.$n.$debug.$i" \
+                > "$work/$b.$n.$debug.$i.log" 2>&1 &
+        done
+    done
+    st=0
+    for _ in $(seq 1 $((2 * shards))); do
+        wait -n || st=$?
+    done
+    declare -A gloo=() sharc=()
+    for b in gloo sharc; do
+        for i in $(seq 0 $((shards - 1))); do
+            if [ ! -s "$work/$b.$n.$debug.$i" ]; then
+                echo "FAIL: $tag: the $b runner (shard $i) left no results (exit $st)"
+                show_out "$(cat "$work/$b.$n.$debug.$i.log")"
+                failures=$((failures + 1))
+                return
+            fi
+            while read -r name outcome rest; do
+                if [ $b = gloo ]; then gloo[$name]=$outcome; else sharc[$name]="$outcome $rest"; fi
+            done < "$work/$b.$n.$debug.$i"
+        done
+    done
+    local gp=0 sp=0 total=${#gloo[@]} diffs=() bad=0
+    for name in "${!gloo[@]}"; do
+        [ "${gloo[$name]}" = pass ] && gp=$((gp + 1))
+        outcome=${sharc[$name]%% *}
+        [ "$outcome" = pass ] && sp=$((sp + 1))
+        if [ "${gloo[$name]}" = pass ] && [ "$outcome" != pass ]; then
+            if [ -n "${expected[$name]:-}" ]; then
+                diffs+=("  $name: $outcome on sharc (expected: ${expected[$name]})")
+            else
+                diffs+=("  $name: $outcome on sharc, pass on gloo: ${sharc[$name]}")
+                bad=$((bad + 1))
+            fi
+        elif [ "$outcome" = pass ] && [ "${gloo[$name]}" != pass ]; then
+            diffs+=("  $name: pass on sharc, ${gloo[$name]} on gloo")
+        elif [ "$outcome" = pass ] && [ -n "${expected[$name]:-}" ]; then
+            diffs+=("  $name: passes now on sharc: take it off this script's list")
+        fi
+    done
+    echo "$tag: $total tests; gloo passes $gp, sharc passes $sp"
+    [ ${#diffs[@]} -gt 0 ] && printf '%s\n' "${diffs[@]}" | sort
+    if [ $bad -ne 0 ] || [ "$gp" -lt 40 ]; then
+        echo "FAIL: $tag: $bad test(s) pass on gloo and not on sharc (or gloo passed only $gp)"
+        failures=$((failures + 1))
+    fi
+    # a process that ends must not print Python's complaints about sharc's objects
+    if line=$(grep -h -A6 "^Exception ignored" "$work"/sharc."$n"."$debug".*.log | grep -m1 sharc)
+    then
+        echo "FAIL: $tag: Python reported an error in a destructor at exit: $line"
+        failures=$((failures + 1))
+    fi
+}
+
+for n in 2 4; do
+    for debug in OFF DETAIL; do
+        suite "$n" "$debug"
+    done
+done
+finish
