@@ -15,6 +15,8 @@
 namespace sharc_torch
 {
 
+std::atomic<size_t> allocated_{0};
+
 ProcessGroupSharc::ProcessGroupSharc(sharc_context_h ctx, sharc_comm_h comm, int rank, int size,
                                      std::chrono::milliseconds timeout)
     : c10d::Backend(rank, size), ctx_(ctx), comm_(comm), timeout_(timeout)
@@ -259,6 +261,7 @@ at::Tensor ProcessGroupSharc::allocateTensor(long size, at::TensorOptions option
         if (status != SHARC_OK) {
             std::rethrow_exception(failure(status, "sharc_mem_alloc", mark));
         }
+        allocated_ += bytes;
     }
     // the memory goes back to the pool with the last view; the pool holds the group
     auto self = c10::intrusive_ptr<ProcessGroupSharc>::unsafe_reclaim_from_nonowning(this);

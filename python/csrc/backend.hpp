@@ -29,6 +29,9 @@ namespace sharc_torch
 
 class ProcessGroupSharc;
 
+// bytes of sharc_mem_alloc memory allocateTensor has taken, over every group
+extern std::atomic<size_t> allocated_;
+
 // What a collective does once its requests are done (copies into non-contiguous outputs,
 // unpacking of emulated collectives); run on the host, or queued on the current stream.
 using Fixup = std::function<void()>;
