@@ -28,6 +28,14 @@ print(sharc.library_path, sharc.torch.implementation)'
 lib=$site/sharc/_libs/libsharc.so.0
 run_ok_match "the packaged libsharc needs neither libcudart nor libnccl" "needed: 0" \
     sh -c "test -f '$lib' && echo needed: \$(readelf -d '$lib' | grep -cE 'NEEDED.*(cudart|nccl)')"
+run_ok_match "init_process_group(\"sharc\") with no import of sharc (torch's entry point)" \
+    "world 1 sharc native" \
+    "${clean[@]}" RANK=0 WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT="$(free_port)" \
+    "$vpy" -c 'import sys, torch, torch.distributed as dist
+dist.init_process_group("sharc")
+t = torch.ones(3); dist.all_reduce(t)
+print("world", dist.get_world_size(), dist.get_backend(), sys.modules["sharc.torch"].implementation)
+dist.destroy_process_group()'
 run_ok_match "torchrun of the FSDP2 example with nothing set" \
     "sharc \(native\).*step +3 \| loss .*done: 3 steps" \
     "${clean[@]}" timeout 180 "$tmp/venv/bin/torchrun" --nproc-per-node 2 \

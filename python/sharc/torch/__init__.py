@@ -53,5 +53,14 @@ else:
     dist.Backend.register_backend(BACKEND, _create_python, devices=["cpu", "cuda"])
 dist.Backend.register_backend(PYTHON_BACKEND, _create_python, devices=["cpu", "cuda"])
 
+
+
+def _register():
+    """torch's entry point (group "torch.distributed.backends", the package's metadata):
+    init_process_group("sharc") imports this module, which registers the backends, with no
+    import in the user's program."""
+    return None
+
+
 __all__ = ["BACKEND", "GroupWork", "ProcessGroupSharc", "SharcGroup", "Work", "empty",
            "implementation", "init_env"]
