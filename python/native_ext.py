@@ -26,9 +26,10 @@ def cuda_home():
     return None
 
 
-def ext_args(include_dirs, library_dirs, rpaths):
+def ext_args(include_dirs, library_dirs, rpaths, relative=False):
     """Keyword arguments of torch.utils.cpp_extension's builders for the extension:
-    @include_dirs hold sharc/sharc.h (and sharc/version.h), @library_dirs libsharc.so."""
+    @include_dirs hold sharc/sharc.h (and sharc/version.h), @library_dirs libsharc.so; the
+    sources relative to python/ (@relative: setuptools wants them so) or absolute."""
     home = cuda_home()
     incs = list(include_dirs)
     macros = []
@@ -41,7 +42,8 @@ def ext_args(include_dirs, library_dirs, rpaths):
         # sharc/sharc_cuda.h's one CUDA type, for a build without the toolkit
         incs.append(os.path.join(HERE, "..", "config", "cuda_none"))
     return dict(
-        sources=[os.path.join(HERE, "csrc", s) for s in SOURCES],
+        sources=[os.path.join("csrc" if relative else os.path.join(HERE, "csrc"), s)
+                 for s in SOURCES],
         include_dirs=incs,
         define_macros=macros,
         library_dirs=list(library_dirs),

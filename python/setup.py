@@ -130,7 +130,8 @@ def _extensions():
         top = _tree()
         args = native_ext.ext_args([os.path.join(top, "include"),
                                     os.path.join(BUILD_DIR, "include")],
-                                   [os.path.join(BUILD_DIR, ".libs")], ["$ORIGIN/../_libs"])
+                                   [os.path.join(BUILD_DIR, ".libs")], ["$ORIGIN/../_libs"],
+                                   relative=True)
         exts.append(CppExtension("sharc.torch._native", **args))
     return exts
 

@@ -1,6 +1,6 @@
 #!/bin/bash
 # One pip install is the whole install: in a fresh virtual environment (reusing the PyTorch
-# venv's packages through a .pth file: no download), `pip install python/` builds libsharc
+# venv's packages, pip and setuptools through a .pth file: no download), `pip install python/` builds libsharc
 # from this tree with its own build system (configure with the static CUDA runtime; NCCL
 # opened at run time) into the package, and the C++ torch backend against that torch; then,
 # with no LIBSHARC, PYTHONPATH or TORCH_SHARC_NATIVE set, the package loads its own libsharc
@@ -12,7 +12,7 @@
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-"$PY" -m venv "$tmp/venv"
+"$PY" -m venv --without-pip "$tmp/venv" # pip and setuptools too come from the PyTorch venv
 vpy=$tmp/venv/bin/python
 site=$("$vpy" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 "$PY" -c 'import site; print("\n".join(site.getsitepackages()))' > "$site/torch_venv.pth"
@@ -38,7 +38,7 @@ print("world", dist.get_world_size(), dist.get_backend(), sys.modules["sharc.tor
 dist.destroy_process_group()'
 run_ok_match "torchrun of the FSDP2 example with nothing set" \
     "sharc \(native\).*step +3 \| loss .*done: 3 steps" \
-    "${clean[@]}" timeout 180 "$tmp/venv/bin/torchrun" --nproc-per-node 2 \
+    "${clean[@]}" timeout 180 "$vpy" -m torch.distributed.run --nproc-per-node 2 \
     --master-port "$(free_port)" "$top_srcdir/python/examples/fsdp_llama.py" --steps 3 \
     --layers 2 --dim 64 --seq 32
 finish
