@@ -40,12 +40,12 @@ rm -f "$out"/perf-*.json "$out"/torch-*.json
 echo "bench-native: $(date -u +%F), $(nproc --all) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $rounds rounds"
 for r in $(seq 1 "$rounds"); do
     for coll in allreduce allgather; do
-        mpirun --oversubscribe -np 2 --mca btl self,vader "$perf" "$coll" -b 1K -e 1M -f 64 \
+        mpirun --oversubscribe -np 2 --mca btl self,vader "$perf" "$coll" -b 1K -e 1M -f 2 \
             -n "$iters" -w 20 -J "$out/perf-$coll-$r.json" > "$out/perf-$coll-$r.log"
     done
     port=$((12000 + RANDOM % 20000))
     "$venv/bin/torchrun" --nproc-per-node 2 --master-port "$port" -m sharc.torch.bench \
-        -b 1K -e 1M -f 64 -n "$iters" -w 20 --rounds 1 --colls all_reduce,all_gather_into_tensor \
+        --sizes 1K,64K,1M -n "$iters" -w 20 --rounds 1 --colls all_reduce,all_gather_into_tensor \
         --backends sharc,sharc_py,gloo --ddp --fsdp --fsdp-layers 2 --fsdp-dim 256 \
         --fsdp-steps 5 --json "$out/torch-$r.json" > "$out/torch-$r.log" 2>&1 ||
         { tail -30 "$out/torch-$r.log"; exit 1; }
@@ -53,6 +53,8 @@ for r in $(seq 1 "$rounds"); do
 done
 
 "$venv/bin/python" - "$out" "$rounds" <<'PY'
+# medians over the rounds; the ratios are the medians of each round's ratio (the figures of one
+# round were measured minutes apart at most, on the same load)
 import json, statistics, sys
 out, rounds = sys.argv[1], int(sys.argv[2])
 colls = {"all_reduce": ("allreduce", "in_place"),
@@ -65,25 +67,29 @@ lines = ["| collective | size | sharc-perf (C) | C++ backend | Python backend | 
 for coll, (pcoll, place) in colls.items():
     perf = [json.load(open("%s/perf-%s-%d.json" % (out, pcoll, r))) for r in range(1, rounds + 1)]
     for size in sorted(int(s) for s in runs[0]["rounds"][0]["colls"][coll]):
-        t = {be: med(x["rounds"][0]["colls"][coll][str(size)][be] for x in runs) * 1e6
-             for be in ("sharc", "sharc_py", "gloo")}
-        c = med(x[place]["median_us"] for p in perf for x in p["results"] if x["size"] == size)
+        per = []  # each round's figures, in us
+        for x, p in zip(runs, perf):
+            t = {be: x["rounds"][0]["colls"][coll][str(size)][be] * 1e6
+                 for be in ("sharc", "sharc_py", "gloo")}
+            t["c"] = [y[place]["median_us"] for y in p["results"] if y["size"] == size][0]
+            per.append(t)
+        m = {k: med(t[k] for t in per) for k in per[0]}
+        r = lambda a, b: med(t[a] / t[b] for t in per)
         unit = "%d MiB" % (size >> 20) if size >= 1 << 20 else "%d KiB" % (size >> 10)
         lines.append("| %s | %s | %.1f us | **%.1f us** | %.1f us | %.1f us | %.2f | %.1f | %.1f |"
-                     % (coll, unit, c, t["sharc"], t["sharc_py"], t["gloo"], t["sharc"] / c,
-                        t["sharc_py"] / t["sharc"], t["gloo"] / t["sharc"]))
+                     % (coll, unit, m["c"], m["sharc"], m["sharc_py"], m["gloo"],
+                        r("sharc", "c"), r("sharc_py", "sharc"), r("gloo", "sharc")))
 for kind, unit, scale in (("ddp", "ms", 1e3), ("fsdp", "s", 1)):
     steps = [x["rounds"][0][kind] for x in runs if x["rounds"][0].get(kind)]
     if not steps:
         continue
-    m = {k: med(s[k] for s in steps) for k in steps[0]}
     title = ("DDP step, 50 buckets of 64 KiB" if kind == "ddp" else
              "FSDP2 step (%.1fM params)" % (runs[0].get("fsdp_params", 0) / 1e6))
-    lines += ["", "| %s | median step | C++ backend's speed-up |" % title, "|---|---|---|"]
-    base = m.get("sharc")
-    for k, v in m.items():
-        lines.append("| %s | %.3f %s | %s |" % (k, v * scale, unit,
-                                                "**%.2f**" % (v / base) if k != "sharc" else "1"))
+    lines += ["", "| %s | median step | this / the C++ backend's |" % title, "|---|---|---|"]
+    for k in steps[0]:
+        lines.append("| %s | %.3f %s | %s |" % (
+            k, med(s[k] for s in steps) * scale, unit,
+            "**%.2f**" % med(s[k] / s["sharc"] for s in steps) if k != "sharc" else "1"))
 text = "\n".join(lines)
 open(out + "/bench-native.md", "w").write(text + "\n")
 print(text)

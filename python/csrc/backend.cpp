@@ -4,6 +4,9 @@
 // allocateTensor. The collectives themselves are coll.cpp's.
 #include "backend.hpp"
 
+#include <pthread.h>
+#include <sched.h>
+
 #ifdef SHARC_TORCH_CUDA
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
@@ -82,15 +85,6 @@ std::exception_ptr ProcessGroupSharc::failure(sharc_status_t status, const std::
         msg += "; the first failure on this communicator: " + first_error_;
     }
     return sharcError(status, msg);
-}
-
-void ProcessGroupSharc::failTimeout(const std::string &what)
-{
-    aborted_ = true;
-    std::lock_guard<std::mutex> lock(err_mutex_);
-    if (first_error_.empty()) {
-        first_error_ = what;
-    }
 }
 
 void ProcessGroupSharc::checkUsable(const char *name)
@@ -202,6 +196,10 @@ void ProcessGroupSharc::enqueueFuture(c10::intrusive_ptr<WorkSharc> work)
 
 void ProcessGroupSharc::completerLoop(std::shared_ptr<Completer> state)
 {
+    // SCHED_BATCH, as sharc's progress thread: the same share of the cores, but its wake-ups
+    // do not take the core from the caller, which computes (DDP's backward) meanwhile
+    struct sched_param batch = {};
+    pthread_setschedparam(pthread_self(), SCHED_BATCH, &batch);
     for (;;) {
         c10::intrusive_ptr<WorkSharc> work;
         {

@@ -173,7 +173,6 @@ class ProcessGroupSharc : public c10d::Backend
     // Turn a failed status into the exception to raise: sharc's message, and the first
     // failure of this group (a failed collective fails the communicator).
     std::exception_ptr failure(sharc_status_t status, const std::string &call, unsigned long mark);
-    void failTimeout(const std::string &what);
     void enqueueFuture(c10::intrusive_ptr<WorkSharc> work);
     void requestDone(size_t n)
     {

@@ -57,8 +57,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m)
     m.doc() = "The sharc torch.distributed backend in C++ (see sharc/torch/native.py)";
     m.def("create", &sharc_torch::create, py::arg("ctx"), py::arg("rank"), py::arg("size"),
           py::arg("store_addr"), py::arg("token"), py::arg("timeout_s"));
-    m.def("allocated", [] { return sharc_torch::allocated_.load(); },
-          "bytes of sharc_mem_alloc memory the groups' allocateTensor has taken");
+    m.def(
+        "allocated", [] { return sharc_torch::allocated_.load(); },
+        "bytes of sharc_mem_alloc memory the groups' allocateTensor has taken");
     m.attr("cuda") = py::bool_(
 #ifdef SHARC_TORCH_CUDA
         true

@@ -1,9 +1,10 @@
 // work.cpp: the Work of the C++ sharc backend: a torch collective's sharc requests, waited
 // for on the host (CPU tensors) or by the current stream (CUDA tensors), then its fixups; its
 // future, completed by the group's completer thread (backend.cpp) that waits inside sharc.
-// Every wait is bounded: by wait()'s timeout, else the collective's (torch's) timeout.
+// Every wait is bounded: by wait()'s timeout, else by SHARC_TIMEOUT (sharc's wait).
 #include "backend.hpp"
 
+#include <algorithm>
 #include <sched.h>
 #include <time.h>
 
@@ -52,27 +53,27 @@ void WorkSharc::failLocked(sharc_status_t status, const char *call, unsigned lon
     exception_ = pg_->failure(status, call, mark);
 }
 
-// Poll the requests until done or @deadline (when @bounded): a few hundred tests at once
-// (a small collective is done in microseconds), then a yield, then short sleeps so that
-// the ranks sharing a core get it. Returns whether it finished.
-static sharc_status_t pollRequest(sharc_request_h req, Clock::time_point deadline, bool bounded)
+// Wait for @req: sharc's own wait (its idle policy knows when data moved, and yields, then
+// sleeps, so that ranks sharing cores get them; bounded by SHARC_TIMEOUT), or, with a deadline
+// of wait(timeout)'s, tests until then, yielding, then sleeping 20 to 200 us.
+static sharc_status_t waitRequest(sharc_request_h req, Clock::time_point deadline, bool bounded)
 {
+    if (!bounded) {
+        return sharc_request_wait(req);
+    }
     for (long i = 0;; i++) {
         sharc_status_t status = sharc_request_test(req);
 
         if (status != SHARC_INPROGRESS) {
             return status;
         }
-        if (i < 256) {
-            continue;
-        }
-        if (bounded && (i & 63) == 0 && Clock::now() > deadline) {
+        if (Clock::now() > deadline) {
             return SHARC_INPROGRESS;
         }
-        if (i < 4096) {
+        if (i < 32) {
             sched_yield();
         } else {
-            struct timespec ts = {0, 20000};
+            struct timespec ts = {0, 1000L * std::min(200L, 20L << std::min(i - 32, 3L))};
             nanosleep(&ts, nullptr);
         }
     }
@@ -95,7 +96,7 @@ bool WorkSharc::finishLocked(Clock::time_point deadline, bool bounded)
         } else
 #endif
         {
-            status = pollRequest(req, deadline, bounded);
+            status = waitRequest(req, deadline, bounded);
         }
         if (status == SHARC_INPROGRESS) {
             return false;
@@ -176,26 +177,17 @@ std::chrono::milliseconds WorkSharc::getTimeout() const
 
 bool WorkSharc::wait(std::chrono::milliseconds timeout)
 {
-    // wait(timeout) bounds this wait only; without one, the collective's timeout bounds it,
-    // and running past that fails the group as ProcessGroupNCCL's watchdog does
-    bool explicitTimeout = timeout != kNoTimeout;
-    auto limit = explicitTimeout ? timeout : timeout_;
-    bool bounded = limit.count() > 0;
-    auto deadline = Clock::now() + (bounded ? limit : std::chrono::milliseconds(0));
+    // wait(timeout) bounds this wait only (the collective goes on); without one, sharc's wait
+    // is bounded by SHARC_TIMEOUT, after which sharc fails the communicator
+    bool bounded = timeout != kNoTimeout;
+    auto deadline = Clock::now() + (bounded ? timeout : std::chrono::milliseconds(0));
     std::unique_lock<std::mutex> lock(mutex_);
 
     if (!finishLocked(deadline, bounded)) {
-        std::string what = std::string(name_) + " (sequence number " + std::to_string(seq_) +
-                           ") did not complete within " + std::to_string(limit.count()) + " ms";
-        if (explicitTimeout) {
-            C10_THROW_ERROR(DistBackendError, "sharc backend: " + what +
-                                                  " (the timeout given to "
-                                                  "wait())");
-        }
-        pg_->failTimeout(what);
-        exception_ = pg_->failure(SHARC_ERR_TIMEOUT, name_, errorMark());
-        completed_ = true;
-        cv_.notify_all();
+        C10_THROW_ERROR(DistBackendError,
+                        std::string("sharc backend: ") + name_ + " (sequence number " +
+                            std::to_string(seq_) + ") did not complete within the " +
+                            std::to_string(timeout.count()) + " ms given to wait()");
     }
     if (exception_) {
         std::rethrow_exception(exception_);

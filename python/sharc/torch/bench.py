@@ -1,6 +1,7 @@
 """Collectives and an FSDP2 step through torch.distributed: sharc against gloo, same job.
 
-    torchrun --nproc-per-node 2 -m sharc.torch.bench [-b 1M] [-e 256M] [-f 4] [-n 10] [-w 3]
+    torchrun --nproc-per-node 2 -m sharc.torch.bench [-b 1M] [-e 256M] [-f 4] [--sizes LIST]
+        [-n 10] [-w 3]
         [--rounds 3] [--colls all_gather_into_tensor,reduce_scatter_tensor,all_reduce]
         [--backends sharc,sharc_py,gloo] [--ddp] [--fsdp] [--fsdp-only] [--json FILE]
 
@@ -152,6 +153,7 @@ def main():
     ap.add_argument("-b", "--minbytes", default="1M")
     ap.add_argument("-e", "--maxbytes", default="256M")
     ap.add_argument("-f", "--stepfactor", type=int, default=4)
+    ap.add_argument("--sizes", help="these sizes (1K,64K,1M) instead of -b, -e and -f")
     ap.add_argument("-n", "--iters", type=int, default=10)
     ap.add_argument("-w", "--warmup", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=3)
@@ -179,9 +181,9 @@ def main():
     groups = {"sharc": dist.group.WORLD, "gloo": dist.new_group(backend="gloo")}
     if "sharc_py" in backends:
         groups["sharc_py"] = dist.new_group(backend=sharc.torch.PYTHON_BACKEND)
-    sizes = []
+    sizes = [parse_size(x) for x in args.sizes.split(",")] if args.sizes else []
     size = parse_size(args.minbytes)
-    while size <= parse_size(args.maxbytes):
+    while not args.sizes and size <= parse_size(args.maxbytes):
         sizes.append(size)
         size *= args.stepfactor
     colls = [] if args.fsdp_only else args.colls.split(",")
