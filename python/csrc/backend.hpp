@@ -198,6 +198,9 @@ class ProcessGroupSharc : public c10d::Backend
     std::optional<at::Device> deviceOf(const char *name, const std::vector<at::Tensor> &ts);
     void checkUsable(const char *name);
     std::chrono::milliseconds opTimeout(std::chrono::milliseconds t) const;
+    enum class Shape { GATHER, SCATTER, SAME };
+    std::pair<at::Tensor, at::Tensor> oneEach(const char *name, at::Tensor &output,
+                                              at::Tensor &input, Shape shape, Post &post);
     PostFn allreducePost(const char *name, at::Tensor &t, const c10d::ReduceOp &op, Post &post);
     c10::intrusive_ptr<c10d::Work> gatherList(const char *name, const at::Tensor &in,
                                               std::vector<at::Tensor> outs,

@@ -14,6 +14,27 @@ namespace sharc_torch
 using c10d::OpType;
 using WorkPtr = c10::intrusive_ptr<c10d::Work>;
 
+// (contiguous input, contiguous output) of a collective of one tensor each: @shape says
+// how their sizes relate (GATHER: the output is world size x the input; SCATTER: the input is
+// world size x the output; SAME: equal, checked by the caller); both kept by @post.
+std::pair<at::Tensor, at::Tensor> ProcessGroupSharc::oneEach(const char *name, at::Tensor &output,
+                                                             at::Tensor &input, Shape shape,
+                                                             Post &post)
+{
+    bool gather = shape == Shape::GATHER;
+    const at::Tensor &big = gather ? output : input, &small = gather ? input : output;
+    checkSame(name, output, input, "output");
+    SHARC_TORCH_INVALID(shape == Shape::SAME || big.numel() == small.numel() * getSize(), name,
+                        ": ", gather ? "output" : "input", " has ", big.numel(),
+                        " elements, not world size (", getSize(), ") x ",
+                        gather ? "input" : "output", "'s ", small.numel());
+    at::Tensor in = readable(name, input);
+    at::Tensor out = writable(name, output, post);
+    post.keep = {in, out};
+    post.outputs = {output};
+    return {in, out};
+}
+
 // -- reductions -----------------------------------------------------------------------------
 
 // The post of an in-place all-reduce of @t (through a contiguous stand-in if need be).
@@ -68,20 +89,13 @@ WorkPtr ProcessGroupSharc::_reduce_scatter_base(at::Tensor &output, at::Tensor &
                                                 const c10d::ReduceScatterOptions &opts)
 {
     const char *name = "reduce_scatter_tensor";
-    checkSame(name, output, input, "output");
-    SHARC_TORCH_INVALID(input.numel() == output.numel() * getSize(), name, ": input has ",
-                        input.numel(), " elements, not world size (", getSize(), ") x output's ",
-                        output.numel());
     Post post;
-    at::Tensor in = readable(name, input);
-    at::Tensor out = writable(name, output, post);
+    auto [in, out] = oneEach(name, output, input, Shape::SCATTER, post);
     Reduction red = reduction(name, output, opts.reduceOp);
     if (red.scale) {
         double f = *red.scale;
-        post.fixups.insert(post.fixups.begin(), [out, f]() mutable { out.mul_(f); });
+        post.fixups.insert(post.fixups.begin(), [out = out, f]() mutable { out.mul_(f); });
     }
-    post.keep = {in, out};
-    post.outputs = {output};
     const void *s = in.data_ptr();
     void *r = out.data_ptr();
     sharc_comm_h comm = comm_;
@@ -172,17 +186,10 @@ WorkPtr ProcessGroupSharc::_allgather_base(at::Tensor &output, at::Tensor &input
                                            const c10d::AllgatherOptions &opts)
 {
     const char *name = "all_gather_into_tensor";
-    checkSame(name, output, input, "output");
-    SHARC_TORCH_INVALID(output.numel() == input.numel() * getSize(), name, ": output has ",
-                        output.numel(), " elements, not world size (", getSize(), ") x input's ",
-                        input.numel());
     Post post;
-    at::Tensor in = readable(name, input);
-    at::Tensor out = writable(name, output, post);
+    auto [in, out] = oneEach(name, output, input, Shape::GATHER, post);
     size_t count;
     sharc_dtype_t dtype = moveDtype(in, &count);
-    post.keep = {in, out};
-    post.outputs = {output};
     const void *s = in.data_ptr();
     void *r = out.data_ptr();
     sharc_comm_h comm = comm_;

@@ -241,13 +241,10 @@ WorkPtr ProcessGroupSharc::alltoall_base(at::Tensor &output, at::Tensor &input,
                             ": input (", input.numel(), " elements) and output (", output.numel(),
                             ") must be equal and divide by the world size (", n,
                             ") without split sizes");
-        at::Tensor in = readable(name, input);
-        at::Tensor out = writable(name, output, post);
+        auto [in, out] = oneEach(name, output, input, Shape::SAME, post);
         size_t count;
         sharc_dtype_t dtype = moveDtype(in, &count);
         count /= n;
-        post.keep = {in, out};
-        post.outputs = {output};
         const void *s = in.data_ptr();
         void *r = out.data_ptr();
         sharc_comm_h comm = comm_;
