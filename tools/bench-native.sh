@@ -4,8 +4,8 @@
 # path (mpirun, 2 ranks) and, through torch.distributed (torchrun, 2 ranks, python -m
 # sharc.torch.bench), the C++ backend ("sharc"), the Python one ("sharc_py") and gloo on
 # all_reduce and all_gather_into_tensor of 1 KiB, 64 KiB and 1 MiB; a DDP step of 50 buckets of
-# 64 KiB and an FSDP2 step of a small Llama on each. Prints the medians and writes
-# OUT/bench-native.md.
+# 64 KiB and an FSDP2 step of a small Llama on each; and, on one rank, what a call costs with no
+# peer to wait for. Prints the medians and writes OUT/bench-native.md.
 #
 #   tools/bench-native.sh [--rounds 3] [-n 200] [--out DIR]
 #
@@ -43,6 +43,11 @@ for r in $(seq 1 "$rounds"); do
         --backends sharc,sharc_py,gloo --ddp --fsdp --fsdp-layers 2 --fsdp-dim 256 \
         --fsdp-steps 5 --json "$out/torch-$r.json" > "$out/torch-$r.log" 2>&1 ||
         { tail -30 "$out/torch-$r.log"; exit 1; }
+    # one rank: what a call costs with no peer to wait for (the binding, torch's dispatcher)
+    "$venv/bin/torchrun" --nproc-per-node 1 --master-port "$port" -m sharc.torch.bench \
+        --sizes 1K -n "$iters" -w 20 --rounds 1 --colls all_reduce --backends sharc,sharc_py,gloo \
+        --json "$out/torch1-$r.json" > "$out/torch1-$r.log" 2>&1 ||
+        { tail -30 "$out/torch1-$r.log"; exit 1; }
     echo "round $r of $rounds done"
 done
 
@@ -73,6 +78,11 @@ for coll, (pcoll, place) in colls.items():
         lines.append("| %s | %s | %.1f us | **%.1f us** | %.1f us | %.1f us | %.2f | %.1f | %.1f |"
                      % (coll, unit, m["c"], m["sharc"], m["sharc_py"], m["gloo"],
                         r("sharc", "c"), r("sharc_py", "sharc"), r("gloo", "sharc")))
+one = [json.load(open("%s/torch1-%d.json" % (out, r)))["rounds"][0]["colls"]["all_reduce"]["1024"]
+       for r in range(1, rounds + 1)]
+lines += ["", "| 1 rank, 1 KiB all_reduce (no peer) | C++ backend | Python backend | gloo |",
+          "|---|---|---|---|", "| per call | **%.1f us** | %.1f us | %.1f us |"
+          % tuple(med(o[be] for o in one) * 1e6 for be in ("sharc", "sharc_py", "gloo"))]
 for kind, unit, scale in (("ddp", "ms", 1e3), ("fsdp", "s", 1)):
     steps = [x["rounds"][0][kind] for x in runs if x["rounds"][0].get(kind)]
     if not steps:
