@@ -22,14 +22,8 @@ while [ $# -gt 0 ]; do
         *) echo "bench-torch: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
-venv=${SHARC_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/sharc/venv}
-unset SHARC_VENV
-perf=$top/build/perf/sharc-perf
-[ -x "$perf" ] || { echo "bench-torch: build sharc first (tools/build.sh)" >&2; exit 2; }
-"$venv/bin/python" -c 'import torch, transformers' 2> /dev/null ||
-    { echo "bench-torch: no PyTorch venv at $venv (tools/install-deps.sh --torch)" >&2; exit 2; }
-export LIBSHARC=$top/build/.libs/libsharc.so PYTHONPATH=$top/python OMP_NUM_THREADS=1
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+name=bench-torch
+. "$top/tools/torch-env.sh"
 mkdir -p "$out"
 rm -f "$out"/perf-*.json "$out"/torch-*.json
 

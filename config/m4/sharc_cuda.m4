@@ -1,6 +1,7 @@
 # SHARC_CHECK_CUDA: the CUDA toolkit (nvcc, cuda_runtime.h, libcudart).
 # Searched in DIR, else $CUDA_HOME, else /usr/local/cuda. No GPU is needed to build.
-# Sets CUDA_HOME, NVCC, CUDA_CPPFLAGS, CUDA_LDFLAGS, CUDA_LIBS, SHARC_NVCC_ARCH_FLAGS,
+# Sets CUDA_HOME, NVCC, CUDA_CPPFLAGS, CUDA_LDFLAGS, CUDA_LIBS (libcudart, or libcudart_static
+# with --with-cuda-runtime=static), SHARC_NVCC_ARCH_FLAGS,
 # HAVE_CUDA; and CUBLAS_LIBS, HAVE_CUBLAS (a define and an automake conditional) where the
 # toolkit has cuBLAS (sharc-perf's GPU compute and sharc-llama's --device cuda; the library
 # does not use it).
@@ -10,6 +11,13 @@ AC_DEFUN([SHARC_CHECK_CUDA], [
         [AS_HELP_STRING([--with-cuda-archs="80 90"],
                         [GPU architectures (SM numbers) to build .cu files for (default: 80 90)])],
         [], [with_cuda_archs="80 90"])
+    AC_ARG_WITH([cuda-runtime],
+        [AS_HELP_STRING([--with-cuda-runtime=shared|static],
+                        [link the CUDA runtime as libcudart.so (default) or libcudart_static.a:
+                         static, libsharc loads where no CUDA is installed (the Python wheel)])],
+        [], [with_cuda_runtime=shared])
+    AS_CASE([$with_cuda_runtime], [shared|static], [],
+            [AC_MSG_ERROR([--with-cuda-runtime: '$with_cuda_runtime' is not shared or static])])
     sharc_cuda_found=no
     sharc_cuda_missing="no CUDA toolkit was found"
     AS_IF([test "x$sharc_with_cuda" != xno], [
@@ -28,6 +36,11 @@ AC_DEFUN([SHARC_CHECK_CUDA], [
         CUDA_HOME=$sharc_cuda_dir
         NVCC=$sharc_cuda_dir/bin/nvcc
         CUDA_LIBS=-lcudart
+        dnl the static runtime opens the driver (libcuda.so.1) when first used, and its symbols
+        dnl stay inside libsharc (torch brings a libcudart of its own)
+        AS_IF([test "x$with_cuda_runtime" = xstatic], [
+            CUDA_LIBS="-lcudart_static"
+            CUDA_LDFLAGS="$CUDA_LDFLAGS -Wl,--exclude-libs,libcudart_static.a"])
         SHARC_CUDA_ARCHS=$with_cuda_archs
         SHARC_NVCC_ARCH_FLAGS=""
         for sharc_arch in $with_cuda_archs; do

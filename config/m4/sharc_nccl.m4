@@ -1,6 +1,7 @@
 # SHARC_CHECK_NCCL: NCCL (nccl.h, libnccl). Needs CUDA. Searched in DIR, else the CUDA
 # toolkit's directory, else the system paths. Sets NCCL_CPPFLAGS, NCCL_LDFLAGS, NCCL_LIBS,
-# HAVE_NCCL.
+# HAVE_NCCL, SHARC_NCCL_LIBDIR. libsharc opens NCCL at run time and links only its headers;
+# sharc-perf links it.
 AC_DEFUN([SHARC_CHECK_NCCL], [
     SHARC_ARG_WITH([nccl], [NCCL])
     sharc_nccl_found=no
@@ -24,6 +25,16 @@ AC_DEFUN([SHARC_CHECK_NCCL], [
     AS_IF([test "x$sharc_have_nccl" = xyes], [
         NCCL_LIBS=-lnccl
         AC_DEFINE([HAVE_NCCL], [1], [Define if NCCL is available])
+        dnl libsharc opens NCCL at run time (transport/nccl/nccl_lib.c): the loader's search
+        dnl first, then the directory it was found in here
+        sharc_nccl_libdir=""
+        for sharc_nccl_flag in $NCCL_LDFLAGS; do
+            AS_CASE([$sharc_nccl_flag], [-L*], [
+                AS_IF([test -z "$sharc_nccl_libdir" && test -e "${sharc_nccl_flag#-L}/libnccl.so.2"],
+                      [sharc_nccl_libdir=${sharc_nccl_flag#-L}])])
+        done
+        AC_DEFINE_UNQUOTED([SHARC_NCCL_LIBDIR], ["$sharc_nccl_libdir"],
+                           [Where configure found libnccl.so.2 (libsharc's second place to open it)])
     ], [NCCL_CPPFLAGS=""; NCCL_LDFLAGS=""; NCCL_LIBS=""])
     AC_SUBST([NCCL_CPPFLAGS])
     AC_SUBST([NCCL_LDFLAGS])

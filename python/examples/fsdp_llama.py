@@ -55,8 +55,10 @@ if args.backend == "sharc" and not args.no_hooks:
     sharc.torch.fsdp.apply(model)
 opt = torch.optim.AdamW(model.parameters(), lr=args.lr)
 if rank == 0:
+    name = args.backend + (" (%s)" % sharc.torch.implementation if args.backend == "sharc"
+                           else "")  # the C++ backend, or the Python one
     print("FSDP2 over %s: %d ranks, %.1fM parameters, %d x %d tokens per rank and step"
-          % (args.backend, world, nparams / 1e6, args.batch, args.seq), flush=True)
+          % (name, world, nparams / 1e6, args.batch, args.seq), flush=True)
 
 gen = torch.Generator().manual_seed(rank + 1)  # each rank its own batches
 t_start = time.perf_counter()

@@ -1,8 +1,9 @@
 """Loading libsharc and declaring the public C API to ctypes.
 
-The library is found, in this order, at $LIBSHARC (a path to libsharc.so), through the
-dynamic loader's search (LD_LIBRARY_PATH, the system's directories: an installed sharc), and
-in the libdir pkg-config gives for sharc. Nothing of sharc's logic lives here: every call
+The library is found, in this order, at $LIBSHARC (a path to libsharc.so), inside the package
+(sharc/_libs/libsharc.so.0: pip install builds it there), through the dynamic loader's search
+(LD_LIBRARY_PATH, the system's directories: an installed sharc), and in the libdir pkg-config
+gives for sharc. UCX comes from the system, else from the libucx wheel. Nothing of sharc's logic lives here: every call
 goes to the C library, and its statuses become exceptions (sharc/_errors.py).
 """
 
@@ -128,6 +129,10 @@ def _candidates():
     if path:
         yield path
         return
+    # the package's own (pip install builds libsharc into it)
+    own = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_libs", "libsharc.so.0")
+    if os.path.exists(own):
+        yield own
     yield "libsharc.so.0"
     yield "libsharc.so"
     try:
@@ -159,8 +164,25 @@ def _torch_first():
     import torch  # noqa: F401
 
 
+def _ucx_first():
+    """libsharc links UCX (libucp.so.0): where the system has none, the libucx wheel's
+    (pip install libucx-cu13: sharc[ucx]) is loaded first, and libsharc links against it."""
+    try:
+        ctypes.CDLL("libucp.so.0")
+        return
+    except OSError:
+        pass
+    try:
+        import libucx
+
+        libucx.load_library()
+    except Exception:  # noqa: BLE001 (no wheel either: the load below says what is missing)
+        pass
+
+
 def _load():
     _torch_first()
+    _ucx_first()
     tried = []
     for cand in _candidates():
         try:

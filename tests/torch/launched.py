@@ -28,8 +28,10 @@ if rank in evens:
     s = torch.tensor([rank], dtype=torch.int64)
     dist.all_reduce(s, group=sub)
     ok &= s.item() == sum(evens)
-comm = dist.group.WORLD._get_backend(torch.device("cpu")).comm
+# the Python backend's communicator shows its layout; the C++ backend's is not a Python object
+backend = dist.group.WORLD._get_backend(torch.device("cpu"))
+what = getattr(backend, "comm", None) or "the %s backend" % sharc.torch.implementation
 print("launched: rank %d of %d (local rank %d, sharc %r) %s"
-      % (rank, world, local, comm, "ok" if ok else "FAIL"), flush=True)
+      % (rank, world, local, what, "ok" if ok else "FAIL"), flush=True)
 dist.destroy_process_group()
 sys.exit(0 if ok else 1)

@@ -352,6 +352,7 @@ if n >= 2:
 dist.barrier()
 w = dist.barrier(async_op=True)
 w.wait()
-print("rank %d of %d: %d checks, %d failed" % (rank, n, checks, failures), flush=True)
+print("rank %d of %d (%s): %d checks, %d failed" % (rank, n, sharc.torch.implementation, checks,
+                                                   failures), flush=True)
 dist.destroy_process_group()
 sys.exit(1 if failures or checks == 0 else 0)

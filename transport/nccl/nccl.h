@@ -17,6 +17,29 @@
 
 #include "../backend.h"
 
+/* The NCCL functions the backend calls, opened at run time (nccl_lib.c). */
+#define SHARC_TP_NCCL_FNS(X)                                                                       \
+    X(ncclGetVersion) X(ncclGetUniqueId) X(ncclCommInitRankConfig) X(ncclCommSplit)                \
+    X(ncclCommGetAsyncError) X(ncclCommAbort) X(ncclCommDestroy) X(ncclCommFinalize)               \
+    X(ncclGetErrorString) X(ncclGetLastError) X(ncclAllGather) X(ncclReduceScatter)                \
+    X(ncclAllReduce) X(ncclBroadcast) X(ncclMemAlloc) X(ncclMemFree) X(ncclCommRegister)           \
+    X(ncclCommDeregister)
+
+typedef struct {
+#define SHARC_TP_NCCL_PTR(fn) __typeof__(fn) *fn;
+    SHARC_TP_NCCL_FNS(SHARC_TP_NCCL_PTR)
+#undef SHARC_TP_NCCL_PTR
+} sharc_tp_nccl_lib_t;
+
+SHARC_HIDDEN extern sharc_tp_nccl_lib_t sharc_tp_nccl_lib;
+
+/* A call into NCCL, through the table: SHARC_NCCL(ncclAllReduce)(...). */
+#define SHARC_NCCL(fn) (sharc_tp_nccl_lib.fn)
+
+/* Open NCCL (once): SHARC_OK, or SHARC_ERR_UNSUPPORTED where it cannot be loaded (logged
+ * as information: CUDA buffers are then staged). */
+SHARC_HIDDEN sharc_status_t sharc_tp_nccl_load(void);
+
 struct sharc_tp_comm {
     ncclComm_t nccl;
     int rank, size, device, version; /* version: ncclGetVersion's code */

@@ -77,15 +77,15 @@ static ncclResult_t sharc_tp_nccl_call(sharc_tp_comm_t *tp, const sharc_tp_coll_
 {
     switch (a->type) {
     case SHARC_COLL_ALLGATHER:
-        return ncclAllGather(a->sendbuf, a->recvbuf, a->count, dt, tp->nccl, tp->stream);
+        return SHARC_NCCL(ncclAllGather)(a->sendbuf, a->recvbuf, a->count, dt, tp->nccl, tp->stream);
     case SHARC_COLL_REDUCE_SCATTER:
-        return ncclReduceScatter(a->sendbuf, a->recvbuf, a->count, dt, sharc_tp_nccl_op(a->op),
+        return SHARC_NCCL(ncclReduceScatter)(a->sendbuf, a->recvbuf, a->count, dt, sharc_tp_nccl_op(a->op),
                                  tp->nccl, tp->stream);
     case SHARC_COLL_ALLREDUCE:
-        return ncclAllReduce(a->sendbuf, a->recvbuf, a->count, dt, sharc_tp_nccl_op(a->op),
+        return SHARC_NCCL(ncclAllReduce)(a->sendbuf, a->recvbuf, a->count, dt, sharc_tp_nccl_op(a->op),
                              tp->nccl, tp->stream);
     default:
-        return ncclBroadcast(a->sendbuf, a->recvbuf, a->count, dt, a->root, tp->nccl, tp->stream);
+        return SHARC_NCCL(ncclBroadcast)(a->sendbuf, a->recvbuf, a->count, dt, a->root, tp->nccl, tp->stream);
     }
 }
 
@@ -165,12 +165,12 @@ int sharc_tp_nccl_progress(sharc_tp_comm_t *tp)
     int n = 0;
 
     if (tp->failed == SHARC_OK && tp->nccl != NULL &&
-        (ncclCommGetAsyncError(tp->nccl, &async) != ncclSuccess ||
+        (SHARC_NCCL(ncclCommGetAsyncError)(tp->nccl, &async) != ncclSuccess ||
          (async != ncclSuccess && async != ncclInProgress))) {
         /* a peer failed, or the network went away: nothing in flight will finish */
         sharc_tp_nccl_status(tp, async, "the communicator");
         tp->failed = SHARC_ERR_REMOTE;
-        ncclCommAbort(tp->nccl);
+        SHARC_NCCL(ncclCommAbort)(tp->nccl);
         tp->nccl = NULL;
     }
     while (tp->inflight.head != NULL) {

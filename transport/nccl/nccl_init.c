@@ -26,7 +26,7 @@ static sharc_status_t sharc_tp_nccl_query(const sharc_cfg_t *cfg)
                    err != cudaSuccess ? cudaGetErrorString(err) : "0 devices");
         return SHARC_ERR_UNSUPPORTED;
     }
-    return SHARC_OK;
+    return sharc_tp_nccl_load();
 }
 
 /* State without an NCCL communicator yet: device, version, stream. */
@@ -44,7 +44,7 @@ static sharc_status_t sharc_tp_nccl_new(const sharc_tp_comm_params_t *params,
     tp->size = params->size;
     tp->timeout = params->timeout;
     tp->boot_timeout = sharc_boot_cfg(params->cfg)->timeout;
-    ncclGetVersion(&tp->version);
+    SHARC_NCCL(ncclGetVersion)(&tp->version);
     cudaGetDevice(&tp->device);
     /* the highest priority: collectives are scheduled ahead of the compute they overlap */
     cudaDeviceGetStreamPriorityRange(&lo, &hi);
@@ -91,7 +91,7 @@ static sharc_status_t sharc_tp_nccl_comm_create(const sharc_tp_comm_params_t *pa
     ncclResult_t res;
 
     if (params->rank == 0) {
-        res = ncclGetUniqueId(&hello.id);
+        res = SHARC_NCCL(ncclGetUniqueId)(&hello.id);
         hello.status = sharc_tp_nccl_status(NULL, res, "ncclGetUniqueId");
     }
     /* rank 0's id and its status together: a failure there fails every rank at once */
@@ -109,11 +109,11 @@ static sharc_status_t sharc_tp_nccl_comm_create(const sharc_tp_comm_params_t *pa
     if (status != SHARC_OK) {
         return status;
     }
-    res = ncclCommInitRankConfig(&tp->nccl, params->size, hello.id, params->rank, &config);
+    res = SHARC_NCCL(ncclCommInitRankConfig)(&tp->nccl, params->size, hello.id, params->rank, &config);
     status = sharc_tp_nccl_settle(tp, res, tp->boot_timeout, "ncclCommInitRank");
     if (status != SHARC_OK) {
         if (tp->nccl != NULL) {
-            ncclCommAbort(tp->nccl);
+            SHARC_NCCL(ncclCommAbort)(tp->nccl);
         }
         sharc_tp_nccl_free(tp);
         return status;
@@ -145,7 +145,7 @@ static sharc_status_t sharc_tp_nccl_comm_split(sharc_tp_comm_t *tp, int color, i
         }
     }
     /* the split writes comm from NCCL's thread when done: settled (or aborted) before return */
-    res = ncclCommSplit(tp->nccl, color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, &comm, &config);
+    res = SHARC_NCCL(ncclCommSplit)(tp->nccl, color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, &comm, &config);
     status = sharc_tp_nccl_settle(tp, res, tp->boot_timeout, "ncclCommSplit");
     if (status == SHARC_OK && color >= 0 && comm == NULL) {
         sharc_error("nccl: ncclCommSplit finished without a communicator for color %d", color);
@@ -160,7 +160,7 @@ static sharc_status_t sharc_tp_nccl_comm_split(sharc_tp_comm_t *tp, int color, i
     if (status != SHARC_OK) {
         if (child != NULL) {
             if (child->nccl != NULL) {
-                ncclCommAbort(child->nccl);
+                SHARC_NCCL(ncclCommAbort)(child->nccl);
             }
             sharc_tp_nccl_free(child);
         }
@@ -174,7 +174,7 @@ void sharc_tp_nccl_abort(sharc_tp_comm_t *tp)
 {
     if (tp->nccl != NULL) {
         sharc_warn("nccl: rank %d aborts its NCCL communicator", tp->rank);
-        ncclCommAbort(tp->nccl);
+        SHARC_NCCL(ncclCommAbort)(tp->nccl);
         tp->nccl = NULL;
     }
     if (tp->failed == SHARC_OK) {
@@ -187,12 +187,12 @@ static void sharc_tp_nccl_comm_destroy(sharc_tp_comm_t *tp)
 {
     if (tp->nccl != NULL) {
         /* finalize flushes what is in flight; bounded, then abort */
-        ncclResult_t res = ncclCommFinalize(tp->nccl);
+        ncclResult_t res = SHARC_NCCL(ncclCommFinalize)(tp->nccl);
 
         if (sharc_tp_nccl_settle(tp, res, tp->timeout, "ncclCommFinalize") == SHARC_OK) {
-            ncclCommDestroy(tp->nccl);
+            SHARC_NCCL(ncclCommDestroy)(tp->nccl);
         } else if (tp->nccl != NULL) {
-            ncclCommAbort(tp->nccl);
+            SHARC_NCCL(ncclCommAbort)(tp->nccl);
         }
     }
     sharc_tp_nccl_free(tp);

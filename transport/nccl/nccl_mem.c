@@ -29,7 +29,7 @@ sharc_status_t sharc_tp_nccl_mem_reg(sharc_tp_comm_t *tp, void *addr, size_t byt
     if (mem == NULL) {
         return SHARC_ERR_NOMEM;
     }
-    status = sharc_tp_nccl_status(tp, ncclCommRegister(tp->nccl, addr, bytes, &mem->handle),
+    status = sharc_tp_nccl_status(tp, SHARC_NCCL(ncclCommRegister)(tp->nccl, addr, bytes, &mem->handle),
                                   "ncclCommRegister");
     if (status != SHARC_OK) {
         free(mem);
@@ -43,7 +43,7 @@ void sharc_tp_nccl_mem_dereg(sharc_tp_comm_t *tp, sharc_tp_mem_t *mem)
 {
     if (mem != NULL) {
         if (tp->nccl != NULL) {
-            ncclCommDeregister(tp->nccl, mem->handle);
+            SHARC_NCCL(ncclCommDeregister)(tp->nccl, mem->handle);
         }
         free(mem);
     }
@@ -57,9 +57,9 @@ sharc_status_t sharc_tp_nccl_mem_alloc(sharc_tp_comm_t *tp, size_t bytes, sharc_
     if (memtype != SHARC_MEMTYPE_CUDA || tp->version < SHARC_NCCL_REG_VERSION) {
         return SHARC_ERR_UNSUPPORTED;
     }
-    if (ncclMemAlloc(&p, bytes) != ncclSuccess) {
+    if (SHARC_NCCL(ncclMemAlloc)(&p, bytes) != ncclSuccess) {
         sharc_error("nccl: ncclMemAlloc of %zu bytes failed: %s", bytes,
-                    ncclGetLastError(tp->nccl));
+                    SHARC_NCCL(ncclGetLastError)(tp->nccl));
         return SHARC_ERR_NOMEM;
     }
     *ptr_p = p;
@@ -69,6 +69,6 @@ sharc_status_t sharc_tp_nccl_mem_alloc(sharc_tp_comm_t *tp, size_t bytes, sharc_
 void sharc_tp_nccl_mem_free(sharc_tp_comm_t *tp, void *ptr)
 {
     if (ptr != NULL) {
-        ncclMemFree(ptr);
+        SHARC_NCCL(ncclMemFree)(ptr);
     }
 }

@@ -15,14 +15,14 @@
 
 sharc_status_t sharc_tp_nccl_status(sharc_tp_comm_t *tp, ncclResult_t res, const char *what)
 {
-    const char *last = (tp != NULL && tp->nccl != NULL) ? ncclGetLastError(tp->nccl) : NULL;
+    const char *last = (tp != NULL && tp->nccl != NULL) ? SHARC_NCCL(ncclGetLastError)(tp->nccl) : NULL;
 
     switch (res) {
     case ncclSuccess: return SHARC_OK;
     case ncclInProgress: return SHARC_INPROGRESS;
     default: break;
     }
-    sharc_error("nccl: %s failed: %s%s%s", what, ncclGetErrorString(res),
+    sharc_error("nccl: %s failed: %s%s%s", what, SHARC_NCCL(ncclGetErrorString)(res),
                 (last != NULL && last[0] != '\0') ? ": " : "", last != NULL ? last : "");
     switch (res) {
     case ncclInvalidArgument:
@@ -47,7 +47,7 @@ sharc_status_t sharc_tp_nccl_settle(sharc_tp_comm_t *tp, ncclResult_t res, doubl
     while ((res == ncclSuccess || res == ncclInProgress) && tp->nccl != NULL) {
         ncclResult_t state = ncclInProgress;
 
-        if (ncclCommGetAsyncError(tp->nccl, &state) != ncclSuccess) {
+        if (SHARC_NCCL(ncclCommGetAsyncError)(tp->nccl, &state) != ncclSuccess) {
             state = ncclInternalError;
         }
         res = state;
@@ -57,7 +57,7 @@ sharc_status_t sharc_tp_nccl_settle(sharc_tp_comm_t *tp, ncclResult_t res, doubl
         if (sharc_time_now() > deadline) {
             sharc_error("nccl: %s did not finish within %.0f s; the communicator is aborted", what,
                         timeout);
-            ncclCommAbort(tp->nccl);
+            SHARC_NCCL(ncclCommAbort)(tp->nccl);
             tp->nccl = NULL;
             tp->failed = SHARC_ERR_TIMEOUT;
             return SHARC_ERR_TIMEOUT;

@@ -1,10 +1,13 @@
 """Collectives and an FSDP2 step through torch.distributed: sharc against gloo, same job.
 
-    torchrun --nproc-per-node 2 -m sharc.torch.bench [-b 1M] [-e 256M] [-f 4] [-n 10] [-w 3]
+    torchrun --nproc-per-node 2 -m sharc.torch.bench [-b 1M] [-e 256M] [-f 4] [--sizes LIST]
+        [-n 10] [-w 3]
         [--rounds 3] [--colls all_gather_into_tensor,reduce_scatter_tensor,all_reduce]
-        [--backends sharc,gloo] [--groups N] [--fsdp] [--fsdp-only] [--json FILE]
+        [--backends sharc,sharc_py,gloo] [--groups N] [--ddp] [--fsdp] [--fsdp-only]
+        [--json FILE]
 
-The default group is "sharc" and a gloo group spans the same ranks; every round runs each
+The default group is "sharc" (the C++ backend where it loads), and a gloo group (and with
+sharc_py in --backends, a group of the Python backend) spans the same ranks; every round runs each
 backend in turn (alternated, so both see the same machine), and the table is the median
 over the rounds. A measurement is sharc-perf's: warm-up calls, a barrier, then back-to-back
 calls each timed, the slowest rank's time per call, the median over the calls. Sizes and
@@ -20,7 +23,8 @@ backend and round: the slowest rank's time per creation, the median.
 Llama of ~34M parameters (transformers' LlamaForCausalLM: 8 layers of width 512, vocabulary
 8192; --fsdp-batch x --fsdp-seq tokens per rank), timed per step (forward, backward,
 optimizer) over "sharc" with sharc's FSDP2 hooks (sharc.torch.fsdp), "sharc" without them,
-and gloo.
+and gloo. --ddp adds a DDP step on a model whose gradients make many small buckets
+(--ddp-buckets of --ddp-bucket-kib: 50 x 64 KiB), on every backend.
 """
 
 import argparse
@@ -98,13 +102,41 @@ def group_time(backend, count):
     return slowest_median(times, None)
 
 
+def ddp_step_time(group, args):
+    """A DDP step whose gradients make --ddp-buckets all-reduces of --ddp-bucket-kib each: as
+    many bias-free square Linear layers of that size, DDP's bucket cap the same size (its
+    first bucket too), a small batch so that the step is mostly communication."""
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    width = int((args.ddp_bucket_kib * 1024 // 4) ** 0.5)
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(*[torch.nn.Linear(width, width, bias=False)
+                                  for _ in range(args.ddp_buckets)])
+    cap = args.ddp_bucket_kib / 1024
+    ddp = DDP(model, process_group=group, bucket_cap_mb=cap)  # (the first bucket too)
+    opt = torch.optim.SGD(ddp.parameters(), lr=1e-3)
+    x = torch.randn(4, width)
+    times = []
+    for step in range(3 + args.ddp_steps):
+        dist.barrier(group=group)
+        t0 = time.perf_counter()
+        ddp(x).square().mean().backward()
+        opt.step()
+        opt.zero_grad()
+        if step >= 3:
+            times.append(time.perf_counter() - t0)
+    return slowest_median(times, group)
+
+
 def fsdp_step_time(group, hooks, args):
     from torch.distributed.device_mesh import DeviceMesh
     from torch.distributed.fsdp import fully_shard
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    cfg = LlamaConfig(vocab_size=8192, hidden_size=512, intermediate_size=1376,
-                      num_hidden_layers=8, num_attention_heads=8, num_key_value_heads=8,
+    cfg = LlamaConfig(vocab_size=8192, hidden_size=args.fsdp_dim,
+                      intermediate_size=args.fsdp_dim * 43 // 16,
+                      num_hidden_layers=args.fsdp_layers, num_attention_heads=8,
+                      num_key_value_heads=8,
                       max_position_embeddings=max(args.fsdp_seq, 64),
                       attn_implementation="sdpa")
     torch.manual_seed(0)
@@ -138,6 +170,7 @@ def main():
     ap.add_argument("-b", "--minbytes", default="1M")
     ap.add_argument("-e", "--maxbytes", default="256M")
     ap.add_argument("-f", "--stepfactor", type=int, default=4)
+    ap.add_argument("--sizes", help="these sizes (1K,64K,1M) instead of -b, -e and -f")
     ap.add_argument("-n", "--iters", type=int, default=10)
     ap.add_argument("-w", "--warmup", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=3)
@@ -151,17 +184,25 @@ def main():
     ap.add_argument("--fsdp-warmup", type=int, default=2)
     ap.add_argument("--groups", type=int, default=0,
                     help="also time N creations of a group of every rank (new_group)")
+    ap.add_argument("--ddp", action="store_true", help="add a DDP step with many small buckets")
+    ap.add_argument("--ddp-buckets", type=int, default=50)
+    ap.add_argument("--ddp-bucket-kib", type=int, default=64)
+    ap.add_argument("--ddp-steps", type=int, default=20)
+    ap.add_argument("--fsdp-layers", type=int, default=8)
+    ap.add_argument("--fsdp-dim", type=int, default=512)
     ap.add_argument("--json", help="write every round's figures here (rank 0)")
     args = ap.parse_args()
 
     sharc.torch.init_env()
     dist.init_process_group("sharc")
     rank, n = dist.get_rank(), dist.get_world_size()
-    groups = {"sharc": dist.group.WORLD, "gloo": dist.new_group(backend="gloo")}
     backends = args.backends.split(",")
-    sizes = []
+    groups = {"sharc": dist.group.WORLD, "gloo": dist.new_group(backend="gloo")}
+    if "sharc_py" in backends:
+        groups["sharc_py"] = dist.new_group(backend=sharc.torch.PYTHON_BACKEND)
+    sizes = [parse_size(x) for x in args.sizes.split(",")] if args.sizes else []
     size = parse_size(args.minbytes)
-    while size <= parse_size(args.maxbytes):
+    while not args.sizes and size <= parse_size(args.maxbytes):
         sizes.append(size)
         size *= args.stepfactor
     colls = [] if args.fsdp_only else [c for c in args.colls.split(",") if c]
@@ -169,11 +210,14 @@ def main():
                "rounds": []}
     if rank == 0:
         print("# sharc.torch.bench: %d ranks, float32, %d calls (+%d warm-up) per size, median "
-              "of the slowest rank per call; %d rounds alternating %s; torch %s, %d thread(s) "
-              "per rank" % (n, args.iters, args.warmup, args.rounds, " and ".join(backends),
-                            torch.__version__, torch.get_num_threads()), flush=True)
+              "of the slowest rank per call; %d rounds alternating %s; \"sharc\" is the %s "
+              "backend; torch %s, %d thread(s) per rank"
+              % (n, args.iters, args.warmup, args.rounds, " and ".join(backends),
+                 sharc.torch.implementation, torch.__version__, torch.get_num_threads()),
+              flush=True)
+    results["implementation"] = sharc.torch.implementation
     for rnd in range(args.rounds):
-        one = {"colls": {}, "fsdp": {}, "groups": {}}
+        one = {"colls": {}, "fsdp": {}, "ddp": {}, "groups": {}}
         for be in backends if args.groups else ():
             one["groups"][be] = t = group_time(be, args.groups)
             if rank == 0:
@@ -188,8 +232,17 @@ def main():
                         print("round %d %-24s %10d B %-6s %10.1f us  busbw %7.3f GB/s"
                               % (rnd + 1, coll, size, be, t * 1e6,
                                  size / t / 1e9 * FACTORS[coll](n)), flush=True)
+        if args.ddp:
+            for be in backends:
+                t = ddp_step_time(groups[be], args)
+                one["ddp"][be] = t
+                if rank == 0:
+                    print("round %d DDP step (%d buckets of %d KiB) %-12s %8.3f ms"
+                          % (rnd + 1, args.ddp_buckets, args.ddp_bucket_kib, be, t * 1e3),
+                          flush=True)
         if args.fsdp or args.fsdp_only:
-            for be, hooks in (("sharc+hooks", True), ("sharc", False), ("gloo", False)):
+            for be, hooks in (("sharc+hooks", True), ("sharc", False), ("sharc_py", False),
+                              ("gloo", False)):
                 if be.split("+")[0] not in backends:
                     continue
                 t, nparams = fsdp_step_time(groups[be.split("+")[0]], hooks, args)
@@ -230,13 +283,19 @@ def print_table(results, colls, sizes, backends, n):
                 if "sharc" in med and "gloo" in med:
                     line += " %11.2f" % (med["gloo"] / med["sharc"])
                 print(line)
-    if rounds and rounds[0]["groups"]:
+    if rounds and rounds[0].get("groups"):
         med = {be: statistics.median(r["groups"][be] for r in rounds) for be in rounds[0]["groups"]}
         print("\n# new_group of every rank, median over %d rounds" % len(rounds))
         for be, t in med.items():
             extra = " (this / gloo %.2f)" % (t / med["gloo"]) if "gloo" in med and \
                 be != "gloo" else ""
             print("%-12s %8.2f ms%s" % (be, t * 1e3, extra))
+    if rounds and rounds[0].get("ddp"):
+        med = {be: statistics.median(r["ddp"][be] for r in rounds) for be in rounds[0]["ddp"]}
+        print("\n# DDP step, median over %d rounds" % len(rounds))
+        for be, t in med.items():
+            print("%-12s %8.3f ms%s" % (be, t * 1e3, "".join(
+                " (%s / this %.2f)" % (o, med[o] / t) for o in med if o != be)))
     if rounds and rounds[0]["fsdp"]:
         med = {be: statistics.median(r["fsdp"][be] for r in rounds) for be in rounds[0]["fsdp"]}
         print("\n# FSDP2 step, %.1fM parameters, median over %d rounds" %

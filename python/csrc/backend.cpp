@@ -1,0 +1,275 @@
+// backend.cpp: the C++ sharc backend's life (the communicator it owns, abort and shutdown),
+// how a collective starts (the checks every one shares, its sequence number, its posts, its
+// Work), the failures of the group, the completer thread of futures, and memory for
+// allocateTensor. The collectives themselves are coll.cpp's.
+#include "backend.hpp"
+
+#include <pthread.h>
+#include <sched.h>
+
+#ifdef SHARC_TORCH_CUDA
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <sharc/sharc_cuda.h>
+#endif
+
+#include "util.hpp"
+
+namespace sharc_torch
+{
+
+std::atomic<size_t> allocated_{0};
+
+ProcessGroupSharc::ProcessGroupSharc(sharc_context_h ctx, sharc_comm_h comm, int rank, int size,
+                                     std::chrono::milliseconds timeout)
+    : c10d::Backend(rank, size), ctx_(ctx), comm_(comm), timeout_(timeout)
+{
+}
+
+ProcessGroupSharc::~ProcessGroupSharc()
+{
+    // every Work holds the group: none is left, so no request is either
+    stopCompleter();
+    for (auto &kv : pool_) {
+        sharc_mem_free(ctx_, kv.second);
+    }
+    sharc_comm_destroy(comm_);
+}
+
+c10::intrusive_ptr<c10d::Backend::Options> ProcessGroupSharc::getBackendOptions()
+{
+    return c10::make_intrusive<Options>("sharc", timeout_);
+}
+
+void ProcessGroupSharc::abort()
+{
+    // later collectives fail at once; those in flight end as sharc ends them (the
+    // communicator is failed, or SHARC_TIMEOUT)
+    aborted_ = true;
+    std::lock_guard<std::mutex> lock(err_mutex_);
+    if (first_error_.empty()) {
+        first_error_ = "the group was aborted";
+    }
+}
+
+void ProcessGroupSharc::shutdown()
+{
+    stopCompleter();
+    aborted_ = true;
+    {
+        std::lock_guard<std::mutex> lock(err_mutex_);
+        if (first_error_.empty()) {
+            first_error_ = "the group was shut down";
+        }
+    }
+    // the peers see this rank leave now; with requests still held by Works, the
+    // communicator goes with the last of them (the destructor)
+    if (outstanding_ == 0 && comm_ != nullptr) {
+        sharc_comm_destroy(comm_);
+        comm_ = nullptr;
+    }
+}
+
+std::exception_ptr ProcessGroupSharc::failure(sharc_status_t status, const std::string &call,
+                                              unsigned long mark)
+{
+    std::string msg = call + ": " + sharc_status_string(status);
+    std::string logged = loggedSince(mark);
+    if (!logged.empty()) {
+        msg += ": " + logged;
+    }
+    std::lock_guard<std::mutex> lock(err_mutex_);
+    if (first_error_.empty()) {
+        first_error_ = msg;
+    } else if (msg.find(first_error_) == std::string::npos) {
+        msg += "; the first failure on this communicator: " + first_error_;
+    }
+    return sharcError(status, msg);
+}
+
+void ProcessGroupSharc::checkUsable(const char *name)
+{
+    if (aborted_) {
+        std::lock_guard<std::mutex> lock(err_mutex_);
+        C10_THROW_ERROR(DistBackendError, std::string(name) +
+                                              ": the sharc group cannot run "
+                                              "collectives any more: " +
+                                              first_error_);
+    }
+}
+
+std::chrono::milliseconds ProcessGroupSharc::opTimeout(std::chrono::milliseconds t) const
+{
+    return t == c10d::kUnsetTimeout ? timeout_ : t;
+}
+
+// The CUDA device of the tensors (nullopt for host tensors); sharc is told the stream its
+// collective must follow.
+std::optional<at::Device> ProcessGroupSharc::deviceOf(const char *name,
+                                                      const std::vector<at::Tensor> &ts)
+{
+    std::optional<at::Device> dev;
+    for (const at::Tensor &t : ts) {
+        if (!t.defined()) {
+            continue;
+        }
+        SHARC_TORCH_INVALID(!dev || *dev == t.device(), name, ": tensors on several devices (",
+                            *dev, ", ", t.device(), ")");
+        dev = t.device();
+    }
+    if (!dev || dev->is_cpu()) {
+        return std::nullopt;
+    }
+    SHARC_TORCH_UNSUPPORTED(dev->is_cuda(), name, ": ", dev->type(),
+                            " tensors are not supported by the sharc backend (cpu and cuda)");
+#ifdef SHARC_TORCH_CUDA
+    c10::cuda::set_device(dev->index()); // NCCL runs on the current device (one per rank)
+    unsigned long mark = errorMark();
+    sharc_status_t status =
+        sharc_comm_set_cuda_stream(comm_, c10::cuda::getCurrentCUDAStream(dev->index()).stream());
+    if (status != SHARC_OK) {
+        std::rethrow_exception(failure(status, "sharc_comm_set_cuda_stream", mark));
+    }
+    return dev;
+#else
+    SHARC_TORCH_UNSUPPORTED(false, name,
+                            ": this build of the sharc backend has no CUDA (the "
+                            "torch it was built against had none)");
+#endif
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupSharc::start(const char *name, const char *call,
+                                                        c10d::OpType type,
+                                                        std::vector<at::Tensor> tensors,
+                                                        std::chrono::milliseconds timeout,
+                                                        Post post, const std::vector<PostFn> &calls)
+{
+    checkUsable(name);
+    std::optional<at::Device> dev = deviceOf(name, tensors);
+    uint64_t seq = seq_++;
+    for (const PostFn &post_one : calls) {
+        sharc_request_h req = nullptr;
+        unsigned long mark = errorMark();
+        sharc_status_t status = post_one(&req);
+        if (status != SHARC_OK) {
+            // a rank's own bad argument fails before anything is sent: the group goes on
+            for (sharc_request_h r : post.reqs) {
+                sharc_request_free(r);
+                outstanding_--;
+            }
+            if ((status == SHARC_ERR_INVALID || status == SHARC_ERR_UNSUPPORTED) &&
+                post.reqs.empty()) {
+                std::string msg = std::string(call) + ": " + sharc_status_string(status);
+                std::string logged = loggedSince(mark);
+                std::rethrow_exception(
+                    sharcError(status, logged.empty() ? msg : msg + ": " + logged));
+            }
+            std::rethrow_exception(failure(status, call, mark));
+        }
+        outstanding_++;
+        post.reqs.push_back(req);
+    }
+    post.keep.insert(post.keep.end(), tensors.begin(), tensors.end());
+    auto self = c10::intrusive_ptr<ProcessGroupSharc>::unsafe_reclaim_from_nonowning(this);
+    return c10::make_intrusive<WorkSharc>(self, name, call, type, seq, std::move(post), dev,
+                                          opTimeout(timeout));
+}
+
+// -- futures: one thread per group waits for the host collectives whose futures were asked
+// for (DDP's reducer waits on futures), in posting order, which is sharc's completion order
+
+void ProcessGroupSharc::enqueueFuture(c10::intrusive_ptr<WorkSharc> work)
+{
+    Completer &c = *completer_state_;
+    std::unique_lock<std::mutex> lock(c.mutex);
+    if (c.stopping) {
+        lock.unlock();
+        work->completeFuture(); // the group is shutting down: no thread any more
+        return;
+    }
+    if (!completer_.joinable()) {
+        completer_ = std::thread(completerLoop, completer_state_);
+    }
+    c.queue.push_back(std::move(work));
+    c.cv.notify_one();
+}
+
+void ProcessGroupSharc::completerLoop(std::shared_ptr<Completer> state)
+{
+    // SCHED_BATCH, as sharc's progress thread: the same share of the cores, but its wake-ups
+    // do not take the core from the caller, which computes (DDP's backward) meanwhile
+    struct sched_param batch = {};
+    pthread_setschedparam(pthread_self(), SCHED_BATCH, &batch);
+    for (;;) {
+        c10::intrusive_ptr<WorkSharc> work;
+        {
+            std::unique_lock<std::mutex> lock(state->mutex);
+            state->cv.wait(lock, [&] { return state->stopping || !state->queue.empty(); });
+            if (state->queue.empty()) {
+                return;
+            }
+            work = std::move(state->queue.front());
+            state->queue.pop_front();
+        }
+        work->completeFuture();
+        work.reset(); // may be the group's last reference: only @state is used after it
+    }
+}
+
+void ProcessGroupSharc::stopCompleter()
+{
+    {
+        std::lock_guard<std::mutex> lock(completer_state_->mutex);
+        completer_state_->stopping = true;
+        completer_state_->cv.notify_all();
+    }
+    if (!completer_.joinable()) {
+        return;
+    }
+    if (completer_.get_id() != std::this_thread::get_id()) {
+        completer_.join(); // after the futures still queued (their collectives complete)
+    } else {
+        completer_.detach(); // the group's last Work went in the thread itself
+    }
+}
+
+// -- memory the peers of a node copy straight from (FSDP2's allocate-from-process-group)
+
+bool ProcessGroupSharc::supportsTensorAlloc(c10::DeviceIndex device)
+{
+    return device < 0; // the CPU: sharc_mem_alloc memory
+}
+
+at::Tensor ProcessGroupSharc::allocateTensor(long size, at::TensorOptions options)
+{
+    size_t bytes =
+        std::max<size_t>(1, size * c10::elementSize(c10::typeMetaToScalarType(options.dtype())));
+    void *ptr = nullptr;
+    {
+        std::lock_guard<std::mutex> lock(pool_mutex_);
+        auto it = pool_.find(bytes);
+        if (it != pool_.end()) {
+            ptr = it->second;
+            pool_.erase(it);
+        }
+    }
+    if (ptr == nullptr) {
+        unsigned long mark = errorMark();
+        sharc_status_t status = sharc_mem_alloc(ctx_, bytes, &ptr);
+        if (status != SHARC_OK) {
+            std::rethrow_exception(failure(status, "sharc_mem_alloc", mark));
+        }
+        allocated_ += bytes;
+    }
+    // the memory goes back to the pool with the last view; the pool holds the group
+    auto self = c10::intrusive_ptr<ProcessGroupSharc>::unsafe_reclaim_from_nonowning(this);
+    return at::from_blob(
+        ptr, {size},
+        [self, bytes](void *p) {
+            std::lock_guard<std::mutex> lock(self->pool_mutex_);
+            self->pool_.emplace(bytes, p);
+        },
+        options.device(at::kCPU));
+}
+
+} // namespace sharc_torch

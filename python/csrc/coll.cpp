@@ -1,0 +1,346 @@
+// coll.cpp: torch's collectives on the C++ sharc backend, each one or a few sharc
+// collectives (sharc_allreduce, sharc_allgather, ...) on contiguous buffers; what sharc has no
+// collective for is emulated exactly with those it has (reduce, gather, scatter, lists of
+// tensors, uneven all-to-all by padding), or refused with the reason (point-to-point).
+#include "backend.hpp"
+
+#include <numeric>
+
+#include "util.hpp"
+
+namespace sharc_torch
+{
+
+using c10d::OpType;
+using WorkPtr = c10::intrusive_ptr<c10d::Work>;
+
+// (contiguous input, contiguous output) of a collective of one tensor each: @shape says
+// how their sizes relate (GATHER: the output is world size x the input; SCATTER: the input is
+// world size x the output; SAME: equal, checked by the caller); both kept by @post.
+std::pair<at::Tensor, at::Tensor> ProcessGroupSharc::oneEach(const char *name, at::Tensor &output,
+                                                             at::Tensor &input, Shape shape,
+                                                             Post &post)
+{
+    bool gather = shape == Shape::GATHER;
+    const at::Tensor &big = gather ? output : input, &small = gather ? input : output;
+    checkSame(name, output, input, "output");
+    SHARC_TORCH_INVALID(shape == Shape::SAME || big.numel() == small.numel() * getSize(), name,
+                        ": ", gather ? "output" : "input", " has ", big.numel(),
+                        " elements, not world size (", getSize(), ") x ",
+                        gather ? "input" : "output", "'s ", small.numel());
+    at::Tensor in = readable(name, input);
+    at::Tensor out = writable(name, output, post);
+    post.keep = {in, out};
+    post.outputs = {output};
+    return {in, out};
+}
+
+// -- reductions -----------------------------------------------------------------------------
+
+// The post of an in-place all-reduce of @t (through a contiguous stand-in if need be).
+ProcessGroupSharc::PostFn ProcessGroupSharc::allreducePost(const char *name, at::Tensor &t,
+                                                           const c10d::ReduceOp &op, Post &post)
+{
+    Reduction red = reduction(name, t, op);
+    at::Tensor c = writable(name, t, post, "tensor");
+    if (!c.is_same(t)) {
+        c.copy_(t);
+    }
+    if (red.scale) {
+        double f = *red.scale;
+        post.fixups.insert(post.fixups.begin(), [c, f]() mutable { c.mul_(f); });
+    }
+    post.keep.push_back(c);
+    void *p = c.data_ptr();
+    sharc_comm_h comm = comm_;
+    return [=](sharc_request_h *req) {
+        return sharc_allreduce(p, p, red.count, red.dtype, red.op, comm, req);
+    };
+}
+
+WorkPtr ProcessGroupSharc::allreduce(std::vector<at::Tensor> &tensors,
+                                     const c10d::AllreduceOptions &opts)
+{
+    const char *name = tensors.size() == 1 ? "allreduce" : "allreduce_coalesced";
+    Post post;
+    std::vector<PostFn> calls;
+    for (at::Tensor &t : tensors) {
+        calls.push_back(allreducePost(name, t, opts.reduceOp, post));
+    }
+    post.outputs = tensors;
+    return start(name, "sharc_allreduce", OpType::ALLREDUCE, tensors, opts.timeout, std::move(post),
+                 calls);
+}
+
+WorkPtr ProcessGroupSharc::allreduce_coalesced(std::vector<at::Tensor> &tensors,
+                                               const c10d::AllreduceCoalescedOptions &opts)
+{
+    return allreduce(tensors, opts);
+}
+
+WorkPtr ProcessGroupSharc::allreduce_sparse(std::vector<at::Tensor> &,
+                                            const c10d::AllreduceOptions &)
+{
+    SHARC_TORCH_UNSUPPORTED(false, "allreduce_sparse: sparse tensors are not supported by the "
+                                   "sharc backend (sharc reduces dense buffers)");
+}
+
+WorkPtr ProcessGroupSharc::_reduce_scatter_base(at::Tensor &output, at::Tensor &input,
+                                                const c10d::ReduceScatterOptions &opts)
+{
+    const char *name = "reduce_scatter_tensor";
+    Post post;
+    auto [in, out] = oneEach(name, output, input, Shape::SCATTER, post);
+    Reduction red = reduction(name, output, opts.reduceOp);
+    if (red.scale) {
+        double f = *red.scale;
+        post.fixups.insert(post.fixups.begin(), [out = out, f]() mutable { out.mul_(f); });
+    }
+    const void *s = in.data_ptr();
+    void *r = out.data_ptr();
+    sharc_comm_h comm = comm_;
+    return start(name, "sharc_reduce_scatter", OpType::_REDUCE_SCATTER_BASE, {output, input},
+                 opts.timeout, std::move(post), {[=](sharc_request_h *req) {
+                     return sharc_reduce_scatter(s, r, red.count, red.dtype, red.op, comm, req);
+                 }});
+}
+
+WorkPtr ProcessGroupSharc::reduce_scatter_tensor_coalesced(std::vector<at::Tensor> &outputs,
+                                                           std::vector<at::Tensor> &inputs,
+                                                           const c10d::ReduceScatterOptions &opts)
+{
+    // one Work per pair, one Work for the caller: the last one's completion implies the
+    // others' (sharc completes a communicator's collectives in posting order)
+    SHARC_TORCH_INVALID(outputs.size() == inputs.size(),
+                        "reduce_scatter_tensor_coalesced: ", outputs.size(), " outputs for ",
+                        inputs.size(), " inputs");
+    return coalesce("reduce_scatter_tensor_coalesced", outputs,
+                    [&](size_t i) { return _reduce_scatter_base(outputs[i], inputs[i], opts); });
+}
+
+WorkPtr ProcessGroupSharc::reduce_scatter(std::vector<at::Tensor> &outputs,
+                                          std::vector<std::vector<at::Tensor>> &inputs,
+                                          const c10d::ReduceScatterOptions &opts)
+{
+    const char *name = "reduce_scatter";
+    SHARC_TORCH_UNSUPPORTED(outputs.size() == 1 && inputs.size() == 1, name,
+                            ": one output tensor per rank only (got ", outputs.size(), ")");
+    at::Tensor &out = outputs[0];
+    SHARC_TORCH_INVALID((int)inputs[0].size() == getSize(), name, ": ", inputs[0].size(),
+                        " input tensors for a world size of ", getSize());
+    std::vector<at::Tensor> flat;
+    for (const at::Tensor &in : inputs[0]) {
+        checkSame(name, out, in, "the output");
+        SHARC_TORCH_INVALID(in.numel() == out.numel(), name, ": an input tensor has ", in.numel(),
+                            " elements, the output ", out.numel());
+        flat.push_back(in.reshape(-1));
+    }
+    at::Tensor cat = at::cat(flat);
+    return _reduce_scatter_base(out, cat, opts);
+}
+
+// emulated rooted reduction: exact results, more traffic than a rooted algorithm
+WorkPtr ProcessGroupSharc::reduce(std::vector<at::Tensor> &tensors, const c10d::ReduceOptions &opts)
+{
+    const char *name = "reduce";
+    SHARC_TORCH_UNSUPPORTED(tensors.size() == 1, name, ": one tensor per rank only");
+    at::Tensor t = tensors[0];
+    at::Tensor tmp = readable(name, t).clone();
+    Post post;
+    PostFn call = allreducePost(name, tmp, opts.reduceOp, post);
+    if (getRank() == opts.rootRank) {
+        post.fixups.push_back([t, tmp]() mutable { t.copy_(tmp.view_as(t)); });
+    }
+    post.outputs = tensors;
+    return start(name, "sharc_allreduce", OpType::REDUCE, tensors, opts.timeout, std::move(post),
+                 {call});
+}
+
+// -- data movement ----------------------------------------------------------------------------
+
+WorkPtr ProcessGroupSharc::broadcast(std::vector<at::Tensor> &tensors,
+                                     const c10d::BroadcastOptions &opts)
+{
+    const char *name = "broadcast";
+    SHARC_TORCH_UNSUPPORTED(tensors.size() == 1 && opts.rootTensor == 0, name,
+                            ": one tensor per rank only (got ", tensors.size(), ")");
+    Post post;
+    at::Tensor c = writable(name, tensors[0], post, "tensor");
+    if (!c.is_same(tensors[0])) {
+        c.copy_(tensors[0]);
+    }
+    size_t count;
+    sharc_dtype_t dtype = moveDtype(c, &count);
+    post.keep = {c};
+    post.outputs = tensors;
+    void *p = c.data_ptr();
+    int root = (int)opts.rootRank;
+    sharc_comm_h comm = comm_;
+    return start(name, "sharc_broadcast", OpType::BROADCAST, tensors, opts.timeout, std::move(post),
+                 {[=](sharc_request_h *req) {
+                     return sharc_broadcast(p, p, count, dtype, root, comm, req);
+                 }});
+}
+
+WorkPtr ProcessGroupSharc::_allgather_base(at::Tensor &output, at::Tensor &input,
+                                           const c10d::AllgatherOptions &opts)
+{
+    const char *name = "all_gather_into_tensor";
+    Post post;
+    auto [in, out] = oneEach(name, output, input, Shape::GATHER, post);
+    size_t count;
+    sharc_dtype_t dtype = moveDtype(in, &count);
+    const void *s = in.data_ptr();
+    void *r = out.data_ptr();
+    sharc_comm_h comm = comm_;
+    return start(name, "sharc_allgather", OpType::_ALLGATHER_BASE, {output, input}, opts.timeout,
+                 std::move(post), {[=](sharc_request_h *req) {
+                     return sharc_allgather(s, r, count, dtype, comm, req);
+                 }});
+}
+
+WorkPtr ProcessGroupSharc::allgather_into_tensor_coalesced(std::vector<at::Tensor> &outputs,
+                                                           std::vector<at::Tensor> &inputs,
+                                                           const c10d::AllgatherOptions &opts)
+{
+    SHARC_TORCH_INVALID(outputs.size() == inputs.size(),
+                        "all_gather_into_tensor_coalesced: ", outputs.size(), " outputs for ",
+                        inputs.size(), " inputs");
+    return coalesce("all_gather_into_tensor_coalesced", outputs,
+                    [&](size_t i) { return _allgather_base(outputs[i], inputs[i], opts); });
+}
+
+// Every rank's @in into one buffer (an all-gather), then copied into @outs (gather: only
+// the root's list; empty elsewhere).
+WorkPtr ProcessGroupSharc::gatherList(const char *name, const at::Tensor &in,
+                                      std::vector<at::Tensor> outs, std::vector<at::Tensor> keep,
+                                      std::chrono::milliseconds timeout)
+{
+    std::vector<int64_t> shape{getSize()};
+    shape.insert(shape.end(), in.sizes().begin(), in.sizes().end());
+    at::Tensor flat = at::empty(shape, in.options());
+    Post post;
+    post.fixups.push_back([flat, outs]() mutable {
+        for (size_t i = 0; i < outs.size(); i++) {
+            outs[i].copy_(flat[i].view_as(outs[i]));
+        }
+    });
+    size_t count;
+    sharc_dtype_t dtype = moveDtype(in, &count);
+    post.keep = {in, flat};
+    post.outputs = outs;
+    const void *s = in.data_ptr();
+    void *r = flat.data_ptr();
+    sharc_comm_h comm = comm_;
+    return start(
+        name, "sharc_allgather", OpType::ALLGATHER, keep, timeout, std::move(post),
+        {[=](sharc_request_h *req) { return sharc_allgather(s, r, count, dtype, comm, req); }});
+}
+
+WorkPtr ProcessGroupSharc::allgather(std::vector<std::vector<at::Tensor>> &outputs,
+                                     std::vector<at::Tensor> &inputs,
+                                     const c10d::AllgatherOptions &opts)
+{
+    const char *name = "all_gather";
+    SHARC_TORCH_UNSUPPORTED(inputs.size() == 1 && outputs.size() == 1, name,
+                            ": one input tensor per rank only (got ", inputs.size(), ")");
+    at::Tensor in = readable(name, inputs[0]);
+    std::vector<at::Tensor> &outs = outputs[0];
+    SHARC_TORCH_INVALID((int)outs.size() == getSize(), name, ": ", outs.size(),
+                        " output tensors for a world size of ", getSize());
+    for (const at::Tensor &o : outs) {
+        checkSame(name, o, in, "an output");
+        SHARC_TORCH_INVALID(o.numel() == in.numel(), name, ": an output tensor has ", o.numel(),
+                            " elements, the input ", in.numel(), " (sharc gathers equal blocks)");
+    }
+    std::vector<at::Tensor> keep{in};
+    keep.insert(keep.end(), outs.begin(), outs.end());
+    return gatherList(name, in, outs, keep, opts.timeout);
+}
+
+WorkPtr ProcessGroupSharc::gather(std::vector<std::vector<at::Tensor>> &outputs,
+                                  std::vector<at::Tensor> &inputs, const c10d::GatherOptions &opts)
+{
+    const char *name = "gather";
+    SHARC_TORCH_UNSUPPORTED(inputs.size() == 1, name, ": one input tensor per rank only");
+    at::Tensor in = readable(name, inputs[0]);
+    std::vector<at::Tensor> outs;
+    if (getRank() == opts.rootRank && !outputs.empty()) {
+        outs = outputs[0];
+        SHARC_TORCH_INVALID((int)outs.size() == getSize(), name, ": ", outs.size(),
+                            " output tensors for a world size of ", getSize());
+    }
+    return gatherList(name, in, outs, {in}, opts.timeout);
+}
+
+WorkPtr ProcessGroupSharc::scatter(std::vector<at::Tensor> &outputs,
+                                   std::vector<std::vector<at::Tensor>> &inputs,
+                                   const c10d::ScatterOptions &opts)
+{
+    const char *name = "scatter";
+    SHARC_TORCH_UNSUPPORTED(outputs.size() == 1, name, ": one output tensor per rank only");
+    at::Tensor out = outputs[0];
+    std::vector<int64_t> shape{getSize()};
+    shape.insert(shape.end(), out.sizes().begin(), out.sizes().end());
+    at::Tensor flat = at::empty(shape, out.options());
+    if (getRank() == opts.rootRank) {
+        SHARC_TORCH_INVALID(inputs.size() == 1 && (int)inputs[0].size() == getSize(), name,
+                            ": the root needs one input tensor per rank");
+        for (int i = 0; i < getSize(); i++) {
+            flat[i].copy_(inputs[0][i].view_as(flat[i]));
+        }
+    }
+    Post post;
+    at::Tensor mine = flat[getRank()];
+    post.fixups.push_back([out, mine]() mutable { out.copy_(mine.view_as(out)); });
+    size_t count;
+    sharc_dtype_t dtype = moveDtype(flat, &count);
+    post.keep = {flat};
+    post.outputs = outputs;
+    void *p = flat.data_ptr();
+    int root = (int)opts.rootRank;
+    sharc_comm_h comm = comm_;
+    return start(name, "sharc_broadcast", OpType::SCATTER, {out}, opts.timeout, std::move(post),
+                 {[=](sharc_request_h *req) {
+                     return sharc_broadcast(p, p, count, dtype, root, comm, req);
+                 }});
+}
+
+WorkPtr ProcessGroupSharc::barrier(const c10d::BarrierOptions &opts)
+{
+    sharc_comm_h comm = comm_;
+    return start("barrier", "sharc_barrier", OpType::BARRIER, {}, opts.timeout, Post(),
+                 {[=](sharc_request_h *req) { return sharc_barrier(comm, req); }});
+}
+
+// -- what sharc does not do -------------------------------------------------------------------
+
+static void noP2p(const char *name)
+{
+    // sharc_send / sharc_recv will map here when the C API has them
+    SHARC_TORCH_UNSUPPORTED(false, name,
+                            ": point-to-point is not supported by the sharc backend "
+                            "(sharc has collectives only); use gloo for it, e.g. "
+                            "init_process_group('cpu:sharc,cuda:nccl') or a gloo "
+                            "group");
+}
+
+WorkPtr ProcessGroupSharc::send(std::vector<at::Tensor> &, int, int)
+{
+    noP2p("send");
+    return {};
+}
+
+WorkPtr ProcessGroupSharc::recv(std::vector<at::Tensor> &, int, int)
+{
+    noP2p("recv");
+    return {};
+}
+
+WorkPtr ProcessGroupSharc::recvAnysource(std::vector<at::Tensor> &, int)
+{
+    noP2p("recv_anysource");
+    return {};
+}
+
+} // namespace sharc_torch

@@ -1,0 +1,74 @@
+"""The C++ backend (sharc.torch._native, compiled from python/csrc/ against the installed torch
+when the package is installed): loading it, and the creator torch.distributed calls for a group.
+
+Each torch collective then posts sharc collectives from C++ and returns a c10d Work that
+completes from sharc's requests, with no Python on the way. Where the module cannot be loaded
+(not built: no compiler, a torch without its headers; built for another torch), the Python
+backend (backend.py) serves the groups instead, and a warning says why, once.
+
+TORCH_SHARC_BACKEND picks one: "auto" (the default: native where it loads), "native" (an error
+where it does not), "python". TORCH_SHARC_NATIVE names a built module file to load instead of
+the package's own (a build of the tree: tests/torch/native.py).
+"""
+
+import datetime
+import importlib.util
+import os
+import warnings
+
+import sharc
+
+from .rendezvous import store_address
+
+CHOICES = ("auto", "native", "python")
+
+
+def _import():
+    path = os.environ.get("TORCH_SHARC_NATIVE")
+    if path:
+        spec = importlib.util.spec_from_file_location("_native", path)
+        if spec is None:
+            raise ImportError("TORCH_SHARC_NATIVE=%s is not a module file" % path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        return mod
+    from . import _native
+
+    return _native
+
+
+def load():
+    """(the C++ module or None, why not)."""
+    choice = os.environ.get("TORCH_SHARC_BACKEND", "auto")
+    if choice not in CHOICES:
+        raise ValueError("TORCH_SHARC_BACKEND=%s: one of %s" % (choice, ", ".join(CHOICES)))
+    if choice == "python":
+        return None, "TORCH_SHARC_BACKEND=python"
+    try:
+        return _import(), None
+    except (ImportError, OSError) as e:
+        if choice == "native":
+            raise ImportError("sharc: TORCH_SHARC_BACKEND=native, but the C++ backend does not "
+                              "load: %s" % e) from e
+        warnings.warn("sharc: the C++ torch backend is not available (%s); the Python backend "
+                      "serves \"sharc\" groups (slower per call). Reinstall the package where a "
+                      "C++ compiler and torch's headers are present to build it." % e,
+                      RuntimeWarning, stacklevel=3)
+        return None, str(e)
+
+
+def _seconds(timeout):
+    if isinstance(timeout, datetime.timedelta):
+        return timeout.total_seconds()
+    return float(timeout) if timeout is not None else 0.0
+
+
+def creator(module):
+    """torch.distributed's creator of a "sharc" group on the C++ backend."""
+
+    def create(store, rank, size, timeout):
+        ctx = sharc.default_context()
+        addr, token = ("", "") if size == 1 else store_address(store, rank, size, timeout)
+        return module.create(ctx.handle, rank, size, addr, token, _seconds(timeout))
+
+    return create
