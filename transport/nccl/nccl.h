@@ -19,11 +19,13 @@
 
 /* The NCCL functions the backend calls, opened at run time (nccl_lib.c). */
 #define SHARC_TP_NCCL_FNS(X)                                                                       \
-    X(ncclGetVersion) X(ncclGetUniqueId) X(ncclCommInitRankConfig) X(ncclCommSplit)                \
-    X(ncclCommGetAsyncError) X(ncclCommAbort) X(ncclCommDestroy) X(ncclCommFinalize)               \
-    X(ncclGetErrorString) X(ncclGetLastError) X(ncclAllGather) X(ncclReduceScatter)                \
-    X(ncclAllReduce) X(ncclBroadcast) X(ncclMemAlloc) X(ncclMemFree) X(ncclCommRegister)           \
-    X(ncclCommDeregister)
+    X(ncclGetVersion)                                                                              \
+    X(ncclGetUniqueId) X(ncclCommInitRankConfig) X(ncclCommSplit) X(ncclCommGetAsyncError)         \
+        X(ncclCommAbort) X(ncclCommDestroy) X(ncclCommFinalize) X(ncclGetErrorString)              \
+            X(ncclGetLastError) X(ncclAllGather) X(ncclReduceScatter) X(ncclAllReduce)             \
+                X(ncclBroadcast) X(ncclMemAlloc) X(ncclMemFree) X(ncclCommRegister)                \
+                    X(ncclCommDeregister) X(ncclGroupStart) X(ncclGroupEnd) X(ncclSend)            \
+                        X(ncclRecv)
 
 typedef struct {
 #define SHARC_TP_NCCL_PTR(fn) __typeof__(fn) *fn;

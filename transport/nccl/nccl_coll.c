@@ -77,15 +77,17 @@ static ncclResult_t sharc_tp_nccl_call(sharc_tp_comm_t *tp, const sharc_tp_coll_
 {
     switch (a->type) {
     case SHARC_COLL_ALLGATHER:
-        return SHARC_NCCL(ncclAllGather)(a->sendbuf, a->recvbuf, a->count, dt, tp->nccl, tp->stream);
+        return SHARC_NCCL(ncclAllGather)(a->sendbuf, a->recvbuf, a->count, dt, tp->nccl,
+                                         tp->stream);
     case SHARC_COLL_REDUCE_SCATTER:
-        return SHARC_NCCL(ncclReduceScatter)(a->sendbuf, a->recvbuf, a->count, dt, sharc_tp_nccl_op(a->op),
-                                 tp->nccl, tp->stream);
+        return SHARC_NCCL(ncclReduceScatter)(a->sendbuf, a->recvbuf, a->count, dt,
+                                             sharc_tp_nccl_op(a->op), tp->nccl, tp->stream);
     case SHARC_COLL_ALLREDUCE:
-        return SHARC_NCCL(ncclAllReduce)(a->sendbuf, a->recvbuf, a->count, dt, sharc_tp_nccl_op(a->op),
-                             tp->nccl, tp->stream);
+        return SHARC_NCCL(ncclAllReduce)(a->sendbuf, a->recvbuf, a->count, dt,
+                                         sharc_tp_nccl_op(a->op), tp->nccl, tp->stream);
     default:
-        return SHARC_NCCL(ncclBroadcast)(a->sendbuf, a->recvbuf, a->count, dt, a->root, tp->nccl, tp->stream);
+        return SHARC_NCCL(ncclBroadcast)(a->sendbuf, a->recvbuf, a->count, dt, a->root, tp->nccl,
+                                         tp->stream);
     }
 }
 

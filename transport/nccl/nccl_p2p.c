@@ -18,17 +18,18 @@
 static ncclResult_t sharc_tp_nccl_group(sharc_tp_comm_t *tp, const sharc_tp_p2p_args_t *args,
                                         size_t n)
 {
-    ncclResult_t res = ncclGroupStart(), end;
+    ncclResult_t res = SHARC_NCCL(ncclGroupStart)(), end;
 
     for (size_t i = 0; i < n && (res == ncclSuccess || res == ncclInProgress); i++) {
         const sharc_tp_p2p_args_t *a = &args[i];
         ncclDataType_t dt = ncclUint8;
 
         sharc_tp_nccl_dtype(a->dtype, &dt);
-        res = a->is_send ? ncclSend(a->buf, a->count, dt, a->peer, tp->nccl, tp->stream)
-                         : ncclRecv(a->buf, a->count, dt, a->peer, tp->nccl, tp->stream);
+        res = a->is_send
+                  ? SHARC_NCCL(ncclSend)(a->buf, a->count, dt, a->peer, tp->nccl, tp->stream)
+                  : SHARC_NCCL(ncclRecv)(a->buf, a->count, dt, a->peer, tp->nccl, tp->stream);
     }
-    end = ncclGroupEnd();
+    end = SHARC_NCCL(ncclGroupEnd)();
     return (res == ncclSuccess || res == ncclInProgress) ? end : res;
 }
 
