@@ -12,4 +12,7 @@ const sharc_kern_ops_t sharc_kern_cpu_ops = {
     .scale = sharc_kern_cpu_scale,
     .pack = sharc_kern_cpu_pack,
     .unpack = sharc_kern_cpu_unpack,
+    .quantize = sharc_kern_cpu_quantize,
+    .dequantize = sharc_kern_cpu_dequantize,
+    .dequantize_sum = sharc_kern_cpu_dequantize_sum,
 };

@@ -12,15 +12,6 @@
 
 #include "cpu.h"
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__has_attribute)
-#if __has_attribute(target_clones)
-#define SHARC_KERN_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
-#endif
-#ifndef SHARC_KERN_CLONES
-#define SHARC_KERN_CLONES
-#endif
-
 /* One loop per (type, op): d = x op y. No restrict: d may equal x or y. */
 #define SHARC_KERN_LOOP(_name, _T, _expr)                                                          \
     SHARC_KERN_CLONES static void _name(_T *d, const _T *x, const _T *y, size_t n)                 \
