@@ -52,6 +52,7 @@ typedef struct {
      * and no NCCL) */
     sharc_status_t gpu_failed;
     const char (*hosts)[SHARC_HOST_MAX]; /* [size]: every rank's host, for messages */
+    const int *node_of; /* [size]: every rank's node (the quantized reduce-scatter's levels) */
 } sharc_coll_comm_params_t;
 
 /* Make a communicator's collective state (and its progress thread, if configured). */
@@ -78,6 +79,13 @@ typedef struct {
     sharc_op_t op;
     int root;
     void *stream; /* CUDA buffers: the stream whose queued work the collective follows */
+    /* allgather, reduce_scatter: the values' wire format (SHARC_WIRE_FULL: the dtype itself,
+     * what a zero-initialized args gets), values per scale (1 .. SHARC_WIRE_BLOCK_MAX with a
+     * quantized wire), and for a reduce-scatter whether every hop is quantized (flat) or each
+     * node first sums in full precision (0; sharc_coll_opts_t.flat) */
+    sharc_wire_t wire;
+    size_t block;
+    int flat;
 } sharc_coll_args_t;
 
 /*

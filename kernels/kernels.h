@@ -19,6 +19,13 @@ typedef struct {
     size_t offset, count;
 } sharc_kern_piece_t;
 
+/* The scalar conversions below serve the host kernels and, compiled by nvcc, the CUDA ones. */
+#ifdef __CUDACC__
+#define SHARC_KERN_HD __host__ __device__
+#else
+#define SHARC_KERN_HD
+#endif
+
 /* Pieces a CUDA pack or unpack takes in one launch (more take several). */
 #define SHARC_KERN_MAX_PIECES 64
 
@@ -133,14 +140,14 @@ extern SHARC_HIDDEN const sharc_kern_ops_t sharc_kern_cuda_ops;
 /** The CUDA kernels, or NULL in a build without CUDA (kernels/cuda_none.c). */
 SHARC_HIDDEN const sharc_kern_ops_t *sharc_kern_cuda(void);
 
-static inline uint32_t sharc_kern_f32_bits(float f)
+static inline SHARC_KERN_HD uint32_t sharc_kern_f32_bits(float f)
 {
     uint32_t u;
     memcpy(&u, &f, 4);
     return u;
 }
 
-static inline float sharc_kern_bits_f32(uint32_t u)
+static inline SHARC_KERN_HD float sharc_kern_bits_f32(uint32_t u)
 {
     float f;
     memcpy(&f, &u, 4);
@@ -218,9 +225,10 @@ static inline float sharc_kern_f16_to_f32(uint16_t h)
 /*
  * f32 -> float8 e4m3 for a finite |v| up to 448 (what a block's scale leaves): round to
  * nearest even, saturating at 448 (e4m3 has no infinity; 0x7f is its NaN). Branch-free so
- * that loops over it vectorize; the CUDA kernels use the same steps.
+ * that loops over it vectorize; the CUDA kernels call it too (its product by 512 is exact, so
+ * a contraction of it and the rounding add into an FMA changes nothing).
  */
-static inline uint8_t sharc_kern_f32_to_e4m3(float v)
+static inline SHARC_KERN_HD uint8_t sharc_kern_f32_to_e4m3(float v)
 {
     uint32_t u = sharc_kern_f32_bits(v), sign = (u >> 24) & 0x80u, a = u & 0x7fffffffu;
     /* normal (a >= 2^-6): round the mantissa to 3 bits, rebias the exponent 127 -> 7 */
@@ -235,7 +243,7 @@ static inline uint8_t sharc_kern_f32_to_e4m3(float v)
 }
 
 /* float8 e4m3 -> f32 (0x7f and 0xff are NaN). */
-static inline float sharc_kern_e4m3_to_f32(uint8_t c)
+static inline SHARC_KERN_HD float sharc_kern_e4m3_to_f32(uint8_t c)
 {
     uint32_t sign = (uint32_t)(c & 0x80u) << 24, e = (c >> 3) & 15u, m = c & 7u;
     float nrm = sharc_kern_bits_f32(sign | ((e + 120u) << 23) | (m << 20));

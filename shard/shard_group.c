@@ -254,8 +254,12 @@ sharc_status_t sharc_shard_sync_replicas(sharc_shard_group_h g)
     }
     for (int ui = 0; status == SHARC_OK && g->replica_comm != NULL && ui < g->nunits; ui++) {
         sharc_shard_unit_t *u = &g->units[ui];
-        sharc_coll_args_t a = {SHARC_COLL_BROADCAST, u->master,    u->master, u->shard,
-                               SHARC_DTYPE_F32,      SHARC_OP_SUM, 0,         g->estream};
+        sharc_coll_args_t a = {.type = SHARC_COLL_BROADCAST,
+                               .sendbuf = u->master,
+                               .recvbuf = u->master,
+                               .count = u->shard,
+                               .dtype = SHARC_DTYPE_F32,
+                               .stream = g->estream};
 
         status = sharc_coll_start(g->replica_comm->coll, &a, NULL); /* blocking */
     }

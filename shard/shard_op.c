@@ -94,7 +94,13 @@ sharc_status_t sharc_shard_post(sharc_shard_group_t *g, sharc_shard_unit_t *u, s
                                 const void *sendbuf, void *recvbuf, size_t count,
                                 sharc_dtype_t dtype, sharc_op_t rop, void *stream)
 {
-    sharc_coll_args_t a = {type, sendbuf, recvbuf, count, dtype, rop, 0, stream};
+    sharc_coll_args_t a = {.type = type,
+                           .sendbuf = sendbuf,
+                           .recvbuf = recvbuf,
+                           .count = count,
+                           .dtype = dtype,
+                           .op = rop,
+                           .stream = stream};
     sharc_comm_h comm = sharc_shard_queue_comm(g, queue);
     int lane = (queue == SHARC_SHARD_Q_REDUCE) ? g->reduce_lane : 0;
     void *e0 = g->cuda ? sharc_shard_stats_mark(g, stream) : NULL, *e1 = NULL;

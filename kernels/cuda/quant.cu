@@ -22,30 +22,9 @@ namespace
 
 constexpr unsigned kWarp = 32;
 
-/* kernels.h's sharc_kern_f32_to_e4m3, with its rounding add kept apart from the product */
-__device__ __forceinline__ uint8_t f32_to_e4m3(float v)
-{
-    uint32_t u = __float_as_uint(v), sign = (u >> 24) & 0x80u, a = u & 0x7fffffffu;
-    uint32_t nrm = ((a + 0x7ffffu + ((a >> 20) & 1u)) >> 20) - (120u << 3);
-    float s = __fsub_rn(__fadd_rn(__fmul_rn(__uint_as_float(a), 512.0f), 0x1.8p23f), 0x1.8p23f);
-    uint32_t sub = (uint32_t)s;
-
-    nrm = nrm > 0x7eu ? 0x7eu : nrm;
-    return (uint8_t)(sign | (a < 0x3c800000u ? sub : nrm));
-}
-
-__device__ __forceinline__ float e4m3_to_f32(uint8_t c)
-{
-    uint32_t sign = (uint32_t)(c & 0x80u) << 24, e = (c >> 3) & 15u, m = c & 7u;
-    float nrm = __uint_as_float(sign | ((e + 120u) << 23) | (m << 20));
-    float sub = __uint_as_float(sign | __float_as_uint((float)m * 0x1p-9f));
-
-    return (c & 0x7fu) == 0x7fu ? __uint_as_float(0x7fc00000u) : (e != 0 ? nrm : sub);
-}
-
 __device__ __forceinline__ float code_value(const uint8_t *codes, size_t i, bool fp8)
 {
-    return fp8 ? e4m3_to_f32(codes[i]) : (float)(int8_t)codes[i];
+    return fp8 ? sharc_kern_e4m3_to_f32(codes[i]) : (float)(int8_t)codes[i];
 }
 
 /* Where segment s's scales and codes are. */
@@ -101,7 +80,7 @@ __global__ void quantize_kernel(uint8_t *seg, const T *src, layout l, size_t nse
             if (zero) {
                 codes[i] = 0;
             } else if (fp8) {
-                codes[i] = f32_to_e4m3(v);
+                codes[i] = sharc_kern_f32_to_e4m3(v);
             } else {
                 codes[i] = (uint8_t)(int8_t)max(-127, min(127, __float2int_rn(v)));
             }

@@ -27,6 +27,7 @@ int main(void)
 #include <cuda_runtime.h>
 
 #include "../../kernels/kernels.h"
+#include "../gpu_check.h"
 #include "../kern_ref.h"
 
 static const sharc_dtype_t floats[] = {SHARC_DTYPE_F32, SHARC_DTYPE_F16, SHARC_DTYPE_BF16};
@@ -217,12 +218,8 @@ int main(int argc, char **argv)
                 .out = malloc(bytes),
                 .ref = malloc(bytes),
                 .base = malloc(bytes)};
-    int ndev = 0;
-    cudaError_t err = cudaGetDeviceCount(&ndev);
 
-    if (err != cudaSuccess || ndev == 0) {
-        printf("SKIP: no CUDA device (%s)\n",
-               err != cudaSuccess ? cudaGetErrorString(err) : "0 devices");
+    if (gpu_check_devices() == 0) {
         return 77;
     }
     CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess);
