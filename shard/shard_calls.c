@@ -196,7 +196,8 @@ sharc_status_t sharc_shard_finish(sharc_shard_group_h g)
             status = sharc_shard_release(g, u);
         }
     }
-    sharc_shard_free_retired(g); /* the queues are idle now: their locks are free */
+    sharc_shard_node_drop_all(g); /* hpZ: secondaries of the masters about to change */
+    sharc_shard_free_retired(g);  /* the queues are idle now: their locks are free */
     if (status == SHARC_OK && g->cuda) {
         status = sharc_shard_finish_cuda(g);
     }
