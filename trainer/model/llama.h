@@ -67,6 +67,14 @@ typedef enum {
     LLAMA_ATTENTION_FLASH,    /**< tiled, memory-efficient, on tensor cores (CUDA, bf16) */
 } llama_attention_t;
 
+/** What the engine keeps of a unit after its forward (sharc_shard_params_t). */
+typedef enum {
+    LLAMA_RESHARD_DEFAULT = 0, /**< sharc's (SHARC_SHARD_RESHARD_AFTER_FORWARD) */
+    LLAMA_RESHARD_YES,         /**< nothing: the backward gathers again across every node */
+    LLAMA_RESHARD_NO,          /**< every parameter */
+    LLAMA_RESHARD_NODE,        /**< a node-local secondary shard (hpZ) */
+} llama_reshard_t;
+
 /** How the model is sharded and computed. */
 typedef struct {
     int batch;                   /**< B: sequences per micro-batch on this rank */
@@ -81,6 +89,10 @@ typedef struct {
     sharc_dtype_t compute_dtype; /**< f32 (0, the default) or bf16 (CUDA): activations and
                                       the products' inputs; products accumulate in f32 */
     llama_attention_t attention; /**< AUTO (0, the default), GEMM or FLASH */
+    sharc_wire_t param_wire;     /**< the gathers' wire: FULL (0, the default), INT8, FP8 */
+    sharc_wire_t reduce_wire;    /**< the reductions' wire */
+    int wire_block;              /**< values per scale of a quantized wire; 0: sharc's */
+    llama_reshard_t reshard;     /**< what a unit keeps after its forward */
 } llama_run_t;
 
 /** Where parameters come from at creation. */
