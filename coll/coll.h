@@ -156,6 +156,7 @@ struct sharc_request {
             int phase;                /* what is done: quantized, exchanged, ... */
             sharc_coll_task_t *child; /* the exchange of the wire segments, or NULL */
             size_t seg;               /* bytes per wire segment (sharc_wire_size) */
+            size_t arrived;           /* all-gather: the child ring's units dequantized */
             void *event;              /* CUDA: fires when the result is written */
         } quant;                      /* collectives over a quantized wire */
     } u;
@@ -417,6 +418,14 @@ SHARC_HIDDEN sharc_status_t sharc_coll_ring_allgather(sharc_coll_task_t *task,
 SHARC_HIDDEN sharc_status_t sharc_coll_ring_reduce_scatter(sharc_coll_task_t *task,
                                                            sharc_coll_ring_t *ring);
 SHARC_HIDDEN void sharc_coll_ring_cleanup(sharc_coll_ring_t *ring);
+
+/* What an all-gather ring has received, for a caller that uses it as it arrives: @p fn is
+ * called for each unit from *from_p to the first one whose receive has not completed (units
+ * complete in any order; they are seen in unit order, chunk by chunk), with the block and the
+ * bytes of vec it filled; *from_p moves past them. */
+typedef void (*sharc_coll_ring_span_fn_t)(void *arg, int block, size_t off, size_t len);
+SHARC_HIDDEN void sharc_coll_ring_arrived(const sharc_coll_ring_t *ring, size_t *from_p,
+                                          sharc_coll_ring_span_fn_t fn, void *arg);
 
 /* ---- the algorithms, one per file */
 extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_allgather_ring;

@@ -123,6 +123,17 @@ static inline int sharc_kern_wire_valid(sharc_kern_wire_t w, sharc_dtype_t dtype
            (dtype == SHARC_DTYPE_F32 || dtype == SHARC_DTYPE_F16 || dtype == SHARC_DTYPE_BF16);
 }
 
+/**
+ * The host's dequantize of part of one segment (kernels/cpu/quant.c): values [@p first,
+ * @p last) of a segment of @p count values into dst[0 .. last - first) (f32, f16, bf16), as
+ * sharc_kern_ops_t.dequantize computes them: for a collective that dequantizes what has
+ * arrived while the rest is on its way. Arguments as dequantize checks them.
+ */
+SHARC_HIDDEN sharc_status_t sharc_kern_cpu_dequantize_range(void *dst, sharc_dtype_t dst_dtype,
+                                                            const void *seg, sharc_kern_wire_t w,
+                                                            size_t count, size_t first,
+                                                            size_t last);
+
 /** Whether @p op is defined for @p dtype (AVG is for floating-point types only). */
 static inline int sharc_kern_op_valid(sharc_dtype_t dtype, sharc_op_t op)
 {

@@ -44,11 +44,11 @@
     {                                                                                              \
         const _T *x = src;                                                                         \
                                                                                                    \
-        for (size_t i = 0; i < n; i++) {                                                           \
-            float v = (_LOAD(x[i]) * inv + SHARC_Q_RINT) - SHARC_Q_RINT;                           \
+        for (size_t i = 0; i < n; i++) { /* (clamped as integers: that loop vectorizes) */         \
+            int32_t k = (int32_t)((_LOAD(x[i]) * inv + SHARC_Q_RINT) - SHARC_Q_RINT);              \
                                                                                                    \
-            v = v > 127.0f ? 127.0f : (v < -127.0f ? -127.0f : v);                                 \
-            q[i] = (uint8_t)(int8_t)(int32_t)v;                                                    \
+            k = k > 127 ? 127 : (k < -127 ? -127 : k);                                             \
+            q[i] = (uint8_t)k;                                                                     \
         }                                                                                          \
     }                                                                                              \
     SHARC_KERN_CLONES static void sharc_q_fp8_##_sfx(uint8_t *q, const void *src, size_t n,        \
@@ -113,6 +113,54 @@ SHARC_KERN_CLONES static void sharc_dqs_fp8(float *acc, const uint8_t *q, size_t
         acc[i] += sharc_kern_e4m3_to_f32(q[i]) * scale;
     }
 }
+
+#if defined(__x86_64__) || defined(__SSE2__)
+#include <emmintrin.h>
+
+/*
+ * Large int8 -> f32 outputs (SHARC_KERN_STREAM_MIN bytes and up: an all-gather's unit) are
+ * written with streaming stores, as the bulk copy does (copy.c): the output's lines are not
+ * read before they are written, a third less memory traffic. The same products as the loops
+ * above (an int8 is exact in f32, one rounding each), so the same bits.
+ */
+static void sharc_dq_int8_f32_stream(void *dst, const uint8_t *q, size_t n, float scale)
+{
+    float *d = dst;
+    __m128 s = _mm_set1_ps(scale);
+    size_t i = 0;
+
+    for (; i < n && ((uintptr_t)(d + i) & 15) != 0; i++) {
+        d[i] = (float)(int8_t)q[i] * scale;
+    }
+    for (; i + 16 <= n; i += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(q + i));
+        /* sign-extended: each byte doubled into a 16-bit lane and shifted back, twice */
+        __m128i lo = _mm_srai_epi16(_mm_unpacklo_epi8(v, v), 8);
+        __m128i hi = _mm_srai_epi16(_mm_unpackhi_epi8(v, v), 8);
+        __m128i w[4] = {_mm_srai_epi32(_mm_unpacklo_epi16(lo, lo), 16),
+                        _mm_srai_epi32(_mm_unpackhi_epi16(lo, lo), 16),
+                        _mm_srai_epi32(_mm_unpacklo_epi16(hi, hi), 16),
+                        _mm_srai_epi32(_mm_unpackhi_epi16(hi, hi), 16)};
+
+        for (int k = 0; k < 4; k++) {
+            _mm_stream_ps(d + i + 4 * k, _mm_mul_ps(_mm_cvtepi32_ps(w[k]), s));
+        }
+    }
+    for (; i < n; i++) {
+        d[i] = (float)(int8_t)q[i] * scale;
+    }
+}
+
+static void sharc_dq_fence(void)
+{
+    _mm_sfence(); /* weakly ordered stores: done before anyone reads the result */
+}
+#else
+#define sharc_dq_int8_f32_stream sharc_dq_int8_f32
+static void sharc_dq_fence(void)
+{
+}
+#endif
 
 typedef uint32_t (*sharc_q_absmax_fn_t)(const void *src, size_t n);
 typedef void (*sharc_q_code_fn_t)(uint8_t *q, const void *src, size_t n, float inv);
@@ -200,31 +248,60 @@ sharc_status_t sharc_kern_cpu_quantize(void *seg, sharc_kern_wire_t w, const voi
     return SHARC_OK;
 }
 
+/* Values [first, last) of one segment (the caller checked the arguments). */
+static void sharc_q_range(char *dst, sharc_dtype_t dst_dtype, const uint8_t *seg,
+                          sharc_kern_wire_t w, size_t count, size_t first, size_t last, int stream)
+{
+    size_t esize = sharc_dtype_size(dst_dtype), nb = sharc_q_blocks(count, w.block);
+    const float *scales = (const void *)seg;
+    const uint8_t *codes = seg + nb * sizeof(float);
+    sharc_dq_fn_t value = sharc_q_fns[dst_dtype].value[w.format == SHARC_WIRE_FP8];
+
+    if (stream && dst_dtype == SHARC_DTYPE_F32 && w.format == SHARC_WIRE_INT8) {
+        value = sharc_dq_int8_f32_stream;
+    }
+    for (size_t i = first; i < last;) {
+        size_t b = i / w.block, end = SHARC_MIN(last, (b + 1) * w.block);
+
+        value(dst + (i - first) * esize, codes + i, end - i, scales[b]);
+        i = end;
+    }
+}
+
+sharc_status_t sharc_kern_cpu_dequantize_range(void *dst, sharc_dtype_t dst_dtype, const void *seg,
+                                               sharc_kern_wire_t w, size_t count, size_t first,
+                                               size_t last)
+{
+    sharc_status_t status = sharc_q_check(w, dst_dtype, 1);
+
+    if (status != SHARC_OK || first >= last) {
+        return (status == SHARC_OK && first > last) ? SHARC_ERR_INVALID : status;
+    }
+    if (last > count) {
+        return SHARC_ERR_INVALID;
+    }
+    sharc_q_range(dst, dst_dtype, seg, w, count, first, last,
+                  (last - first) * sharc_dtype_size(dst_dtype) >= SHARC_KERN_STREAM_MIN);
+    sharc_dq_fence();
+    return SHARC_OK;
+}
+
 sharc_status_t sharc_kern_cpu_dequantize(void *dst, sharc_dtype_t dst_dtype, const void *seg,
                                          sharc_kern_wire_t w, size_t count, int nseg, void *stream)
 {
-    size_t esize = sharc_dtype_size(dst_dtype), nb;
+    size_t esize = sharc_dtype_size(dst_dtype);
     size_t bytes = sharc_wire_size(w.format, count, w.block, dst_dtype);
-
     sharc_status_t status = sharc_q_check(w, dst_dtype, nseg);
 
     if (status != SHARC_OK) {
         return status;
     }
-    nb = sharc_q_blocks(count, w.block);
     for (int s = 0; s < nseg; s++) {
-        const uint8_t *base = (const uint8_t *)seg + (size_t)s * bytes;
-        const float *scales = (const void *)base;
-        char *out = (char *)dst + (size_t)s * count * esize;
-
-        for (size_t b = 0; b < nb; b++) {
-            size_t off = b * w.block;
-
-            sharc_q_fns[dst_dtype].value[w.format == SHARC_WIRE_FP8](
-                out + off * esize, base + nb * sizeof(float) + off, SHARC_MIN(w.block, count - off),
-                scales[b]);
-        }
+        sharc_q_range((char *)dst + (size_t)s * count * esize, dst_dtype,
+                      (const uint8_t *)seg + (size_t)s * bytes, w, count, 0, count,
+                      count * (size_t)nseg * esize >= SHARC_KERN_STREAM_MIN);
     }
+    sharc_dq_fence();
     return SHARC_OK;
 }
 
