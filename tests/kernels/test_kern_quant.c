@@ -372,31 +372,44 @@ static double now(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* Throughput of each pass beside memcpy, printed (speed is for benchmarks). */
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return (x > y) - (x < y);
+}
+
+/* Throughput of each pass beside memcpy (medians of 7), printed: speed is for benchmarks. */
 static void print_speed(void)
 {
-    enum { N = 8 << 20 };
+    enum { N = 8 << 20, REPS = 7 };
     float *x = malloc(N * sizeof(float)), *y = malloc(N * sizeof(float));
     uint8_t *seg = malloc(sharc_wire_size(SHARC_WIRE_INT8, N, 256, SHARC_DTYPE_F32));
     sharc_kern_wire_t w = {SHARC_WIRE_INT8, 256};
-    double t[4];
+    double t[3][REPS];
 
     fill(x, SHARC_DTYPE_F32, N, 0);
     memcpy(y, x, N * sizeof(float));
     K->quantize(seg, w, x, SHARC_DTYPE_F32, N, 1, NULL); /* every page touched once */
     for (int f = SHARC_WIRE_INT8; f <= SHARC_WIRE_FP8; f++) {
         w.format = (sharc_wire_t)f;
-        t[0] = now();
-        memcpy(y, x, N * sizeof(float));
-        t[1] = now();
-        K->quantize(seg, w, x, SHARC_DTYPE_F32, N, 1, NULL);
-        t[2] = now();
-        K->dequantize(y, SHARC_DTYPE_F32, seg, w, N, 1, NULL);
-        t[3] = now();
-        printf("%s, 32 MiB of f32: memcpy %.2f GB/s, quantize %.2f GB/s, dequantize %.2f GB/s "
-               "(f32 bytes per second)\n",
-               sharc_wire_name(w.format), N * 4 / (t[1] - t[0]) / 1e9, N * 4 / (t[2] - t[1]) / 1e9,
-               N * 4 / (t[3] - t[2]) / 1e9);
+        for (int r = 0; r < REPS; r++) {
+            double t0 = now(), t1, t2;
+
+            memcpy(y, x, N * sizeof(float));
+            t1 = now();
+            K->quantize(seg, w, x, SHARC_DTYPE_F32, N, 1, NULL);
+            t2 = now();
+            K->dequantize(y, SHARC_DTYPE_F32, seg, w, N, 1, NULL);
+            t[0][r] = t1 - t0, t[1][r] = t2 - t1, t[2][r] = now() - t2;
+        }
+        for (int k = 0; k < 3; k++) {
+            qsort(t[k], REPS, sizeof(double), cmp_double);
+        }
+        printf("%s, 32 MiB of f32, median of %d: memcpy %.2f GB/s, quantize %.2f GB/s, "
+               "dequantize %.2f GB/s (f32 bytes per second)\n",
+               sharc_wire_name(w.format), REPS, N * 4 / t[0][REPS / 2] / 1e9,
+               N * 4 / t[1][REPS / 2] / 1e9, N * 4 / t[2][REPS / 2] / 1e9);
     }
     free(x), free(y), free(seg);
 }
