@@ -59,6 +59,7 @@ typedef struct {
     const char (*hosts)[SHARC_HOST_MAX]; /* [size]: every rank's host, for messages */
     const char *name; /* the communicator's name, alike on every rank (its flight dumps) */
     sharc_coll_watchdog_t *watchdog; /* its context's, or NULL */
+    const int *node_of; /* [size]: every rank's node (the quantized reduce-scatter's levels) */
 } sharc_coll_comm_params_t;
 
 /*
@@ -99,6 +100,13 @@ typedef struct {
     sharc_op_t op;
     int root;
     void *stream; /* CUDA buffers: the stream whose queued work the collective follows */
+    /* allgather, reduce_scatter: the values' wire format (SHARC_WIRE_FULL: the dtype itself,
+     * what a zero-initialized args gets), values per scale (1 .. SHARC_WIRE_BLOCK_MAX with a
+     * quantized wire), and for a reduce-scatter whether every hop is quantized (flat) or each
+     * node first sums in full precision (0; sharc_coll_opts_t.flat) */
+    sharc_wire_t wire;
+    size_t block;
+    int flat;
 } sharc_coll_args_t;
 
 /*

@@ -192,6 +192,13 @@ struct sharc_request {
             int source;   /* a receive that completed fine: the sender */
             size_t bytes; /* a receive that completed fine: the bytes received */
         } p2p;            /* a send or a receive (sendrecv.c) */
+        struct {
+            int phase;                /* what is done: quantized, exchanged, ... */
+            sharc_coll_task_t *child; /* the exchange of the wire segments, or NULL */
+            size_t seg;               /* bytes per wire segment (sharc_wire_size) */
+            size_t arrived;           /* all-gather: the child ring's units dequantized */
+            void *event;              /* CUDA: fires when the result is written */
+        } quant;                      /* collectives over a quantized wire */
     } u;
 };
 
@@ -264,6 +271,11 @@ struct sharc_coll_comm {
     sharc_tp_comm_t *gpu_tp;
     sharc_status_t gpu_failed;
     const char (*hosts)[SHARC_HOST_MAX];
+    /* the node layout (state.c): nodes, and when every node has as many ranks (node_size;
+     * else 0) the ranks of each node in rank order, node after node, and this rank's node and
+     * place in it: what the hierarchical quantized reduce-scatter needs */
+    int nnodes, node_size, node_index, local_index;
+    int *node_ranks;
     pthread_mutex_t lock; /* the queue, and the algorithms' progress; recursive */
     uint64_t seq;
     uint64_t posts;   /* collectives started so far (their ordinals) */
@@ -310,6 +322,14 @@ struct sharc_coll_comm {
     int pinned_busy;
 };
 
+/* ---- the node layout (state.c) */
+
+/* The rank at place @p local of node @p node (a uniform layout: cc->node_size > 0). */
+static inline int sharc_coll_node_rank(const sharc_coll_comm_t *cc, int node, int local)
+{
+    return cc->node_ranks[node * cc->node_size + local];
+}
+
 /* ---- the one table of host algorithms (algos.c) */
 
 /* The host algorithms of @p type in SHARC_<COLL>_ALGO's order ("auto" aside): the
@@ -339,6 +359,30 @@ SHARC_HIDDEN sharc_status_t sharc_coll_select(sharc_coll_comm_t *cc, const sharc
 /* nccl-tests' size of a collective: bytes of its larger side (alltoall: all blocks). */
 SHARC_HIDDEN size_t sharc_coll_size(int nranks, const sharc_coll_args_t *a);
 
+/* ---- collectives over a quantized wire (quant.c) */
+
+/* The checks of @p a's wire (format, block, dtype, op; none for SHARC_WIRE_FULL), logged. */
+SHARC_HIDDEN sharc_status_t sharc_coll_wire_check(const sharc_coll_args_t *a);
+
+/* The host algorithm for a collective over a quantized wire (quant.c's table); on one node a
+ * hierarchical reduce-scatter is the full-precision one sharc_coll_select picks. */
+SHARC_HIDDEN sharc_status_t sharc_coll_select_wire(sharc_coll_comm_t *cc,
+                                                   const sharc_coll_args_t *a,
+                                                   const sharc_coll_algo_t **algo_p);
+
+/* A step of a collective over a quantized wire. */
+typedef sharc_status_t (*sharc_coll_quant_fn_t)(sharc_coll_task_t *task);
+
+/* The progress of the one-level ones: @p start (quantize, start the sub-task exchanging the
+ * segments: task->u.quant.child) in the first progress (with a progress thread: off the
+ * caller's time), then the sub-task's progress, then @p finish (dequantize). */
+SHARC_HIDDEN sharc_status_t sharc_coll_quant_progress(sharc_coll_task_t *task,
+                                                      sharc_coll_quant_fn_t start,
+                                                      sharc_coll_quant_fn_t finish);
+
+/* Their finalize: the sub-task that exchanged the wire (task->u.quant.child). */
+SHARC_HIDDEN void sharc_coll_quant_finalize(sharc_coll_task_t *task);
+
 /* ---- tasks (task.c) */
 
 /* A NEW task of @p cc for @p args in completion lane @p lane, with no algorithm yet (the
@@ -364,6 +408,21 @@ SHARC_HIDDEN void sharc_coll_task_release(sharc_coll_task_t *task);
 
 /* Free a task and what it holds now (lock held, or the communicator's last owner). */
 SHARC_HIDDEN void sharc_coll_task_free(sharc_coll_task_t *task);
+
+/*
+ * A sub-task of @p task for @p args (host buffers): its algorithm selected and initialized,
+ * tagged with @p task's sequence number + 1 + @p index (the parent's algorithm reserves
+ * them, sharc_coll_algo_t.tags). Driven by the parent's progress, never queued (it stays
+ * NEW), freed by the parent's finalize. On an error nothing is left.
+ */
+SHARC_HIDDEN sharc_status_t sharc_coll_child_start(sharc_coll_task_t *task,
+                                                   const sharc_coll_args_t *args, size_t index,
+                                                   sharc_coll_task_t **child_p);
+
+/* Progress a sub-task once (the parent waits for the peer it waits for); its scratch goes
+ * back as soon as it is done. */
+SHARC_HIDDEN sharc_status_t sharc_coll_child_progress(sharc_coll_task_t *task,
+                                                      sharc_coll_task_t *child);
 
 /**
  * Scratch of @p bytes for a task's algorithm (from its init or progress, lock held): the
@@ -577,6 +636,14 @@ SHARC_HIDDEN sharc_status_t sharc_coll_ring_reduce_scatter(sharc_coll_task_t *ta
                                                            sharc_coll_ring_t *ring);
 SHARC_HIDDEN void sharc_coll_ring_cleanup(sharc_coll_task_t *task, sharc_coll_ring_t *ring);
 
+/* What an all-gather ring has received, for a caller that uses it as it arrives: @p fn is
+ * called for each unit from *from_p to the first one whose receive has not completed (units
+ * complete in any order; they are seen in unit order, chunk by chunk), with the block and the
+ * bytes of vec it filled; *from_p moves past them. */
+typedef void (*sharc_coll_ring_span_fn_t)(void *arg, int block, size_t off, size_t len);
+SHARC_HIDDEN void sharc_coll_ring_arrived(const sharc_coll_ring_t *ring, size_t *from_p,
+                                          sharc_coll_ring_span_fn_t fn, void *arg);
+
 /* ---- the algorithms, one per file */
 extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_allgather_ring;
 extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_allgather_recursive_doubling;
@@ -591,9 +658,16 @@ extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_broadcast_binomial;
 extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_alltoall_direct;
 extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_alltoall_pairwise;
 extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_barrier_dissemination;
+/* Over a quantized wire (chosen by quant.c, not by SHARC_<COLL>_ALGO: they compute less
+ * exactly than what the knob's algorithms compute). */
+extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_allgather_quant;
+extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_reduce_scatter_quant;
+extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_reduce_scatter_quant_hier;
 /* Collectives on CUDA buffers: through the collective backend, or staged through host memory. */
 extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_backend;
 extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_staged;
+/* ... over a quantized wire: quantizers on the device, the bytes through the backend. */
+extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_quant_device;
 
 /* ---- the public sends and receives (sendrecv.c) */
 

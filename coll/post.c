@@ -33,6 +33,11 @@ static sharc_status_t sharc_coll_check(const sharc_coll_comm_t *cc, const sharc_
     size_t esize = sharc_dtype_size(a->dtype), n = (size_t)cc->size;
     size_t sbytes = 0, rbytes = 0;
 
+    sharc_status_t status = sharc_coll_wire_check(a);
+
+    if (status != SHARC_OK) {
+        return status;
+    }
     if (a->type != SHARC_COLL_BARRIER) {
         if (esize == 0) {
             sharc_error("%s: dtype %d is not a sharc_dtype_t", name, (int)a->dtype);
@@ -122,6 +127,16 @@ static sharc_status_t sharc_coll_route(sharc_coll_comm_t *cc, const sharc_coll_a
         a->type != SHARC_COLL_BARRIER && (sharc_gpu_memtype(a->sendbuf) != SHARC_MEMTYPE_HOST ||
                                           sharc_gpu_memtype(a->recvbuf) != SHARC_MEMTYPE_HOST);
 
+    if (gpu && a->wire != SHARC_WIRE_FULL) {
+        if (cc->gpu_ops != NULL && sharc_kern_cuda() != NULL) {
+            *algo_p = &sharc_coll_quant_device;
+            return SHARC_OK;
+        }
+        sharc_error("%s over a %s wire on CUDA buffers needs the collective backend (NCCL), "
+                    "which this communicator does not have",
+                    sharc_coll_name(a->type), sharc_wire_name(a->wire));
+        return SHARC_ERR_UNSUPPORTED;
+    }
     if (gpu && a->type != SHARC_COLL_ALLTOALL) {
         if (cc->gpu_ops != NULL) {
             *algo_p = &sharc_coll_backend;
@@ -144,7 +159,8 @@ static sharc_status_t sharc_coll_route(sharc_coll_comm_t *cc, const sharc_coll_a
         *algo_p = &sharc_coll_staged;
         return SHARC_OK;
     }
-    return sharc_coll_select(cc, a, algo_p);
+    return (a->wire != SHARC_WIRE_FULL) ? sharc_coll_select_wire(cc, a, algo_p)
+                                        : sharc_coll_select(cc, a, algo_p);
 }
 
 sharc_status_t sharc_coll_start(sharc_coll_comm_t *cc, const sharc_coll_args_t *args,

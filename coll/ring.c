@@ -172,6 +172,20 @@ sharc_status_t sharc_coll_ring_allgather(sharc_coll_task_t *task, sharc_coll_rin
     return sharc_ring_sends_done(ring);
 }
 
+void sharc_coll_ring_arrived(const sharc_coll_ring_t *ring, size_t *from_p,
+                             sharc_coll_ring_span_fn_t fn, void *arg)
+{
+    size_t off, len;
+
+    for (; *from_p < ring->units && sharc_tp_req_status(&ring->rreq[*from_p]) == SHARC_OK;
+         (*from_p)++) {
+        int b = sharc_ring_mod(ring->rank - sharc_ring_step(ring, *from_p) - 1, ring->n);
+
+        sharc_ring_span(ring, b, sharc_ring_chunk(ring, *from_p), &off, &len);
+        fn(arg, b, off, len);
+    }
+}
+
 static char *sharc_ring_slot(const sharc_coll_ring_t *ring, size_t u)
 {
     return ring->scratch + (u % SHARC_COLL_RS_SLOTS) * ring->chunk * ring->esize;

@@ -206,21 +206,12 @@ static sharc_status_t sharc_stage_up(sharc_coll_task_t *task, sharc_stage_t *st,
 static sharc_status_t sharc_stage_child(sharc_coll_task_t *task, sharc_stage_t *st, size_t c)
 {
     sharc_coll_args_t args = task->args;
-    sharc_coll_task_t *t;
-    sharc_status_t status;
 
     args.sendbuf = sharc_stage_send(st, c);
     args.recvbuf = sharc_stage_recv(st, c);
     args.count = sharc_stage_len(st, c);
     args.stream = NULL;
-    t = sharc_coll_task_new(task->cc, &args, task->lane);
-    if (t == NULL) {
-        return SHARC_ERR_NOMEM;
-    }
-    st->child[c] = t;
-    t->seq = (task->seq + 1 + c) & SHARC_COLL_SEQ_MASK; /* the collectives' half (coll.h) */
-    status = sharc_coll_select(task->cc, &t->args, &t->algo);
-    return (status == SHARC_OK) ? t->algo->init(t) : status;
+    return sharc_coll_child_start(task, &args, c, &st->child[c]);
 }
 
 /* Move chunk c one state on if it can: 1 if it moved. */
@@ -245,13 +236,9 @@ static int sharc_stage_step(sharc_coll_task_t *task, sharc_stage_t *st, size_t c
         }
         break;
     case SHARC_STAGE_HOST:
-        status = t->algo->progress(t);
+        status = sharc_coll_child_progress(task, t);
         if (status == SHARC_OK) {
-            task->await_peer = -1;
-            sharc_coll_scratch_put(t);
             status = sharc_stage_up(task, st, c);
-        } else {
-            task->await_peer = t->await_peer;
         }
         break;
     case SHARC_STAGE_UP: status = sharc_gpu_event_query(st->up[slot]); break;

@@ -15,6 +15,46 @@
 #include "../src/base/util.h"
 #include "coll.h"
 
+/*
+ * The node layout from every rank's node (none given: one node): the nodes, and when each
+ * has as many ranks, every node's ranks in rank order (node_ranks) and this rank's place.
+ */
+static sharc_status_t sharc_coll_layout(sharc_coll_comm_t *cc, const int *node_of)
+{
+    int n = cc->size, nnodes = 0, *count;
+
+    for (int i = 0; i < n; i++) {
+        nnodes = SHARC_MAX(nnodes, node_of != NULL ? node_of[i] + 1 : 1);
+    }
+    count = calloc((size_t)nnodes, sizeof(*count));
+    if (count == NULL) {
+        return SHARC_ERR_NOMEM;
+    }
+    cc->nnodes = nnodes;
+    for (int i = 0; i < n; i++) {
+        count[node_of != NULL ? node_of[i] : 0]++;
+    }
+    cc->node_size = (n % nnodes == 0) ? n / nnodes : 0;
+    for (int k = 0; k < nnodes; k++) {
+        cc->node_size = (count[k] == cc->node_size) ? cc->node_size : 0;
+        count[k] = 0; /* from here: ranks placed so far */
+    }
+    if (cc->node_size > 0) {
+        cc->node_ranks = malloc(sizeof(*cc->node_ranks) * (size_t)n);
+        for (int i = 0; cc->node_ranks != NULL && i < n; i++) {
+            int k = node_of != NULL ? node_of[i] : 0;
+
+            if (i == cc->rank) {
+                cc->node_index = k;
+                cc->local_index = count[k];
+            }
+            cc->node_ranks[k * cc->node_size + count[k]++] = i;
+        }
+    }
+    free(count);
+    return (cc->node_size > 0 && cc->node_ranks == NULL) ? SHARC_ERR_NOMEM : SHARC_OK;
+}
+
 sharc_status_t sharc_coll_comm_create(const sharc_coll_comm_params_t *params,
                                       sharc_coll_comm_t **cc_p)
 {
@@ -37,6 +77,11 @@ sharc_status_t sharc_coll_comm_create(const sharc_coll_comm_params_t *params,
     cc->hosts = params->hosts;
     cc->name = params->name != NULL ? params->name : "comm";
     cc->verdict_ordinal = cc->stall_asked = UINT64_MAX;
+    status = sharc_coll_layout(cc, params->node_of);
+    if (status != SHARC_OK) {
+        free(cc);
+        return status;
+    }
     /* recursive: transport callbacks inside progress may reach the engine again */
     sharc_mutex_init_recursive(&cc->lock);
     pthread_cond_init(&cc->cond, NULL);
@@ -54,6 +99,7 @@ sharc_status_t sharc_coll_comm_create(const sharc_coll_comm_params_t *params,
         sharc_coll_fr_fini(&cc->fr);
         pthread_cond_destroy(&cc->cond);
         pthread_mutex_destroy(&cc->lock);
+        free(cc->node_ranks);
         free(cc);
         return status;
     }
@@ -152,5 +198,6 @@ void sharc_coll_comm_destroy(sharc_coll_comm_t *cc)
     if (!cc->scratch_busy) { /* else a task that never finished holds it: leaked with it */
         free(cc->scratch);
     }
+    free(cc->node_ranks);
     free(cc);
 }

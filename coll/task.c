@@ -111,6 +111,39 @@ void sharc_coll_task_describe(const sharc_coll_task_t *task, char *buf, size_t l
     }
 }
 
+sharc_status_t sharc_coll_child_start(sharc_coll_task_t *task, const sharc_coll_args_t *args,
+                                      size_t index, sharc_coll_task_t **child_p)
+{
+    sharc_coll_task_t *child = sharc_coll_task_new(task->cc, args, task->lane);
+    sharc_status_t status;
+
+    if (child == NULL) {
+        return SHARC_ERR_NOMEM;
+    }
+    child->seq = (task->seq + 1 + index) & SHARC_COLL_SEQ_MASK; /* the collectives' half */
+    status = sharc_coll_select(task->cc, &child->args, &child->algo);
+    if (status == SHARC_OK) {
+        status = child->algo->init(child);
+    }
+    if (status != SHARC_OK) {
+        sharc_coll_task_free(child);
+        return status;
+    }
+    *child_p = child;
+    return SHARC_OK;
+}
+
+sharc_status_t sharc_coll_child_progress(sharc_coll_task_t *task, sharc_coll_task_t *child)
+{
+    sharc_status_t status = child->algo->progress(child);
+
+    task->await_peer = (status == SHARC_INPROGRESS) ? child->await_peer : -1;
+    if (status == SHARC_OK) {
+        sharc_coll_scratch_put(child); /* for the parent's next step, or the next task */
+    }
+    return status;
+}
+
 char *sharc_coll_scratch(sharc_coll_task_t *task, size_t bytes)
 {
     sharc_coll_comm_t *cc = task->cc;
@@ -171,5 +204,5 @@ void sharc_coll_task_release(sharc_coll_task_t *task)
 int sharc_coll_on_gpu(const sharc_coll_task_t *task)
 {
     return task->algo == &sharc_coll_backend || task->algo == &sharc_coll_staged ||
-           task->algo == &sharc_coll_p2p_device;
+           task->algo == &sharc_coll_p2p_device || task->algo == &sharc_coll_quant_device;
 }

@@ -264,6 +264,7 @@ sharc_status_t sharc_comm_open_coll(sharc_comm_h comm)
         .gpu_failed = comm->gpu_failed,
         .hosts = (const char(*)[SHARC_HOST_MAX])comm->hosts,
         .name = comm->boot->name,
+        .node_of = comm->node_of,
     };
     sharc_status_t status = sharc_context_watchdog(comm->ctx, &params.watchdog);
 

@@ -23,12 +23,57 @@ static sharc_status_t sharc_comm_post(sharc_comm_h comm, sharc_coll_args_t *a,
     return sharc_coll_start(comm->coll, a, req_p);
 }
 
+/* The options into the collective's arguments (NULL: the defaults). */
+static void sharc_comm_opts(sharc_coll_args_t *a, const sharc_coll_opts_t *opts)
+{
+    a->block = SHARC_WIRE_BLOCK;
+    if (opts == NULL) {
+        return;
+    }
+    if (opts->field_mask & SHARC_COLL_OPT_WIRE) {
+        a->wire = opts->wire;
+    }
+    if (opts->field_mask & SHARC_COLL_OPT_BLOCK) {
+        a->block = opts->block;
+    }
+    if (opts->field_mask & SHARC_COLL_OPT_FLAT) {
+        a->flat = opts->flat;
+    }
+}
+
+sharc_status_t sharc_allgather_ex(const void *sendbuf, void *recvbuf, size_t count,
+                                  sharc_dtype_t dtype, const sharc_coll_opts_t *opts,
+                                  sharc_comm_h comm, sharc_request_h *req_p)
+{
+    sharc_coll_args_t a = {.type = SHARC_COLL_ALLGATHER,
+                           .sendbuf = sendbuf,
+                           .recvbuf = recvbuf,
+                           .count = count,
+                           .dtype = dtype};
+
+    sharc_comm_opts(&a, opts);
+    return sharc_comm_post(comm, &a, req_p);
+}
+
 sharc_status_t sharc_allgather(const void *sendbuf, void *recvbuf, size_t count,
                                sharc_dtype_t dtype, sharc_comm_h comm, sharc_request_h *req_p)
 {
-    sharc_coll_args_t a = {SHARC_COLL_ALLGATHER, sendbuf, recvbuf, count, dtype,
-                           SHARC_OP_SUM,         0,       NULL};
+    return sharc_allgather_ex(sendbuf, recvbuf, count, dtype, NULL, comm, req_p);
+}
 
+sharc_status_t sharc_reduce_scatter_ex(const void *sendbuf, void *recvbuf, size_t recvcount,
+                                       sharc_dtype_t dtype, sharc_op_t op,
+                                       const sharc_coll_opts_t *opts, sharc_comm_h comm,
+                                       sharc_request_h *req_p)
+{
+    sharc_coll_args_t a = {.type = SHARC_COLL_REDUCE_SCATTER,
+                           .sendbuf = sendbuf,
+                           .recvbuf = recvbuf,
+                           .count = recvcount,
+                           .dtype = dtype,
+                           .op = op};
+
+    sharc_comm_opts(&a, opts);
     return sharc_comm_post(comm, &a, req_p);
 }
 
@@ -36,17 +81,19 @@ sharc_status_t sharc_reduce_scatter(const void *sendbuf, void *recvbuf, size_t r
                                     sharc_dtype_t dtype, sharc_op_t op, sharc_comm_h comm,
                                     sharc_request_h *req_p)
 {
-    sharc_coll_args_t a = {
-        SHARC_COLL_REDUCE_SCATTER, sendbuf, recvbuf, recvcount, dtype, op, 0, NULL};
-
-    return sharc_comm_post(comm, &a, req_p);
+    return sharc_reduce_scatter_ex(sendbuf, recvbuf, recvcount, dtype, op, NULL, comm, req_p);
 }
 
 sharc_status_t sharc_allreduce(const void *sendbuf, void *recvbuf, size_t count,
                                sharc_dtype_t dtype, sharc_op_t op, sharc_comm_h comm,
                                sharc_request_h *req_p)
 {
-    sharc_coll_args_t a = {SHARC_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, 0, NULL};
+    sharc_coll_args_t a = {.type = SHARC_COLL_ALLREDUCE,
+                           .sendbuf = sendbuf,
+                           .recvbuf = recvbuf,
+                           .count = count,
+                           .dtype = dtype,
+                           .op = op};
 
     return sharc_comm_post(comm, &a, req_p);
 }
@@ -55,8 +102,12 @@ sharc_status_t sharc_broadcast(const void *sendbuf, void *recvbuf, size_t count,
                                sharc_dtype_t dtype, int root, sharc_comm_h comm,
                                sharc_request_h *req_p)
 {
-    sharc_coll_args_t a = {SHARC_COLL_BROADCAST, sendbuf, recvbuf, count, dtype,
-                           SHARC_OP_SUM,         root,    NULL};
+    sharc_coll_args_t a = {.type = SHARC_COLL_BROADCAST,
+                           .sendbuf = sendbuf,
+                           .recvbuf = recvbuf,
+                           .count = count,
+                           .dtype = dtype,
+                           .root = root};
 
     return sharc_comm_post(comm, &a, req_p);
 }
@@ -64,16 +115,18 @@ sharc_status_t sharc_broadcast(const void *sendbuf, void *recvbuf, size_t count,
 sharc_status_t sharc_alltoall(const void *sendbuf, void *recvbuf, size_t count, sharc_dtype_t dtype,
                               sharc_comm_h comm, sharc_request_h *req_p)
 {
-    sharc_coll_args_t a = {SHARC_COLL_ALLTOALL, sendbuf, recvbuf, count, dtype,
-                           SHARC_OP_SUM,        0,       NULL};
+    sharc_coll_args_t a = {.type = SHARC_COLL_ALLTOALL,
+                           .sendbuf = sendbuf,
+                           .recvbuf = recvbuf,
+                           .count = count,
+                           .dtype = dtype};
 
     return sharc_comm_post(comm, &a, req_p);
 }
 
 sharc_status_t sharc_barrier(sharc_comm_h comm, sharc_request_h *req_p)
 {
-    sharc_coll_args_t a = {SHARC_COLL_BARRIER, NULL,         NULL, 0,
-                           SHARC_DTYPE_U8,     SHARC_OP_SUM, 0,    NULL};
+    sharc_coll_args_t a = {.type = SHARC_COLL_BARRIER, .dtype = SHARC_DTYPE_U8};
 
     return sharc_comm_post(comm, &a, req_p);
 }

@@ -19,6 +19,13 @@ typedef struct {
     size_t offset, count;
 } sharc_kern_piece_t;
 
+/* The scalar conversions below serve the host kernels and, compiled by nvcc, the CUDA ones. */
+#ifdef __CUDACC__
+#define SHARC_KERN_HD __host__ __device__
+#else
+#define SHARC_KERN_HD
+#endif
+
 /* Pieces a CUDA pack or unpack takes in one launch (more take several). */
 #define SHARC_KERN_MAX_PIECES 64
 
@@ -38,6 +45,11 @@ typedef struct {
 
 /* f64 partial sums a CUDA sum of squares keeps after its result (acc[1 ..]). */
 #define SHARC_KERN_SUMSQ_SCRATCH 256
+/* A quantized wire format (sharc/types.h's sharc_wire_t) and its values per scale. */
+typedef struct {
+    sharc_wire_t format; /* SHARC_WIRE_INT8 or SHARC_WIRE_FP8 */
+    size_t block;        /* 1 .. SHARC_WIRE_BLOCK_MAX */
+} sharc_kern_wire_t;
 
 typedef struct {
     const char *name; /* "cpu", "cuda" */
@@ -91,6 +103,30 @@ typedef struct {
      * SHARC_KERN_SUMSQ_SCRATCH doubles of scratch after acc[0].
      */
     sharc_status_t (*sumsq)(double *acc, const float *x, size_t count, void *stream);
+    /**
+     * Quantize @p nseg segments of @p count values each (src: nseg * count values of
+     * src_dtype: f32, f16 or bf16) into wire format @p w, one pass over src: segment s goes to
+     * seg + s * sharc_wire_size(w.format, count, w.block, src_dtype) bytes as that function
+     * lays it out (the scales, f32, one per block, the last block of a segment possibly
+     * short; then one code per value; then zeros). Codes, scales and non-finite values as
+     * sharc_wire_t states (sharc/types.h); the host and CUDA kernels give the same bits.
+     * SHARC_ERR_UNSUPPORTED for another dtype or format, SHARC_ERR_INVALID for a block out
+     * of range or nseg < 0.
+     */
+    sharc_status_t (*quantize)(void *seg, sharc_kern_wire_t w, const void *src,
+                               sharc_dtype_t src_dtype, size_t count, int nseg, void *stream);
+    /** The reverse: dst (nseg * count values of dst_dtype) = code * scale, rounded once. */
+    sharc_status_t (*dequantize)(void *dst, sharc_dtype_t dst_dtype, const void *seg,
+                                 sharc_kern_wire_t w, size_t count, int nseg, void *stream);
+    /**
+     * Dequantize and reduce, one pass: dst[i] = factor * (base[i] + the sum over segments
+     * s != skip of segment s's value i), for i < count; in f32, segments in order, rounded
+     * once into dst_dtype (f32, f16, bf16). @p base: count f32, or NULL for zeros; it may be
+     * dst when dst is f32. @p skip: a segment left out, or -1.
+     */
+    sharc_status_t (*dequantize_sum)(void *dst, sharc_dtype_t dst_dtype, const float *base,
+                                     const void *seg, sharc_kern_wire_t w, size_t count, int nseg,
+                                     int skip, double factor, void *stream);
 } sharc_kern_ops_t;
 
 /* Copies of at least this many bytes stream past the cache (kernels/cpu/copy.c). */
@@ -101,6 +137,32 @@ typedef struct {
  * stores and bypass the cache, small ones are memcpy.
  */
 SHARC_HIDDEN void sharc_kern_copy(void *dst, const void *src, size_t bytes);
+
+/* Blocks whose largest magnitude is below this travel as zeros (sharc_wire_t). */
+#define SHARC_KERN_QUANT_TINY 0x1p-100f
+
+/* The largest code of each quantized format: int8's 127, e4m3's 448. */
+#define SHARC_KERN_INT8_MAX 127.0f
+#define SHARC_KERN_E4M3_MAX 448.0f
+
+/* Whether @p w is a quantized format with a block in range, and @p dtype one it quantizes. */
+static inline int sharc_kern_wire_valid(sharc_kern_wire_t w, sharc_dtype_t dtype)
+{
+    return (w.format == SHARC_WIRE_INT8 || w.format == SHARC_WIRE_FP8) && w.block >= 1 &&
+           w.block <= SHARC_WIRE_BLOCK_MAX &&
+           (dtype == SHARC_DTYPE_F32 || dtype == SHARC_DTYPE_F16 || dtype == SHARC_DTYPE_BF16);
+}
+
+/**
+ * The host's dequantize of part of one segment (kernels/cpu/quant.c): values [@p first,
+ * @p last) of a segment of @p count values into dst[0 .. last - first) (f32, f16, bf16), as
+ * sharc_kern_ops_t.dequantize computes them: for a collective that dequantizes what has
+ * arrived while the rest is on its way. Arguments as dequantize checks them.
+ */
+SHARC_HIDDEN sharc_status_t sharc_kern_cpu_dequantize_range(void *dst, sharc_dtype_t dst_dtype,
+                                                            const void *seg, sharc_kern_wire_t w,
+                                                            size_t count, size_t first,
+                                                            size_t last);
 
 /** Whether @p op is defined for @p dtype (AVG is for floating-point types only). */
 static inline int sharc_kern_op_valid(sharc_dtype_t dtype, sharc_op_t op)
@@ -119,14 +181,14 @@ extern SHARC_HIDDEN const sharc_kern_ops_t sharc_kern_cuda_ops;
 /** The CUDA kernels, or NULL in a build without CUDA (kernels/cuda_none.c). */
 SHARC_HIDDEN const sharc_kern_ops_t *sharc_kern_cuda(void);
 
-static inline uint32_t sharc_kern_f32_bits(float f)
+static inline SHARC_KERN_HD uint32_t sharc_kern_f32_bits(float f)
 {
     uint32_t u;
     memcpy(&u, &f, 4);
     return u;
 }
 
-static inline float sharc_kern_bits_f32(uint32_t u)
+static inline SHARC_KERN_HD float sharc_kern_bits_f32(uint32_t u)
 {
     float f;
     memcpy(&f, &u, 4);
@@ -199,6 +261,36 @@ static inline float sharc_kern_f16_to_f32(uint16_t h)
         return sharc_kern_bits_f32(sign | (e << 23) | ((m & 0x3ffu) << 13));
     }
     return sharc_kern_bits_f32(sign | ((e + 112u) << 23) | (m << 13));
+}
+
+/*
+ * f32 -> float8 e4m3 for a finite |v| up to 448 (what a block's scale leaves): round to
+ * nearest even, saturating at 448 (e4m3 has no infinity; 0x7f is its NaN). Branch-free so
+ * that loops over it vectorize; the CUDA kernels call it too (its product by 512 is exact, so
+ * a contraction of it and the rounding add into an FMA changes nothing).
+ */
+static inline SHARC_KERN_HD uint8_t sharc_kern_f32_to_e4m3(float v)
+{
+    uint32_t u = sharc_kern_f32_bits(v), sign = (u >> 24) & 0x80u, a = u & 0x7fffffffu;
+    /* normal (a >= 2^-6): round the mantissa to 3 bits, rebias the exponent 127 -> 7 */
+    uint32_t r = (a + 0x7ffffu + ((a >> 20) & 1u)) >> 20;
+    uint32_t nrm = r - (120u << 3);
+    /* subnormal: a multiple of 2^-9, rounded to nearest even (0x1.8p23: the rounding add) */
+    float s = (sharc_kern_bits_f32(a) * 512.0f + 0x1.8p23f) - 0x1.8p23f;
+    uint32_t sub = (uint32_t)s;
+
+    nrm = nrm > 0x7eu ? 0x7eu : nrm;
+    return (uint8_t)(sign | (a < 0x3c800000u ? sub : nrm));
+}
+
+/* float8 e4m3 -> f32 (0x7f and 0xff are NaN). */
+static inline SHARC_KERN_HD float sharc_kern_e4m3_to_f32(uint8_t c)
+{
+    uint32_t sign = (uint32_t)(c & 0x80u) << 24, e = (c >> 3) & 15u, m = c & 7u;
+    float nrm = sharc_kern_bits_f32(sign | ((e + 120u) << 23) | (m << 20));
+    float sub = sharc_kern_bits_f32(sign | sharc_kern_f32_bits((float)m * 0x1p-9f));
+
+    return (c & 0x7fu) == 0x7fu ? sharc_kern_bits_f32(0x7fc00000u) : (e != 0 ? nrm : sub);
 }
 
 #endif

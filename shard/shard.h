@@ -53,6 +53,7 @@ typedef enum {
     SHARC_SHARD_Q_GATHER,
     SHARC_SHARD_Q_REDUCE,
     SHARC_SHARD_Q_REPLICA,
+    SHARC_SHARD_Q_NODE, /* hpZ: gathers from secondary shards, within the node */
     SHARC_SHARD_Q_LAST
 } sharc_shard_queue_t;
 
@@ -76,6 +77,7 @@ typedef struct sharc_shard_unit {
     sharc_shard_pstate_t pstate;
     void *pbuf;          /* [padded] param dtype, while not SHARDED */
     sharc_shard_op_t ag; /* (prefetched, in use: the group's plan says, g->plan.units[id]) */
+    void *sbuf;          /* hpZ: this rank's part of the forward's parameters, or NULL */
     double t_begun;      /* trace: when its last begin returned */
 
     sharc_shard_gstate_t gstate;
@@ -130,7 +132,10 @@ typedef struct {
     size_t bucket;                /* bytes per automatically packed unit */
     int prefetch;                 /* units gathered ahead; -1: auto */
     int max_unsharded;            /* bound on gathered units; 0: derived */
-    int reshard_after_forward;    /* release gathered parameters after a unit's forward */
+    int reshard_after_forward;    /* release gathered parameters after a unit's forward: 0, 1,
+                                   * or SHARC_SHARD_RESHARD_NODE (keep a secondary shard) */
+    int param_wire, reduce_wire;  /* sharc_wire_t of the gathers and the reduce-scatters */
+    int wire_block;               /* values per scale of a quantized wire */
     int reduce_queue;             /* reductions through a queue of their own */
     const char *trace;            /* SHARC_SHARD_TRACE: the trace file, "" for none */
     int trace_steps;              /* steps the trace keeps */
@@ -177,6 +182,16 @@ struct sharc_shard_group {
 
     sharc_dtype_t pdtype, rdtype;
     size_t pesize, resize;
+    /* the wires of the gathers and of the reduce-scatters, and their block (shard_wire.c) */
+    sharc_wire_t pwire, rwire;
+    size_t wire_block;
+    /* hpZ (reshard_after_forward = node): the shard group's ranks on this node, this rank's
+     * place among them (its part of each unit), their number, the bytes of the secondary
+     * shards now held; node_comm NULL: off */
+    sharc_comm_h node_comm;
+    int hpz; /* asked for (reshard_after_forward = node) */
+    int node_rank, node_size;
+    size_t secondary_bytes;
     sharc_op_t grad_op;
     /* the schedule and its decisions (shard_plan.c; shard_sched.c keeps its calls): the
      * prefetch depth in use (with auto, the adaptive one's current value), max_unsharded,
@@ -343,6 +358,39 @@ SHARC_HIDDEN sharc_status_t sharc_shard_open_grads(sharc_shard_group_t *g, sharc
 
 /* Complete the gathers that have completed, without blocking. */
 SHARC_HIDDEN sharc_status_t sharc_shard_gathers_poll(sharc_shard_group_t *g);
+
+/* ---- narrow wires and secondary shards (shard_wire.c) ------------------------------------ */
+
+/*
+ * The wires and hpZ from @p cfg's fields where set, else the knobs (shard_settings calls it):
+ * SHARC_ERR_INVALID for a wire that is no sharc_wire_t, a block out of range, or a
+ * reshard_after_forward other than 0, 1 and SHARC_SHARD_RESHARD_NODE.
+ */
+SHARC_HIDDEN sharc_status_t sharc_shard_wire_settings(sharc_shard_group_t *g,
+                                                      const sharc_shard_params_t *cfg,
+                                                      const sharc_shard_cfg_t *k, int *hpz_p);
+
+/* The wire of a collective the group posts on @p queue (its gathers' and reduce-scatters'). */
+SHARC_HIDDEN sharc_wire_t sharc_shard_wire_of(const sharc_shard_group_t *g,
+                                              sharc_shard_queue_t queue, sharc_coll_type_t type);
+
+/* hpZ: the node communicator of the shard group's ranks (every node as many, else hpZ is off,
+ * warned); its release. */
+SHARC_HIDDEN sharc_status_t sharc_shard_node_open(sharc_shard_group_t *g);
+SHARC_HIDDEN void sharc_shard_node_close(sharc_shard_group_t *g);
+
+/* hpZ, at a unit's forward end (it is gathered): keep this rank's part as its secondary. */
+SHARC_HIDDEN sharc_status_t sharc_shard_node_keep(sharc_shard_group_t *g, sharc_shard_unit_t *u);
+
+/* hpZ: post the unit's all-gather within the node from the secondary shards into its pbuf. */
+SHARC_HIDDEN sharc_status_t sharc_shard_node_gather(sharc_shard_group_t *g, sharc_shard_unit_t *u);
+
+/* hpZ: drop the unit's secondary (its gather completed for @p stream; NULL: on the host). */
+SHARC_HIDDEN void sharc_shard_node_drop(sharc_shard_group_t *g, sharc_shard_unit_t *u,
+                                        void *stream);
+
+/* hpZ: drop every secondary (finish: the masters are about to change). */
+SHARC_HIDDEN void sharc_shard_node_drop_all(sharc_shard_group_t *g);
 
 /* ---- reductions (shard_reduce.c) -------------------------------------------------------- */
 

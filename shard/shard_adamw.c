@@ -393,8 +393,12 @@ sharc_status_t sharc_shard_adamw_finish(sharc_shard_group_t *g)
     s->armed = 0;
     status = sharc_shard_adamw_local_sum(g, &mine);
     if (status == SHARC_OK) { /* blocking, on the host: every rank has its sum by now */
-        sharc_coll_args_t a = {SHARC_COLL_ALLREDUCE, &mine,        &total, 1,
-                               SHARC_DTYPE_F64,      SHARC_OP_SUM, 0,      NULL};
+        sharc_coll_args_t a = {.type = SHARC_COLL_ALLREDUCE,
+                               .sendbuf = &mine,
+                               .recvbuf = &total,
+                               .count = 1,
+                               .dtype = SHARC_DTYPE_F64,
+                               .op = SHARC_OP_SUM};
 
         status = sharc_coll_start(g->shard_comm->coll, &a, NULL);
     }

@@ -100,8 +100,12 @@ sharc_status_t sharc_shard_auto_apply(sharc_shard_group_t *g)
 sharc_status_t sharc_shard_auto_step(sharc_shard_group_t *g, int followed, int reset)
 {
     struct sharc_shard_auto *a = g->autop;
-    sharc_coll_args_t args = {SHARC_COLL_ALLREDUCE, a->vote,      a->vote, 2,
-                              SHARC_DTYPE_F64,      SHARC_OP_MAX, 0,       NULL};
+    sharc_coll_args_t args = {.type = SHARC_COLL_ALLREDUCE,
+                              .sendbuf = a->vote,
+                              .recvbuf = a->vote,
+                              .count = 2,
+                              .dtype = SHARC_DTYPE_F64,
+                              .op = SHARC_OP_MAX};
     sharc_status_t status = sharc_shard_auto_apply(g); /* a step without begins: its turn */
 
     if (status != SHARC_OK) {

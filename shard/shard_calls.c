@@ -196,8 +196,9 @@ sharc_status_t sharc_shard_finish(sharc_shard_group_h g)
             status = sharc_shard_release(g, u);
         }
     }
-    sharc_shard_free_retired(g); /* the queues are idle now: their locks are free */
-    if (status == SHARC_OK) {    /* the engine's AdamW: the norm, and the updates still due */
+    sharc_shard_node_drop_all(g); /* hpZ: secondaries of the masters about to change */
+    sharc_shard_free_retired(g);  /* the queues are idle now: their locks are free */
+    if (status == SHARC_OK) {     /* the engine's AdamW: the norm, and the updates still due */
         status = sharc_shard_adamw_finish(g);
     }
     if (status == SHARC_OK && g->cuda) {

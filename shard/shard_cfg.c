@@ -9,6 +9,13 @@
 
 /* SHARC_SHARD_OFFLOAD's values, in sharc_shard_offload_t's order. */
 const char *const sharc_shard_offload_names[] = {"none", "host", "managed", NULL};
+static const char *const sharc_shard_reshard_names[] = {"no", "yes", "node"};
+
+/* The wire formats' names, as sharc_wire_name gives them. */
+static const char *sharc_shard_wire_choice(int arg, int i)
+{
+    return sharc_wire_name((sharc_wire_t)i);
+}
 
 static const sharc_cfg_field_t sharc_shard_cfg_fields[] = {
     {.name = "SHARD_BUCKET",
@@ -41,11 +48,40 @@ static const sharc_cfg_field_t sharc_shard_cfg_fields[] = {
             "prefetch auto), else every unit."},
     {.name = "SHARD_RESHARD_AFTER_FORWARD",
      .dflt = "yes",
-     .type = SHARC_CFG_BOOL,
+     .type = SHARC_CFG_ENUM,
+     .names = sharc_shard_reshard_names,
+     .nnames = 3,
      .offset = offsetof(sharc_shard_cfg_t, reshard_after_forward),
      .doc = "Sharding engine: release a unit's gathered parameters after its forward and gather "
-            "them again for its backward (no: keep them, trading memory for one all-gather per "
-            "unit)."},
+            "them again for its backward (yes); keep them (no), trading memory for one "
+            "all-gather per unit; or keep a node-local secondary shard, this rank's "
+            "1/local_size of the unit, so that the backward gathers within the node only "
+            "(node: ZeRO++'s hpZ)."},
+    {.name = "SHARD_PARAM_WIRE",
+     .dflt = "full",
+     .type = SHARC_CFG_ENUM,
+     .choice = sharc_shard_wire_choice,
+     .offset = offsetof(sharc_shard_cfg_t, param_wire),
+     .doc = "Sharding engine: how the parameters' all-gathers travel: full (the param dtype), "
+            "int8 (block-wise absmax scales) or fp8 (e4m3, a scale per block), quantized once "
+            "from each rank's shard (ZeRO++'s qwZ); the masters stay f32."},
+    {.name = "SHARD_REDUCE_WIRE",
+     .dflt = "full",
+     .type = SHARC_CFG_ENUM,
+     .choice = sharc_shard_wire_choice,
+     .offset = offsetof(sharc_shard_cfg_t, reduce_wire),
+     .doc = "Sharding engine: how the gradients' reduce-scatters travel: full (the reduce "
+            "dtype), int8 or fp8: full precision within each node, quantized once between "
+            "nodes, summed in f32 (ZeRO++'s qgZ)."},
+    {.name = "SHARD_WIRE_BLOCK",
+     .dflt = "256",
+     .type = SHARC_CFG_INT,
+     .min = 1,
+     .max = SHARC_WIRE_BLOCK_MAX,
+     .offset = offsetof(sharc_shard_cfg_t, wire_block),
+     .doc = "Sharding engine: values per scale of the quantized wires (SHARC_SHARD_PARAM_WIRE, "
+            "SHARC_SHARD_REDUCE_WIRE): smaller blocks follow the values more closely and cost "
+            "4 bytes more per block."},
     {.name = "SHARD_REDUCE_QUEUE",
      .dflt = "yes",
      .type = SHARC_CFG_BOOL,

@@ -31,9 +31,6 @@ static sharc_status_t sharc_shard_settings(sharc_shard_group_t *g, const sharc_s
     g->plan.prefetch = (mask & SHARC_SHARD_PARAM_PREFETCH) ? cfg->prefetch : k->prefetch;
     g->plan.max_unsharded =
         (mask & SHARC_SHARD_PARAM_MAX_UNSHARDED) ? cfg->max_unsharded : k->max_unsharded;
-    g->plan.reshard_after_forward = (mask & SHARC_SHARD_PARAM_RESHARD_AFTER_FORWARD)
-                                        ? cfg->reshard_after_forward != 0
-                                        : k->reshard_after_forward;
     g->shard_size = (mask & SHARC_SHARD_PARAM_SHARD_SIZE) ? cfg->shard_size : g->size;
     g->assign_grads = (mask & SHARC_SHARD_PARAM_ASSIGN_GRADS) ? cfg->assign_grads != 0 : 0;
     g->cuda = (mask & SHARC_SHARD_PARAM_MEMTYPE) && cfg->memtype == SHARC_MEMTYPE_CUDA;
@@ -41,6 +38,9 @@ static sharc_status_t sharc_shard_settings(sharc_shard_group_t *g, const sharc_s
     *bucket_p = (mask & SHARC_SHARD_PARAM_BUCKET_BYTES) ? cfg->bucket_bytes : k->bucket;
     *num_units_p = (mask & SHARC_SHARD_PARAM_NUM_UNITS) ? cfg->num_units : 0;
 
+    if (sharc_shard_wire_settings(g, cfg, k, &g->hpz) != SHARC_OK) {
+        return SHARC_ERR_INVALID;
+    }
     if (g->pdtype != SHARC_DTYPE_F32 && g->pdtype != SHARC_DTYPE_BF16 &&
         g->pdtype != SHARC_DTYPE_F16) {
         sharc_error("param dtype must be f32, bf16 or f16, not %s",
@@ -105,7 +105,11 @@ static uint64_t sharc_shard_hash(const sharc_shard_group_t *g)
                           g->prefetch_auto,
                           sharc_shard_cfg(g->ctx->cfg)->reduce_queue,
                           g->off->mode,
-                          (int32_t)(g->off->fraction * 1e6)};
+                          (int32_t)(g->off->fraction * 1e6),
+                          g->pwire,
+                          g->rwire,
+                          (int32_t)g->wire_block,
+                          g->hpz};
     uint64_t h = sharc_hash64(SHARC_HASH_SEED, settings, sizeof(settings));
 
     for (int i = 0; i < g->nparams; i++) {
@@ -160,7 +164,7 @@ static sharc_status_t sharc_shard_agree(sharc_shard_group_t *g, sharc_status_t m
     for (int r = 0; status == SHARC_OK && r < g->size; r++) {
         if (all[r].a != all[0].a) {
             sharc_error("rank %d passed other parameters or settings than rank 0 "
-                        "(names, counts, shapes, units, dtypes, prefetch, bounds)",
+                        "(names, counts, shapes, units, dtypes, wires, prefetch, bounds)",
                         r);
             status = SHARC_ERR_REMOTE;
         }
@@ -259,8 +263,12 @@ sharc_status_t sharc_shard_sync_replicas(sharc_shard_group_h g)
     }
     for (int ui = 0; status == SHARC_OK && g->replica_comm != NULL && ui < g->nunits; ui++) {
         sharc_shard_unit_t *u = &g->units[ui];
-        sharc_coll_args_t a = {SHARC_COLL_BROADCAST, u->master,    u->master, u->shard,
-                               SHARC_DTYPE_F32,      SHARC_OP_SUM, 0,         g->estream};
+        sharc_coll_args_t a = {.type = SHARC_COLL_BROADCAST,
+                               .sendbuf = u->master,
+                               .recvbuf = u->master,
+                               .count = u->shard,
+                               .dtype = SHARC_DTYPE_F32,
+                               .stream = g->estream};
 
         status = sharc_coll_start(g->replica_comm->coll, &a, NULL); /* blocking */
     }
@@ -309,6 +317,7 @@ static void sharc_shard_free(sharc_shard_group_t *g)
     sharc_shard_auto_destroy(g); /* its agreement in flight completes first */
     sharc_shard_trace_close(g);  /* (a creation that failed: nothing written) */
     sharc_comm_destroy(g->replica_comm);
+    sharc_shard_node_close(g);
     if (g->reduce_comm != g->shard_comm) {
         sharc_comm_destroy(g->reduce_comm);
     }
@@ -379,6 +388,9 @@ static sharc_status_t sharc_shard_create_comms(sharc_shard_group_t *g, sharc_com
     if (status == SHARC_OK && g->replicas > 1) {
         status = sharc_comm_split(comm, g->shard_rank, g->rank, &g->replica_comm);
     }
+    if (status == SHARC_OK && g->hpz) {
+        status = sharc_shard_node_open(g);
+    }
     return status;
 }
 
@@ -440,11 +452,12 @@ sharc_status_t sharc_shard_create(sharc_comm_h comm, const sharc_shard_param_t *
     }
     g->step_t0 = sharc_time_now();
     sharc_info("%d parameters in %d units over %d ranks (%d per shard group, %d "
-               "replicas); param %s, reduce %s, prefetch %d%s, at most %d unsharded; "
-               "reductions %s",
+               "replicas); param %s over a %s wire, reduce %s over a %s wire, prefetch %d%s, at "
+               "most %d unsharded; reductions %s",
                g->nparams, g->nunits, g->size, g->shard_size, g->replicas,
-               sharc_dtype_name(g->pdtype), sharc_dtype_name(g->rdtype), g->plan.prefetch,
-               g->prefetch_auto ? " (auto)" : "", g->plan.max_unsharded,
+               sharc_dtype_name(g->pdtype), sharc_wire_name(g->pwire), sharc_dtype_name(g->rdtype),
+               sharc_wire_name(g->rwire), g->plan.prefetch, g->prefetch_auto ? " (auto)" : "",
+               g->plan.max_unsharded,
                (g->reduce_comm != g->shard_comm || g->reduce_lane) ? "on a queue of their own"
                                                                    : "behind gathers");
     *group_p = g;

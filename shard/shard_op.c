@@ -86,6 +86,7 @@ static sharc_comm_h sharc_shard_queue_comm(const sharc_shard_group_t *g, sharc_s
     switch (queue) {
     case SHARC_SHARD_Q_GATHER: return g->shard_comm;
     case SHARC_SHARD_Q_REDUCE: return g->reduce_comm;
+    case SHARC_SHARD_Q_NODE: return g->node_comm;
     default: return g->replica_comm;
     }
 }
@@ -95,7 +96,15 @@ sharc_status_t sharc_shard_post(sharc_shard_group_t *g, sharc_shard_unit_t *u, s
                                 const void *sendbuf, void *recvbuf, size_t count,
                                 sharc_dtype_t dtype, sharc_op_t rop, void *stream)
 {
-    sharc_coll_args_t a = {type, sendbuf, recvbuf, count, dtype, rop, 0, stream};
+    sharc_coll_args_t a = {.type = type,
+                           .sendbuf = sendbuf,
+                           .recvbuf = recvbuf,
+                           .count = count,
+                           .dtype = dtype,
+                           .op = rop,
+                           .stream = stream,
+                           .wire = sharc_shard_wire_of(g, queue, type),
+                           .block = g->wire_block};
     sharc_comm_h comm = sharc_shard_queue_comm(g, queue);
     int lane = (queue == SHARC_SHARD_Q_REDUCE) ? g->reduce_lane : 0;
     void *e0 = g->cuda ? sharc_shard_stats_mark(g, stream) : NULL, *e1 = NULL;

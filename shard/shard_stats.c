@@ -390,6 +390,10 @@ void sharc_shard_stats_print(sharc_shard_group_h g, FILE *f)
             (unsigned long long)s->prefetches, s->prefetch_depth, g->prefetch_auto ? " (auto)" : "",
             (unsigned long long)s->evictions, s->peak_units_alive,
             s->peak_unsharded_bytes / 1048576.0, g->plan.alive);
+    if (g->node_comm != NULL) {
+        fprintf(f, "secondary shards (hpZ, 1/%d of a unit each): peak %.1f MiB\n", g->node_size,
+                s->peak_secondary_bytes / 1048576.0);
+    }
     fprintf(f, "%-6s %4s %10s %4s %4s %10s %8s %8s %8s %5s %10s\n", "unit", "ag", "gath MiB", "rs",
             "ar", "red MiB", "comm ms", "expo ms", "hidn ms", "hid%", "peak MiB");
     sharc_shard_stats_line(f, "all", s);

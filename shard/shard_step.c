@@ -107,6 +107,9 @@ static sharc_status_t sharc_shard_end_(sharc_shard_group_t *g, int phase, int un
             }
         }
     }
+    if (status == SHARC_OK && !keep && phase == SHARC_SHARD_FORWARD && g->node_comm != NULL) {
+        status = sharc_shard_node_keep(g, u); /* hpZ: the backward gathers within the node */
+    }
     if (status == SHARC_OK && !keep) {
         status = sharc_shard_release(g, u);
     }

@@ -107,6 +107,7 @@ static const char *sharc_shard_queue_label(int q, int shared)
         return shared ? "queue: gathers and reductions (shard communicator)"
                       : "queue: gathers (shard communicator)";
     case SHARC_SHARD_Q_REDUCE: return "queue: reductions (a queue of their own)";
+    case SHARC_SHARD_Q_NODE: return "queue: gathers within the node (secondary shards)";
     default: return "queue: all-reduces across replicas";
     }
 }

@@ -48,7 +48,10 @@ sharc_status_t sharc_shard_gather(sharc_shard_group_t *g, sharc_shard_unit_t *u,
         sharc_error("no memory for unit %d's %zu-byte unsharded parameters", u->id, bytes);
         return status;
     }
-    if (stage) {
+    if (u->sbuf != NULL) { /* hpZ: from the node's secondary shards */
+        status = sharc_shard_node_gather(g, u);
+        own = NULL;
+    } else if (stage) {
         /* this rank's block first, in the param dtype: then the all-gather runs in place.
          * (f32 gathers straight from the master: the collective copies this rank's block
          * itself, in the progress thread when there is one, not on the caller's time.) */
@@ -56,7 +59,7 @@ sharc_status_t sharc_shard_gather(sharc_shard_group_t *g, sharc_shard_unit_t *u,
         status =
             g->kern->cast((void *)own, g->pdtype, u->master, SHARC_DTYPE_F32, u->shard, g->estream);
     }
-    if (status == SHARC_OK) {
+    if (status == SHARC_OK && own != NULL) {
         status = sharc_shard_post(g, u, &u->ag, SHARC_SHARD_Q_GATHER, SHARC_COLL_ALLGATHER, own,
                                   u->pbuf, u->shard, g->pdtype, SHARC_OP_SUM, g->estream);
     }
@@ -77,6 +80,7 @@ sharc_status_t sharc_shard_wait_gather(sharc_shard_group_t *g, sharc_shard_unit_
 
     if (status == SHARC_OK) {
         u->pstate = SHARC_SHARD_GATHERED;
+        sharc_shard_node_drop(g, u, stream); /* hpZ: its secondary shard was gathered */
     }
     return status;
 }
@@ -176,6 +180,7 @@ sharc_status_t sharc_shard_gathers_poll(sharc_shard_group_t *g)
 
             if (status == SHARC_OK) {
                 u->pstate = SHARC_SHARD_GATHERED;
+                sharc_shard_node_drop(g, u, NULL);
             } else if (status != SHARC_INPROGRESS) {
                 return status;
             }

@@ -11,9 +11,8 @@
 #include <cuda_runtime.h>
 #include <sharc/sharc.h>
 
-/* 0, 77 (no device: SKIP printed) or 1 (no communicator: printed), as main returns. */
-static inline int gpu_check_start(const char *name, sharc_context_h *ctx_p, sharc_comm_h *comm_p,
-                                  cudaStream_t *stream_p)
+/* The number of devices, or 0 with SKIP printed. */
+static inline int gpu_check_devices(void)
 {
     int ndev = 0;
     cudaError_t err = cudaGetDeviceCount(&ndev);
@@ -21,6 +20,18 @@ static inline int gpu_check_start(const char *name, sharc_context_h *ctx_p, shar
     if (err != cudaSuccess || ndev == 0) {
         printf("SKIP: no CUDA device (%s)\n",
                err != cudaSuccess ? cudaGetErrorString(err) : "0 devices");
+        return 0;
+    }
+    return ndev;
+}
+
+/* 0, 77 (no device: SKIP printed) or 1 (no communicator: printed), as main returns. */
+static inline int gpu_check_start(const char *name, sharc_context_h *ctx_p, sharc_comm_h *comm_p,
+                                  cudaStream_t *stream_p)
+{
+    int ndev = gpu_check_devices();
+
+    if (ndev == 0) {
         return 77;
     }
     if (sharc_context_create(NULL, ctx_p) != SHARC_OK ||

@@ -251,8 +251,10 @@ typedef struct sharc_tp_ops {
     sharc_tp_recv_reduce_fn_t *recv_reduce;
 
     /**
-     * Whole collective (NULL for point-to-point transports). Nonblocking, as send. On CUDA
-     * streams: queued after the work on args->stream, and req->event set.
+     * Whole collective (NULL for point-to-point transports): all-gather, reduce-scatter,
+     * all-reduce, broadcast, and all-to-all (which coll/ posts only for the quantized
+     * reduce-scatter on CUDA buffers). Nonblocking, as send. On CUDA streams: queued after
+     * the work on args->stream, and req->event set.
      */
     sharc_tp_coll_fn_t *coll;
 

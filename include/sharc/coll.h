@@ -41,6 +41,66 @@ SHARC_API sharc_status_t sharc_reduce_scatter(const void *sendbuf, void *recvbuf
                                               sharc_dtype_t dtype, sharc_op_t op, sharc_comm_h comm,
                                               sharc_request_h *req_p);
 
+/** Which fields of sharc_coll_opts_t are set. */
+enum {
+    SHARC_COLL_OPT_WIRE = 1u << 0,  /**< wire */
+    SHARC_COLL_OPT_BLOCK = 1u << 1, /**< block */
+    SHARC_COLL_OPT_FLAT = 1u << 2,  /**< flat */
+};
+
+/**
+ * Options of sharc_allgather_ex and sharc_reduce_scatter_ex; only the fields named in
+ * field_mask are read, the rest default. NULL options are all defaults (the plain call).
+ */
+typedef struct {
+    unsigned field_mask;
+    /** How the values travel (sharc/types.h): SHARC_WIRE_FULL (default), _INT8 or _FP8. */
+    sharc_wire_t wire;
+    /** Values per scale of a quantized wire, 1 .. SHARC_WIRE_BLOCK_MAX (SHARC_WIRE_BLOCK). */
+    size_t block;
+    /**
+     * Reduce-scatter over a quantized wire: 0 (default): the ranks of each node first
+     * reduce-scatter among themselves in full precision, and only the hops between nodes are
+     * quantized (ZeRO++'s hierarchical qgZ), so on one node the result is exact; 1: every
+     * rank's blocks are quantized for every other rank (one all-to-all).
+     */
+    int flat;
+} sharc_coll_opts_t;
+
+/**
+ * All-gather with options (as sharc_allgather when @p opts is NULL or its wire is
+ * SHARC_WIRE_FULL). Over a quantized wire (dtype f32, f16 or bf16): each rank quantizes its
+ * block once, the codes and scales are all-gathered (sharc_wire_size bytes per rank instead
+ * of count * the dtype's size), and every rank dequantizes every block, its own included, so
+ * that all ranks hold the same values, each within sharc_wire_t's bound of the original
+ * (ZeRO++'s qwZ, FSDP2's float8 all-gather). Buffers and in-place rule as sharc_allgather.
+ * Host memory; on CUDA buffers the collective backend (NCCL) moves the bytes and the
+ * quantizers run on the communicator's stream (SHARC_ERR_UNSUPPORTED without a backend).
+ * @return as sharc_allgather; SHARC_ERR_INVALID for an unknown wire or a block out of range,
+ *         SHARC_ERR_UNSUPPORTED for a quantized wire with another dtype (the caller may fall
+ *         back to SHARC_WIRE_FULL); all on the calling rank, before anything is sent.
+ */
+SHARC_API sharc_status_t sharc_allgather_ex(const void *sendbuf, void *recvbuf, size_t count,
+                                            sharc_dtype_t dtype, const sharc_coll_opts_t *opts,
+                                            sharc_comm_h comm, sharc_request_h *req_p);
+
+/**
+ * Reduce-scatter with options (as sharc_reduce_scatter when @p opts is NULL or its wire is
+ * SHARC_WIRE_FULL). Over a quantized wire (dtype f32, f16 or bf16; op SUM or AVG) as ZeRO++'s
+ * qgZ: blocks are quantized once per hop, exchanged by all-to-all, dequantized, and summed
+ * locally in f32 with this rank's own block at full precision, then rounded once into the
+ * dtype (AVG: scaled by 1 / size once). With opts->flat 0, each node first sums at full
+ * precision (see sharc_coll_opts_t.flat). Each element is within n_q * sharc_wire_t's
+ * bound of the full-precision result, n_q being the quantized contributions (the other
+ * nodes' partial sums, or the other ranks' blocks when flat). Buffers and in-place rule as
+ * sharc_reduce_scatter. Host memory; on CUDA buffers (NCCL) always flat.
+ * @return as sharc_allgather_ex; SHARC_ERR_UNSUPPORTED also for another op.
+ */
+SHARC_API sharc_status_t sharc_reduce_scatter_ex(const void *sendbuf, void *recvbuf,
+                                                 size_t recvcount, sharc_dtype_t dtype,
+                                                 sharc_op_t op, const sharc_coll_opts_t *opts,
+                                                 sharc_comm_h comm, sharc_request_h *req_p);
+
 /**
  * All-reduce: every rank's @p count elements are reduced with @p op and the result lands in
  * every rank's @p recvbuf. Every rank gets the same bits. In place when sendbuf == recvbuf.

@@ -87,6 +87,9 @@ enum {
     SHARC_SHARD_PARAM_STREAM = 1u << 11,
     SHARC_SHARD_PARAM_OFFLOAD = 1u << 12,
     SHARC_SHARD_PARAM_OFFLOAD_FRACTION = 1u << 13,
+    SHARC_SHARD_PARAM_PARAM_WIRE = 1u << 14,
+    SHARC_SHARD_PARAM_REDUCE_WIRE = 1u << 15,
+    SHARC_SHARD_PARAM_WIRE_BLOCK = 1u << 16,
 };
 
 /**
@@ -116,6 +119,19 @@ typedef enum {
      */
     SHARC_SHARD_OFFLOAD_MANAGED = 2,
 } sharc_shard_offload_t;
+
+/**
+ * sharc_shard_params_t.reshard_after_forward: after a unit's forward, keep a node-local
+ * secondary shard of its parameters (ZeRO++'s hpZ, FSDP2's reshard_after_forward=<ranks per
+ * node>): this rank's 1/local_size of the gathered unit, in the param dtype, so that the
+ * backward's all-gather runs among the ranks of the node only, from those secondary shards,
+ * instead of across every node from the masters. The backward sees the same values as the
+ * forward (with a quantized param_wire too). Secondary shards are dropped when the backward
+ * has gathered them, and at finish; their memory is in the statistics
+ * (peak_secondary_bytes). Needs the same number of the shard group's ranks on every node;
+ * otherwise the group reshards fully after forward (logged as a warning).
+ */
+#define SHARC_SHARD_RESHARD_NODE 2
 
 /**
  * sharc_shard_params_t.prefetch (and SHARC_SHARD_PREFETCH=auto): adaptive prefetch. The
@@ -157,7 +173,10 @@ typedef struct {
      * when they are not.
      */
     int max_unsharded;
-    /** Release a unit's parameters at the end of its forward (default: yes). */
+    /**
+     * Release a unit's parameters at the end of its forward: 1 (default), 0 (keep them), or
+     * SHARC_SHARD_RESHARD_NODE (keep a node-local secondary shard for the backward).
+     */
     int reshard_after_forward;
     /**
      * HSDP: ranks per shard group, a divisor of the communicator's size. Consecutive ranks
@@ -202,6 +221,23 @@ typedef struct {
      * those reduced last in the backward, whose CPU update could not overlap anything.
      */
     double offload_fraction;
+    /**
+     * How the parameters' all-gather travels (sharc_wire_t): SHARC_WIRE_FULL (the param
+     * dtype), or SHARC_WIRE_INT8 / SHARC_WIRE_FP8, block-quantized from each rank's shard
+     * (ZeRO++'s qwZ; sharc_allgather_ex). Every rank computes with the same dequantized
+     * values; the f32 masters, the optimizer and checkpoints are unchanged. Default: the
+     * SHARC_SHARD_PARAM_WIRE knob (full).
+     */
+    sharc_wire_t param_wire;
+    /**
+     * How the gradients' reduce-scatter travels: SHARC_WIRE_FULL (the reduce dtype) or
+     * SHARC_WIRE_INT8 / SHARC_WIRE_FP8, ZeRO++'s qgZ: full precision among the ranks of a
+     * node, quantized between nodes, summed in f32 (sharc_reduce_scatter_ex). HSDP's
+     * all-reduce across replicas stays in the reduce dtype. Default: SHARC_SHARD_REDUCE_WIRE.
+     */
+    sharc_wire_t reduce_wire;
+    /** Values per scale of the quantized wires. Default: SHARC_SHARD_WIRE_BLOCK (256). */
+    size_t wire_block;
 } sharc_shard_params_t;
 
 /** Facts about one unit. Counts are elements. */
@@ -259,6 +295,9 @@ typedef struct {
     /** the part of exposed_s the caller waited for all-gathers (what adaptive prefetch reads) */
     double gather_wait_s;
     int prefetch_depth; /**< units gathered ahead during the step (auto: the depth it chose) */
+    /** reshard_after_forward SHARC_SHARD_RESHARD_NODE: most bytes of node-local secondary
+     *  shards held at once (on top of peak_unsharded_bytes) */
+    size_t peak_secondary_bytes;
 } sharc_shard_stats_t;
 
 /**

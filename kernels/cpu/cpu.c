@@ -14,4 +14,7 @@ const sharc_kern_ops_t sharc_kern_cpu_ops = {
     .unpack = sharc_kern_cpu_unpack,
     .adamw = sharc_kern_cpu_adamw,
     .sumsq = sharc_kern_cpu_sumsq,
+    .quantize = sharc_kern_cpu_quantize,
+    .dequantize = sharc_kern_cpu_dequantize,
+    .dequantize_sum = sharc_kern_cpu_dequantize_sum,
 };

@@ -6,8 +6,12 @@
 
 #include "../kernels.h"
 
-/* Loops built for AVX-512, AVX2 and baseline x86-64 and picked at load time for the CPU they
- * run on (function multiversioning), so one binary is fast everywhere. */
+/*
+ * The loops of the host kernels are plain C that the compiler vectorizes; each marked
+ * function is built for AVX-512, AVX2 and baseline x86-64 and picked at load time for the
+ * CPU it runs on (function multiversioning: the runtime dispatch), so one binary is fast
+ * everywhere.
+ */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__has_attribute)
 #if __has_attribute(target_clones)
 #define SHARC_KERN_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
@@ -38,5 +42,16 @@ SHARC_HIDDEN sharc_status_t sharc_kern_cpu_adamw(const sharc_kern_adamw_t *a, fl
                                                  void *stream);
 SHARC_HIDDEN sharc_status_t sharc_kern_cpu_sumsq(double *acc, const float *x, size_t count,
                                                  void *stream);
+SHARC_HIDDEN sharc_status_t sharc_kern_cpu_quantize(void *seg, sharc_kern_wire_t w, const void *src,
+                                                    sharc_dtype_t src_dtype, size_t count, int nseg,
+                                                    void *stream);
+SHARC_HIDDEN sharc_status_t sharc_kern_cpu_dequantize(void *dst, sharc_dtype_t dst_dtype,
+                                                      const void *seg, sharc_kern_wire_t w,
+                                                      size_t count, int nseg, void *stream);
+SHARC_HIDDEN sharc_status_t sharc_kern_cpu_dequantize_sum(void *dst, sharc_dtype_t dst_dtype,
+                                                          const float *base, const void *seg,
+                                                          sharc_kern_wire_t w, size_t count,
+                                                          int nseg, int skip, double factor,
+                                                          void *stream);
 
 #endif

@@ -20,6 +20,7 @@ sharc_status_t sharc_cuda::check(cudaError_t err, const char *what)
     return SHARC_ERR_BACKEND;
 }
 
+/* (C++17 has no designated initializers: the members in kernels.h's order) */
 extern "C" const sharc_kern_ops_t sharc_kern_cuda_ops = {
     "cuda",
     sharc_kern_cuda_cast,
@@ -29,6 +30,9 @@ extern "C" const sharc_kern_ops_t sharc_kern_cuda_ops = {
     sharc_kern_cuda_unpack,
     sharc_kern_cuda_adamw,
     sharc_kern_cuda_sumsq,
+    sharc_kern_cuda_quantize,
+    sharc_kern_cuda_dequantize,
+    sharc_kern_cuda_dequantize_sum,
 };
 
 extern "C" const sharc_kern_ops_t *sharc_kern_cuda(void)

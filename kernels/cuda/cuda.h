@@ -23,6 +23,17 @@ SHARC_HIDDEN sharc_status_t sharc_kern_cuda_pack(void *bucket, sharc_dtype_t buc
 SHARC_HIDDEN sharc_status_t sharc_kern_cuda_unpack(const void *bucket, sharc_dtype_t bucket_dtype,
                                                    const sharc_kern_piece_t *pieces, int n,
                                                    sharc_dtype_t piece_dtype, void *stream);
+SHARC_HIDDEN sharc_status_t sharc_kern_cuda_quantize(void *seg, sharc_kern_wire_t w,
+                                                     const void *src, sharc_dtype_t src_dtype,
+                                                     size_t count, int nseg, void *stream);
+SHARC_HIDDEN sharc_status_t sharc_kern_cuda_dequantize(void *dst, sharc_dtype_t dst_dtype,
+                                                       const void *seg, sharc_kern_wire_t w,
+                                                       size_t count, int nseg, void *stream);
+SHARC_HIDDEN sharc_status_t sharc_kern_cuda_dequantize_sum(void *dst, sharc_dtype_t dst_dtype,
+                                                           const float *base, const void *seg,
+                                                           sharc_kern_wire_t w, size_t count,
+                                                           int nseg, int skip, double factor,
+                                                           void *stream);
 
 SHARC_HIDDEN sharc_status_t sharc_kern_cuda_adamw(const sharc_kern_adamw_t *a, float *p,
                                                   const float *g, float *m, float *v, size_t count,

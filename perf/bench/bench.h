@@ -27,6 +27,7 @@ typedef struct {
     sharc_dtype_t dtype;
     sharc_op_t op;
     const char *json;
+    sharc_coll_opts_t wire; /* --wire, --wire-block, --wire-flat (allgather, reduce_scatter) */
 } perf_bench_opts_t;
 
 /*
@@ -82,11 +83,24 @@ int perf_bench_sendrecv_sharc(const perf_bench_opts_t *o, sharc_comm_h comm, per
 void perf_bench_sendrecv_mpi(const perf_bench_opts_t *o, perf_bench_bufs_t *b, void *dt);
 size_t perf_bench_sendrecv_check(const perf_bench_opts_t *o, sharc_comm_h comm,
                                  perf_bench_bufs_t *b);
+/* ---- --wire: the error against the full-precision collective (bench_wire.c) */
+
+/* The largest and the root-mean-square error of the collective over the quantized wire
+ * against the same collective at full precision, on the same inputs (values of many
+ * magnitudes), each relative to the full result's largest and rms magnitude, over every
+ * rank's output: 0, or -1 (said). */
+int perf_bench_wire_error(const perf_bench_opts_t *o, sharc_comm_h comm, perf_bench_bufs_t *b,
+                          double *max_p, double *rms_p);
 
 /* ---- known inputs and results for -c (bench_data.c) */
 
 /* Rank r's input element i: small integers (1 or 2 for products), exact in every dtype. */
 double perf_input(int r, size_t i, sharc_op_t op);
+
+/* Element i of buf as dt stores it: set to @p v (f16: exact for values of 11 significant bits
+ * in f16's normal range; bf16 rounded to nearest even), and read (f16 and bf16 exactly). */
+void perf_put(void *buf, sharc_dtype_t dt, size_t i, double v);
+double perf_get(const void *buf, sharc_dtype_t dt, size_t i);
 
 /* buf[i] = perf_input(r, base + i, op), stored as dt. */
 void perf_fill(void *buf, sharc_dtype_t dt, size_t count, int r, size_t base, sharc_op_t op);

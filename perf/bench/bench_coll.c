@@ -105,12 +105,12 @@ static sharc_status_t bench_call_sharc(const perf_bench_opts_t *o, sharc_comm_h 
 
     switch (o->coll) {
     case SHARC_COLL_ALLGATHER:
-        return sharc_allgather(inplace ? b->recv + rank * b->sendcount * esize : b->send, b->recv,
-                               b->sendcount, o->dtype, comm, NULL);
+        return sharc_allgather_ex(inplace ? b->recv + rank * b->sendcount * esize : b->send,
+                                  b->recv, b->sendcount, o->dtype, &o->wire, comm, NULL);
     case SHARC_COLL_REDUCE_SCATTER:
-        return sharc_reduce_scatter(b->send,
-                                    inplace ? b->send + rank * b->recvcount * esize : b->recv,
-                                    b->recvcount, o->dtype, o->op, comm, NULL);
+        return sharc_reduce_scatter_ex(b->send,
+                                       inplace ? b->send + rank * b->recvcount * esize : b->recv,
+                                       b->recvcount, o->dtype, o->op, &o->wire, comm, NULL);
     case SHARC_COLL_ALLREDUCE:
         return sharc_allreduce(b->send, inplace ? b->send : b->recv, b->count, o->dtype, o->op,
                                comm, NULL);

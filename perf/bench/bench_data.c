@@ -1,7 +1,8 @@
 /*
  * bench_data.c: what -c of the collective benchmarks checks against: rank r's known inputs
- * (small integers, exact in every dtype), stored and read back by dtype, and the result each
- * element must have. Not the timing (bench_sweep.c) nor the collectives' calls (bench_coll.c).
+ * (small integers, exact in every dtype), stored and read back by dtype (also for --wire's
+ * inputs), and the result each element must have. Not the timing (bench_sweep.c) nor the
+ * collectives' calls (bench_coll.c).
  */
 #include "config.h"
 
@@ -28,7 +29,7 @@ static uint16_t perf_f16(float f)
     return (uint16_t)(((u >> 16) & 0x8000) | ((uint32_t)e << 10) | ((u >> 13) & 0x3ff));
 }
 
-static void perf_put(void *buf, sharc_dtype_t dt, size_t i, double v)
+void perf_put(void *buf, sharc_dtype_t dt, size_t i, double v)
 {
     float f = (float)v;
     uint32_t u;
@@ -74,8 +75,7 @@ static double perf_expected(size_t i, int root, int n, sharc_op_t op, sharc_dtyp
     return op == SHARC_OP_AVG ? acc / n : acc;
 }
 
-/* Read element i as a double; f16 and bf16 decoded exactly. */
-static double perf_get(const void *buf, sharc_dtype_t dt, size_t i)
+double perf_get(const void *buf, sharc_dtype_t dt, size_t i)
 {
     uint16_t h;
     uint32_t u;

@@ -54,6 +54,13 @@ static void bench_usage(FILE *out)
             "                       rank's local rank (through NCCL, else staged)\n"
             "      --vs-nccl        --device cuda: NCCL called directly on the same buffers, and\n"
             "                       sharc/NCCL\n"
+            "      --wire int8|fp8|full  allgather, reduce_scatter: values travel quantized in\n"
+            "                       blocks (sharc_allgather_ex); bandwidths count the dtype's\n"
+            "                       bytes delivered, and each size's error against the\n"
+            "                       full-precision collective is printed beside them\n"
+            "      --wire-block N   values per scale (default 256)\n"
+            "      --wire-flat      reduce_scatter: quantize every hop (default: full precision\n"
+            "                       within a node, quantized between nodes)\n"
             "Run it under the job's launcher: mpirun -np 2 sharc-perf allgather -b 1M -e 256M\n");
 }
 
@@ -77,6 +84,9 @@ static int bench_option(int c, const char *arg, perf_bench_opts_t *o)
     case 'C': o->vs_memcpy = 1; return 0;
     case 'N': o->vs_nccl = 1; return 0;
     case 'D': o->cuda = strcmp(arg, "cuda") == 0; return !o->cuda && strcmp(arg, "host") != 0;
+    case 'W': return sharc_wire_from_name(arg, &o->wire.wire) != SHARC_OK;
+    case 'B': return perf_parse_size(arg, &o->wire.block) != 0 || o->wire.block == 0;
+    case 'F': o->wire.flat = 1; return 0;
     default: return 1;
     }
 }
@@ -101,6 +111,9 @@ static int bench_parse_args(int argc, char **argv, perf_bench_opts_t *o)
         {"vs-memcpy", no_argument, NULL, 'C'},
         {"vs-nccl", no_argument, NULL, 'N'},
         {"device", required_argument, NULL, 'D'},
+        {"wire", required_argument, NULL, 'W'},
+        {"wire-block", required_argument, NULL, 'B'},
+        {"wire-flat", no_argument, NULL, 'F'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -120,6 +133,11 @@ static int bench_parse_args(int argc, char **argv, perf_bench_opts_t *o)
             return -1;
         }
         bad |= bench_option(c, optarg, o);
+    }
+    if (o->wire.wire != SHARC_WIRE_FULL && o->coll != SHARC_COLL_ALLGATHER &&
+        o->coll != SHARC_COLL_REDUCE_SCATTER) {
+        fprintf(stderr, "sharc-perf: --wire is for allgather and reduce_scatter\n");
+        bad = 1;
     }
     if (bad || optind < argc || o->minbytes > o->maxbytes ||
         (o->cuda && (o->vs_mpi || o->registered)) || (o->vs_nccl && !o->cuda) ||
@@ -162,14 +180,18 @@ static int bench_run(const perf_bench_opts_t *o)
 
 int perf_bench_main(int argc, char **argv)
 {
-    perf_bench_opts_t o = {.minbytes = 32u << 20,
-                           .maxbytes = 32u << 20,
-                           .stepfactor = 2.0,
-                           .iters = 20,
-                           .warmup = 5,
-                           .check = 1,
-                           .dtype = SHARC_DTYPE_F32,
-                           .op = SHARC_OP_SUM};
+    perf_bench_opts_t o = {
+        .minbytes = 32u << 20,
+        .maxbytes = 32u << 20,
+        .stepfactor = 2.0,
+        .iters = 20,
+        .warmup = 5,
+        .check = 1,
+        .dtype = SHARC_DTYPE_F32,
+        .op = SHARC_OP_SUM,
+        .wire = {.field_mask = SHARC_COLL_OPT_WIRE | SHARC_COLL_OPT_BLOCK | SHARC_COLL_OPT_FLAT,
+                 .wire = SHARC_WIRE_FULL,
+                 .block = SHARC_WIRE_BLOCK}};
     int ret;
 
     if (argc < 2 || argv[1][0] == '-') {

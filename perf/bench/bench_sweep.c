@@ -28,7 +28,14 @@ typedef struct {
 
 typedef struct {
     double alg_oop, alg_ip, bus_oop, bus_ip, bus_mpi, bus_nccl, memcpy_bw;
+    double err_max, err_rms; /* --wire: against the full-precision collective */
 } bench_row_t;
+
+/* A quantized wire: -c's exact results do not apply, the error against full precision does. */
+static int bench_quantized(const perf_bench_opts_t *o)
+{
+    return o->wire.wire != SHARC_WIRE_FULL;
+}
 
 /* nccl-tests' bus bandwidth factors (alltoall: (n-1)/n, as all-gather). */
 static double bench_bus_factor(sharc_coll_type_t coll, int n)
@@ -80,7 +87,7 @@ static int bench_time_sharc(const perf_bench_opts_t *o, sharc_comm_h comm, perf_
     if (bench_time(o, comm, b, inplace, perf_bench_run_sharc, bench_barrier_sharc, out) != 0) {
         return -1;
     }
-    out->wrong = o->check ? perf_bench_check(o, comm, b, inplace) : 0;
+    out->wrong = (o->check && !bench_quantized(o)) ? perf_bench_check(o, comm, b, inplace) : 0;
     sharc_allreduce(&out->wrong, &out->wrong, 1, SHARC_DTYPE_I64, SHARC_OP_SUM, comm, NULL);
     return 0;
 }
@@ -136,6 +143,10 @@ static int bench_measure(const perf_bench_opts_t *o, sharc_comm_h comm, perf_ben
     if (o->vs_memcpy) {
         row->memcpy_bw = bench_memcpy_bw(o, comm, b);
     }
+    if (bench_quantized(o) &&
+        perf_bench_wire_error(o, comm, b, &row->err_max, &row->err_rms) != 0) {
+        return 1;
+    }
     row->alg_oop = s->oop.median > 0 ? b->size / s->oop.median / 1e9 : 0;
     row->alg_ip = s->ip.median > 0 ? b->size / s->ip.median / 1e9 : 0;
     row->bus_oop = row->alg_oop * factor;
@@ -151,10 +162,11 @@ static void bench_json_header(const perf_bench_opts_t *o, int n, FILE *json)
     fprintf(json,
             "{\n  \"collective\": \"%s\", \"nranks\": %d, \"dtype\": \"%s\", "
             "\"op\": \"%s\", \"root\": %d, \"iters\": %d, \"warmup\": %d, "
-            "\"registered\": %d, \"device\": \"%s\",\n"
+            "\"registered\": %d, \"device\": \"%s\", \"wire\": \"%s\", \"wire_block\": %zu,\n"
             "  \"results\": [\n",
             perf_bench_name(o), n, sharc_dtype_name(o->dtype), sharc_op_name(o->op), o->root,
-            o->iters, o->warmup, o->registered, o->cuda ? "cuda" : "host");
+            o->iters, o->warmup, o->registered, o->cuda ? "cuda" : "host",
+            sharc_wire_name(o->wire.wire), o->wire.block);
 }
 
 /* The table's header (rank 0). */
@@ -167,14 +179,22 @@ static void bench_table_header(const perf_bench_opts_t *o, int n)
            o->cuda         ? "the device (--device cuda)"
            : o->registered ? "sharc_mem_alloc (-R 1)"
                            : "the heap");
+    if (bench_quantized(o)) {
+        printf("# over a %s wire, %zu values per scale: sizes and bandwidths count %s bytes "
+               "delivered; err: max |x - x_full| / max |x_full| and rms(x - x_full) / rms(x_full) "
+               "against the full-precision %s on the same inputs\n",
+               sharc_wire_name(o->wire.wire), o->wire.block, sharc_dtype_name(o->dtype),
+               sharc_coll_name(o->coll));
+    }
     printf("#%62s%32s%s%s%s\n", "out-of-place", "in-place", o->vs_mpi ? "               MPI" : "",
            o->vs_nccl ? "              NCCL" : "",
            o->vs_memcpy ? (o->cuda ? "  d2d copy" : "  memcpy") : "");
-    printf("#%12s %12s %8s %6s %6s %9s %7s %7s %6s %9s %7s %7s %6s%s%s%s\n", "size", "count",
+    printf("#%12s %12s %8s %6s %6s %9s %7s %7s %6s %9s %7s %7s %6s%s%s%s%s\n", "size", "count",
            "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw",
            "#wrong", o->vs_mpi ? "      time   busbw  sharc/mpi" : "",
            o->vs_nccl ? "      time   busbw sharc/nccl" : "",
-           o->vs_memcpy ? (o->cuda ? "  GB/s  busbw/copy" : "  GB/s  busbw/memcpy") : "");
+           o->vs_memcpy ? (o->cuda ? "  GB/s  busbw/copy" : "  GB/s  busbw/memcpy") : "",
+           bench_quantized(o) ? "   err max   err rms" : "");
     printf("#%12s %12s %8s %6s %6s %9s %7s %7s %6s %9s %7s %7s %6s%s%s\n", "(B)", "(elements)", "",
            "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "",
            o->vs_mpi ? "      (us)  (GB/s)" : "", o->vs_nccl ? "      (us)  (GB/s)" : "");
@@ -184,18 +204,22 @@ static void bench_table_header(const perf_bench_opts_t *o, int n)
 static void bench_print_row(const perf_bench_opts_t *o, const perf_bench_bufs_t *b,
                             const bench_sweep_t *s, const bench_row_t *r)
 {
-    char ipwrong[24] = "N/A"; /* sendrecv in place: sent from the buffer it fills, unchecked */
+    char wrong[2][24]; /* (-c does not apply over a quantized wire: "-") */
 
-    if (o->coll != PERF_SENDRECV) {
-        snprintf(ipwrong, sizeof(ipwrong), "%zu", s->ip.wrong);
+    for (int k = 0; k < 2; k++) {
+        snprintf(wrong[k], sizeof(wrong[k]), bench_quantized(o) ? "-" : "%zu",
+                 k ? s->ip.wrong : s->oop.wrong);
     }
-    printf(" %12zu %12zu %8s %6s %6d %9.1f %7.3f %7.3f %6zu %9.1f %7.3f %7.3f %6s", b->size,
+    if (o->coll == PERF_SENDRECV) { /* in place: sent from the buffer it fills, unchecked */
+        snprintf(wrong[1], sizeof(wrong[1]), "N/A");
+    }
+    printf(" %12zu %12zu %8s %6s %6d %9.1f %7.3f %7.3f %6s %9.1f %7.3f %7.3f %6s", b->size,
            b->count, sharc_dtype_name(o->dtype),
            (o->coll == SHARC_COLL_REDUCE_SCATTER || o->coll == SHARC_COLL_ALLREDUCE)
                ? sharc_op_name(o->op)
                : "none",
            o->coll == SHARC_COLL_BROADCAST ? o->root : -1, s->oop.median * 1e6, r->alg_oop,
-           r->bus_oop, s->oop.wrong, s->ip.median * 1e6, r->alg_ip, r->bus_ip, ipwrong);
+           r->bus_oop, wrong[0], s->ip.median * 1e6, r->alg_ip, r->bus_ip, wrong[1]);
     if (o->vs_mpi) {
         printf(" %9.1f %7.3f %10.2f", s->mpi.median * 1e6, r->bus_mpi,
                r->bus_mpi > 0 ? r->bus_oop / r->bus_mpi : 0);
@@ -206,6 +230,9 @@ static void bench_print_row(const perf_bench_opts_t *o, const perf_bench_bufs_t 
     }
     if (o->vs_memcpy) {
         printf(" %6.2f %13.2f", r->memcpy_bw, r->memcpy_bw > 0 ? r->bus_oop / r->memcpy_bw : 0);
+    }
+    if (bench_quantized(o)) {
+        printf(" %9.2e %9.2e", r->err_max, r->err_rms);
     }
     printf("\n");
     fflush(stdout);
@@ -240,6 +267,10 @@ static void bench_json_row(const perf_bench_opts_t *o, const perf_bench_bufs_t *
     }
     if (o->vs_memcpy) {
         fprintf(json, "      \"memcpy_gbps\": %.4f,\n", r->memcpy_bw);
+    }
+    if (bench_quantized(o)) {
+        fprintf(json, "      \"err_max_rel\": %.4e, \"err_rms_rel\": %.4e,\n", r->err_max,
+                r->err_rms);
     }
     bench_json_series(json, "in_place", &s->ip, o->iters, r->alg_ip, r->bus_ip, 1);
     fprintf(json, "    }");

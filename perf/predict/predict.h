@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include <sharc/types.h>
+
 /* ---- the simulation's input: one step as units with times ---------------------------- */
 
 /* One unit's times, seconds: compute per pass (forward; backward, recompute included) and
@@ -28,6 +30,12 @@ typedef struct {
     int host;
     double down_s, land_s, update_s, up_s, link_ag_s;
     double padded; /* its parameters, padded as sharded */
+    /* hpZ: the backward's all-gather inside the node from the secondary shards, and their
+     * bytes on each GPU while they are kept (0: no hpZ) */
+    double ag_node_s, secondary_bytes;
+    /* bytes each GPU sends between nodes for one all-gather of the unit (not one from the
+     * secondary shards) and for its reduction */
+    double xnode_ag, xnode_red;
 } pred_unit_t;
 
 typedef struct {
@@ -36,6 +44,7 @@ typedef struct {
     int prefetch;              /* the engine's depth; < 0: auto (SHARC_SHARD_PREFETCH=auto) */
     int max_unsharded;         /* 0: derived as the engine derives it */
     int reshard_after_forward; /* 1 as the engine's default */
+    int hpz;                   /* reshard_after_forward = node: secondary shards in the node */
     int queues;                /* 2: reductions on a queue beside the gathers'; 1: one queue */
     int passes;                /* micro-batches per step (gradient accumulation), >= 1; the
                                 * last one reduces (sharc_shard_set_sync, as the trainer) */
@@ -57,6 +66,8 @@ typedef struct {
     double gather_wait_s;
     int gathers, prefetches, evictions, deferred, peak_unsharded;
     int depth; /* the prefetch depth of this step (auto: where the engine's decision put it) */
+    double peak_secondary_bytes; /* hpZ: most bytes of secondary shards held at once, per GPU */
+    double xnode_bytes;          /* bytes each GPU sent between nodes in the step */
 } pred_step_t;
 
 /* Replay one step (after a recording step) through the engine's plan. 0, or -1 with a
@@ -86,8 +97,9 @@ typedef struct {
     int queues;                 /* see pred_sched_t */
     int shared_cores;           /* the compute runs on the cores that copy (a CPU trainer) */
     double call_s;
-    double optim_s; /* the optimizer over the whole model on one GPU; a rank takes its shard's */
-    double mem_bw;  /* bytes/s the caller's stream writes memory at (0: free) */
+    double optim_s;  /* the optimizer over the whole model on one GPU; a rank takes its shard's */
+    double mem_bw;   /* bytes/s the caller's stream writes memory at (0: free) */
+    double quant_bw; /* bytes/s of memory a (de)quantization reads and writes (0: free) */
     /* offload: the host link per GPU and direction (bytes/s, the share of it copies reach),
      * the CPU memory bandwidth of a node the host's work runs at (bytes/s) or, set, the rate
      * of that work per GPU (parameters/s: landing, AdamW, cast); memory per GPU and per node,
@@ -110,6 +122,9 @@ typedef struct {
     int offload;             /* sharc_shard_offload_t: 0 none, 1 host, 2 managed */
     double offload_fraction; /* of the elements, (0, 1] */
     int clip;                /* global-norm clipping (the trainer's default: on) */
+    sharc_wire_t pwire, rwire; /* the gathers' and the reductions' wires (sharc_wire_t) */
+    int wire_block;            /* values per scale of a quantized wire */
+    int hpz;                   /* reshard_after_forward = node (needs reshard_after_forward) */
 } pred_engine_t;
 
 /* sharc-perf predict's engine settings before its options: one sequence of 4096 tokens per
@@ -143,6 +158,23 @@ typedef struct {
 /* Seconds for one collective on @p bytes (the unsharded buffer; all-reduce: the buffer). */
 double pred_coll_time(const pred_cluster_t *c, pred_algo_t algo, pred_coll_t type,
                       const pred_group_t *grp, double bytes);
+
+/* ---- the quantized wires and hpZ (predict_wire.c) -------------------------------------- */
+
+/* A unit's all-gather over the param wire, its reduce-scatter over the reduce wire (as
+ * coll/ runs them: the gather quantized once and moved by the same algorithm, the
+ * reduce-scatter full precision inside a node and quantized between nodes), the backward's
+ * gather inside the node from hpZ's secondary shards; @p padded elements of the unit. */
+double pred_wire_ag_time(const pred_cluster_t *c, const pred_engine_t *e, const pred_group_t *grp,
+                         double padded);
+double pred_wire_rs_time(const pred_cluster_t *c, const pred_engine_t *e, const pred_group_t *grp,
+                         double padded);
+double pred_node_ag_time(const pred_cluster_t *c, const pred_engine_t *e, const pred_group_t *grp,
+                         double padded);
+
+/* The unit's bytes each GPU sends between nodes (pred_unit_t's xnode_*), and hpZ's secondary
+ * shard, under @p e's wires. */
+void pred_wire_unit(const pred_engine_t *e, const pred_group_t *grp, double padded, pred_unit_t *u);
 
 /* The shard and replica groups of @p nodes nodes under the engine's settings. */
 void pred_groups(const pred_cluster_t *c, const pred_engine_t *e, int nodes, pred_group_t *shard_p,

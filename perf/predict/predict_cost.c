@@ -142,6 +142,7 @@ int pred_sched_build(const pred_model_t *m, const pred_cluster_t *c, const pred_
     s->prefetch = e->prefetch;
     s->max_unsharded = e->max_unsharded;
     s->reshard_after_forward = e->reshard_after_forward;
+    s->hpz = e->hpz && e->reshard_after_forward;
     s->queues = c->queues;
     s->shared_cores = c->shared_cores;
     s->passes = e->passes > 0 ? e->passes : 1;
@@ -176,8 +177,10 @@ int pred_sched_build(const pred_model_t *m, const pred_cluster_t *c, const pred_
         pu->bwd_s = 2.0 * pu->fwd_s + (e->recompute ? pu->fwd_s : 0);
         double padded = pred_padded((size_t)count, sg.nodes * sg.per_node);
         pu->padded = padded;
-        pu->ag_s = pred_coll_time(c, e->algo, PRED_AG, &sg, padded * e->pbytes);
-        pu->rs_s = pred_coll_time(c, e->algo, PRED_RS, &sg, padded * e->rbytes);
+        pu->ag_s = pred_wire_ag_time(c, e, &sg, padded);
+        pu->rs_s = pred_wire_rs_time(c, e, &sg, padded);
+        pu->ag_node_s = s->hpz ? pred_node_ag_time(c, e, &sg, padded) : 0;
+        pred_wire_unit(e, &sg, padded, pu);
         pu->ar_s =
             pred_coll_time(c, e->algo, PRED_AR, &rg, padded / (sg.nodes * sg.per_node) * e->rbytes);
         pu->grads_s = c->mem_bw > 0 ? padded * e->rbytes / c->mem_bw : 0;

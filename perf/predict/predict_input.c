@@ -189,7 +189,10 @@ void pred_engine_defaults(pred_engine_t *e)
                          .pbytes = 2,
                          .rbytes = 4,
                          .offload_fraction = 1,
-                         .clip = 1};
+                         .clip = 1,
+                         .pwire = SHARC_WIRE_FULL,
+                         .rwire = SHARC_WIRE_FULL,
+                         .wire_block = SHARC_WIRE_BLOCK};
 }
 
 /* ---- clusters -------------------------------------------------------------------------- */
@@ -206,25 +209,29 @@ typedef struct {
     int nics;
     double nic_bw, nic_lat, nic_eff, peak_flops, mfu;
     int queues;
-    double call_s;
+    double call_s, quant_bw;
 } pred_preset_t;
 
 /*
  * Columns: name, GPUs per node, intra_bw, intra_rs_bw (0: as intra_bw), intra_lat, nics,
- * nic_bw, nic_lat, nic_eff, peak_flops, mfu, queues, call_s, in pred_cluster_t's units
- * (bytes/s, s, flop/s); every preset is one node. local is this machine: ranks are processes
- * on one host, collectives over shared memory; the numbers are tools/bench-predict.sh's fit
- * (docs/perf.md), compute is measured. One queue: on the host one progress thread per rank
- * drives the gathers' lane and the reductions' lane alike (shard/shard.h), so they share its
- * time.
+ * nic_bw, nic_lat, nic_eff, peak_flops, mfu, queues, call_s, quant_bw, in pred_cluster_t's
+ * units (bytes/s, s, flop/s); every preset is one node. quant_bw: two thirds of the GPU's
+ * memory bandwidth (A100 1.6 TB/s, H100 3.35 TB/s), what a memory-bound elementwise kernel
+ * reaches; local's is kernels/cpu/quant.c's on this machine (tests/kernels/test_kern_quant).
+ * eth100: p5's nodes with one 100 GbE NIC each instead of EFA's 32. local is this machine: ranks
+ * are processes on one host, collectives over shared memory; the numbers are
+ * tools/bench-predict.sh's fit (docs/perf.md), compute is measured. One queue: on the host one
+ * progress thread per rank drives the gathers' lane and the reductions' lane alike (shard/shard.h),
+ * so they share its time.
  */
 /* clang-format off */
 static const pred_preset_t pred_presets[] = {
-    {"p4d",         8, 230e9, 0,     8e-6,  4,  100e9 / 8, 20e-6, 0.8, 312e12, 0.55, 2, 20e-6},
-    {"p5",          8, 360e9, 0,     8e-6,  32, 100e9 / 8, 20e-6, 0.8, 989e12, 0.5,  2, 20e-6},
-    {"hgx-h100-ib", 8, 360e9, 0,     8e-6,  8,  400e9 / 8, 5e-6,  0.9, 989e12, 0.5,  2, 20e-6},
-    {"local",       2, 3.4e9, 2.4e9, 30e-6, 0,  0,         0,     1,   0,      1,    1, 10e-6},
-    {"gh200",       1, 0,     0,     0,     1,  400e9 / 8, 5e-6,  0.9, 989e12, 0.5,  2, 20e-6},
+    {"p4d",         8, 230e9, 0,     8e-6,  4,  100e9 / 8, 20e-6, 0.8, 312e12, 0.55, 2, 20e-6, 1.0e12},
+    {"p5",          8, 360e9, 0,     8e-6,  32, 100e9 / 8, 20e-6, 0.8, 989e12, 0.5,  2, 20e-6, 2.2e12},
+    {"hgx-h100-ib", 8, 360e9, 0,     8e-6,  8,  400e9 / 8, 5e-6,  0.9, 989e12, 0.5,  2, 20e-6, 2.2e12},
+    {"eth100",      8, 360e9, 0,     8e-6,  1,  100e9 / 8, 30e-6, 0.8, 989e12, 0.5,  2, 20e-6, 2.2e12},
+    {"local",       2, 3.4e9, 2.4e9, 30e-6, 0,  0,         0,     1,   0,      1,    1, 10e-6, 1.5e9},
+    {"gh200",       1, 0,     0,     0,     1,  400e9 / 8, 5e-6,  0.9, 989e12, 0.5,  2, 20e-6, 2.2e12},
 };
 /* clang-format on */
 #define PRED_NPRESETS (sizeof(pred_presets) / sizeof(pred_presets[0]))
@@ -247,7 +254,8 @@ int pred_cluster_preset(const char *name, pred_cluster_t *c)
                                   .peak_flops = p->peak_flops,
                                   .mfu = p->mfu,
                                   .queues = p->queues,
-                                  .call_s = p->call_s};
+                                  .call_s = p->call_s,
+                                  .quant_bw = p->quant_bw};
             snprintf(c->name, sizeof(c->name), "%s", p->name);
             pred_offload_preset(c, p->name); /* its host: link, memory (predict_offload.c) */
             return 0;
@@ -282,7 +290,7 @@ int pred_cluster_set(pred_cluster_t *c, const char *key, const char *value, cons
         if (pred_cluster_preset(value, &p) != 0) {
             fprintf(stderr,
                     "sharc-perf predict: %s: no preset '%s' (p4d, p5, hgx-h100-ib, "
-                    "gh200, local)\n",
+                    "eth100, gh200, local)\n",
                     where, value);
             return -1;
         }
@@ -340,6 +348,8 @@ int pred_cluster_set(pred_cluster_t *c, const char *key, const char *value, cons
         c->mem_bw = v * 1e9;
     } else if (strcmp(key, "optim_ms") == 0) {
         c->optim_s = v * 1e-3;
+    } else if (strcmp(key, "quant_GBps") == 0) {
+        c->quant_bw = v * 1e9;
     } else if (pred_offload_set(c, key, v)) {
         /* offload's: the host link, the CPU, memory */
     } else {
@@ -370,7 +380,7 @@ int pred_cluster_load(const char *spec, pred_cluster_t *c)
     if (f == NULL) {
         fprintf(stderr,
                 "sharc-perf predict: cluster '%s': no such preset (p4d, p5, "
-                "hgx-h100-ib, local) or file: %s\n",
+                "hgx-h100-ib, eth100, local) or file: %s\n",
                 spec, strerror(errno));
         return -1;
     }

@@ -36,7 +36,8 @@ static void pred_usage(FILE *out)
             "  -b, --batch N          sequences per GPU per micro-batch (default 1)\n"
             "  -t, --seq N            tokens per sequence (default 4096)\n"
             "      --accum N          micro-batches per step (default 1)\n"
-            "  -C, --cluster C        p4d, p5, hgx-h100-ib, local, or a key = value file\n"
+            "  -C, --cluster C        p4d, p5, hgx-h100-ib, eth100, local, or a key = value\n"
+            "                         file\n"
             "                         (default p5; docs/predict.md)\n"
             "      --from-topo FILE   the node part from sharc-topo --json output\n"
             "      --set KEY=VALUE    a cluster key (e.g. nics=16, mfu=0.4, unit_fwd_ms=2)\n"
@@ -44,7 +45,11 @@ static void pred_usage(FILE *out)
             "      --prefetch N|auto  the engine's prefetch depth (default 1); auto: the\n"
             "                         engine's adaptive depth, its own decision replayed\n"
             "      --max-unsharded N  the bound on unsharded units (default: derived)\n"
-            "      --reshard-after-forward 0|1  (default 1)\n"
+            "      --reshard-after-forward 0|1|node  (default 1; node: hpZ's secondary shards,\n"
+            "                         the backward gathers inside the node)\n"
+            "      --param-wire W     full, int8 or fp8: the gathers' wire (default full)\n"
+            "      --reduce-wire W    full, int8 or fp8: the reductions' between nodes\n"
+            "      --wire-block N     values per scale of a quantized wire (default 256)\n"
             "      --layers-per-unit N  transformer blocks per unit (default 1)\n"
             "      --shard-size N     HSDP: ranks per shard group (default: all, full sharding)\n"
             "      --param-dtype T    bf16 or f32 (default bf16)\n"
@@ -58,7 +63,8 @@ static void pred_usage(FILE *out)
             "      --clip 0|1         global-norm clipping (default 1): offloaded updates wait\n"
             "                         for every gradient\n"
             "      --sweep W          what-if at each node count: prefetch, hsdp, reduce, nics,\n"
-            "                         offload\n"
+            "                         offload, wire (bf16/f32, int8 gathers, int8 both, int8 and\n"
+            "                         hpZ)\n"
             "  -J, --json FILE        the predictions as JSON\n"
             "      --plot FILE.png    a gnuplot picture (FILE.gp beside it)\n"
             "      --list-models      the named models\n");
@@ -130,6 +136,17 @@ static int pred_variants(const char *sweep, const pred_cluster_t *c, const pred_
             v[n].e.offload = k;
             snprintf(v[n].label, sizeof(v[n].label), "%s", names[k]);
         }
+    } else if (strcmp(sweep, "wire") == 0) {
+        static const char *const labels[] = {"full", "int8 gathers", "int8 both", "int8+hpZ"};
+
+        for (int k = 0; k < 4 && n < max; k++, n++) {
+            v[n] = (pred_variant_t){"", *c, *e};
+            snprintf(v[n].label, sizeof(v[n].label), "%s", labels[k]);
+            v[n].e.pwire = k >= 1 ? SHARC_WIRE_INT8 : SHARC_WIRE_FULL;
+            v[n].e.rwire = k >= 2 ? SHARC_WIRE_INT8 : SHARC_WIRE_FULL;
+            v[n].e.hpz = k == 3;
+            v[n].e.reshard_after_forward |= k == 3;
+        }
     } else if (strcmp(sweep, "nics") == 0) {
         for (int k = c->nics > 4 ? c->nics / 8 : 1; k <= c->nics && n < max; k *= 2, n++) {
             v[n] = (pred_variant_t){"", *c, *e};
@@ -137,7 +154,8 @@ static int pred_variants(const char *sweep, const pred_cluster_t *c, const pred_
             snprintf(v[n].label, sizeof(v[n].label), "%d NICs", k);
         }
     } else {
-        fprintf(stderr, "sharc-perf predict: --sweep %s: prefetch, hsdp, reduce, nics or offload\n",
+        fprintf(stderr,
+                "sharc-perf predict: --sweep %s: prefetch, hsdp, reduce, nics, offload or wire\n",
                 sweep);
         return -1;
     }
@@ -152,12 +170,14 @@ static void pred_json_row(FILE *f, const char *label, const pred_row_t *r, int l
             "\"tokens_per_s_per_gpu\": %.6g, \"mfu\": %.4f, \"scaling_efficiency\": %.4f, "
             "\"unit_allgather_s\": %.6g, \"unit_reduce_scatter_s\": %.6g, \"prefetches\": %d, "
             "\"evictions\": %d, \"deferred\": %d, \"peak_unsharded\": %d, "
-            "\"prefetch_depth\": %d, \"gpu_mem_gib\": %.4g, \"host_mem_gib_per_node\": %.4g, "
-            "\"fits\": %s}%s\n",
+            "\"prefetch_depth\": %d, \"internode_bytes_per_gpu\": %.6g, "
+            "\"secondary_bytes_per_gpu\": %.6g, \"gpu_mem_gib\": %.4g, "
+            "\"host_mem_gib_per_node\": %.4g, \"fits\": %s}%s\n",
             label, r->nodes, r->gpus, r->step.step_s, r->step.compute_s, r->step.comm_s,
             r->step.exposed_s, r->tokens_per_s_gpu, r->mfu, r->efficiency, r->ag_s, r->rs_s,
             r->step.prefetches, r->step.evictions, r->step.deferred, r->step.peak_unsharded,
-            r->step.depth, r->gpu_bytes / (1 << 30), r->host_bytes / (1 << 30),
+            r->step.depth, r->step.xnode_bytes, r->step.peak_secondary_bytes,
+            r->gpu_bytes / (1 << 30), r->host_bytes / (1 << 30),
             r->fits < 0 ? "null"
             : r->fits   ? "true"
                         : "false",
@@ -231,7 +251,10 @@ enum {
     OPT_VOCAB,
     OPT_OFFLOAD,
     OPT_OFFFRAC,
-    OPT_CLIP
+    OPT_CLIP,
+    OPT_PWIRE,
+    OPT_RWIRE,
+    OPT_WBLOCK
 };
 
 /* An option of the engine or the step into @p e: 0, 1 for a bad value, -1 when it is none. */
@@ -245,7 +268,13 @@ static int pred_engine_option(int opt, const char *arg, pred_engine_t *e)
         e->prefetch = strcmp(arg, "auto") == 0 ? -1 : atoi(arg);
         return e->prefetch < 0 && strcmp(arg, "auto") != 0;
     case OPT_MAXU: return (e->max_unsharded = atoi(arg)) < 0;
-    case OPT_RAF: e->reshard_after_forward = atoi(arg) != 0; return 0;
+    case OPT_RAF:
+        e->hpz = strcmp(arg, "node") == 0;
+        e->reshard_after_forward = e->hpz || atoi(arg) != 0;
+        return !e->hpz && strcmp(arg, "0") != 0 && strcmp(arg, "1") != 0;
+    case OPT_PWIRE: return sharc_wire_from_name(arg, &e->pwire) != SHARC_OK;
+    case OPT_RWIRE: return sharc_wire_from_name(arg, &e->rwire) != SHARC_OK;
+    case OPT_WBLOCK: return (e->wire_block = atoi(arg)) < 1;
     case OPT_LPU: return (e->layers_per_unit = atoi(arg)) < 1;
     case OPT_SHARD: return (e->shard_size = atoi(arg)) < 0;
     case OPT_PDT: return (e->pbytes = pred_dtype_bytes(arg)) == 0;
@@ -318,6 +347,9 @@ static int pred_parse(int argc, char **argv, pred_opts_t *o, pred_engine_t *e)
         {"offload", required_argument, NULL, OPT_OFFLOAD},
         {"offload-fraction", required_argument, NULL, OPT_OFFFRAC},
         {"clip", required_argument, NULL, OPT_CLIP},
+        {"param-wire", required_argument, NULL, OPT_PWIRE},
+        {"reduce-wire", required_argument, NULL, OPT_RWIRE},
+        {"wire-block", required_argument, NULL, OPT_WBLOCK},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -381,16 +413,19 @@ static void pred_print_head(const pred_model_t *m, const pred_cluster_t *c, cons
            m->name, pred_model_params(m) / 1e6, e->batch, e->seq, e->passes);
     pred_cluster_print(stdout, c);
     printf("# engine: prefetch %s, max_unsharded %d%s, %s after forward, %d block(s) per unit, "
-           "param %s, reduce %s%s\n",
+           "param %s over a %s wire, reduce %s over a %s wire (blocks of %d)%s\n",
            e->prefetch < 0 ? "auto" : (snprintf(depth, sizeof(depth), "%d", e->prefetch), depth),
            e->max_unsharded, e->max_unsharded ? "" : " (derived)",
-           e->reshard_after_forward ? "resharded" : "kept", e->layers_per_unit,
-           e->pbytes == 2 ? "bf16" : "f32", e->rbytes == 2 ? "bf16" : "f32",
+           e->hpz                     ? "secondary shards in the node (hpZ)"
+           : e->reshard_after_forward ? "resharded"
+                                      : "kept",
+           e->layers_per_unit, e->pbytes == 2 ? "bf16" : "f32", sharc_wire_name(e->pwire),
+           e->rbytes == 2 ? "bf16" : "f32", sharc_wire_name(e->rwire), e->wire_block,
            e->recompute ? ", recompute" : "");
     pred_print_offload(stdout, c, e);
-    printf("# %-16s %5s %5s %5s %10s %10s %10s %10s %10s %12s %6s %6s %8s %4s\n", "variant",
-           "nodes", "gpus", "depth", "step(ms)", "compute", "comm", "exposed", "ag/unit",
-           "tok/s/gpu", "MFU%", "eff%", "GPU GiB", "fits");
+    printf("# %-16s %5s %5s %5s %10s %10s %10s %10s %10s %12s %6s %6s %9s %7s %8s %4s\n",
+           "variant", "nodes", "gpus", "depth", "step(ms)", "compute", "comm", "exposed",
+           "ag/unit", "tok/s/gpu", "MFU%", "eff%", "xnode GB", "2nd GB", "GPU GiB", "fits");
 }
 
 static int pred_write_json(const char *path, const pred_model_t *m, const pred_cluster_t *c,
@@ -405,8 +440,10 @@ static int pred_write_json(const char *path, const pred_model_t *m, const pred_c
     }
     fprintf(json,
             "{\n  \"prediction\": true,\n  \"model\": \"%s\",\n  \"cluster\": \"%s\",\n"
-            "  \"batch\": %d, \"seq\": %d, \"prefetch\": %d,\n  \"rows\": [\n",
-            m->name, c->name, e->batch, e->seq, e->prefetch);
+            "  \"batch\": %d, \"seq\": %d, \"prefetch\": %d, \"param_wire\": \"%s\", "
+            "\"reduce_wire\": \"%s\", \"wire_block\": %d, \"hpz\": %d,\n  \"rows\": [\n",
+            m->name, c->name, e->batch, e->seq, e->prefetch, sharc_wire_name(e->pwire),
+            sharc_wire_name(e->rwire), e->wire_block, e->hpz);
     for (int k = 0; k < nv; k++) {
         for (int i = 0; i < nnodes; i++) {
             pred_json_row(json, v[k].label, &rows[k * nnodes + i], k == nv - 1 && i == nnodes - 1);
@@ -456,10 +493,11 @@ int perf_predict_main(int argc, char **argv)
             }
             r->efficiency = r->tokens_per_s_gpu / rows[k * o.nnodes].tokens_per_s_gpu;
             printf("  %-16s %5d %5d %5d %10.2f %10.2f %10.2f %10.2f %10.3f %12.1f %6.1f %6.1f "
-                   "%8.1f %4s\n",
+                   "%9.3f %7.3f %8.1f %4s\n",
                    v[k].label, r->nodes, r->gpus, r->step.depth, r->step.step_s * 1e3,
                    r->step.compute_s * 1e3, r->step.comm_s * 1e3, r->step.exposed_s * 1e3,
                    r->ag_s * 1e3, r->tokens_per_s_gpu, r->mfu * 100, r->efficiency * 100,
+                   r->step.xnode_bytes / 1e9, r->step.peak_secondary_bytes / 1e9,
                    r->gpu_bytes / (1 << 30),
                    r->fits < 0 ? "?"
                    : r->fits   ? "yes"
@@ -468,9 +506,10 @@ int perf_predict_main(int argc, char **argv)
     }
     printf("# (depth: the prefetch depth, with auto where the engine's decision settled; ms per "
            "step; comm: every collective's time summed, most of it hidden; exposed: "
-           "step - compute; eff: tokens/s per GPU against the first row; GPU GiB: the model's "
-           "state, unsharded buffers, activations and %.1f GiB of the rest a GPU holds; fits: "
-           "in the GPU's %.0f GiB and the node's host memory)\n",
+           "step - compute; eff: tokens/s per GPU against the first row; xnode: GB each GPU "
+           "sends between nodes per step; 2nd: hpZ's secondary shards at their peak, GB per "
+           "GPU; GPU GiB: the model's state, unsharded buffers, activations and %.1f GiB of the "
+           "rest a GPU holds; fits: in the GPU's %.0f GiB and the node's host memory)\n",
            c.gpu_overhead / (1 << 30), c.gpu_mem / (1 << 30));
     ret = o.json != NULL ? pred_write_json(o.json, &m, &c, &e, v, nv, rows, o.nnodes) : 0;
     if (ret == 0 && o.plot != NULL) {

@@ -34,6 +34,8 @@ typedef struct {
     double *red_end;       /* per unit: its reduction's end */
     double *up_end;        /* per unit: offload: its parameters' upload's end (its update's) */
     double land_end;       /* offload: the step's last landing on the host */
+    char *secondary;       /* hpZ, per unit: its secondary shard is kept (forward to backward) */
+    double secondary_bytes;
     int followed, changed; /* the last step followed the schedule; it was recorded anew */
     int sync;              /* this pass reduces (the last micro-batch's: set_sync) */
     pred_step_t st;
@@ -83,9 +85,16 @@ static void sim_wait(sim_t *m, double t, int gather)
 static void sim_gather(sim_t *m, int unit, int prefetched)
 {
     const pred_unit_t *u = &m->s->units[unit];
+    int node = m->secondary[unit]; /* hpZ: from the secondary shards, inside the node */
 
     /* after its update's upload (offload; managed: the master read over the link first) */
-    m->ag_end[unit] = sim_post(m, Q_GATHER, m->up_end[unit], u->ag_s + u->link_ag_s);
+    m->ag_end[unit] =
+        sim_post(m, Q_GATHER, m->up_end[unit], node ? u->ag_node_s : u->ag_s + u->link_ag_s);
+    m->st.xnode_bytes += node ? 0 : u->xnode_ag;
+    if (node) {
+        m->secondary[unit] = 0;
+        m->secondary_bytes -= u->secondary_bytes;
+    }
     sharc_shard_plan_gathered(&m->plan, unit, prefetched);
     m->st.gathers++;
     if (m->plan.alive > m->st.peak_unsharded) {
@@ -156,6 +165,8 @@ static void sim_end(sim_t *m, int phase, int unit)
         int rq = m->s->queues >= 2 ? Q_REDUCE : Q_GATHER;
         double end = sim_post(m, rq, 0, u->rs_s);
 
+        m->st.xnode_bytes += u->xnode_red;
+
         if (u->ar_s > 0) { /* HSDP: the shard across replicas, after its reduce-scatter */
             end = sim_post(m, Q_REPLICA, end, u->ar_s);
         }
@@ -166,6 +177,13 @@ static void sim_end(sim_t *m, int phase, int unit)
             if (!m->s->clip) {
                 sim_update(m, unit, end);
             }
+        }
+    }
+    if (!keep && phase == SHARC_SHARD_PLAN_FORWARD && m->s->hpz && !m->secondary[unit]) {
+        m->secondary[unit] = 1; /* hpZ: kept for the backward's gather inside the node */
+        m->secondary_bytes += u->secondary_bytes;
+        if (m->secondary_bytes > m->st.peak_secondary_bytes) {
+            m->st.peak_secondary_bytes = m->secondary_bytes;
         }
     }
     if (!keep) {
@@ -205,6 +223,10 @@ static int sim_step(sim_t *m)
     for (int u = 0; u < n; u++) {
         if (m->plan.units[u].prefetched && !m->plan.units[u].in_use) {
             sim_release(m, u);
+        }
+        if (m->secondary[u]) { /* hpZ: dropped at finish */
+            m->secondary[u] = 0;
+            m->secondary_bytes -= s->units[u].secondary_bytes;
         }
     }
     /* offload: finish waits for every landing (the global norm); with clipping the updates
@@ -256,7 +278,8 @@ int pred_simulate(const pred_sched_t *s, pred_step_t *out)
     m.ag_end = calloc((size_t)n, sizeof(double));
     m.red_end = calloc((size_t)n, sizeof(double));
     m.up_end = calloc((size_t)n, sizeof(double));
-    if (m.ag_end == NULL || m.red_end == NULL || m.up_end == NULL) {
+    m.secondary = calloc((size_t)n, 1);
+    if (m.ag_end == NULL || m.red_end == NULL || m.up_end == NULL || m.secondary == NULL) {
         goto out;
     }
     m.plan.reshard_after_forward = s->reshard_after_forward;
@@ -297,6 +320,7 @@ out:
     free(m.ag_end);
     free(m.red_end);
     free(m.up_end);
+    free(m.secondary);
     sharc_shard_plan_free(&m.plan);
     return ret;
 }

@@ -38,7 +38,7 @@ from .buffers import Buffer, as_buffer
 from .comm import ANY_SOURCE, TAG_MAX, Comm, RecvInfo, Request
 from .context import Context, default_context, memory_at
 from .launch import LaunchInfo, launch_info
-from .types import DTYPE_LIST, Bootstrap, Dtype, Launcher, Op, dtype_of, op_of
+from .types import DTYPE_LIST, Bootstrap, Dtype, Launcher, Op, Wire, dtype_of, op_of, wire_of
 
 __version__ = _lib.lib.sharc_get_version(None, None, None).decode()
 library_path = _lib.path
@@ -53,5 +53,6 @@ __all__ = [
     "SharcTimeoutError", "UnsupportedError", "Buffer", "as_buffer", "Comm", "Request",
     "ANY_SOURCE", "TAG_MAX", "RecvInfo",
     "Context", "default_context", "memory_at", "LaunchInfo", "launch_info", "DTYPE_LIST",
-    "Bootstrap", "Dtype", "Launcher", "Op", "dtype_of", "op_of", "build_info", "library_path",
+    "Bootstrap", "Dtype", "Launcher", "Op", "Wire", "dtype_of", "op_of", "wire_of", "build_info",
+    "library_path",
 ]  # fmt: skip

@@ -40,6 +40,17 @@ class CommParams(ctypes.Structure):
     ]
 
 
+class CollOpts(ctypes.Structure):
+    """sharc_coll_opts_t (sharc/coll.h)."""
+
+    _fields_ = [
+        ("field_mask", c_uint),
+        ("wire", c_int),
+        ("block", c_size_t),
+        ("flat", c_int),
+    ]
+
+
 class LaunchInfo(ctypes.Structure):
     """sharc_launch_info_t (sharc/launch.h)."""
 
@@ -98,6 +109,18 @@ _PROTOS = [
     ("sharc_launch_query", c_int, [c_void_p, P(LaunchInfo)]),
     ("sharc_launcher_name", c_char_p, [c_int]),
     ("sharc_allgather", c_int, [c_void_p, c_void_p, c_size_t, c_int, c_void_p, P(c_void_p)]),
+    (
+        "sharc_allgather_ex",
+        c_int,
+        [c_void_p, c_void_p, c_size_t, c_int, P(CollOpts), c_void_p, P(c_void_p)],
+    ),
+    (
+        "sharc_reduce_scatter_ex",
+        c_int,
+        [c_void_p, c_void_p, c_size_t, c_int, c_int, P(CollOpts), c_void_p, P(c_void_p)],
+    ),
+    ("sharc_wire_name", c_char_p, [c_int]),
+    ("sharc_wire_from_name", c_int, [c_char_p, P(c_int)]),
     (
         "sharc_reduce_scatter",
         c_int,

@@ -26,7 +26,7 @@ from ._errors import (
 )
 from .buffers import as_buffer, count, run_dtype
 from .context import default_context
-from .types import Bootstrap, op_of
+from .types import Bootstrap, op_of, wire_of
 
 _c = _lib.lib
 
@@ -127,6 +127,7 @@ class Request:
 
 
 _PARAM_BOOTSTRAP, _PARAM_RANK, _PARAM_STORE, _PARAM_TOKEN, _PARAM_LOCAL = 1, 2, 4, 8, 16
+_OPT_WIRE, _OPT_BLOCK, _OPT_FLAT = 1, 2, 4  # sharc_coll_opts_t's field_mask
 
 # how the two buffers of a collective compare: equal, or one size times the other
 _SAME, _GATHER, _SCATTER = 0, 1, 2
@@ -151,6 +152,20 @@ def _params(bootstrap, rank, size, store_addr, token, node_id, local_rank, local
         p.field_mask |= _PARAM_LOCAL
         p.node_id, p.local_rank, p.local_size = node_id, local_rank, local_size
     return p
+
+
+def _coll_opts(wire, block, flat):
+    """The sharc_coll_opts_t of a collective's wire= block= flat= (None: not given)."""
+    o = _lib.CollOpts()
+    o.field_mask = _OPT_WIRE
+    o.wire = wire_of(wire)
+    if block is not None:
+        o.field_mask |= _OPT_BLOCK
+        o.block = int(block)
+    if flat is not None:
+        o.field_mask |= _OPT_FLAT
+        o.flat = int(bool(flat))
+    return o
 
 
 class Comm:
@@ -273,19 +288,33 @@ class Comm:
     def barrier(self, async_op=False):
         return self._post("sharc_barrier", _c.sharc_barrier, (self._h,), (), async_op)
 
-    def allgather(self, sendbuf, recvbuf, dtype=None, async_op=False):
+    def allgather(self, sendbuf, recvbuf, dtype=None, async_op=False, wire=None, block=None):
         """Rank i's sendbuf lands at block i of every rank's recvbuf (size times as long).
-        In place when sendbuf is recvbuf's block of this rank."""
+        In place when sendbuf is recvbuf's block of this rank. wire="int8" or "fp8" sends
+        block-quantized values (block= values per scale, default 256): every rank gets the
+        same dequantized values (sharc_allgather_ex)."""
         op = "sharc_allgather"
         s, r, d, n = self._operands(op, sendbuf, recvbuf, dtype, False, _GATHER)
+        if wire is not None:
+            o = _coll_opts(wire, block, None)
+            return self._post("sharc_allgather_ex", _c.sharc_allgather_ex,
+                              (s.ptr, r.ptr, n, d, ctypes.byref(o), self._h), (s, r), async_op)
         return self._post(op, _c.sharc_allgather, (s.ptr, r.ptr, n, d, self._h), (s, r),
                           async_op)
 
-    def reduce_scatter(self, sendbuf, recvbuf, op="sum", dtype=None, async_op=False):
+    def reduce_scatter(self, sendbuf, recvbuf, op="sum", dtype=None, async_op=False, wire=None,
+                       block=None, flat=None):
         """Block i of every rank's sendbuf (size blocks of recvbuf's length) is reduced into
-        rank i's recvbuf. In place when recvbuf is sendbuf's block of this rank."""
+        rank i's recvbuf. In place when recvbuf is sendbuf's block of this rank. wire="int8"
+        or "fp8" (op sum or avg): full precision within a node, quantized between nodes
+        (flat=True: every hop), summed in f32 (sharc_reduce_scatter_ex)."""
         name = "sharc_reduce_scatter"
         s, r, d, n = self._operands(name, sendbuf, recvbuf, dtype, True, _SCATTER)
+        if wire is not None:
+            o = _coll_opts(wire, block, flat)
+            return self._post("sharc_reduce_scatter_ex", _c.sharc_reduce_scatter_ex,
+                              (s.ptr, r.ptr, n, d, op_of(op), ctypes.byref(o), self._h), (s, r),
+                              async_op)
         return self._post(name, _c.sharc_reduce_scatter,
                           (s.ptr, r.ptr, n, d, op_of(op), self._h), (s, r), async_op)
 

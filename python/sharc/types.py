@@ -30,6 +30,8 @@ Dtype = _enum("Dtype", _c.sharc_dtype_name, "sharc_dtype_t.")
 Op = _enum("Op", _c.sharc_op_name, "sharc_op_t. AVG is defined for the floating-point dtypes only.")
 Bootstrap = _enum("Bootstrap", _c.sharc_bootstrap_name, "sharc_bootstrap_t.")
 Launcher = _enum("Launcher", _c.sharc_launcher_name, "sharc_launcher_t.")
+Wire = _enum("Wire", _c.sharc_wire_name,
+             "sharc_wire_t: how a collective's values travel (full, int8, fp8; sharc/types.h).")
 
 DTYPE_LIST = ", ".join(d.name.lower() for d in Dtype)
 OP_LIST = ", ".join(o.name.lower() for o in Op)
@@ -107,3 +109,15 @@ def op_of(value):
     if o is None:
         raise InvalidError("op %s is not one of sharc's (%s)" % (value, OP_LIST), op="op")
     return o
+
+
+def wire_of(value):
+    """A Wire from a Wire or its name ("int8", "fp8", "full", "e4m3", any case; libsharc's
+    parser)."""
+    if isinstance(value, Wire):
+        return value
+    w = _named(_c.sharc_wire_from_name, Wire, str(value))
+    if w is None:
+        raise InvalidError("wire %s is not one of sharc's (%s)"
+                           % (value, ", ".join(x.name.lower() for x in Wire)), op="wire")
+    return w

@@ -40,6 +40,10 @@ SHARC_HIDDEN sharc_status_t sharc_gpu_event_elapsed(void *start, void *end, doub
 /** Device memory on the current device, and its release. */
 SHARC_HIDDEN sharc_status_t sharc_gpu_alloc(size_t bytes, void **ptr_p);
 SHARC_HIDDEN void sharc_gpu_free(void *ptr);
+/** Device memory ordered by @p stream (cudaMallocAsync: from the device's pool, no device
+ *  synchronization), and its release after the work queued on @p stream. */
+SHARC_HIDDEN sharc_status_t sharc_gpu_alloc_async(size_t bytes, void *stream, void **ptr_p);
+SHARC_HIDDEN void sharc_gpu_free_async(void *ptr, void *stream);
 /** Page-locked host memory (for staging), and its release. */
 SHARC_HIDDEN sharc_status_t sharc_gpu_host_alloc(size_t bytes, void **ptr_p);
 SHARC_HIDDEN void sharc_gpu_host_free(void *ptr);

@@ -156,6 +156,25 @@ void sharc_gpu_free(void *ptr)
     }
 }
 
+sharc_status_t sharc_gpu_alloc_async(size_t bytes, void *stream, void **ptr_p)
+{
+    void *p = NULL;
+    sharc_status_t status = sharc_gpu_check(cudaMallocAsync(&p, bytes, (cudaStream_t)stream),
+                                            "stream-ordered device allocation");
+
+    if (status == SHARC_OK) {
+        *ptr_p = p;
+    }
+    return status;
+}
+
+void sharc_gpu_free_async(void *ptr, void *stream)
+{
+    if (ptr != NULL) {
+        cudaFreeAsync(ptr, (cudaStream_t)stream);
+    }
+}
+
 sharc_status_t sharc_gpu_host_alloc(size_t bytes, void **ptr_p)
 {
     void *p = NULL;

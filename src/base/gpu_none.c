@@ -79,6 +79,15 @@ void sharc_gpu_free(void *ptr)
 {
 }
 
+sharc_status_t sharc_gpu_alloc_async(size_t bytes, void *stream, void **ptr_p)
+{
+    return sharc_gpu_none("device memory");
+}
+
+void sharc_gpu_free_async(void *ptr, void *stream)
+{
+}
+
 sharc_status_t sharc_gpu_host_alloc(size_t bytes, void **ptr_p)
 {
     return sharc_gpu_none("page-locked memory");

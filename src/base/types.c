@@ -98,6 +98,52 @@ const char *sharc_memtype_name(sharc_memtype_t memtype)
     return ((unsigned)memtype < SHARC_MEMTYPE_LAST) ? sharc_memtype_names[memtype] : NULL;
 }
 
+static const char *const sharc_wire_names[SHARC_WIRE_LAST] = {
+    [SHARC_WIRE_FULL] = "full",
+    [SHARC_WIRE_INT8] = "int8",
+    [SHARC_WIRE_FP8] = "fp8",
+};
+
+const char *sharc_wire_name(sharc_wire_t wire)
+{
+    return ((unsigned)wire < SHARC_WIRE_LAST) ? sharc_wire_names[wire] : NULL;
+}
+
+sharc_status_t sharc_wire_from_name(const char *name, sharc_wire_t *wire_p)
+{
+    int idx = sharc_name_index(sharc_wire_names, SHARC_WIRE_LAST, name);
+
+    if (idx < 0 && name != NULL) {
+        if (strcasecmp(name, "none") == 0) {
+            idx = SHARC_WIRE_FULL;
+        } else if (strcasecmp(name, "e4m3") == 0) {
+            idx = SHARC_WIRE_FP8;
+        }
+    }
+    if (idx < 0) {
+        return SHARC_ERR_INVALID;
+    }
+    *wire_p = (sharc_wire_t)idx;
+    return SHARC_OK;
+}
+
+size_t sharc_wire_size(sharc_wire_t wire, size_t count, size_t block, sharc_dtype_t dtype)
+{
+    size_t blocks;
+
+    switch (wire) {
+    case SHARC_WIRE_FULL: return count * sharc_dtype_size(dtype);
+    case SHARC_WIRE_INT8:
+    case SHARC_WIRE_FP8:
+        if (block == 0 || sharc_dtype_size(dtype) == 0) {
+            return 0;
+        }
+        blocks = count / block + (count % block != 0);
+        return (blocks * sizeof(float) + count + 15) / 16 * 16;
+    default: return 0;
+    }
+}
+
 const char *const sharc_log_level_names[SHARC_LOG_LAST] = {
     [SHARC_LOG_ERROR] = "error", [SHARC_LOG_WARN] = "warn",   [SHARC_LOG_INFO] = "info",
     [SHARC_LOG_DEBUG] = "debug", [SHARC_LOG_TRACE] = "trace",

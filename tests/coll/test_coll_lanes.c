@@ -198,16 +198,18 @@ static void test_hand_over(sharc_comm_h comm)
         in[i] = (float)((i * 3 + (size_t)me) % 5);
     }
     for (int k = 0; k < ROUNDS; k++) {
-        sharc_coll_args_t rs = {SHARC_COLL_REDUCE_SCATTER,
-                                in,
-                                out + (size_t)k * (BIG / 8),
-                                BIG / 8,
-                                SHARC_DTYPE_F32,
-                                SHARC_OP_SUM,
-                                0,
-                                NULL};
-        sharc_coll_args_t ar = {SHARC_COLL_ALLREDUCE, &small[k],    &small[k], 1,
-                                SHARC_DTYPE_F64,      SHARC_OP_SUM, 0,         NULL};
+        sharc_coll_args_t rs = {.type = SHARC_COLL_REDUCE_SCATTER,
+                                .sendbuf = in,
+                                .recvbuf = out + (size_t)k * (BIG / 8),
+                                .count = BIG / 8,
+                                .dtype = SHARC_DTYPE_F32,
+                                .op = SHARC_OP_SUM};
+        sharc_coll_args_t ar = {.type = SHARC_COLL_ALLREDUCE,
+                                .sendbuf = &small[k],
+                                .recvbuf = &small[k],
+                                .count = 1,
+                                .dtype = SHARC_DTYPE_F64,
+                                .op = SHARC_OP_SUM};
 
         small[k] = me + k;
         CHECK(sharc_coll_start_lane(comm->coll, &rs, 1, &req[n++]) == SHARC_OK);

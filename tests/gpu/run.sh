@@ -75,6 +75,7 @@ step() { # step NAME COMMAND...: run, keep its output, note the outcome
     echo
 } > "$report"
 step kernels "$build/tests/kernels/test_kern_cuda" --bandwidth
+step quantizers "$build/tests/kernels/test_kern_quant_cuda" --bandwidth
 step collectives bash "$top/tests/coll/gpu_coll.sh"
 if [ -x "$build/tests/shard/test_shard_gpu" ]; then
     step shard_engine bash "$top/tests/shard/shard_gpu.sh"

@@ -40,9 +40,15 @@ run_ok_match "offload: Llama 2 7B does not fit one 80 GB GPU without, fits with"
     "$PERF" predict -m llama2-7b -C p5 --set gpus_per_node=1 -N 1 --sweep offload
 run_ok_match "offload on NVLink-C2C" "host link c2c 450 GB/s" \
     "$PERF" predict -m llama2-7b -C gh200 -N 1 --offload host
-for w in hsdp reduce nics; do
+for w in hsdp reduce nics wire; do
     run_ok "sweep $w" "$PERF" predict -m 15m -C p4d -N 1,2 --sweep $w
 done
+run_ok_match "the wires and hpZ: bytes between nodes and secondary shards in the JSON"     "int8\+hpZ" "$PERF" predict -m llama2-7b -C eth100 -N 1,16 --sweep wire -J "$tmp/wire.json"
+run_ok "hpZ sends less between nodes than int8 alone, which sends less than full wires"     python3 -c 'import json, sys
+r = {(x["variant"], x["nodes"]): x for x in json.load(open(sys.argv[1]))["rows"]}
+b = [r[(v, 16)]["internode_bytes_per_gpu"] for v in ("full", "int8 both", "int8+hpZ")]
+assert b[0] > b[1] > b[2] > 0, b
+assert r[("int8+hpZ", 16)]["secondary_bytes_per_gpu"] > 0' "$tmp/wire.json"
 run_ok_match "a Hugging Face config.json as the model" "config.json \\(0.03293 M params" \
     "$PERF" predict -m "$top_srcdir/tests/trainer/hf_tiny/config.json" -C local \
     --set unit_fwd_ms=1 -N 1 -b 2 -t 32
@@ -54,5 +60,6 @@ run_fail "a bad --set says which key" 5 "unknown key 'nics_count'" \
     "$PERF" predict --set nics_count=3
 run_fail "a shard size that does not fit the nodes" 5 "must divide the GPUs of a node" \
     "$PERF" predict --shard-size 3
-run_fail "a bad sweep" 5 "prefetch, hsdp, reduce, nics or offload" "$PERF" predict --sweep depth
+run_fail "a bad sweep" 5 "prefetch, hsdp, reduce, nics, offload or wire" "$PERF" predict --sweep depth
+run_fail "a bad wire" 5 "bad or missing value" "$PERF" predict --param-wire int4
 finish

@@ -200,6 +200,62 @@ static void test_cost(void)
     CHECK(sg.nodes == 1 && sg.per_node == 8 && rg.nodes == 4 && rg.per_node == 1);
 }
 
+/* The wires and hpZ: bytes per value on the wire, the quantizers' cost, the hierarchical
+ * reduce-scatter, the backward inside the node, the bytes between nodes, hpZ's memory. */
+static void test_wire(void)
+{
+    pred_cluster_t c;
+    pred_engine_t e;
+    pred_group_t two = {2, 8}, one = {1, 8};
+    pred_model_t m;
+    pred_row_t full, q, h;
+    double P = 8e8, w = 1.0 + 4.0 / 256, binter;
+
+    pred_engine_defaults(&e);
+    CHECK(pred_cluster_preset("eth100", &c) == 0 && c.nics == 1 && c.quant_bw > 0);
+    binter = c.nic_bw * c.nic_eff / 8;
+    c.quant_bw = 0; /* first without the quantizers' cost: only bytes change */
+    CHECK(NEAR(pred_wire_ag_time(&c, &e, &two, P),
+               pred_coll_time(&c, PRED_ALGO_AUTO, PRED_AG, &two, P * 2)));
+    e.pwire = e.rwire = SHARC_WIRE_INT8;
+    CHECK(NEAR(pred_wire_ag_time(&c, &e, &two, P),
+               pred_coll_time(&c, PRED_ALGO_AUTO, PRED_AG, &two, P * w)));
+    /* reduce-scatter: f32 inside the node, w bytes a value of the node's 1/8 between nodes */
+    CHECK(NEAR(pred_wire_rs_time(&c, &e, &two, P),
+               pred_coll_time(&c, PRED_ALGO_AUTO, PRED_RS, &one, P * 4) + c.nic_lat +
+                   0.5 * P / 8 * w / binter));
+    /* one node: full precision, as the library sums there */
+    CHECK(NEAR(pred_wire_rs_time(&c, &e, &one, P),
+               pred_coll_time(&c, PRED_ALGO_AUTO, PRED_RS, &one, P * 4)));
+    CHECK(NEAR(pred_node_ag_time(&c, &e, &two, P),
+               pred_coll_time(&c, PRED_ALGO_AUTO, PRED_AG, &one, P * 2)));
+    /* the quantizers cost memory traffic: the unit's codes and values read and written */
+    c.quant_bw = 1e12;
+    CHECK(NEAR(pred_wire_ag_time(&c, &e, &two, P),
+               pred_coll_time(&c, PRED_ALGO_AUTO, PRED_AG, &two, P * w) +
+                   (P / 16 * (2 + w) + P * (w + 2)) / 1e12));
+    /* a step of Llama 2 7B on 2 nodes: int8 sends ~(2 w + w) of (2 + 2 + 4) bytes per value
+     * between nodes; hpZ drops the backward's gathers, and keeps 1/8 of each unit but the
+     * forward's last (kept whole) in the param dtype */
+    CHECK(pred_model_load("llama2-7b", &m) == 0 && pred_cluster_preset("eth100", &c) == 0);
+    e.pwire = e.rwire = SHARC_WIRE_FULL;
+    CHECK(pred_predict(&m, &c, &e, 2, &full) == 0);
+    e.pwire = e.rwire = SHARC_WIRE_INT8;
+    CHECK(pred_predict(&m, &c, &e, 2, &q) == 0);
+    e.hpz = 1;
+    CHECK(pred_predict(&m, &c, &e, 2, &h) == 0);
+    CHECK_MSG(fabs(q.step.xnode_bytes / full.step.xnode_bytes - 3 * w / 8) < 0.01, "%g",
+              q.step.xnode_bytes / full.step.xnode_bytes);
+    CHECK_MSG(fabs(h.step.xnode_bytes / full.step.xnode_bytes - 2 * w / 8) < 0.01, "%g",
+              h.step.xnode_bytes / full.step.xnode_bytes);
+    CHECK(q.step.peak_secondary_bytes == 0 && h.step.peak_secondary_bytes > 0);
+    CHECK_MSG(fabs(h.step.peak_secondary_bytes * 8 / 2 /
+                       ((double)pred_model_params(&m) - (double)m.vocab * m.dim) -
+                   1) < 0.01,
+              "%g", h.step.peak_secondary_bytes);
+    CHECK(q.step.step_s < full.step.step_s && h.step.comm_s < q.step.comm_s);
+}
+
 static void test_models(void)
 {
     pred_model_t m;
@@ -346,6 +402,7 @@ int main(void)
     test_accum();
     test_auto();
     test_cost();
+    test_wire();
     test_models();
     test_cluster_file();
     test_from_topo();

@@ -45,6 +45,13 @@ void llama_usage(FILE *f)
             "  --param-dtype D      f32 or bf16: dtype parameters are gathered in (default f32)\n"
             "  --reduce-dtype D     f32 or bf16: gradient reduction (default f32)\n"
             "  --hsdp S             shard groups of S ranks, replicated across groups\n"
+            "  --param-wire W       full, int8 or fp8: how gathers travel (default: sharc's,\n"
+            "                       full); int8/fp8 quantize blocks of values (ZeRO++ qwZ)\n"
+            "  --reduce-wire W      full, int8 or fp8: how reductions travel between nodes\n"
+            "                       (full precision within a node; ZeRO++ qgZ)\n"
+            "  --wire-block N       values per scale of a quantized wire (default 256)\n"
+            "  --reshard-after-forward yes|no|node  what a unit keeps after its forward:\n"
+            "                       nothing, everything, or a node-local shard (ZeRO++ hpZ)\n"
             "  --recompute          recompute each block's activations in backward\n"
             "  --prefetch K|auto    units gathered ahead (default sharc's, 1); auto: the\n"
             "                       engine deepens it while gathers are waited for\n"
@@ -124,6 +131,10 @@ enum {
     O_RANKS,
     O_OFFLOAD,
     O_OFFFRAC,
+    O_PWIRE,
+    O_RWIRE,
+    O_WBLOCK,
+    O_RESHARD,
     O_HELP
 };
 
@@ -172,6 +183,10 @@ static const struct option long_opts[] = {
     {"ranks", 1, 0, O_RANKS},
     {"offload", 1, 0, O_OFFLOAD},
     {"offload-fraction", 1, 0, O_OFFFRAC},
+    {"param-wire", 1, 0, O_PWIRE},
+    {"reduce-wire", 1, 0, O_RWIRE},
+    {"wire-block", 1, 0, O_WBLOCK},
+    {"reshard-after-forward", 1, 0, O_RESHARD},
     {"help", 0, 0, O_HELP},
     {0, 0, 0, 0},
 };
@@ -260,6 +275,30 @@ static int parse_offload(const char *s, sharc_shard_offload_t *out)
         }
     }
     llama_err("--offload: '%s' is not none, host or managed", s);
+    return -1;
+}
+
+static int parse_wire(const char *opt, const char *s, sharc_wire_t *out)
+{
+    if (sharc_wire_from_name(s, out) != SHARC_OK) {
+        llama_err("--%s: '%s' is not full, int8 or fp8", opt, s);
+        return -1;
+    }
+    return 0;
+}
+
+static int parse_reshard(const char *s, llama_reshard_t *out)
+{
+    static const char *const names[] = {
+        [LLAMA_RESHARD_YES] = "yes", [LLAMA_RESHARD_NO] = "no", [LLAMA_RESHARD_NODE] = "node"};
+
+    for (int i = LLAMA_RESHARD_YES; i <= LLAMA_RESHARD_NODE; i++) {
+        if (strcmp(s, names[i]) == 0) {
+            *out = (llama_reshard_t)i;
+            return 0;
+        }
+    }
+    llama_err("--reshard-after-forward: '%s' is not yes, no or node", s);
     return -1;
 }
 
@@ -361,6 +400,10 @@ static int parse_one(llama_opts_t *o, int c, const char *name, const char *arg, 
     case O_PDT: return parse_dtype(name, arg, &o->run.param_dtype);
     case O_RDT: return parse_dtype(name, arg, &o->run.reduce_dtype);
     case O_EXPDT: return parse_dtype(name, arg, &o->export_dtype);
+    case O_PWIRE: return parse_wire(name, arg, &o->run.param_wire);
+    case O_RWIRE: return parse_wire(name, arg, &o->run.reduce_wire);
+    case O_WBLOCK: return parse_int(name, arg, 1, &o->run.wire_block);
+    case O_RESHARD: return parse_reshard(arg, &o->run.reshard);
     case O_HELP:
     case 'h': return 1;
     default: llama_err("unknown option (see --help)"); return -1;

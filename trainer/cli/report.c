@@ -16,11 +16,15 @@ void llama_report_start(const llama_train_t *t)
     const llama_run_t *run = &t->run;
 
     llama_info("sharc-llama: %s, %.2fM params, %d ranks x batch %d x seq %d x accum %d = %zu "
-               "tokens/step; params %s, reduce %s%s%s",
+               "tokens/step; params %s, reduce %s%s%s%s%s%s%s%s",
                cfg->name, (double)llama_config_params(cfg) / 1e6, t->world, run->batch, run->seq,
                o->accum, t->N * o->accum * t->world, sharc_dtype_name(run->param_dtype),
                sharc_dtype_name(run->reduce_dtype), run->recompute ? ", recompute" : "",
-               run->shard_size > 0 ? ", HSDP" : "");
+               run->shard_size > 0 ? ", HSDP" : "", run->param_wire ? ", gathers over " : "",
+               run->param_wire ? sharc_wire_name(run->param_wire) : "",
+               run->reduce_wire ? ", reductions over " : "",
+               run->reduce_wire ? sharc_wire_name(run->reduce_wire) : "",
+               run->reshard == LLAMA_RESHARD_NODE ? ", secondary shards in the node (hpZ)" : "");
     if (run->device == LLAMA_DEVICE_CUDA) {
         static const char *const offload[] = {"none", "host", "managed"};
         llama_info("compute: cuda (%s), %s; MFU against %.1f TFLOP/s/rank (%s); offload %s",
@@ -48,6 +52,9 @@ void llama_report_start(const llama_train_t *t)
     llama_jsonl_str(t->log, "compute_dtype", sharc_dtype_name(run->compute_dtype));
     llama_jsonl_int(t->log, "offload", (int)run->offload);
     llama_jsonl_str(t->log, "peak_source", t->peak_what);
+    llama_jsonl_str(t->log, "param_wire", sharc_wire_name(run->param_wire));
+    llama_jsonl_str(t->log, "reduce_wire", sharc_wire_name(run->reduce_wire));
+    llama_jsonl_int(t->log, "hpz", run->reshard == LLAMA_RESHARD_NODE);
     llama_jsonl_end(t->log);
 }
 
@@ -80,6 +87,7 @@ void llama_report_step(llama_train_t *t, int step, const llama_step_time_t *tm, 
     llama_jsonl_num(t->log, "compute_s", compute_s);
     llama_jsonl_num(t->log, "comm_exposed_s", tm->exposed_s);
     llama_jsonl_num(t->log, "comm_s", comm_s);
+    llama_jsonl_num(t->log, "secondary_mib", tm->secondary_mib);
     llama_jsonl_num(t->log, "data_s", tm->data_s);
     llama_jsonl_num(t->log, "optim_s", tm->opt_s);
     llama_jsonl_num(t->log, "peak_rss_mib", llama_peak_rss_mib());

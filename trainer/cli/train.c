@@ -262,6 +262,7 @@ static sharc_status_t train_step(llama_train_t *t, int step)
     tm->step_s = t1 - t0;
     tm->data_s = data_s;
     tm->exposed_s = st.exposed_s;
+    tm->secondary_mib = (double)st.peak_secondary_bytes / 1048576.0;
     tm->opt_s = t1 - to;
     tm->tokens_per_s = (double)(t->N * o->accum * t->world) / tm->step_s;
     llama_report_step(t, step, tm, mean_loss, lr, norm, st.comm_s);

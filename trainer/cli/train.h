@@ -14,6 +14,7 @@
 
 typedef struct {
     double step_s, data_s, exposed_s, opt_s, tokens_per_s;
+    double secondary_mib; /* hpZ: the engine's peak of node-local secondary shards */
 } llama_step_time_t;
 
 /* One training run, from its setup to its summary. */

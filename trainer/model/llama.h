@@ -67,6 +67,14 @@ typedef enum {
     LLAMA_ATTENTION_FLASH,    /**< tiled, memory-efficient, on tensor cores (CUDA, bf16) */
 } llama_attention_t;
 
+/** What the engine keeps of a unit after its forward (sharc_shard_params_t). */
+typedef enum {
+    LLAMA_RESHARD_DEFAULT = 0, /**< sharc's (SHARC_SHARD_RESHARD_AFTER_FORWARD) */
+    LLAMA_RESHARD_YES,         /**< nothing: the backward gathers again across every node */
+    LLAMA_RESHARD_NO,          /**< every parameter */
+    LLAMA_RESHARD_NODE,        /**< a node-local secondary shard (hpZ) */
+} llama_reshard_t;
+
 /** How the model is sharded and computed. */
 typedef struct {
     int batch;                   /**< B: sequences per micro-batch on this rank */
@@ -85,6 +93,10 @@ typedef struct {
      *  moments (none: on the GPU); with offload the engine's AdamW updates them on the CPU */
     sharc_shard_offload_t offload;
     double offload_fraction; /**< the share of elements offloaded, (0, 1]; 0: all */
+    sharc_wire_t param_wire;     /**< the gathers' wire: FULL (0, the default), INT8, FP8 */
+    sharc_wire_t reduce_wire;    /**< the reductions' wire */
+    int wire_block;              /**< values per scale of a quantized wire; 0: sharc's */
+    llama_reshard_t reshard;     /**< what a unit keeps after its forward */
 } llama_run_t;
 
 /** Where parameters come from at creation. */

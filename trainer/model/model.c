@@ -228,6 +228,32 @@ static sharc_status_t model_params(llama_model_t *m, sharc_shard_param_t **param
     return SHARC_OK;
 }
 
+/* The wires and what a unit keeps after its forward, where --param-wire, --reduce-wire,
+ * --wire-block and --reshard-after-forward set them (else the engine's knobs decide). */
+static void llama_wire_params(const llama_run_t *run, sharc_shard_params_t *sp)
+{
+    static const int reshard[] = {[LLAMA_RESHARD_YES] = 1,
+                                  [LLAMA_RESHARD_NO] = 0,
+                                  [LLAMA_RESHARD_NODE] = SHARC_SHARD_RESHARD_NODE};
+
+    if (run->param_wire != SHARC_WIRE_FULL) {
+        sp->field_mask |= SHARC_SHARD_PARAM_PARAM_WIRE;
+        sp->param_wire = run->param_wire;
+    }
+    if (run->reduce_wire != SHARC_WIRE_FULL) {
+        sp->field_mask |= SHARC_SHARD_PARAM_REDUCE_WIRE;
+        sp->reduce_wire = run->reduce_wire;
+    }
+    if (run->wire_block > 0) {
+        sp->field_mask |= SHARC_SHARD_PARAM_WIRE_BLOCK;
+        sp->wire_block = (size_t)run->wire_block;
+    }
+    if (run->reshard != LLAMA_RESHARD_DEFAULT) {
+        sp->field_mask |= SHARC_SHARD_PARAM_RESHARD_AFTER_FORWARD;
+        sp->reshard_after_forward = reshard[run->reshard];
+    }
+}
+
 /* The shard group of the units in the ops table's memory (on CUDA ordered by @p stream), and
  * what its layout gives the model: the largest unit, each parameter's offset in its unit. */
 static sharc_status_t create_group(llama_model_t *m, const sharc_shard_param_t *params,
@@ -250,6 +276,7 @@ static sharc_status_t create_group(llama_model_t *m, const sharc_shard_param_t *
         sp.field_mask |= SHARC_SHARD_PARAM_PREFETCH;
         sp.prefetch = run->prefetch;
     }
+    llama_wire_params(run, &sp);
     if (m->ops->memtype == SHARC_MEMTYPE_CUDA) {
         /* shards, states and gathers on the GPU, ordered with the compute by its stream */
         sp.field_mask |= SHARC_SHARD_PARAM_MEMTYPE | SHARC_SHARD_PARAM_STREAM;

@@ -71,11 +71,34 @@ void sharc_tp_nccl_event_put(sharc_tp_comm_t *tp, cudaEvent_t e)
     tp->events[tp->nevents++] = e;
 }
 
+/* All-to-all as one group of a send and a receive per rank (NCCL has no call of its own). */
+static ncclResult_t sharc_tp_nccl_alltoall(sharc_tp_comm_t *tp, const sharc_tp_coll_args_t *a,
+                                           ncclDataType_t dt)
+{
+    size_t bytes = a->count * sharc_dtype_size(a->dtype);
+    ncclResult_t res = SHARC_NCCL(ncclGroupStart)();
+
+    for (int p = 0; p < tp->size && (res == ncclSuccess || res == ncclInProgress); p++) {
+        res = SHARC_NCCL(ncclSend)((const char *)a->sendbuf + (size_t)p * bytes, a->count, dt, p,
+                                   tp->nccl, tp->stream);
+        if (res == ncclSuccess || res == ncclInProgress) {
+            res = SHARC_NCCL(ncclRecv)((char *)a->recvbuf + (size_t)p * bytes, a->count, dt, p,
+                                       tp->nccl, tp->stream);
+        }
+    }
+    if (res != ncclSuccess && res != ncclInProgress) {
+        SHARC_NCCL(ncclGroupEnd)();
+        return res;
+    }
+    return SHARC_NCCL(ncclGroupEnd)();
+}
+
 /* Queue the NCCL call of @p a on the communication stream. */
 static ncclResult_t sharc_tp_nccl_call(sharc_tp_comm_t *tp, const sharc_tp_coll_args_t *a,
                                        ncclDataType_t dt)
 {
     switch (a->type) {
+    case SHARC_COLL_ALLTOALL: return sharc_tp_nccl_alltoall(tp, a, dt);
     case SHARC_COLL_ALLGATHER:
         return SHARC_NCCL(ncclAllGather)(a->sendbuf, a->recvbuf, a->count, dt, tp->nccl,
                                          tp->stream);

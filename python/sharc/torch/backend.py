@@ -59,6 +59,15 @@ def _counted(method):
     return counted
 
 
+def _wire_kw(wire, tensor):
+    """sharc.Comm's wire=, block= and dtype= (a quantized wire needs the values' dtype, not
+    bytes) from a wire name or (name, block); {} for none."""
+    if wire is None:
+        return {}
+    name, block = wire if isinstance(wire, tuple) else (wire, None)
+    return {"wire": name, "block": block, "dtype": sharc.types.dtype_of_torch(tensor.dtype)}
+
+
 class SharcGroup:
     """The torch.distributed backend over one sharc communicator (made with sharc's explicit
     bootstrap, its store's address agreed through torch's store). All groups of a process
@@ -208,14 +217,17 @@ class SharcGroup:
                                "backend (sharc reduces dense buffers)", op="allreduce_sparse")
 
     @_counted
-    def reduce_scatter_single(self, output, input, opts):
+    def reduce_scatter_single(self, output, input, opts, wire=None):
+        """(@wire: sharc's quantized wire, "int8" or "fp8", as FSDP2's hooks ask: fsdp.py)"""
         name = "reduce_scatter_tensor"
         inp, out, fixups = self._one_each(name, output, input, False)
         dtype, op, _, scale = reduction(name, output, opts.reduceOp)
         if scale is not None:
             fixups.insert(0, lambda: out.mul_(scale))
         return self._work(name, lambda: self.comm.reduce_scatter(raw(inp), raw(out), op=op,
-                                                                 dtype=dtype, async_op=True),
+                                                                 async_op=True,
+                                                                 **({"dtype": dtype} | _wire_kw(
+                                                                     wire, inp))),
                           [output, input], [output], fixups)
 
     _reduce_scatter_base = reduce_scatter_single
@@ -272,10 +284,12 @@ class SharcGroup:
                           tensors, tensors, fixups)
 
     @_counted
-    def all_gather_single(self, output, input, opts):
+    def all_gather_single(self, output, input, opts, wire=None):
+        """(@wire: sharc's quantized wire, "int8" or "fp8", as FSDP2's hooks ask: fsdp.py)"""
         name = "all_gather_into_tensor"
         inp, out, fixups = self._one_each(name, output, input, True)
-        return self._work(name, lambda: self.comm.allgather(raw(inp), raw(out), async_op=True),
+        return self._work(name, lambda: self.comm.allgather(raw(inp), raw(out), async_op=True,
+                                                            **_wire_kw(wire, inp)),
                           [output, input], [output], fixups)
 
     _allgather_base = all_gather_single
