@@ -49,14 +49,15 @@ static const sharc_cfg_field_t sharc_coll_cfg_fields[] = {
             "completes while the caller computes (costs a core while collectives are in "
             "flight)."},
     {.name = "WAIT_SPIN",
-     .dflt = "100us",
+     .dflt = "300us",
      .type = SHARC_CFG_TIME,
      .offset = offsetof(sharc_coll_cfg_t, wait_spin),
      .doc = "How long a rank waiting for a collective, send or receive (in sharc_request_wait, "
             "or its progress thread) polls without sleeping once nothing moves: a message "
             "arriving within it is taken at once. Past it the rank blocks until a peer writes "
             "to it (shm) or sleeps in growing steps (other transports), using almost no CPU. "
-            "Longer: fewer wake-ups on the critical path, more CPU burnt per wait."},
+            "The default covers a peer's copy of one 1 MiB pipeline chunk on a busy machine; "
+            "longer: fewer wake-ups on the critical path, more CPU burnt per wait."},
     {.name = "WAIT_YIELD",
      .dflt = "auto",
      .type = SHARC_CFG_ENUM,

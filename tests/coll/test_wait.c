@@ -48,8 +48,8 @@ static void test_knobs(void)
     CHECK(sharc_config_create(SHARC_CONFIG_NO_ENV, &config) == SHARC_OK);
     cfg = sharc_coll_cfg(sharc_config_parsed(config));
     CHECK(sharc_config_get(config, "WAIT_SPIN", value, sizeof(value)) == SHARC_OK &&
-          strcmp(value, "100us") == 0);
-    CHECK(spin_of(config) > 99e-6 && spin_of(config) < 101e-6);
+          strcmp(value, "300us") == 0);
+    CHECK(spin_of(config) > 299e-6 && spin_of(config) < 301e-6);
     CHECK(sharc_config_set(config, "SHARC_WAIT_SPIN", "20us") == SHARC_OK);
     CHECK(spin_of(config) > 19e-6 && spin_of(config) < 21e-6);
     CHECK(sharc_config_set(config, "WAIT_SPIN", "2ms") == SHARC_OK && spin_of(config) == 2e-3);
