@@ -3,13 +3,14 @@
 # machine (a change to the engine's waiting). For 2 local ranks it runs sharc-perf sendrecv
 # and allreduce from 8 B to 1 MiB (-f 2, --vs-mpi: OpenMPI in the same job), REPS times each
 # (default 5), A and B alternating within each repetition; writes every run's JSON to OUTDIR
-# and prints, per size, the median over the runs of each run's median for A, B and OpenMPI
-# (every run's), B / A, B / MPI, and the largest over the smallest run median of each build (a
-# size whose runs land in two modes shows it). Then, for each build, the share of a core that
-# rank 0 uses while it waits 10 s in an all-reduce for rank 1, stopped (SIGSTOP), read from
-# /proc/PID/stat. The load average is printed before and after.
+# and prints (tools/bench_runs.py), per size, the median over the runs of each run's median for
+# A, B and OpenMPI (every run's), B / A, each build's median ratio to OpenMPI in the same job,
+# and the largest over the smallest run median of each build (a size whose runs land in two
+# modes shows it). Then, for each build, the share of a core that rank 0 uses while it waits
+# 10 s in an all-reduce for rank 1, stopped (SIGSTOP), read from /proc/PID/stat. The load
+# average is printed before and after.
 set -euo pipefail
-[ $# -ge 2 ] || { sed -n '2,10p' "$0"; exit 2; }
+[ $# -ge 2 ] || { sed -n '2,11p' "$0"; exit 2; }
 a=$(cd "$1" && pwd)
 b=$(cd "$2" && pwd)
 out=${3:-$(mktemp -d)}
@@ -57,27 +58,7 @@ idle_share() {
 idle_a=$(idle_share "$a")
 idle_b=$(idle_share "$b")
 echo "# load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
-python3 - "$out" <<'PY'
-import glob, json, os, statistics, sys
-out = sys.argv[1]
-runs = {}
-for path in sorted(glob.glob(out + "/*.json")):
-    side, name, _, _ = os.path.basename(path).split(".")
-    runs.setdefault((name, side), []).append(json.load(open(path)))
-med = statistics.median
-print("| collective | size | A (us) | B (us) | OpenMPI (us) | B / A | B / MPI | A max/min | B max/min |")
-print("|---|---|---|---|---|---|---|---|---|")
-for coll in ("sendrecv", "allreduce"):
-    sizes = [r["size"] for r in runs[(coll, "a")][0]["results"]]
-    for i, size in enumerate(sizes):
-        t = {s: [d["results"][i]["out_of_place"]["median_us"] for d in runs[(coll, s)]]
-             for s in "ab"}
-        mpi = [d["results"][i]["mpi"]["median_us"] for s in "ab" for d in runs[(coll, s)]]
-        ma, mb, mm = med(t["a"]), med(t["b"]), med(mpi)
-        print("| %s | %d | %.1f | %.1f | %.1f | %.2f | %.2f | %.1f | %.1f |" % (
-            coll, size, ma, mb, mm, mb / ma, mb / mm, max(t["a"]) / min(t["a"]),
-            max(t["b"]) / min(t["b"])))
-PY
+python3 "$(dirname "$0")/bench_runs.py" wait "$out"
 echo
 echo "| idle wait (10 s, peer stopped) | A | B |"
 echo "|---|---|---|"
