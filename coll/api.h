@@ -15,7 +15,7 @@
 #include "../src/boot/boot.h"
 #include "../transport/transport.h"
 
-typedef struct sharc_coll_comm sharc_coll_comm_t; /* one communicator's collective state */
+typedef struct sharc_coll_comm sharc_coll_comm_t;         /* one communicator's collective state */
 typedef struct sharc_coll_watchdog sharc_coll_watchdog_t; /* a context's watchdog */
 
 /* The collective layer's knobs (cfg.c holds their table). */
@@ -24,6 +24,8 @@ typedef struct {
     size_t chunk;        /* bytes per pipelined chunk of the ring and chain algorithms */
     size_t stage_chunk;  /* bytes per chunk of CUDA buffers staged through host memory */
     int progress_thread; /* a thread per communicator progresses its collectives */
+    double wait_spin;    /* seconds a poller with nothing to do spins before it blocks */
+    int wait_yield;      /* sharc_coll_wait_yield_t: whether a spinning poller yields */
     int check;           /* compare every collective's arguments across ranks first */
     /* SHARC_{ALLGATHER,REDUCE_SCATTER,ALLREDUCE,BROADCAST,ALLTOALL}_ALGO, indexed by
      * sharc_coll_type_t; 0 = auto */
@@ -34,6 +36,13 @@ typedef struct {
     int flight_signal;      /* SIGUSR1 dumps every recorder */
     double stall_warn;      /* seconds a collective may wait before the ranks compare notes */
 } sharc_coll_cfg_t;
+
+/* SHARC_WAIT_YIELD's values. */
+typedef enum {
+    SHARC_COLL_WAIT_YIELD_AUTO, /* where the node's pollers outnumber its cores */
+    SHARC_COLL_WAIT_YIELD_YES,
+    SHARC_COLL_WAIT_YIELD_NO,
+} sharc_coll_wait_yield_t;
 
 extern SHARC_HIDDEN const sharc_cfg_table_t sharc_coll_cfg_table;
 
@@ -57,6 +66,7 @@ typedef struct {
      * and no NCCL) */
     sharc_status_t gpu_failed;
     const char (*hosts)[SHARC_HOST_MAX]; /* [size]: every rank's host, for messages */
+    int local_size;                      /* its ranks on this rank's node */
     const char *name; /* the communicator's name, alike on every rank (its flight dumps) */
     sharc_coll_watchdog_t *watchdog; /* its context's, or NULL */
     const int *node_of; /* [size]: every rank's node (the quantized reduce-scatter's levels) */

@@ -1,7 +1,7 @@
 /*
  * cfg.c: the collective layer's knobs: the collective timeout, the pipelines' chunks, the
- * progress thread, SHARC_CHECK, each collective's algorithm (its values are the algorithm
- * table's, algos.c) and the tune file.
+ * progress thread, how long a waiter spins, SHARC_CHECK, each collective's algorithm (its
+ * values are the algorithm table's, algos.c) and the tune file.
  */
 #include "config.h"
 
@@ -14,6 +14,8 @@
         .offset = offsetof(sharc_coll_cfg_t, algo[_coll]), .choice = sharc_coll_algo_choice,       \
         .arg = _coll, .doc = _doc                                                                  \
     }
+
+static const char *const sharc_coll_wait_yield_names[] = {"auto", "yes", "no"};
 
 static const sharc_cfg_field_t sharc_coll_cfg_fields[] = {
     {.name = "TIMEOUT",
@@ -46,6 +48,29 @@ static const sharc_cfg_field_t sharc_coll_cfg_fields[] = {
      .doc = "Progress collectives from a thread per communicator, so that a posted collective "
             "completes while the caller computes (costs a core while collectives are in "
             "flight)."},
+    {.name = "WAIT_SPIN",
+     .dflt = "300us",
+     .type = SHARC_CFG_TIME,
+     .offset = offsetof(sharc_coll_cfg_t, wait_spin),
+     .doc = "How long a rank waiting for a collective, send or receive (in sharc_request_wait, "
+            "or its progress thread) polls without sleeping once nothing moves: a message "
+            "arriving within it is taken at once. Past it the rank blocks until a peer writes "
+            "to it (shm) or sleeps in growing steps (other transports), using almost no CPU. "
+            "The default covers a peer's copy of one 1 MiB pipeline chunk on a busy machine; "
+            "longer: fewer wake-ups on the critical path, more CPU burnt per wait."},
+    {.name = "WAIT_YIELD",
+     .dflt = "auto",
+     .type = SHARC_CFG_ENUM,
+     .offset = offsetof(sharc_coll_cfg_t, wait_yield),
+     .names = sharc_coll_wait_yield_names,
+     .nnames = 3,
+     .doc =
+         "Whether a waiting rank yields its core between polls while it spins (SHARC_WAIT_SPIN): "
+         "yes lets another rank or thread on the same core run (a yield gives the core away "
+         "for as long as the scheduler likes when another process wants it), no keeps the "
+         "core and sees a message within a fraction of a microsecond. auto: yes where the "
+         "communicator's ranks on the node, doubled with a progress thread, outnumber the "
+         "node's online CPUs (Open MPI's rule), else no."},
     {.name = "CHECK",
      .dflt = "no",
      .type = SHARC_CFG_BOOL,

@@ -301,6 +301,8 @@ struct sharc_coll_comm {
     pthread_cond_t cond;
     int stop;
     int waiters;
+    unsigned kicks; /* (atomic) posts for the thread so far: it blocks only when none is new */
+    int spin_yield; /* a spinning poller yields its core (SHARC_WAIT_YIELD, wait.c) */
     /* with a thread: collectives posted while a pass ran (a pass may copy or reduce
      * megabytes), newest first, which the pass starts as it ends, so that a post never waits
      * for a pass (sharc_coll_post); pass (atomic): where the pass is */
@@ -486,9 +488,30 @@ SHARC_HIDDEN void sharc_coll_driver_kick(sharc_coll_comm_t *cc);
 /* The lock, for callers: the progress thread lets them in ahead of its next pass. */
 SHARC_HIDDEN void sharc_coll_lock(sharc_coll_comm_t *cc);
 SHARC_HIDDEN void sharc_coll_unlock(sharc_coll_comm_t *cc);
-/* A poller's pause after a pass that moved nothing (@p idle counts them; gpu: the work
- * polled for runs on the GPU). */
-SHARC_HIDDEN void sharc_coll_idle(int moved, int *idle, int gpu);
+
+/* ---- waiting (wait.c) */
+
+/* A poller's idle stretch: the passes since one last moved something. */
+typedef struct {
+    int passes;   /* passes that moved nothing, in a row */
+    double since; /* when the first of them ran (sharc_time_now) */
+    int naps;     /* sleeps since, where the transport cannot block */
+} sharc_coll_idle_t;
+
+/*
+ * After a progress pass (@p moved: it moved something), pause as a poller with nothing to do
+ * should: spin (yielding) for SHARC_WAIT_SPIN, then block on the transport until it may have
+ * work or the poller's own condition @p ready(arg) holds (asked after the transport has made
+ * sure a wake-up from then on is not lost), or sleep where it cannot block. @p gpu: the work
+ * polled for runs on the GPU (yields, then short sleeps). Without the lock.
+ */
+SHARC_HIDDEN void sharc_coll_idle(sharc_coll_comm_t *cc, sharc_coll_idle_t *idle, int moved,
+                                  int gpu, int (*ready)(void *arg), void *arg);
+/* Whether @p cc's spinning pollers yield (SHARC_WAIT_YIELD; @p local_size: its ranks on this
+ * node), at creation. */
+SHARC_HIDDEN int sharc_coll_spin_yields(const sharc_coll_cfg_t *cfg, int local_size);
+/* End the blocks of every poller of @p cc (a task completed, a post for the thread). */
+SHARC_HIDDEN void sharc_coll_wake(sharc_coll_comm_t *cc);
 
 /* ---- failure and liveness (liveness.c) */
 

@@ -265,6 +265,7 @@ static int sharc_coll_progress_tasks(sharc_coll_comm_t *cc)
         t->t_complete = sharc_time_now();
         /* release: a test or wait that sees it complete without the lock sees its status */
         __atomic_store_n(&t->state, SHARC_COLL_TASK_COMPLETE, __ATOMIC_RELEASE);
+        sharc_coll_wake(cc); /* its waiter may be blocked, in another thread */
         sharc_coll_fr_note(t);
         if (t->freed) {
             sharc_coll_task_release(t);

@@ -81,7 +81,7 @@ static sharc_status_t sharc_coll_wait_step(sharc_request_h req, int *moved_p)
     }
     if (cc->driver == SHARC_COLL_DRIVER_THREAD &&
         __atomic_load_n(&cc->pass, __ATOMIC_ACQUIRE) == SHARC_COLL_PASS_RUNNING) {
-        *moved_p = 0; /* (the caller's pause: a yield, then short sleeps) */
+        *moved_p = 0; /* (the caller pauses: spins, then blocks until the pass wakes it) */
         return SHARC_INPROGRESS;
     }
     sharc_coll_lock(cc);
@@ -121,11 +121,19 @@ static sharc_status_t sharc_coll_wait_timed_out(sharc_request_h req, double time
     return SHARC_ERR_TIMEOUT;
 }
 
+/* What a waiter's block waits for besides the transport: its request's completion (a pass of
+ * another thread completes it, and wakes the pollers). */
+static int sharc_coll_wait_ready(void *arg)
+{
+    return sharc_coll_task_complete(arg);
+}
+
 sharc_status_t sharc_request_wait(sharc_request_h req)
 {
     double timeout, deadline;
     sharc_status_t status;
-    int moved, idle = 0;
+    sharc_coll_idle_t idle = {0};
+    int moved;
 
     if (req == NULL) {
         sharc_error("sharc_request_wait: request is NULL");
@@ -143,8 +151,8 @@ sharc_status_t sharc_request_wait(sharc_request_h req)
         if (sharc_time_now() > deadline) {
             return sharc_coll_wait_timed_out(req, timeout);
         }
-        /* several ranks may share few cores (a read without the lock: a hint) */
-        sharc_coll_idle(moved, &idle, sharc_coll_on_gpu(req));
+        /* (on the GPU: a read without the lock, a hint) */
+        sharc_coll_idle(req->cc, &idle, moved, sharc_coll_on_gpu(req), sharc_coll_wait_ready, req);
     }
     return status;
 }

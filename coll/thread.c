@@ -2,7 +2,7 @@
  * thread.c: who drives a communicator's progress. By default its callers do (test, wait,
  * post); with SHARC_PROGRESS_THREAD a thread of its own runs the passes while tasks are
  * queued, so that collectives complete while the caller computes. Also the lock callers
- * take ahead of that thread, and the pause of a poller whose pass moved nothing.
+ * take ahead of that thread. How a poller waits when a pass moved nothing is wait.c's.
  */
 #include "config.h"
 
@@ -10,43 +10,10 @@
 
 #include <errno.h>
 #include <sched.h>
-#include <time.h>
 
 #include "../src/base/log.h"
 #include "../src/base/util.h"
 #include "coll.h"
-
-/*
- * A poller's pause when a pass moved nothing: a few yields, then sleeps that grow to
- * SHARC_COLL_IDLE_MAX_US. Ranks often outnumber cores (and the progress thread doubles the
- * pollers); a poller that spins on nothing takes the core from the thread that has work:
- * the caller computing, or the peer it waits for.
- */
-#define SHARC_COLL_IDLE_SPINS  32
-#define SHARC_COLL_IDLE_MAX_US 200
-/* Work on the GPU (NCCL, staging copies) finishes on its own, without this process: polling
- * its events takes no peer's core, and a sleep only adds to its latency (a short nanosleep
- * lasts the timer slack, 50 us, more: seen as +35-50 us on 64 MiB NCCL all-gathers). So the
- * pollers of GPU work yield for longer (about a millisecond), then sleep briefly. */
-#define SHARC_COLL_IDLE_GPU_US    10
-#define SHARC_COLL_IDLE_GPU_SPINS 2048
-
-void sharc_coll_idle(int moved, int *idle, int gpu)
-{
-    if (moved) {
-        *idle = 0;
-        return;
-    }
-    if (++*idle <= (gpu ? SHARC_COLL_IDLE_GPU_SPINS : SHARC_COLL_IDLE_SPINS)) {
-        sched_yield();
-    } else {
-        int shift = SHARC_MIN(*idle - SHARC_COLL_IDLE_SPINS, 5);
-        int max_us = gpu ? SHARC_COLL_IDLE_GPU_US : SHARC_COLL_IDLE_MAX_US;
-        struct timespec ts = {0, 1000L * SHARC_MIN(max_us, 10 << shift)};
-
-        nanosleep(&ts, NULL);
-    }
-}
 
 /* Whether a collective of @p cc's queue runs on the GPU (lock held). */
 static int sharc_coll_gpu_queued(const sharc_coll_comm_t *cc)
@@ -59,6 +26,21 @@ static int sharc_coll_gpu_queued(const sharc_coll_comm_t *cc)
     return 0;
 }
 
+/* What the thread's block waits for besides the transport: a post since its pass (@p arg),
+ * or the end. */
+typedef struct {
+    sharc_coll_comm_t *cc;
+    unsigned kicks; /* cc->kicks when the pass began */
+} sharc_coll_thread_wait_t;
+
+static int sharc_coll_thread_ready(void *arg)
+{
+    const sharc_coll_thread_wait_t *w = arg;
+
+    return __atomic_load_n(&w->cc->kicks, __ATOMIC_ACQUIRE) != w->kicks ||
+           __atomic_load_n(&w->cc->stop, __ATOMIC_ACQUIRE);
+}
+
 /*
  * SHARC_PROGRESS_THREAD: progress the queue while it holds tasks, so that collectives
  * complete while the caller computes; sleep on the condition variable while it is empty.
@@ -67,7 +49,9 @@ static void *sharc_coll_thread(void *arg)
 {
     sharc_coll_comm_t *cc = arg;
     struct sched_param batch = {0};
-    int idle = 0, moved, gpu;
+    sharc_coll_idle_t idle = {0};
+    sharc_coll_thread_wait_t wait = {.cc = cc};
+    int moved, gpu;
 
     /* SCHED_BATCH: the same share of the cores, but waking up (a post signals it) does not
      * preempt the thread that is running. The caller that posts goes on at once instead of
@@ -79,13 +63,14 @@ static void *sharc_coll_thread(void *arg)
     while (!cc->stop) {
         if (cc->head == NULL) {
             pthread_cond_wait(&cc->cond, &cc->lock);
-            idle = 0;
+            idle = (sharc_coll_idle_t){0};
             continue;
         }
+        wait.kicks = __atomic_load_n(&cc->kicks, __ATOMIC_ACQUIRE); /* (posts kick locked) */
         moved = sharc_coll_progress(cc);
         gpu = !moved && sharc_coll_gpu_queued(cc); /* (only an idle pass pauses) */
         pthread_mutex_unlock(&cc->lock);
-        sharc_coll_idle(moved, &idle, gpu);
+        sharc_coll_idle(cc, &idle, moved, gpu, sharc_coll_thread_ready, &wait);
         /* A mutex is not fair: relocking at once would starve a caller that waits to post
          * or test, for as long as there is work. Callers first. */
         while (__atomic_load_n(&cc->waiters, __ATOMIC_ACQUIRE) > 0 &&
@@ -122,9 +107,10 @@ void sharc_coll_driver_stop(sharc_coll_comm_t *cc)
         return;
     }
     sharc_coll_lock(cc);
-    cc->stop = 1;
+    __atomic_store_n(&cc->stop, 1, __ATOMIC_RELEASE);
     pthread_cond_signal(&cc->cond);
     sharc_coll_unlock(cc);
+    sharc_coll_wake(cc); /* (it may block on the transport) */
     pthread_join(cc->thread, NULL);
     cc->driver = SHARC_COLL_DRIVER_CALLER;
 }
@@ -132,7 +118,9 @@ void sharc_coll_driver_stop(sharc_coll_comm_t *cc)
 void sharc_coll_driver_kick(sharc_coll_comm_t *cc)
 {
     if (cc->driver == SHARC_COLL_DRIVER_THREAD) {
-        pthread_cond_signal(&cc->cond);
+        __atomic_add_fetch(&cc->kicks, 1, __ATOMIC_RELEASE);
+        pthread_cond_signal(&cc->cond); /* the queue was empty */
+        sharc_coll_wake(cc);            /* it blocks on the transport */
     }
 }
 

@@ -263,6 +263,7 @@ sharc_status_t sharc_comm_open_coll(sharc_comm_h comm)
         .gpu_tp = comm->gpu_tp,
         .gpu_failed = comm->gpu_failed,
         .hosts = (const char(*)[SHARC_HOST_MAX])comm->hosts,
+        .local_size = comm->local_size,
         .name = comm->boot->name,
         .node_of = comm->node_of,
     };

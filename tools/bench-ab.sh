@@ -40,28 +40,4 @@ for rep in $(seq 1 "$reps"); do
     done
 done
 echo "# load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
-python3 - "$out" <<'PY'
-import glob, json, os, statistics, sys
-out = sys.argv[1]
-runs = {}
-for path in sorted(glob.glob(out + "/*.json")):
-    side, name, _, _ = os.path.basename(path).split(".")
-    runs.setdefault((name, side), []).append(json.load(open(path)))
-med = statistics.median
-print("| collective | size | A time (us) | B time (us) | B / A |")
-print("|---|---|---|---|---|")
-for coll in ("allgather", "reduce_scatter", "allreduce"):
-    sizes = [r["size"] for r in runs[(coll, "a")][0]["results"]]
-    for i, size in enumerate(sizes):
-        t = {s: med(d["results"][i]["out_of_place"]["median_us"] for d in runs[(coll, s)])
-             for s in "ab"}
-        print("| %s | %d | %.1f | %.1f | %.3f |" % (coll, size, t["a"], t["b"], t["b"] / t["a"]))
-print()
-print("| overlap (16 units, sleep x4) | A efficiency | B efficiency | A step (ms) | B step (ms) |")
-print("|---|---|---|---|---|")
-for p in ("1", "auto"):
-    e = {s: med(d["overlap_efficiency"] for d in runs[("overlap-p" + p, s)]) for s in "ab"}
-    st = {s: med(1e3 * d["overlapped_s"] for d in runs[("overlap-p" + p, s)]) for s in "ab"}
-    print("| prefetch %s | %.1f%% | %.1f%% | %.2f | %.2f |" % (p, 100 * e["a"], 100 * e["b"],
-                                                         st["a"], st["b"]))
-PY
+python3 "$(dirname "$0")/bench_runs.py" ab "$out"

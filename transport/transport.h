@@ -21,7 +21,7 @@
 #include "../src/base/mem.h"
 
 /* Bump when a member is added, removed or changes meaning. */
-#define SHARC_TP_OPS_VERSION 5
+#define SHARC_TP_OPS_VERSION 6
 
 typedef struct sharc_tp_comm sharc_tp_comm_t; /* a backend's state for one communicator */
 typedef struct sharc_tp_mem sharc_tp_mem_t;   /* a backend's registration of one buffer */
@@ -156,6 +156,9 @@ typedef sharc_status_t sharc_tp_coll_fn_t(sharc_tp_comm_t *tp, const sharc_tp_co
 typedef sharc_status_t sharc_tp_p2p_fn_t(sharc_tp_comm_t *tp, const sharc_tp_p2p_args_t *args,
                                          size_t n, sharc_tp_req_t *const *reqs);
 typedef int sharc_tp_progress_fn_t(sharc_tp_comm_t *tp);
+typedef void sharc_tp_block_fn_t(sharc_tp_comm_t *tp, double timeout, int (*ready)(void *arg),
+                                 void *arg);
+typedef void sharc_tp_wake_fn_t(sharc_tp_comm_t *tp);
 
 typedef struct sharc_tp_ops {
     unsigned version; /* SHARC_TP_OPS_VERSION the backend was written against */
@@ -274,6 +277,24 @@ typedef struct sharc_tp_ops {
      * sharc_status_t when the transport failed.
      */
     sharc_tp_progress_fn_t *progress;
+
+    /**
+     * Optional, with wake (NULL: a caller with nothing to do polls progress, sleeping between
+     * passes). Block the calling thread until progress may have something to move (a peer
+     * wrote to this rank, or room opened for what waits to be written), wake is called, or
+     * @p timeout seconds pass. Returns at once when that is so already, or when
+     * @p ready(arg) (the caller's own condition, asked once after the backend has made sure
+     * that a wake from now on ends the block) is true. May return early for no reason. Not
+     * called with the backend's lock held; any thread.
+     */
+    sharc_tp_block_fn_t *block;
+
+    /**
+     * Optional, with block. End the blocks of every thread of this rank that is blocked in
+     * block on @p tp (the caller's condition may have become true). Cheap when none is:
+     * called at every completion. Any thread, any lock held.
+     */
+    sharc_tp_wake_fn_t *wake;
 } sharc_tp_ops_t;
 
 /**

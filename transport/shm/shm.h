@@ -61,7 +61,7 @@ static inline const sharc_tp_shm_cfg_t *sharc_tp_shm_cfg(const sharc_cfg_t *cfg)
 #define SHARC_SHM_MAPS_MIN  64
 #define SHARC_SHM_FREED_IDS 64 /* the owner's last freed buffer ids, in its segment */
 #define SHARC_SHM_EAGER     (SHARC_SHM_SLOT_BYTES - SHARC_SHM_HDR_BYTES)
-#define SHARC_SHM_MAGIC     0x73686172632d6d33ull /* "sharc-m3": segment layout version */
+#define SHARC_SHM_MAGIC     0x73686172632d6d34ull /* "sharc-m4": segment layout version */
 
 typedef enum {
     SHARC_SHM_EAGER_MSG = 1, /* payload in the slot */
@@ -90,6 +90,9 @@ _Static_assert(sizeof(sharc_shm_hdr_t) <= SHARC_SHM_HDR_BYTES, "slot header too 
 typedef struct {
     _Alignas(64) uint64_t head; /* slots written, by the sender */
     _Alignas(64) uint64_t tail; /* slots consumed, by the owner */
+    /* set by the sender that found every slot taken: the owner rings the sender's doorbell
+     * when it frees slots (shm_wait.c) */
+    uint32_t want_room;
     _Alignas(64) unsigned char slot[SHARC_SHM_SLOTS][SHARC_SHM_SLOT_BYTES];
 } sharc_shm_fifo_t;
 
@@ -101,6 +104,11 @@ typedef struct {
      * freed buffer's id is freed_id[k % SHARC_SHM_FREED_IDS], stored before freed counts it */
     _Alignas(64) uint64_t freed;
     uint64_t freed_id[SHARC_SHM_FREED_IDS];
+    /* the doorbell (shm_wait.c): sleepers counts the owner's threads blocked (or about to
+     * block) on bell, a futex word that a writer bumps, and wakes, when it finds sleepers
+     * after writing a slot to the owner */
+    _Alignas(64) uint32_t bell;
+    uint32_t sleepers;
 } sharc_shm_seg_hdr_t;
 
 /* A message that arrived before its receive was posted. */
@@ -134,10 +142,11 @@ typedef struct {
     int no_map;           /* its buffers cannot be mapped here: do not try again */
     sharc_shm_map_t *map; /* its buffers mapped here: nmap of map_alloc entries */
     int nmap, map_alloc;
-    uint64_t freed_seen;    /* its seg header's freed count when last looked at */
-    sharc_shm_fifo_t *in;   /* the peer writes, this rank reads */
-    sharc_shm_fifo_t *out;  /* this rank writes, the peer reads */
-    sharc_tp_queue_t sendq; /* sends not yet in the FIFO (it was full), in posting order */
+    uint64_t freed_seen;          /* its seg header's freed count when last looked at */
+    sharc_shm_fifo_t *in;         /* the peer writes, this rank reads */
+    sharc_shm_fifo_t *out;        /* this rank writes, the peer reads */
+    sharc_shm_seg_hdr_t *out_seg; /* the peer's segment: its doorbell */
+    sharc_tp_queue_t sendq;       /* sends not yet in the FIFO (it was full), in posting order */
     sharc_shm_ctrl_t *ctrl_head, *ctrl_tail;
     sharc_tp_queue_t wait_fin;  /* rendezvous sends waiting for FIN or CTS */
     sharc_tp_queue_t streaming; /* rendezvous sends writing FRAGs */
@@ -164,6 +173,7 @@ struct sharc_tp_comm {
     double next_liveness;        /* time of the next check that peers with work are alive */
     volatile uint64_t probe;     /* read by the peers' CMA probe */
     char *bounce;                /* recv_reduce over CMA: the sender's data, a chunk at a time */
+    int lost_wake;               /* a block found a lost wake-up (shm_wait.c; said once) */
 };
 
 /* The ops (shm_ep.c, shm_recv.c, shm_progress.c). */
@@ -174,6 +184,8 @@ SHARC_HIDDEN sharc_tp_probe_fn_t sharc_tp_shm_probe;
 SHARC_HIDDEN sharc_tp_abort_fn_t sharc_tp_shm_abort;
 SHARC_HIDDEN sharc_tp_recv_reduce_fn_t sharc_tp_shm_recv_reduce;
 SHARC_HIDDEN sharc_tp_progress_fn_t sharc_tp_shm_progress;
+SHARC_HIDDEN sharc_tp_block_fn_t sharc_tp_shm_block;
+SHARC_HIDDEN sharc_tp_wake_fn_t sharc_tp_shm_wake;
 
 /* What a request remembers while in flight (its backend space). */
 typedef struct {
@@ -250,6 +262,10 @@ SHARC_HIDDEN sharc_status_t sharc_tp_shm_cma_read(sharc_tp_comm_t *tp, sharc_shm
 SHARC_HIDDEN void sharc_tp_shm_fail_peer(sharc_shm_peer_t *p, sharc_status_t status);
 /* shm_progress.c: fail every request of @p q with @p status. */
 SHARC_HIDDEN void sharc_tp_shm_fail_queue(sharc_tp_queue_t *q, sharc_status_t status);
+
+/* shm_wait.c: after slots were written to the owner of @p seg (their head published), wake
+ * its threads blocked on its doorbell, if any. */
+SHARC_HIDDEN void sharc_tp_shm_ring(sharc_shm_seg_hdr_t *seg);
 
 /* shm_mem.c: unmap every buffer of the peer mapped here. */
 SHARC_HIDDEN void sharc_tp_shm_unmap_all(sharc_shm_peer_t *p);

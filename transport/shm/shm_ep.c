@@ -23,14 +23,22 @@ static unsigned char *shm_fifo_slot(sharc_shm_fifo_t *f)
     uint64_t head = __atomic_load_n(&f->head, __ATOMIC_RELAXED);
 
     if (head - __atomic_load_n(&f->tail, __ATOMIC_ACQUIRE) >= SHARC_SHM_SLOTS) {
-        return NULL;
+        /* Full: ask the reader to ring this rank when it frees a slot (this rank may block
+         * waiting for room), then look again. The reader stores tail, then reads want_room:
+         * one of the two sees the other's store. */
+        __atomic_store_n(&f->want_room, 1, __ATOMIC_SEQ_CST);
+        if (head - __atomic_load_n(&f->tail, __ATOMIC_SEQ_CST) >= SHARC_SHM_SLOTS) {
+            return NULL;
+        }
     }
     return f->slot[head % SHARC_SHM_SLOTS];
 }
 
-static int shm_emit(sharc_shm_fifo_t *f, const sharc_shm_hdr_t *hdr, const void *payload,
+/* Write one slot into the peer's FIFO and ring its doorbell; 0 if the FIFO is full. */
+static int shm_emit(sharc_shm_peer_t *p, const sharc_shm_hdr_t *hdr, const void *payload,
                     size_t bytes)
 {
+    sharc_shm_fifo_t *f = p->out;
     unsigned char *slot = shm_fifo_slot(f);
 
     if (slot == NULL) {
@@ -41,6 +49,7 @@ static int shm_emit(sharc_shm_fifo_t *f, const sharc_shm_hdr_t *hdr, const void 
         memcpy(slot + SHARC_SHM_HDR_BYTES, payload, bytes);
     }
     __atomic_store_n(&f->head, __atomic_load_n(&f->head, __ATOMIC_RELAXED) + 1, __ATOMIC_RELEASE);
+    sharc_tp_shm_ring(p->out_seg);
     return 1;
 }
 
@@ -49,7 +58,7 @@ void sharc_tp_shm_ctrl(sharc_tp_comm_t *tp, sharc_shm_peer_t *p, const sharc_shm
 {
     sharc_shm_ctrl_t *c;
 
-    if (p->ctrl_head == NULL && shm_emit(p->out, hdr, NULL, 0)) {
+    if (p->ctrl_head == NULL && shm_emit(p, hdr, NULL, 0)) {
         return;
     }
     c = malloc(sizeof(*c));
@@ -81,7 +90,7 @@ static int shm_send_start(sharc_tp_comm_t *tp, sharc_shm_peer_t *p, sharc_tp_req
 
     if (bytes <= SHARC_SHM_EAGER) {
         hdr.type = SHARC_SHM_EAGER_MSG;
-        if (!shm_emit(p->out, &hdr, s->buf, bytes)) {
+        if (!shm_emit(p, &hdr, s->buf, bytes)) {
             return 0;
         }
         sharc_tp_req_complete(req, SHARC_OK);
@@ -97,7 +106,7 @@ static int shm_send_start(sharc_tp_comm_t *tp, sharc_shm_peer_t *p, sharc_tp_req
         hdr.region_fd = region.fd;
         hdr.offset = (uint64_t)((const char *)s->buf - (const char *)region.base);
     }
-    if (!shm_emit(p->out, &hdr, NULL, 0)) {
+    if (!shm_emit(p, &hdr, NULL, 0)) {
         return 0;
     }
     s->cookie = tp->next_cookie++;
@@ -118,7 +127,7 @@ static int shm_stream(sharc_shm_peer_t *p)
         while (s->sent < s->bytes) {
             hdr.offset = s->sent;
             hdr.bytes = SHARC_MIN(s->bytes - hdr.offset, SHARC_SHM_EAGER);
-            if (!shm_emit(p->out, &hdr, (const char *)s->buf + hdr.offset, hdr.bytes)) {
+            if (!shm_emit(p, &hdr, (const char *)s->buf + hdr.offset, hdr.bytes)) {
                 return n;
             }
             s->sent += hdr.bytes;
@@ -135,7 +144,7 @@ int sharc_tp_shm_flush(sharc_tp_comm_t *tp, sharc_shm_peer_t *p)
 {
     int n = 0;
 
-    while (p->ctrl_head != NULL && shm_emit(p->out, &p->ctrl_head->hdr, NULL, 0)) {
+    while (p->ctrl_head != NULL && shm_emit(p, &p->ctrl_head->hdr, NULL, 0)) {
         sharc_shm_ctrl_t *c = p->ctrl_head;
 
         p->ctrl_head = c->next;

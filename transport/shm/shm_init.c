@@ -124,6 +124,27 @@ static void *sharc_shm_seg_attach(const sharc_tp_comm_t *tp, const sharc_shm_car
     return map;
 }
 
+/*
+ * Map the pages of FIFO @p f into this process now: the first message through each slot would
+ * otherwise fault in its pages on both sides (about 2 us a message at first, seen as 4 us
+ * against 1.5 us for a 1 KiB exchange until all 64 slots had been used). Only what this rank
+ * uses of a segment, and without writing to it: a peer may already be sending through it.
+ */
+static void sharc_shm_prefault(sharc_shm_fifo_t *f)
+{
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t lo = (uintptr_t)f & ~(page - 1), hi = (uintptr_t)(f + 1);
+
+#ifdef MADV_POPULATE_WRITE
+    if (madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE) == 0) {
+        return;
+    }
+#endif
+    for (uintptr_t a = lo; a < hi; a += page) { /* (older kernels: a read maps shmem pages) */
+        (void)*(volatile const unsigned char *)a;
+    }
+}
+
 /* May this rank read @p card's process with process_vm_readv? */
 static int sharc_shm_cma_probe(const sharc_tp_comm_t *tp, const sharc_shm_card_t *card, int peer)
 {
@@ -244,6 +265,9 @@ static int sharc_shm_connect(sharc_tp_comm_t *tp, const sharc_shm_card_t *cards,
         p->pid = cards[r].pid;
         p->in = sharc_shm_fifo(tp->seg, i);
         p->out = sharc_shm_fifo(tp->maps[i], me);
+        p->out_seg = tp->maps[i];
+        sharc_shm_prefault(p->in);
+        sharc_shm_prefault(p->out);
         p->cma = (r == tp->base.rank) || (cma && sharc_shm_cma_probe(tp, &cards[r], r));
         if (cards[r].pidns == 0 || cards[r].pidns != cards[tp->base.rank].pidns) {
             tp->same_pidns = 0;
@@ -337,6 +361,8 @@ const sharc_tp_ops_t sharc_tp_shm_ops = {
     .abort = sharc_tp_shm_abort,
     .coll = NULL,
     .progress = sharc_tp_shm_progress,
+    .block = sharc_tp_shm_block,
+    .wake = sharc_tp_shm_wake,
 };
 
 static const sharc_cfg_field_t sharc_tp_shm_cfg_fields[] = {

@@ -74,6 +74,15 @@ static int shm_drain(sharc_tp_comm_t *tp, sharc_shm_peer_t *p)
         }
         __atomic_store_n(&f->tail, tail + 1, __ATOMIC_RELEASE); /* the slot is free again */
     }
+    /* a sender that found the FIFO full may block until there is room: tell it (the tail is
+     * stored before want_room is read; the sender's side is in shm_ep.c) */
+    if (n > 0) {
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        if (__atomic_load_n(&f->want_room, __ATOMIC_RELAXED) &&
+            __atomic_exchange_n(&f->want_room, 0, __ATOMIC_SEQ_CST)) {
+            sharc_tp_shm_ring(p->out_seg);
+        }
+    }
     return n;
 }
 
@@ -144,6 +153,7 @@ void sharc_tp_shm_abort(sharc_tp_comm_t *tp)
     }
     sharc_tp_shm_fail_queue(&tp->any_posted, SHARC_ERR_REMOTE);
     pthread_mutex_unlock(&tp->base.lock);
+    sharc_tp_shm_wake(tp); /* a thread blocked on this rank's doorbell sees its requests end */
 }
 
 int sharc_tp_shm_progress(sharc_tp_comm_t *tp)
