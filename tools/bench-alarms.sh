@@ -14,6 +14,7 @@ set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 top_srcdir=$top
 top_builddir=${SHARC_BUILD_DIR:-$top/build}
+unset SHARC_BUILD_DIR # (the script's own setting, not a knob of the library's)
 duration=${DURATION:-1200}
 iters=${ITERS:-10}
 hogs=${HOGS:-$((2 * $(nproc)))}

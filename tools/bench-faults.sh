@@ -20,6 +20,7 @@ mode=${2:-short}
 case $mode in short | defaults) ;; *) sed -n '2,16p' "$0"; exit 2 ;; esac
 top_srcdir=$top
 top_builddir=${SHARC_BUILD_DIR:-$top/build}
+unset SHARC_BUILD_DIR # (the script's own setting, not a knob of the library's)
 . "$top/tests/lib.sh"
 if [ $mode = defaults ] && env | grep -q '^SHARC_'; then
     echo "bench-faults.sh defaults: unset these first: $(env | grep -o '^SHARC_[A-Z_]*' | tr '\n' ' ')" >&2
