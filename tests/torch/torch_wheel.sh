@@ -1,12 +1,12 @@
 #!/bin/bash
 # One pip install is the whole install: in a fresh virtual environment (reusing the PyTorch
 # venv's packages, pip and setuptools through a .pth file: no download), `pip install python/`
-# builds libsharc from this tree with its own build system (configure with the static CUDA runtime; NCCL
-# opened at run time) into the package, and the C++ torch backend against that torch; then,
-# with no LIBSHARC, PYTHONPATH or TORCH_SHARC_NATIVE set, the package loads its own libsharc
-# (which needs neither libcudart nor libnccl), its metadata carries the licence, "sharc" is
-# the C++ backend, and torchrun trains the FSDP2 example. libsharc's build directory is kept in the build tree (later runs only
-# relink what changed).
+# builds libsharc from this tree with its own build system (configure with the static CUDA
+# runtime; NCCL opened at run time) into the package, and the C++ torch backend against that
+# torch; then, with no LIBSHARC, PYTHONPATH or TORCH_SHARC_NATIVE set, the package loads its own
+# libsharc (which needs neither libcudart nor libnccl), its metadata carries the licence,
+# "sharc" is the C++ backend, and torchrun trains the FSDP2 example. libsharc's build directory
+# is kept in the build tree (later runs only relink what changed).
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/env.sh"
 
