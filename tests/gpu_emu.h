@@ -15,7 +15,8 @@
  * - Streams and events run in one order: work is done when it is queued, an event is
  *   complete once recorded (timing: the host's clock between the two records). Ordering
  *   between streams is therefore not checked here: a GPU run does.
- * - The CUDA kernels are the host kernels (kernels/cpu) behind the same table.
+ * - The CUDA kernels are the host kernels (kernels/cpu) behind the same table, their operands
+ *   checked to be device memory.
  * - Collectives on emulated device memory are staged through host memory
  *   (SHARC_CUDA_BACKEND=staged and SHARC_STAGE_CHUNK=256k are set at load unless the
  *   environment sets them): a GPU machine's NCCL must not see host pointers.
@@ -165,6 +166,17 @@ void sharc_gpu_free(void *ptr)
     }
 }
 
+/* stream-ordered: work runs when queued, so the allocation is the plain one */
+sharc_status_t sharc_gpu_alloc_async(size_t bytes, void *stream, void **ptr_p)
+{
+    return sharc_gpu_alloc(bytes, ptr_p);
+}
+
+void sharc_gpu_free_async(void *ptr, void *stream)
+{
+    sharc_gpu_free(ptr);
+}
+
 sharc_status_t sharc_gpu_host_alloc(size_t bytes, void **ptr_p)
 {
     void *p = cuda_emu::mem_alloc(bytes, cuda_emu::MEM_PINNED);
@@ -306,6 +318,45 @@ inline sharc_status_t sumsq(double *acc, const float *x, size_t count, void *str
     check(x, count * sizeof(float), on_device, "the sumsq kernel");
     return sharc_kern_cpu_ops.sumsq(acc, x, count, stream);
 }
+
+/* The bytes of @p nseg wire segments of @p count values each (their layout's). */
+inline size_t wire_bytes(sharc_kern_wire_t w, size_t count, int nseg, sharc_dtype_t dtype)
+{
+    return (size_t)(nseg > 0 ? nseg : 0) * sharc_wire_size(w.format, count, w.block, dtype);
+}
+
+inline sharc_status_t quantize(void *seg, sharc_kern_wire_t w, const void *src,
+                               sharc_dtype_t src_dtype, size_t count, int nseg, void *stream)
+{
+    size_t n = (size_t)(nseg > 0 ? nseg : 0) * count;
+
+    check(seg, wire_bytes(w, count, nseg, src_dtype), on_device, "the quantize kernel");
+    check(src, n * sharc_dtype_size(src_dtype), on_device, "the quantize kernel");
+    return sharc_kern_cpu_ops.quantize(seg, w, src, src_dtype, count, nseg, stream);
+}
+
+inline sharc_status_t dequantize(void *dst, sharc_dtype_t dst_dtype, const void *seg,
+                                 sharc_kern_wire_t w, size_t count, int nseg, void *stream)
+{
+    size_t n = (size_t)(nseg > 0 ? nseg : 0) * count;
+
+    check(dst, n * sharc_dtype_size(dst_dtype), on_device, "the dequantize kernel");
+    check(seg, wire_bytes(w, count, nseg, dst_dtype), on_device, "the dequantize kernel");
+    return sharc_kern_cpu_ops.dequantize(dst, dst_dtype, seg, w, count, nseg, stream);
+}
+
+inline sharc_status_t dequantize_sum(void *dst, sharc_dtype_t dst_dtype, const float *base,
+                                     const void *seg, sharc_kern_wire_t w, size_t count, int nseg,
+                                     int skip, double factor, void *stream)
+{
+    check(dst, count * sharc_dtype_size(dst_dtype), on_device, "the dequantize-sum kernel");
+    if (base != NULL) {
+        check(base, count * sizeof(float), on_device, "the dequantize-sum kernel");
+    }
+    check(seg, wire_bytes(w, count, nseg, dst_dtype), on_device, "the dequantize-sum kernel");
+    return sharc_kern_cpu_ops.dequantize_sum(dst, dst_dtype, base, seg, w, count, nseg, skip,
+                                             factor, stream);
+}
 } // namespace gpu_emu
 
 extern "C" const sharc_kern_ops_t sharc_kern_cuda_ops = {
@@ -317,6 +368,9 @@ extern "C" const sharc_kern_ops_t sharc_kern_cuda_ops = {
     sharc_kern_cpu_ops.unpack,
     gpu_emu::adamw,
     gpu_emu::sumsq,
+    gpu_emu::quantize,
+    gpu_emu::dequantize,
+    gpu_emu::dequantize_sum,
 };
 
 extern "C" const sharc_kern_ops_t *sharc_kern_cuda(void)
