@@ -60,7 +60,8 @@ while read -r coll nranks min max algo; do
     run_ok_match "$coll at $min B through the tune file: $algo" \
         "$coll $min B on 2 ranks: $algo \(tune file [^)]*line [0-9]+\)" \
         env SHARC_TRANSPORT=ucx SHARC_TUNE_FILE="$d/run/sharc-tune.conf" SHARC_LOG_LEVEL=debug \
-        SHARC_LOG_SUBSYS=coll "${MPIRUN_CMD[@]}" -np 2 "$PERF" "$coll" -b "$min" -e "$min" -n 1 -w 0
+        SHARC_LOG_SUBSYS=coll "${MPIRUN_CMD[@]}" -np 2 "$PERF" "$coll" -b "$min" -e "$min" -n 1 \
+        -w 0 < /dev/null # (mpirun would read the rest of the table from the loop's input)
 done < "$d/run/sharc-tune.conf"
 echo "the table has $rows row(s)"
 run_ok_match "sharc loads the table" "tune file .*sharc-tune.conf: $rows rule" \
