@@ -458,6 +458,21 @@ sharc_status_t sharc_config_dup(sharc_config_h config, sharc_config_h *copy_p)
     return SHARC_OK;
 }
 
+/* Variables of sharc's own tools, not knobs: tools/nodes.sh hands its commands the first two,
+ * the build and test scripts read the others. */
+static int sharc_cfg_tool_var(const char *name)
+{
+    static const char *const names[] = {"SHARC_NODES", "SHARC_NODES_PREFIX", "SHARC_BUILD_DIR",
+                                        "SHARC_CONFIGURE_FLAGS", "SHARC_TEST_LIMIT"};
+
+    for (size_t i = 0; i < SHARC_ARRAY_SIZE(names); i++) {
+        if (strcmp(name, names[i]) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 void sharc_config_warn_unknown_env(sharc_config_h config)
 {
     extern char **environ;
@@ -473,7 +488,8 @@ void sharc_config_warn_unknown_env(sharc_config_h config)
         }
         memcpy(name, *e, len);
         name[len] = '\0';
-        if (sharc_cfg_find(config->cfg.tables, config->cfg.ntables, name, &knob) != 0) {
+        if (!sharc_cfg_tool_var(name) &&
+            sharc_cfg_find(config->cfg.tables, config->cfg.ntables, name, &knob) != 0) {
             sharc_warn("config: environment variable %s names no sharc knob (see sharc-info -c)",
                        name);
         }

@@ -1,13 +1,16 @@
 /*
  * test_config.c: the knob parsers (good and bad values: negative, overflow, garbage, empty,
- * trailing text) and the configuration object (defaults, environment, set/get, print).
+ * trailing text) and the configuration object (defaults, environment, set/get, print), and
+ * the warning about SHARC_ variables that name no knob (not for sharc's tools' own).
  */
 #include "config.h"
 
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <sharc/sharc.h>
 
@@ -172,6 +175,36 @@ static void test_object(void)
     CHECK(sharc_config_create(0, NULL) == SHARC_ERR_INVALID);
 }
 
+static void test_unknown_env(void)
+{
+    char dir[] = "/tmp/sharc-test-config.XXXXXX", path[64], text[4096] = "";
+    sharc_config_h config;
+    size_t n = 0;
+    FILE *f;
+
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(path, sizeof(path), "%s/log", dir);
+    sharc_log_configure(SHARC_LOG_WARN, ~0u, path);
+    setenv("SHARC_NO_SUCH_KNOB_X", "1", 1);
+    setenv("SHARC_NODES_PREFIX", "t", 1); /* tools/nodes.sh's, handed to its commands */
+    CHECK(sharc_config_create(SHARC_CONFIG_NO_ENV, &config) == SHARC_OK);
+    sharc_config_warn_unknown_env(config);
+    sharc_config_destroy(config);
+    sharc_log_configure(SHARC_LOG_WARN, ~0u, NULL);
+    unsetenv("SHARC_NO_SUCH_KNOB_X");
+    unsetenv("SHARC_NODES_PREFIX");
+    f = fopen(path, "r");
+    if (f != NULL) {
+        n = fread(text, 1, sizeof(text) - 1, f);
+        fclose(f);
+    }
+    text[n] = '\0';
+    CHECK_MSG(strstr(text, "SHARC_NO_SUCH_KNOB_X names no sharc knob") != NULL, "%s", text);
+    CHECK_MSG(strstr(text, "SHARC_NODES_PREFIX") == NULL, "%s", text);
+    unlink(path);
+    rmdir(dir);
+}
+
 int main(void)
 {
     test_long();
@@ -179,5 +212,6 @@ int main(void)
     test_time();
     test_bool();
     test_object();
+    test_unknown_env();
     return check_result("test_config");
 }
