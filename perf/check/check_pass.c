@@ -124,13 +124,19 @@ int perf_check_probe(perf_check_job_t *j)
     if (bar_s < 0 || j->round_s < 0) {
         return perf_check_fail(j, "agreeing on the probe", SHARC_ERR_REMOTE);
     }
+    /* the rate from the last two sizes' difference (latency apart); the largest exchange's
+     * own rate, latency included, is a floor: below it, one exchange was held up (a busy
+     * machine), and the floor is the better guess */
+    j->probe_gbps = (double)sizes[nsizes - 1] / tmax[nsizes - 1] / 1e9;
+    j->probe_lat_s = 0;
     if (nsizes >= 2 && tmax[nsizes - 1] > tmax[nsizes - 2]) {
-        j->probe_gbps = (double)(sizes[nsizes - 1] - sizes[nsizes - 2]) /
-                        (tmax[nsizes - 1] - tmax[nsizes - 2]) / 1e9;
-        j->probe_lat_s = tmax[nsizes - 2] - (double)sizes[nsizes - 2] / (j->probe_gbps * 1e9);
-    } else {
-        j->probe_gbps = (double)sizes[nsizes - 1] / tmax[nsizes - 1] / 1e9;
-        j->probe_lat_s = 0;
+        double gbps = (double)(sizes[nsizes - 1] - sizes[nsizes - 2]) /
+                      (tmax[nsizes - 1] - tmax[nsizes - 2]) / 1e9;
+
+        if (gbps > j->probe_gbps) {
+            j->probe_gbps = gbps;
+            j->probe_lat_s = tmax[nsizes - 2] - (double)sizes[nsizes - 2] / (gbps * 1e9);
+        }
     }
     j->probe_lat_s = (j->probe_lat_s > 0 ? j->probe_lat_s : 0) + bar_s;
     return 0;
