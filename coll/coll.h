@@ -5,8 +5,8 @@
  * returns SHARC_INPROGRESS until it is done (UCC's model). Tasks run over the communicator's
  * point-to-point transport; all messages of one task share one tag (the task's sequence
  * number), which the transport matches in posting order between any two ranks. The public
- * point-to-point calls are tasks too (a send or a receive, sendrecv.c), with tags of their own
- * and no sequence number. The layers above see api.h only.
+ * point-to-point calls are tasks too (sendrecv.c), with tags of their own and no sequence
+ * number. Hangs: flight.h; quantized wires: quant.h. The layers above see api.h only.
  */
 #ifndef SHARC_COLL_INT_H
 #define SHARC_COLL_INT_H
@@ -361,30 +361,6 @@ SHARC_HIDDEN sharc_status_t sharc_coll_select(sharc_coll_comm_t *cc, const sharc
 /* nccl-tests' size of a collective: bytes of its larger side (alltoall: all blocks). */
 SHARC_HIDDEN size_t sharc_coll_size(int nranks, const sharc_coll_args_t *a);
 
-/* ---- collectives over a quantized wire (quant.c) */
-
-/* The checks of @p a's wire (format, block, dtype, op; none for SHARC_WIRE_FULL), logged. */
-SHARC_HIDDEN sharc_status_t sharc_coll_wire_check(const sharc_coll_args_t *a);
-
-/* The host algorithm for a collective over a quantized wire (quant.c's table); on one node a
- * hierarchical reduce-scatter is the full-precision one sharc_coll_select picks. */
-SHARC_HIDDEN sharc_status_t sharc_coll_select_wire(sharc_coll_comm_t *cc,
-                                                   const sharc_coll_args_t *a,
-                                                   const sharc_coll_algo_t **algo_p);
-
-/* A step of a collective over a quantized wire. */
-typedef sharc_status_t (*sharc_coll_quant_fn_t)(sharc_coll_task_t *task);
-
-/* The progress of the one-level ones: @p start (quantize, start the sub-task exchanging the
- * segments: task->u.quant.child) in the first progress (with a progress thread: off the
- * caller's time), then the sub-task's progress, then @p finish (dequantize). */
-SHARC_HIDDEN sharc_status_t sharc_coll_quant_progress(sharc_coll_task_t *task,
-                                                      sharc_coll_quant_fn_t start,
-                                                      sharc_coll_quant_fn_t finish);
-
-/* Their finalize: the sub-task that exchanged the wire (task->u.quant.child). */
-SHARC_HIDDEN void sharc_coll_quant_finalize(sharc_coll_task_t *task);
-
 /* ---- tasks (task.c) */
 
 /* A NEW task of @p cc for @p args in completion lane @p lane, with no algorithm yet (the
@@ -535,92 +511,6 @@ SHARC_HIDDEN void sharc_coll_watch(sharc_coll_comm_t *cc);
 /* The host of @p rank, for messages ("?" when unknown). */
 SHARC_HIDDEN const char *sharc_coll_host(const sharc_coll_comm_t *cc, int rank);
 
-/* ---- the flight recorder (flight.c) */
-
-/* A ring of @p cap entries (0: the recorder is off). */
-SHARC_HIDDEN sharc_status_t sharc_coll_fr_init(sharc_coll_fr_t *fr, size_t cap);
-SHARC_HIDDEN void sharc_coll_fr_fini(sharc_coll_fr_t *fr);
-
-/* Record a task that was started, or failed to start (lock held; its ordinal is set). */
-SHARC_HIDDEN void sharc_coll_fr_post(sharc_coll_task_t *task);
-
-/* Record a task's new state (lock held). */
-static inline void sharc_coll_fr_note(const sharc_coll_task_t *task)
-{
-    const sharc_coll_fr_t *fr = &task->cc->fr;
-    sharc_coll_fr_entry_t *e;
-
-    if (fr->cap == 0 || task->ordinal == UINT64_MAX) {
-        return; /* (off, or a send or receive: not recorded) */
-    }
-    e = &fr->ring[task->ordinal % fr->cap];
-    if (e->ordinal == task->ordinal) {
-        e->state = (int8_t)task->state;
-        e->status = task->status;
-        e->t_start = task->t_start;
-        e->t_done = task->t_done;
-    }
-}
-
-/* The peers whose data @p task still waits for (its receives in flight), at most @p max
- * into @p peers; how many (lock held). */
-SHARC_HIDDEN int sharc_coll_fr_pending(const sharc_coll_task_t *task, int *peers, int max);
-
-/* This rank's head of @p cc at @p now (lock held). */
-SHARC_HIDDEN void sharc_coll_head(sharc_coll_comm_t *cc, double now, sharc_coll_head_t *head);
-
-/* "posted", "running", "done", "failed", ... for a task state and status. */
-SHARC_HIDDEN const char *sharc_coll_state_name(int state, sharc_status_t status);
-
-/*
- * Write @p cc's recorder as JSON to @p dir/sharc-flight.<comm>.r<rank>.json (lock held),
- * saying @p reason (failure, timeout, signal, request, stall); nothing without a @p dir.
- * Errors are logged.
- */
-SHARC_HIDDEN sharc_status_t sharc_coll_fr_dump(sharc_coll_comm_t *cc, const char *dir,
-                                               const char *reason);
-
-/* ---- the watchdog (watchdog.c) and the live verdict (stall.c) */
-
-/* Join / leave the watchdog (at creation; before the transports go). */
-SHARC_HIDDEN sharc_status_t sharc_coll_watchdog_add(sharc_coll_watchdog_t *wd,
-                                                    sharc_coll_comm_t *cc);
-SHARC_HIDDEN void sharc_coll_watchdog_remove(sharc_coll_watchdog_t *wd, sharc_coll_comm_t *cc);
-
-/* The watchdog's turn for @p cc: answer a verdict round the store announced, and ask for
- * one when a collective has waited past SHARC_STALL_WARN. */
-SHARC_HIDDEN void sharc_coll_stall_check(sharc_coll_comm_t *cc);
-
-/* The oldest collective this rank has started and not completed, or NULL (lock held). */
-SHARC_HIDDEN const sharc_coll_task_t *sharc_coll_oldest(const sharc_coll_comm_t *cc);
-
-/* The verdict the ranks agreed on collective @p ordinal (lock held), or NULL: the messages of
- * its failure carry it, whatever ends it (this rank's timeout, a peer's leaving). */
-SHARC_HIDDEN const char *sharc_coll_verdict_on(const sharc_coll_comm_t *cc, uint64_t ordinal);
-
-/*
- * This rank gave up on collective @p ordinal at its SHARC_TIMEOUT (lock not held): when the
- * ranks agreed a verdict on it, wait until the other ranks waiting in it have reached their
- * own timeouts (a little past the latest, as the verdict's heads tell; at most 5 s), so that
- * each of them fails on its timeout with the verdict rather than on this rank's connections
- * closing as its caller goes on (a lost peer, blaming a healthy rank).
- */
-SHARC_HIDDEN void sharc_coll_stall_linger(const sharc_coll_comm_t *cc, uint64_t ordinal);
-
-/* ---- the stall verdict (verdict.c) */
-
-/*
- * Why collective work of communicator @p comm is stalled, from the heads of its @p n ranks
- * (heads[r] is rank r's; answered 0: it did not answer, or, not @p live, left no dump) and,
- * for ranks that did not answer,
- * their hosts as the communicator recorded them (@p hosts may be NULL): one paragraph into
- * @p buf, the same from the same heads on every rank. Returns the rank whose head set the
- * stalled collective, or -1 when none is stalled.
- */
-SHARC_HIDDEN int sharc_coll_verdict(const sharc_coll_head_t *heads, int n,
-                                    const char (*hosts)[SHARC_HOST_MAX], const char *comm,
-                                    int live, char *buf, size_t size);
-
 /* Transport requests of a task's algorithm: task->reqs, @p n of them (NULL: no memory),
  * watched by the flight recorder. */
 SHARC_HIDDEN sharc_tp_req_t *sharc_coll_reqs_alloc(sharc_coll_task_t *task, size_t n);
@@ -681,11 +571,6 @@ extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_broadcast_binomial;
 extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_alltoall_direct;
 extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_alltoall_pairwise;
 extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_barrier_dissemination;
-/* Over a quantized wire (chosen by quant.c, not by SHARC_<COLL>_ALGO: they compute less
- * exactly than what the knob's algorithms compute). */
-extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_allgather_quant;
-extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_reduce_scatter_quant;
-extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_reduce_scatter_quant_hier;
 /* Collectives on CUDA buffers: through the collective backend, or staged through host memory. */
 extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_backend;
 extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_staged;
@@ -705,7 +590,6 @@ SHARC_HIDDEN sharc_status_t sharc_coll_p2p_issue(sharc_coll_task_t *const *tasks
 
 /* Whether a failed task still leaves its transport request with the transport. */
 SHARC_HIDDEN int sharc_coll_task_held(const sharc_coll_task_t *task);
-
 /* sendrecv_post.c: whether @p task waits in an open group (not issued, not queued). */
 SHARC_HIDDEN int sharc_coll_p2p_unissued(const sharc_coll_task_t *task);
 /* sendrecv_post.c: free a task that waits in an open group, out of it (lock held). */

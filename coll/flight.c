@@ -12,6 +12,7 @@
 
 #include "../src/base/util.h"
 #include "coll.h"
+#include "flight.h"
 
 sharc_status_t sharc_coll_fr_init(sharc_coll_fr_t *fr, size_t cap)
 {

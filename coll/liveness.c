@@ -14,6 +14,7 @@
 #include "../src/base/log.h"
 #include "../src/base/util.h"
 #include "coll.h"
+#include "flight.h"
 
 /* How often progress asks the bootstrap whether a rank is gone (the fast failure of a job
  * whose rank died: well within its 2 s). */

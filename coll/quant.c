@@ -11,6 +11,7 @@
 
 #include "../src/base/log.h"
 #include "coll.h"
+#include "quant.h"
 
 sharc_status_t sharc_coll_wire_check(const sharc_coll_args_t *a)
 {

@@ -17,6 +17,7 @@
 #include "../src/base/gpu.h"
 #include "../src/base/log.h"
 #include "coll.h"
+#include "quant.h"
 
 /* Device scratch of a task: [0, 2n segments): the wire; then the own block in f32. */
 static size_t sharc_quant_device_bytes(const sharc_coll_task_t *task)

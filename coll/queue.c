@@ -16,6 +16,7 @@
 #include "../src/base/log.h"
 #include "../src/base/util.h"
 #include "coll.h"
+#include "flight.h"
 
 /* How a post enters the queue (sharc_coll_enter). */
 typedef enum {

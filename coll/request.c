@@ -17,6 +17,7 @@
 #include "../src/base/log.h"
 #include "../src/base/util.h"
 #include "coll.h"
+#include "flight.h"
 
 static int sharc_coll_task_complete(const sharc_coll_task_t *task)
 {

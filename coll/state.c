@@ -14,6 +14,7 @@
 #include "../src/base/log.h"
 #include "../src/base/util.h"
 #include "coll.h"
+#include "flight.h"
 
 /*
  * The node layout from every rank's node (none given: one node): the nodes, and when each

@@ -16,6 +16,7 @@
 #include "../src/base/log.h"
 #include "../src/base/util.h"
 #include "coll.h"
+#include "flight.h"
 
 sharc_coll_task_t *sharc_coll_task_new(sharc_coll_comm_t *cc, const sharc_coll_args_t *args,
                                        int lane)

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "coll.h"
+#include "flight.h"
 
 /* How many ranks a list names before it says "and N more". */
 #define SHARC_VERDICT_LIST 6

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 
 #include "../coll.h"
+#include "../quant.h"
 
 /* Where the scratch's parts begin (bytes): received blocks, partial sums, a widened block,
  * the segments sent, the segments received. */

@@ -101,21 +101,18 @@ enum {
 typedef enum {
     SHARC_SHARD_OFFLOAD_NONE = 0, /**< on the device (default) */
     /**
-     * Page-locked host memory (optimizer states: pageable). Each unit's reduced gradients go
-     * down to the host on a copy stream of the engine as its reduction ends (overlapping the
-     * next units' backward), the host adds them to its shard, and the updated parameters go
-     * up again ahead of the unit's next gather. With sharc_shard_adamw_create the update runs
-     * on the CPU (vectorized, on SHARC_SHARD_OFFLOAD_THREADS threads) per unit as soon as its
-     * gradient is there.
+     * Page-locked host memory (optimizer states: pageable). A unit's reduced gradients go down
+     * on a copy stream of the engine as its reduction ends (overlapping the next units'
+     * backward), the host adds them to its shard, and the updated parameters go up ahead of
+     * its next gather. With sharc_shard_adamw_create the CPU updates each unit as soon as its
+     * gradient is there (vectorized, on SHARC_SHARD_OFFLOAD_THREADS threads).
      */
     SHARC_SHARD_OFFLOAD_HOST = 1,
     /**
-     * CUDA managed memory that prefers the host and is mapped by the device (access advice;
-     * pages prefetched to the host before the CPU reads them): gathers read the masters and
-     * reductions add into the gradient shards straight over the link, as on Grace Hopper's
-     * NVLink-C2C; the update runs on the CPU as for HOST. Where the device cannot share
-     * managed memory with the host while it runs (no concurrent managed access), the group
-     * runs as HOST and says why (logged at warning).
+     * CUDA managed memory preferring the host and mapped by the device (pages prefetched to
+     * the host before the CPU reads them): gathers read the masters and reductions add into
+     * the gradient shards over the link (Grace Hopper's NVLink-C2C); the CPU updates as for
+     * HOST. A device without concurrent managed access runs the group as HOST (a warning).
      */
     SHARC_SHARD_OFFLOAD_MANAGED = 2,
 } sharc_shard_offload_t;
@@ -124,12 +121,10 @@ typedef enum {
  * sharc_shard_params_t.reshard_after_forward: after a unit's forward, keep a node-local
  * secondary shard of its parameters (ZeRO++'s hpZ, FSDP2's reshard_after_forward=<ranks per
  * node>): this rank's 1/local_size of the gathered unit, in the param dtype, so that the
- * backward's all-gather runs among the ranks of the node only, from those secondary shards,
- * instead of across every node from the masters. The backward sees the same values as the
- * forward (with a quantized param_wire too). Secondary shards are dropped when the backward
- * has gathered them, and at finish; their memory is in the statistics
- * (peak_secondary_bytes). Needs the same number of the shard group's ranks on every node;
- * otherwise the group reshards fully after forward (logged as a warning).
+ * backward gathers within the node from them, not across nodes from the masters, with the
+ * forward's values (a quantized param_wire's too). They are dropped once gathered and at
+ * finish (their peak: peak_secondary_bytes). Needs as many of the group's ranks on every
+ * node; otherwise the group reshards fully after forward (a warning).
  */
 #define SHARC_SHARD_RESHARD_NODE 2
 
@@ -223,17 +218,15 @@ typedef struct {
     double offload_fraction;
     /**
      * How the parameters' all-gather travels (sharc_wire_t): SHARC_WIRE_FULL (the param
-     * dtype), or SHARC_WIRE_INT8 / SHARC_WIRE_FP8, block-quantized from each rank's shard
-     * (ZeRO++'s qwZ; sharc_allgather_ex). Every rank computes with the same dequantized
-     * values; the f32 masters, the optimizer and checkpoints are unchanged. Default: the
-     * SHARC_SHARD_PARAM_WIRE knob (full).
+     * dtype), or INT8 / FP8 block-quantized from each rank's shard (ZeRO++'s qwZ), every rank
+     * computing with the same values; masters, optimizer, checkpoints unchanged. Default:
+     * SHARC_SHARD_PARAM_WIRE (full).
      */
     sharc_wire_t param_wire;
     /**
-     * How the gradients' reduce-scatter travels: SHARC_WIRE_FULL (the reduce dtype) or
-     * SHARC_WIRE_INT8 / SHARC_WIRE_FP8, ZeRO++'s qgZ: full precision among the ranks of a
-     * node, quantized between nodes, summed in f32 (sharc_reduce_scatter_ex). HSDP's
-     * all-reduce across replicas stays in the reduce dtype. Default: SHARC_SHARD_REDUCE_WIRE.
+     * How the gradients' reduce-scatter travels: SHARC_WIRE_FULL (the reduce dtype) or INT8 /
+     * FP8, ZeRO++'s qgZ: full precision within a node, quantized between nodes, summed in f32.
+     * HSDP's all-reduce across replicas stays full. Default: SHARC_SHARD_REDUCE_WIRE.
      */
     sharc_wire_t reduce_wire;
     /** Values per scale of the quantized wires. Default: SHARC_SHARD_WIRE_BLOCK (256). */

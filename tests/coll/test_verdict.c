@@ -11,6 +11,7 @@
 #include <sharc/sharc.h>
 
 #include "../../coll/coll.h"
+#include "../../coll/flight.h"
 #include "../check.h"
 
 #define N 4
