@@ -18,10 +18,9 @@
  *     sharc_shard_finish(g);              every gradient shard is reduced
  *     ... optimizer on sharc_shard_local() shards ...;  sharc_shard_zero_grads(g);
  *
- * The primitives under those calls (unshard, wait, reshard, reduce_grads) are public too,
- * for callers that schedule for themselves. A group is driven by one thread at a time; its
- * communication progresses in that thread's calls, or meanwhile in the communicator's
- * progress thread (SHARC_PROGRESS_THREAD=1), which host-memory overlap needs.
+ * The primitives under those calls (unshard, wait, reshard, reduce_grads) are public too. One
+ * thread at a time drives a group; its communication progresses in that thread's calls or in
+ * the communicator's progress thread (SHARC_PROGRESS_THREAD=1: host-memory overlap needs it).
  */
 #ifndef SHARC_SHARD_H
 #define SHARC_SHARD_H
