@@ -12,7 +12,7 @@ export SHARCTEST_TIMES=1 # each case's seconds on its line
 
 run_ok_match "verbs: RC QPs, RDMA write with immediate, a QP forced into error, a bad registration" \
     "device rxe0.*rdma write with immediate of [0-9]+ bytes: ok.*QP in error: Work Request Flushed Error.*registering an unmapped range: Bad address" \
-    "$BIN/rdma/test_verbs"
+    "$BIN/transport/rdma/test_verbs"
 export SHARC_TRANSPORT=ib
 # 2 and 4 ranks here; 3 ranks below, on shareable buffers (the emulated guest is slow: each
 # run of every collective takes minutes on a loaded host)
