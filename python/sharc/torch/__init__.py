@@ -52,7 +52,7 @@ implementation = "native" if _native_module is not None else "python"
 """Which backend serves "sharc" groups: "native" or "python"."""
 
 if _native_module is not None:
-    dist.Backend.register_backend(BACKEND, native.creator(_native_module),
+    dist.Backend.register_backend(BACKEND, native.creator(_native_module), extended_api=True,
                                   devices=["cpu", "cuda"])
 else:
     dist.Backend.register_backend(BACKEND, _create_python, extended_api=True,
