@@ -52,7 +52,10 @@ ProcessGroupSharc::~ProcessGroupSharc()
 
 c10::intrusive_ptr<c10d::Backend::Options> ProcessGroupSharc::getBackendOptions()
 {
-    return c10::make_intrusive<Options>("sharc", timeout_);
+    auto opts = c10::make_intrusive<Options>("sharc", timeout_);
+    opts->global_ranks_in_group = global_ranks_;
+    opts->group_name = group_name_;
+    return opts;
 }
 
 void ProcessGroupSharc::abort()

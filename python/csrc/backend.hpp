@@ -86,8 +86,9 @@ class WorkSharc : public c10d::Work
     c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
 
-// While one lives, the collectives this thread posts take sequence number @seq: those of one
-// torch call (coalesce) count once, as torch's backends count them.
+// While one lives, the collectives this thread posts take sequence number @seq and do not
+// count: those of one torch call (coalesce) count once, as torch's backends count them, and
+// point-to-point not at all (p2p.cpp).
 class InnerCalls
 {
   public:
@@ -113,6 +114,12 @@ class ProcessGroupSharc : public c10d::Backend
         return "sharc";
     }
     c10::intrusive_ptr<Options> getBackendOptions() override;
+    // what getBackendOptions reports: the group's ranks in the default group, torch's name
+    void describe(std::vector<uint64_t> global_ranks, std::string group_name)
+    {
+        global_ranks_ = std::move(global_ranks);
+        group_name_ = std::move(group_name);
+    }
     uint64_t getSequenceNumberForGroup() override
     {
         return seq_.load();
@@ -264,6 +271,8 @@ class ProcessGroupSharc : public c10d::Backend
     sharc_context_h ctx_;
     sharc_comm_h comm_;
     std::chrono::milliseconds timeout_;
+    std::vector<uint64_t> global_ranks_;
+    std::string group_name_;
     std::atomic<uint64_t> seq_{0};     // torch calls so far (getSequenceNumberForGroup)
     std::atomic<long> outstanding_{0}; // requests not yet freed
     std::atomic<bool> aborted_{false};

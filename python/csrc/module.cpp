@@ -44,10 +44,12 @@ static std::chrono::milliseconds millis(double seconds)
     return std::chrono::milliseconds((long long)(seconds * 1000.0));
 }
 
-// A group with a communicator of its own (sharc's explicit bootstrap, one process: single);
-// @is_world: the default group, the parent of later ones.
+// A group with a communicator of its own (sharc's explicit bootstrap, one process: single),
+// of @global_ranks of the default group, named @name by torch; no ranks: the default group,
+// the parent of later ones.
 static BackendPtr create(uintptr_t ctx_handle, int rank, int size, const std::string &store_addr,
-                         const std::string &token, double timeout_s, bool is_world)
+                         const std::string &token, double timeout_s,
+                         const std::vector<uint64_t> &global_ranks, const std::string &name)
 {
     auto ctx = reinterpret_cast<sharc_context_h>(ctx_handle);
     sharc_comm_params_t params = {};
@@ -76,7 +78,12 @@ static BackendPtr create(uintptr_t ctx_handle, int rank, int size, const std::st
         createFailed("sharc_comm_create", status, mark);
     }
     auto pg = c10::make_intrusive<ProcessGroupSharc>(ctx, comm, rank, size, millis(timeout_s));
-    if (is_world) {
+    std::vector<uint64_t> ranks = global_ranks;
+    for (int r = 0; ranks.empty() && r < size; r++) {
+        ranks.push_back(r);
+    }
+    pg->describe(ranks, name);
+    if (global_ranks.empty()) {
         std::lock_guard<std::mutex> lock(world_mutex);
         world = c10::weak_intrusive_ptr<ProcessGroupSharc>(pg);
     }
@@ -92,7 +99,8 @@ static int worldSize()
 
 // A group of @ranks of the default group, called by those ranks only; @tag tells apart
 // groups of one list made at once (torch's group name).
-static BackendPtr createGroup(const std::vector<int> &ranks, int tag, double timeout_s)
+static BackendPtr createGroup(const std::vector<int> &ranks, int tag, double timeout_s,
+                              const std::string &name)
 {
     auto w = liveWorld();
     TORCH_CHECK_VALUE(w != nullptr, "sharc backend: no default sharc group to make a group from");
@@ -106,8 +114,10 @@ static BackendPtr createGroup(const std::vector<int> &ranks, int tag, double tim
     if (status != SHARC_OK) {
         createFailed("sharc_comm_create_group", status, mark);
     }
-    return c10::make_intrusive<ProcessGroupSharc>(w->context(), comm, sharc_comm_rank(comm),
-                                                  sharc_comm_size(comm), millis(timeout_s));
+    auto pg = c10::make_intrusive<ProcessGroupSharc>(w->context(), comm, sharc_comm_rank(comm),
+                                                     sharc_comm_size(comm), millis(timeout_s));
+    pg->describe(std::vector<uint64_t>(ranks.begin(), ranks.end()), name);
+    return pg;
 }
 
 // A quantized wire from Python: None, a name ("int8", "fp8") or (name, block).
@@ -138,10 +148,10 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m)
     py::module_::import("torch.distributed");
     m.doc() = "The sharc torch.distributed backend in C++ (see sharc/torch/native.py)";
     m.def("create", &sharc_torch::create, py::arg("ctx"), py::arg("rank"), py::arg("size"),
-          py::arg("store_addr"), py::arg("token"), py::arg("timeout_s"),
-          py::arg("is_world") = false);
+          py::arg("store_addr"), py::arg("token"), py::arg("timeout_s"), py::arg("global_ranks"),
+          py::arg("name"));
     m.def("create_group", &sharc_torch::createGroup, py::arg("ranks"), py::arg("tag"),
-          py::arg("timeout_s"));
+          py::arg("timeout_s"), py::arg("name"));
     m.def("world_size", &sharc_torch::worldSize,
           "the default sharc group's size (0: none), the parent of create_group's groups");
     m.def(

@@ -469,8 +469,11 @@ class SharcGroup:
                                                             async_op=True),
                           [out], outputs, [lambda: out.copy_(mine.view_as(out))])
 
-    # -- point-to-point: sharc_send / sharc_recv (torch counts them in the sequence numbers,
-    # as gloo does; isend, irecv and batch_isend_irecv are torch's calls of these) ------------
+    # -- point-to-point: sharc_send / sharc_recv (isend, irecv and batch_isend_irecv are
+    # torch's calls of these). They take no sequence number, as NCCL's (its collective
+    # sequence): gloo counts them on the two ranks only, and its debug wrapper
+    # (TORCH_DISTRIBUTED_DEBUG=DETAIL) then finds the numbers differ at the next collective
+    # of a group larger than the pair.
 
     def _p2p(self, name, tensors, peer, tag):
         if len(tensors) != 1:
@@ -483,7 +486,6 @@ class SharcGroup:
                                % (name, tag, 0x7fffffff), op=name)
         return tensors[0]
 
-    @_counted
     def send(self, tensors, dst, tag):
         name = "send"
         c = readable(name, self._p2p(name, tensors, dst, tag), "tensor")
@@ -497,11 +499,9 @@ class SharcGroup:
         req = self.comm.recv(raw(c), src, tag=tag, async_op=True)
         return RecvWork(name, [req], tensors, fixups, dev, src)
 
-    @_counted
     def recv(self, tensors, src, tag):
         return self._recv("recv", tensors, src, tag)
 
-    @_counted
     def recv_anysource(self, tensors, tag):
         """(the Work's _source_rank() names the sender once it is done)"""
         return self._recv("recv_anysource", tensors, None, tag)

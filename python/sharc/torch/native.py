@@ -88,10 +88,10 @@ def creator(module):
         ranks = list(opts.global_ranks_in_group)
         timeout = _seconds(opts.timeout)
         if size > 1 and ranks and module.world_size() > max(ranks):
-            return module.create_group(ranks, group_tag(opts.group_id), timeout)
+            return module.create_group(ranks, group_tag(opts.group_id), timeout, opts.group_id)
         addr, token = ("", "") if size == 1 else store_address(opts.store, rank, size,
                                                                opts.timeout)
         return module.create(sharc.default_context().handle, rank, size, addr, token, timeout,
-                             is_world=not ranks)
+                             ranks, opts.group_id)
 
     return create
