@@ -17,6 +17,7 @@ import torch
 import torch.distributed as dist
 from torch._C._distributed_c10d import Backend as _C10dBackend
 
+import sharc.types
 from sharc import InvalidError, UnsupportedError
 
 from .rendezvous import group_comm, forget_comm
