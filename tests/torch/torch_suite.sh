@@ -70,7 +70,11 @@ compare() {
                 return
             fi
             while read -r name outcome rest; do
-                if [ "$b" = gloo ]; then gloo[$name]=$outcome; else sharc[$name]="$outcome $rest"; fi
+                if [ "$b" = gloo ]; then
+                    gloo[$name]=$outcome
+                else
+                    sharc[$name]="$outcome $rest"
+                fi
             done < "$work/$b.$n.$debug.$i"
         done
     done

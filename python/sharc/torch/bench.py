@@ -2,7 +2,8 @@
 
     torchrun --nproc-per-node 2 -m sharc.torch.bench [-b 1M] [-e 256M] [-f 4] [--sizes LIST]
         [-n 10] [-w 3]
-        [--rounds 3] [--colls all_gather_into_tensor,reduce_scatter_tensor,all_reduce,sendrecv]
+        [--rounds 3]
+        [--colls all_gather_into_tensor,reduce_scatter_tensor,all_reduce,sendrecv]
         [--backends sharc,sharc_py,gloo] [--groups N] [--ddp] [--fsdp] [--fsdp-only]
         [--json FILE]
 
