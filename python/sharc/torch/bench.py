@@ -16,8 +16,8 @@ busbw follow nccl-tests: the size is the larger buffer (all-gather's output,
 reduce-scatter's input), busbw = size / time x (n-1)/n for all-gather and reduce-scatter,
 x 2(n-1)/n for all-reduce. sendrecv is a round trip of point-to-point between ranks 0 and 1
 (rank 0 sends, rank 1 receives and sends it back: dist.send / dist.recv), its busbw the two
-messages' bytes per round trip (the other ranks wait). Tensors are plain torch.empty CPU tensors (float32); all_reduce is
-in place (torch's only form), the others out of place.
+messages' bytes per round trip (the other ranks wait). Tensors are plain torch.empty CPU
+tensors (float32); all_reduce is in place (torch's only form), the others out of place.
 
 --groups N adds the creation of a process group of every rank (new_group), N times per
 backend and round: the slowest rank's time per creation, the median.
