@@ -10,7 +10,8 @@ with CUDA and the CUDA toolkit's headers are found, it is built with CUDA
 import os
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SOURCES = ["backend.cpp", "coll.cpp", "coll_list.cpp", "util.cpp", "work.cpp", "module.cpp"]
+SOURCES = ["backend.cpp", "coll.cpp", "coll_list.cpp", "p2p.cpp", "util.cpp", "work.cpp",
+           "module.cpp"]
 
 
 def cuda_home():

@@ -20,6 +20,20 @@ namespace sharc_torch
 
 std::atomic<size_t> allocated_{0};
 
+// The sequence number of the torch call this thread is inside (coalesce: the collectives
+// posted for one torch call share its number, as torch's own backends count them).
+static thread_local std::optional<uint64_t> call_seq;
+
+InnerCalls::InnerCalls(uint64_t seq) : outer_(call_seq)
+{
+    call_seq = seq;
+}
+
+InnerCalls::~InnerCalls()
+{
+    call_seq = outer_;
+}
+
 ProcessGroupSharc::ProcessGroupSharc(sharc_context_h ctx, sharc_comm_h comm, int rank, int size,
                                      std::chrono::milliseconds timeout)
     : c10d::Backend(rank, size), ctx_(ctx), comm_(comm), timeout_(timeout)
@@ -38,7 +52,10 @@ ProcessGroupSharc::~ProcessGroupSharc()
 
 c10::intrusive_ptr<c10d::Backend::Options> ProcessGroupSharc::getBackendOptions()
 {
-    return c10::make_intrusive<Options>("sharc", timeout_);
+    auto opts = c10::make_intrusive<Options>("sharc", timeout_);
+    opts->global_ranks_in_group = global_ranks_;
+    opts->group_name = group_name_;
+    return opts;
 }
 
 void ProcessGroupSharc::abort()
@@ -146,7 +163,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupSharc::start(const char *name, const 
 {
     checkUsable(name);
     std::optional<at::Device> dev = deviceOf(name, tensors);
-    uint64_t seq = seq_++;
+    uint64_t seq = call_seq ? *call_seq : seq_++;
     for (const PostFn &post_one : calls) {
         sharc_request_h req = nullptr;
         unsigned long mark = errorMark();

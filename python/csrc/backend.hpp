@@ -43,6 +43,8 @@ struct Post {
     std::vector<at::Tensor> keep;    // every tensor the requests use
     std::vector<at::Tensor> outputs; // what result() and the future give
     std::vector<Fixup> fixups;       // in order, once the requests are done
+    bool recv = false;               // a receive: its Work tells the sender (sourceRank)
+    int source = -1;                 // a receive's named sender (-1: any, known when done)
 };
 
 class WorkSharc : public c10d::Work
@@ -62,6 +64,7 @@ class WorkSharc : public c10d::Work
     c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
     uint64_t getSequencenumber() const override;
     std::chrono::milliseconds getTimeout() const override;
+    int sourceRank() const override;
 
     // The completer thread's call: wait, then complete the future.
     void completeFuture();
@@ -79,13 +82,29 @@ class WorkSharc : public c10d::Work
     std::optional<at::Device> cuda_;
     std::chrono::milliseconds timeout_;
     unsigned long mark_; // sharc's error count when posted
+    int source_ = -1;    // a receive's sender, once it is done
     c10::intrusive_ptr<c10::ivalue::Future> future_;
+};
+
+// While one lives, the collectives this thread posts take sequence number @seq and do not
+// count: those of one torch call (coalesce) count once, as torch's backends count them, and
+// point-to-point not at all (p2p.cpp).
+class InnerCalls
+{
+  public:
+    explicit InnerCalls(uint64_t seq);
+    ~InnerCalls();
+
+  private:
+    std::optional<uint64_t> outer_;
 };
 
 class ProcessGroupSharc : public c10d::Backend
 {
   public:
-    // @comm is made by the caller (sharc's explicit bootstrap); the group owns it from now.
+    // @comm is made by the caller (module.cpp: sharc's explicit bootstrap, or a group of the
+    // default group's communicator); the group owns it from now: shutdown() or the last
+    // reference destroys it, nothing else does.
     ProcessGroupSharc(sharc_context_h ctx, sharc_comm_h comm, int rank, int size,
                       std::chrono::milliseconds timeout);
     ~ProcessGroupSharc() override;
@@ -95,6 +114,12 @@ class ProcessGroupSharc : public c10d::Backend
         return "sharc";
     }
     c10::intrusive_ptr<Options> getBackendOptions() override;
+    // what getBackendOptions reports: the group's ranks in the default group, torch's name
+    void describe(std::vector<uint64_t> global_ranks, std::string group_name)
+    {
+        global_ranks_ = std::move(global_ranks);
+        group_name_ = std::move(group_name);
+    }
     uint64_t getSequenceNumberForGroup() override
     {
         return seq_.load();
@@ -161,12 +186,30 @@ class ProcessGroupSharc : public c10d::Backend
     c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor> &tensors,
                                                  int tag) override;
 
+    // FSDP2's hooks over a quantized wire (sharc_allgather_ex, sharc_reduce_scatter_ex;
+    // sharc/torch/fsdp.py): as _allgather_base / _reduce_scatter_base, one torch call
+    c10::intrusive_ptr<c10d::Work> allgatherWire(at::Tensor &output, at::Tensor &input,
+                                                 sharc_wire_t wire, size_t block);
+    c10::intrusive_ptr<c10d::Work> reduceScatterWire(at::Tensor &output, at::Tensor &input,
+                                                     const c10d::ReduceOp &op, sharc_wire_t wire,
+                                                     size_t block);
+
     bool supportsTensorAlloc(c10::DeviceIndex device) override;
     at::Tensor allocateTensor(long size, at::TensorOptions options) override;
 
+    // neither aborted nor shut down: groups may be made from its communicator
+    bool usable() const
+    {
+        return comm_ != nullptr && !aborted_;
+    }
+    // the communicator, nullptr once shut down
     sharc_comm_h comm() const
     {
         return comm_;
+    }
+    sharc_context_h context() const
+    {
+        return ctx_;
     }
 
     // --- for WorkSharc -------------------------------------------------------------------
@@ -209,6 +252,16 @@ class ProcessGroupSharc : public c10d::Backend
     c10::intrusive_ptr<c10d::Work> alltoallv(const char *name, std::vector<at::Tensor> in,
                                              std::vector<at::Tensor> out, Post post,
                                              std::chrono::milliseconds timeout);
+    at::Tensor p2pTensor(const char *name, std::vector<at::Tensor> &tensors, int peer, int tag);
+    c10::intrusive_ptr<c10d::Work> recvFrom(const char *name, std::vector<at::Tensor> &tensors,
+                                            int src, int tag);
+    c10::intrusive_ptr<c10d::Work> gatherInto(const char *name, at::Tensor &output,
+                                              at::Tensor &input, std::chrono::milliseconds timeout,
+                                              const sharc_coll_opts_t *opts);
+    c10::intrusive_ptr<c10d::Work> scatterFrom(const char *name, at::Tensor &output,
+                                               at::Tensor &input, const c10d::ReduceOp &op,
+                                               std::chrono::milliseconds timeout,
+                                               const sharc_coll_opts_t *opts);
     c10::intrusive_ptr<c10d::Work>
     coalesce(const char *name, const std::vector<at::Tensor> &outputs,
              const std::function<c10::intrusive_ptr<c10d::Work>(size_t)> &one);
@@ -218,7 +271,9 @@ class ProcessGroupSharc : public c10d::Backend
     sharc_context_h ctx_;
     sharc_comm_h comm_;
     std::chrono::milliseconds timeout_;
-    std::atomic<uint64_t> seq_{0};
+    std::vector<uint64_t> global_ranks_;
+    std::string group_name_;
+    std::atomic<uint64_t> seq_{0};     // torch calls so far (getSequenceNumberForGroup)
     std::atomic<long> outstanding_{0}; // requests not yet freed
     std::atomic<bool> aborted_{false};
     std::mutex err_mutex_;

@@ -1,7 +1,7 @@
 // coll.cpp: torch's collectives on the C++ sharc backend, each one or a few sharc
 // collectives (sharc_allreduce, sharc_allgather, ...) on contiguous buffers; what sharc has no
 // collective for is emulated exactly with those it has (reduce, gather, scatter, lists of
-// tensors, uneven all-to-all by padding), or refused with the reason (point-to-point).
+// tensors, uneven all-to-all by padding). Point-to-point is p2p.cpp's.
 #include "backend.hpp"
 
 #include <numeric>
@@ -85,13 +85,15 @@ WorkPtr ProcessGroupSharc::allreduce_sparse(std::vector<at::Tensor> &,
                                    "sharc backend (sharc reduces dense buffers)");
 }
 
-WorkPtr ProcessGroupSharc::_reduce_scatter_base(at::Tensor &output, at::Tensor &input,
-                                                const c10d::ReduceScatterOptions &opts)
+// A reduce-scatter of @input into @output, over the wire of @opts where given
+// (sharc_reduce_scatter_ex: NULL is the plain collective).
+WorkPtr ProcessGroupSharc::scatterFrom(const char *name, at::Tensor &output, at::Tensor &input,
+                                       const c10d::ReduceOp &op, std::chrono::milliseconds timeout,
+                                       const sharc_coll_opts_t *opts)
 {
-    const char *name = "reduce_scatter_tensor";
     Post post;
     auto [in, out] = oneEach(name, output, input, Shape::SCATTER, post);
-    Reduction red = reduction(name, output, opts.reduceOp);
+    Reduction red = reduction(name, output, op);
     if (red.scale) {
         double f = *red.scale;
         post.fixups.insert(post.fixups.begin(), [out = out, f]() mutable { out.mul_(f); });
@@ -99,10 +101,34 @@ WorkPtr ProcessGroupSharc::_reduce_scatter_base(at::Tensor &output, at::Tensor &
     const void *s = in.data_ptr();
     void *r = out.data_ptr();
     sharc_comm_h comm = comm_;
-    return start(name, "sharc_reduce_scatter", OpType::_REDUCE_SCATTER_BASE, {output, input},
-                 opts.timeout, std::move(post), {[=](sharc_request_h *req) {
-                     return sharc_reduce_scatter(s, r, red.count, red.dtype, red.op, comm, req);
-                 }});
+    std::optional<sharc_coll_opts_t> o;
+    if (opts != nullptr) {
+        o = *opts;
+    }
+    return start(
+        name, o ? "sharc_reduce_scatter_ex" : "sharc_reduce_scatter", OpType::_REDUCE_SCATTER_BASE,
+        {output, input}, timeout, std::move(post), {[=](sharc_request_h *req) {
+            return o ? sharc_reduce_scatter_ex(s, r, red.count, red.dtype, red.op, &*o, comm, req)
+                     : sharc_reduce_scatter(s, r, red.count, red.dtype, red.op, comm, req);
+        }});
+}
+
+WorkPtr ProcessGroupSharc::_reduce_scatter_base(at::Tensor &output, at::Tensor &input,
+                                                const c10d::ReduceScatterOptions &opts)
+{
+    return scatterFrom("reduce_scatter_tensor", output, input, opts.reduceOp, opts.timeout,
+                       nullptr);
+}
+
+WorkPtr ProcessGroupSharc::reduceScatterWire(at::Tensor &output, at::Tensor &input,
+                                             const c10d::ReduceOp &op, sharc_wire_t wire,
+                                             size_t block)
+{
+    sharc_coll_opts_t o = {};
+    o.field_mask = SHARC_COLL_OPT_WIRE | (block ? SHARC_COLL_OPT_BLOCK : 0u);
+    o.wire = wire;
+    o.block = block;
+    return scatterFrom("reduce_scatter_tensor", output, input, op, c10d::kUnsetTimeout, &o);
 }
 
 WorkPtr ProcessGroupSharc::reduce_scatter_tensor_coalesced(std::vector<at::Tensor> &outputs,
@@ -182,10 +208,12 @@ WorkPtr ProcessGroupSharc::broadcast(std::vector<at::Tensor> &tensors,
                  }});
 }
 
-WorkPtr ProcessGroupSharc::_allgather_base(at::Tensor &output, at::Tensor &input,
-                                           const c10d::AllgatherOptions &opts)
+// An all-gather of @input into @output, over the wire of @opts where given
+// (sharc_allgather_ex: NULL is the plain collective).
+WorkPtr ProcessGroupSharc::gatherInto(const char *name, at::Tensor &output, at::Tensor &input,
+                                      std::chrono::milliseconds timeout,
+                                      const sharc_coll_opts_t *opts)
 {
-    const char *name = "all_gather_into_tensor";
     Post post;
     auto [in, out] = oneEach(name, output, input, Shape::GATHER, post);
     size_t count;
@@ -193,10 +221,31 @@ WorkPtr ProcessGroupSharc::_allgather_base(at::Tensor &output, at::Tensor &input
     const void *s = in.data_ptr();
     void *r = out.data_ptr();
     sharc_comm_h comm = comm_;
-    return start(name, "sharc_allgather", OpType::_ALLGATHER_BASE, {output, input}, opts.timeout,
-                 std::move(post), {[=](sharc_request_h *req) {
-                     return sharc_allgather(s, r, count, dtype, comm, req);
+    std::optional<sharc_coll_opts_t> o;
+    if (opts != nullptr) {
+        o = *opts; // (sharc refuses a wire for data it cannot quantize, saying so)
+    }
+    return start(name, o ? "sharc_allgather_ex" : "sharc_allgather", OpType::_ALLGATHER_BASE,
+                 {output, input}, timeout, std::move(post), {[=](sharc_request_h *req) {
+                     return o ? sharc_allgather_ex(s, r, count, dtype, &*o, comm, req)
+                              : sharc_allgather(s, r, count, dtype, comm, req);
                  }});
+}
+
+WorkPtr ProcessGroupSharc::_allgather_base(at::Tensor &output, at::Tensor &input,
+                                           const c10d::AllgatherOptions &opts)
+{
+    return gatherInto("all_gather_into_tensor", output, input, opts.timeout, nullptr);
+}
+
+WorkPtr ProcessGroupSharc::allgatherWire(at::Tensor &output, at::Tensor &input, sharc_wire_t wire,
+                                         size_t block)
+{
+    sharc_coll_opts_t o = {};
+    o.field_mask = SHARC_COLL_OPT_WIRE | (block ? SHARC_COLL_OPT_BLOCK : 0u);
+    o.wire = wire;
+    o.block = block;
+    return gatherInto("all_gather_into_tensor", output, input, c10d::kUnsetTimeout, &o);
 }
 
 WorkPtr ProcessGroupSharc::allgather_into_tensor_coalesced(std::vector<at::Tensor> &outputs,
@@ -311,36 +360,6 @@ WorkPtr ProcessGroupSharc::barrier(const c10d::BarrierOptions &opts)
     sharc_comm_h comm = comm_;
     return start("barrier", "sharc_barrier", OpType::BARRIER, {}, opts.timeout, Post(),
                  {[=](sharc_request_h *req) { return sharc_barrier(comm, req); }});
-}
-
-// -- what sharc does not do -------------------------------------------------------------------
-
-static void noP2p(const char *name)
-{
-    // sharc_send / sharc_recv will map here when the C API has them
-    SHARC_TORCH_UNSUPPORTED(false, name,
-                            ": point-to-point is not supported by the sharc backend "
-                            "(sharc has collectives only); use gloo for it, e.g. "
-                            "init_process_group('cpu:sharc,cuda:nccl') or a gloo "
-                            "group");
-}
-
-WorkPtr ProcessGroupSharc::send(std::vector<at::Tensor> &, int, int)
-{
-    noP2p("send");
-    return {};
-}
-
-WorkPtr ProcessGroupSharc::recv(std::vector<at::Tensor> &, int, int)
-{
-    noP2p("recv");
-    return {};
-}
-
-WorkPtr ProcessGroupSharc::recvAnysource(std::vector<at::Tensor> &, int)
-{
-    noP2p("recv_anysource");
-    return {};
 }
 
 } // namespace sharc_torch

@@ -104,6 +104,8 @@ WorkPtr ProcessGroupSharc::coalesce(const char *name, const std::vector<at::Tens
                                     const std::function<WorkPtr(size_t)> &one)
 {
     (void)name;
+    checkUsable(name);
+    InnerCalls one_call(seq_++);
     std::vector<WorkPtr> works;
     for (size_t i = 0; i < outputs.size(); i++) {
         works.push_back(one(i));

@@ -26,7 +26,8 @@ WorkSharc::WorkSharc(c10::intrusive_ptr<ProcessGroupSharc> pg, const char *name,
                      c10d::OpType type, uint64_t seq, Post post, std::optional<at::Device> cuda,
                      std::chrono::milliseconds timeout)
     : c10d::Work(pg->getRank(), type), pg_(std::move(pg)), name_(name), call_(call), seq_(seq),
-      post_(std::move(post)), cuda_(cuda), timeout_(timeout), mark_(errorMark())
+      post_(std::move(post)), cuda_(cuda), timeout_(timeout), mark_(errorMark()),
+      source_(post_.source)
 {
 }
 
@@ -112,6 +113,12 @@ bool WorkSharc::finishLocked(Clock::time_point deadline, bool bounded)
         if (status == SHARC_INPROGRESS) {
             return false;
         }
+        if (post_.recv && status == SHARC_OK) {
+            sharc_recv_info_t info;
+            if (sharc_request_recv_info(req, &info) == SHARC_OK) {
+                source_ = info.source;
+            }
+        }
         sharc_request_free(req);
         pg_->requestDone(1);
         post_.reqs.erase(post_.reqs.begin());
@@ -179,6 +186,16 @@ std::vector<at::Tensor> WorkSharc::result()
 uint64_t WorkSharc::getSequencenumber() const
 {
     return seq_;
+}
+
+int WorkSharc::sourceRank() const
+{
+    std::lock_guard<std::mutex> lock(mutex_);
+    TORCH_CHECK(post_.recv, "sharc backend: sourceRank() is a receive's (recv, irecv), not ", name_,
+                "'s");
+    TORCH_CHECK(completed_ && exception_ == nullptr,
+                "sharc backend: sourceRank() of a receive that has not completed: wait() first");
+    return source_;
 }
 
 std::chrono::milliseconds WorkSharc::getTimeout() const

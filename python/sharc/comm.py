@@ -179,8 +179,10 @@ class Comm:
     in (else the buffers'); async_op=True returns a Request instead of waiting."""
 
     def __init__(self, ctx=None, bootstrap=None, rank=None, size=None, store_addr=None,
-                 token=None, node_id=None, local_rank=None, local_size=None, _handle=None):
+                 token=None, node_id=None, local_rank=None, local_size=None, _handle=None,
+                 _owner=None):
         self.ctx = ctx if ctx is not None else default_context()
+        self._owner = _owner  # what owns a borrowed _handle (close() leaves it to it)
         self._failed = None  # the first error of a collective: later ones repeat it
         self._reqs = weakref.WeakSet()
         if _handle is not None:
@@ -397,6 +399,9 @@ class Comm:
         for r in list(self._reqs):
             r.free()
         self._h = None
+        if self._owner is not None:
+            self._owner = None  # borrowed: its owner destroys it
+            return
         _destroy(h)
 
     def __del__(self):

@@ -142,8 +142,8 @@ if mode == "bad-input":
                         lambda: dist.all_reduce(torch.ones(4, dtype=torch.int64),
                                                 op=dist.ReduceOp.AVG),
                         "sharc_allreduce", "op avg is not defined for i64", cls=ValueError)
-    bad += expect_error("send", lambda: dist.send(x, dst=(rank + 1) % n), "send",
-                        "point-to-point is not supported", cls=NotImplementedError)
+    bad += expect_error("send with a negative tag", lambda: dist.send(x, (rank + 1) % n, tag=-1),
+                        "send", "the tag -1 is negative", cls=ValueError)
     bad += expect_error("all_gather_into_tensor wrong dtype",
                         lambda: dist.all_gather_into_tensor(torch.empty(8 * n, dtype=torch.int32),
                                                             x),

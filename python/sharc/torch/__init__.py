@@ -13,8 +13,9 @@ ordered after the current stream, and wait() makes the current stream wait for i
 
 What sharc has no collective for is emulated with sharc's collectives where that is exact
 (reduce, gather and scatter; lists of tensors; uneven all-to-all by padding), and refused
-with the reason otherwise (send/recv, BAND/BOR/BXOR, reductions in dtypes sharc does not
-reduce). docs/torch.md has the table.
+with the reason otherwise (BAND/BOR/BXOR, reductions in dtypes sharc does not reduce).
+Point-to-point (send, recv, from any rank too; torch's isend, irecv, batch_isend_irecv) is
+sharc_send / sharc_recv. docs/torch.md has the table.
 
 The modules: native (the C++ backend's loading and creator), backend (the Python process
 group), tensors (torch's arguments as sharc's), work (the Python Work, futures), rendezvous
@@ -52,7 +53,7 @@ implementation = "native" if _native_module is not None else "python"
 """Which backend serves "sharc" groups: "native" or "python"."""
 
 if _native_module is not None:
-    dist.Backend.register_backend(BACKEND, native.creator(_native_module),
+    dist.Backend.register_backend(BACKEND, native.creator(_native_module), extended_api=True,
                                   devices=["cpu", "cuda"])
 else:
     dist.Backend.register_backend(BACKEND, _create_python, extended_api=True,

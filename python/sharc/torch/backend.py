@@ -17,11 +17,12 @@ import torch
 import torch.distributed as dist
 from torch._C._distributed_c10d import Backend as _C10dBackend
 
+import sharc.types
 from sharc import InvalidError, UnsupportedError
 
 from .rendezvous import group_comm, forget_comm
 from .tensors import as_bytes, check_same, raw, readable, reduction, writable
-from .work import GroupWork, Work
+from .work import GroupWork, RecvWork, Work
 
 BACKEND = "sharc"
 
@@ -469,22 +470,42 @@ class SharcGroup:
                                                             async_op=True),
                           [out], outputs, [lambda: out.copy_(mine.view_as(out))])
 
-    # -- what sharc does not do -------------------------------------------------------------
+    # -- point-to-point: sharc_send / sharc_recv (isend, irecv and batch_isend_irecv are
+    # torch's calls of these). They take no sequence number, as NCCL's (its collective
+    # sequence): gloo counts them on the two ranks only, and its debug wrapper
+    # (TORCH_DISTRIBUTED_DEBUG=DETAIL) then finds the numbers differ at the next collective
+    # of a group larger than the pair.
 
-    def _no_p2p(self, name):
-        raise UnsupportedError("%s: point-to-point is not supported by the sharc backend (sharc "
-                               "has collectives only); use gloo for it, e.g. "
-                               "init_process_group('cpu:sharc,cuda:nccl') or a gloo group"
-                               % name, op=name)
+    def _p2p(self, name, tensors, peer, tag):
+        if len(tensors) != 1:
+            raise InvalidError("%s: one tensor only (got %d)" % (name, len(tensors)), op=name)
+        if peer is not None and not 0 <= peer < self._size:
+            raise InvalidError("%s: rank %d is not a rank of the group (size %d)"
+                               % (name, peer, self._size), op=name)
+        if tag < 0:
+            raise InvalidError("%s: the tag %d is negative (sharc's tags are 0 .. %d)"
+                               % (name, tag, 0x7fffffff), op=name)
+        return tensors[0]
 
     def send(self, tensors, dst, tag):
-        self._no_p2p("send")
+        name = "send"
+        c = readable(name, self._p2p(name, tensors, dst, tag), "tensor")
+        return self._work(name, lambda: self.comm.send(raw(c), dst, tag=tag, async_op=True),
+                          tensors, tensors)
+
+    def _recv(self, name, tensors, src, tag):
+        t, fixups = self._p2p(name, tensors, src, tag), []
+        c = writable(name, t, fixups, "tensor")
+        dev = self._cuda(name, tensors)
+        req = self.comm.recv(raw(c), src, tag=tag, async_op=True)
+        return RecvWork(name, [req], tensors, fixups, dev, src)
 
     def recv(self, tensors, src, tag):
-        self._no_p2p("recv")
+        return self._recv("recv", tensors, src, tag)
 
     def recv_anysource(self, tensors, tag):
-        self._no_p2p("recv_anysource")
+        """(the Work's _source_rank() names the sender once it is done)"""
+        return self._recv("recv_anysource", tensors, None, tag)
 
     # -- memory and lifetime ----------------------------------------------------------------
 

@@ -2,7 +2,8 @@
 
     torchrun --nproc-per-node 2 -m sharc.torch.bench [-b 1M] [-e 256M] [-f 4] [--sizes LIST]
         [-n 10] [-w 3]
-        [--rounds 3] [--colls all_gather_into_tensor,reduce_scatter_tensor,all_reduce]
+        [--rounds 3]
+        [--colls all_gather_into_tensor,reduce_scatter_tensor,all_reduce,sendrecv]
         [--backends sharc,sharc_py,gloo] [--groups N] [--ddp] [--fsdp] [--fsdp-only]
         [--json FILE]
 
@@ -13,8 +14,10 @@ over the rounds. A measurement is sharc-perf's: warm-up calls, a barrier, then b
 calls each timed, the slowest rank's time per call, the median over the calls. Sizes and
 busbw follow nccl-tests: the size is the larger buffer (all-gather's output,
 reduce-scatter's input), busbw = size / time x (n-1)/n for all-gather and reduce-scatter,
-x 2(n-1)/n for all-reduce. Tensors are plain torch.empty CPU tensors (float32); all_reduce is
-in place (torch's only form), the others out of place.
+x 2(n-1)/n for all-reduce. sendrecv is a round trip of point-to-point between ranks 0 and 1
+(rank 0 sends, rank 1 receives and sends it back: dist.send / dist.recv), its busbw the two
+messages' bytes per round trip (the other ranks wait). Tensors are plain torch.empty CPU
+tensors (float32); all_reduce is in place (torch's only form), the others out of place.
 
 --groups N adds the creation of a process group of every rank (new_group), N times per
 backend and round: the slowest rank's time per creation, the median.
@@ -41,7 +44,8 @@ import sharc.torch
 UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 FACTORS = {"all_gather_into_tensor": lambda n: (n - 1) / n,
            "reduce_scatter_tensor": lambda n: (n - 1) / n,
-           "all_reduce": lambda n: 2 * (n - 1) / n}
+           "all_reduce": lambda n: 2 * (n - 1) / n,
+           "sendrecv": lambda n: 2}
 
 
 def parse_size(text):
@@ -76,6 +80,16 @@ def time_coll(coll, size, group, iters, warmup):
 
         def call():
             dist.all_reduce(buf, group=group)
+    elif coll == "sendrecv":
+        buf, me = torch.ones(elems), dist.get_rank(group)
+
+        def call():
+            if me == 0:
+                dist.send(buf, group=group, group_dst=1)
+                dist.recv(buf, group=group, group_src=1)
+            elif me == 1:
+                dist.recv(buf, group=group, group_src=0)
+                dist.send(buf, group=group, group_dst=0)
     else:
         raise SystemExit("bench: unknown collective %s" % coll)
     for _ in range(warmup):

@@ -67,13 +67,17 @@ class _Alloc:
 
 def _sharc_backend(group, tensor, what):
     """The sharc process group behind @group for @tensor's device (a wire needs it)."""
+    from . import _native_module  # (the C++ backend's module, or None)
+
+    kinds = (SharcGroup,) if _native_module is None else (SharcGroup,
+                                                         _native_module.ProcessGroupSharc)
     be = group
-    if not isinstance(be, SharcGroup):
+    if not isinstance(be, kinds):
         try:
             be = group._get_backend(tensor.device)
         except (AttributeError, RuntimeError):
             be = None
-    if not isinstance(be, SharcGroup):
+    if not isinstance(be, kinds):
         raise UnsupportedError("%s: a quantized wire needs the group's backend to be sharc"
                                % what, op=what)
     return be

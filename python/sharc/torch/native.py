@@ -11,6 +11,7 @@ where it does not), "python". TORCH_SHARC_NATIVE names a built module file to lo
 the package's own (a build of the tree: tests/torch/native.py).
 """
 
+import ctypes
 import datetime
 import importlib.util
 import os
@@ -18,7 +19,7 @@ import warnings
 
 import sharc
 
-from .rendezvous import store_address
+from .rendezvous import group_tag, store_address
 
 CHOICES = ("auto", "native", "python")
 
@@ -63,12 +64,34 @@ def _seconds(timeout):
     return float(timeout) if timeout is not None else 0.0
 
 
-def creator(module):
-    """torch.distributed's creator of a "sharc" group on the C++ backend."""
+def _borrowed_comm(backend):
+    """A C++ group's communicator as a sharc.Comm (the group owns it and keeps it: the Comm
+    holds the group; its close() leaves the communicator to the group)."""
+    h = backend.comm_handle
+    if not h:
+        raise sharc.InvalidError("the sharc group is shut down: it has no communicator",
+                                 op="comm")
+    return sharc.Comm(sharc.default_context(), _handle=ctypes.c_void_p(h), _owner=backend)
 
-    def create(store, rank, size, timeout):
-        ctx = sharc.default_context()
-        addr, token = ("", "") if size == 1 else store_address(store, rank, size, timeout)
-        return module.create(ctx.handle, rank, size, addr, token, _seconds(timeout))
+
+def creator(module):
+    """torch.distributed's creator of a "sharc" group on the C++ backend (torch's extended
+    API: the group's ranks in the default group and its name). The default group's
+    communicator is made with sharc's explicit bootstrap (rendezvous.store_address); every
+    later group's from it, by its members alone (sharc_comm_create_group: no rendezvous, a few
+    milliseconds), as on the Python backend. Each C++ group owns its communicator:
+    destroy_process_group (shutdown) destroys it, or its last reference does."""
+    module.ProcessGroupSharc.comm = property(_borrowed_comm)
+
+    def create(opts, backend_options=None):
+        rank, size = opts.group_rank, opts.group_size
+        ranks = list(opts.global_ranks_in_group)
+        timeout = _seconds(opts.timeout)
+        if size > 1 and ranks and module.world_size() > max(ranks):
+            return module.create_group(ranks, group_tag(opts.group_id), timeout, opts.group_id)
+        addr, token = ("", "") if size == 1 else store_address(opts.store, rank, size,
+                                                               opts.timeout)
+        return module.create(sharc.default_context().handle, rank, size, addr, token, timeout,
+                             ranks, opts.group_id)
 
     return create

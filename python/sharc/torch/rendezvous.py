@@ -61,18 +61,27 @@ def store_address(store, rank, size, timeout):
     picks a free port and a job token and tells the others through torch's @store (the
     group's own prefix). sharc numbers the communicators made from one store address per
     process, so the address must be new to every rank: each rank says which it has used, and
-    rank 0 avoids them all."""
-    store.set("sharc/used/%d" % rank, " ".join(sorted(_used_store_addrs)))
+    rank 0 avoids them all. The keys are numbered by how many times this rank has asked the
+    store: torch names the default group alike after a destroy_process_group, so a second
+    init_process_group may find the first one's keys in the same store."""
+    gen = store.add("sharc/round/%d" % rank, 1)
+    store.set("sharc/%d/used/%d" % (gen, rank), " ".join(sorted(_used_store_addrs)))
     if rank == 0:
         used = set()
         for r in range(size):
-            used.update(store.get("sharc/used/%d" % r).decode().split())
+            used.update(store.get("sharc/%d/used/%d" % (gen, r)).decode().split())
         host = _my_host()
         addr = _addr(host, _free_port(host, used))
-        store.set("sharc/addr", "%s %s" % (addr, secrets.token_hex(16)))
-    addr, token = store.get("sharc/addr").decode().split()
+        store.set("sharc/%d/addr" % gen, "%s %s" % (addr, secrets.token_hex(16)))
+    addr, token = store.get("sharc/%d/addr" % gen).decode().split()
     _used_store_addrs.add(addr)
     return addr, token
+
+
+def group_tag(group_name):
+    """sharc_comm_create_group's tag of torch's group @group_name: the same on every member,
+    it tells apart groups of one member list made at once."""
+    return zlib.crc32(group_name.encode()) & 0x7fffffff
 
 
 def group_comm(store, rank, size, timeout, global_ranks, group_name):
@@ -87,7 +96,7 @@ def group_comm(store, rank, size, timeout, global_ranks, group_name):
     if global_ranks and world is not None and world.handle is not None and \
             max(global_ranks) < world.size:
         # torch calls this on the members only; the name tells apart groups of one list
-        return world.create_group(global_ranks, tag=zlib.crc32(group_name.encode()) & 0x7fffffff)
+        return world.create_group(global_ranks, tag=group_tag(group_name))
     addr, token = store_address(store, rank, size, timeout)
     comm = sharc.Comm(ctx, bootstrap="explicit", rank=rank, size=size, store_addr=addr,
                       token=token)

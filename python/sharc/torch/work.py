@@ -171,3 +171,26 @@ class GroupWork(Work):
 
     def is_completed(self):
         return all(w.is_completed() for w in self._works)
+
+
+class RecvWork(Work):
+    """A receive (recv, irecv; from any rank: @src None): once done, _source_rank() is the
+    sender's rank in the group (torch's recv(src=None) returns it)."""
+
+    def __init__(self, name, reqs, outputs, fixups, cuda_device, src):
+        super().__init__(name, reqs, outputs, fixups, cuda_device)
+        self._req, self._src = reqs[0], src
+
+    def _finish(self):
+        req = self._req
+        super()._finish()
+        if self._src is None and self._error is None:
+            self._src = req.source
+
+    def _source_rank(self):
+        if not self._done or self._error is not None:
+            raise RuntimeError("sharc backend: _source_rank() of a receive that has not "
+                               "completed: wait() first")
+        return self._src
+
+    source_rank = _source_rank
