@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * algos.c: the one table of host algorithms. Each algorithm's file defines its descriptor
  * (name, constraints, init, progress, finalize); this list orders them per collective as

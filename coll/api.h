@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * api.h: the collective layer as the layers above it use it: the core makes a collective
  * state per communicator and posts the public collectives through it; the sharding engine

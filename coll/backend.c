@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * backend.c: a collective on CUDA buffers run whole by the communicator's collective
  * backend (NCCL). Computes what the collective's contract says, on the device, on the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cfg.c: the collective layer's knobs: the collective timeout, the pipelines' chunks, the
  * progress thread, how long a waiter spins, SHARC_CHECK, each collective's algorithm (its

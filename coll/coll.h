@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * coll.h: the collective layer's internals. A collective is a task: its arguments, the
  * algorithm chosen for it, and the algorithm's state. Algorithms are init + progress (+ an

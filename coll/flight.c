@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * flight.c: a communicator's flight recorder: the last SHARC_FLIGHT_RECORDER collectives it
  * started (ordinal, sequence number, op, dtype, count, lane, algorithm, state, times), kept

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * flight.h: the flight recorder (flight.c, its dumps and a rank's head flight_dump.c), the
  * watchdog (watchdog.c), the live stall verdict (stall.c) and the verdict from heads

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * flight_dump.c: what a communicator's flight recorder says on a hang: its head (what this
  * rank posted last, the oldest collective it has not completed and whose data it still

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * liveness.c: when a communicator cannot go on. A failure (a task's error, a transport's,
  * a timeout, SHARC_CHECK's mismatch) fails every task in flight and every later post; the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * p2p.c: the point-to-point calls of the algorithms: a task's sends and receives over its
  * communicator's transport, tagged with the task's sequence number; receives that reduce on

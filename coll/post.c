@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * post.c: posting a collective: the checks every rank makes before communicating, the task
  * and who runs it (host algorithms from select.c; on CUDA buffers the collective backend, or

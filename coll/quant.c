@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * quant.c: what the collectives over a quantized wire share (allgather_quant.c,
  * reduce_scatter_quant.c, reduce_scatter_quant_hier.c, and quant_device.c on CUDA buffers):

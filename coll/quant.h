@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * quant.h: collectives over a quantized wire (quant.c: checks, the table choosing an
  * algorithm, the steps the one-level algorithms share; allgather_quant.c,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * quant_device.c: an all-gather or reduce-scatter over a quantized wire on CUDA buffers,
  * queued whole on the device without host synchronization: the CUDA quantizers

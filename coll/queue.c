@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * queue.c: a communicator's queue of tasks and the progress pass that drives it: a post
  * starts its task under the lock, or hands it to a pass that is running (the lock-free

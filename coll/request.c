@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * request.c: a collective, send or receive as its caller holds it, a request
  * (sharc_request_h): the public test, wait and free, what a receive received, the stream wait

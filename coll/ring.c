@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ring.c: the ring engine under the ring algorithms. Rank r sends to r+1 and receives from
  * r-1. Each block is cut into chunks; units of work go chunk by chunk, and within a chunk

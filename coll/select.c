@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * select.c: which algorithm runs a collective on host memory: the one SHARC_<COLL>_ALGO
  * names, else the first fitting rule of SHARC_TUNE_FILE (tune.c), else a built-in data table

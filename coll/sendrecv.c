@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * sendrecv.c: the public sends and receives as tasks. On host buffers they go over the
  * communicator's point-to-point transport, tagged in the point-to-point half of the tag space

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * sendrecv_post.c: posting the public sends and receives (sharc/p2p.h): the checks on the
  * calling rank, routing (the point-to-point transport for host buffers; the collective backend

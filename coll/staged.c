@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * staged.c: a collective on CUDA buffers that the GPU cannot run itself (no collective
  * backend, or a collective it lacks) runs over the host transports through page-locked host

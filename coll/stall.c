@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * stall.c: the live stall verdict. When a collective of this rank has waited past
  * SHARC_STALL_WARN, the watchdog asks the store for a verdict round; the store announces it

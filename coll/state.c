@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * state.c: a communicator's collective state, from its creation (with its progress driver)
  * to its end: what is still in flight is completed (or, on a failed communicator, ended)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * task.c: a collective task's making, its one start (sequence number, algorithm's init,
  * place in the queue), the scratch its algorithm borrows, its release, and its name in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * thread.c: who drives a communicator's progress. By default its callers do (test, wait,
  * post); with SHARC_PROGRESS_THREAD a thread of its own runs the passes while tasks are

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * tune.c: SHARC_TUNE_FILE, a per-size algorithm table written by `sharc-perf tune` (or by
  * hand), read once when a context is created. It only changes which host algorithm runs a

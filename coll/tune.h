@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * tune.h: SHARC_TUNE_FILE's rules as algorithm selection reads them. The context loads them
  * once (sharc_coll_tune_load, declared in api.h); the format is described in tune.c. A rule

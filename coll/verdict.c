@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * verdict.c: why a communicator's collective is stalled, worked out from every rank's head
  * (flight_dump.c): the same text from the same heads, so every rank that hears them logs

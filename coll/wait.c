@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * wait.c: how a poller with nothing to do waits, after a progress pass that moved nothing: a
  * caller blocked in sharc_request_wait, or the progress thread. It polls on for

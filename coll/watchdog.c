@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * watchdog.c: a context's watchdog, a thread that looks after its communicators whatever
  * their callers do (compute, a data loader, a debugger): it keeps each store connection's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * why.c: sharc_flight_why, the stall verdict of a failed or killed job from its flight dumps
  * (flight_dump.c writes them, one per rank and communicator): the heads of every

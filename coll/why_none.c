@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * why_none.c: sharc_flight_why in a library built without json-c, which reads the dumps.
  */

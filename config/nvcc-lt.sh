@@ -3,6 +3,7 @@
 # Compiles a CUDA source the way libtool compiles C: a position-independent object in
 # .libs/ for the shared library, a plain one beside it for the static library, and a .lo
 # file that names both, so libtool links .cu objects like any other.
+# SPDX-License-Identifier: BSD-3-Clause
 set -e
 lo=$1; shift
 nvcc=$1; shift

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * comm.c: communicators: creation from a bootstrap, the node layout (which ranks share a
  * node, local ranks), split, the bootstrap barrier, and the opening of the transports (the

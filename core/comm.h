@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * comm.h: the communicator as the layers above the core see it (the sharding engine): its
  * bootstrap, node layout, transports, and the collective state it posts through (coll/api.h).

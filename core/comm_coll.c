@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * comm_coll.c: the public collective calls (sharc/coll.h): each posts through its
  * communicator's collective state, ordered on CUDA buffers by the communicator's stream

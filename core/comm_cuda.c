@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * comm_cuda.c: the calls of sharc/sharc_cuda.h: the stream a communicator's collectives on
  * CUDA buffers follow, and a stream's wait for a request. Below the public API a stream is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * comm_group.c: sharc_comm_create_group: a communicator of listed ranks of a parent, made by
  * those ranks only (MPI_Comm_create_group), where a split would need every rank of the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * comm_p2p.c: the public point-to-point calls (sharc/p2p.h): each posts through its
  * communicator's collective state, ordered on CUDA buffers by the communicator's stream

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * comm_split.c: sharc_comm_split: every rank's color and key through the parent's
  * bootstrap, the child's bootstrap (and collective backend, split from the parent's); and

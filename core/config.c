@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * config.c: the core's knobs: where collectives on CUDA buffers run. The configuration's
  * mechanism is base's (src/base/cfg.c); the list of every layer's tables is the library

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * context.c: contexts as the layers use them: references (one per communicator), the
  * shareable memory they hand out, their end. Creating one is the library root's

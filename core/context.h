@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * context.h: the context as the rest of the library sees it: a reference-counted holder of
  * one parsed configuration and the table of its shareable buffers.

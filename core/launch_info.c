@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * launch_info.c: sharc_launch_query, the public report of what the launcher told this process:
  * the launcher (src/boot/launch.c's detection), the bootstrap and store a communicator would

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cuda_none.c: a build without CUDA has no device kernels (the pair of kernels/cuda/).
  */

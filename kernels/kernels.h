@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * kernels.h: sharc's compute kernels behind one ops table per memory type (kernels/cpu
  * always, kernels/cuda when built with CUDA), and the scalar conversions between f32 and the

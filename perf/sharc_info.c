@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * sharc-info: what this sharc is and how it is set. -v version, -b build (which backends),
  * -c every configuration knob with its value, default and documentation, and -C a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * sharc_perf.c: sharc-perf's dispatcher. The first argument names a subcommand (overlap,
  * tune, check, predict, why), each a main of its own; anything else is the collective benchmarks'

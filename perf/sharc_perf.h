@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * sharc_perf.h: sharc-perf's subcommands, each a main of its own that the dispatcher
  * (sharc_perf.c) calls with the whole command line (argv[1] names the subcommand). Each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * sharc-topo: what this node is (GPUs, NVLink/NVSwitch, NICs, fabric, PCI distances, rails)
  * and what to set for it; `sharc-topo doctor` checks the settings in force against it.

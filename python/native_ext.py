@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """How the C++ backend (csrc/, the module sharc.torch._native) is compiled against the torch at
 hand: by setup.py during `pip install`, and by tests/torch/native.py for the tests (a build of
 the tree). Not part of the installed package.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Build of the package sharc: libsharc from this tree with its own build system, put inside
 the package (sharc/_libs/libsharc.so.0, where sharc/_lib.py finds it first), and the C++ torch
 backend (sharc.torch._native) compiled against the torch of the environment installed into.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ckpt.h: the on-disk format of sharded checkpoints, shared by shard_save.c and
  * shard_load.c, and the file helpers both use (ckpt_io.c). Built with json-c and xxHash.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ckpt_io.c: file helpers of the sharded checkpoints (ckpt.h): names, positioned reads,
  * atomic writes with their XXH3 checksum.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ckpt_none.c: checkpoints need json-c (the metadata) and xxHash (the checksums); a build
  * without either refuses them with a message saying so (the pair of shard_save.c,

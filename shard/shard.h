@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * shard.h: the sharding engine's internals (public contract in sharc/shard.h). A group holds
  * units; a unit holds its rank's f32 master and gradient shards for good, and, for a while,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * shard_adamw.c: the engine's AdamW (sharc/shard.h), torch.optim.AdamW after
  * clip_grad_norm_. Each unit is updated where its state lives: a host unit by the host

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * shard_auto.c: adaptive prefetch (SHARC_SHARD_PREFETCH=auto). The depth starts at 1 and
  * goes up by one while the caller waits for all-gathers and the bound on unsharded units

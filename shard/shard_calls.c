@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * shard_calls.c: the calls of sharc/shard.h that drive one unit or one step: gather and wait
  * (unshard, wait), release (reshard), progress, reduce (reduce_grads), finish a step (finish,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * shard_cfg.c: the sharding engine's knobs (SHARC_SHARD_*): the defaults a group takes for
  * what its sharc_shard_params_t leaves unset, the reduction queue, the trace, and offload.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * shard_group.c: a shard group's life: settings, layout agreement across ranks, the shard
  * and replica communicators (HSDP), master and gradient shards and their initial values,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * shard_host.c: the host's worker, which does the CPU's part of a step for host units: a
  * thread of the group that takes tasks in order (a unit's reduced gradient landing in its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * shard_host.h: the host worker's state, shared by its two halves: the worker's thread and its
  * tasks (shard_host.c) and the caller's side of it (shard_host_sync.c: start and stop,

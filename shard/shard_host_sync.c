@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * shard_host_sync.c: the caller's side of the host worker (shard_host.c): starting and
  * stopping it with its pool and page-locked slots, queueing tasks, waiting for a unit's

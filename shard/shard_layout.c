@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * shard_layout.c: shard math. Checks the caller's parameter list, assigns parameters to
  * units (the caller's ids, or packing by bucket size), places each parameter in its unit,

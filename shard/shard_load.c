@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * shard_load.c: sharc_shard_load. Rank 0 reads the metadata and every rank gets its text, so
  * all check the same thing against the group; each rank then reads its new shard from the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * shard_mem.c: where a group's memory lives and how it is ordered. On the host: shareable
  * memory (sharc_mem_alloc) for what peers copy from, the heap for the rest. On CUDA: device

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * shard_offload.c: where a group's f32 state lives (sharc_shard_offload_t) and how it moves.
  * Placement: a host group's units are host units; a CUDA group keeps its units on the device,

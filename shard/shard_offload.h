@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * shard_offload.h: where a group's f32 state lives (offload, sharc/shard.h) and the work the
  * host does on it: placement and memory (shard_offload.c), the host's worker and its tasks

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * shard_offload_move.c: how an offloaded unit's state moves during a step, hooked into the
  * engine's gather and reduction: before a gather, the unit's host work is done and its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * shard_op.c: the group's collectives, posted and completed in one place: the entry check of
  * every call, failing the group, posting (timed by events on CUDA), completing (the host

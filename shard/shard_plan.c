@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * shard_plan.c: the schedule's decisions (shard_plan.h), pure. The schedule is the order of
  * units in the forward and then the backward of one pass, recorded from the begins of the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * shard_plan.h: the sharding engine's schedule decisions, pure: which units to gather ahead
  * along the recorded schedule (prefetch), when the bound on unsharded units holds one back,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * shard_plan_auto.c: adaptive prefetch's decision (SHARC_SHARD_PREFETCH=auto), pure: the
  * depth starts at 1 and goes up by one while the caller waits for all-gathers and the bound

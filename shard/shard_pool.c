@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * shard_pool.c: the threads the host's work on offloaded shards runs on: a parallel loop over
  * chunks of a range, run by its caller (the host worker's thread) and the pool's helpers,

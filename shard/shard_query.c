@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * shard_query.c: what sharc/shard.h tells of a group: its units and parameters (by index
  * or name, and the local shard's view of them), and the optimizer states it keeps beside

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * shard_reduce.c: reducing gradients. A unit's unsharded gradients are reduce-scattered in
  * place (then, with HSDP, its shard is all-reduced across replicas) and the result, scaled

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * shard_save.c: sharc_shard_save. Each shard rank of the first replica writes its file of a
  * new generation; rank 0 then replaces the metadata by rename, which is the commit; only

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * shard_sched.c: the group's schedule calls: setting, reading and printing the order, and
  * the engine's side of the schedule's decisions, which shard_plan.c takes, pure, so that

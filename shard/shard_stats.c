@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * shard_stats.c: what a step cost. Each completed collective leaves its interval (posted to
  * done, the time its task finished); communication time is the union of those intervals,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * shard_step.c: the step calls of sharc/shard.h: forward and backward begin and end of a
  * unit, which record the schedule, gather the next units along it ahead of use within

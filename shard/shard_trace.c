@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * shard_trace.c: the timeline trace (SHARC_SHARD_TRACE). Each rank records what its group
  * sees, in memory: every collective with its post, start, end and completion times, the

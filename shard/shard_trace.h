@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * shard_trace.h: the timeline trace's events and per-rank record, shared by its recording
  * and gathering (shard_trace.c) and its Chrome trace JSON writer (shard_trace_json.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * shard_trace_json.c: the timeline trace as Chrome trace JSON (Perfetto, chrome://tracing,
  * tools/trace-plot): per rank a process, the caller's track (step calls, waits, compute,

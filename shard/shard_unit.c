@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * shard_unit.c: a unit's parameters and the group's collectives. Gathering casts the f32
  * master shard into the unsharded buffer at this rank's place and all-gathers in place (f32

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * shard_wire.c: what the engine sends across nodes in fewer bytes (ZeRO++): the wires of its
  * gathers and reduce-scatters (quantized by coll/, which sharc_shard_post asks here which wire

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * check.h: the assertion macro of sharc's C tests. A failed check prints where and what, and
  * the test goes on, so one run shows every failure; main returns check_result().

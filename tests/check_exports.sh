@@ -1,6 +1,7 @@
 #!/bin/bash
 # libsharc.so exports the public API only: every dynamic symbol it defines starts with
 # sharc_, and every function declared SHARC_API in the installed headers is exported.
+# SPDX-License-Identifier: BSD-3-Clause
 . "$(dirname "$0")/lib.sh"
 
 lib="$top_builddir/.libs/libsharc.so"

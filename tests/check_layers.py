@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """check_layers.py SRCDIR: every #include of the library, the tools and the trainer points to
 its own layer or one below it (docs/design.md draws them), and no transport backend includes
 another backend. Prints each upward include with the two layers; exits 1 if any.

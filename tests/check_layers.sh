@@ -3,6 +3,7 @@
 # includes a header of a layer above its own, no backend includes another, and the tools
 # reach the library through its public API (tests/check_layers.py says which file breaks it;
 # it resolves includes through the build's include paths, as the compiler does).
+# SPDX-License-Identifier: BSD-3-Clause
 . "$(dirname "$0")/lib.sh"
 
 command -v python3 > /dev/null || { echo "SKIP: no python3"; exit 77; }

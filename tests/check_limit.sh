@@ -1,6 +1,7 @@
 #!/bin/bash
 # The harness's time limit (tests/limit.sh): a test that runs past it is stopped, with its
 # children, and fails by name; one within it keeps its own status (0, 77, a failure).
+# SPDX-License-Identifier: BSD-3-Clause
 . "$(dirname "$0")/lib.sh"
 
 limit="$top_srcdir/tests/limit.sh"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * elem.h: element i of a buffer of any sharc dtype, as a double, for the tests that build
  * inputs and expected results element by element (16-bit floats through sharc's own

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * gpu_check.h: the start of sharc's GPU tests (CUDA builds only): SKIP without a device,
  * a context and a communicator from the launch environment, one device per local rank and a

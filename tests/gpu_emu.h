@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * gpu_emu.h: libsharc's CUDA runtime layer (src/base/gpu.h) and its CUDA kernels' table
  * (kernels/kernels.h) over the host emulation of tests/trainer/cuda_emu.h, so that a test

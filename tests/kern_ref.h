@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * kern_ref.h: an independent reference for rounding f32 to a 16-bit float type, used by the
  * kernel tests: positive 16-bit codes are ordered like their values, so the nearest code is

@@ -23,6 +23,7 @@
 #                       it comes, and keep it (fault tests watch it); default a temporary one
 # Every rank also gets SHARCTEST_RANK, _SIZE, _NODE, _NNODES, _LOCAL_RANK, _LOCAL_SIZE: what
 # sharc should report. In explicit mode PROGRAM gets "--explicit MASTER:PORT" appended.
+# SPDX-License-Identifier: BSD-3-Clause
 set -u
 . "$(dirname "$0")/lib.sh"
 

@@ -1,6 +1,7 @@
 # lib.sh: shared helpers of sharc's shell tests (sourced, not run).
 # make check exports top_srcdir, top_builddir and MPIRUN; running a test by hand from the
 # build directory works too.
+# SPDX-License-Identifier: BSD-3-Clause
 : "${top_srcdir:=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
 : "${top_builddir:=.}"
 LAUNCH="$top_srcdir/tests/launch.sh"

@@ -3,6 +3,7 @@
 # hung test fails with its name instead of holding the suite. The limit is the test's line
 # in tests/time_limits (its path and seconds), else SHARC_TEST_LIMIT, else 900 s; past it the
 # test's whole process group is stopped (TERM, then KILL 10 s later) and it fails.
+# SPDX-License-Identifier: BSD-3-Clause
 set -u
 test=${!#}
 limit=${SHARC_TEST_LIMIT:-900}

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * nodlclose.c: a test-only shim, preloaded into MPI test ranks of sanitizer builds. OpenMPI
  * dlcloses its components in MPI_Finalize, after which LeakSanitizer cannot name the module

@@ -6,6 +6,7 @@
 # REPS times each (default 3), A and B alternating within each repetition so that the
 # machine's drift hits both alike; writes every run's JSON to OUTDIR and prints the medians
 # of both and B / A. The load average is printed before and after.
+# SPDX-License-Identifier: BSD-3-Clause
 set -euo pipefail
 [ $# -ge 2 ] || { sed -n '2,8p' "$0"; exit 2; }
 a=$(cd "$1" && pwd)

@@ -10,6 +10,7 @@
 # with status 0. Prints each job as it ends and a Markdown table for docs/perf.md; exits 1
 # on any false alarm. Keeps every rank's output under OUTDIR (default: a temporary one,
 # removed).
+# SPDX-License-Identifier: BSD-3-Clause
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 top_srcdir=$top

@@ -7,6 +7,7 @@
 # and the slowest link between the other nodes as shares of the job's median, the time. Prints Markdown tables
 # for docs/perf.md and exits 1 unless every slowed run named the slowed node and nothing
 # else, and no clean run named anything. RATE, SLOW and CHECK_ARGS may be set.
+# SPDX-License-Identifier: BSD-3-Clause
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 runs=${1:-10}

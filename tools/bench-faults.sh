@@ -13,6 +13,7 @@
 #     rank's all-reduce failed and the job ended within 30 s of the cut, and nothing crashed.
 #     The medians and largest times, and how many runs passed.
 # Prints a Markdown table for docs/perf.md.
+# SPDX-License-Identifier: BSD-3-Clause
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 runs=${1:-10}

@@ -6,6 +6,7 @@
 # table of medians over the runs (each run's figure is itself the median over its
 # iterations). Needs a build in build/ (tools/build.sh). NPS, COLLS and REGS narrow it;
 # MINB and MAXB set the sizes (e.g. COLLS=sendrecv NPS=2 MINB=1K MAXB=64M: point-to-point).
+# SPDX-License-Identifier: BSD-3-Clause
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:-$top/build/bench}

@@ -11,6 +11,7 @@
 #
 # Needs a build (tools/build.sh), the PyTorch venv (tools/install-deps.sh --torch) and the C++
 # backend built against it (tests/torch/native.py, as make check builds it).
+# SPDX-License-Identifier: BSD-3-Clause
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 rounds=3 iters=200 out=$top/build/bench-native

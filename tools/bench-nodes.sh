@@ -11,6 +11,7 @@
 # Every figure is the median over ROUNDS rounds (sharc-perf's own figure is the median over
 # its iterations of the slowest rank). all-gather busbw at 2 ranks is what each rank sends a
 # second while it also receives as much; ucx_perftest sends one way only.
+# SPDX-License-Identifier: BSD-3-Clause
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 bld=${SHARC_BUILD_DIR:-$top/build}

@@ -11,6 +11,7 @@
 # issue 21) and on their own, and draws a step of each (tools/trace-plot). Needs a build in
 # build/ (tools/build.sh). The load average is printed before and after: say it with the
 # numbers.
+# SPDX-License-Identifier: BSD-3-Clause
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:-$top/build/bench-overlap}

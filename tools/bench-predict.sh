@@ -12,6 +12,7 @@
 #
 #   tools/bench-predict.sh [--reps 3] [--config 15m] [--batch 4] [--seq 64] [--steps 10]
 #                          [--out DIR]
+# SPDX-License-Identifier: BSD-3-Clause
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 reps=3 config=15m batch=4 seq=64 steps=10 out=$top/build/bench-predict

@@ -21,6 +21,7 @@
 #    the CPU trainer's param dtype) + int8 reductions, seeds fixed; the final validation
 #    losses and their relative difference (target: within 1%).
 # Needs root for the nodes (parts 1 and 2), python3-sentencepiece and bible-kjv for the corpus.
+# SPDX-License-Identifier: BSD-3-Clause
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 bld=${SHARC_BUILD_DIR:-$top/build}

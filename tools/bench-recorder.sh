@@ -10,6 +10,7 @@
 # sharc-perf's JSON), then per side the median of the runs' medians and their range, and B / A
 # of the medians and the median of the per-pair ratios. The load average is printed before
 # and after. Keeps the JSON under OUTDIR (default: a temporary directory, removed).
+# SPDX-License-Identifier: BSD-3-Clause
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${SHARC_BUILD_DIR:-$top/build}

@@ -8,6 +8,7 @@
 #   tools/bench-torch.sh [--rounds 3] [-b 1M] [-e 256M] [--no-fsdp] [--out DIR]
 #
 # Needs a build (tools/build.sh) and the PyTorch venv (tools/install-deps.sh --torch).
+# SPDX-License-Identifier: BSD-3-Clause
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 rounds=3 minb=1M maxb=256M fsdp=--fsdp out=$top/build/bench-torch

@@ -12,6 +12,7 @@
 # PYTHON must import torch and transformers (for example a venv with PyPI's CPU torch); without
 # one the PyTorch side is skipped. --threads is the BLAS / torch thread count of the
 # single-process runs (default: all cores).
+# SPDX-License-Identifier: BSD-3-Clause
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 config=15m batch=8 seq=256 steps=20 rounds=3 threads=$(nproc) ranks=1,2,4

@@ -9,6 +9,7 @@
 # modes shows it). Then, for each build, the share of a core that rank 0 uses while it waits
 # 10 s in an all-reduce for rank 1, stopped (SIGSTOP), read from /proc/PID/stat. The load
 # average is printed before and after.
+# SPDX-License-Identifier: BSD-3-Clause
 set -euo pipefail
 [ $# -ge 2 ] || { sed -n '2,11p' "$0"; exit 2; }
 a=$(cd "$1" && pwd)

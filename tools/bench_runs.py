@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """bench_runs.py KIND OUTDIR: the tables of tools/bench-ab.sh (KIND ab) or tools/bench-wait.sh
 (KIND wait) from the JSON files of their runs in OUTDIR, SIDE.NAME.repN.json (SIDE: a or b),
 so that a sweep's runs can be summed up again without running them again."""

@@ -7,6 +7,7 @@
 # machine whose image has none of sharc's Debian packages, say: tests/gpu/run.sh then runs
 # there). Left out, since the target has its own and a copy could shadow a newer one: the C
 # runtime (glibc, libstdc++, libgcc_s) and CUDA's libraries (libcuda, libcudart, cuBLAS, NCCL).
+# SPDX-License-Identifier: BSD-3-Clause
 set -euo pipefail
 if [ $# -ne 2 ]; then
     sed -n '2,9p' "$0" >&2

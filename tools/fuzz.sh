@@ -16,6 +16,7 @@
 # Binaries, corpora, logs and crash inputs go to BUILD_DIR/fuzz (default build/). FUZZ_HARNESSES="smi store" picks some. Exits
 # 77 when clang or libFuzzer is missing (or no harness could be built for want of its
 # libraries), 1 when a harness found a crash (with the log's tail).
+# SPDX-License-Identifier: BSD-3-Clause
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 secs=${1:-30}

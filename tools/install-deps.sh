@@ -10,6 +10,7 @@
 #               expecttest (for PyTorch's own test suite) in
 #               $SHARC_VENV, by default ${XDG_CACHE_HOME:-$HOME/.cache}/sharc/venv, made with
 #               the first python3 on PATH ($SHARC_VENV_PYTHON to choose another)
+# SPDX-License-Identifier: BSD-3-Clause
 set -euo pipefail
 
 with_torch=0

@@ -30,6 +30,7 @@
 #
 # Sourced (". tools/nodes.sh"), it defines the nodes_* functions and runs nothing.
 
+# SPDX-License-Identifier: BSD-3-Clause
 NODES_DIR=${SHARC_NODES_DIR:-/run/sharc-nodes}
 NODES_PREFIX=${SHARC_NODES_PREFIX:-sharc}
 NODES_SUBNET=10.77.0

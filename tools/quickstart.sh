@@ -7,6 +7,7 @@
 # build/scale/scale.png.
 #
 #   tools/quickstart.sh [RANKS (default 1,2,4)] [STEPS per run (default 200)]
+# SPDX-License-Identifier: BSD-3-Clause
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 bash "$top/tools/build.sh" "$top/build"

@@ -14,6 +14,7 @@
 # virtio-9p and runs the test command chrooted into it, so every library and every program
 # built on the host runs inside unchanged. Writable: /tmp (an overlay on the host's, changes
 # kept in the guest), /run and /dev/shm (tmpfs).
+# SPDX-License-Identifier: BSD-3-Clause
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 dir=${1:-$top/build/rdma-vm}

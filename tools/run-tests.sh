@@ -2,6 +2,7 @@
 # run-tests.sh: the whole test suite. Installs dependencies (with the PyTorch venv of the
 # torch tests: tools/install-deps.sh --torch), builds with -Werror in build/, and runs
 # `make check` (no GPU and no RDMA device needed; GPU tests report SKIP without one).
+# SPDX-License-Identifier: BSD-3-Clause
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 builddir=${SHARC_BUILD_DIR:-$top/build}

@@ -1,6 +1,7 @@
 # torch-env.sh: sourced by the PyTorch benchmarks (bench-torch.sh, bench-native.sh) with $top
 # (the tree) and $name (the script) set: finds the PyTorch venv ($venv) and the build's
 # sharc-perf ($perf), or exits saying what to make, and points the package at the build.
+# SPDX-License-Identifier: BSD-3-Clause
 venv=${SHARC_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/sharc/venv}
 unset SHARC_VENV # not a sharc knob
 perf=$top/build/perf/sharc-perf

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * topo.c: the topology object (lifecycle, warnings), GPU models by PCI id, and the PCI
  * distance between two devices from their paths. The readers fill it (topo_sysfs.c,

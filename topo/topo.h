@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * topo.h: sharc's view of the machine it runs on (internal): GPUs, NVLink/NVSwitch, RDMA
  * NICs (InfiniBand, RoCE, EFA), Ethernet interfaces, CPU sockets and NUMA nodes, and the PCI

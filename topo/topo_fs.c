@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * topo_fs.c: reading a tree laid out like /sys: attributes, links and directory lists, and
  * the PCI position of a device path, resolved inside the tree so that a fixture never reads

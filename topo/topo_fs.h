@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * topo_fs.h: what the readers of a sysfs-shaped tree share (topo_sysfs.c: PCI, RDMA, CPUs;
  * topo_net.c: network interfaces): the tree being read and its attribute helpers

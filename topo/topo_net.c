@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * topo_net.c: network interfaces from class/net of a sysfs-shaped tree: the physical ports
  * (with a device behind them), the bonds and bridges over them, which port belongs to which

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * topo_sysfs.c: reads a tree laid out like /sys: GPUs and NVSwitches from bus/pci/devices,
  * RDMA devices from class/infiniband (ports, rates, states, GID tables), NUMA nodes and

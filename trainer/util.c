@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * trainer/util.c: sharc-llama's messages, files, clock, random mixing and half-precision
  * conversions (the trainer keeps to sharc's public API, so it carries its own few lines of

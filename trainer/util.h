@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * trainer/util.h: what every file of sharc-llama shares: its messages (prefixed with the
  * program name and rank, errors always printed, info on rank 0 only) and small helpers.

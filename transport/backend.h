@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * backend.h: what the backends share, for their own use (the layers above see transport.h
  * only): a view of a request's backend space as a struct of the backend's own, the state

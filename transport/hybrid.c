@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * hybrid.c: one point-to-point transport made of two: a node-local one (shm) for the ranks
  * of this node and a remote one (ucx) for the others, chosen per peer by node. Both were set

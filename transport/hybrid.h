@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * hybrid.h: the transport that routes each peer to a node-local or a remote transport
  * (hybrid.c). Only the registry builds one.

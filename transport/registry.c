@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * registry.c: the one list of transport backends built into this library, in order of
  * preference, and the selection rule. `#ifdef HAVE_<backend>` appears here and in the build

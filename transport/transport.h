@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * transport.h: the backend interface. One flat, versioned ops table serves both kinds of
  * backend:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * allgather_direct.c: all-gather in one step for small messages: every rank sends its block
  * to every other rank and receives theirs straight into recvbuf.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * allgather_quant.c: all-gather over a quantized wire (int8 or fp8 codes with a scale per
  * block, sharc_wire_t): ZeRO++'s qwZ. Computes: every rank's recvbuf holds every rank's

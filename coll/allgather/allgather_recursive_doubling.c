@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * allgather_recursive_doubling.c: all-gather by recursive doubling, for power-of-two rank
  * counts.

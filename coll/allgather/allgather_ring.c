@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * allgather_ring.c: all-gather over a ring, pipelined in chunks (the engine is ring.c).
  * Computes: recvbuf[i * count ..] = rank i's sendbuf, on every rank.

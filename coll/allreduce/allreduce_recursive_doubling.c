@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * allreduce_recursive_doubling.c: all-reduce by recursive doubling, for small messages on
  * power-of-two rank counts.

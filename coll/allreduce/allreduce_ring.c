@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * allreduce_ring.c: all-reduce as a ring reduce-scatter followed by a ring all-gather over
  * the same blocks (the bandwidth-optimal pair; engine: ring.c).

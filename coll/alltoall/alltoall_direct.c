@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * alltoall_direct.c: all-to-all in one step for small messages: every exchange is posted at
  * once, the send to rank r+k beside the receive from rank r-k, k = 1 .. n-1.

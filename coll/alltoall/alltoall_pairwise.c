@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * alltoall_pairwise.c: all-to-all by pairwise exchange for large messages and many ranks:
  * at step k (k = 0 .. n-1) rank r exchanges blocks with rank (k - r) mod n, which at the same

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * barrier_dissemination.c: the dissemination barrier (Hensgen, Finkel and Manber).
  * Computes: returns on a rank only after every rank has entered.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * broadcast_binomial.c: broadcast along a binomial tree, for small messages.
  * Computes: every rank's recvbuf = root's sendbuf.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * broadcast_chain.c: broadcast along a chain root -> root+1 -> ... -> root-1, pipelined in
  * chunks: each rank forwards a chunk as soon as it has it.

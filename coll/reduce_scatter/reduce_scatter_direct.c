@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * reduce_scatter_direct.c: reduce-scatter in one step for small messages: every rank sends
  * block j of its sendbuf to rank j and reduces the n blocks it receives, in rank order.

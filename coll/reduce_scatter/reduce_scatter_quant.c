@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * reduce_scatter_quant.c: reduce-scatter over a quantized wire, every hop quantized (ZeRO++'s
  * qgZ in one level). Computes: rank i's recvbuf = the sum (AVG: / n) of every rank's block i,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * reduce_scatter_quant_hier.c: reduce-scatter over a quantized wire in two levels (ZeRO++'s
  * hierarchical qgZ): full precision within each node, quantized between nodes. Needs L > 1

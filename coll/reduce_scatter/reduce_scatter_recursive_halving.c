@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * reduce_scatter_recursive_halving.c: reduce-scatter by recursive halving, for power-of-two
  * rank counts.

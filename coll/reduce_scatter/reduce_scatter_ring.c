@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * reduce_scatter_ring.c: reduce-scatter over a ring, pipelined in chunks (engine: ring.c).
  * Computes: rank i's recvbuf = op over all ranks of their sendbuf block i (recvcount

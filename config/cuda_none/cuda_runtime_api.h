@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cuda_runtime_api.h, for building libsharc without CUDA: the one type the public
  * <sharc/sharc_cuda.h> takes from CUDA's runtime header, declared as CUDA declares it, so

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # SHARC_CHECK_CUDA: the CUDA toolkit (nvcc, cuda_runtime.h, libcudart).
 # Searched in DIR, else $CUDA_HOME, else /usr/local/cuda. No GPU is needed to build.
 # Sets CUDA_HOME, NVCC, CUDA_CPPFLAGS, CUDA_LDFLAGS, CUDA_LIBS (libcudart, or libcudart_static

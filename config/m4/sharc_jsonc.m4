@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # SHARC_CHECK_JSONC: json-c (json-c/json.h), for sharc-topo's JSON output. Sets JSONC_* and
 # HAVE_JSONC.
 AC_DEFUN([SHARC_CHECK_JSONC], [

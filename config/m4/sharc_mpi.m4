@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # SHARC_CHECK_MPI: an MPI library for the `mpi` bootstrap (OpenMPI's ompi-c pkg-config
 # module first, then mpi.h/libmpi), and its mpirun for the multi-rank tests.
 # Sets MPI_*, MPIRUN, HAVE_MPI.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # SHARC_CHECK_NCCL: NCCL (nccl.h, libnccl). Needs CUDA. Searched in DIR, else the CUDA
 # toolkit's directory, else the system paths. Sets NCCL_CPPFLAGS, NCCL_LDFLAGS, NCCL_LIBS,
 # HAVE_NCCL, SHARC_NCCL_LIBDIR. libsharc opens NCCL at run time and links only its headers;

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # SHARC_CHECK_PKG(name, VAR, pkg-config module, header, function, libs)
 # Shared logic of the dependencies that ship a pkg-config file (UCX, hwloc, verbs, MPI):
 # DIR means DIR/include and DIR/lib; yes/auto ask pkg-config, then the system paths.

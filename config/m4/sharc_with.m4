@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # SHARC_ARG_WITH(name, description)
 # Declares --with-NAME=yes|no|auto|DIR (default auto) and sets sharc_with_NAME to
 # "yes", "no", "auto" or the directory. A directory implies "yes".

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * sharc/coll.h: collectives on a communicator. Every collective is nonblocking: the call
  * posts it and returns a request, which sharc_request_test / sharc_request_wait complete and

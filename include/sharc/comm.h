@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * sharc/comm.h: communicators. A communicator is a group of ranks created from a bootstrap
  * (how the processes find each other) and split into sub-communicators (intra-node,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * sharc/config.h: sharc's settings. Every knob is declared once, with its default and a line
  * of documentation, in one table; `sharc-info -c` prints it. A configuration object starts

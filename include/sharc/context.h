@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * sharc/context.h: a context holds one parsed configuration and the resources shared by the
  * communicators created on it (transport contexts, later CUDA streams and registration

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * sharc/def.h: export and C++ linkage macros shared by every public header.
  * Nothing here is a function; include <sharc/sharc.h> instead of this file.

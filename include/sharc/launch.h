@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * sharc/launch.h: what the launcher told this process, as sharc's bootstrap reads it: which
  * launcher started it (mpirun, torchrun / Kubeflow PyTorchJob, srun), its rank and size, its

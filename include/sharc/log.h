@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * sharc/log.h: log levels. Logging is the one process-wide setting in sharc (as in NCCL and
  * UCX): every context applies SHARC_LOG_LEVEL, SHARC_LOG_SUBSYS and SHARC_LOG_FILE from its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * sharc/mem.h: host memory the ranks of a node can share. A buffer from sharc_mem_alloc is
  * backed by an anonymous shared file, so a peer on the same node maps it and copies from it

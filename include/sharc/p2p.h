@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * sharc/p2p.h: point-to-point messages on a communicator: sends and receives with tags,
  * receives from any rank, and groups of them for CUDA buffers. They use the request API of

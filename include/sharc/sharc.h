@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * sharc/sharc.h: the whole public C API of sharc. Include this one header.
  */

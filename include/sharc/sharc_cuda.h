@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * sharc/sharc_cuda.h: the CUDA side of sharc's API, opt-in: it includes the CUDA runtime's
  * header, which <sharc/sharc.h> never does. Collectives take CUDA device buffers like host

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * sharc/shard.h: the sharding engine (FSDP / ZeRO-3). A shard group owns a model's
  * parameters as units: one flat buffer per unit (a transformer block, say), sharded evenly

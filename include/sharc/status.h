@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * sharc/status.h: status codes returned by every sharc call, and their names.
  * The rules (UCX's): an error is logged once, where it is first detected; output

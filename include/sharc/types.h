@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * sharc/types.h: element types, reduction operations and memory types, with their sizes and
  * names. These are the vocabulary of every collective; they carry no state.

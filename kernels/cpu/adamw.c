@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cpu/adamw.c: the optimizer's loops on host memory: AdamW over f32 shards and the f64 sum of
  * squares that gradient clipping needs. Plain C the compiler vectorizes (built for AVX-512,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cpu/cast.c: conversions between f32, f16 and bf16 on host memory: the reference the CUDA
  * kernels are checked against, and the casts the host collectives use. Plain loops over the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * copy.c: the bulk host copy the transports and collectives use to move message data
  * (sharc_kern_copy in kernels.h). From SHARC_KERN_STREAM_MIN bytes up it writes with

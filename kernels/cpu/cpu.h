@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cpu/cpu.h: the host kernels behind sharc_kern_cpu_ops (see kernels.h for each contract).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cpu/pack.c: many tensors into one bucket and back (FSDP's copy-in and copy-out), with the
  * casts of cast.c on the way: the reference for the CUDA kernels, and the host path.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cpu/quant.c: block quantization for narrow wires (sharc_wire_t, sharc/types.h): f32, f16
  * or bf16 values to int8 or float8 e4m3 codes with one f32 scale per block, back, and back

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cpu/reduce.c: elementwise reductions (dst = a op b) and scaling on host memory, for
  * every dtype and op. The loops are plain C that the compiler vectorizes; each is built for

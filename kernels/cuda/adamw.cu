@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cuda/adamw.cu: the optimizer's kernels on device memory, for units a sharding engine keeps
  * on the GPU: AdamW element by element with every operation rounded as the host kernel's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cuda/cast.cu: conversions between f32, f16 and bf16 on device memory: one grid-stride
  * kernel per type pair, four elements per aligned load and store where both buffers allow,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cuda/cuda.cu: the ops table of the CUDA kernels, and their error translation.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cuda/cuda.h: the CUDA kernels behind sharc_kern_cuda_ops (see kernels.h for each
  * contract). Every one is queued on the caller's stream and returns without waiting.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cuda/elem.cuh: element access shared by the CUDA kernels: loads that widen f16 and bf16
  * to f32, stores that round to nearest even (the CPU reference's rule), the launch shape of

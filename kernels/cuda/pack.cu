@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cuda/pack.cu: many tensors into one bucket and back (FSDP's copy-in and copy-out) in one
  * launch per SHARC_KERN_MAX_PIECES tensors: block row y of the grid takes piece y, its

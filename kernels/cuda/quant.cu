@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cuda/quant.cu: block quantization on device memory (sharc_wire_t): one warp per block of
  * values finds its absmax (an integer maximum of the magnitudes' bits, NaN and infinities

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cuda/reduce.cu: dst = a op b and in-place scaling on device memory, for every dtype and op
  * the host kernels take, with their rules: integers wrap (computed unsigned), min and max

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench.h: sharc-perf's collective benchmarks as their files share them: the options, the
  * buffers of one size, the collective once on each side of a comparison (bench_coll.c; the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench_coll.c: one collective of the benchmarks on the buffers of one size: the buffers'
  * layout, sharc's call, MPI's (--vs-mpi) and NCCL's (--vs-nccl) on the same buffers, and -c,

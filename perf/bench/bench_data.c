@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench_data.c: what -c of the collective benchmarks checks against: rank r's known inputs
  * (small integers, exact in every dtype), stored and read back by dtype (also for --wire's

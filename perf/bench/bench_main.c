@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench_main.c: sharc-perf's collective benchmarks in nccl-tests' language (same flags, same
  * columns, same bus-bandwidth formulas), on sharc's public API: the command line and the job.

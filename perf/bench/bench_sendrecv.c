@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench_sendrecv.c: the point-to-point benchmark of sharc-perf (sendrecv, as nccl-tests'
  * sendrecv_perf): each rank posts a receive from the previous rank and a send to the next one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench_sweep.c: the collective benchmarks' sweep over the sizes: each side of the comparison
  * timed (median over the iterations of the slowest rank's time per iteration), the memcpy

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench_wire.c: what --wire costs in accuracy: the collective over the quantized wire and the
  * same collective at full precision, on the same inputs, compared on every rank; printed

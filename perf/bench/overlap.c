@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * overlap.c: `sharc-perf overlap`, how much of the sharding engine's communication
  * hides behind compute. A synthetic model of U units of P parameters runs forward and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * overlap.h: `sharc-perf overlap` as its two files share it: the options (overlap_main.c
  * reads them from the command line and opens the job) and the benchmark over a communicator

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * overlap_main.c: the command line of `sharc-perf overlap` and its job: the options, the
  * configuration the benchmark needs (the progress thread, the engine's trace) and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * check.h: `sharc-perf check`, which finds the slow node, rank or link of a job before
  * training starts. The pure decisions live in check_logic.c with their unit tests

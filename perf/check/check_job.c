@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * check_job.c: the job of `sharc-perf check` on every rank, around what it measures: the
  * context and communicator, the layout of ranks on nodes, each node's expected figure (from

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * check_job.h: the job of `sharc-perf check` as its files share it: the options, the layout of
  * ranks on nodes, the measured figures and the verdicts (the graphs of check.h), and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * check_json.c: `sharc-perf check -J`, everything measured and decided as JSON, and the other
  * direction: what a node's link should carry, from the JSON of `sharc-topo --json` (the

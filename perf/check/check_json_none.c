@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * check_json_none.c: `sharc-perf check` in a build without json-c: the text output only, and
  * no expected figures from sharc-topo's JSON (--expect still gives them).

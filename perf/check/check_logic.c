@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * check_logic.c: the decisions of `sharc-perf check` that depend on figures only, never on the
  * job: the round-robin schedule, the verdict and its confirmation, the budget's plan. Every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * check_main.c: `sharc-perf check`, run under the job's launcher on every rank: the command
  * line, then the job (check_job.c: the layout of ranks on nodes, the expected figures from

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * check_out.c: what `sharc-perf check` prints on rank 0, in sharc-perf's column style (header
  * lines start with '#', figures right-aligned under them), then the verdict, one line a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * check_pass.c: the passes of `sharc-perf check`, on every rank, over the exchanges of
  * check_run.c: the probe (how fast an exchange between nodes is, for the plan), the first

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * check_run.c: the exchanges `sharc-perf check` measures, on every rank (the passes that use
  * them are check_pass.c's): each rank's copy, pair rounds and the ring. An exchange is a 2-rank

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * perf_cuda.c: sharc-perf's GPU side (see perf_cuda.h). A tool, not the library: it calls
  * the CUDA runtime and NCCL directly, with one device, one stream and one NCCL communicator

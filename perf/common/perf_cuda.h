@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * perf_cuda.h: sharc-perf's GPU side (--device cuda): the device and stream each rank uses,
  * device buffers, the device-to-device copy bandwidth, and NCCL called directly on the same

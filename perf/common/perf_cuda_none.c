@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * perf_cuda_none.c: sharc-perf built without CUDA: --device cuda says so (the pair of
  * perf_cuda.c).

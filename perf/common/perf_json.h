@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * perf_json.h: typed look-ups in the JSON the tools read back (topology captures, tune
  * results, cluster files): a member of the wrong type reads as absent, so that no json-c

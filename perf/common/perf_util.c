@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * perf_util.c: what several of sharc-perf's subcommands use: medians, the clock, size
  * arguments, short messages. The benchmarks' known inputs for -c are bench/bench_data.c's.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * perf_util.h: what several of sharc-perf's subcommands (bench, check, tune, predict) use:
  * medians, the clock, size arguments, short messages. Public API only; the subcommands'

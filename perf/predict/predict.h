@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * predict.h: `sharc-perf predict`, what-if scaling of an FSDP Llama step. The inputs (a model,
  * a cluster, the engine's settings: predict_input.c) become one step's schedule of units with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * predict_cost.c: the alpha-beta cost model of `sharc-perf predict`, per algorithm and per
  * level (inside a node, between nodes), and a model's step as units with times (the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * predict_input.c: what `sharc-perf predict` is told: the model (the trainer's named Llama
  * shapes, a Hugging Face config.json, or sharc-perf overlap's synthetic units), the cluster (a

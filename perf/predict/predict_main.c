@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * predict_main.c: the `sharc-perf predict` command: options, the sweep over node counts (and
  * a what-if setting), and the outputs: a column table, JSON (-J) and a gnuplot script and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * predict_offload.c: offload in `sharc-perf predict`: the host link's rate (PCIe 4, PCIe 5,
  * NVLink-C2C presets from their specifications, or a measured figure), the CPU's rate for the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * predict_sim.c: one step of the sharding engine, simulated. The caller's thread runs each
  * unit's begin, compute and end as the engine's calls do (shard/shard_step.c), and every

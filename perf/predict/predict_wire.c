@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * predict_wire.c: what the quantized wires (int8, fp8) and hpZ's secondary shards change in
  * `sharc-perf predict`: bytes per value on each hop, the (de)quantizations' memory-bound

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * topo_classify.c: what follows from a topology read by topo/: PCI distances filled from
  * device paths (unless a capture gave them), the intra-node GPU path, the inter-node fabric,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * topo_conf.c: the syntax of the settings the doctor reads: NCCL device lists ("^", "=",
  * ":port"), values compared as sets of names, and the NCCL conf file (KEY=VALUE lines).

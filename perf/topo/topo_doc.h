@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * topo_doc.h: what the doctor's rule files share (topo_doctor.c: NCCL's and CUDA's rules and
  * the comparison with the recommendation; topo_doc_ucx.c: sharc's transport and UCX's devices

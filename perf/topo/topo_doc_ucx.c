@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * topo_doc_ucx.c: the doctor's rules of the settings of sharc's own transports: which backend
  * SHARC_TRANSPORT forces, and the devices (UCX_NET_DEVICES) and transports (UCX_TLS) UCX is

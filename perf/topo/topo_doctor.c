@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * topo_doctor.c: the doctor: the rules that check the settings in force (environment over
  * the NCCL conf file) against the topology and the recommendation. Pure functions of their

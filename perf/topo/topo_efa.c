@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * topo_efa.c: the doctor on EFA nodes. NCCL reaches EFA only through a NET plugin (aws-ofi-nccl)
  * over libfabric's efa provider; when any link of that chain is missing NCCL falls back to its

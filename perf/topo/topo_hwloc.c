@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * topo_hwloc.c: the live machine's CPU sockets and NUMA nodes through hwloc, which also sees
  * what sysfs hides in some containers. Built only with hwloc (topo_hwloc_none.c otherwise).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * topo_hwloc_none.c: a build without hwloc reads CPUs and NUMA nodes from sysfs only (the
  * pair of topo_hwloc.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * topo_json.c: sharc-topo's JSON output (json-c): the topology, its classification and
  * recommendations (--json), and the doctor's findings (doctor --json). Built only with json-c

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * topo_json_none.c: sharc-topo built without json-c: --json says so (the pair of
  * topo_json.c).

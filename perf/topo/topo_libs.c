@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * topo_libs.c: what the doctor needs to know of the node's communication libraries on EFA
  * nodes: the NCCL NET plugin NCCL would load (found by NCCL's naming rules, loaded to see that

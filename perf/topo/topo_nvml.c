@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * topo_nvml.c: NVLink links per GPU from NVML, loaded with dlopen so that sharc neither
  * links nor needs the driver library (absent on CPU machines and in build containers).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * topo_out.c: printing a topology and its recommendations: a matrix like
  * `nvidia-smi topo -m` with the NICs, fabric and rails; shell exports; an env file in the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * topo_rec.c: what to set on this node (NCCL, libfabric, UCX, sharc), each with its reason:
  * RDMA ports, RoCE GIDs, every interface of the fastest class for NCCL's sockets and UCX on

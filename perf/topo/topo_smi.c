@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * topo_smi.c: parser of `nvidia-smi topo -m` text. The tool prints a header row of column
  * names (GPU0.., NIC0.. or device names, then "CPU Affinity", "NUMA Affinity"...), one row

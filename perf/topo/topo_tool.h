@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * topo_tool.h: sharc-topo's tool library over the topology that topo/ reads: the other
  * inputs (NVML, hwloc, an `nvidia-smi topo -m` capture, NCCL topology XML), the

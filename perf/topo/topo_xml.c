@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * topo_xml.c: NCCL topology XML (the NCCL_TOPO_FILE format) in and out, through libxml2:
  *   <system version="1"><cpu numaid="0"><pci busid=.. class=..>

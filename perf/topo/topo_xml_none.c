@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * topo_xml_none.c: NCCL topology XML without libxml2: import and export say so (the pair of
  * topo_xml.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * tune.h: `sharc-perf tune`, which finds the NCCL, UCX and sharc settings that make a
  * cluster's collectives fastest. Each candidate setting is a fresh job (settings are read at

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * tune_env.c: the environments of `sharc-perf tune`: the settings of one candidate as
  * key-value pairs (set, apply a knob's value, merge, compare, print), and the relative spread

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * tune_finals.c: step 4 of `sharc-perf tune` (tune_search.c says the whole), the finals:
  * `rounds` rounds interleaved of the defaults, the per-size table alone and the table with the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * tune_json.c: what `sharc-perf tune` reads and writes as JSON (json-c): the target (sharc-topo's
  * JSON, the driver, kernel and library versions, the fingerprint over them) and tune.json,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * tune_launch.c: how `sharc-perf tune` measures one candidate: a fresh job through the
  * user's launch template, bounded by a timeout, its JSON results read back (json-c), and

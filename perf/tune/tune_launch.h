@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * tune_launch.h: the launcher behind `sharc-perf tune` (tune_launch.c): candidates as fresh
  * jobs through a launch template, with a timeout, and a journal of results for resuming.

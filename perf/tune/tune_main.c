@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * tune_main.c: the command line of `sharc-perf tune` and `sharc-perf tune --check`. Runs on
  * one node (where rank 0 of the jobs it launches writes its results), not under a launcher.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * tune_none.c: `sharc-perf tune` in a build without json-c, which it needs to read the
  * results of the jobs it launches.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * tune_out.c: the files `sharc-perf tune` writes (tune.json, which --check reads back, is
  * tune_json.c's).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * tune_out.h: the target of a tune (topology, versions, fingerprint) and tune.json, which
  * --check reads back (tune_json.c), and the files it writes (tune_out.c).

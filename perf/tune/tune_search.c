@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * tune_search.c: the search and the decisions of `sharc-perf tune`, over a measuring
  * callback (a launcher in sharc-perf, a deterministic stand-in in the tests). Steps 1 to 3 are

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * tune_search.h: the state of a search of `sharc-perf tune` as tune_search.c (the defaults
  * and the knobs) and tune_finals.c (the finals, --check's comparison) share it, and the

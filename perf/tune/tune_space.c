@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * tune_space.c: what `sharc-perf tune` searches. Built in per backend and filtered by the
  * detected topology and the job's shape, so that no candidate is spent on a knob that cannot

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * why.c: sharc-perf why DIR: the stall verdict of a job from the flight dumps its ranks
  * left in DIR (SHARC_FLIGHT_DIR, sharc_comm_dump; a scheduler's SIGUSR1 with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // backend.cpp: the C++ sharc backend's life (the communicator it owns, abort and shutdown),
 // how a collective starts (the checks every one shares, its sequence number, its posts, its
 // Work), the failures of the group, the completer thread of futures, and memory for

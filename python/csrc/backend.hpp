@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // backend.hpp: the "sharc" torch.distributed backend in C++: a c10d Backend over one sharc
 // communicator (libsharc's public C API) and the Work it returns. Each torch collective
 // posts sharc collectives and returns a WorkSharc that completes from their requests; CUDA

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // coll.cpp: torch's collectives on the C++ sharc backend, each one or a few sharc
 // collectives (sharc_allreduce, sharc_allgather, ...) on contiguous buffers; what sharc has no
 // collective for is emulated exactly with those it has (reduce, gather, scatter, lists of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // coll_list.cpp: the C++ sharc backend's collectives of several tensors: all-to-all (even:
 // one sharc_alltoall; uneven and lists: padded to the largest block, which the ranks agree
 // on with an all-reduce of the maximum), all_gather_coalesced (packed as bytes into one

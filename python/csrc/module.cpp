@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // module.cpp: the Python module of the C++ sharc backend (sharc.torch._native): create()
 // makes the default group's sharc communicator with the explicit bootstrap (the store address
 // and token agreed through torch's store by sharc/torch/rendezvous.py) in the process's shared

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // p2p.cpp: torch's point-to-point on the C++ sharc backend: send, recv and recv from any rank
 // (isend / irecv / batch_isend_irecv are torch's calls of these), each one sharc_send or
 // sharc_recv on the tensor's memory (CUDA tensors through sharc's NCCL path on the current

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // util.cpp: dtypes and reductions of torch's arguments as sharc's (by sharc's names),
 // contiguous stand-ins, and sharc's statuses as torch's exceptions. Nothing here posts.
 #include "util.hpp"

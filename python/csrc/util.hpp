@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // util.hpp: torch's arguments as sharc takes them, for the C++ backend (backend.cpp):
 // dtypes and reductions by sharc's names, contiguous stand-ins, and errors as torch raises
 // them (ValueError, NotImplementedError, DistBackendError) carrying sharc's message.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // work.cpp: the Work of the C++ sharc backend: a torch collective's sharc requests, waited
 // for on the host (CPU tensors) or by the current stream (CUDA tensors), then its fixups; its
 // future, completed by the group's completer thread (backend.cpp) that waits inside sharc.

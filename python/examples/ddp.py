@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """DDP over the sharc backend: a small MLP learns to regress a fixed random linear map.
 
     torchrun --nproc-per-node 2 python/examples/ddp.py [--steps 200] [--backend sharc|gloo]

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """FSDP2 training of a small Llama over the sharc backend.
 
     torchrun --nproc-per-node 2 python/examples/fsdp_llama.py [--steps 50] [--layers 4]

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """sharc from Python: contexts, communicators, collectives, requests and shareable memory.
 
 A thin layer over sharc's public C API (ctypes): every collective, check and algorithm runs in

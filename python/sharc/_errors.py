@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """sharc_status_t as Python exceptions carrying the message sharc logged.
 
 Every failing call raises a subclass of SharcError; each also derives from the built-in

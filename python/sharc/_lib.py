@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Loading libsharc and declaring the public C API to ctypes.
 
 The library is found, in this order, at $LIBSHARC (a path to libsharc.so), inside the package

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Python objects as the memory a collective reads or writes: pointer, size, element type.
 
 A Buffer is what every collective of sharc.Comm takes: made here from a torch tensor or any

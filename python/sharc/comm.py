@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """sharc communicators, their collectives and point-to-point messages, and the requests of
 those in flight.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """sharc contexts and the shareable memory they allocate.
 
 A Context is one parsed configuration (SHARC_* variables, then the caller's knobs) that its

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """What the launcher told this process, as sharc's bootstrap reads it (sharc_launch_query).
 
 libsharc detects the launcher (mpirun, torchrun / Kubeflow, srun) and reads its variables

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """sharc's vocabulary, as libsharc names it: element types, reduction ops, bootstraps, launchers.
 
 Every table here is libsharc's (sharc/types.h, sharc/comm.h, sharc/launch.h): the enums are

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cfg.c: the configuration object over a list of knob tables (config_int.h): every knob's
  * text as set, parsed at once into its table's struct; set and get by name, print with the

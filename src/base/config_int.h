@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * config_int.h: the mechanism of sharc's configuration, which every layer uses and none
  * owns: a knob's description (name, default, parser, doc), a layer's table of them and the

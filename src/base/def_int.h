@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * def_int.h: internal definitions every file may use: the hidden-visibility marker and
  * array, min/max and alignment helpers, the length of a host name in messages.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * gpu.h: the CUDA runtime as the layers use it (memory types, streams,
  * events, copies, allocations), behind void pointers so that no file outside gpu_cuda.c

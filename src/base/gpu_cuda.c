@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * gpu_cuda.c: gpu.h over the CUDA runtime (and the one driver entry point for dmabuf export),
  * the one place outside transport/nccl and kernels/cuda that calls it. cudaError_t becomes a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * gpu_none.c: gpu.h in a build without CUDA: every buffer is host memory, and whatever
  * would need a GPU reports SHARC_ERR_UNSUPPORTED (logged once per call site's caller).

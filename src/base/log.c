@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * log.c: the process-wide logger behind log.h. Lines look like
  *   host:pid:tid [rank] sharc WARN boot: message

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * log.h: internal logging. A file sets SHARC_THIS_SUBSYS before including this header; the
  * macros test the level and subsystem with two loads before formatting anything, so a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mem.c: shareable host memory (behind sharc/mem.h, whose calls are in core/context.c). Each
  * buffer is a memfd mapped MAP_SHARED; the fd stays open while the buffer lives so that a

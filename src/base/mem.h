@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mem.h: the context's table of shareable buffers (sharc/mem.h), which transports consult to
  * tell a peer how to map the buffer of a message.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * parse.c: the value parsers of the knobs (integers, byte counts, times, booleans), also used
  * where the bootstrap and the tune file read numbers. Each rejects what a typo would give:

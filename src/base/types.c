@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * types.c: names and sizes of statuses, dtypes, ops, memory types, log levels, bootstraps,
  * and the version query. Pure tables; no state.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * util.h: small internal helpers shared by the core: name tables, monotonic time, a 64-bit
  * hash, bounded formatting and recursive mutexes. Not part of the public API.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * boot.c: chooses the bootstrap for a job, and the `single` bootstrap of a process alone
  * (every exchange is a copy).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * boot.h: the internal bootstrap API. A bootstrap connects the ranks of one communicator
  * before any data transport exists, and carries the small exchanges every layer needs at

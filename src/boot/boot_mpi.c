@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * boot_mpi.c: the bootstrap over MPI, for jobs started by mpirun. Exchanges use MPI's
  * nonblocking collectives polled against the bootstrap timeout, so a rank that never

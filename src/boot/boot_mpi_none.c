@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * boot_mpi_none.c: a build without MPI has no mpi bootstrap (the pair of boot_mpi.c); the
  * launcher's reading (launch.c) has said why when mpirun's variables are set.

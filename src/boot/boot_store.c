@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * boot_store.c: the bootstrap over sharc's TCP store (env, slurm and explicit modes).
  * Rank 0 of the job serves the store; every rank, rank 0 included, talks to it through its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * launch.c: reads what the launcher told this process (mpirun, torchrun / Kubeflow
  * PyTorchJob, srun, or the caller) into a sharc_launch_t: mode, rank, size, node and local

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * nodelist.c: expansion of Slurm host lists as found in SLURM_JOB_NODELIST:
  * "node[01-04,07],login1,rack[1-2]-n[1-3]". Zero padding follows the lower bound of each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * sock.c: TCP helpers for the bootstrap store (see sock.h). Sockets are nonblocking and every
  * wait is a poll() with the time left to a deadline, so nothing here can hang.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * sock.h: TCP helpers for the bootstrap store: address parsing, listen, connect with retry,
  * and whole-buffer send/recv bounded by a deadline. IPv4 and IPv6.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * store.h: sharc's bootstrap store: a key-value server that rank 0 runs in a thread, and the
  * client every rank (rank 0 included) uses to reach it. The wire format is in store_proto.h.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * store_client.c: one rank's connection to the bootstrap store. Requests are synchronous
  * (one outstanding at a time, under the client's lock) and every wait is bounded: the server

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * store_client.h: a rank's connection to the bootstrap store, as the client's files share it
  * (store_client.c: connecting, requests and their replies; store_watch.c: the unasked

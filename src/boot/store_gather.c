@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * store_gather.c: the store server's communicators (namespaces: their size, a rank lost)
  * and the server-side gather that carries every bootstrap exchange: SET of indexed keys,

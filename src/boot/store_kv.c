@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * store_kv.c: the store server's key-value table (a hash table with chaining, grown as it
  * fills), and the bookkeeping keys of gathers: how many indexed keys of a prefix are

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * store_msg.c: the store server's side of the wire protocol (store_proto.h): reading
  * messages from a connection without blocking, checking them (magic, sizes, forbidden

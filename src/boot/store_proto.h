@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * store_proto.h: the wire format of sharc's bootstrap store (a small key-value server run by
  * rank 0, like torch's TCPStore, with a server-side gather so an allgather costs each rank

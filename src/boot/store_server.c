@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * store_server.c: the bootstrap store's server, run by rank 0 in one thread: its loop,
  * accepting and sweeping connections, start and stop. It owns every byte of its state

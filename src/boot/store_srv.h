@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * store_srv.h: the bootstrap store server's state and the calls its files share (inside the
  * server thread only): the key-value table (store_kv.c), the wire messages

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * store_watch.c: what a store connection hears and says between requests: the unasked
  * messages (a rank of the communicator is gone, a heartbeat's answer, a verdict round), the

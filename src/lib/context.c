@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * context.c: creating a context, at the library's root because it starts from every layer's
  * knobs: the configuration (the defaults and SHARC_* variables, or a copy of the caller's),

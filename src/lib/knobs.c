@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * knobs.c: the library's root list of knob tables, one per layer, each declared beside the
  * code that reads it, in the order `sharc-info -c` prints them; and the public calls that

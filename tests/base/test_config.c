@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_config.c: the knob parsers (good and bad values: negative, overflow, garbage, empty,
  * trailing text) and the configuration object (defaults, environment, set/get, print), and

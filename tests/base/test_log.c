@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_log.c: log file name expansion, subsystem lists, level and subsystem filtering,
  * per-rank log files, and the error messages kept for sharc_log_errors.

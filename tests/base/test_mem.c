@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_mem.c: shareable host memory (sharc_mem_alloc/free) and the context's table the
  * transports look buffers up in: arguments, alignment, zero fill, lookups at and across the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_status.c: status strings, dtype/op/memtype names and sizes, version and build info,
  * through the public library only.

@@ -1,6 +1,7 @@
 #!/bin/bash
 # torchrun / Kubeflow PyTorchJob style launches: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT,
 # with and without LOCAL_RANK / LOCAL_WORLD_SIZE / GROUP_RANK, at 1, 2, 3, 4 and 8 ranks.
+# SPDX-License-Identifier: BSD-3-Clause
 . "$(dirname "$0")/../lib.sh"
 
 for n in 1 2 3 4 8; do

@@ -1,6 +1,7 @@
 #!/bin/bash
 # Bootstrap failures: each must end with a clear error, naming the cause, within the
 # bootstrap timeout plus a small margin; never a hang. The timeout is 3 s here.
+# SPDX-License-Identifier: BSD-3-Clause
 . "$(dirname "$0")/../lib.sh"
 export SHARC_BOOTSTRAP_TIMEOUT=3s
 T=3

@@ -2,6 +2,7 @@
 # A foreign client hammers the store with garbage, wrong tokens, oversized, truncated and
 # out-of-order messages while a 4-rank job starts (rank 0 late) and creates its communicator
 # over and over: the job must succeed, and rank 0 must have logged the rejections.
+# SPDX-License-Identifier: BSD-3-Clause
 . "$(dirname "$0")/../lib.sh"
 
 port=$(free_port)

@@ -1,5 +1,6 @@
 #!/bin/bash
 # The mpi bootstrap under OpenMPI's mpirun, at 1, 2, 3, 4 and 8 ranks.
+# SPDX-License-Identifier: BSD-3-Clause
 . "$(dirname "$0")/../lib.sh"
 
 if ! setup_mpirun || ! "$top_builddir/perf/sharc-info" -b | grep -q "^mpi: yes"; then

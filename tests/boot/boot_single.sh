@@ -1,5 +1,6 @@
 #!/bin/bash
 # One process: no launcher at all, SHARC_BOOTSTRAP=single, and launchers that say one rank.
+# SPDX-License-Identifier: BSD-3-Clause
 . "$(dirname "$0")/../lib.sh"
 clean=(env -u RANK -u WORLD_SIZE -u SLURM_PROCID -u SLURM_NTASKS -u OMPI_COMM_WORLD_SIZE)
 

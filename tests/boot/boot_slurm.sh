@@ -1,6 +1,7 @@
 #!/bin/bash
 # srun-style launches: SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_NODEID; the store
 # address comes from the first host of SLURM_JOB_NODELIST and the port from SLURM_JOB_ID.
+# SPDX-License-Identifier: BSD-3-Clause
 . "$(dirname "$0")/../lib.sh"
 
 for n in 1 2 3 4 8; do

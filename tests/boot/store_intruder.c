@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * store_intruder.c: a foreign client for the fault tests. It connects to a bootstrap store
  * again and again while a job starts, and sends what a stray or hostile process might:

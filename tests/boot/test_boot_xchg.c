@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_boot_xchg.c: one rank of a multi-rank test of the bootstrap's exchanges (allgather,
  * alltoall, broadcast from every root, barrier) with payloads of 0 bytes to 1 MiB, checked

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_launch.c: sharc_launch_query against hand-set launch variables: none, torchrun's (and
  * its agent store), Slurm's (the node list, the port rule, MASTER_ADDR / MASTER_PORT,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_nodelist.c: Slurm host list expansion, against hand-expanded lists.
  */

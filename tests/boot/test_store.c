@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_store.c: the bootstrap store in one process: a server and clients in threads.
  * Gathers with several ranks, keys freed after the last reader, the HELLO checks (token,

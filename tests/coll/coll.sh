@@ -2,6 +2,7 @@
 # Collectives between ranks: every collective, dtype, op, in place and out of place, at 1, 2,
 # 3, 4, 5 and 8 ranks; under mpirun; over UCX's TCP transport (the cross-host path); and with
 # tiny chunks, so that every block crosses the ring in many pieces.
+# SPDX-License-Identifier: BSD-3-Clause
 . "$(dirname "$0")/../lib.sh"
 
 if ! "$top_builddir/perf/sharc-info" -b | grep -q "^ucx: yes"; then

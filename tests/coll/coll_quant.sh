@@ -4,6 +4,7 @@
 # hierarchical reduce-scatter sums within each node at full precision and quantizes between
 # them (2 x 2, 3 x 2; 5 ranks on 2 nodes, uneven, falls back to flat); over UCX's TCP
 # transport; from a progress thread; in small ring chunks.
+# SPDX-License-Identifier: BSD-3-Clause
 . "$(dirname "$0")/../lib.sh"
 
 if ! "$top_builddir/perf/sharc-info" -b | grep -q "^ucx: yes"; then

@@ -3,6 +3,7 @@
 # of the rank, in order, with its op, size, state and times; a hang (one rank skips an
 # all-reduce) dumps, at SHARC_TIMEOUT, the ranks that waited with the stalled all-reduce
 # and the rank they waited for, and the rank that skipped it with one collective fewer.
+# SPDX-License-Identifier: BSD-3-Clause
 . "$(dirname "$0")/../lib.sh"
 
 command -v python3 > /dev/null || { echo "SKIP: no python3"; exit 77; }

@@ -3,6 +3,7 @@
 # has one GPU: NCCL takes a GPU per rank), and staged through host memory with several
 # ranks sharing the GPUs; sends and receives on CUDA buffers through NCCL (to self on one
 # GPU, a ring on several), refused when staged. SKIP without CUDA or a GPU.
+# SPDX-License-Identifier: BSD-3-Clause
 . "$(dirname "$0")/../lib.sh"
 
 out=$("$BIN/coll/test_gpu_coll" 2>&1)

@@ -5,6 +5,7 @@
 # TCP as between hosts), shm without CMA, buffers the peer maps (sharc_mem_alloc), shm + UCX
 # on two pretended nodes, a progress thread; and a rank that dies while the others wait in
 # receives.
+# SPDX-License-Identifier: BSD-3-Clause
 . "$(dirname "$0")/../lib.sh"
 
 if ! "$top_builddir/perf/sharc-info" -b | grep -q "^ucx: yes"; then

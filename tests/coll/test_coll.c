@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_coll.c: one rank of the multi-rank collective test (public API only). Every
  * collective (alltoall included) x dtype x op x in-place/out-of-place at counts 0, 1, 7,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_coll_lanes.c: the collective engine's completion lanes and posts handed to a running
  * progress pass (internal API: coll/api.h, coll/coll.h), which the sharding engine's

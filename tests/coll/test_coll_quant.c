@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_coll_quant.c: one rank of the multi-rank test of the collectives over a quantized
  * wire (sharc_allgather_ex, sharc_reduce_scatter_ex; public API, with the host kernels as a

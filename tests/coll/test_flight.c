@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_flight.c: the flight recorder and what it tells of a hang, through the public API
  * (tests/coll/flight.sh checks the dumps and the logs).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_gpu_coll.c: one rank of the test of collectives on CUDA buffers (public API and
  * sharc/sharc_cuda.h): every collective x dtype x in-place/out-of-place at odd counts, with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_gpu_p2p.c: one rank of the test of sends and receives on CUDA buffers (public API and
  * sharc/sharc_cuda.h): through NCCL, a ring exchange in a group (to self on one rank) of every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_p2p.c: one rank of the multi-rank test of the point-to-point calls (public API only):
  * a ring exchange of every dtype at counts 0 .. 1M + 3 (eager and rendezvous on every

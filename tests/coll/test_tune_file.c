@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_tune_file.c: SHARC_TUNE_FILE. A good file's rules (count, lookups at several sizes and
  * rank counts, '*', power-of-two-only rules passed over at 3 ranks), its place in selection

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_verdict.c: the stall verdict (coll/verdict.c) from made-up heads of 4 ranks: a rank
  * that has not posted the stalled collective, ranks that did not answer, a rank that posted

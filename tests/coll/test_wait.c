@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_wait.c: how a rank waits (coll/wait.c, shm's doorbell in transport/shm/shm_wait.c).
  *

@@ -3,6 +3,7 @@
 # (the coll debug log says which rule), the collectives stay correct under it, and a bad
 # line fails every rank with a message naming the file and the line. The parser's cases are
 # in test_tune_file.c.
+# SPDX-License-Identifier: BSD-3-Clause
 . "$(dirname "$0")/../lib.sh"
 
 if ! "$top_builddir/perf/sharc-info" -b | grep -q "^ucx: yes"; then

@@ -4,6 +4,7 @@
 # FIFOs without CMA) finish without a lost wake-up, from the caller and from a progress thread,
 # at 2 and 3 ranks, yielding or not; and a rank that waits seconds (shm, a progress thread, UCX,
 # which cannot block and sleeps) uses under a fifth of a core.
+# SPDX-License-Identifier: BSD-3-Clause
 . "$(dirname "$0")/../lib.sh"
 
 WAIT="$BIN/coll/test_wait"

@@ -5,6 +5,7 @@
 # transport reported it), over shm and over UCX, and when the rank
 # killed is rank 0 (it serves the bootstrap store). A rank that is only slow (stopped for 3 s,
 # longer than the detection takes) is not declared dead: the job ends with correct results.
+# SPDX-License-Identifier: BSD-3-Clause
 . "$(dirname "$0")/../lib.sh"
 
 PERF="$top_builddir/perf/sharc-perf"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_comm.c: one rank of a multi-rank communicator test, started by tests/launch.sh or
  * mpirun. It checks rank, size, node and local rank against what the launcher says

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fuzz_cluster.c: libFuzzer harness for what `sharc-perf predict` reads from files: each
  * input is a cluster file (key = value lines) and a sharc-topo --json capture that names a

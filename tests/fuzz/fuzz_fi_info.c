@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fuzz_fi_info.c: libFuzzer harness for the EFA doctor's parsers: the text of
  * `fi_info -p efa` and the scan of a NET plugin's bytes for its version. Any bytes must give a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fuzz_hf_config.c: libFuzzer harness for the trainer's reader of a Hugging Face config.json
  * (llama_config_load_hf, trainer/model/config.c), then its check of the shape it read and

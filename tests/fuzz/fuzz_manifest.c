@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fuzz_manifest.c: libFuzzer harness for sharded checkpoints' metadata (sharc-shard.json),
  * through the public API: a one-rank shard group of two units saves a checkpoint once; then

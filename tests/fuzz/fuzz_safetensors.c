@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fuzz_safetensors.c: libFuzzer harness for the trainer's safetensors reader. The input is
  * written to a file and opened twice: as a .safetensors file, and as an index JSON next to two

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fuzz_smi.c: libFuzzer harness for the `nvidia-smi topo -m` parser: any bytes must give a
  * result or SHARC_ERR_INVALID, and the classification of what was parsed must not fault.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fuzz_store.c: libFuzzer harness for the bootstrap store server's message parser,
  * in-process. Each input is what one connection sends (any number of messages, whole or

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fuzz_tokens.c: libFuzzer harness for the trainer's token-file reader. The input is written to
  * a file (one per process, rewritten for each input), opened, and every token read: with the

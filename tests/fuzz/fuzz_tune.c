@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fuzz_tune.c: libFuzzer harness for the tune file (SHARC_TUNE_FILE), through the public
  * API: each input is written as the file a context is created with; when the context takes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fuzz_xml.c: libFuzzer harness for the NCCL topology XML import, followed by export of
  * whatever was imported (both walk the untrusted structure). Built and run by

@@ -12,6 +12,7 @@
 # over the machine's GPUs. Needs a build with
 # CUDA and NCCL (BUILD_DIR, default build/). Exits 77 without a GPU. Each test step and
 # benchmark is stopped after SHARC_GPU_STEP_TIMEOUT seconds (default 900) and counts as failed.
+# SPDX-License-Identifier: BSD-3-Clause
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 build=$(cd "${1:-$top/build}" && pwd)

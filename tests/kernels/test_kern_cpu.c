@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_kern_cpu.c: the host kernels against scalar references. Conversions f32 <-> f16 / bf16
  * against an independent rounding reference (tests/kern_ref.h): every 16-bit code, two

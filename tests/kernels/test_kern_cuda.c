@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_kern_cuda.c: every CUDA kernel checked element by element against the CPU kernels on
  * random data, at lengths that are not multiples of the block or vector size, on a

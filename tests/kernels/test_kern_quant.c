@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_kern_quant.c: the host quantizers (kernels/cpu/quant.c) against a scalar reference
  * written here from sharc_wire_t's definition (sharc/types.h): int8 codes by libm's

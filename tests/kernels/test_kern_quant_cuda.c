@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_kern_quant_cuda.c: the CUDA quantizers (kernels/cuda/quant.cu) against the host ones
  * (kernels/cpu/quant.c, themselves checked against a scalar reference by test_kern_quant):

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """docs_launch.py: runs every shell block of README.md and docs/*.md as written.
 
 A fenced block tagged sh (or bash, shell) is a command listing; the line before it may say

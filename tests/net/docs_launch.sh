@@ -9,6 +9,7 @@
 # blocks that run tools/nodes.sh a set of their own. make check's
 # OMPI_ALLOW_RUN_AS_ROOT variables are removed: a line that needs --allow-run-as-root says so.
 # Long runs are stopped once they have shown their first results. Needs root (SKIP otherwise).
+# SPDX-License-Identifier: BSD-3-Clause
 . "$(dirname "$0")/../lib.sh"
 
 if [ -n "${SHARCTEST_SANITIZE:-}" ]; then

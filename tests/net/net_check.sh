@@ -10,6 +10,7 @@
 # SHARC_CHECK_SLOW_RUNS slowed and SHARC_CHECK_CLEAN_RUNS clean runs: 10 and 10 (2 and 2 in
 # the sanitizer build); tools/bench-check.sh prints each run's figures (docs/perf.md).
 # Needs root (SKIP otherwise).
+# SPDX-License-Identifier: BSD-3-Clause
 . "$(dirname "$0")/../lib.sh"
 
 if ! "$top_builddir/perf/sharc-info" -b | grep -q "^ucx: yes"; then

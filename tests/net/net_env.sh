@@ -7,6 +7,7 @@
 # UCX forced; the bytes cross the nodes' links; the sharding engine's steps with HSDP (shard
 # group inside a node, replicas across nodes); sharc-llama on 2 nodes equal to 1 node.
 # Needs root (SKIP otherwise).
+# SPDX-License-Identifier: BSD-3-Clause
 . "$(dirname "$0")/../lib.sh"
 
 if ! "$top_builddir/perf/sharc-info" -b | grep -q "^ucx: yes"; then

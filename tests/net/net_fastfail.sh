@@ -5,6 +5,7 @@
 # a dead rank and that rank's host, and the job must end within 2 s more: not at
 # SHARC_TIMEOUT (6 s here), never a crash. At 3 nodes x 1 rank and 2 nodes x 2 ranks with
 # the env bootstrap, and under srun. Needs root (SKIP otherwise).
+# SPDX-License-Identifier: BSD-3-Clause
 . "$(dirname "$0")/../lib.sh"
 
 if ! "$top_builddir/perf/sharc-info" -b | grep -q "^ucx: yes"; then

@@ -6,6 +6,7 @@
 # results, slowly (the all-reduce takes at least what the slow link allows: the job really ran
 # through it): a slow node is not declared dead. The link cut in the middle of an all-reduce is
 # tests/net/net_linkdown.sh; dead processes are tests/net_fastfail.sh. Needs root (SKIP otherwise).
+# SPDX-License-Identifier: BSD-3-Clause
 . "$(dirname "$0")/../lib.sh"
 
 if ! "$top_builddir/perf/sharc-info" -b | grep -q "^ucx: yes"; then

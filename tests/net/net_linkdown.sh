@@ -7,6 +7,7 @@
 # default settings (SHARC_TIMEOUT 10 minutes) the store's heartbeats find it: ranks 0 and 1
 # name node 2's rank, and only it, and node 2's rank names the store's (rank 0) unreachable,
 # every rank within 30 s of the cut. Needs root (SKIP otherwise).
+# SPDX-License-Identifier: BSD-3-Clause
 . "$(dirname "$0")/../lib.sh"
 
 if ! "$top_builddir/perf/sharc-info" -b | grep -q "^ucx: yes"; then

@@ -4,6 +4,7 @@
 # bound from its rate, which noise cannot break); a cut link cuts; kill empties a node; down,
 # "run" (on success, failure and SIGTERM) and gc leave no namespace, state or process behind;
 # the Slurm it starts runs steps on the right nodes and stops with the set. Needs root.
+# SPDX-License-Identifier: BSD-3-Clause
 . "$(dirname "$0")/../lib.sh"
 
 NODES_SH="$top_srcdir/tools/nodes.sh"

@@ -6,6 +6,7 @@
 # collective, auto (shm inside a node, UCX between nodes, as the log says) and UCX forced; the
 # sharding engine's steps with HSDP across nodes; sharc-llama on 2 nodes equal to 1 node.
 # Needs root, slurm-wlm and munge (SKIP otherwise).
+# SPDX-License-Identifier: BSD-3-Clause
 . "$(dirname "$0")/../lib.sh"
 
 if ! "$top_builddir/perf/sharc-info" -b | grep -q "^ucx: yes"; then

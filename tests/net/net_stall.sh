@@ -11,6 +11,7 @@
 # fails on their leaving instead), and rank 6 polls it with sharc_request_test, which has no
 # timeout: it fails when the others leave, and its error must carry the verdict too.
 # Needs root (SKIP otherwise).
+# SPDX-License-Identifier: BSD-3-Clause
 . "$(dirname "$0")/../lib.sh"
 
 if ! "$top_builddir/perf/sharc-info" -b | grep -q "^ucx: yes"; then

@@ -5,6 +5,7 @@
 # reduce-scatter quantized between the nodes only), exact on one node where the
 # reduce-scatter sums at full precision; the JSON has the errors; --wire is refused for the
 # other collectives.
+# SPDX-License-Identifier: BSD-3-Clause
 . "$(dirname "$0")/../lib.sh"
 
 PERF="$top_builddir/perf/sharc-perf"

@@ -4,6 +4,7 @@
 # the peak, at several depths and bounds; auto prefetch runs; offload (7B on one 80 GB GPU
 # fits with it, not without); the outputs (table labelled a prediction, JSON, the gnuplot
 # script); clear errors for a bad model, cluster and option.
+# SPDX-License-Identifier: BSD-3-Clause
 . "$(dirname "$0")/../lib.sh"
 
 PERF="$top_builddir/perf/sharc-perf"

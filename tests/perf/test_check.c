@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_check.c: the decisions of `sharc-perf check` (perf/check/check_logic.c): the round-robin
  * schedule (every pair exactly once, no member twice in a round, odd counts), the greedy

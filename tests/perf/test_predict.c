@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_predict.c: sharc-perf predict's simulation on schedules with known answers (pure
  * compute, pure communication, perfect overlap, one unit, the bound holding prefetches

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_tune.c: the search and decisions of `sharc-perf tune` against a deterministic
  * stand-in benchmark with a known optimum and injected noise (the right settings found, a

@@ -5,6 +5,7 @@
 # the failures: a candidate that hangs (killed at the timeout) or crashes (the sweep goes on),
 # a launch template that fails, an unknown knob, an empty size range, an interrupted sweep
 # that resumes.
+# SPDX-License-Identifier: BSD-3-Clause
 . "$(dirname "$0")/../lib.sh"
 
 if ! "$top_builddir/perf/sharc-info" -b | grep -q "^ucx: yes"; then

@@ -2,6 +2,7 @@
 # tune_wrap.sh: a launcher for tests/perf/tune.sh that misbehaves for chosen candidates, the way a
 # broken setting does on a real cluster: SHARC_COLL_CHUNK=256k hangs, 4m crashes (SIGSEGV);
 # every other job runs through the launcher in TUNE_WRAP_LAUNCH with the rank count $1.
+# SPDX-License-Identifier: BSD-3-Clause
 np=$1; shift
 case " $* " in
     *" SHARC_COLL_CHUNK=256k "*) exec sleep 600 ;;

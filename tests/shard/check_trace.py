@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """check_trace.py TRACE.json [--ranks N] [--steps-max N] [--stats FILE] [--auto]
 
 Checks a shard trace (SHARC_SHARD_TRACE) as Perfetto and chrome://tracing need it and as the

@@ -4,6 +4,7 @@
 # 4, 5 and 8 ranks; the schedule, prefetch and memory bound; adaptive prefetch; overlap with a
 # progress thread; reductions behind gathers on one queue; the timeline trace (JSON, nesting,
 # waits against the statistics, the PNG); bad input.
+# SPDX-License-Identifier: BSD-3-Clause
 . "$(dirname "$0")/../lib.sh"
 
 tmp=$(mktemp -d)

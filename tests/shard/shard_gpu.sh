@@ -3,6 +3,7 @@
 # per GPU (one rank when the machine has one GPU: NCCL takes a GPU per rank), and with its
 # collectives staged through host memory with several ranks sharing the GPUs (HSDP among
 # them). Built without CUDA: CUDA groups are refused, on one rank. SKIP without a GPU.
+# SPDX-License-Identifier: BSD-3-Clause
 . "$(dirname "$0")/../lib.sh"
 
 dir=$(mktemp -d)

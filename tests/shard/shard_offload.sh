@@ -3,6 +3,7 @@
 # configuration against an independent AdamW and against offload none, on 1, 2 and 4 ranks
 # (HSDP at 4); checkpoints across offload and none; a rank that dies while its gradients are
 # on their way to the host. SKIP without the emulated program (no C++ compiler).
+# SPDX-License-Identifier: BSD-3-Clause
 . "$(dirname "$0")/../lib.sh"
 
 T="$BIN/shard/test_shard_offload"

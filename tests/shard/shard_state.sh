@@ -2,6 +2,7 @@
 # Sharded checkpoints: round trips; loads onto other world sizes (4 -> 2, 2 -> 4, 3 -> 2,
 # HSDP -> flat); saves killed at random points leave the previous checkpoint loadable;
 # truncated, edited, mismatched and missing checkpoints are refused on every rank.
+# SPDX-License-Identifier: BSD-3-Clause
 . "$(dirname "$0")/../lib.sh"
 
 if ! "$top_builddir/perf/sharc-info" -b | grep -q "^json-c: yes" ||

@@ -5,6 +5,7 @@
 # reductions quantized between nodes, the backward's gathers within them: the trace shows
 # them on the node's queue) and 5 ranks on 2 uneven nodes (flat reductions, hpZ off); HSDP
 # and accumulation; a checkpoint from a quantized group; settings that differ across ranks.
+# SPDX-License-Identifier: BSD-3-Clause
 . "$(dirname "$0")/../lib.sh"
 
 tmp=$(mktemp -d)

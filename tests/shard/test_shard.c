@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_shard.c: one rank of the multi-rank test of the sharding engine (public API only).
  * Emulated training steps (forward, backward with known gradients, finish) whose gathered

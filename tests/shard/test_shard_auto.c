@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_shard_auto.c: adaptive prefetch's decision on its own (internal API), on synthetic
  * schedules: waits that fall with depth up to a point and then stop falling (it settles on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_shard_gpu.c: one rank of the test of the sharding engine on CUDA (memtype
  * SHARC_MEMTYPE_CUDA), against the same engine on the host, run side by side in one process

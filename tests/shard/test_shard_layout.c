@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_shard_layout.c: the shard math on its own (internal API): for units of every size up
  * to a few hundred elements and some large and odd ones, on 1..8 ranks, every element is

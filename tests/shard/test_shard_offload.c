@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_shard_offload.c: one rank of the tests of offload and the engine's AdamW, on the
  * emulated CUDA runtime (tests/gpu_emu.h: device memory is host memory this test may read

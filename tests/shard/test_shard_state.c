@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_shard_state.c: one rank of the sharded-checkpoint tests (public API only). Every
  * element of every master shard and optimizer state holds a value that names it (unit,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_shard_wire.c: one rank of the multi-rank test of the engine's narrow wires and
  * node-local secondary shards (public API; the host kernels as the reference). Emulated

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """check_topo.py CASE FILE: asserts what `sharc-topo --json` said about one fixture (GPUs,
 NICs, fabric, rails, distances, recommendations), or for the export-* cases what
 `sharc-topo --export-xml` wrote. Prints each failed check and exits 1."""

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fake_libfabric.c: stands in for libfabric.so.1 in sharc-topo doctor's tests: fi_version()
  * only, returning 1.SHARC_FAKE_FI_MINOR as FI_VERSION encodes it (major << 16 | minor). Built

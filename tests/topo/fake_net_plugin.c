@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fake_net_plugin.c: stands in for an NCCL NET plugin in sharc-topo doctor's tests: the
  * symbols NCCL looks up (ncclNetPlugin_v6..v9, each a table whose first member is the name of

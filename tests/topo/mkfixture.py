@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """mkfixture.py MACHINE DIR: writes a tree laid out like /sys for one machine type into DIR.
 
 Devices live under devices/pciDDDD:BB/<root port>/<switch ports>/<function>, and the class

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_topo.c: unit tests of the topology module's pure parts: the PCI distance rule, NCCL
  * device lists (^, =, ports), the conf-file parser, the nvidia-smi parser on damaged text,

@@ -2,6 +2,7 @@
 # sharc-topo on fixture trees laid out like /sys (built by tests/topo/mkfixture.py), on
 # nvidia-smi topo -m captures and on NCCL topology XML; tests/topo/check_topo.py asserts the
 # JSON. Also the other output formats and malformed input that must not crash.
+# SPDX-License-Identifier: BSD-3-Clause
 . "$(dirname "$0")/../lib.sh"
 
 TOPO="$top_builddir/perf/sharc-topo"

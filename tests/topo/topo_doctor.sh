@@ -2,6 +2,7 @@
 # sharc-topo doctor on fixture trees with a controlled environment (env -i) and conf file:
 # every rule both flagged and clean, the exit status (1 = harmful found), and the conf file
 # (NCCL_CONF_FILE, --nccl-conf) with the environment taking precedence.
+# SPDX-License-Identifier: BSD-3-Clause
 . "$(dirname "$0")/../lib.sh"
 
 TOPO="$top_builddir/perf/sharc-topo"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The sharc Python package on its own (make check: torch_launch.sh): a communicator made by
 the bootstrap the launcher implies (as in C), collectives on numpy arrays, memoryviews,
 bytearrays and torch tensors, sends and receives (tags, from any rank), requests in flight,

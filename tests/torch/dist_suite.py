@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """PyTorch's own distributed test suite on one backend: the CPU tests of what sharc supports.
 
 Runs torch.testing._internal.distributed.distributed_test's DistributedTest._DistTestBase

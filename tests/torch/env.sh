@@ -5,6 +5,7 @@
 # builds: a Python process cannot load an ASan-built libsharc unless the sanitizer runtime is
 # preloaded into the interpreter, and then the runtime reports the interpreter's and torch's
 # own leaks and allocator mismatches; the C tests cover libsharc under the sanitizers.
+# SPDX-License-Identifier: BSD-3-Clause
 venv=${SHARC_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/sharc/venv}
 unset SHARC_VENV # not a sharc knob: sharc would warn about it in every rank
 PY=$venv/bin/python

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Failures through the sharc backend (make check: torch_fault.sh).
 
     fault.py kill [--mode ddp|fsdp] [--victim R] [--at STEP] [--bound S]

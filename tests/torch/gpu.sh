@@ -4,6 +4,7 @@
 # path: NCCL on a stream ordered after torch's current stream; wait() makes the current
 # stream wait) and gloo's on the CPU as the reference; one rank per GPU (NCCL takes one rank
 # per device), 1 rank and as many as there are GPUs. Skipped without a GPU or the venv.
+# SPDX-License-Identifier: BSD-3-Clause
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/env.sh"
 

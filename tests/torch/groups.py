@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Process groups of the "sharc" backend, C++ or Python (make check: torch_groups.sh, also under
 TORCH_DISTRIBUTED_DEBUG=DETAIL, where torch wraps each group in its debug wrapper).
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """init_process_group("sharc") under a launcher (make check: torch_launch.sh): torchrun, mpirun
 or srun's variables (sharc.torch.init_env). All-reduce, all-gather and a sharc subgroup of the
 even ranks; prints "launched: rank R of N ok" and exits 0 when every result is right."""

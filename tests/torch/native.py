@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Build the C++ backend (python/csrc/) of this tree against the venv's torch and this build's
 libsharc, into BUILD_DIR (torch.utils.cpp_extension.load: rebuilt only when a source or a
 flag changed), and print the module's path. tests/torch/env.sh runs it once per test; the

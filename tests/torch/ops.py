@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Every collective of the sharc backend against gloo's result (make check: torch_ops.sh).
 
 Run on N ranks (any launcher). The default group is "sharc"; a gloo group of the same ranks

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """torch's point-to-point on the "sharc" backend against gloo (make check: torch_p2p.sh): the
 same sends and receives on a sharc group and a gloo group of the same ranks, the received
 tensors equal.

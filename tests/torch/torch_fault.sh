@@ -6,6 +6,7 @@
 # that differ across ranks under SHARC_CHECK=1 give sharc's message on every rank; bad input
 # (unsupported ops and dtypes, mismatched tensors) raises an exception naming the op and the
 # reason, and the group goes on working; on the C++ backend and on the Python one.
+# SPDX-License-Identifier: BSD-3-Clause
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/env.sh"
 

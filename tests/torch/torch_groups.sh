@@ -4,6 +4,7 @@
 # group's options and name, destructors at the interpreter's exit, a second
 # init_process_group; at 2 and 4 ranks, and under TORCH_DISTRIBUTED_DEBUG=DETAIL (torch's debug
 # wrapper around every group); on the C++ backend and on the Python one.
+# SPDX-License-Identifier: BSD-3-Clause
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/env.sh"
 

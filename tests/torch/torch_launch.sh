@@ -5,6 +5,7 @@
 # errors), and init_process_group("sharc") with a subgroup (tests/torch/launched.py) under
 # mpirun and srun's variables (torch_train.sh runs it under torchrun); init_env's variables
 # under srun and mpirun on two nodes; the FSDP2 example (torch_wheel.sh installs the package).
+# SPDX-License-Identifier: BSD-3-Clause
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/env.sh"
 

@@ -5,6 +5,7 @@
 # on the C++ backend and on the Python one; 2 ranks under TORCH_DISTRIBUTED_DEBUG=DETAIL
 # (torch's debug wrapper) on the C++ one; and at 2 on c10d's ProcessGroup, the base an older
 # torch gives the Python group.
+# SPDX-License-Identifier: BSD-3-Clause
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/env.sh"
 

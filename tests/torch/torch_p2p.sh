@@ -3,6 +3,7 @@
 # isend, irecv, batch_isend_irecv, tags, receives from any rank, a group's ranks, bad input;
 # on the C++ backend and on the Python one at 2 and 3 ranks, and on the C++ one under
 # TORCH_DISTRIBUTED_DEBUG=DETAIL (torch's debug wrapper around the group).
+# SPDX-License-Identifier: BSD-3-Clause
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/env.sh"
 

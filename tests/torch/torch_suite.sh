@@ -6,6 +6,7 @@
 # four). Every test that passes on gloo must pass on sharc, except those listed below with the
 # reason. Prints the backends' counts and the differences. The tests torch would skip for "sharc" by its name alone run here
 # as they do for gloo (dist_suite.py says how, and marks them "byname").
+# SPDX-License-Identifier: BSD-3-Clause
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/env.sh"
 

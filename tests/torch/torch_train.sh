@@ -4,6 +4,7 @@
 # (tests/torch/train.py), on the C++ backend and on the Python one: the losses agree within 1e-5 at every step and the trained weights
 # as closely; at 2 ranks under torchrun (every mode), at 3 under the env launcher (DDP and
 # FSDP2 with the hooks).
+# SPDX-License-Identifier: BSD-3-Clause
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/env.sh"
 

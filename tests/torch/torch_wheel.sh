@@ -7,6 +7,7 @@
 # libsharc (which needs neither libcudart nor libnccl), its metadata carries the licence,
 # "sharc" is the C++ backend, and torchrun trains the FSDP2 example. libsharc's build directory
 # is kept in the build tree (later runs only relink what changed).
+# SPDX-License-Identifier: BSD-3-Clause
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/env.sh"
 

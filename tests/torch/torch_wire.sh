@@ -2,6 +2,7 @@
 # Quantized wires through the Python package and FSDP2's hooks (tests/torch/wire.py): at 2
 # ranks on 2 pretended nodes (the reductions quantized between them), on the C++ backend and
 # the Python one, and 3 ranks on one (C++).
+# SPDX-License-Identifier: BSD-3-Clause
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/env.sh"
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Training with the sharc backend against gloo, step by step (make check: torch_train.sh).
 
 Every rank trains a tiny Llama (transformers' LlamaForCausalLM, f32) for --steps steps from

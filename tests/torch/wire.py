@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Quantized wires from Python (make check: torch_wire.sh). sharc.Comm's allgather and
 reduce_scatter with wire="int8" / "fp8": every rank gets the same gathered values, within
 the wire's bound of the inputs and not exact; the reduce-scatter within one quantization per

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cuda_emu.h: enough of CUDA, on the host, to compile sharc-llama's CUDA ops (the .cu files of
  * trainer/ops/cuda/, with LLAMA_CUDA_EMU defined) as C++ and run them: the kernels, their

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Build the Hugging Face reference fixtures for tests/trainer/test_llama_hf.
 
 sharc-llama's forward and backward pass is checked against transformers'

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ops_cuda_emu.cc: sharc-llama's CUDA ops table (trainer/ops/cuda/, the very sources a GPU
  * build compiles) built for the host emulation of cuda_emu.h, so that test_ops_cuda_emu runs

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_cuda_geom: the launch geometry of sharc-llama's CUDA kernels (trainer/ops/cuda/geom.h),
  * on the host, so it holds before a GPU ever runs them: every item, row, column and causal

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_llama_hf: sharc-llama's forward and backward against Hugging Face transformers. The
  * fixture directory (tests/trainer/make_hf_fixture.py wrote it with LlamaForCausalLM in f32)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_ops_cuda: every op of sharc-llama's CUDA tables against the CPU table (which
  * test_llama_hf checks against transformers), on random inputs, forward and backward, with

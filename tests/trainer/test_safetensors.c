@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_safetensors.c: the trainer's safetensors files (trainer/io/safetensors*.c) on files it
  * writes and files written here byte by byte: F32/BF16/F16 round trips (exact values), slices

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_tokens.c: trainer/io/tokens.c on files it writes and files written here byte by byte:
  * round trips at token widths 2 and 4, reads of any range, the vocabulary check (the model's

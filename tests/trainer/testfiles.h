@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * tests/trainer/testfiles.h: what the trainer's parser tests share. Files live in a private
  * temporary directory (testdir_create, tmp_path, write_bytes; testdir_remove checks that

@@ -5,6 +5,7 @@
 # on the same and on another number of ranks), export and re-import, and bad input through
 # the command line (clear errors, no crash; --device cuda where there is no GPU among them).
 # The GPU's own: tests/trainer_cuda.sh.
+# SPDX-License-Identifier: BSD-3-Clause
 . "$(dirname "$0")/../lib.sh"
 
 LLAMA="$top_builddir/trainer/sharc-llama"

@@ -16,6 +16,7 @@
 #    Hugging Face export evaluates the same on the CPU;
 #  - with two or more GPUs, 2 ranks (one GPU each, NCCL) equal 1 rank with the same batch.
 # SKIP (77) without a GPU or a build without CUDA.
+# SPDX-License-Identifier: BSD-3-Clause
 . "$(dirname "$0")/../lib.sh"
 
 LLAMA="$top_builddir/trainer/sharc-llama"

@@ -15,6 +15,7 @@
 # What a GPU adds (its arithmetic, streams running beside each other, NCCL) is
 # tests/trainer_cuda.sh.
 # SKIP (77) without the emulated binary, and in sanitizer builds (fibers and ASan do not mix).
+# SPDX-License-Identifier: BSD-3-Clause
 . "$(dirname "$0")/../lib.sh"
 
 CPU="$top_builddir/trainer/sharc-llama"

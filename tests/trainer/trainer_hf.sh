@@ -6,6 +6,7 @@
 # (test_llama_hf_emu; in f32 to the CPU's tolerances, in bf16 to the bf16 ones): the GPU's
 # code paths of the model and its kernels, checked here without a GPU; and on a random
 # checkpoint with head size 32, where bf16 takes the tiled attention, against the CPU model.
+# SPDX-License-Identifier: BSD-3-Clause
 . "$(dirname "$0")/../lib.sh"
 
 FIXTURES=("$top_srcdir/tests/trainer/hf_tiny" "$top_srcdir/tests/trainer/hf_tiny_llama3")

@@ -6,6 +6,7 @@
 # not token frequencies. The target was set from a run that reached 5.15 at step 200 and
 # 4.95 at step 300 (f32, deterministic for a given BLAS); 5.2 leaves room for another CPU's
 # BLAS rounding. Skips (77) without sentencepiece or the corpus.
+# SPDX-License-Identifier: BSD-3-Clause
 . "$(dirname "$0")/../lib.sh"
 
 LEARN_STEPS=300

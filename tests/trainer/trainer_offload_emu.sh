@@ -10,6 +10,7 @@
 # reverse, each as if uninterrupted; the device memory's high-water mark is lower with host.
 # --gpu: the same with sharc-llama on this machine's GPU (tests/gpu/run.sh; HSDP where it has
 # 4 GPUs; the fallback of managed memory and the memory comparison are the emulation's alone).
+# SPDX-License-Identifier: BSD-3-Clause
 . "$(dirname "$0")/../lib.sh"
 
 if [ "${1:-}" = --gpu ]; then

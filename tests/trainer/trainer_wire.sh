@@ -6,6 +6,7 @@
 # at every step, yet not equal to it (the wires were quantized), and the secondary shards'
 # memory reported. The 300-step convergence check of the 15m config is a benchmark
 # (tools/bench-quant.sh), too long for make check.
+# SPDX-License-Identifier: BSD-3-Clause
 . "$(dirname "$0")/../lib.sh"
 
 LLAMA="$top_builddir/trainer/sharc-llama"

@@ -4,6 +4,7 @@
 # (tests/transport/rdma/vm.sh), prepared on first use by tools/rdma-vm.sh into the build tree. Skips (77) without QEMU, when the guest
 # cannot be prepared (no Debian mirror for the kernel package), and in sanitizer builds (the
 # emulated guest would run them several times slower; the plain build covers them).
+# SPDX-License-Identifier: BSD-3-Clause
 . "$(dirname "$0")/../lib.sh"
 
 vm="$top_builddir/rdma-vm"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_tp_ib.c: the verbs transport's choice of NIC when SHARC_IB_HCA names none: the
  * active ports on the rank's NUMA node first, the node's ranks spread over them by local

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_tp_p2p.c: one rank of a multi-rank test of the communicator's point-to-point
  * transport (UCX when built in; SHARC_TRANSPORT picks another). Every rank exchanges with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_tp_self.c: the self transport through the registry and its ops table: matching in
  * either posting order, tags, ordering of equal tags, truncation, zero bytes, callbacks.

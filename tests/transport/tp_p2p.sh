@@ -2,6 +2,7 @@
 # The point-to-point transports between ranks: shm (with CMA and through its FIFO), UCX's
 # shared memory and TCP (the cross-host path), shm + UCX on pretended nodes, under the env
 # launcher and under mpirun.
+# SPDX-License-Identifier: BSD-3-Clause
 . "$(dirname "$0")/../lib.sh"
 
 if ! "$top_builddir/perf/sharc-info" -b | grep -q "^ucx: yes"; then

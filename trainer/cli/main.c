@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * trainer/cli/main.c: sharc-llama, the reference FSDP Llama trainer. `sharc-llama train`
  * trains a named config (or a Hugging Face checkpoint) on token files with every rank of the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * trainer/cli/metrics.c: what sharc-llama measures besides the step times: the peak rate MFU
  * is taken against, memory, medians. The JSONL log they go to is io/jsonl.c.

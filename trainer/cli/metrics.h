@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * trainer/cli/metrics.h: what sharc-llama measures: the peak rate that MFU is taken against (a
  * measured GEMM rate, or a GPU's data-sheet peak), memory (host and device), and the medians

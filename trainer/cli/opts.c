@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * trainer/cli/opts.c: sharc-llama's options (opts.h): the usage text, the option table, the
  * parsing of each value (integers, numbers, dtypes, names) with a message naming the option,

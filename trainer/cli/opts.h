@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * trainer/cli/opts.h: sharc-llama's command line: the options of `train` and `flops`, their
  * defaults, and the checks that need no model or data. Parsing only: what the options do is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * trainer/cli/report.c: what a training run tells: its setup, each step's loss, rate, MFU and
  * where the time went (a console line on rank 0, a JSON record in --log), the validation

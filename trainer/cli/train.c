@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * trainer/cli/train.c: one run of `sharc-llama train`, read top to bottom: the model's shape
  * and the data, the setup (threads, model, optimizer, log), the step loop (micro-batches

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * trainer/cli/train.h: one run of `sharc-llama train`: its state, shared by the run (train.c:
  * setup, the step loop, validation, checkpoints, export) and what it reports (report.c: the

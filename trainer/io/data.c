@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * trainer/io/data.c: random windows of a token file, addressed by sequence number (data.h).
  */

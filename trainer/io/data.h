@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * trainer/io/data.h: batches of (input, target) windows from a token file. Sequence g of a
  * stream starts at a position drawn from (seed, g) alone, so a global batch is the same set

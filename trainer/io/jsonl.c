@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * trainer/io/jsonl.c: the JSONL log (jsonl.h). json-c writes the lines, so strings are
  * escaped and non-finite numbers do not break the file.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * trainer/io/jsonl.h: a JSONL log, one JSON object per line (sharc-llama's --log, written by
  * rank 0): a line is begun, given members and ended, which writes and flushes it. Not a JSON

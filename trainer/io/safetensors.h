@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * trainer/io/safetensors.h: Hugging Face safetensors files, read and written. A reader opens a
  * single file, a sharded set through its model.safetensors.index.json, or a directory holding

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * trainer/io/safetensors_header.c: one safetensors file's JSON header, parsed with json-c and
  * checked in full before anything is read (dtypes, shapes, sizes matching dtype x shape, and

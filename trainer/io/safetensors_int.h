@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * trainer/io/safetensors_int.h: what the three parts of the safetensors code share: the header
  * parser (safetensors_header.c: dtypes, JSON, one file's tensor table), the reader of sets

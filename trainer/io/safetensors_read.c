@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * trainer/io/safetensors_read.c: the safetensors reader (safetensors.h): a file, a sharded set
  * through its index, or a directory holding either. Nothing read from a file is trusted until

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * trainer/io/safetensors_write.c: the safetensors writer (safetensors.h): the header goes out
  * at once into a temporary file, the data follow as f32 converted to each tensor's dtype a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * trainer/io/tokens.c: sharc-llama's token files (layout in tokens.h), mapped read-only and
  * validated in full when opened; every token is checked against the vocabulary as it is

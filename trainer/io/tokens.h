@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * trainer/io/tokens.h: sharc-llama's token files. Layout (little-endian):
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * trainer/model/acts.c: the buffers one step computes in: the rotary tables, each block's input
  * and the activations its backward needs (one set per block, or one shared set when blocks

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * trainer/model/config.c: Llama configurations: the named ones (llama2.c's small models for
  * training here, Meta's published shapes for FLOP and memory accounting), Hugging Face's

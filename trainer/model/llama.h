@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * trainer/model/llama.h: the Llama 2/3 model of sharc-llama: its configuration (named configs, a
  * Hugging Face config.json), its parameters as sharc shard units (one unit per transformer

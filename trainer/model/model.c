@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * trainer/model/model.c: the Llama model as sharc shard units. Unit 0 is the token embedding,
  * units 1..L the transformer blocks, unit L+1 the final norm with the output head; parameters

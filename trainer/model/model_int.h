@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * trainer/model/model_int.h: the model's insides, shared by model.c (parameters, creation),
  * weights.c (initial values, export), acts.c (buffers), step.c (forward and backward through

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * trainer/model/optim.c: AdamW over the local shards, as torch.optim.AdamW computes it (decoupled
  * weight decay, bias-corrected moments), with clipping by the norm of the whole model's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * trainer/model/optim.h: AdamW on each rank's f32 master shards (moments kept as sharc shard
  * states, so checkpoints carry them), global gradient-norm clipping, and a cosine learning

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * trainer/model/step.c: one micro-batch of the Llama model through the shard engine, read top to
  * bottom like llm.c: the embedding, each block's forward, the head and its loss, then the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * trainer/model/weights.c: the model's values in and out. Each rank sets only the slices of
  * its own shards, from a counter-based random initialisation or from a Hugging Face

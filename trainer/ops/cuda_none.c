@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * trainer/ops/cuda_none.c: sharc-llama built without CUDA (or without cuBLAS): --device cuda
  * is refused with the reason; cuda/cuda.cu is the table when CUDA is there.

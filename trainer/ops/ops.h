@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * trainer/ops/ops.h: the arithmetic of a Llama block, forward and backward side by side, as a
  * table of functions over row-major buffers (N = B*T tokens). cpu/cpu.c implements it in f32

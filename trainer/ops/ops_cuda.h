@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * trainer/ops/ops_cuda.h: the ops table on one GPU (its kernels and products are in cuda/):
  * cuBLAS products with f32 accumulation, CUDA kernels for the rest, everything queued on one

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """PyTorch CPU baseline for sharc-llama's training throughput.
 
 This is the side-by-side reference for the trainer figures in docs/perf.md: it

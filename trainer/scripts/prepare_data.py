@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Prepare a training corpus for sharc-llama: tokenizer, train.bin, val.bin.
 
     python3 trainer/scripts/prepare_data.py --out DIR [--vocab 4096] [--corpus kjv|FILE.txt]

@@ -11,6 +11,7 @@
 # "mpirun --oversubscribe --bind-to none -np {N}"; srun users give "srun -n {N}"). Every run
 # gets --threads 1 unless TRAIN ARGS set --threads, so that each rank has the same compute
 # at every size; ranks beyond the machine's cores share them, and the curve shows it.
+# SPDX-License-Identifier: BSD-3-Clause
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 ranks=1,2,4

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ib.h: the raw-verbs transport (SHARC_TRANSPORT=ib): sharc's algorithms on InfiniBand or
  * RoCE without UCX. One reliable-connected QP per peer, brought up through the bootstrap.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ib_cfg.c: the verbs transport's knob table (SHARC_IB_*), built with or without verbs.
  */

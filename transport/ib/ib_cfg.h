@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ib_cfg.h: the verbs transport's knobs (SHARC_IB_*), parsed. Free of verbs' types: the
  * table (ib_cfg.c) is built into every library, so that the knobs are listed and accepted

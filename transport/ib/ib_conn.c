@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ib_conn.c: the verbs transport's connections: per peer a ring, bounce slots and an RC QP
  * with the receives its writes consume, addresses exchanged through the bootstrap, each QP

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ib_dev.c: the verbs transport's device: which RDMA device and port a rank opens
  * (SHARC_IB_HCA, else an active port nearest the rank's GPU, or on its NUMA node, spread over

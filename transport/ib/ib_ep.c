@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ib_ep.c: the verbs transport's endpoints: the checks a post makes of its peer, sends (their
  * chunks written with immediate into the peer's ring under credits, or an RTS for zero-copy),

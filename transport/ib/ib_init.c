@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ib_init.c: the verbs transport's ops table and per-communicator setup: its state, the
  * device (ib_dev.c) and the connections (ib_conn.c) brought up in turn, and their teardown,

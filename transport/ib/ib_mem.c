@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ib_mem.c: memory registrations of the verbs transport, and their cache.
  *

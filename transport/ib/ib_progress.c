@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ib_progress.c: progress of the verbs transport: the completion queue polled (a ring slot
  * arrived, a write or read done, or a peer failed), then per peer the credits reported, the

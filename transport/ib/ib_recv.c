@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ib_recv.c: receives of the verbs transport: posting them, matching each arriving message by
  * tag with the oldest receive posted for it (or keeping it unexpected until one is), and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ib_zcopy.c: zero-copy messages of the verbs transport (ib.h has the protocol): a send
  * claims a zero-copy slot and goes as an RTS; the receiver reads it with RDMA reads straight

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * nccl.h: the NCCL backend's state: a collective backend for CUDA buffers. One NCCL
  * communicator per sharc communicator (unique id through the sharc bootstrap, non-blocking

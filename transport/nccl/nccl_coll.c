@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * nccl_coll.c: collectives through NCCL. Each runs on the backend's communication stream
  * after the work queued on the caller's stream (an event recorded there, waited for on the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * nccl_init.c: the NCCL backend's setup and teardown: rank 0's unique id through the sharc
  * bootstrap, a non-blocking ncclCommInitRankConfig polled against SHARC_BOOTSTRAP_TIMEOUT

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * nccl_lib.c: NCCL opened at run time (dlopen), not linked: libsharc loads where NCCL is
  * absent (a CPU-only install of a build made with CUDA), and finds the NCCL already in the

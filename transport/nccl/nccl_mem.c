@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * nccl_mem.c: memory for zero-copy collectives: ncclMemAlloc (buffers NCCL can register
  * and map between GPUs) and ncclCommRegister, where the NCCL found at run time has them

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * nccl_p2p.c: sends and receives through NCCL, for the point-to-point calls on CUDA buffers.
  * A batch of them is issued in one NCCL group (so that a rank may send to and receive from a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * nccl_status.c: the NCCL boundary: ncclResult_t becomes a sharc status here and nowhere
  * else (logged once, with NCCL's last error), and non-blocking calls are waited for with a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * self.h: the `self` transport: a communicator of one rank sending to itself. It has an
  * init file and an endpoint file only: it needs no memory registration (plain memcpy) and no

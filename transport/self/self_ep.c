@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * self_ep.c: matching and copying for the self transport. A post first looks for the oldest
  * unmatched operation of the other kind with the same tag; if there is one, the data is

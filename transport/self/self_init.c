@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * self_init.c: the self transport's ops table and per-communicator setup.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * shm.h: the `shm` transport: point-to-point messages between ranks on one node, with no
  * library in between.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * shm_ep.c: the sending side of the shm transport (the protocols are described in shm.h): the
  * peer a post names, writing slots into its FIFO (messages, and control messages queued while

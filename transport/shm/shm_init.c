@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * shm_init.c: the shm transport's ops table and per-communicator setup. Every rank creates
  * its segment, the segment names, pids and CMA probe addresses go round through the bootstrap,

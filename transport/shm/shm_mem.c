@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * shm_mem.c: how the shm transport reads a peer's memory for a rendezvous: the peer's
  * sharc_mem_alloc buffers mapped here (a cache of mappings, dropped when the peer frees the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * shm_progress.c: progress of the shm transport: each peer's inbound FIFO drained (every slot
  * handed to the receives, or to the sends its CTS or FIN names), what waits for room in its

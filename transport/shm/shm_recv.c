@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * shm_recv.c: receives of the shm transport (the protocols are described in shm.h): posting
  * them (plain, or recv_reduce), matching them with the messages that arrive, landing the data

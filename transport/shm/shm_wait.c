@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * shm_wait.c: the shm transport's blocking wait, a doorbell in each rank's segment. A thread
  * with nothing to do sleeps on its rank's bell, a futex word in shared memory; a peer that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ucx.h: the UCX transport's state. One UCP context and worker per communicator: no tags or
  * locks are shared between communicators, and a communicator's failure (a dead peer) stays

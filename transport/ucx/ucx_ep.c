@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ucx_ep.c: point-to-point messages over UCP tag matching. The UCP tag carries the sender's
  * rank above the sharc tag, and receives match it exactly, so a receive names its peer and

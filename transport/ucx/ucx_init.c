@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ucx_init.c: the UCX transport's ops table and per-communicator setup: a UCP context and
  * worker, worker addresses exchanged through the bootstrap, an endpoint per peer with peer

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ucx_mem.c: memory registration through ucp_mem_map, for buffers a caller reuses (the
  * shard engine's units): a registered buffer's handle goes with each send and receive, so

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ucx_progress.c: progress of the UCX transport: the worker is driven until it has nothing
  * more to do right now; completion callbacks run inside.

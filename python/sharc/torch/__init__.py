@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """sharc as a torch.distributed backend.
 
     import sharc.torch                      # registers the backend "sharc" (cpu and cuda)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The process group of the "sharc" backend: torch.distributed's collectives over one sharc
 communicator.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Collectives and an FSDP2 step through torch.distributed: sharc against gloo, same job.
 
     torchrun --nproc-per-node 2 -m sharc.torch.bench [-b 1M] [-e 256M] [-f 4] [--sizes LIST]

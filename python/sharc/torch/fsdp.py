@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """FSDP2 communication hooks over sharc.
 
     from torch.distributed.fsdp import fully_shard

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """torch's launch variables under mpirun and srun, from what libsharc reads of them.
 
 init_process_group("sharc") reads torchrun's variables (RANK, WORLD_SIZE, MASTER_ADDR, ...);

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """CPU tensors in sharc_mem_alloc memory, and a pool of them.
 
 A tensor here lives in memory a peer on the same node maps and copies from directly (one

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The C++ backend (sharc.torch._native, compiled from python/csrc/ against the installed torch
 when the package is installed): loading it, and the creator torch.distributed calls for a group.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """How a process group gets its sharc communicator.
 
 The default group's is made with sharc's explicit bootstrap: its rank 0 picks a free TCP port

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """torch's arguments as what sharc takes: checks, contiguous stand-ins, buffers, reductions.
 
 The backend (backend.py) calls these before it posts: a tensor to read becomes contiguous,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The Work the sharc backend returns: one collective in flight, as torch waits for it.
 
 A Work holds sharc requests (sharc.Request) and what to do when they are done (copies back

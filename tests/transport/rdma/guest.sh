@@ -7,6 +7,7 @@
 # bf16 included) at 2, 3 and 4 ranks, on shareable buffers (zero-copy), the sharding engine's
 # steps; and the faults: a rank that dies before a collective and a rank killed in the middle
 # of a large transfer (the others fail at once, naming the rank that is gone and its host).
+# SPDX-License-Identifier: BSD-3-Clause
 . "$(dirname "$0")/../../lib.sh"
 export SHARCTEST_TIMES=1 # each case's seconds on its line
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_verbs.c: the verbs operations sharc's ib transport is built from, on a real device
  * (soft-RoCE in the test guest, tests/transport/rdma/vm.sh): device and port query, the RoCE v2 GID

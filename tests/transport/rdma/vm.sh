@@ -8,6 +8,7 @@
 #
 # Exit status 77 (skip) without QEMU or a prepared guest; 124 when the guest runs past the
 # timeout (default 600 s; it is killed); 125 when the guest did not report a status.
+# SPDX-License-Identifier: BSD-3-Clause
 set -u
 top=$(cd "$(dirname "$0")/../../.." && pwd)
 dir=${SHARC_RDMA_VM:-$top/build/rdma-vm}

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * trainer/ops/cpu/cpu.c: llama_ops_t on the CPU in f32. The compute threads are OpenMP's: matrix
  * products are split over them in slices, each a single-threaded BLAS call (cblas_sgemm);

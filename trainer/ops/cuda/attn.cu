@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * trainer/ops/cuda/attn.cu: causal grouped-query attention on the GPU with the probabilities
  * materialized, as the CPU op does: the score and value products are strided-batched cuBLAS

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * trainer/ops/cuda/cuda.cu: the ops table on one GPU: the process's device, stream and cuBLAS
  * handle, memory (device buffers, scratch, page-locked staging of host arrays), the first-

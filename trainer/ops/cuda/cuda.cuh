@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * trainer/ops/cuda/cuda.cuh: what the CUDA ops files share: the process's GPU state (device,
  * stream, cuBLAS, scratch, page-locked staging), the first-error rule, element loads and

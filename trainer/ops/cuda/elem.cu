@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * trainer/ops/cuda/elem.cu: the CUDA kernels of a Llama block outside the products and
  * attention: casts, RMSNorm, rotary embeddings, SwiGLU, the embedding, cross-entropy, the

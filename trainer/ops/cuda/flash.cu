@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * trainer/ops/cuda/flash.cu: memory-efficient causal attention in bf16 on tensor cores
  * (FlashAttention-2's algorithm, WMMA 16x16x16 tiles with f32 accumulation): the T x T

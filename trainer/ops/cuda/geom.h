@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * trainer/ops/cuda/geom.h: the launch geometry of sharc-llama's CUDA kernels (ops_cuda*.cu) as
  * plain C, so the host compiler and tests/trainer/test_cuda_geom.c check it without a GPU:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * trainer/ops/cuda/optim.cu: the optimizer on the f32 shards in device memory: the sum of
  * squares of the gradients (f64, per-block partials added in a fixed order, so the norm
