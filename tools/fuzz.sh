@@ -124,13 +124,15 @@ build_harness() {
             "$top/trainer/model/config.c" "$top/trainer/util.c" -o "$out/fuzz_$h" $libs
         ;;
     cluster)
+        # predict's sources but its main (what the cluster reader reaches grows with predict)
+        local predict=()
+        for f in "$top"/perf/predict/predict_*.c; do
+            [ "$(basename "$f")" = predict_main.c ] || predict+=("$f")
+        done
         # shellcheck disable=SC2086
-        "$clang" "${flags[@]}" $cflags -I"$top/perf" "$top/tests/fuzz/fuzz_$h.c" \
-            "$top/perf/predict/predict_input.c" "$top/perf/predict/predict_offload.c" \
-            "$top/perf/predict/predict_cost.c" "$top/perf/predict/predict_sim.c" \
+        "$clang" "${flags[@]}" $cflags -I"$top/perf" "$top/tests/fuzz/fuzz_$h.c" "${predict[@]}" \
             "$top/shard/shard_plan.c" "$top/shard/shard_plan_auto.c" \
-            "$top/perf/common/perf_util.c" \
-            -o "$out/fuzz_$h" $libs
+            "$top/perf/common/perf_util.c" -o "$out/fuzz_$h" $libs
         ;;
     store | manifest | tune)
         # shellcheck disable=SC2086

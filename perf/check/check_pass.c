@@ -79,6 +79,10 @@ static int run_rank_pairs(perf_check_job_t *j, const perf_check_pair_t *rp, int 
 
 /* ---- the probe and the plan -------------------------------------------------------------- */
 
+/* Exchanges of each probe size: a rank's best of them is its link's speed (one exchange held
+ * up on a busy machine would make the plan refuse a budget that suffices). */
+#define PERF_CHECK_PROBE_ITERS 3
+
 int perf_check_probe(perf_check_job_t *j)
 {
     perf_check_pair_t *np = malloc(sizeof(*np) * (size_t)(j->nnodes / 2 + 1));
@@ -92,17 +96,24 @@ int perf_check_probe(perf_check_job_t *j)
     }
     /* one size at a time, from -b up by 4x until the slowest exchange takes 30 ms: long
      * enough to pass a rate limiter's burst, short enough for any budget */
-    t = malloc(sizeof(double) * (size_t)j->nranks);
+    t = malloc(sizeof(double) * (size_t)j->nranks * PERF_CHECK_PROBE_ITERS);
     for (size_t s = j->o->min_size; nsizes<16; s = s * 4> j->o->max_size ? j->o->max_size : s * 4) {
         double mine = 0;
 
         sizes[nsizes] = s;
-        ret = perf_check_pairs(j, rp, nrp, &s, 1, 1, t, nsizes == 0 ? &open_s : NULL);
+        ret = perf_check_pairs(j, rp, nrp, &s, 1, PERF_CHECK_PROBE_ITERS, t,
+                               nsizes == 0 ? &open_s : NULL);
         if (ret != 0) {
             break;
         }
-        for (int r = 0; r < j->nranks; r++) {
-            mine = t[r] > mine ? t[r] : mine;
+        for (int r = 0; r < j->nranks; r++) { /* each rank's best exchange, the slowest rank's */
+            const double *tr = t + (size_t)r * PERF_CHECK_PROBE_ITERS;
+            double best = tr[0];
+
+            for (int it = 1; it < PERF_CHECK_PROBE_ITERS; it++) {
+                best = tr[it] < best ? tr[it] : best;
+            }
+            mine = best > mine ? best : mine;
         }
         tmax[nsizes++] = mine; /* the same on every rank: t was gathered */
         if (mine >= 0.03 || s >= j->o->max_size) {

@@ -157,16 +157,17 @@ static double big_exchanges(sharc_comm_h comm)
 
 /*
  * With nearly every wait blocking, a wake-up lost now and then costs 10 ms (the longest
- * block) where it happens; lost systematically, every round trip would take 20 ms. The
- * bounds are far above what a busy machine takes with wake-ups working (well under 1 ms),
- * and far below that.
+ * block) where it happens; lost systematically, every round trip would take 20 ms and every
+ * all-reduce step 10. The bounds are far above what a quiet machine takes with wake-ups
+ * working (well under 1 ms; a sanitizer build at 3 ranks on 2 loaded cores, 5 ms), and below
+ * that. (shm also logs each block that slept through a wake-up: wait.sh fails on it.)
  */
 static void test_wakes(sharc_comm_h comm)
 {
     double pp = ping_pong(comm), ar = reduces(comm), big = big_exchanges(comm);
 
-    CHECK_MSG(pp < 5e-3, "a 1 KiB round trip took %.2f ms on average", pp * 1e3);
-    CHECK_MSG(ar < 5e-3, "a 1 KiB all-reduce took %.2f ms on average", ar * 1e3);
+    CHECK_MSG(pp < 8e-3, "a 1 KiB round trip took %.2f ms on average", pp * 1e3);
+    CHECK_MSG(ar < 8e-3, "a 1 KiB all-reduce took %.2f ms on average", ar * 1e3);
     CHECK_MSG(big < 50e-3, "a 1 MiB exchange took %.2f ms on average", big * 1e3);
     if (me == 0) {
         printf("wake-ups ok: round trip %.1f us, all-reduce %.1f us, 1 MiB exchange %.1f us\n",
