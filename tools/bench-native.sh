@@ -14,7 +14,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-rounds=3 iters=200 out=$top/build/bench-native
+rounds=3 iters=200 out=
 while [ $# -gt 0 ]; do
     case "$1" in
         --rounds) rounds=$2; shift 2 ;;
@@ -26,8 +26,9 @@ while [ $# -gt 0 ]; do
 done
 name=bench-native
 . "$top/tools/torch-env.sh"
+out=${out:-$build/bench-native}
 TORCH_SHARC_NATIVE=$(MAX_JOBS=2 "$venv/bin/python" "$top/tests/torch/native.py" "$top" \
-    "$top/build" "$top/build/python-native" 2> /dev/null | tail -1)
+    "$build" "$build/python-native" 2> /dev/null | tail -1)
 export TORCH_SHARC_NATIVE TORCH_SHARC_BACKEND=native
 mkdir -p "$out"
 rm -f "$out"/perf-*.json "$out"/torch-*.json

@@ -11,7 +11,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-rounds=3 minb=1M maxb=256M fsdp=--fsdp out=$top/build/bench-torch
+rounds=3 minb=1M maxb=256M fsdp=--fsdp out=
 while [ $# -gt 0 ]; do
     case "$1" in
         --rounds) rounds=$2; shift 2 ;;
@@ -25,6 +25,7 @@ while [ $# -gt 0 ]; do
 done
 name=bench-torch
 . "$top/tools/torch-env.sh"
+out=${out:-$build/bench-torch}
 mkdir -p "$out"
 rm -f "$out"/perf-*.json "$out"/torch-*.json
 
