@@ -294,7 +294,9 @@ setup_nodes() {
 # the first line of rank R matching $FAULT_LINE (a failure the rank reported) and
 # FAULT_WALL[R] the wall-clock time it was seen (seconds since the epoch), FAULT_END the
 # time from the fault to the job's end, FAULT_RC the job's status and FAULT_OUT its own
-# output. Polls every 50 ms; COMMAND must bound itself (launch.sh --timeout, timeout).
+# output. Polls every 50 ms; COMMAND must bound itself (launch.sh --timeout, timeout). With
+# $FAULT_READY set, AT counts from the first line of rank 0 that matches it (the job under
+# way: a loaded machine may take longer to make the communicator), waited for up to 60 s.
 fault_job() {
     local dir=$1 at=$2 fault=$3 lp t0 now f r alive
     shift 4
@@ -303,6 +305,13 @@ fault_job() {
     declare -gA FAULT_SEEN=() FAULT_WALL=()
     "$@" > "$dir/job.out" 2>&1 &
     lp=$!
+    if [ -n "${FAULT_READY:-}" ]; then
+        for ((r = 0; r < 1200; r++)); do
+            grep -Eq -- "$FAULT_READY" "$dir/out.0" 2> /dev/null && break
+            kill -0 "$lp" 2> /dev/null || break
+            sleep 0.05
+        done
+    fi
     sleep "$at"
     t0=$(date +%s.%N)
     eval "$fault"

@@ -1,7 +1,8 @@
 #!/bin/bash
 # bench-faults.sh [RUNS (default 10)] [short|defaults]: how long the ranks of a job take to
 # learn of a failure, on namespace nodes (tools/nodes.sh; root): 3 nodes x 1 rank (env
-# bootstrap) running `sharc-perf allreduce -b 256M -n 1000`, and 4 s in a fault.
+# bootstrap) running `sharc-perf allreduce -b 256M -n 1000`, and a fault 4 s after rank 0
+# printed its table's head (the job under way).
 #   short (default): node 2's job process is killed (SIGKILL) or node 2's link is cut (ip link
 #     set down), with SHARC_TIMEOUT at 10 s unless set. Per case, over RUNS runs: the median
 #     and the largest time from the fault to each surviving rank's failed all-reduce, and to
@@ -49,8 +50,10 @@ stats() { # stats VALUES...: "median max" ("-" marks a run where the rank never 
               printf "%.2f, %.2f%s\n", m, v[n], miss ? " (" miss " runs: never)" : "" }'
 }
 
-# run_fault I CMD TIMEOUT: run I of the job with the fault CMD 4 s in, the link restored after
+# run_fault I CMD TIMEOUT: run I of the job with the fault CMD 4 s into its all-reduce, the
+# link restored after the job
 run_fault() {
+    FAULT_READY="^# sharc-perf allreduce" # 4 s after rank 0's table head: the job under way
     fault_job "$work/$1" 4 "$2" -- "$LAUNCH" --mode env --node-exec "$NODE_EXEC" \
         --out-dir "$work/$1" --timeout "$3" -n 3 --nodes 3 -- \
         "$top_builddir/perf/sharc-perf" allreduce -b 256M -e 256M -n 1000 -w 1

@@ -163,9 +163,24 @@ nodes_set_rate() { # nodes_set_rate NODE RATE|none: both directions of the node'
 }
 
 nodes_link() { # nodes_link NODE up|down: the switch's port to the node (the node loses carrier)
+    local t i
     nodes_valid_node "$1" || return 2
     case "$2" in
-        up | down) ip -n "$(nodes_ns sw)" link set "p$1" "$2" ;;
+        down) ip -n "$(nodes_ns sw)" link set "p$1" down ;;
+        up)
+            ip -n "$(nodes_ns sw)" link set "p$1" up || return 1
+            # back when the node's end has its carrier again and no node keeps a neighbour
+            # entry that failed while the link was down (a connection right after would be
+            # refused "no route to host")
+            for ((t = 0; t < 100; t++)); do
+                ip -n "$(nodes_ns "$1")" -o link show eth0 | grep -q LOWER_UP && break
+                sleep 0.05
+            done
+            for i in ctl $(seq 0 $(($(nodes_count) - 1))); do
+                ip -n "$(nodes_ns "$i")" neigh flush all 2> /dev/null
+            done
+            return 0
+            ;;
         *) nodes_err "link $1: say up or down"; return 2 ;;
     esac
 }

@@ -199,6 +199,7 @@ static void bench_table_header(const perf_bench_opts_t *o, int n)
     printf("#%12s %12s %8s %6s %6s %9s %7s %7s %6s %9s %7s %7s %6s%s%s\n", "(B)", "(elements)", "",
            "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "",
            o->vs_mpi ? "      (us)  (GB/s)" : "", o->vs_nccl ? "      (us)  (GB/s)" : "");
+    fflush(stdout); /* (shown before the first size's figures: a file or pipe too) */
 }
 
 /* One size's line of the table (rank 0). */

@@ -31,9 +31,10 @@ remote() {
             grep -E "$FAULT_LINE" "$dir/out.$r"
     done
 }
-# the kill comes 4 s in: the communicator is up and an all-reduce is under way (each takes
-# about a second through the veth pairs)
+# the kill comes 4 s after rank 0 printed its table's head: every rank's communicator is up
+# and an all-reduce under way (each takes about a second through the veth pairs)
 AT=4
+FAULT_READY="^# sharc-perf allreduce"
 
 fault_job "$work/a" $AT "$NODES kill 2 KILL sharc-perf" -- "$LAUNCH" --mode env --node-exec "$NODE_EXEC" \
     --out-dir "$work/a" --timeout 30 -n 3 --nodes 3 -- "${perf[@]}"

@@ -21,7 +21,9 @@ T=5
 export SHARC_BOOTSTRAP_TIMEOUT=30s
 FAULT_LINE="sharc-perf: rank [0-9]+: allreduce of [0-9]+ bytes failed"
 
-# the cut comes 4 s in: the communicator is up and an all-reduce is under way
+# the cut comes 4 s after rank 0 printed its table's head: every rank's communicator is up and
+# an all-reduce under way
+FAULT_READY="^# sharc-perf allreduce"
 fault_job "$work/a" 4 "$NODES link 2 down" -- env SHARC_TIMEOUT=${T}s \
     SHARC_BOOTSTRAP_HEARTBEAT=1h SHARC_BOOTSTRAP_HEARTBEAT_TIMEOUT=3h "$LAUNCH" --mode env \
     --node-exec "$NODE_EXEC" --out-dir "$work/a" --timeout 20 -n 3 --nodes 3 -- \
