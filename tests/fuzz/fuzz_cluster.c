@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fuzz.h"
 #include "predict/predict.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -32,35 +33,14 @@ static void fz_write_seeds(const char *dir)
         "{\"hidden_size\": 4096, \"num_hidden_layers\": 32, \"num_attention_heads\": 32,"
         " \"num_key_value_heads\": 8, \"intermediate_size\": 14336, \"vocab_size\": 128256}",
     };
-    char path[4096];
-
-    for (size_t i = 0; i < sizeof(seeds) / sizeof(seeds[0]); i++) {
-        FILE *f;
-
-        snprintf(path, sizeof(path), "%s/seed%zu", dir, i);
-        f = fopen(path, "w");
-        if (f == NULL || fputs(seeds[i], f) < 0 || fclose(f) != 0) {
-            abort();
-        }
-    }
+    fz_put_seeds(dir, seeds, sizeof(seeds) / sizeof(seeds[0]), "");
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-    const char *seeds = getenv("SHARC_FUZZ_SEEDS");
-    int fd;
-
     (void)argc;
     (void)argv;
-    if (seeds != NULL && *seeds) {
-        fz_write_seeds(seeds);
-        exit(0);
-    }
-    fd = mkstemps(fz_path, 5);
-    if (fd < 0) {
-        abort();
-    }
-    close(fd);
+    fz_init(fz_write_seeds, fz_path, 5);
     return 0;
 }
 
@@ -68,11 +48,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     pred_cluster_t c;
     pred_model_t m;
-    FILE *f = fopen(fz_path, "wb");
 
-    if (f == NULL || fwrite(data, 1, size, f) != size || fclose(f) != 0) {
-        abort();
-    }
+    fz_put(fz_path, data, size);
     memset(&c, 0, sizeof(c));
     (void)pred_cluster_load(fz_path, &c);
     memset(&c, 0, sizeof(c));

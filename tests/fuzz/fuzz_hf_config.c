@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fuzz.h"
 #include "model/llama.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -40,31 +41,17 @@ static void fz_write_seeds(const char *dir)
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-    const char *seeds = getenv("SHARC_FUZZ_SEEDS");
-    int fd;
-
     (void)argc;
     (void)argv;
-    if (seeds != NULL && *seeds) {
-        fz_write_seeds(seeds);
-        exit(0);
-    }
-    fd = mkstemp(fz_path);
-    if (fd < 0) {
-        abort();
-    }
-    close(fd);
+    fz_init(fz_write_seeds, fz_path, 0);
     return 0;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     llama_config_t c;
-    FILE *f = fopen(fz_path, "wb");
 
-    if (f == NULL || fwrite(data, 1, size, f) != size || fclose(f) != 0) {
-        abort();
-    }
+    fz_put(fz_path, data, size);
     memset(&c, 0, sizeof(c));
     if (llama_config_load_hf(fz_path, &c) == SHARC_OK && llama_config_check(&c) == SHARC_OK) {
         /* what the trainer then asks of a shape it took: its size must not have wrapped */

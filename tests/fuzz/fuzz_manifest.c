@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fuzz.h"
 #include <sharc/sharc.h>
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -78,13 +79,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char path[4096];
     uint64_t step = 0;
-    FILE *f;
 
     snprintf(path, sizeof(path), "%s/sharc-shard.json", fz_dir);
-    f = fopen(path, "wb");
-    if (f == NULL || fwrite(data, 1, size, f) != size || fclose(f) != 0) {
-        abort();
-    }
+    fz_put(path, data, size);
     (void)sharc_shard_load(fz_group, fz_dir, &step); /* any status; never a fault */
     return 0;
 }

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fuzz.h"
 #include <sharc/sharc.h>
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -32,35 +33,14 @@ static void fz_write_seeds(const char *dir)
         "alltoall        *      100        200                   pairwise\n",
         "allreduce 1 0 10 ring\n\n   # a comment\nbroadcast 1 5 4 chain\n",
     };
-    char path[4096];
-
-    for (size_t i = 0; i < sizeof(seeds) / sizeof(seeds[0]); i++) {
-        FILE *f;
-
-        snprintf(path, sizeof(path), "%s/seed%zu.tune", dir, i);
-        f = fopen(path, "w");
-        if (f == NULL || fputs(seeds[i], f) < 0 || fclose(f) != 0) {
-            abort();
-        }
-    }
+    fz_put_seeds(dir, seeds, sizeof(seeds) / sizeof(seeds[0]), ".tune");
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-    const char *seeds = getenv("SHARC_FUZZ_SEEDS");
-    int fd;
-
     (void)argc;
     (void)argv;
-    if (seeds != NULL && *seeds) {
-        fz_write_seeds(seeds);
-        exit(0);
-    }
-    fd = mkstemp(fz_path);
-    if (fd < 0) {
-        abort();
-    }
-    close(fd);
+    fz_init(fz_write_seeds, fz_path, 0);
     return 0;
 }
 
@@ -85,10 +65,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     sharc_config_h config;
     sharc_context_h ctx;
-    FILE *f = fopen(fz_path, "wb");
 
-    if (f == NULL || fwrite(data, 1, size, f) != size || fclose(f) != 0 ||
-        sharc_config_create(SHARC_CONFIG_NO_ENV, &config) != SHARC_OK ||
+    fz_put(fz_path, data, size);
+    if (sharc_config_create(SHARC_CONFIG_NO_ENV, &config) != SHARC_OK ||
         sharc_config_set(config, "BOOTSTRAP", "single") != SHARC_OK ||
         sharc_config_set(config, "LOG_LEVEL", "error") != SHARC_OK ||
         sharc_config_set(config, "TUNE_FILE", fz_path) != SHARC_OK) {
