@@ -51,13 +51,11 @@ sharc_status_t sharc_store_send_raw(int fd, uint8_t op, const char *key, const v
     return status;
 }
 
-/* The connection to the store broke: rank 0, which serves it, is taken for gone (as
- * sharc_store_poll does), so that a check of the communicator says so without a request. */
-static void sharc_store_lost(sharc_store_client_t *c)
+void sharc_store_lost(sharc_store_client_t *c)
 {
     c->broken = 1;
     if (c->lost_rank < 0) {
-        c->lost_rank = c->lost_by = 0;
+        c->lost_rank = c->lost_by = 0; /* rank 0 serves the store */
     }
 }
 

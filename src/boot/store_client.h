@@ -41,6 +41,10 @@ struct sharc_store_client {
 SHARC_HIDDEN sharc_status_t sharc_store_send_raw(int fd, uint8_t op, const char *key,
                                                  const void *val, size_t len, double deadline);
 
+/* The connection to the store broke: rank 0, which serves it, is taken for gone, so that a
+ * check of a communicator (sharc_store_poll) says so without a request. Not logged. */
+SHARC_HIDDEN void sharc_store_lost(sharc_store_client_t *c);
+
 /* Send one message (under send_lock); failures are logged and break the connection. */
 SHARC_HIDDEN sharc_status_t sharc_store_send_msg(sharc_store_client_t *c, uint8_t op,
                                                  const char *key, const void *val, size_t len,

@@ -59,10 +59,7 @@ sharc_status_t sharc_store_take_unasked(sharc_store_client_t *c, uint8_t op, dou
 /* The store is gone, or cannot be heard: every later call fails, and the poll says so. */
 static void sharc_store_lose(sharc_store_client_t *c, const char *why)
 {
-    c->broken = 1;
-    if (c->lost_rank < 0) {
-        c->lost_rank = c->lost_by = 0; /* rank 0 serves the store */
-    }
+    sharc_store_lost(c);
     sharc_error("rank %d: lost the store at %s: %s", c->rank, c->addr, why);
 }
 
