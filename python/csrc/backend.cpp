@@ -165,6 +165,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupSharc::start(const char *name, const 
     checkUsable(name);
     std::optional<at::Device> dev = deviceOf(name, tensors);
     uint64_t seq = call_seq ? *call_seq : seq_++;
+    // the errors a request logs count from before it was posted: a receive whose message had
+    // already come fails (and logs why) inside sharc_recv itself
+    unsigned long first_mark = errorMark();
     for (const PostFn &post_one : calls) {
         sharc_request_h req = nullptr;
         unsigned long mark = errorMark();
@@ -190,7 +193,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupSharc::start(const char *name, const 
     post.keep.insert(post.keep.end(), tensors.begin(), tensors.end());
     auto self = c10::intrusive_ptr<ProcessGroupSharc>::unsafe_reclaim_from_nonowning(this);
     return c10::make_intrusive<WorkSharc>(self, name, call, type, seq, std::move(post), dev,
-                                          opTimeout(timeout));
+                                          opTimeout(timeout), first_mark);
 }
 
 // -- futures: one thread per group waits for the host collectives whose futures were asked

@@ -53,7 +53,7 @@ class WorkSharc : public c10d::Work
   public:
     WorkSharc(c10::intrusive_ptr<ProcessGroupSharc> pg, const char *name, const char *call,
               c10d::OpType type, uint64_t seq, Post post, std::optional<at::Device> cuda,
-              std::chrono::milliseconds timeout);
+              std::chrono::milliseconds timeout, unsigned long mark);
     ~WorkSharc() override;
 
     bool isCompleted() override;
@@ -82,7 +82,7 @@ class WorkSharc : public c10d::Work
     Post post_;
     std::optional<at::Device> cuda_;
     std::chrono::milliseconds timeout_;
-    unsigned long mark_; // sharc's error count when posted
+    unsigned long mark_; // sharc's error count before its first request was posted
     int source_ = -1;    // a receive's sender, once it is done
     c10::intrusive_ptr<c10::ivalue::Future> future_;
 };

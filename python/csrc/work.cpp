@@ -25,9 +25,9 @@ using Clock = std::chrono::steady_clock;
 
 WorkSharc::WorkSharc(c10::intrusive_ptr<ProcessGroupSharc> pg, const char *name, const char *call,
                      c10d::OpType type, uint64_t seq, Post post, std::optional<at::Device> cuda,
-                     std::chrono::milliseconds timeout)
+                     std::chrono::milliseconds timeout, unsigned long mark)
     : c10d::Work(pg->getRank(), type), pg_(std::move(pg)), name_(name), call_(call), seq_(seq),
-      post_(std::move(post)), cuda_(cuda), timeout_(timeout), mark_(errorMark()),
+      post_(std::move(post)), cuda_(cuda), timeout_(timeout), mark_(mark),
       source_(post_.source)
 {
 }
