@@ -27,24 +27,30 @@ typedef struct {
     sharc_coll_type_t type;
     size_t max_bytes; /* the rule applies up to this size, at rank counts the algorithm fits */
     const sharc_coll_algo_t *algo;
+    int min_ranks; /* ... and from this many ranks (0: any) */
 } sharc_coll_rule_t;
 
 static const sharc_coll_rule_t sharc_coll_rules[] = {
-    {SHARC_COLL_ALLGATHER, 64 << 10, &sharc_coll_allgather_direct},
-    {SHARC_COLL_ALLGATHER, 512 << 10, &sharc_coll_allgather_recursive_doubling},
-    {SHARC_COLL_ALLGATHER, SIZE_MAX, &sharc_coll_allgather_ring},
-    {SHARC_COLL_REDUCE_SCATTER, 64 << 10, &sharc_coll_reduce_scatter_direct},
-    {SHARC_COLL_REDUCE_SCATTER, 512 << 10, &sharc_coll_reduce_scatter_recursive_halving},
-    {SHARC_COLL_REDUCE_SCATTER, SIZE_MAX, &sharc_coll_reduce_scatter_ring},
-    {SHARC_COLL_ALLREDUCE, 64 << 10, &sharc_coll_allreduce_recursive_doubling},
-    {SHARC_COLL_ALLREDUCE, SIZE_MAX, &sharc_coll_allreduce_ring},
-    {SHARC_COLL_BROADCAST, 64 << 10, &sharc_coll_broadcast_binomial},
-    {SHARC_COLL_BROADCAST, SIZE_MAX, &sharc_coll_broadcast_chain},
+    {SHARC_COLL_ALLGATHER, 64 << 10, &sharc_coll_allgather_direct, 0},
+    {SHARC_COLL_ALLGATHER, 512 << 10, &sharc_coll_allgather_recursive_doubling, 0},
+    {SHARC_COLL_ALLGATHER, SIZE_MAX, &sharc_coll_allgather_ring, 0},
+    {SHARC_COLL_REDUCE_SCATTER, 64 << 10, &sharc_coll_reduce_scatter_direct, 0},
+    {SHARC_COLL_REDUCE_SCATTER, 512 << 10, &sharc_coll_reduce_scatter_recursive_halving, 0},
+    {SHARC_COLL_REDUCE_SCATTER, SIZE_MAX, &sharc_coll_reduce_scatter_ring, 0},
+    /* two ranks: past one eager message the ring's halves stream, and each rank combines
+     * what arrives while the other sends; recursive doubling exchanges the whole buffer and
+     * then writes into it while the peer's copy of it is in the peer's cache (64 KiB: 30 us
+     * against the ring's 16) */
+    {SHARC_COLL_ALLREDUCE, 4 << 10, &sharc_coll_allreduce_recursive_doubling, 0},
+    {SHARC_COLL_ALLREDUCE, 64 << 10, &sharc_coll_allreduce_recursive_doubling, 3},
+    {SHARC_COLL_ALLREDUCE, SIZE_MAX, &sharc_coll_allreduce_ring, 0},
+    {SHARC_COLL_BROADCAST, 64 << 10, &sharc_coll_broadcast_binomial, 0},
+    {SHARC_COLL_BROADCAST, SIZE_MAX, &sharc_coll_broadcast_chain, 0},
     /* alltoall: equal up to ~256 KiB on 2 and 4 ranks; above, pairwise's few messages in
      * flight (and, in place, its few blocks of scratch) win */
-    {SHARC_COLL_ALLTOALL, 256 << 10, &sharc_coll_alltoall_direct},
-    {SHARC_COLL_ALLTOALL, SIZE_MAX, &sharc_coll_alltoall_pairwise},
-    {SHARC_COLL_BARRIER, SIZE_MAX, &sharc_coll_barrier_dissemination},
+    {SHARC_COLL_ALLTOALL, 256 << 10, &sharc_coll_alltoall_direct, 0},
+    {SHARC_COLL_ALLTOALL, SIZE_MAX, &sharc_coll_alltoall_pairwise, 0},
+    {SHARC_COLL_BARRIER, SIZE_MAX, &sharc_coll_barrier_dissemination, 0},
 };
 
 /* sharc_coll_cfg_t.algo is indexed by sharc_coll_type_t: every collective before the barrier */
@@ -102,7 +108,7 @@ sharc_status_t sharc_coll_select(sharc_coll_comm_t *cc, const sharc_coll_args_t 
     for (size_t i = 0; i < SHARC_ARRAY_SIZE(sharc_coll_rules); i++) {
         const sharc_coll_rule_t *rule = &sharc_coll_rules[i];
 
-        if (rule->type == a->type && size <= rule->max_bytes &&
+        if (rule->type == a->type && size <= rule->max_bytes && cc->size >= rule->min_ranks &&
             sharc_coll_algo_fits(rule->algo, cc->size)) {
             sharc_debug("%s %zu B on %d ranks: %s (built-in rule)", coll, size, cc->size,
                         rule->algo->info.name);

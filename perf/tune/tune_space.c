@@ -125,8 +125,13 @@ static void space_host(const perf_tune_target_t *t, perf_tune_space_t *s)
         simple(s, "SHARC_SHM_CMA", 0, PERF_TUNE_ALL_COLLS,
                "single-copy reads between processes of a node (default yes)",
                (const char *const[]){"no", NULL});
+        simple(s, "SHARC_SHM_CMA_REDUCE_MIN", 0,
+               PERF_TUNE_BIT(SHARC_COLL_ALLREDUCE) | PERF_TUNE_BIT(SHARC_COLL_REDUCE_SCATTER),
+               "smallest message a reduction reads with CMA (default 256k)",
+               (const char *const[]){"0", "16m", NULL});
     } else {
-        leave_out(s, "SHARC_SHM_CMA: sharc's shm transport carries no traffic here");
+        leave_out(s, "SHARC_SHM_CMA, SHARC_SHM_CMA_REDUCE_MIN: sharc's shm transport carries no "
+                     "traffic here");
     }
 
     if (!t->ucx) {

@@ -21,6 +21,12 @@ run_ok "collectives over UCX shared memory, 4 ranks" env SHARC_TRANSPORT=ucx "$L
     --mode env -n 4 -- "$BIN/coll/test_coll" 100003
 run_ok "collectives over shm without CMA, 3 ranks" env SHARC_SHM_CMA=no "$LAUNCH" --mode env \
     -n 3 -- "$BIN/coll/test_coll" 100003
+# reductions read with CMA at every size past the FIFO's eager limit (by default only from
+# 1 MiB), through the bounce buffer in several chunks (100003 f32 are 3 of them)
+run_ok "reductions over CMA in bounce-buffer chunks, 2 ranks" env SHARC_SHM_CMA_REDUCE_MIN=0 \
+    "$LAUNCH" --mode env -n 2 -- "$BIN/coll/test_coll" 100003
+run_ok "reductions over CMA in bounce-buffer chunks, 3 ranks" env SHARC_SHM_CMA_REDUCE_MIN=0 \
+    "$LAUNCH" --mode env -n 3 -- "$BIN/coll/test_coll" 100003
 run_ok_match "collectives on sharc_mem_alloc buffers, 4 ranks" \
     "maps rank [0-9]+'s [0-9]+-byte shared buffer.*collectives ok" \
     env SHARCTEST_MEM_ALLOC=1 SHARC_LOG_LEVEL=debug SHARC_LOG_SUBSYS=tp "$LAUNCH" --mode env \

@@ -42,7 +42,8 @@
 
 /* shm's knobs (SHARC_SHM_*; the table is in shm_init.c). */
 typedef struct {
-    int cma; /* large messages may be copied with process_vm_readv */
+    int cma;        /* large messages may be copied with process_vm_readv */
+    size_t cma_reduce_min; /* ... and of a reduction, those of at least this many bytes */
 } sharc_tp_shm_cfg_t;
 
 static inline const sharc_tp_shm_cfg_t *sharc_tp_shm_cfg(const sharc_cfg_t *cfg)
@@ -174,6 +175,7 @@ struct sharc_tp_comm {
     double next_liveness;        /* time of the next check that peers with work are alive */
     volatile uint64_t probe;     /* read by the peers' CMA probe */
     char *bounce;                /* recv_reduce over CMA: the sender's data, a chunk at a time */
+    size_t cma_reduce_min;       /* SHARC_SHM_CMA_REDUCE_MIN: smaller reductions stream */
     int lost_wake;               /* a block found a lost wake-up (shm_wait.c; said once) */
 };
 

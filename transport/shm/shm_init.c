@@ -309,6 +309,7 @@ static sharc_status_t sharc_shm_comm_create(const sharc_tp_comm_params_t *params
         shm_unlink(mine.name); /* out of memory: as a segment that could not be made */
         mine.ok = 0;
     }
+    tp->cma_reduce_min = sharc_tp_shm_cfg(params->cfg)->cma_reduce_min;
     if (sharc_tp_shm_cfg(params->cfg)->cma) {
         /* Yama's ptrace_scope 1 lets only a parent read a process: open this one to peers */
         prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
@@ -375,6 +376,15 @@ static const sharc_cfg_field_t sharc_tp_shm_cfg_fields[] = {
             "process_vm_readv (one copy). It makes the process readable by other processes of "
             "its user (PR_SET_PTRACER), as Open MPI does; no streams every message through the "
             "shared FIFO (two copies)."},
+    {.name = "SHM_CMA_REDUCE_MIN",
+     .dflt = "256k",
+     .type = SHARC_CFG_SIZE,
+     .offset = offsetof(sharc_tp_shm_cfg_t, cma_reduce_min),
+     .doc = "Messages a reduction combines on arrival (allreduce, reduce_scatter) use CMA only "
+            "from this many bytes; smaller ones stream through the shared FIFO, where the "
+            "receiver combines each slot while the sender fills the next, instead of reading "
+            "the whole message into a bounce buffer first (docs/perf.md, 'The shm transport "
+            "and reductions'). Plain receives use CMA from the FIFO's eager limit."},
 };
 
 const sharc_cfg_table_t sharc_tp_shm_cfg_table =

@@ -17,8 +17,11 @@
 #include "../../src/base/util.h"
 #include "shm.h"
 
-/* recv_reduce over CMA reads the sender's data into a bounce buffer of this size at a time */
-#define SHARC_SHM_BOUNCE (1u << 20)
+/* recv_reduce over CMA reads the sender's data into a bounce buffer of this size at a time,
+ * and combines it while it is still in the core's cache (a 1 MiB bounce was evicted by its
+ * own read before the reduction came back to it: allreduce of 4 MiB and more took twice as
+ * long) */
+#define SHARC_SHM_BOUNCE (128u << 10)
 
 /*
  * Message data lands in a receive at byte @p off: stored, or for recv_reduce combined with
@@ -111,7 +114,7 @@ static void shm_recv_rndv(sharc_tp_comm_t *tp, sharc_shm_peer_t *p, sharc_tp_req
     } else if ((src = sharc_tp_shm_region(tp, p, rts)) != NULL) {
         shm_land(req, 0, src + rts->offset, rts->bytes);
         status = SHARC_OK;
-    } else if (p->cma) {
+    } else if (p->cma && (req->red_src == NULL || rts->bytes >= tp->cma_reduce_min)) {
         status = shm_cma_land(tp, p, req, rts->addr, rts->bytes);
         p->cma = status != SHARC_ERR_UNSUPPORTED;
     }
