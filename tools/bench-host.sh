@@ -6,12 +6,15 @@
 # table of medians over the runs (each run's figure is itself the median over its
 # iterations). Needs a build in build/ (tools/build.sh). NPS, COLLS and REGS narrow it;
 # MINB and MAXB set the sizes (e.g. COLLS=sendrecv NPS=2 MINB=1K MAXB=64M: point-to-point).
+# SHARC_BUILD_DIR names another build directory.
 # SPDX-License-Identifier: BSD-3-Clause
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-out=${1:-$top/build/bench}
+build=${SHARC_BUILD_DIR:-$top/build}
+unset SHARC_BUILD_DIR # not a sharc knob
+out=${1:-$build/bench}
 reps=${REPS:-3}
-perf="$top/build/perf/sharc-perf"
+perf="$build/perf/sharc-perf"
 mkdir -p "$out"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 for np in ${NPS:-2 4}; do

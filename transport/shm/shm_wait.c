@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <sched.h>
 #include <linux/futex.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -76,17 +77,29 @@ static int shm_woken(sharc_tp_comm_t *tp, int (*ready)(void *arg), void *arg)
 }
 
 /* A block ran out its time: if there is work, yet the bell has not moved since it was read,
- * someone published without ringing (a lost wake-up costs a whole block). Said once. */
+ * someone published without ringing (a lost wake-up costs a whole block). A writer rings
+ * after it publishes, so one that was preempted between the two is still to ring: the bell
+ * gets up to 20 ms (yielding the core, which such a writer may be waiting for) before the
+ * wake-up counts as lost. Said once. */
 static void shm_check_lost(sharc_tp_comm_t *tp, uint32_t bell, int (*ready)(void *arg), void *arg)
 {
-    if (tp->lost_wake || !shm_woken(tp, ready, arg) ||
-        __atomic_load_n(&((sharc_shm_seg_hdr_t *)tp->seg)->bell, __ATOMIC_SEQ_CST) != bell) {
+    const uint32_t *word = &((sharc_shm_seg_hdr_t *)tp->seg)->bell;
+    double until;
+
+    if (tp->lost_wake || !shm_woken(tp, ready, arg)) {
         return;
     }
-    tp->lost_wake = 1;
-    sharc_warn("shm: rank %d slept through a wake-up: work came without its doorbell ringing "
-               "(found at the end of a block; a bug)",
-               tp->base.rank);
+    until = sharc_time_now() + 0.02;
+    while (__atomic_load_n(word, __ATOMIC_SEQ_CST) == bell) {
+        if (sharc_time_now() > until) {
+            tp->lost_wake = 1;
+            sharc_warn("shm: rank %d slept through a wake-up: work came without its doorbell "
+                       "ringing (found at the end of a block; a bug)",
+                       tp->base.rank);
+            return;
+        }
+        sched_yield();
+    }
 }
 
 void sharc_tp_shm_block(sharc_tp_comm_t *tp, double timeout, int (*ready)(void *arg), void *arg)
