@@ -22,7 +22,8 @@ run_ok "collectives over UCX shared memory, 4 ranks" env SHARC_TRANSPORT=ucx "$L
 run_ok "collectives over shm without CMA, 3 ranks" env SHARC_SHM_CMA=no "$LAUNCH" --mode env \
     -n 3 -- "$BIN/coll/test_coll" 100003
 # reductions read with CMA at every size past the FIFO's eager limit (by default only from
-# 1 MiB), through the bounce buffer in several chunks (100003 f32 are 3 of them)
+# 256 KiB), through the bounce buffer in more than one chunk (the rings' messages of 100003
+# f32 are 130-200 KB; the bounce buffer is 128 KiB)
 run_ok "reductions over CMA in bounce-buffer chunks, 2 ranks" env SHARC_SHM_CMA_REDUCE_MIN=0 \
     "$LAUNCH" --mode env -n 2 -- "$BIN/coll/test_coll" 100003
 run_ok "reductions over CMA in bounce-buffer chunks, 3 ranks" env SHARC_SHM_CMA_REDUCE_MIN=0 \

@@ -42,7 +42,7 @@
 
 /* shm's knobs (SHARC_SHM_*; the table is in shm_init.c). */
 typedef struct {
-    int cma;        /* large messages may be copied with process_vm_readv */
+    int cma;               /* large messages may be copied with process_vm_readv */
     size_t cma_reduce_min; /* ... and of a reduction, those of at least this many bytes */
 } sharc_tp_shm_cfg_t;
 

@@ -16,8 +16,8 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <sched.h>
 #include <linux/futex.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
