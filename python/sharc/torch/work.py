@@ -7,6 +7,7 @@ posted together (the coalesced calls). Futures are completed by one helper threa
 inside sharc without the GIL. Posting is the backend's (backend.py).
 """
 
+import atexit
 import datetime
 import queue
 import threading
@@ -17,7 +18,8 @@ import torch.distributed as dist
 
 import sharc
 
-_completer = None
+_completer = None  # the futures thread's queue, and the thread
+_completer_thread = None
 _completer_lock = threading.Lock()
 
 
@@ -35,12 +37,31 @@ def _unwrap(fut):
     return value
 
 
-def _complete_futures():
+def _complete_futures(q):
     """A thread that waits (without the GIL: inside sharc) for the works whose futures were
-    asked for, and sets them: DDP's reducer waits on futures, not on works."""
+    asked for, and sets them: DDP's reducer waits on futures, not on works. None ends it."""
     while True:
-        work, base = _completer.get()
+        item = q.get()
+        if item is None:
+            return
+        work, base = item
         work._complete(base)
+
+
+@atexit.register
+def _stop_completer():
+    """Ends the futures thread at exit, once the futures asked for are set, while the
+    interpreter is whole: a daemon thread left inside torch's C++ (setting a future) when the
+    interpreter stops its threads aborts the process ("terminate called without an active
+    exception"). Registered before backend.py's exit handler, so it runs after the groups
+    are shut down (which ends what is still in flight)."""
+    global _completer, _completer_thread
+    with _completer_lock:
+        q, t = _completer, _completer_thread
+        _completer = _completer_thread = None
+    if q is not None:
+        q.put(None)
+        t.join(10.0)
 
 
 class Work(dist.Work):
@@ -136,7 +157,7 @@ class Work(dist.Work):
         Future.set_exception only makes Python's value() raise (DDP's reducer, in C++, would
         take the exception object for the result), so the error is raised in a then()
         callback, which marks the future failed for every reader."""
-        global _completer
+        global _completer, _completer_thread
         if self._future is None:
             base = torch.futures.Future()
             self._future = base.then(_unwrap)
@@ -148,9 +169,11 @@ class Work(dist.Work):
                 with _completer_lock:
                     if _completer is None:
                         _completer = queue.SimpleQueue()
-                        threading.Thread(target=_complete_futures, name="sharc-futures",
-                                         daemon=True).start()
-                _completer.put((self, base))
+                        _completer_thread = threading.Thread(
+                            target=_complete_futures, args=(_completer,), name="sharc-futures",
+                            daemon=True)
+                        _completer_thread.start()
+                    _completer.put((self, base))
         return self._future
 
 
