@@ -24,10 +24,10 @@ run_ok "collectives over shm without CMA, 3 ranks" env SHARC_SHM_CMA=no "$LAUNCH
 # reductions read with CMA at every size past the FIFO's eager limit (by default only from
 # 256 KiB), through the bounce buffer in more than one chunk (the rings' messages of 100003
 # f32 are 130-200 KB; the bounce buffer is 128 KiB)
-run_ok "reductions over CMA in bounce-buffer chunks, 2 ranks" env SHARC_SHM_CMA_REDUCE_MIN=0 \
-    "$LAUNCH" --mode env -n 2 -- "$BIN/coll/test_coll" 100003
-run_ok "reductions over CMA in bounce-buffer chunks, 3 ranks" env SHARC_SHM_CMA_REDUCE_MIN=0 \
-    "$LAUNCH" --mode env -n 3 -- "$BIN/coll/test_coll" 100003
+for n in 2 3; do
+    run_ok "reductions over CMA in bounce-buffer chunks, $n ranks" env SHARC_SHM_CMA_REDUCE_MIN=0 \
+        "$LAUNCH" --mode env -n $n -- "$BIN/coll/test_coll" 100003
+done
 run_ok_match "collectives on sharc_mem_alloc buffers, 4 ranks" \
     "maps rank [0-9]+'s [0-9]+-byte shared buffer.*collectives ok" \
     env SHARCTEST_MEM_ALLOC=1 SHARC_LOG_LEVEL=debug SHARC_LOG_SUBSYS=tp "$LAUNCH" --mode env \
