@@ -171,7 +171,11 @@ static sharc_status_t sharc_shard_host_land(sharc_shard_group_t *g, const sharc_
     return status;
 }
 
-/* A task is over: its unit's count goes down, and the first error stays. */
+void (*sharc_shard_host_ended_hook)(void);
+
+/* A task is over: its unit's count goes down, the worker is no longer inside it, and the first
+ * error stays, all in one critical section: a caller woken by the unit's count sees no task
+ * running (leaving `running` in a later critical section let it see the task still there). */
 static void sharc_shard_host_end(sharc_shard_group_t *g, const sharc_shard_task_t *t,
                                  sharc_status_t status)
 {
@@ -179,14 +183,20 @@ static void sharc_shard_host_end(sharc_shard_group_t *g, const sharc_shard_task_
 
     pthread_mutex_lock(&h->lock);
     g->off->units[t->unit].pending--;
+    h->running--;
     if (status != SHARC_OK && h->failed == SHARC_OK) {
         h->failed = status;
     }
     pthread_cond_broadcast(&h->done);
     pthread_mutex_unlock(&h->lock);
+    if (sharc_shard_host_ended_hook != NULL) {
+        sharc_shard_host_ended_hook();
+    }
 }
 
-/* Run the landings queued now; what remains of each task (its update) goes to the rest. */
+/* Run the landings queued now; what remains of each task (its update) goes to the rest. A task
+ * counts as running from the critical section that takes it off a queue to the one that ends it
+ * or puts it back, so that pending == queued + running for every unit at every unlock. */
 static void sharc_shard_host_lands(sharc_shard_group_t *g)
 {
     sharc_shard_host_t *h = g->off->host;
@@ -200,12 +210,14 @@ static void sharc_shard_host_lands(sharc_shard_group_t *g)
     while (!atomic_load(&h->cancel) && sharc_shard_fifo_pop(&h->land, &t)) {
         sharc_status_t status;
 
+        h->running++;
         pthread_mutex_unlock(&h->lock);
         status = sharc_shard_host_land(g, &t);
         t.what &= ~(unsigned)(SHARC_SHARD_TASK_LAND | SHARC_SHARD_TASK_SUMSQ);
         pthread_mutex_lock(&h->lock);
         if (status == SHARC_OK && t.what != 0 && sharc_shard_fifo_push(&h->rest, &t) == 0) {
-            continue; /* still pending: its update follows */
+            h->running--; /* still pending, queued again: its update follows */
+            continue;
         }
         pthread_mutex_unlock(&h->lock);
         sharc_shard_host_end(g, &t, (status == SHARC_OK && t.what != 0) ? SHARC_ERR_NOMEM : status);
@@ -236,7 +248,6 @@ void *sharc_shard_host_main(void *arg)
         if (h->stop) {
             break;
         }
-        h->running++;
         if (h->land.n > 0) {
             pthread_mutex_unlock(&h->lock);
             sharc_shard_host_lands(g);
@@ -244,6 +255,7 @@ void *sharc_shard_host_main(void *arg)
             sharc_status_t status = SHARC_OK;
             sharc_shard_unit_t *u = &g->units[t.unit];
 
+            h->running++;
             pthread_mutex_unlock(&h->lock);
             if (!atomic_load(&h->cancel) && (t.what & SHARC_SHARD_TASK_UPDATE)) {
                 status = sharc_shard_task_update(g, u, &t);
@@ -257,8 +269,6 @@ void *sharc_shard_host_main(void *arg)
             pthread_mutex_unlock(&h->lock);
         }
         pthread_mutex_lock(&h->lock);
-        h->running--;
-        pthread_cond_broadcast(&h->done);
     }
     pthread_mutex_unlock(&h->lock);
     return NULL;

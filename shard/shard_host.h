@@ -34,7 +34,7 @@ struct sharc_shard_host {
     atomic_int cancel;     /* drop the rest: the group failed */
     sharc_status_t failed; /* a task's first error */
     sharc_shard_fifo_t land, rest;
-    int running;  /* tasks the worker is inside */
+    int running;  /* tasks taken off a queue, not yet ended or queued again */
     int in_lands; /* the worker runs landings (no landings inside them) */
     sharc_shard_pool_t *pool;
     void *down[SHARC_SHARD_DOWN_SLOTS];
@@ -49,6 +49,11 @@ SHARC_HIDDEN int sharc_shard_fifo_pop(sharc_shard_fifo_t *q, sharc_shard_task_t 
 
 /* Wait for a copy's event, polling, so that the worker stays cancellable. */
 SHARC_HIDDEN sharc_status_t sharc_shard_host_event(sharc_shard_host_t *h, void *ev);
+
+/* Tests only (NULL otherwise): called by the worker right after it ended a task, its lock not
+ * held. A test sets it to widen the moment between a task's end and the worker's next step, in
+ * which a caller woken by that end looks at the worker's counts. */
+SHARC_HIDDEN extern void (*sharc_shard_host_ended_hook)(void);
 
 /* The worker thread's body (its argument: the group). */
 SHARC_HIDDEN void *sharc_shard_host_main(void *arg);

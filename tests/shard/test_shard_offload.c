@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <sharc/sharc.h>
@@ -35,6 +36,8 @@
 
 /* the host worker's tasks and slots in use (shard/shard_host_sync.c; internal) */
 int sharc_shard_host_inflight(sharc_shard_group_h g);
+/* called by the host worker after each task it ends (shard/shard_host.h; tests only) */
+extern void (*sharc_shard_host_ended_hook)(void);
 /* emulated device memory in use and its peak (tests/gpu_emu.h) */
 void gpu_emu_device_bytes(size_t *now_p, size_t *peak_p);
 
@@ -58,6 +61,7 @@ typedef struct {
     int shard_size; /* 0: every rank */
     float max_norm;
     int no_managed; /* SHARCTEST_EMU_NO_MANAGED */
+    int slow_end;   /* the host worker pauses after each task it ends */
 } config_t;
 
 static const sharc_shard_adamw_t hp0 = {
@@ -148,6 +152,13 @@ static void grad_add(void *gp, sharc_dtype_t dt, size_t x, float v)
         return;
     }
     ((float *)gp)[x] += v;
+}
+
+/* The host worker's pause after each task it ends: wide enough (3 ms) that the caller, woken by
+ * the step's last end, looks at the worker's counts inside it every time. */
+static void slow_end(void)
+{
+    nanosleep(&(struct timespec){.tv_nsec = 3000000}, NULL);
 }
 
 /* One step through the engine: 2 micro-batches, the update armed before the last. */
@@ -345,6 +356,7 @@ static void run_config(const config_t *c, float *out[NUNITS][3], size_t n[NUNITS
     int check_ref = c->pdtype == SHARC_DTYPE_F32 && c->rdtype == SHARC_DTYPE_F32;
 
     gpu_emu_device_bytes(&dev0, &peak);
+    sharc_shard_host_ended_hook = c->slow_end ? slow_end : NULL;
     g = make_group(c);
     if (g == NULL) {
         return;
@@ -387,6 +399,7 @@ static void run_config(const config_t *c, float *out[NUNITS][3], size_t n[NUNITS
     CHECK_MSG(sharc_shard_host_inflight(g) == 0, "%s: host work left", c->name);
     ref_free(&ref);
     sharc_shard_destroy(g);
+    sharc_shard_host_ended_hook = NULL;
 }
 
 static void test_equal(void)
@@ -394,19 +407,21 @@ static void test_equal(void)
     int hsdp = nranks % 2 == 0 && nranks > 2 ? 2 : 0;
     const config_t cs[] = {
         {"offload none, clipping", SHARC_SHARD_OFFLOAD_NONE, 1, 0, SHARC_DTYPE_F32, SHARC_DTYPE_F32,
-         0, 0.05f, 0},
+         0, 0.05f, 0, 0},
         {"offload host, clipping", SHARC_SHARD_OFFLOAD_HOST, 1, 0, SHARC_DTYPE_F32, SHARC_DTYPE_F32,
-         0, 0.05f, 0},
+         0, 0.05f, 0, 0},
         {"offload managed, clipping", SHARC_SHARD_OFFLOAD_MANAGED, 1, 0, SHARC_DTYPE_F32,
-         SHARC_DTYPE_F32, 0, 0.05f, 0},
+         SHARC_DTYPE_F32, 0, 0.05f, 0, 0},
         {"offload host, half on the GPU, clipping", SHARC_SHARD_OFFLOAD_HOST, 0.5, 0,
-         SHARC_DTYPE_F32, SHARC_DTYPE_F32, 0, 0.05f, 0},
+         SHARC_DTYPE_F32, SHARC_DTYPE_F32, 0, 0.05f, 0, 0},
         {"offload host, HSDP", SHARC_SHARD_OFFLOAD_HOST, 1, 0, SHARC_DTYPE_F32, SHARC_DTYPE_F32,
-         hsdp, 0.05f, 0},
+         hsdp, 0.05f, 0, 0},
         {"offload managed, no managed memory: host", SHARC_SHARD_OFFLOAD_MANAGED, 1, 0,
-         SHARC_DTYPE_F32, SHARC_DTYPE_F32, 0, 0.05f, 1},
+         SHARC_DTYPE_F32, SHARC_DTYPE_F32, 0, 0.05f, 1, 0},
+        {"offload host, the worker slow after each task", SHARC_SHARD_OFFLOAD_HOST, 1, 0,
+         SHARC_DTYPE_F32, SHARC_DTYPE_F32, 0, 0.05f, 0, 1},
         {"host group", SHARC_SHARD_OFFLOAD_NONE, 1, 1, SHARC_DTYPE_F32, SHARC_DTYPE_F32, 0, 0.05f,
-         0},
+         0, 0},
     };
     const sharc_shard_offload_t modes[] = {SHARC_SHARD_OFFLOAD_NONE, SHARC_SHARD_OFFLOAD_HOST,
                                            SHARC_SHARD_OFFLOAD_MANAGED};
@@ -443,6 +458,7 @@ static void test_equal(void)
                           bf ? SHARC_DTYPE_BF16 : SHARC_DTYPE_F32,
                           0,
                           0,
+                          0,
                           0};
             c.name = bf ? "bf16, no clipping" : "f32, no clipping";
             run_config(&c, m == 0 ? ref : got, n, NULL);
@@ -463,7 +479,7 @@ static void test_equal(void)
  * AdamW's settings out of range, a second reduction of a unit after the update was armed. */
 static void test_bad(void)
 {
-    config_t c = {"bad", SHARC_SHARD_OFFLOAD_HOST, 1, 1, SHARC_DTYPE_F32, SHARC_DTYPE_F32, 0, 0, 0};
+    config_t c = {"bad", SHARC_SHARD_OFFLOAD_HOST, 1, 1, SHARC_DTYPE_F32, SHARC_DTYPE_F32, 0, 0, 0, 0};
     sharc_shard_param_t p = {.name = "w", .count = 64, .unit = 0};
     sharc_shard_params_t sp = {.field_mask =
                                    SHARC_SHARD_PARAM_NUM_UNITS | SHARC_SHARD_PARAM_OFFLOAD,
@@ -519,7 +535,7 @@ static void test_bad(void)
 static void test_ckpt(const char *dir)
 {
     config_t host = {
-        "host", SHARC_SHARD_OFFLOAD_HOST, 1, 0, SHARC_DTYPE_BF16, SHARC_DTYPE_F32, 0, 0, 0};
+        "host", SHARC_SHARD_OFFLOAD_HOST, 1, 0, SHARC_DTYPE_BF16, SHARC_DTYPE_F32, 0, 0, 0, 0};
     config_t none = host;
     char a[4096], b[4096];
     sharc_shard_group_h gh, gn;
@@ -578,7 +594,7 @@ static void test_ckpt(const char *dir)
 static void test_die(void)
 {
     config_t c = {
-        "host", SHARC_SHARD_OFFLOAD_HOST, 1, 0, SHARC_DTYPE_F32, SHARC_DTYPE_F32, 0, 0.05f, 0};
+        "host", SHARC_SHARD_OFFLOAD_HOST, 1, 0, SHARC_DTYPE_F32, SHARC_DTYPE_F32, 0, 0.05f, 0, 0};
     sharc_shard_group_h g = make_group(&c);
     sharc_status_t s = SHARC_OK;
     unsigned long errs = sharc_log_errors(0, NULL, 0);
