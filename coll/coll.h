@@ -284,7 +284,7 @@ struct sharc_coll_comm {
     sharc_coll_fr_t fr;
     sharc_coll_task_t *head, *tail;
     sharc_status_t failed;           /* SHARC_OK, or why the communicator cannot run collectives */
-    char why[192];                   /* what failed it, for the messages of later posts */
+    char why[320];                   /* what failed it, for the messages of later posts */
     char verdict[1024];              /* the last stall verdict the ranks agreed on, or "" */
     uint64_t verdict_ordinal;        /* the collective it is about (atomic; UINT64_MAX: none) */
     double verdict_ends;             /* when its last waiting rank times out (stall.c) */

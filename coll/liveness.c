@@ -73,8 +73,8 @@ static void sharc_coll_watch_now(sharc_coll_comm_t *cc, int now_too)
     double now = sharc_time_now();
     const sharc_coll_task_t *oldest;
     const char *verdict;
+    sharc_boot_loss_t loss;
     char why[192];
-    int lost, by;
 
     if (cc->explained || cc->boot == NULL || (!now_too && now < cc->next_check) ||
         (cc->failed != SHARC_OK && cc->failed != SHARC_ERR_REMOTE &&
@@ -82,17 +82,21 @@ static void sharc_coll_watch_now(sharc_coll_comm_t *cc, int now_too)
         return;
     }
     cc->next_check = now + SHARC_COLL_CHECK_S;
-    if (sharc_boot_check(cc->boot, &lost, &by) == SHARC_OK) {
+    if (sharc_boot_check(cc->boot, &loss) == SHARC_OK) {
         return;
     }
     oldest = sharc_coll_oldest(cc);
     verdict = oldest ? sharc_coll_verdict_on(cc, oldest->ordinal) : NULL;
-    if (lost == by) {
-        snprintf(why, sizeof(why), "rank %d (%s) of this %d-rank communicator is gone", lost,
-                 sharc_coll_host(cc, lost), cc->size);
+    if (loss.lost < 0) { /* cut off from the store: no rank can be named from here */
+        snprintf(why, sizeof(why), "this rank (%s) %s; cut off, it cannot tell which ranks live",
+                 sharc_coll_host(cc, cc->rank), loss.store);
+    } else if (loss.lost == loss.by) {
+        snprintf(why, sizeof(why), "rank %d (%s) of this %d-rank communicator is gone", loss.lost,
+                 sharc_coll_host(cc, loss.lost), cc->size);
     } else {
         snprintf(why, sizeof(why), "rank %d (%s) of this %d-rank communicator lost rank %d (%s)",
-                 by, sharc_coll_host(cc, by), cc->size, lost, sharc_coll_host(cc, lost));
+                 loss.by, sharc_coll_host(cc, loss.by), cc->size, loss.lost,
+                 sharc_coll_host(cc, loss.lost));
     }
     /* a stalled collective's ranks give up on it at their timeouts and leave: the verdict
      * says why it stalled */
@@ -148,11 +152,16 @@ void sharc_coll_fail_task(sharc_coll_task_t *task)
 {
     sharc_coll_comm_t *cc = task->cc;
     const char *verdict = sharc_coll_verdict_on(cc, task->ordinal);
-    char why[192], what[160];
+    char why[320], what[160];
 
     /* the ranks no longer agree on what is in flight: stop the rest */
     sharc_coll_task_describe(task, what, sizeof(what));
-    snprintf(why, sizeof(why), "%s failed (%s)", what, sharc_status_string(task->status));
+    /* a collective's receive fails with INVALID only when a peer's message did not fit it (the
+     * transports leave saying so to this layer) */
+    snprintf(why, sizeof(why), "%s failed (%s)", what,
+             task->status == SHARC_ERR_INVALID
+                 ? "a peer's message did not fit its receive: do the ranks agree on the count?"
+                 : sharc_status_string(task->status));
     sharc_error("rank %d: %s: this communicator's operations fail%s%s", cc->rank, why,
                 verdict ? ". The ranks had found it stalled; their verdict: " : "",
                 verdict ? verdict : "");

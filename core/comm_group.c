@@ -107,7 +107,8 @@ sharc_status_t sharc_comm_create_group(sharc_comm_h comm, const int *ranks, int 
     sharc_comm_h newcomm = NULL;
     sharc_boot_t *boot = NULL;
     sharc_status_t status;
-    int new_rank, lost = -1, by = -1;
+    sharc_boot_loss_t loss;
+    int new_rank;
     uint64_t id;
 
     status = sharc_comm_group_check(comm, ranks, nranks, tag, newcomm_p, &new_rank);
@@ -116,9 +117,14 @@ sharc_status_t sharc_comm_create_group(sharc_comm_h comm, const int *ranks, int 
     }
     /* a rank already known gone fails it at once, as it fails a split (the group's own
      * exchange would only learn it from the timeout) */
-    if (sharc_boot_check(comm->boot, &lost, &by) != SHARC_OK) {
-        sharc_error("sharc_comm_create_group: rank %d of the communicator %s: no group is made",
-                    lost, lost == by ? "died" : "was lost by a peer");
+    if (sharc_boot_check(comm->boot, &loss) != SHARC_OK) {
+        if (loss.lost < 0) {
+            sharc_error("sharc_comm_create_group: this rank %s: no group is made", loss.store);
+        } else {
+            sharc_error("sharc_comm_create_group: rank %d of the communicator %s: no group is "
+                        "made",
+                        loss.lost, loss.lost == loss.by ? "died" : "was lost by a peer");
+        }
         return SHARC_ERR_REMOTE;
     }
     status = sharc_comm_group_id(comm, ranks, nranks, tag, &id);

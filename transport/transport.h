@@ -215,7 +215,8 @@ typedef struct sharc_tp_ops {
      * Point-to-point (NULL for collective backends). Messages between two ranks with the
      * same tag match in posting order; tags match exactly. A receive buffer shorter than the
      * message completes the receive with SHARC_ERR_INVALID (req->bytes: the message's size,
-     * or 0 where the transport cannot tell); the send completes fine. Nonblocking: returns SHARC_OK
+     * or 0 where the transport cannot tell), logged at debug level only: coll/ says it once, in
+     * the caller's terms; the send completes fine. Nonblocking: returns SHARC_OK
      * when req completed inside the call (its outcome is in req->status), SHARC_INPROGRESS
      * when it was queued, or an error when it could not be posted (req untouched).
      * @p mem may be NULL.
@@ -250,7 +251,8 @@ typedef struct sharc_tp_ops {
      * (@p src may equal @p dst). A transport that sees the sender's data in place (a mapped
      * buffer, its FIFO) reduces from there and saves the copy into scratch. Nonblocking, as
      * recv; SHARC_ERR_UNSUPPORTED (req untouched) where it cannot, for this peer: the
-     * caller falls back. A message of another size completes it with SHARC_ERR_INVALID.
+     * caller falls back. A message of another size completes it with SHARC_ERR_INVALID (logged
+     * as recv's).
      */
     sharc_tp_recv_reduce_fn_t *recv_reduce;
 

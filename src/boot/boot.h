@@ -38,6 +38,15 @@ static inline const sharc_boot_cfg_t *sharc_boot_cfg(const sharc_cfg_t *cfg)
     return (const sharc_boot_cfg_t *)sharc_cfg_get(cfg, &sharc_boot_cfg_table);
 }
 
+/* What a rank knows of a loss in its communicator (check()). */
+typedef struct {
+    int lost, by; /* the rank named gone and the rank that reported it (the same when its
+                   * process died); -1 and -1 when no rank was named */
+    const char *store; /* NULL or, when this rank lost the bootstrap's store itself, where and
+                        * why (valid while the bootstrap is): cut off from it, the rank can no
+                        * longer hear which ranks live */
+} sharc_boot_loss_t;
+
 typedef struct {
     const char *name;
     /** Every rank contributes @p bytes; recvbuf gets size * bytes in rank order. */
@@ -71,10 +80,10 @@ typedef struct {
     /**
      * Optional (NULL: this bootstrap cannot tell). Not collective, never blocks: whether a
      * rank of the communicator is known to be gone, from anyone's report (its process died,
-     * or a peer's transport lost it). SHARC_OK, or SHARC_ERR_REMOTE with the lost rank and
-     * the rank that reported it (the same rank when its process died).
+     * or a peer's transport lost it), or this rank lost the means to hear of it (the store).
+     * SHARC_OK, or SHARC_ERR_REMOTE with what is known in *loss_p.
      */
-    sharc_status_t (*check)(sharc_boot_t *boot, int *lost_p, int *by_p);
+    sharc_status_t (*check)(sharc_boot_t *boot, sharc_boot_loss_t *loss_p);
     /** Optional. Not collective: tell every rank that @p rank is gone (this rank's transport
      *  lost it), so that their collectives fail at once too. */
     void (*report)(sharc_boot_t *boot, int rank);
@@ -194,9 +203,12 @@ static inline sharc_status_t sharc_boot_group(sharc_boot_t *boot, const int *ran
                                       : SHARC_ERR_UNSUPPORTED;
 }
 
-static inline sharc_status_t sharc_boot_check(sharc_boot_t *boot, int *lost_p, int *by_p)
+/* check(), or SHARC_OK for a bootstrap that cannot tell; *loss_p is filled either way (-1, -1,
+ * NULL for nothing known). */
+static inline sharc_status_t sharc_boot_check(sharc_boot_t *boot, sharc_boot_loss_t *loss_p)
 {
-    return (boot->ops->check != NULL) ? boot->ops->check(boot, lost_p, by_p) : SHARC_OK;
+    *loss_p = (sharc_boot_loss_t){.lost = -1, .by = -1};
+    return (boot->ops->check != NULL) ? boot->ops->check(boot, loss_p) : SHARC_OK;
 }
 
 static inline void sharc_boot_report(sharc_boot_t *boot, int rank)

@@ -38,6 +38,7 @@ typedef struct {
     sharc_store_client_t *client;
     char ns[128];
     unsigned seq;
+    int server_rank; /* the rank whose process serves the store (-1: none, or not known) */
 } sharc_boot_store_t;
 
 /*
@@ -89,7 +90,8 @@ static void sharc_store_shared_put(sharc_store_shared_t *shared, double linger)
 }
 
 static sharc_status_t sharc_boot_store_open(sharc_store_shared_t *shared, const char *ns, int rank,
-                                            int size, double timeout, sharc_boot_t **boot_p);
+                                            int size, double timeout, int server_rank,
+                                            sharc_boot_t **boot_p);
 
 static sharc_status_t sharc_bs_allgather(sharc_boot_t *boot, const void *sendbuf, void *recvbuf,
                                          size_t bytes)
@@ -169,7 +171,7 @@ static sharc_status_t sharc_bs_barrier(sharc_boot_t *boot)
 /* Connect the bootstrap of a communicator made from @p bs's, named @p ns (a child of its
  * namespace: on the same server, which admits it without a new rendezvous). */
 static sharc_status_t sharc_bs_child(sharc_boot_store_t *bs, char *ns, size_t ns_size, int rank,
-                                     int size, sharc_boot_t **new_p)
+                                     int size, int server_rank, sharc_boot_t **new_p)
 {
     if (strlen(ns) >= sizeof(bs->ns)) {
         /* deep trees of communicators: a hash keeps names short and distinct, under the
@@ -179,7 +181,8 @@ static sharc_status_t sharc_bs_child(sharc_boot_store_t *bs, char *ns, size_t ns
 
         snprintf(ns, ns_size, "%.*s.h%016llx", (int)root_len, bs->ns, h);
     }
-    return sharc_boot_store_open(bs->shared, ns, rank, size, bs->super.timeout, new_p);
+    return sharc_boot_store_open(bs->shared, ns, rank, size, bs->super.timeout, server_rank,
+                                 new_p);
 }
 
 static sharc_status_t sharc_bs_split(sharc_boot_t *boot, int color, int key, int new_rank,
@@ -194,7 +197,8 @@ static sharc_status_t sharc_bs_split(sharc_boot_t *boot, int color, int key, int
         return SHARC_OK;
     }
     snprintf(ns, sizeof(ns), "%s.%uc%d", bs->ns, seq, color);
-    return sharc_bs_child(bs, ns, sizeof(ns), new_rank, new_size, new_p);
+    /* (where the server's rank went in the split, this rank does not know) */
+    return sharc_bs_child(bs, ns, sizeof(ns), new_rank, new_size, -1, new_p);
 }
 
 /* Only the members call it, so the parent's call count (seq) cannot name the group: its id
@@ -203,10 +207,14 @@ static sharc_status_t sharc_bs_group(sharc_boot_t *boot, const int *ranks, int n
                                      uint64_t id, sharc_boot_t **new_p)
 {
     sharc_boot_store_t *bs = (sharc_boot_store_t *)boot;
+    int server_rank = -1;
     char ns[160];
 
+    for (int i = 0; bs->server_rank >= 0 && i < n; i++) {
+        server_rank = (ranks[i] == bs->server_rank) ? i : server_rank;
+    }
     snprintf(ns, sizeof(ns), "%s.g%016llx", bs->ns, (unsigned long long)id);
-    return sharc_bs_child(bs, ns, sizeof(ns), new_rank, n, new_p);
+    return sharc_bs_child(bs, ns, sizeof(ns), new_rank, n, server_rank, new_p);
 }
 
 static void sharc_bs_destroy(sharc_boot_t *boot)
@@ -221,9 +229,19 @@ static void sharc_bs_destroy(sharc_boot_t *boot)
     free(bs);
 }
 
-static sharc_status_t sharc_bs_check(sharc_boot_t *boot, int *lost_p, int *by_p)
+/* A store that closed its connection names its server's rank gone, where that rank is in this
+ * communicator; one that fell silent names no rank (this rank may be the one cut off). */
+static sharc_status_t sharc_bs_check(sharc_boot_t *boot, sharc_boot_loss_t *loss_p)
 {
-    return sharc_store_poll(((sharc_boot_store_t *)boot)->client, lost_p, by_p);
+    sharc_boot_store_t *bs = (sharc_boot_store_t *)boot;
+    int closed = 0;
+    sharc_status_t status =
+        sharc_store_poll(bs->client, &loss_p->lost, &loss_p->by, &loss_p->store, &closed);
+
+    if (status != SHARC_OK && loss_p->lost < 0 && closed && bs->server_rank >= 0) {
+        loss_p->lost = loss_p->by = bs->server_rank;
+    }
+    return status;
 }
 
 static void sharc_bs_report(sharc_boot_t *boot, int rank)
@@ -277,7 +295,8 @@ static const sharc_boot_ops_t sharc_boot_store_ops = {
 
 /* Connect one communicator's bootstrap; takes a reference on @p shared on success. */
 static sharc_status_t sharc_boot_store_open(sharc_store_shared_t *shared, const char *ns, int rank,
-                                            int size, double timeout, sharc_boot_t **boot_p)
+                                            int size, double timeout, int server_rank,
+                                            sharc_boot_t **boot_p)
 {
     sharc_boot_store_t *bs = calloc(1, sizeof(*bs));
     sharc_status_t status;
@@ -289,6 +308,7 @@ static sharc_status_t sharc_boot_store_open(sharc_store_shared_t *shared, const 
     bs->super.rank = rank;
     bs->super.size = size;
     bs->super.timeout = timeout;
+    bs->server_rank = server_rank;
     snprintf(bs->ns, sizeof(bs->ns), "%s", ns);
     snprintf(bs->super.name, sizeof(bs->super.name), "%s", ns);
     status = sharc_store_connect(shared->host, shared->port, shared->digest, ns, rank, size,
@@ -340,7 +360,8 @@ sharc_status_t sharc_boot_store_create(const sharc_cfg_t *cfg, const sharc_launc
     sharc_info("%s bootstrap: rank %d of %d, store %s:%d (from %s)",
                sharc_bootstrap_name(launch->mode), launch->rank, launch->size, shared->host,
                shared->port, launch->store_from);
-    status = sharc_boot_store_open(shared, ns, launch->rank, launch->size, bc->timeout, boot_p);
+    /* rank 0 serves the job's store (above) */
+    status = sharc_boot_store_open(shared, ns, launch->rank, launch->size, bc->timeout, 0, boot_p);
     if (status == SHARC_OK) {
         (*boot_p)->mode = launch->mode;
     }

@@ -65,13 +65,16 @@ SHARC_HIDDEN sharc_status_t sharc_store_gather(sharc_store_client_t *client, con
                                                size_t len, const char *what);
 
 /**
- * Whether the store has said that a rank of this communicator is gone, or the store itself
- * went away (rank 0, which serves it, died): SHARC_OK, or SHARC_ERR_REMOTE with the lost
- * rank and the rank that reported it (the same when its connection closed; 0 and 0 for the
- * store). Never blocks: while a request of another thread is under way it answers SHARC_OK
- * and the next poll tells. Logged by the caller, except the loss of the store.
+ * Whether the store has said that a rank of this communicator is gone, or this rank lost the
+ * store itself: SHARC_OK, or SHARC_ERR_REMOTE with the lost rank and the rank that reported it
+ * (the same when its connection closed; -1 and -1 when none was named) and, when the store was
+ * lost, *store_why_p saying where and why (valid while @p client is; NULL otherwise) and
+ * *closed_p whether the store's side closed the connection (its process is gone) rather than
+ * fell silent. Never blocks: while a request of another thread is under way it answers
+ * SHARC_OK and the next poll tells. Logged by the caller, except the loss of the store.
  */
-SHARC_HIDDEN sharc_status_t sharc_store_poll(sharc_store_client_t *client, int *lost_p, int *by_p);
+SHARC_HIDDEN sharc_status_t sharc_store_poll(sharc_store_client_t *client, int *lost_p, int *by_p,
+                                             const char **store_why_p, int *closed_p);
 
 /** Tell the store that @p rank of this communicator is gone (this rank's transport saw it
  *  fail): every rank of the communicator hears of it. Not logged; failures are ignored, and

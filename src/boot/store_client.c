@@ -51,11 +51,13 @@ sharc_status_t sharc_store_send_raw(int fd, uint8_t op, const char *key, const v
     return status;
 }
 
-void sharc_store_lost(sharc_store_client_t *c)
+void sharc_store_lost(sharc_store_client_t *c, const char *why, int closed)
 {
     c->broken = 1;
-    if (c->lost_rank < 0) {
-        c->lost_rank = c->lost_by = 0; /* rank 0 serves the store */
+    if (!c->store_lost) {
+        c->store_lost = 1;
+        c->store_closed = closed;
+        snprintf(c->lost_why, sizeof(c->lost_why), "lost the store at %s: %s", c->addr, why);
     }
 }
 
@@ -76,9 +78,11 @@ sharc_status_t sharc_store_send_msg(sharc_store_client_t *c, uint8_t op, const c
                         c->addr);
             return status;
         }
-        sharc_error("rank %d: lost the store at %s: %s (did rank 0 fail?)", c->rank, c->addr,
-                    strerror(errno));
-        sharc_store_lost(c);
+        int closed = errno == ECONNRESET || errno == EPIPE;
+        const char *why = strerror(errno);
+
+        sharc_error("rank %d: lost the store at %s: %s (did rank 0 fail?)", c->rank, c->addr, why);
+        sharc_store_lost(c, why, closed);
         return SHARC_ERR_REMOTE;
     }
     return SHARC_OK;
@@ -161,9 +165,12 @@ static sharc_status_t sharc_store_recv_reply(sharc_store_client_t *c, uint8_t op
                     what, c->timeout + SHARC_STORE_CLIENT_GRACE);
         return SHARC_ERR_TIMEOUT;
     }
+    int closed = errno == ECONNRESET || errno == EPIPE;
+    const char *why = strerror(errno);
+
     sharc_error("rank %d: lost the store at %s during %s: %s (did rank 0 fail?)", c->rank, c->addr,
-                what, strerror(errno));
-    sharc_store_lost(c);
+                what, why);
+    sharc_store_lost(c, why, closed);
     return SHARC_ERR_REMOTE;
 }
 

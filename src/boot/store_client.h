@@ -24,7 +24,10 @@ struct sharc_store_client {
     int fd;
     int rank;
     int broken;
-    int lost_rank, lost_by; /* from a NOTICE (or the lost store: rank 0), -1 for none */
+    int lost_rank, lost_by; /* from a NOTICE, -1 for none */
+    int store_lost;         /* the connection to the store broke, for lost_why */
+    int store_closed;       /* ... closed by the store's side: its process is gone */
+    char lost_why[SHARC_SOCK_HOST_MAX + 256]; /* the store's address, what broke it */
     double timeout;
     size_t max_msg;
     char addr[SHARC_SOCK_HOST_MAX + 16];
@@ -41,9 +44,11 @@ struct sharc_store_client {
 SHARC_HIDDEN sharc_status_t sharc_store_send_raw(int fd, uint8_t op, const char *key,
                                                  const void *val, size_t len, double deadline);
 
-/* The connection to the store broke: rank 0, which serves it, is taken for gone, so that a
- * check of a communicator (sharc_store_poll) says so without a request. Not logged. */
-SHARC_HIDDEN void sharc_store_lost(sharc_store_client_t *c);
+/* The connection to the store broke, for @p why (the first cause stays), so that a check of a
+ * communicator (sharc_store_poll) says so without a request. Not logged. @p closed: the store's
+ * side closed it (its process is gone); otherwise it fell silent, and a rank cut off from the
+ * store cannot tell whether its server died or the network between them went away. */
+SHARC_HIDDEN void sharc_store_lost(sharc_store_client_t *c, const char *why, int closed);
 
 /* Send one message (under send_lock); failures are logged and break the connection. */
 SHARC_HIDDEN sharc_status_t sharc_store_send_msg(sharc_store_client_t *c, uint8_t op,

@@ -56,10 +56,11 @@ sharc_status_t sharc_store_take_unasked(sharc_store_client_t *c, uint8_t op, dou
     return status;
 }
 
-/* The store is gone, or cannot be heard: every later call fails, and the poll says so. */
-static void sharc_store_lose(sharc_store_client_t *c, const char *why)
+/* The store is gone (@p closed), or cannot be heard: every later call fails, and the poll says
+ * so. */
+static void sharc_store_lose(sharc_store_client_t *c, const char *why, int closed)
 {
-    sharc_store_lost(c);
+    sharc_store_lost(c, why, closed);
     sharc_error("rank %d: lost the store at %s: %s", c->rank, c->addr, why);
 }
 
@@ -82,12 +83,13 @@ static void sharc_store_drain(sharc_store_client_t *c)
             status = SHARC_ERR_REMOTE; /* nothing else comes unasked */
         }
         if (status != SHARC_OK) {
-            sharc_store_lose(c, "rank 0, which serves it, is gone");
+            sharc_store_lose(c, "rank 0, which serves it, is gone", 1);
         }
     }
 }
 
-sharc_status_t sharc_store_poll(sharc_store_client_t *c, int *lost_p, int *by_p)
+sharc_status_t sharc_store_poll(sharc_store_client_t *c, int *lost_p, int *by_p,
+                                const char **store_why_p, int *closed_p)
 {
     sharc_status_t status;
 
@@ -95,10 +97,12 @@ sharc_status_t sharc_store_poll(sharc_store_client_t *c, int *lost_p, int *by_p)
         return SHARC_OK; /* a request is under way: it takes what arrives, the next poll tells */
     }
     sharc_store_drain(c);
-    status = (c->lost_rank >= 0) ? SHARC_ERR_REMOTE : SHARC_OK;
+    status = (c->lost_rank >= 0 || c->store_lost) ? SHARC_ERR_REMOTE : SHARC_OK;
     if (status != SHARC_OK) {
         *lost_p = c->lost_rank;
         *by_p = c->lost_by;
+        *store_why_p = c->store_lost ? c->lost_why : NULL;
+        *closed_p = c->store_closed;
     }
     pthread_mutex_unlock(&c->lock);
     return status;
@@ -133,9 +137,9 @@ void sharc_store_keepalive(sharc_store_client_t *c, double interval, double sile
                  "no answer to its heartbeats for %.1f s: rank 0, which serves it, is "
                  "unreachable from here (its node, or the link between them)",
                  now - c->hb_ack);
-        sharc_store_lose(c, why);
-    } else if (c->broken && c->lost_rank < 0) {
-        sharc_store_lose(c, "a heartbeat could not be sent");
+        sharc_store_lose(c, why, 0);
+    } else if (c->broken && !c->store_lost && c->lost_rank < 0) {
+        sharc_store_lose(c, "a heartbeat could not be sent", 0);
     }
     pthread_mutex_unlock(&c->lock);
 }

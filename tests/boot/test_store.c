@@ -166,6 +166,8 @@ int main(void)
     sharc_store_server_t *srv;
     sharc_store_client_t *c;
     int v = 0, lost = -1, by = -1;
+    const char *why = NULL;
+    int closed = 0;
 
     sharc_store_digest("test job", digest);
     CHECK(sharc_store_server_start("127.0.0.1", 0, digest, "w", 5.0, MAX_MSG, &srv) == SHARC_OK);
@@ -188,8 +190,12 @@ int main(void)
     CHECK(sharc_store_gather(c, "w/x", 2, 2, -1, &v, sizeof(v), "after the server left") ==
           SHARC_ERR_REMOTE);
     CHECK(sharc_store_set(c, "w/y/0", &v, sizeof(v)) == SHARC_ERR_REMOTE); /* broken for good */
-    /* and a check says so without a request: rank 0, which served it, is gone */
-    CHECK(sharc_store_poll(c, &lost, &by) == SHARC_ERR_REMOTE && lost == 0 && by == 0);
+    /* and a check says so without a request, naming the store's address and the cause: closed
+     * by the server's side (the bootstrap names its rank gone) */
+    CHECK(sharc_store_poll(c, &lost, &by, &why, &closed) == SHARC_ERR_REMOTE && lost == -1 &&
+          by == -1 && closed);
+    CHECK_MSG(why != NULL && strstr(why, "lost the store at 127.0.0.1:") != NULL,
+              "the loss of the store says: %s", why ? why : "(nothing)");
     sharc_store_close(c);
     return check_result("test_store");
 }

@@ -6,7 +6,8 @@
 # and that rank's host, and the job must end within 4 s more, without a crash. At the
 # default settings (SHARC_TIMEOUT 10 minutes) the store's heartbeats find it: ranks 0 and 1
 # name node 2's rank, and only it, and node 2's rank names the store's (rank 0) unreachable,
-# every rank within 30 s of the cut. Needs root (SKIP otherwise).
+# every rank within 30 s of the cut; node 2's collective says it lost the store, not that rank 0
+# is gone. Needs root (SKIP otherwise).
 # SPDX-License-Identifier: BSD-3-Clause
 . "$(dirname "$0")/../lib.sh"
 
@@ -40,6 +41,21 @@ $NODES link 2 up
 fault_check "node 2's link cut, default settings" "$work/b" 30 30 "rank 2 \(node2\)" 0 1
 fault_check "node 2's link cut, default settings, seen from node 2" "$work/b" 30 30 \
     "lost the store at .*unreachable" 2
+# node 2 knows only that it lost the store (and with it news of the others): its collective's
+# error says that, and does not call rank 0 gone (it may well live, on the far side of the cut)
+if grep -E "sharc ERROR coll: " "$work/b/out.2" | grep -Eq "rank 0 \(node0\).* is gone"; then
+    echo "FAIL: node 2's link cut, default settings: node 2's collective calls rank 0 gone:"
+    grep -E "sharc ERROR coll: " "$work/b/out.2" | head -3
+    failures=$((failures + 1))
+elif ! grep -Eq "sharc ERROR coll: rank 2: this rank \(node2\) lost the store at .*cut off" \
+    "$work/b/out.2"; then
+    echo "FAIL: node 2's link cut, default settings: node 2's collective does not say it is" \
+        "cut off from the store:"
+    grep -E "sharc ERROR" "$work/b/out.2" | head -5
+    failures=$((failures + 1))
+else
+    echo "ok: node 2's link cut, default settings: node 2's collective says it lost the store"
+fi
 for r in 0 1; do
     if grep -E "sharc (ERROR|WARN) " "$work/b/out.$r" | grep -Eq "rank [01] \(node[01]\)"; then
         echo "FAIL: node 2's link cut, default settings: rank $r's log names a healthy node:"

@@ -123,8 +123,11 @@ compare() {
     fi
 }
 
-suite 2 OFF native python
-suite 2 DETAIL native
-suite 4 OFF native
-suite 4 DETAIL native
+# SHARCTEST_SUITE_RUNS: which TORCH_DISTRIBUTED_DEBUG settings to run (tools/stress.sh runs
+# DETAIL alone many times)
+only=${SHARCTEST_SUITE_RUNS:-OFF,DETAIL}
+case ",$only," in *,OFF,*) suite 2 OFF native python ;; esac
+case ",$only," in *,DETAIL,*) suite 2 DETAIL native ;; esac
+case ",$only," in *,OFF,*) suite 4 OFF native ;; esac
+case ",$only," in *,DETAIL,*) suite 4 DETAIL native ;; esac
 finish

@@ -16,7 +16,7 @@
 
 void sharc_tp_ib_truncated(sharc_tp_comm_t *tp, int peer, sharc_tp_req_t *req, size_t total)
 {
-    sharc_error("ib: rank %d: a %zu-byte message from rank %d (tag %#llx) does not fit the "
+    sharc_debug("ib: rank %d: a %zu-byte message from rank %d (tag %#llx) does not fit the "
                 "%llu-byte receive buffer",
                 tp->base.rank, total, peer, (unsigned long long)sharc_tp_ib_req(req)->tag,
                 (unsigned long long)sharc_tp_ib_req(req)->capacity);

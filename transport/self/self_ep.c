@@ -25,7 +25,7 @@ static void sharc_self_deliver(sharc_tp_req_t *send, sharc_tp_req_t *recv, uint6
     sharc_status_t rstatus = SHARC_OK;
 
     if (s->bytes > r->bytes) {
-        sharc_error("self transport: a %zu-byte message with tag %#llx does not fit the "
+        sharc_debug("self transport: a %zu-byte message with tag %#llx does not fit the "
                     "%zu-byte receive buffer",
                     s->bytes, (unsigned long long)tag, r->bytes);
         rstatus = SHARC_ERR_INVALID;

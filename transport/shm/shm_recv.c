@@ -75,7 +75,7 @@ static int shm_fits(sharc_tp_comm_t *tp, sharc_shm_peer_t *p, sharc_tp_req_t *re
     uint64_t capacity = sharc_tp_shm_req(req)->bytes;
 
     if (hdr->bytes > capacity || (req->red_src != NULL && hdr->bytes != capacity)) {
-        sharc_error("shm: rank %d: a %llu-byte message from rank %d with tag %#llx does not fit "
+        sharc_debug("shm: rank %d: a %llu-byte message from rank %d with tag %#llx does not fit "
                     "the %llu-byte %s",
                     tp->base.rank, (unsigned long long)hdr->bytes, p->rank,
                     (unsigned long long)hdr->tag, (unsigned long long)capacity,

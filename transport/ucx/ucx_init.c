@@ -49,7 +49,7 @@ static int sharc_tp_ucx_busy_with(const sharc_tp_comm_t *tp, int peer)
 static void sharc_tp_ucx_ep_error(void *arg, ucp_ep_h ep, ucs_status_t status)
 {
     sharc_tp_comm_t *tp = arg;
-    int lost, by;
+    sharc_boot_loss_t loss;
 
     for (int p = 0; p < tp->base.size; p++) {
         if (tp->eps[p] != ep) {
@@ -71,14 +71,15 @@ static void sharc_tp_ucx_ep_error(void *arg, ucp_ep_h ep, ucs_status_t status)
                         tp->base.rank, p, ucs_status_string(status));
             continue;
         }
-        if (sharc_boot_check(tp->base.boot, &lost, &by) != SHARC_OK && lost != p) {
+        if (sharc_boot_check(tp->base.boot, &loss) != SHARC_OK && loss.lost >= 0 &&
+            loss.lost != p) {
             /* the store has named another rank lost: the communicator fails on every rank, and
              * a peer that failed it first and left closes its connections under the ranks
              * still in the collective; that is the failure's consequence, not news (its
              * requests fail all the same, and the error names the rank that was lost) */
             sharc_debug("ucx: rank %d: the connection to rank %d ended (%s) after rank %d was "
                         "lost",
-                        tp->base.rank, p, ucs_status_string(status), lost);
+                        tp->base.rank, p, ucs_status_string(status), loss.lost);
             continue;
         }
         sharc_error("ucx: rank %d lost its connection to rank %d: %s", tp->base.rank, p,
