@@ -313,6 +313,9 @@ struct sharc_coll_comm {
      * inside it, in posting order, issued together when the outermost group ends; under lock */
     int group_depth;
     sharc_coll_task_t *group_head, *group_tail;
+    /* the open group's messages with data are on host memory (1) or CUDA buffers (2); 0: none
+     * yet. A group takes one kind (sharc_coll_p2p_start). */
+    int group_kind;
     /* scratch kept between collectives (sharc_coll_scratch); under lock */
     char *scratch;
     size_t scratch_bytes;

@@ -116,10 +116,30 @@ static sharc_status_t sharc_coll_check(const sharc_coll_comm_t *cc, const sharc_
     return SHARC_OK;
 }
 
+/* For the collective backend (NCCL, device buffers only): both buffers on the device, or a
+ * refusal at once naming the host one (NCCL given a host pointer fails on the device, or waits
+ * for peers that took another path, until SHARC_TIMEOUT). The staged path takes either. */
+static sharc_status_t sharc_coll_device_only(const sharc_coll_comm_t *cc, const sharc_coll_args_t *a)
+{
+    int send_used = a->type != SHARC_COLL_BROADCAST || cc->rank == a->root;
+    int host_send = send_used && a->sendbuf != NULL &&
+                    sharc_gpu_memtype(a->sendbuf) == SHARC_MEMTYPE_HOST;
+    int host_recv = a->recvbuf != NULL && sharc_gpu_memtype(a->recvbuf) == SHARC_MEMTYPE_HOST;
+
+    if (a->count == 0 || (!host_send && !host_recv)) {
+        return SHARC_OK;
+    }
+    sharc_error("%s: %s in host memory and %s on the GPU: the collective backend (NCCL) takes "
+                "device buffers on both sides; copy the host one to the device first",
+                sharc_coll_name(a->type), host_send ? "sendbuf" : "recvbuf",
+                host_send ? "recvbuf" : "sendbuf");
+    return SHARC_ERR_INVALID;
+}
+
 /*
  * Who runs the collective: on host buffers a host algorithm over the point-to-point
  * transport; on CUDA buffers (either side) the collective backend (NCCL) where it has the
- * collective, else staging through host memory.
+ * collective (both sides on the device), else staging through host memory.
  */
 static sharc_status_t sharc_coll_route(sharc_coll_comm_t *cc, const sharc_coll_args_t *a,
                                        const sharc_coll_algo_t **algo_p)
@@ -132,7 +152,7 @@ static sharc_status_t sharc_coll_route(sharc_coll_comm_t *cc, const sharc_coll_a
     if (gpu && a->wire != SHARC_WIRE_FULL) {
         if (cc->gpu_ops != NULL && sharc_kern_cuda() != NULL) {
             *algo_p = &sharc_coll_quant_device;
-            return SHARC_OK;
+            return sharc_coll_device_only(cc, a);
         }
         sharc_error("%s over a %s wire on CUDA buffers needs the collective backend (NCCL), "
                     "which this communicator does not have",
@@ -142,7 +162,7 @@ static sharc_status_t sharc_coll_route(sharc_coll_comm_t *cc, const sharc_coll_a
     if (gpu && a->type != SHARC_COLL_ALLTOALL) {
         if (cc->gpu_ops != NULL) {
             *algo_p = &sharc_coll_backend;
-            return SHARC_OK;
+            return sharc_coll_device_only(cc, a);
         }
         if (cc->gpu_failed != SHARC_OK) {
             sharc_error("%s on CUDA buffers: SHARC_CUDA_BACKEND=nccl, but NCCL could not be "

@@ -97,6 +97,43 @@ static sharc_status_t sharc_coll_p2p_route_device(const sharc_coll_comm_t *cc,
     return SHARC_ERR_UNSUPPORTED;
 }
 
+/* Does @p a go to the collective backend (NCCL) rather than the point-to-point transport? A
+ * message with data goes by its buffer's memory. One of no data goes by nothing of its own:
+ * whatever its buffer (NULL on one rank, a pointer into CUDA memory on its peer: an empty torch
+ * tensor), it takes the transport when the communicator has one, so that both ranks take the
+ * same path (NCCL and the transport never match each other's messages). */
+static int sharc_coll_p2p_on_device(const sharc_coll_comm_t *cc, const sharc_coll_p2p_args_t *a)
+{
+    if (a->count > 0) {
+        return sharc_gpu_memtype(a->buf) != SHARC_MEMTYPE_HOST;
+    }
+    return (cc->tp_ops == NULL || cc->tp_ops->send == NULL) && cc->gpu_ops != NULL &&
+           cc->gpu_ops->p2p != NULL;
+}
+
+/* Inside an open group, messages with data all on host memory or all on CUDA buffers: a group
+ * is one NCCL group or none, and a rank whose peer put the same exchange on the other kind
+ * of memory would wait for it until SHARC_TIMEOUT; refused at once instead. */
+static sharc_status_t sharc_coll_group_kind(sharc_coll_comm_t *cc, const sharc_coll_p2p_args_t *a,
+                                           int device, const char *name)
+{
+    int kind = device ? 2 : 1;
+
+    if (cc->group_depth == 0 || a->count == 0) {
+        return SHARC_OK;
+    }
+    if (cc->group_kind != 0 && cc->group_kind != kind) {
+        sharc_error("%s of %zu %s %s peer %d: a %s buffer in a group of sends and receives on %s "
+                    "(sharc_p2p_group_start): a group takes one kind of memory; post the others "
+                    "in a group of their own",
+                    name, a->count, sharc_dtype_name(a->dtype), a->is_send ? "to" : "from",
+                    a->peer, device ? "CUDA" : "host", device ? "host memory" : "CUDA buffers");
+        return SHARC_ERR_INVALID;
+    }
+    cc->group_kind = kind;
+    return SHARC_OK;
+}
+
 /* A NEW task for @p a on @p cc, with its algorithm; NULL: no memory. */
 static sharc_coll_task_t *sharc_coll_p2p_task(sharc_coll_comm_t *cc, const sharc_coll_p2p_args_t *a,
                                               const sharc_coll_algo_t *algo)
@@ -151,9 +188,13 @@ sharc_status_t sharc_coll_p2p_start(sharc_coll_comm_t *cc, const sharc_coll_p2p_
         status = SHARC_ERR_INVALID;
     }
     if (status == SHARC_OK) {
-        status = (sharc_gpu_memtype(args->buf) == SHARC_MEMTYPE_HOST)
-                     ? sharc_coll_p2p_route_host(cc, args, name, &algo)
-                     : sharc_coll_p2p_route_device(cc, args, name, &algo);
+        int device = sharc_coll_p2p_on_device(cc, args);
+
+        status = sharc_coll_group_kind(cc, args, device, name);
+        if (status == SHARC_OK) {
+            status = device ? sharc_coll_p2p_route_device(cc, args, name, &algo)
+                            : sharc_coll_p2p_route_host(cc, args, name, &algo);
+        }
     }
     if (status != SHARC_OK) {
         return status;
@@ -253,6 +294,9 @@ sharc_status_t sharc_coll_group_end(sharc_coll_comm_t *cc)
         }
         free(tasks);
     }
+    if (cc->group_depth == 0) {
+        cc->group_kind = 0;
+    }
     sharc_coll_unlock(cc);
     return status;
 }
@@ -289,6 +333,7 @@ void sharc_coll_group_clear(sharc_coll_comm_t *cc)
         n++;
     }
     cc->group_depth = 0;
+    cc->group_kind = 0;
     sharc_coll_unlock(cc);
     if (n > 0) {
         sharc_warn("rank %d: communicator destroyed inside a point-to-point group: %d send(s) "

@@ -35,7 +35,9 @@ SHARC_BEGIN_DECLS
  *
  * A send to this rank itself is a message like any other (post its receive first, or use a
  * request: as with MPI_Send, a blocking send may wait until its receive is posted). Zero
- * elements make a message of no data, which still matches a receive.
+ * elements make a message of no data, which still matches a receive; it travels on the host
+ * transport whatever its buffer (NULL, host or CUDA memory), as its receive does, so that
+ * ranks whose empty buffers differ in kind still match.
  *
  * CUDA buffers (when the communicator has NCCL): the send is ncclSend on the communicator's
  * stream after the work queued on the stream of sharc_comm_set_cuda_stream; the peer's
@@ -118,9 +120,11 @@ SHARC_API sharc_status_t sharc_request_recv_info(sharc_request_h req, sharc_recv
  * then (one NCCL group), so that a rank may send to and receive from the same peers without a
  * deadlock; their requests cannot be tested or waited for before the group ends. Sends and
  * receives on host memory are posted at once, as outside a group (host transports never make
- * a post wait). Groups nest: the outermost end issues. Inside a group, sends and receives need
- * a request (blocking ones are SHARC_ERR_INVALID), and collectives on @p comm are
- * SHARC_ERR_INVALID. The thread that opens a group ends it.
+ * a post wait). A group takes one kind of memory: a send or receive with data on host memory
+ * in a group that holds some on CUDA buffers, or the reverse, is SHARC_ERR_INVALID at once
+ * (messages of no data belong to neither). Groups nest: the outermost end issues. Inside a
+ * group, sends and receives need a request (blocking ones are SHARC_ERR_INVALID), and
+ * collectives on @p comm are SHARC_ERR_INVALID. The thread that opens a group ends it.
  *
  * @return SHARC_OK; SHARC_ERR_INVALID for a NULL communicator.
  */

@@ -48,6 +48,13 @@ for tp in shm ucx; do
         failures=$((failures + 1))
     fi
 done
+# the path by memory (tests/gpu_emu.h's device memory, no NCCL): messages of no data match
+# whatever their buffers, a group mixing host and device buffers is refused at once
+if [ -x "$BIN/coll/test_p2p_memtype" ]; then
+    run_ok_match "messages of no data match whatever their buffers; mixed groups refused" \
+        "no data match whatever.*mixing host and device buffers is refused" \
+        "$LAUNCH" --mode env -n 2 -- "$BIN/coll/test_p2p_memtype"
+fi
 run_fail "a receive nobody sends to ends at SHARC_TIMEOUT" 30 \
     "recv from any rank, tag 77 \(1 f32\) did not complete within 2 s \(SHARC_TIMEOUT\)" \
     env SHARC_TIMEOUT=2s SHARCTEST_P2P_TIMEOUT=1 "$LAUNCH" --mode env -n 2 -- "$P2P"
