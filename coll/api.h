@@ -36,6 +36,7 @@ typedef struct {
     const char *flight_dir; /* where recorders are dumped; "": nowhere */
     int flight_signal;      /* SIGUSR1 dumps every recorder */
     double stall_warn;      /* seconds a collective may wait before the ranks compare notes */
+    size_t seq_start;       /* the first collective's sequence number (tests of the wrap) */
 } sharc_coll_cfg_t;
 
 /* SHARC_WAIT_YIELD's values. */

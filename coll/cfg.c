@@ -139,6 +139,14 @@ static const sharc_cfg_field_t sharc_coll_cfg_fields[] = {
             "posted it and what they last did, or which posted another collective, or whose "
             "data is not arriving. Well before SHARC_TIMEOUT, whose error then carries the "
             "verdict."},
+    {.name = "SEQ_START",
+     .dflt = "0",
+     .type = SHARC_CFG_SIZE,
+     .max = (1L << 39) - 1,
+     .offset = offsetof(sharc_coll_cfg_t, seq_start),
+     .doc = "For tests: the sequence number a communicator's first collective takes. The "
+            "collectives' messages are tagged with it, modulo 2^39; set it a little below "
+            "549755813888 to run across the wrap. Every rank must set the same."},
 };
 
 const sharc_cfg_table_t sharc_coll_cfg_table =

@@ -80,6 +80,7 @@ sharc_status_t sharc_coll_comm_create(const sharc_coll_comm_params_t *params,
     cc->spin_yield = sharc_coll_spin_yields(cc->cfg, params->local_size);
     cc->name = params->name != NULL ? params->name : "comm";
     cc->verdict_ordinal = cc->stall_asked = UINT64_MAX;
+    cc->seq = cc->cfg->seq_start;
     status = sharc_coll_layout(cc, params->node_of);
     if (status != SHARC_OK) {
         free(cc);

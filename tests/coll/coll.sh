@@ -12,6 +12,10 @@ fi
 for n in 1 2 3 4 5 8; do
     run_ok "collectives, $n ranks" "$LAUNCH" --mode env -n $n -- "$BIN/coll/test_coll"
 done
+# across the wrap of the collectives' sequence numbers (their messages' tags, modulo 2^39):
+# every collective of the test, and sub-collectives taking ranges of numbers, from 8 below it
+run_ok "collectives across the sequence numbers' wrap, 3 ranks" env \
+    SHARC_SEQ_START=$(( (1 << 39) - 8 )) "$LAUNCH" --mode env -n 3 -- "$BIN/coll/test_coll"
 # the transports: shm is the default on one node; UCX (its shared memory, and TCP as between
 # hosts); shm streaming through its FIFO without CMA; buffers peers map (sharc_mem_alloc);
 # shm within and UCX between two pretended nodes

@@ -2,7 +2,8 @@
 # The flight recorder (tests/coll/test_flight.c): a dump on request holds every collective
 # of the rank, in order, with its op, size, state and times; a hang (one rank skips an
 # all-reduce) dumps, at SHARC_TIMEOUT, the ranks that waited with the stalled all-reduce
-# and the rank they waited for, and the rank that skipped it with one collective fewer.
+# and the rank they waited for, and the rank that skipped it with one collective fewer; a
+# dump across the wrap of the sequence numbers.
 # SPDX-License-Identifier: BSD-3-Clause
 . "$(dirname "$0")/../lib.sh"
 
@@ -38,6 +39,21 @@ for r, d in dumps.items():
     assert all(e['posted_s_ago'] >= e['done_s_ago'] >= 0 for e in d['entries'])
 "
 done
+
+# across the wrap of the collectives' sequence numbers (tags modulo 2^39): started 8 below it,
+# the 14 collectives' numbers wrap to 0 while their ordinals go on, and every one completes
+wrap=$(( (1 << 39) - 8 ))
+rm -f "$dir"/*
+run_ok "dump on request across the sequence numbers' wrap, 3 ranks" env SHARC_SEQ_START=$wrap \
+    "$LAUNCH" --mode env -n 3 -- "$BIN/coll/test_flight" dump "$dir"
+check_json "the dumps across the wrap" "
+for r, d in dumps.items():
+    seqs = [e['seq'] for e in d['entries']]
+    assert [e['ordinal'] for e in d['entries']] == list(range(14))
+    assert all(e['state'] == 'complete' for e in d['entries']), d['entries']
+    assert seqs[0] == $wrap and max(seqs) < 2**39 and min(seqs) < 8, seqs
+    assert len(set(seqs)) == 14, seqs
+"
 
 rm -f "$dir"/*
 # rank 2 skips the 4th all-reduce: at SHARC_STALL_WARN every rank logs the same verdict,

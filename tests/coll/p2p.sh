@@ -35,6 +35,10 @@ run_ok "point-to-point over shm + UCX on 2 nodes, 3 ranks" env UCX_TLS=tcp,self 
     --mode env --nodes 2 -n 3 -- "$P2P" 100003
 run_ok "point-to-point from a progress thread, 3 ranks" env SHARC_PROGRESS_THREAD=1 "$LAUNCH" \
     --mode env -n 3 -- "$P2P" 100003
+# sends and receives between collectives whose sequence numbers wrap (2^39): the two halves
+# of the tag space stay apart
+run_ok "point-to-point across the collectives' sequence wrap, 3 ranks" env \
+    SHARC_SEQ_START=$(( (1 << 39) - 8 )) "$LAUNCH" --mode env -n 3 -- "$P2P" 100003
 # each of its two truncations (an eager and a large message) is logged once, in the caller's
 # terms: the transports leave it to coll/ (shm and self used to say it too, in theirs)
 for tp in shm ucx; do
