@@ -159,6 +159,114 @@ sharc_status_t sharc_request_wait(sharc_request_h req)
     return status;
 }
 
+/* ---- waiting for any of several ------------------------------------------------------- */
+
+typedef struct {
+    const sharc_request_h *reqs;
+    size_t n;
+} sharc_coll_any_t;
+
+/* The first complete request of @p any (its index), or -1. */
+static long sharc_coll_any_done(const sharc_coll_any_t *any)
+{
+    for (size_t i = 0; i < any->n; i++) {
+        if (any->reqs[i] != NULL && sharc_coll_task_complete(any->reqs[i])) {
+            return (long)i;
+        }
+    }
+    return -1;
+}
+
+static int sharc_coll_any_ready(void *arg)
+{
+    return sharc_coll_any_done(arg) >= 0;
+}
+
+/* The requests' one communicator, or NULL with the reason logged. */
+static sharc_coll_comm_t *sharc_coll_any_comm(const sharc_request_h *reqs, size_t n)
+{
+    sharc_coll_comm_t *cc = NULL;
+
+    for (size_t i = 0; reqs != NULL && i < n; i++) {
+        if (reqs[i] == NULL) {
+            continue;
+        }
+        if (cc != NULL && reqs[i]->cc != cc) {
+            sharc_error("sharc_request_wait_any: requests %zu and earlier ones belong to "
+                        "different communicators",
+                        i);
+            return NULL;
+        }
+        if (sharc_coll_p2p_unissued(reqs[i])) {
+            sharc_coll_unissued(reqs[i], "sharc_request_wait_any");
+            return NULL;
+        }
+        cc = reqs[i]->cc;
+    }
+    if (cc == NULL) {
+        sharc_error("sharc_request_wait_any: no request (%zu, all NULL)", n);
+    }
+    return cc;
+}
+
+/* The incomplete request of @p any posted first (the first to reach SHARC_TIMEOUT). */
+static long sharc_coll_any_oldest(const sharc_coll_any_t *any)
+{
+    long oldest = -1;
+
+    for (size_t i = 0; i < any->n; i++) {
+        if (any->reqs[i] != NULL && !sharc_coll_task_complete(any->reqs[i]) &&
+            (oldest < 0 || any->reqs[i]->t_post < any->reqs[oldest]->t_post)) {
+            oldest = (long)i;
+        }
+    }
+    return oldest;
+}
+
+sharc_status_t sharc_request_wait_any(const sharc_request_h *reqs, size_t n, double timeout,
+                                      size_t *index_p)
+{
+    sharc_coll_any_t any = {reqs, n};
+    sharc_coll_comm_t *cc = sharc_coll_any_comm(reqs, n);
+    sharc_coll_idle_t idle = {0};
+    double t0 = sharc_time_now();
+    int moved;
+    long i;
+
+    if (cc == NULL || index_p == NULL) {
+        if (cc != NULL) {
+            sharc_error("sharc_request_wait_any: index_p is NULL");
+        }
+        return SHARC_ERR_INVALID;
+    }
+    while ((i = sharc_coll_any_done(&any)) < 0) {
+        long oldest = sharc_coll_any_oldest(&any);
+        double now;
+        int gpu;
+
+        /* one pass, as a blocked waiter helps (sharc_coll_wait_step) */
+        sharc_coll_wait_step(reqs[oldest], &moved);
+        if ((i = sharc_coll_any_done(&any)) >= 0) {
+            break;
+        }
+        now = sharc_time_now();
+        if (now - reqs[oldest]->t_post > cc->cfg->timeout) {
+            *index_p = (size_t)oldest;
+            return sharc_coll_wait_timed_out(reqs[oldest], cc->cfg->timeout);
+        }
+        if (timeout >= 0 && now - t0 >= timeout) {
+            return SHARC_INPROGRESS;
+        }
+        gpu = 0;
+        for (size_t k = 0; k < n; k++) {
+            gpu |= reqs[k] != NULL && sharc_coll_on_gpu(reqs[k]);
+        }
+        sharc_coll_idle(cc, &idle, moved, gpu, sharc_coll_any_ready, &any);
+    }
+    *index_p = (size_t)i;
+    return SHARC_OK;
+}
+
 void sharc_request_free(sharc_request_h req)
 {
     sharc_coll_comm_t *cc;

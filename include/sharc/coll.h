@@ -156,6 +156,28 @@ SHARC_API sharc_status_t sharc_request_test(sharc_request_h req);
 SHARC_API sharc_status_t sharc_request_wait(sharc_request_h req);
 
 /**
+ * Wait until one of @p n requests completes (MPI_Waitany): a binding that completes the
+ * futures of many requests, in whatever order they finish, with one thread.
+ *
+ * @param[in]  reqs     @p n requests of one communicator (collectives, sends and receives);
+ *                      NULL entries are skipped. None is freed or changed.
+ * @param[in]  n        entries of @p reqs
+ * @param[in]  timeout  seconds this call waits at most (0: progress once and look), or
+ *                      negative for no bound of its own. Either way a request in flight
+ *                      longer than SHARC_TIMEOUT since it was posted ends the wait as in
+ *                      sharc_request_wait.
+ * @param[out] index_p  the index of a complete request (test, wait or free it for its
+ *                      outcome); on SHARC_ERR_TIMEOUT the one that timed out
+ * @return SHARC_OK (*index_p complete, successfully or not); SHARC_INPROGRESS when none
+ *         completed within @p timeout; SHARC_ERR_TIMEOUT when one ran past SHARC_TIMEOUT (the
+ *         communicator is then failed, as by sharc_request_wait); SHARC_ERR_INVALID for no
+ *         request, requests of several communicators, one still held in an open group, or a
+ *         NULL @p index_p. Thread safety: as sharc_request_wait, for each request.
+ */
+SHARC_API sharc_status_t sharc_request_wait_any(const sharc_request_h *reqs, size_t n,
+                                                double timeout, size_t *index_p);
+
+/**
  * Release a request. A request still in progress is completed first (as by
  * sharc_request_wait) so that its buffers are no longer used. NULL is a no-op. Free every
  * request of a communicator before destroying it.

@@ -7,6 +7,8 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <set>
+#include <time.h>
 
 #ifdef SHARC_TORCH_CUDA
 #include <c10/cuda/CUDAGuard.h>
@@ -35,14 +37,24 @@ InnerCalls::~InnerCalls()
     call_seq = outer_;
 }
 
+// The groups alive in this process, for their completers' end at exit.
+static std::mutex live_mutex;
+static std::set<ProcessGroupSharc *> live;
+
 ProcessGroupSharc::ProcessGroupSharc(sharc_context_h ctx, sharc_comm_h comm, int rank, int size,
                                      std::chrono::milliseconds timeout)
     : c10d::Backend(rank, size), ctx_(ctx), comm_(comm), timeout_(timeout)
 {
+    std::lock_guard<std::mutex> lock(live_mutex);
+    live.insert(this);
 }
 
 ProcessGroupSharc::~ProcessGroupSharc()
 {
+    {
+        std::lock_guard<std::mutex> lock(live_mutex);
+        live.erase(this);
+    }
     // every Work holds the group: none is left, so no request is either
     stopCompleter();
     for (auto &kv : pool_) {
@@ -196,8 +208,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupSharc::start(const char *name, const 
                                           opTimeout(timeout), first_mark);
 }
 
-// -- futures: one thread per group waits for the host collectives whose futures were asked
-// for (DDP's reducer waits on futures), in posting order, which is sharc's completion order
+// -- futures: one thread per group sets the futures asked for of host collectives (DDP's
+// reducer waits on futures) as their requests complete, in whatever order: it waits on all of
+// them at once (sharc_request_wait_any), so a receive that never completes holds back no other
 
 void ProcessGroupSharc::enqueueFuture(c10::intrusive_ptr<WorkSharc> work)
 {
@@ -215,25 +228,65 @@ void ProcessGroupSharc::enqueueFuture(c10::intrusive_ptr<WorkSharc> work)
     c.cv.notify_one();
 }
 
+// One round of the completer over @works: the futures of those whose requests are done are
+// set; on the others' requests it waits until one completes, or 10 ms (new futures are taken
+// then, and the end of the group seen). With every Work busy in another thread's wait, a pause.
+static void completerRound(std::vector<c10::intrusive_ptr<WorkSharc>> &works)
+{
+    std::vector<std::unique_lock<std::mutex>> held;
+    std::vector<sharc_request_h> pending;
+    bool busy = false;
+
+    for (size_t i = 0; i < works.size();) {
+        std::unique_lock<std::mutex> lock;
+        switch (works[i]->poll(lock, pending)) {
+        case WorkSharc::Poll::READY:
+            works[i]->completeFuture();
+            works.erase(works.begin() + (long)i);
+            continue;
+        case WorkSharc::Poll::BUSY: busy = true; break;
+        case WorkSharc::Poll::PENDING: held.push_back(std::move(lock)); break;
+        }
+        i++;
+    }
+    if (!pending.empty()) {
+        size_t index;
+        // (a request past SHARC_TIMEOUT fails here, with its communicator: the next round
+        // finishes its Work with the error)
+        sharc_request_wait_any(pending.data(), pending.size(), 0.01, &index);
+    } else if (busy) {
+        struct timespec ts = {0, 200000};
+        nanosleep(&ts, nullptr);
+    }
+}
+
 void ProcessGroupSharc::completerLoop(std::shared_ptr<Completer> state)
 {
     // SCHED_BATCH, as sharc's progress thread: the same share of the cores, but its wake-ups
     // do not take the core from the caller, which computes (DDP's backward) meanwhile
     struct sched_param batch = {};
     pthread_setschedparam(pthread_self(), SCHED_BATCH, &batch);
+    std::vector<c10::intrusive_ptr<WorkSharc>> works; // futures asked for, not yet set
     for (;;) {
-        c10::intrusive_ptr<WorkSharc> work;
         {
             std::unique_lock<std::mutex> lock(state->mutex);
-            state->cv.wait(lock, [&] { return state->stopping || !state->queue.empty(); });
-            if (state->queue.empty()) {
+            state->cv.wait(lock, [&] {
+                return state->stopping || !state->queue.empty() || !works.empty();
+            });
+            for (; !state->queue.empty(); state->queue.pop_front()) {
+                works.push_back(std::move(state->queue.front()));
+            }
+            if (state->exiting) {
+                // the process exits: the Works still in flight are left to it (dropping one
+                // here would wait in sharc_request_free for requests that may never end)
+                new std::vector<c10::intrusive_ptr<WorkSharc>>(std::move(works));
                 return;
             }
-            work = std::move(state->queue.front());
-            state->queue.pop_front();
+            if (state->stopping && works.empty()) {
+                return;
+            }
         }
-        work->completeFuture();
-        work.reset(); // may be the group's last reference: only @state is used after it
+        completerRound(works); // may drop the group's last reference: only @state is used
     }
 }
 
@@ -251,6 +304,27 @@ void ProcessGroupSharc::stopCompleter()
         completer_.join(); // after the futures still queued (their collectives complete)
     } else {
         completer_.detach(); // the group's last Work went in the thread itself
+    }
+}
+
+void ProcessGroupSharc::stopAllCompleters()
+{
+    std::vector<std::thread> threads;
+    {
+        // the threads are taken from their groups, and joined without the lock: a completer
+        // may drop its group's last reference, whose destructor takes the lock
+        std::lock_guard<std::mutex> lock(live_mutex);
+        for (ProcessGroupSharc *pg : live) {
+            std::lock_guard<std::mutex> state(pg->completer_state_->mutex);
+            pg->completer_state_->stopping = pg->completer_state_->exiting = true;
+            pg->completer_state_->cv.notify_all();
+            if (pg->completer_.joinable()) {
+                threads.push_back(std::move(pg->completer_));
+            }
+        }
+    }
+    for (std::thread &t : threads) {
+        t.join(); // within a round: 10 ms
     }
 }
 

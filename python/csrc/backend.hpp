@@ -70,6 +70,13 @@ class WorkSharc : public c10d::Work
     // The completer thread's call: wait, then complete the future.
     void completeFuture();
 
+    // The completer's look at this Work, without blocking: READY (its requests are done: it
+    // is finished now, and completeFuture will not wait), BUSY (another thread is inside it:
+    // that one completes it), or PENDING: its requests still in flight are appended to
+    // @pending and @lock holds the Work (it keeps them) until the completer has waited on them.
+    enum class Poll { READY, BUSY, PENDING };
+    Poll poll(std::unique_lock<std::mutex> &lock, std::vector<sharc_request_h> &pending);
+
   private:
     bool finishLocked(std::chrono::steady_clock::time_point deadline, bool bounded);
     void failLocked(sharc_status_t status, const char *call, unsigned long mark);
@@ -230,7 +237,8 @@ class ProcessGroupSharc : public c10d::Backend
         std::mutex mutex;
         std::condition_variable cv;
         std::deque<c10::intrusive_ptr<WorkSharc>> queue;
-        bool stopping = false;
+        bool stopping = false; // end once the futures asked for are set
+        bool exiting = false;  // end now: the process exits
     };
 
     using PostFn = std::function<sharc_status_t(sharc_request_h *)>;
@@ -268,6 +276,14 @@ class ProcessGroupSharc : public c10d::Backend
              const std::function<c10::intrusive_ptr<c10d::Work>(size_t)> &one);
     void stopCompleter();
     static void completerLoop(std::shared_ptr<Completer> state);
+
+  public:
+    // At the interpreter's exit (module.cpp registers it with atexit, called without the GIL):
+    // every group's completer ends now, while the interpreter is whole, leaving the futures
+    // whose requests are still in flight unset.
+    static void stopAllCompleters();
+
+  private:
 
     sharc_context_h ctx_;
     sharc_comm_h comm_;

@@ -193,6 +193,13 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m)
             },
             py::arg("output"), py::arg("input"), py::arg("opts") = py::none(),
             py::arg("wire") = py::none());
+    // the completer threads end at exit while the interpreter is whole (a thread inside torch
+    // setting a future as the interpreter stops its threads aborts the process); without the
+    // GIL, which a future's callbacks in those threads take
+    py::module_::import("atexit").attr("register")(py::cpp_function([] {
+        py::gil_scoped_release nogil;
+        ProcessGroupSharc::stopAllCompleters();
+    }));
     m.attr("cuda") = py::bool_(
 #ifdef SHARC_TORCH_CUDA
         true

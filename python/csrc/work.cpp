@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 // work.cpp: the Work of the C++ sharc backend: a torch collective's sharc requests, waited
 // for on the host (CPU tensors) or by the current stream (CUDA tensors), then its fixups; its
-// future, completed by the group's completer thread (backend.cpp) that waits inside sharc.
+// future, completed by the group's completer thread (backend.cpp) that waits inside sharc
+// for any of the Works it holds (poll).
 // Every wait is bounded: by wait()'s timeout, else by SHARC_TIMEOUT (sharc's wait).
 #include "backend.hpp"
 
@@ -165,6 +166,30 @@ bool WorkSharc::isCompleted()
         }
     }
     return finishLocked(Clock::now(), true);
+}
+
+WorkSharc::Poll WorkSharc::poll(std::unique_lock<std::mutex> &lock,
+                                std::vector<sharc_request_h> &pending)
+{
+    size_t before = pending.size();
+
+    lock = std::unique_lock<std::mutex>(mutex_, std::try_to_lock);
+    if (!lock.owns_lock()) {
+        return Poll::BUSY;
+    }
+    if (!completed_) {
+        for (sharc_request_h req : post_.reqs) {
+            if (sharc_request_test(req) == SHARC_INPROGRESS) {
+                pending.push_back(req);
+            }
+        }
+    }
+    if (pending.size() > before) {
+        return Poll::PENDING; // (the lock stays: the requests stay while they are waited on)
+    }
+    finishLocked(Clock::now(), true); // (done: takes no time)
+    lock.unlock();
+    return Poll::READY;
 }
 
 bool WorkSharc::isSuccess() const

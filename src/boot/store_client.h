@@ -27,6 +27,7 @@ struct sharc_store_client {
     int lost_rank, lost_by; /* from a NOTICE, -1 for none */
     int store_lost;         /* the connection to the store broke, for lost_why */
     int store_closed;       /* ... closed by the store's side: its process is gone */
+    int hb_errno;           /* a heartbeat could not be sent: why (0: it could) */
     char lost_why[SHARC_SOCK_HOST_MAX + 256]; /* the store's address, what broke it */
     double timeout;
     size_t max_msg;

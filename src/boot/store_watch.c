@@ -114,17 +114,18 @@ void sharc_store_keepalive(sharc_store_client_t *c, double interval, double sile
     double now = sharc_time_now();
     char why[160];
 
-    if (c->broken) {
-        return;
+    if (c->store_lost || (c->broken && c->hb_errno == 0)) {
+        return; /* lost, and said; or broken by a request, which said why */
     }
-    if (now - c->hb_sent >= interval) {
+    if (!c->broken && now - c->hb_sent >= interval) {
         /* under send_lock only: a request of another thread may be waiting for its reply,
          * whose reader takes the answer (sharc_store_take_unasked) */
         c->hb_sent = now;
         pthread_mutex_lock(&c->send_lock);
         if (sharc_store_send_raw(c->fd, SHARC_STORE_OP_HEARTBEAT, "", ms, sizeof(ms), now + 1.0) !=
             SHARC_OK) {
-            c->broken = 1; /* (the poll below names the loss) */
+            c->hb_errno = errno != 0 ? errno : EIO; /* (said below, under the lock) */
+            c->broken = 1;
         }
         pthread_mutex_unlock(&c->send_lock);
     }
@@ -138,8 +139,10 @@ void sharc_store_keepalive(sharc_store_client_t *c, double interval, double sile
                  "unreachable from here (its node, or the link between them)",
                  now - c->hb_ack);
         sharc_store_lose(c, why, 0);
-    } else if (c->broken && !c->store_lost && c->lost_rank < 0) {
-        sharc_store_lose(c, "a heartbeat could not be sent", 0);
+    } else if (c->hb_errno != 0 && !c->store_lost && c->lost_rank < 0) {
+        snprintf(why, sizeof(why), "a heartbeat could not be sent: %s", strerror(c->hb_errno));
+        /* a connection the store's side closed: its process is gone */
+        sharc_store_lose(c, why, c->hb_errno == EPIPE || c->hb_errno == ECONNRESET);
     }
     pthread_mutex_unlock(&c->lock);
 }

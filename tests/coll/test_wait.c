@@ -12,11 +12,15 @@
  *                       reports one)
  *   test_wait idle      2+ ranks: a rank waiting seconds for a collective, and for a
  *                       receive, uses under a fifth of a core (loose: the machine may be busy)
+ *   test_wait any       2+ ranks: sharc_request_wait_any returns the requests as they complete,
+ *                       whatever their order (one that never completes holds back none),
+ *                       gives SHARC_INPROGRESS at its timeout, and refuses what it should
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <sharc/sharc.h>
@@ -222,6 +226,75 @@ static void test_idle(sharc_comm_h comm)
     }
 }
 
+/* ---- waiting for any of several ----------------------------------------------------------- */
+
+/* Rank 1 waits for three receives from rank 0 and an all-reduce; rank 0 sends tag 3, then tag 2
+ * 50 ms later, and tag 1 only after rank 1 has seen the others complete. */
+static void test_any(sharc_comm_h comm)
+{
+    float in[3][4] = {{1}, {2}, {3}}, out[3][4] = {{0}}, a = 1, b = 0;
+    sharc_request_h reqs[5] = {NULL}, ar = NULL;
+    sharc_comm_h dup = NULL;
+    size_t idx = 99;
+    double t0;
+
+    CHECK(sharc_allreduce(&a, &b, 1, SHARC_DTYPE_F32, SHARC_OP_SUM, comm, &ar) == SHARC_OK);
+    if (me == 0) {
+        CHECK(sharc_send(in[2], 4, SHARC_DTYPE_F32, 1, 3, comm, NULL) == SHARC_OK);
+        nanosleep(&(struct timespec){0, 50000000}, NULL);
+        CHECK(sharc_send(in[1], 4, SHARC_DTYPE_F32, 1, 2, comm, NULL) == SHARC_OK);
+        CHECK(sharc_request_wait(ar) == SHARC_OK);
+        CHECK(sharc_recv(&a, 1, SHARC_DTYPE_F32, 1, 9, comm, NULL) == SHARC_OK); /* go on */
+        CHECK(sharc_send(in[0], 4, SHARC_DTYPE_F32, 1, 1, comm, NULL) == SHARC_OK);
+    } else if (me == 1) {
+        for (int k = 0; k < 3; k++) {
+            CHECK(sharc_recv(out[k], 4, SHARC_DTYPE_F32, 0, k + 1, comm, &reqs[k]) == SHARC_OK);
+        }
+        reqs[4] = ar; /* (reqs[3] stays NULL: skipped) */
+        t0 = sharc_time_now();
+        for (int seen = 0; seen < 3; seen++) { /* tag 3, tag 2 and the all-reduce, any order */
+            CHECK(sharc_request_wait_any(reqs, 5, -1, &idx) == SHARC_OK && idx != 0 && idx < 5);
+            CHECK(idx < 5 && reqs[idx] != NULL && sharc_request_test(reqs[idx]) == SHARC_OK);
+            if (idx < 5 && idx > 0) {
+                sharc_request_free(reqs[idx]);
+                reqs[idx] = NULL;
+            }
+        }
+        CHECK_MSG(sharc_time_now() - t0 < 10.0, "three requests took %.1f s",
+                  sharc_time_now() - t0);
+        CHECK(out[2][0] == 3 && out[1][0] == 2 && b == (float)nranks);
+        /* only tag 1 is left: a timeout of 0 looks once, one of 20 ms waits that long */
+        CHECK(sharc_request_wait_any(reqs, 5, 0, &idx) == SHARC_INPROGRESS);
+        t0 = sharc_time_now();
+        CHECK(sharc_request_wait_any(reqs, 5, 0.02, &idx) == SHARC_INPROGRESS);
+        CHECK(sharc_time_now() - t0 >= 0.02);
+        CHECK(sharc_send(&a, 1, SHARC_DTYPE_F32, 0, 9, comm, NULL) == SHARC_OK);
+        CHECK(sharc_request_wait_any(reqs, 5, -1, &idx) == SHARC_OK && idx == 0);
+        CHECK(out[0][0] == 1);
+        sharc_request_free(reqs[0]);
+        reqs[0] = NULL;
+        /* refused: nothing to wait for, requests of two communicators, no index */
+        CHECK(sharc_request_wait_any(reqs, 5, -1, &idx) == SHARC_ERR_INVALID);
+        CHECK(sharc_request_wait_any(NULL, 0, -1, &idx) == SHARC_ERR_INVALID);
+    } else {
+        CHECK(sharc_request_wait(ar) == SHARC_OK);
+    }
+    if (me != 1) {
+        sharc_request_free(ar);
+    }
+    /* two communicators' requests in one call: refused on every rank */
+    CHECK(sharc_comm_split(comm, 0, me, &dup) == SHARC_OK);
+    CHECK(sharc_barrier(comm, &reqs[0]) == SHARC_OK && sharc_barrier(dup, &reqs[1]) == SHARC_OK);
+    CHECK(sharc_request_wait_any(reqs, 2, -1, &idx) == SHARC_ERR_INVALID);
+    CHECK(sharc_request_wait_any(reqs, 1, -1, NULL) == SHARC_ERR_INVALID);
+    sharc_request_free(reqs[0]);
+    sharc_request_free(reqs[1]);
+    sharc_comm_destroy(dup);
+    if (me == 1) {
+        printf("wait any ok\n");
+    }
+}
+
 int main(int argc, char **argv)
 {
     sharc_context_h ctx = NULL;
@@ -245,6 +318,8 @@ int main(int argc, char **argv)
     }
     if (strcmp(argv[1], "idle") == 0) {
         test_idle(comm);
+    } else if (strcmp(argv[1], "any") == 0) {
+        test_any(comm);
     } else {
         test_wakes(comm);
     }

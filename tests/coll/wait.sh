@@ -3,7 +3,8 @@
 # (SHARC_WAIT_SPIN=1us), ping-pongs, all-reduces and 1 MiB exchanges (streamed through full
 # FIFOs without CMA) finish without a lost wake-up, from the caller and from a progress thread,
 # at 2 and 3 ranks, yielding or not; and a rank that waits seconds (shm, a progress thread, UCX,
-# which cannot block and sleeps) uses under a fifth of a core.
+# which cannot block and sleeps) uses under a fifth of a core; sharc_request_wait_any returns
+# requests as they complete.
 # SPDX-License-Identifier: BSD-3-Clause
 . "$(dirname "$0")/../lib.sh"
 
@@ -23,6 +24,12 @@ run_wakes() {
 }
 
 run_ok_match "SHARC_WAIT_SPIN and SHARC_WAIT_YIELD" "wait knobs ok" "$WAIT"
+for n in 2 3; do
+    run_ok_match "sharc_request_wait_any, $n ranks" "wait any ok" "$LAUNCH" --mode env -n $n -- \
+        "$WAIT" any
+done
+run_ok_match "sharc_request_wait_any from a progress thread" "wait any ok" \
+    env SHARC_PROGRESS_THREAD=1 "$LAUNCH" --mode env -n 2 -- "$WAIT" any
 run_wakes "every wait blocks, 2 ranks" "$LAUNCH" --mode env -n 2 --
 run_wakes "every wait blocks, 3 ranks, yielding while they spin" SHARC_WAIT_YIELD=yes \
     "$LAUNCH" --mode env -n 3 --

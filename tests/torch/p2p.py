@@ -12,11 +12,14 @@ tensors equal.
   Work for the sender: there irecv(src=None) is checked for the data only);
 - a group of the first and the last rank (group ranks differ from global ones);
 - bad input: a peer outside the group, a negative tag (ValueError at once), a message longer
-  than its receive (that receive fails naming both sizes; the group goes on).
+  than its receive (that receive fails naming both sizes; the group goes on);
+- futures in completion order (the C++ backend): an all_reduce's future completes while an
+  earlier receive's is still pending.
 Exits 1 on any mismatch.
 """
 
 import sys
+import time
 
 import torch
 import torch.distributed as dist
@@ -171,6 +174,31 @@ if size > 1 and rank < 2:
             check("a message longer than its receive fails it, naming the sizes",
                   "32" in str(e) and "16" in str(e), str(e)[:300])
 on_both("the group goes on after a failed receive", ring(torch.float32, 9))
+
+# futures complete as their own requests do (the C++ backend's completer waits on all it holds):
+# a receive whose message comes last holds back no later collective's future
+if size > 1 and impl == "native":
+    t = torch.zeros(3)
+    f_recv = dist.irecv(t, 0, tag=7).get_future() if rank == 1 else None
+    f_ar = dist.all_reduce(torch.ones(4), async_op=True).get_future()
+    if rank == 1:
+        t0 = time.monotonic()
+        while not f_ar.done() and time.monotonic() - t0 < 20:
+            time.sleep(0.01)
+        check("a future completes before an earlier one whose receive is still pending",
+              f_ar.done() and not f_recv.done(),
+              "all_reduce's future %s after %.1f s, the receive's %s" % (
+                  "done" if f_ar.done() else "not done", time.monotonic() - t0,
+                  "done" if f_recv.done() else "pending"))
+        dist.send(torch.ones(1), 0, tag=8)  # now rank 0 may send
+        f_recv.wait()
+        check("the receive's future completes once its message comes",
+              torch.equal(t, values(3, torch.float32, 0)), str(t))
+    elif rank == 0:
+        f_ar.wait()
+        dist.recv(torch.zeros(1), 1, tag=8)
+        dist.send(values(3, torch.float32, 0), 1, tag=7)
+    f_ar.wait()
 
 dist.barrier(group=gloo)
 failed = [r for r in results if not r[1]]
