@@ -464,11 +464,6 @@ SHARC_HIDDEN int sharc_shard_sched_step(sharc_shard_group_t *g);
  * not the next entry). */
 SHARC_HIDDEN void sharc_shard_sched_begin(sharc_shard_group_t *g, int phase, int unit);
 
-/* Entries of the schedule: the forward order, then the backward order; entry @p e. */
-SHARC_HIDDEN int sharc_shard_sched_entries(const sharc_shard_group_t *g);
-SHARC_HIDDEN void sharc_shard_sched_entry(const sharc_shard_group_t *g, int e, int *phase_p,
-                                          int *unit_p);
-
 /* The schedule's arrays (room for every unit running a few times per phase). */
 SHARC_HIDDEN sharc_status_t sharc_shard_sched_init(sharc_shard_group_t *g);
 SHARC_HIDDEN void sharc_shard_sched_free(sharc_shard_group_t *g);

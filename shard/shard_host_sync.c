@@ -201,20 +201,6 @@ sharc_status_t sharc_shard_host_wait(sharc_shard_group_t *g, sharc_shard_unit_t 
     return status;
 }
 
-int sharc_shard_host_busy(sharc_shard_group_t *g, const sharc_shard_unit_t *u)
-{
-    sharc_shard_host_t *h = (g->off != NULL) ? g->off->host : NULL;
-    int busy;
-
-    if (h == NULL) {
-        return 0;
-    }
-    pthread_mutex_lock(&h->lock);
-    busy = g->off->units[u->id].pending > 0;
-    pthread_mutex_unlock(&h->lock);
-    return busy;
-}
-
 static int sharc_shard_host_landed(void *arg)
 {
     sharc_shard_group_t *g = arg;
@@ -317,26 +303,6 @@ void sharc_shard_host_abort(sharc_shard_group_t *g)
         pthread_cond_wait(&h->done, &h->lock);
     }
     pthread_mutex_unlock(&h->lock);
-}
-
-int sharc_shard_host_inflight(sharc_shard_group_t *g)
-{
-    sharc_shard_host_t *h = (g->off != NULL) ? g->off->host : NULL;
-    int n = 0;
-
-    if (h == NULL) {
-        return 0;
-    }
-    pthread_mutex_lock(&h->lock);
-    n = (int)(h->land.n + h->rest.n) + h->running;
-    for (int i = 0; i < SHARC_SHARD_DOWN_SLOTS; i++) {
-        n += h->down_busy[i];
-    }
-    for (int i = 0; i < g->nunits; i++) {
-        n += g->off->units[i].pending;
-    }
-    pthread_mutex_unlock(&h->lock);
-    return n;
 }
 
 int sharc_shard_host_cancelled(sharc_shard_group_t *g)

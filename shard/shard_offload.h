@@ -183,8 +183,6 @@ SHARC_HIDDEN sharc_status_t sharc_shard_host_wait(sharc_shard_group_t *g, sharc_
                                                   sharc_coll_type_t type);
 /* Wait until every host unit's gradient has landed (its sum of squares is known). */
 SHARC_HIDDEN sharc_status_t sharc_shard_host_wait_landed(sharc_shard_group_t *g);
-/* Whether unit @p u has a task queued or running (no wait). */
-SHARC_HIDDEN int sharc_shard_host_busy(sharc_shard_group_t *g, const sharc_shard_unit_t *u);
 
 /* A download slot for unit @p u's gradient part (waiting for the worker to free one). */
 SHARC_HIDDEN sharc_status_t sharc_shard_host_slot(sharc_shard_group_t *g, int *slot_p,
@@ -198,8 +196,6 @@ SHARC_HIDDEN sharc_status_t sharc_shard_host_up_slot(sharc_shard_group_t *g, voi
 SHARC_HIDDEN int sharc_shard_host_cancelled(sharc_shard_group_t *g);
 /* Drop what is queued and wait for what runs (the group failed): nothing is left in flight. */
 SHARC_HIDDEN void sharc_shard_host_abort(sharc_shard_group_t *g);
-/* Tasks queued or running, slots in use: 0 when the host side is idle (tests). */
-SHARC_HIDDEN int sharc_shard_host_inflight(sharc_shard_group_t *g);
 
 /* The worker runs a task: the pieces shard_adamw.c and shard_offload.c supply. */
 SHARC_HIDDEN sharc_status_t sharc_shard_task_update(sharc_shard_group_t *g, sharc_shard_unit_t *u,

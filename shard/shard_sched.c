@@ -38,16 +38,6 @@ void sharc_shard_sched_free(sharc_shard_group_t *g)
     sharc_shard_plan_free(&g->plan);
 }
 
-int sharc_shard_sched_entries(const sharc_shard_group_t *g)
-{
-    return sharc_shard_plan_entries(&g->plan);
-}
-
-void sharc_shard_sched_entry(const sharc_shard_group_t *g, int e, int *phase_p, int *unit_p)
-{
-    sharc_shard_plan_entry(&g->plan, e, phase_p, unit_p);
-}
-
 void sharc_shard_sched_begin(sharc_shard_group_t *g, int phase, int unit)
 {
     if (sharc_shard_plan_begin(&g->plan, phase, unit)) {

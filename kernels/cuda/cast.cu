@@ -60,9 +60,9 @@ cudaError_t sharc_cast_from(void *dst, const void *src, sharc_dtype_t src_dtype,
 
 } // namespace
 
-/* One cast on @p stream; pack.cu casts each piece with it too. */
-cudaError_t sharc_cuda_cast_async(void *dst, sharc_dtype_t dst_dtype, const void *src,
-                                  sharc_dtype_t src_dtype, size_t count, cudaStream_t s)
+/* One cast on @p stream. */
+static cudaError_t sharc_cuda_cast_async(void *dst, sharc_dtype_t dst_dtype, const void *src,
+                                         sharc_dtype_t src_dtype, size_t count, cudaStream_t s)
 {
     if (dst_dtype == src_dtype) {
         return cudaMemcpyAsync(dst, src, count * sharc_dtype_size(dst_dtype),

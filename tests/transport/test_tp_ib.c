@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_tp_ib.c: the verbs transport's choice of NIC when SHARC_IB_HCA names none: the
- * active ports on the rank's NUMA node first, the node's ranks spread over them by local
- * rank; all of them when none is near (or the NUMA node is unknown).
+ * nearest active ports first (to the rank's GPU by PCI distance, else on its NUMA node), the
+ * node's ranks spread over them by local rank; all of them when none is near.
  */
 #include "config.h"
 
@@ -12,19 +12,20 @@
 
 int main(void)
 {
-    const int two_numa[] = {0, 0, 1, 1}, unknown[] = {-1, -1, -1};
+    /* by NUMA node (0: the rank's, 1: another or unknown): two NICs on each of two nodes */
+    const int on_node1[] = {1, 1, 0, 0}, on_node0[] = {0, 0, 1, 1}, far[] = {1, 1, 1, 1};
 
     /* ranks on NUMA node 1 take the two NICs there, in turn */
-    CHECK(sharc_tp_ib_choose(two_numa, 4, 1, 0) == 2);
-    CHECK(sharc_tp_ib_choose(two_numa, 4, 1, 1) == 3);
-    CHECK(sharc_tp_ib_choose(two_numa, 4, 1, 2) == 2);
-    CHECK(sharc_tp_ib_choose(two_numa, 4, 0, 3) == 1);
+    CHECK(sharc_tp_ib_choose_nearest(on_node1, 4, 0) == 2);
+    CHECK(sharc_tp_ib_choose_nearest(on_node1, 4, 1) == 3);
+    CHECK(sharc_tp_ib_choose_nearest(on_node1, 4, 2) == 2);
+    CHECK(sharc_tp_ib_choose_nearest(on_node0, 4, 3) == 1);
     /* this rank's node unknown, or no NIC on it: every NIC, spread */
-    CHECK(sharc_tp_ib_choose(two_numa, 4, -1, 3) == 3);
-    CHECK(sharc_tp_ib_choose(two_numa, 4, 5, 6) == 2);
-    CHECK(sharc_tp_ib_choose(unknown, 3, 0, 4) == 1);
+    CHECK(sharc_tp_ib_choose_nearest(far, 4, 3) == 3);
+    CHECK(sharc_tp_ib_choose_nearest(far, 4, 6) == 2);
+    CHECK(sharc_tp_ib_choose_nearest(far, 3, 4) == 1);
     /* one NIC: it */
-    CHECK(sharc_tp_ib_choose(two_numa, 1, 1, 7) == 0);
+    CHECK(sharc_tp_ib_choose_nearest(on_node1, 1, 7) == 0);
     /* by PCI distance to the rank's GPU (nvidia-smi topo's order: PIX < PXB < PHB < NODE <
      * SYS): the NIC under the GPU's switch; two equally near, spread by local rank */
     const int gpu0[] = {SHARC_TOPO_LINK_PIX, SHARC_TOPO_LINK_SYS, SHARC_TOPO_LINK_NODE,

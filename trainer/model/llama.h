@@ -119,7 +119,6 @@ sharc_status_t llama_model_create(sharc_comm_h comm, const llama_config_t *cfg,
 void llama_model_destroy(llama_model_t *model);
 
 sharc_shard_group_h llama_model_group(llama_model_t *model);
-const llama_config_t *llama_model_config(const llama_model_t *model);
 /** The ops table the model computes with (its memory is where the shards live). */
 const llama_ops_t *llama_model_ops(const llama_model_t *model);
 
@@ -148,8 +147,5 @@ sharc_status_t llama_model_eval(llama_model_t *model, const int32_t *tokens, con
  */
 sharc_status_t llama_model_export(llama_model_t *model, sharc_comm_h comm, const char *dir,
                                   sharc_dtype_t dtype);
-
-/** The Hugging Face name of parameter @p index of the group, in unit order. */
-const char *llama_model_param_name(const llama_model_t *model, int index);
 
 #endif

@@ -405,17 +405,7 @@ sharc_shard_group_h llama_model_group(llama_model_t *m)
     return m->group;
 }
 
-const llama_config_t *llama_model_config(const llama_model_t *m)
-{
-    return &m->cfg;
-}
-
 const llama_ops_t *llama_model_ops(const llama_model_t *m)
 {
     return m->ops;
-}
-
-const char *llama_model_param_name(const llama_model_t *m, int index)
-{
-    return index >= 0 && index < m->nparams ? m->names[index] : NULL;
 }

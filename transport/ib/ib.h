@@ -275,15 +275,10 @@ static inline int sharc_tp_ib_has_tag(sharc_tp_req_t *req, uint64_t tag)
 
 /* Between the files of this backend; tp->base.lock held unless said otherwise. */
 
-/*
- * ib_dev.c: which of @p n active (device, port) candidates a rank takes when SHARC_IB_HCA
- * names none: those on the rank's NUMA node (@p numa[i] of each, -1 unknown; @p my_numa -1
- * unknown) if any, else all; among them the (local_rank % count)-th, so that the ranks of a
- * node spread over its NICs (rails). Returns an index into the candidates.
- */
-SHARC_HIDDEN int sharc_tp_ib_choose(const int *numa, int n, int my_numa, int local_rank);
-/* ib_dev.c: among @p n candidates, the nearest (smallest @p key) spread by local rank: the
- * (local_rank % count)-th of those with the smallest key. */
+/* ib_dev.c: which active port a rank takes when SHARC_IB_HCA names none: among @p n
+ * candidates, the nearest (smallest @p key: the PCI distance to the rank's GPU, else 0 for
+ * its NUMA node and 1 for the others) spread by local rank: the (local_rank % count)-th of
+ * those with the smallest key, so that the ranks of a node spread over its NICs (rails). */
 SHARC_HIDDEN int sharc_tp_ib_choose_nearest(const int *key, int n, int local_rank);
 /* ib_dev.c: the device and port, its protection domain, completion queue, the registered
  * credit and finish words (allocated already), the registration cache and the port's GID.

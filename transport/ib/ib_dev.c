@@ -74,17 +74,6 @@ static int sharc_ib_numa_key(int nic_numa, int my_numa)
     return my_numa >= 0 && nic_numa == my_numa ? 0 : 1;
 }
 
-int sharc_tp_ib_choose(const int *numa, int n, int my_numa, int local_rank)
-{
-    int key[SHARC_IB_MAX_CANDIDATES];
-
-    for (int i = 0; i < n && i < SHARC_IB_MAX_CANDIDATES; i++) {
-        key[i] = sharc_ib_numa_key(numa[i], my_numa);
-    }
-    return sharc_tp_ib_choose_nearest(
-        key, n < SHARC_IB_MAX_CANDIDATES ? n : SHARC_IB_MAX_CANDIDATES, local_rank);
-}
-
 /* The NUMA node of the CPU this thread runs on, -1 if unknown. */
 static int sharc_ib_my_numa(void)
 {
@@ -148,7 +137,7 @@ static void sharc_ib_nearness(char (*names)[64], int n, int *key, const char **h
 /*
  * Open the device SHARC_IB_HCA names ("mlx5_0" or "mlx5_0:1"), or choose among the active
  * ports: the NICs on this rank's NUMA node first, spread over the node's ranks
- * (sharc_tp_ib_choose). Fills tp->ctx, port, gid_index, dev_name and the port's attributes.
+ * (sharc_tp_ib_choose_nearest). Fills tp->ctx, port, gid_index, dev_name and the port's attributes.
  */
 static sharc_status_t sharc_ib_open(sharc_tp_comm_t *tp, const sharc_cfg_t *cfg, int local_rank,
                                     struct ibv_port_attr *pa)
