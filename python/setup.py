@@ -2,12 +2,15 @@
 """Build of the package sharc: libsharc from this tree with its own build system, put inside
 the package (sharc/_libs/libsharc.so.0, where sharc/_lib.py finds it first), and the C++ torch
 backend (sharc.torch._native) compiled against the torch of the environment installed into.
+The backend's sources and sharc's headers go into the package too (sharc/torch/_csrc,
+sharc/_include): where torch comes later or changes, sharc.torch compiles the backend against
+it on first use (sharc/torch/native.py).
 
     pip install ./python                         # or: python -m build python/
     SHARC_CONFIGURE_ARGS="--without-mpi"         # more arguments for libsharc's configure
     SHARC_BUILD_DIR=DIR                          # libsharc's build directory (reused if
                                                  # configured; default: python/build/libsharc)
-    SHARC_TORCH_EXT=0                            # no C++ backend (the Python one serves)
+    SHARC_TORCH_EXT=0                            # no C++ backend now (built on first use)
 
 libsharc is configured with --with-cuda-runtime=static, and opens NCCL at run time: a wheel built
 where CUDA is loads where there is none (the CUDA runtime is inside libsharc and finds no driver;
@@ -15,6 +18,8 @@ NCCL is opened at run time, torch's nvidia-nccl wheel or the system's). The sour
 repository around python/, or, in an sdist, from its _tree/ (the sdist carries them).
 """
 
+import glob
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -25,8 +30,10 @@ from setuptools.command.build_ext import build_ext
 from setuptools.command.sdist import sdist
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-import native_ext  # noqa: E402
+_spec = importlib.util.spec_from_file_location(
+    "sharc_build", os.path.join(HERE, "sharc", "torch", "_build.py"))
+native_build = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(native_build)
 
 
 def _tree():
@@ -109,18 +116,38 @@ class BuildExt(_BuildBase):
         if not WANT_TORCH:
             print("sharc: SHARC_TORCH_EXT=0: no C++ torch backend", flush=True)
         elif not HAVE_TORCH:
-            print("sharc: torch is not installed: no C++ torch backend (the Python backend "
-                  "serves \"sharc\" groups; reinstall after torch to build it)", flush=True)
+            print("sharc: torch is not installed: the C++ torch backend is compiled on the "
+                  "first use of sharc.torch", flush=True)
         build_libsharc(BUILD_DIR)
         lib = _installed_soname(BUILD_DIR)
         for root in [os.path.abspath(self.build_lib)] + ([HERE] if self.inplace else []):
             os.makedirs(os.path.join(root, "sharc", "_libs"), exist_ok=True)
             shutil.copyfile(lib, os.path.join(root, "sharc", "_libs", "libsharc.so.0"))
+            _copy_sources(root)
         super().run()
 
     def build_extension(self, ext):
         if ext.name != PLACEHOLDER:
             super().build_extension(ext)
+
+
+def _copy_sources(root):
+    """What compiling the C++ backend later needs, into the package under @root: its sources
+    (sharc/torch/_csrc), sharc's public headers with this build's version.h and the stand-in
+    for CUDA's header (sharc/_include)."""
+    top = _tree()
+    dst = os.path.join(root, "sharc", "torch", "_csrc")
+    os.makedirs(dst, exist_ok=True)
+    for name in native_build.SOURCES + native_build.HEADERS:
+        shutil.copyfile(os.path.join(HERE, "csrc", name), os.path.join(dst, name))
+    inc = os.path.join(root, "sharc", "_include")
+    os.makedirs(os.path.join(inc, "sharc"), exist_ok=True)
+    os.makedirs(os.path.join(inc, "cuda_none"), exist_ok=True)
+    for h in glob.glob(os.path.join(top, "include", "sharc", "*.h")) + \
+            [os.path.join(BUILD_DIR, "include", "sharc", "version.h")]:
+        shutil.copyfile(h, os.path.join(inc, "sharc", os.path.basename(h)))
+    shutil.copyfile(os.path.join(top, "config", "cuda_none", "cuda_runtime_api.h"),
+                    os.path.join(inc, "cuda_none", "cuda_runtime_api.h"))
 
 
 def _extensions():
@@ -129,10 +156,10 @@ def _extensions():
     exts = [Extension(PLACEHOLDER, sources=[])]
     if HAVE_TORCH:
         top = _tree()
-        args = native_ext.ext_args([os.path.join(top, "include"),
-                                    os.path.join(BUILD_DIR, "include")],
-                                   [os.path.join(BUILD_DIR, ".libs")], ["$ORIGIN/../_libs"],
-                                   relative=True)
+        args = native_build.ext_args("csrc", [os.path.join(top, "include"),
+                                              os.path.join(BUILD_DIR, "include")],
+                                     [os.path.join(BUILD_DIR, ".libs")], ["$ORIGIN/../_libs"],
+                                     os.path.join(top, "config", "cuda_none"))
         exts.append(CppExtension("sharc.torch._native", **args))
     return exts
 

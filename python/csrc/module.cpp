@@ -158,7 +158,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m)
     m.def(
         "allocated", [] { return sharc_torch::allocated_.load(); },
         "bytes of sharc_mem_alloc memory the groups' allocateTensor has taken");
-    // what sharc's FSDP2 hooks call (sharc/torch/fsdp.py), as on the Python backend
+    // what sharc's FSDP2 hooks call (sharc/torch/fsdp.py)
     py::class_<ProcessGroupSharc, c10d::Backend, c10::intrusive_ptr<ProcessGroupSharc>>(
         m, "ProcessGroupSharc")
         .def_property_readonly(

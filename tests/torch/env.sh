@@ -31,8 +31,7 @@ TT=$top_srcdir/tests/torch
 export LIBSHARC PYTHONPATH OMP_NUM_THREADS=1
 # The C++ backend (python/csrc/) built against the venv's torch and this libsharc, once for
 # every torch test (tests/torch/native.py: rebuilt only when a source changed; concurrent
-# builds wait for each other). Its failure to build fails the test. BACKENDS lists the
-# implementations each test runs "sharc" groups on (TORCH_SHARC_BACKEND).
+# builds wait for each other). Its failure to build fails the test.
 native_dir=$(cd "$top_builddir" && pwd)/python-native
 if ! native_log=$(MAX_JOBS=2 "$PY" "$TT/native.py" "$top_srcdir" "$top_builddir" \
     "$native_dir" 2>&1); then
@@ -41,5 +40,4 @@ if ! native_log=$(MAX_JOBS=2 "$PY" "$TT/native.py" "$top_srcdir" "$top_builddir"
     exit 1
 fi
 TORCH_SHARC_NATIVE=$(echo "$native_log" | tail -1)
-BACKENDS="native python"
 export TORCH_SHARC_NATIVE

@@ -168,8 +168,7 @@ if mode == "bad-input":
     if not torch.equal(y, torch.full((5,), float(sum(range(n))))):
         print("rank %d FAIL: the group is broken after the errors: %s" % (rank, y))
         bad += 1
-    # the Python backend's own communicator; the C++ backend's is not reachable from Python,
-    # and a one-rank communicator shows the same check
+    # the group's communicator (a one-rank one where the group has none) refuses it
     backend = dist.group.WORLD._get_backend(torch.device("cpu"))
     comm = getattr(backend, "comm", None) or sharc.Comm(bootstrap="single")
     bad += expect_error("broadcast from a root outside the group",

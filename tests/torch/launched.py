@@ -29,7 +29,7 @@ if rank in evens:
     s = torch.tensor([rank], dtype=torch.int64)
     dist.all_reduce(s, group=sub)
     ok &= s.item() == sum(evens)
-# the Python backend's communicator shows its layout; the C++ backend's is not a Python object
+# the group's communicator shows its layout
 backend = dist.group.WORLD._get_backend(torch.device("cpu"))
 what = getattr(backend, "comm", None) or "the %s backend" % sharc.torch.implementation
 print("launched: rank %d of %d (local rank %d, sharc %r) %s"

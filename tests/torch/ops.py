@@ -12,8 +12,7 @@ Inputs are small integers, so every reduction is exact in every dtype and the re
 be equal (AVG in bf16 and at 3 ranks within rounding). Exits 1 on any mismatch.
 
 --device cuda puts the sharc side's tensors on the rank's GPU (sharc's CUDA path: NCCL on
-the current stream) and keeps gloo's on the CPU (tests/gpu/run.sh). --c10d-base
-process_group runs the group the way a torch without a Python-subclassable Backend makes it.
+the current stream) and keeps gloo's on the CPU (tests/gpu/run.sh).
 """
 
 import argparse
@@ -28,14 +27,8 @@ import sharc.torch
 ap = argparse.ArgumentParser()
 ap.add_argument("--sizes", default="0,1,7,1000,65537")
 ap.add_argument("--device", default="cpu")
-ap.add_argument("--c10d-base", choices=("auto", "process_group"), default="auto",
-                help="process_group: the sharc group on c10d's ProcessGroup, as an older torch "
-                "(whose Backend Python cannot subclass) gets it")
 args = ap.parse_args()
 
-if args.c10d_base == "process_group":
-    sharc.torch._group_class = type("ProcessGroupSharcPG",
-                                    (sharc.torch._SharcGroup, dist.ProcessGroup), {})
 dist.init_process_group("sharc")
 rank, n = dist.get_rank(), dist.get_world_size()
 if args.device == "cuda":

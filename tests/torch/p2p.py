@@ -8,13 +8,12 @@ tensors equal.
 - tags: two messages to one peer received in the other order than sent (by tag);
 - batch_isend_irecv both ways round the ring, with tags;
 - a receive from any rank: rank 0 receives one message from every other rank and
-  recv(src=None) returns each sender (the C++ backend; torch cannot ask the Python backend's
-  Work for the sender: there irecv(src=None) is checked for the data only);
+  recv(src=None) returns each sender;
 - a group of the first and the last rank (group ranks differ from global ones);
 - bad input: a peer outside the group, a negative tag (ValueError at once), a message longer
   than its receive (that receive fails naming both sizes; the group goes on);
-- futures in completion order (the C++ backend): an all_reduce's future completes while an
-  earlier receive's is still pending.
+- futures in completion order: an all_reduce's future completes while an earlier receive's
+  is still pending.
 Exits 1 on any mismatch.
 """
 
@@ -35,7 +34,7 @@ def check(what, ok, detail=""):
 
 dist.init_process_group("sharc")
 rank, size = dist.get_rank(), dist.get_world_size()
-impl = sharc.torch.implementation  # "native" or "python"
+impl = sharc.torch.implementation
 gloo = dist.new_group(backend="gloo")
 nxt, prv = (rank + 1) % size, (rank - 1) % size
 
@@ -129,14 +128,9 @@ if rank == 0:
     senders, ok = [], True
     for _ in range(size - 1):
         t = torch.zeros(3)
-        if impl == "native":
-            src = dist.recv(t, tag=4)
-            senders.append(src)
-            ok = ok and torch.equal(t, values(3, torch.float32, src))
-        else:
-            dist.irecv(t, tag=4).wait()
-            senders.append(int(t[0]) // 1000)
-            ok = ok and torch.equal(t, values(3, torch.float32, senders[-1]))
+        src = dist.recv(t, tag=4)
+        senders.append(src)
+        ok = ok and torch.equal(t, values(3, torch.float32, src))
     check("recv from any rank: every sender once, its data", ok and
           sorted(senders) == list(range(1, size)), str(senders))
 else:
@@ -175,9 +169,9 @@ if size > 1 and rank < 2:
                   "32" in str(e) and "16" in str(e), str(e)[:300])
 on_both("the group goes on after a failed receive", ring(torch.float32, 9))
 
-# futures complete as their own requests do (the C++ backend's completer waits on all it holds):
-# a receive whose message comes last holds back no later collective's future
-if size > 1 and impl == "native":
+# futures complete as their own requests do (the completer waits on all it holds): a receive
+# whose message comes last holds back no later collective's future
+if size > 1:
     t = torch.zeros(3)
     f_recv = dist.irecv(t, 0, tag=7).get_future() if rank == 1 else None
     f_ar = dist.all_reduce(torch.ones(4), async_op=True).get_future()

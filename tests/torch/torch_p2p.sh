@@ -1,27 +1,23 @@
 #!/bin/bash
 # torch's point-to-point on the "sharc" backend against gloo (tests/torch/p2p.py): send, recv,
 # isend, irecv, batch_isend_irecv, tags, receives from any rank, a group's ranks, bad input;
-# on the C++ backend and on the Python one at 2 and 3 ranks, and on the C++ one under
+# futures in the order their requests complete; at 2 and 3 ranks, and under
 # TORCH_DISTRIBUTED_DEBUG=DETAIL (torch's debug wrapper around the group); a process that exits
 # with futures in flight.
 # SPDX-License-Identifier: BSD-3-Clause
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/env.sh"
 
-for b in $BACKENDS; do
-    for n in 2 3; do
-        run_ok_match "point-to-point ($b) against gloo, $n ranks" \
-            "rank 0 of $n \($b\): [0-9]+ checks, 0 failed" \
-            env TORCH_SHARC_BACKEND=$b "$LAUNCH" -n $n --timeout 300 -- "$PY" "$TT/p2p.py"
-    done
+for n in 2 3; do
+    run_ok_match "point-to-point (native) against gloo, $n ranks" \
+        "rank 0 of $n \(native\): [0-9]+ checks, 0 failed" \
+        "$LAUNCH" -n $n --timeout 300 -- "$PY" "$TT/p2p.py"
 done
-# a process that exits with futures in flight and its group never destroyed: the C++
-# completer thread ends at exit (tests/torch/p2p_exit.py), and no rank aborts or waits. (The
-# Python backend's futures thread sets futures in posting order: there the all-reduces wait
-# for the receive until the store is lost, 30 s.)
+# a process that exits with futures in flight and its group never destroyed: the completer
+# thread ends at exit (tests/torch/p2p_exit.py), and no rank aborts or waits
 run_ok_match "exit with futures in flight, the group not destroyed (native)" \
     "rank 0 \(native\): leaving.*rank 1 \(native\): leaving" \
-    env TORCH_SHARC_BACKEND=native "$LAUNCH" -n 2 --timeout 20 -- "$PY" "$TT/p2p_exit.py"
+    "$LAUNCH" -n 2 --timeout 20 -- "$PY" "$TT/p2p_exit.py"
 if echo "$last_out" | grep -Eq "terminate called|Aborted|Fatal Python"; then
     echo "FAIL: exit with futures in flight (native): a rank aborted"
     show_out "$last_out"
@@ -29,6 +25,6 @@ if echo "$last_out" | grep -Eq "terminate called|Aborted|Fatal Python"; then
 fi
 run_ok_match "point-to-point (native) against gloo under TORCH_DISTRIBUTED_DEBUG=DETAIL" \
     "rank 0 of 2 \(native\): [0-9]+ checks, 0 failed" \
-    env TORCH_SHARC_BACKEND=native TORCH_DISTRIBUTED_DEBUG=DETAIL "$LAUNCH" -n 2 --timeout 300 \
+    env TORCH_DISTRIBUTED_DEBUG=DETAIL "$LAUNCH" -n 2 --timeout 300 \
     -- "$PY" "$TT/p2p.py"
 finish

@@ -17,7 +17,7 @@ trap 'rm -rf "$tmp"' EXIT
 vpy=$tmp/venv/bin/python
 site=$("$vpy" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 "$PY" -c 'import site; print("\n".join(site.getsitepackages()))' > "$site/torch_venv.pth"
-clean=(env -u LIBSHARC -u PYTHONPATH -u TORCH_SHARC_NATIVE -u TORCH_SHARC_BACKEND)
+clean=(env -u LIBSHARC -u PYTHONPATH -u TORCH_SHARC_NATIVE)
 
 run_ok "pip install python/ (libsharc and the C++ backend built)" \
     "${clean[@]}" SHARC_BUILD_DIR="$(cd "$top_builddir" && pwd)/python-wheel" MAX_JOBS=2 \

@@ -5,11 +5,10 @@
         [-n 10] [-w 3]
         [--rounds 3]
         [--colls all_gather_into_tensor,reduce_scatter_tensor,all_reduce,sendrecv]
-        [--backends sharc,sharc_py,gloo] [--groups N] [--ddp] [--fsdp] [--fsdp-only]
+        [--backends sharc,gloo] [--groups N] [--ddp] [--fsdp] [--fsdp-only]
         [--json FILE]
 
-The default group is "sharc" (the C++ backend where it loads), and a gloo group (and with
-sharc_py in --backends, a group of the Python backend) spans the same ranks; every round runs each
+The default group is "sharc", and a gloo group spans the same ranks; every round runs each
 backend in turn (alternated, so both see the same machine), and the table is the median
 over the rounds. A measurement is sharc-perf's: warm-up calls, a barrier, then back-to-back
 calls each timed, the slowest rank's time per call, the median over the calls. Sizes and
@@ -213,8 +212,6 @@ def main():
     rank, n = dist.get_rank(), dist.get_world_size()
     backends = args.backends.split(",")
     groups = {"sharc": dist.group.WORLD, "gloo": dist.new_group(backend="gloo")}
-    if "sharc_py" in backends:
-        groups["sharc_py"] = dist.new_group(backend=sharc.torch.PYTHON_BACKEND)
     sizes = [parse_size(x) for x in args.sizes.split(",")] if args.sizes else []
     size = parse_size(args.minbytes)
     while not args.sizes and size <= parse_size(args.maxbytes):
@@ -225,12 +222,11 @@ def main():
                "rounds": []}
     if rank == 0:
         print("# sharc.torch.bench: %d ranks, float32, %d calls (+%d warm-up) per size, median "
-              "of the slowest rank per call; %d rounds alternating %s; \"sharc\" is the %s "
-              "backend; torch %s, %d thread(s) per rank"
+              "of the slowest rank per call; %d rounds alternating %s; torch %s, %d thread(s) "
+              "per rank"
               % (n, args.iters, args.warmup, args.rounds, " and ".join(backends),
-                 sharc.torch.implementation, torch.__version__, torch.get_num_threads()),
+                 torch.__version__, torch.get_num_threads()),
               flush=True)
-    results["implementation"] = sharc.torch.implementation
     for rnd in range(args.rounds):
         one = {"colls": {}, "fsdp": {}, "ddp": {}, "groups": {}}
         for be in backends if args.groups else ():
@@ -256,8 +252,7 @@ def main():
                           % (rnd + 1, args.ddp_buckets, args.ddp_bucket_kib, be, t * 1e3),
                           flush=True)
         if args.fsdp or args.fsdp_only:
-            for be, hooks in (("sharc+hooks", True), ("sharc", False), ("sharc_py", False),
-                              ("gloo", False)):
+            for be, hooks in (("sharc+hooks", True), ("sharc", False), ("gloo", False)):
                 if be.split("+")[0] not in backends:
                     continue
                 t, nparams = fsdp_step_time(groups[be.split("+")[0]], hooks, args)

@@ -41,7 +41,6 @@ except ImportError:  # pragma: no cover - older torch
 
 from sharc import UnsupportedError
 
-from .backend import SharcGroup
 from .mem import MemPool
 
 _default_pool = None
@@ -68,10 +67,9 @@ class _Alloc:
 
 def _sharc_backend(group, tensor, what):
     """The sharc process group behind @group for @tensor's device (a wire needs it)."""
-    from . import _native_module  # (the C++ backend's module, or None)
+    from . import _native_module
 
-    kinds = (SharcGroup,) if _native_module is None else (SharcGroup,
-                                                         _native_module.ProcessGroupSharc)
+    kinds = (_native_module.ProcessGroupSharc,)
     be = group
     if not isinstance(be, kinds):
         try:

@@ -6,7 +6,7 @@ for sharc's store on the address its peers reach it at, and a random job token, 
 to the others through the group's own torch store. Every later group is made from it by its
 members alone (sharc_comm_create_group: the same sharc store, no new rendezvous, a few
 milliseconds); a group whose default group is not sharc's gets a store of its own as the
-default group does. The process group itself is backend.py's.
+default group does. The process group itself is the C++ backend's (native.py).
 """
 
 import os
