@@ -197,6 +197,21 @@ SHARC_HIDDEN int sharc_coll_request_stream_waited(sharc_request_h req);
  * host. sharc_request_wait_stream (sharc/sharc_cuda.h) is this, typed. */
 SHARC_HIDDEN sharc_status_t sharc_coll_request_wait_stream(sharc_request_h req, void *stream);
 
+/* Device memory for collectives on CUDA buffers (backend.c): from the collective backend
+ * and registered with it where it can (NCCL's zero-copy collectives), else plain device
+ * memory. All or nothing: NCCL's behaviour is undefined when some ranks pass registered
+ * buffers to a collective and others do not, so only "unsupported" (alike on every rank)
+ * falls back; any other failure is an error (logged). Set only on success. */
+typedef struct {
+    void *ptr;
+    sharc_tp_mem_t *reg; /* the backend's registration, or NULL */
+    int backend; /* from the backend's allocator (else cudaMalloc's) */
+} sharc_coll_devmem_t;
+SHARC_HIDDEN sharc_status_t sharc_coll_devmem_alloc(sharc_coll_comm_t *cc, size_t bytes,
+                                                    sharc_coll_devmem_t *mem_p);
+/* Back to where it came from, deregistered first. */
+SHARC_HIDDEN void sharc_coll_devmem_free(sharc_coll_comm_t *cc, const sharc_coll_devmem_t *mem);
+
 /*
  * The @p index-th value SHARC_<COLL>_ALGO accepts for collective @p coll (an int for the
  * configuration table): "auto" first, then the algorithms of the one table; NULL past them.

@@ -4,12 +4,17 @@
  * backend (NCCL). Computes what the collective's contract says, on the device, on the
  * backend's stream after the work queued on the caller's; the task keeps the backend's
  * completion event so a stream can wait for it (sharc_request_wait_stream), and finishes
- * when the backend reports it done. No extra memory, no host copies.
+ * when the backend reports it done. No extra memory, no host copies. Also the device memory
+ * that collectives on it are fastest on (registered with it).
  */
 #include "config.h"
 
+#define SHARC_THIS_SUBSYS SHARC_SUBSYS_COLL
+
 #include <stdlib.h>
 
+#include "../src/base/gpu.h"
+#include "../src/base/log.h"
 #include "coll.h"
 
 static sharc_status_t sharc_coll_backend_init(sharc_coll_task_t *task)
@@ -46,3 +51,49 @@ const sharc_coll_algo_t sharc_coll_backend = {
     .init = sharc_coll_backend_init,
     .progress = sharc_coll_backend_progress,
 };
+
+/* ---- device memory for it ------------------------------------------------------------------ */
+
+sharc_status_t sharc_coll_devmem_alloc(sharc_coll_comm_t *cc, size_t bytes,
+                                       sharc_coll_devmem_t *mem_p)
+{
+    const sharc_tp_ops_t *ops = cc->gpu_ops;
+    sharc_coll_devmem_t m = {0};
+    sharc_status_t status = SHARC_ERR_UNSUPPORTED;
+
+    if (cc->gpu_tp != NULL && ops->mem_alloc != NULL) {
+        status = ops->mem_alloc(cc->gpu_tp, bytes, SHARC_MEMTYPE_CUDA, &m.ptr);
+    }
+    if (status == SHARC_ERR_UNSUPPORTED) {
+        status = sharc_gpu_alloc(bytes, &m.ptr);
+    } else if (status == SHARC_OK) {
+        m.backend = 1;
+        if (ops->mem_reg != NULL) {
+            status = ops->mem_reg(cc->gpu_tp, m.ptr, bytes, SHARC_MEMTYPE_CUDA, &m.reg);
+        }
+        if (status == SHARC_ERR_UNSUPPORTED) {
+            m.reg = NULL;
+            status = SHARC_OK;
+        } else if (status != SHARC_OK) {
+            sharc_error("the collective backend cannot register a %zu-byte buffer (%s)", bytes,
+                        sharc_status_string(status));
+            ops->mem_free(cc->gpu_tp, m.ptr);
+        }
+    }
+    if (status == SHARC_OK) {
+        *mem_p = m;
+    }
+    return status;
+}
+
+void sharc_coll_devmem_free(sharc_coll_comm_t *cc, const sharc_coll_devmem_t *mem)
+{
+    if (mem->reg != NULL) {
+        cc->gpu_ops->mem_dereg(cc->gpu_tp, mem->reg);
+    }
+    if (mem->backend) {
+        cc->gpu_ops->mem_free(cc->gpu_tp, mem->ptr);
+    } else {
+        sharc_gpu_free(mem->ptr);
+    }
+}

@@ -93,11 +93,9 @@ typedef struct sharc_shard_unit {
 
 /* An unsharded buffer of the group: in use by a unit, or pooled for reuse (shard_mem.c). */
 typedef struct {
-    void *ptr;
+    sharc_coll_devmem_t mem; /* host: mem.ptr from sharc_mem_alloc; CUDA: coll/'s device memory */
     size_t bytes;
-    struct sharc_tp_mem *reg; /* CUDA: the backend's registration, or NULL */
-    int backend;              /* CUDA: allocated by the backend (ncclMemAlloc) */
-    void *free_ev;            /* CUDA: recorded where its last users end */
+    void *free_ev;           /* CUDA: recorded where its last users end */
     void *free_stream;        /* CUDA: ... on this stream (engine, caller, download) */
     int pooled;
     uint64_t seq; /* when it was last taken or returned: the oldest pooled one goes first */

@@ -118,63 +118,24 @@ sharc_status_t sharc_shard_quiesce(sharc_shard_group_t *g)
 
 /* ---- unsharded buffers ------------------------------------------------------------------- */
 
-/*
- * A buffer's memory. CUDA: from the collective backend and registered with it where its
- * version offers that (zero-copy collectives), else plain device memory. All or nothing:
- * NCCL's behaviour is undefined when some ranks pass registered buffers to a collective and
- * others do not, so only "unsupported" (the same on every rank) falls back; any other
- * failure is an error.
- */
+/* A buffer's memory: shareable host memory, or device memory the collective backend is
+ * fastest on (coll/: registered with it where it can; all or nothing across ranks). */
 static sharc_status_t sharc_shard_buf_alloc(sharc_shard_group_t *g, sharc_shard_buf_t *b)
 {
-    sharc_comm_h c = g->shard_comm;
-    const sharc_tp_ops_t *ops = c->gpu_ops;
-    sharc_status_t status = SHARC_ERR_UNSUPPORTED;
-
+    b->mem = (sharc_coll_devmem_t){0};
     if (!g->cuda) {
-        return sharc_mem_alloc(g->ctx, b->bytes, &b->ptr);
+        return sharc_mem_alloc(g->ctx, b->bytes, &b->mem.ptr);
     }
-    if (c->gpu_tp != NULL && ops->mem_alloc != NULL) {
-        status = ops->mem_alloc(c->gpu_tp, b->bytes, SHARC_MEMTYPE_CUDA, &b->ptr);
-    }
-    if (status == SHARC_ERR_UNSUPPORTED) {
-        return sharc_gpu_alloc(b->bytes, &b->ptr);
-    }
-    if (status != SHARC_OK) {
-        return status;
-    }
-    b->backend = 1;
-    if (ops->mem_reg != NULL) {
-        status = ops->mem_reg(c->gpu_tp, b->ptr, b->bytes, SHARC_MEMTYPE_CUDA, &b->reg);
-        if (status == SHARC_ERR_UNSUPPORTED) {
-            b->reg = NULL;
-            status = SHARC_OK;
-        } else if (status != SHARC_OK) {
-            sharc_error("the collective backend cannot register a %zu-byte buffer (%s)", b->bytes,
-                        sharc_status_string(status));
-            ops->mem_free(c->gpu_tp, b->ptr);
-            b->reg = NULL;
-        }
-    }
-    return status;
+    return sharc_coll_devmem_alloc(g->shard_comm->coll, b->bytes, &b->mem);
 }
 
 static void sharc_shard_buf_release(sharc_shard_group_t *g, sharc_shard_buf_t *b)
 {
-    sharc_comm_h c = g->shard_comm;
-
     if (!g->cuda) {
-        sharc_mem_free(g->ctx, b->ptr);
+        sharc_mem_free(g->ctx, b->mem.ptr);
         return;
     }
-    if (b->reg != NULL) {
-        c->gpu_ops->mem_dereg(c->gpu_tp, b->reg);
-    }
-    if (b->backend) {
-        c->gpu_ops->mem_free(c->gpu_tp, b->ptr);
-    } else {
-        sharc_gpu_free(b->ptr);
-    }
+    sharc_coll_devmem_free(g->shard_comm->coll, &b->mem);
     sharc_gpu_event_destroy(b->free_ev);
 }
 
@@ -269,7 +230,7 @@ sharc_status_t sharc_shard_buf_get(sharc_shard_group_t *g, size_t bytes, void *s
     }
     g->buf_peak = SHARC_MAX(g->buf_peak, g->nbufs - g->npooled);
     b->seq = ++g->buf_clock;
-    *ptr_p = b->ptr;
+    *ptr_p = b->mem.ptr;
     return SHARC_OK;
 }
 
@@ -315,7 +276,7 @@ void sharc_shard_buf_put(sharc_shard_group_t *g, void *ptr, void *stream)
     for (int i = 0; ptr != NULL && i < g->nbufs; i++) {
         sharc_shard_buf_t *b = &g->bufs[i];
 
-        if (b->ptr != ptr) {
+        if (b->mem.ptr != ptr) {
             continue;
         }
         b->pooled = 1;

@@ -1,8 +1,12 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-3-Clause
-"""check_layers.py SRCDIR: every #include of the library, the tools and the trainer points to
-its own layer or one below it (docs/design.md draws them), and no transport backend includes
-another backend. Prints each upward include with the two layers; exits 1 if any.
+"""check_layers.py SRCDIR: every #include of the library, the tools, the trainer and the C++
+torch backend points to its own layer or one below it (docs/design.md draws them), no
+transport backend includes another backend, and no layer reaches a function table (a struct of
+function pointers, *_ops_t) of a layer further down than the one it builds on: the shard engine
+calls coll/, which calls the transports' tables, not the shard engine through a communicator's
+table (TABLE_USERS). Prints each upward include and each such reach with the layers; exits 1
+if any.
 
 Includes are resolved as the compiler resolves them: "..." first beside the including file,
 then, as <...> are, through the build's include paths in their order: automake's
@@ -56,7 +60,16 @@ TRAINER_LAYERS = {"trainer", "trainer ops", "trainer io", "trainer model", "trai
 for _name in TRAINER_LAYERS:
     TOOL_ALLOWED[_name] = {"public API"} | TRAINER_LAYERS
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^">]+)[">]', re.M)
-SOURCES = (".c", ".h", ".cu", ".cuh")
+SOURCES = (".c", ".h", ".cu", ".cuh", ".cc", ".cpp", ".hpp")
+# The function tables whose users are restricted, and the layers that may reach them: the
+# layer that declares one and those built directly on it (coll/ drives the transports, core/
+# makes and splits them); from any other layer a reach skips the layer between.
+TABLE_USERS = {
+    "sharc_tp_ops_t": {"transport", "collectives", "core"},
+    "sharc_boot_ops_t": {"bootstrap", "transport", "collectives", "core"},
+}
+# a struct member holding a table: "const sharc_tp_ops_t *gpu_ops;" (or one by value)
+TABLE_MEMBER = re.compile(r"\b(\w+_ops_t)\s*\*?\s*(\w+)\s*;")
 
 
 def layer_of(path):
@@ -150,16 +163,48 @@ def sources(top):
                 yield os.path.join(rel_dir, fn)
 
 
+def table_members(top, files):
+    """{member name: {table types}} of the struct members holding a restricted table, and
+    only those: a name that also holds another table ("ops") is not watched."""
+    members = {}
+    for src in (f for f in files if f.endswith((".h", ".hpp"))):  # (locals live in .c files)
+        with open(os.path.join(top, src), errors="replace") as f:
+            for typ, name in TABLE_MEMBER.findall(f.read()):
+                members.setdefault(name, set()).add(typ)
+    return {name: types for name, types in members.items()
+            if all(t in TABLE_USERS for t in types)}
+
+
+def table_reaches(src, mine, text, members):
+    """Lines of @src (layer @mine) that read a table member none of whose types its layer
+    may use: "->gpu_ops", ".tp_ops" (a read, whether called at once or through a copy)."""
+    out = []
+    for m in re.finditer(r"(?:->|\.)(\w+)\b(?!\s*\()", text):
+        types = members.get(m.group(1))
+        if types and not any(mine[1] in TABLE_USERS[t] for t in types) and \
+                not src.startswith("include/"):
+            line = text.count("\n", 0, m.start()) + 1
+            out.append(f"{src}:{line} ({mine[1]}) reaches {m.group(1)} "
+                       f"({' or '.join(sorted(types))}), a table for "
+                       f"{', '.join(sorted(TABLE_USERS[min(types)]))} only")
+    return out
+
+
 def main():
     top = sys.argv[1] if len(sys.argv) > 1 else "."
     paths, unlisted = include_paths(top)
+    files = list(sources(top))
+    members = table_members(top, files)
     bad = checked = 0
-    for src in sources(top):
+    for src in files:
         mine = layer_of(src)
         if mine is None:
             continue
         with open(os.path.join(top, src), errors="replace") as f:
             text = f.read()
+        for line in table_reaches(src, mine, text, members):
+            print(line)
+            bad += 1
         for m in INCLUDE.finditer(text):
             target = resolve(top, src, m.group(1), m.group(2), paths.get(src, unlisted))
             theirs = layer_of(target) if target is not None else None
@@ -170,7 +215,8 @@ def main():
             if problem is not None:
                 print(f"{src} ({mine[1]}) includes {target} ({theirs[1]}): {problem}")
                 bad += 1
-    print(f"check_layers: {checked} includes checked, {bad} against the layers")
+    print(f"check_layers: {checked} includes checked, {bad} against the layers "
+          f"({len(members)} table members watched)")
     return 1 if bad else 0
 
 
