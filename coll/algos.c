@@ -17,6 +17,9 @@ static const char *const sharc_coll_names[SHARC_COLL_LAST] = {
     [SHARC_COLL_ALLGATHER] = "allgather", [SHARC_COLL_REDUCE_SCATTER] = "reduce_scatter",
     [SHARC_COLL_ALLREDUCE] = "allreduce", [SHARC_COLL_BROADCAST] = "broadcast",
     [SHARC_COLL_ALLTOALL] = "alltoall",   [SHARC_COLL_BARRIER] = "barrier",
+    [SHARC_COLL_REDUCE] = "reduce",       [SHARC_COLL_GATHER] = "gather",
+    [SHARC_COLL_SCATTER] = "scatter",     [SHARC_COLL_ALLGATHERV] = "allgatherv",
+    [SHARC_COLL_REDUCE_SCATTERV] = "reduce_scatterv", [SHARC_COLL_ALLTOALLV] = "alltoallv",
 };
 
 static const char *const sharc_coll_algo_knobs[SHARC_COLL_BARRIER] = {

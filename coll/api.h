@@ -105,8 +105,8 @@ typedef struct {
     sharc_coll_type_t type;
     const void *sendbuf;
     void *recvbuf;
-    /* allgather: per rank; alltoall: per block (peer); reduce_scatter: per rank (recvcount);
-     * else total */
+    /* allgather, gather, scatter: per rank; alltoall: per block (peer); reduce_scatter: per
+     * rank (recvcount); the uneven ones: the sum of counts[]; else total */
     size_t count;
     sharc_dtype_t dtype;
     sharc_op_t op;
@@ -119,6 +119,11 @@ typedef struct {
     sharc_wire_t wire;
     size_t block;
     int flat;
+    /* the uneven collectives (allgatherv, reduce_scatterv, alltoallv): [size] element counts
+     * and displacements of the blocks, one per rank: recvbuf's (reduce_scatterv: sendbuf's),
+     * and alltoallv's sendbuf's in scounts / sdispls; NULL displacements: packed. A task keeps
+     * its own copy, displacements filled in (sharc_coll_task_new); NULL counts: even blocks */
+    const size_t *counts, *displs, *scounts, *sdispls;
 } sharc_coll_args_t;
 
 /*

@@ -21,8 +21,18 @@ static sharc_status_t sharc_coll_backend_init(sharc_coll_task_t *task)
 {
     sharc_coll_comm_t *cc = task->cc;
     const sharc_coll_args_t *a = &task->args;
-    sharc_tp_coll_args_t ta = {a->type,  a->sendbuf, a->recvbuf, a->count,
-                               a->dtype, a->op,      a->root,    a->stream};
+    sharc_tp_coll_args_t ta = {.type = a->type,
+                               .sendbuf = a->sendbuf,
+                               .recvbuf = a->recvbuf,
+                               .count = a->count,
+                               .dtype = a->dtype,
+                               .op = a->op,
+                               .root = a->root,
+                               .stream = a->stream,
+                               .counts = a->counts,
+                               .displs = a->displs,
+                               .scounts = a->scounts,
+                               .sdispls = a->sdispls};
     sharc_status_t status;
 
     sharc_coll_reqs_alloc(task, 1);

@@ -50,6 +50,28 @@ static inline size_t sharc_coll_block_len(const sharc_coll_blocks_t *b, int i)
 }
 
 /*
+ * Rank @p i's block of a collective with one block per rank (all-gather's recvbuf,
+ * reduce-scatter's sendbuf, all-to-all's two buffers: @p send picks all-to-all's sendbuf):
+ * its element count and its first element. Even collectives: @p count at i * count; the
+ * uneven ones from their counts and displacements (the task's copy: displacements set).
+ */
+static inline size_t sharc_coll_vcount(const sharc_coll_args_t *a, int i, int send)
+{
+    if (a->counts == NULL) {
+        return a->count;
+    }
+    return (send && a->scounts != NULL) ? a->scounts[i] : a->counts[i];
+}
+
+static inline size_t sharc_coll_vdispl(const sharc_coll_args_t *a, int i, int send)
+{
+    if (a->counts == NULL) {
+        return (size_t)i * a->count;
+    }
+    return (send && a->sdispls != NULL) ? a->sdispls[i] : a->displs[i];
+}
+
+/*
  * The ring engine shared by the ring algorithms (allgather_ring.c, reduce_scatter_ring.c,
  * and allreduce_ring.c, which runs one after the other). Blocks are cut into chunks of
  * SHARC_COLL_CHUNK bytes and the units of work are taken chunk by chunk, all ring steps of
@@ -164,6 +186,7 @@ struct sharc_request {
         size_t n;
     } watch[2];
     char *scratch; /* from sharc_coll_scratch, or NULL; returned when the task is done */
+    size_t *vblocks; /* the uneven collectives: its copy of args' counts and displacements */
     /* the algorithm's own state: the member of its family */
     union {
         sharc_coll_ring_t ring; /* ring allgather and reduce-scatter */
@@ -364,6 +387,18 @@ SHARC_HIDDEN sharc_status_t sharc_coll_select(sharc_coll_comm_t *cc, const sharc
 
 /* nccl-tests' size of a collective: bytes of its larger side (alltoall: all blocks). */
 SHARC_HIDDEN size_t sharc_coll_size(int nranks, const sharc_coll_args_t *a);
+
+/* ---- the checks on the calling rank (check.c) */
+
+/* The checks every rank makes on its own collective before communicating (each refusal
+ * logged, SHARC_ERR_INVALID): dtype, op, root, sizes, NULL buffers, overlaps. */
+SHARC_HIDDEN sharc_status_t sharc_coll_check(const sharc_coll_comm_t *cc,
+                                             const sharc_coll_args_t *a);
+/* The bytes of sendbuf this rank reads and of recvbuf it writes (a root's buffers: only on
+ * the root); SHARC_ERR_INVALID (logged) when they overflow or an uneven one lacks counts. */
+SHARC_HIDDEN sharc_status_t sharc_coll_bytes(const sharc_coll_comm_t *cc,
+                                             const sharc_coll_args_t *a, size_t *send_p,
+                                             size_t *recv_p);
 
 /* ---- tasks (task.c) */
 
@@ -575,6 +610,14 @@ extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_broadcast_binomial;
 extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_alltoall_direct;
 extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_alltoall_pairwise;
 extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_barrier_dissemination;
+/* The rooted and uneven collectives: one algorithm each (the uneven ones share the even
+ * ones' direct algorithms). */
+extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_reduce_binomial;
+extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_gather_direct;
+extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_scatter_direct;
+extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_allgatherv_direct;
+extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_reduce_scatterv_direct;
+extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_alltoallv_direct;
 /* Collectives on CUDA buffers: through the collective backend, or staged through host memory. */
 extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_backend;
 extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_staged;

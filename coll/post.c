@@ -20,139 +20,55 @@
 #include "coll.h"
 #include "quant.h"
 
-/* Do [a, a + alen) and [b, b + blen) overlap? */
-static int sharc_coll_overlap(const void *a, size_t alen, const void *b, size_t blen)
-{
-    uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
-
-    return alen > 0 && blen > 0 && x < y + blen && y < x + alen;
-}
-
-/* The checks every rank makes before communicating: a bad call fails on its own rank. */
-static sharc_status_t sharc_coll_check(const sharc_coll_comm_t *cc, const sharc_coll_args_t *a)
-{
-    const char *name = sharc_coll_name(a->type);
-    size_t esize = sharc_dtype_size(a->dtype), n = (size_t)cc->size;
-    size_t sbytes = 0, rbytes = 0;
-
-    sharc_status_t status = sharc_coll_wire_check(a);
-
-    if (status != SHARC_OK) {
-        return status;
-    }
-    if (a->type != SHARC_COLL_BARRIER) {
-        if (esize == 0) {
-            sharc_error("%s: dtype %d is not a sharc_dtype_t", name, (int)a->dtype);
-            return SHARC_ERR_INVALID;
-        }
-        if ((a->type == SHARC_COLL_REDUCE_SCATTER || a->type == SHARC_COLL_ALLREDUCE) &&
-            !sharc_kern_op_valid(a->dtype, a->op)) {
-            sharc_error("%s: op %s is not defined for %s", name,
-                        sharc_op_name(a->op) ? sharc_op_name(a->op) : "(invalid)",
-                        sharc_dtype_name(a->dtype));
-            return SHARC_ERR_INVALID;
-        }
-        if (a->count > SIZE_MAX / esize / n) {
-            sharc_error("%s: %zu elements of %s on %zu ranks overflow the address space", name,
-                        a->count, sharc_dtype_name(a->dtype), n);
-            return SHARC_ERR_INVALID;
-        }
-    }
-    switch (a->type) {
-    case SHARC_COLL_ALLGATHER:
-        sbytes = a->count * esize;
-        rbytes = sbytes * n;
-        break;
-    case SHARC_COLL_REDUCE_SCATTER:
-        rbytes = a->count * esize;
-        sbytes = rbytes * n;
-        break;
-    case SHARC_COLL_ALLREDUCE: sbytes = rbytes = a->count * esize; break;
-    case SHARC_COLL_ALLTOALL: sbytes = rbytes = a->count * esize * n; break;
-    case SHARC_COLL_BROADCAST:
-        if (a->root < 0 || a->root >= cc->size) {
-            sharc_error("broadcast: root %d is not a rank of this %d-rank communicator", a->root,
-                        cc->size);
-            return SHARC_ERR_INVALID;
-        }
-        rbytes = a->count * esize;
-        sbytes = (cc->rank == a->root) ? rbytes : 0;
-        break;
-    default: break;
-    }
-    if ((sbytes > 0 && a->sendbuf == NULL) || (rbytes > 0 && a->recvbuf == NULL)) {
-        sharc_error("%s: %s is NULL with %zu elements", name,
-                    a->recvbuf == NULL ? "recvbuf" : "sendbuf", a->count);
-        return SHARC_ERR_INVALID;
-    }
-    /* the only overlaps allowed are the in-place forms of the buffer contract */
-    switch (a->type) {
-    case SHARC_COLL_ALLGATHER:
-        if (a->sendbuf != (char *)a->recvbuf + (size_t)cc->rank * sbytes &&
-            sharc_coll_overlap(a->sendbuf, sbytes, a->recvbuf, rbytes)) {
-            sharc_error("allgather: sendbuf overlaps recvbuf but is not recvbuf + rank * count");
-            return SHARC_ERR_INVALID;
-        }
-        break;
-    case SHARC_COLL_REDUCE_SCATTER:
-        if (a->recvbuf != (const char *)a->sendbuf + (size_t)cc->rank * rbytes &&
-            sharc_coll_overlap(a->sendbuf, sbytes, a->recvbuf, rbytes)) {
-            sharc_error("reduce_scatter: recvbuf overlaps sendbuf but is not sendbuf + rank * "
-                        "recvcount");
-            return SHARC_ERR_INVALID;
-        }
-        break;
-    case SHARC_COLL_ALLREDUCE:
-    case SHARC_COLL_BROADCAST:
-    case SHARC_COLL_ALLTOALL:
-        if (a->sendbuf != a->recvbuf &&
-            sharc_coll_overlap(a->sendbuf, sbytes, a->recvbuf, rbytes)) {
-            sharc_error("%s: sendbuf and recvbuf overlap without being equal", name);
-            return SHARC_ERR_INVALID;
-        }
-        break;
-    default: break;
-    }
-    return SHARC_OK;
-}
+/* Which of this rank's buffers (those it uses: sharc_coll_bytes) are in host memory. */
+typedef struct {
+    int send, recv;
+} sharc_coll_host_t;
 
 /* For the collective backend (NCCL, device buffers only): both buffers on the device, or a
  * refusal at once naming the host one (NCCL given a host pointer fails on the device, or waits
  * for peers that took another path, until SHARC_TIMEOUT). The staged path takes either. */
-static sharc_status_t sharc_coll_device_only(const sharc_coll_comm_t *cc, const sharc_coll_args_t *a)
+static sharc_status_t sharc_coll_device_only(const sharc_coll_args_t *a, sharc_coll_host_t host)
 {
-    int send_used = a->type != SHARC_COLL_BROADCAST || cc->rank == a->root;
-    int host_send = send_used && a->sendbuf != NULL &&
-                    sharc_gpu_memtype(a->sendbuf) == SHARC_MEMTYPE_HOST;
-    int host_recv = a->recvbuf != NULL && sharc_gpu_memtype(a->recvbuf) == SHARC_MEMTYPE_HOST;
-
-    if (a->count == 0 || (!host_send && !host_recv)) {
+    if (!host.send && !host.recv) {
         return SHARC_OK;
     }
     sharc_error("%s: %s in host memory and %s on the GPU: the collective backend (NCCL) takes "
                 "device buffers on both sides; copy the host one to the device first",
-                sharc_coll_name(a->type), host_send ? "sendbuf" : "recvbuf",
-                host_send ? "recvbuf" : "sendbuf");
+                sharc_coll_name(a->type), host.send ? "sendbuf" : "recvbuf",
+                host.send ? "recvbuf" : "sendbuf");
     return SHARC_ERR_INVALID;
 }
 
 /*
  * Who runs the collective: on host buffers a host algorithm over the point-to-point
- * transport; on CUDA buffers (either side) the collective backend (NCCL) where it has the
- * collective (both sides on the device), else staging through host memory.
+ * transport; on CUDA buffers (either side it uses) the collective backend (NCCL) where it
+ * has the collective (both sides on the device), else staging through host memory (the
+ * collectives with even blocks; the rooted and uneven ones need NCCL on CUDA buffers).
  */
 static sharc_status_t sharc_coll_route(sharc_coll_comm_t *cc, const sharc_coll_args_t *a,
                                        const sharc_coll_algo_t **algo_p)
 {
     int p2p = cc->size == 1 || (cc->tp_ops != NULL && cc->tp_ops->send != NULL);
-    int gpu =
-        a->type != SHARC_COLL_BARRIER && (sharc_gpu_memtype(a->sendbuf) != SHARC_MEMTYPE_HOST ||
-                                          sharc_gpu_memtype(a->recvbuf) != SHARC_MEMTYPE_HOST);
+    size_t sbytes = 0, rbytes = 0;
+    sharc_coll_host_t host;
+    int gpu;
+
+    sharc_coll_bytes(cc, a, &sbytes, &rbytes); /* (checked: sharc_coll_check) */
+    host.send = sbytes == 0 || sharc_gpu_memtype(a->sendbuf) == SHARC_MEMTYPE_HOST;
+    host.recv = rbytes == 0 || sharc_gpu_memtype(a->recvbuf) == SHARC_MEMTYPE_HOST;
+    gpu = a->type != SHARC_COLL_BARRIER && (!host.send || !host.recv);
+    if (gpu && sbytes == 0) { /* (a side this rank does not use is not host memory) */
+        host.send = 0;
+    }
+    if (gpu && rbytes == 0) {
+        host.recv = 0;
+    }
 
     if (gpu && a->wire != SHARC_WIRE_FULL) {
         if (cc->gpu_ops != NULL && sharc_kern_cuda() != NULL) {
             *algo_p = &sharc_coll_quant_device;
-            return sharc_coll_device_only(cc, a);
+            return sharc_coll_device_only(a, host);
         }
         sharc_error("%s over a %s wire on CUDA buffers needs the collective backend (NCCL), "
                     "which this communicator does not have",
@@ -162,7 +78,7 @@ static sharc_status_t sharc_coll_route(sharc_coll_comm_t *cc, const sharc_coll_a
     if (gpu && a->type != SHARC_COLL_ALLTOALL) {
         if (cc->gpu_ops != NULL) {
             *algo_p = &sharc_coll_backend;
-            return sharc_coll_device_only(cc, a);
+            return sharc_coll_device_only(a, host);
         }
         if (cc->gpu_failed != SHARC_OK) {
             sharc_error("%s on CUDA buffers: SHARC_CUDA_BACKEND=nccl, but NCCL could not be "
@@ -175,6 +91,13 @@ static sharc_status_t sharc_coll_route(sharc_coll_comm_t *cc, const sharc_coll_a
         sharc_error("%s: this communicator of %d ranks has no point-to-point transport "
                     "(SHARC_TRANSPORT, and was sharc built with UCX?)",
                     sharc_coll_name(a->type), cc->size);
+        return SHARC_ERR_UNSUPPORTED;
+    }
+    if (gpu && a->type > SHARC_COLL_BARRIER) {
+        sharc_error("%s on CUDA buffers needs the collective backend (NCCL), which this "
+                    "communicator does not have (SHARC_CUDA_BACKEND=staged, or sharc built "
+                    "without it): only the even collectives are staged through host memory",
+                    sharc_coll_name(a->type));
         return SHARC_ERR_UNSUPPORTED;
     }
     if (gpu) {

@@ -51,6 +51,13 @@ static const sharc_coll_rule_t sharc_coll_rules[] = {
     {SHARC_COLL_ALLTOALL, 256 << 10, &sharc_coll_alltoall_direct, 0},
     {SHARC_COLL_ALLTOALL, SIZE_MAX, &sharc_coll_alltoall_pairwise, 0},
     {SHARC_COLL_BARRIER, SIZE_MAX, &sharc_coll_barrier_dissemination, 0},
+    /* one algorithm each, no knob: a root's messages, or blocks of any size */
+    {SHARC_COLL_REDUCE, SIZE_MAX, &sharc_coll_reduce_binomial, 0},
+    {SHARC_COLL_GATHER, SIZE_MAX, &sharc_coll_gather_direct, 0},
+    {SHARC_COLL_SCATTER, SIZE_MAX, &sharc_coll_scatter_direct, 0},
+    {SHARC_COLL_ALLGATHERV, SIZE_MAX, &sharc_coll_allgatherv_direct, 0},
+    {SHARC_COLL_REDUCE_SCATTERV, SIZE_MAX, &sharc_coll_reduce_scatterv_direct, 0},
+    {SHARC_COLL_ALLTOALLV, SIZE_MAX, &sharc_coll_alltoallv_direct, 0},
 };
 
 /* sharc_coll_cfg_t.algo is indexed by sharc_coll_type_t: every collective before the barrier */
@@ -62,9 +69,10 @@ size_t sharc_coll_size(int nranks, const sharc_coll_args_t *a)
     size_t bytes = a->count * sharc_dtype_size(a->dtype);
 
     return (a->type == SHARC_COLL_ALLGATHER || a->type == SHARC_COLL_REDUCE_SCATTER ||
-            a->type == SHARC_COLL_ALLTOALL)
+            a->type == SHARC_COLL_ALLTOALL || a->type == SHARC_COLL_GATHER ||
+            a->type == SHARC_COLL_SCATTER)
                ? bytes * (size_t)nranks
-               : bytes;
+               : bytes; /* (the uneven ones: count is the sum of the blocks) */
 }
 
 /*

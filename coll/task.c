@@ -19,6 +19,36 @@
 #include "coll.h"
 #include "flight.h"
 
+/* An uneven collective's own copy of its counts and displacements (the caller's arrays may
+ * change once the call returns), the displacements of packed blocks filled in; 0, or -1
+ * without memory. */
+static int sharc_coll_task_vblocks(sharc_coll_task_t *task, size_t n)
+{
+    sharc_coll_args_t *a = &task->args;
+    size_t *v = malloc(4 * n * sizeof(*v));
+    size_t *sides[2][2] = {{v, v + n}, {v + 2 * n, v + 3 * n}};
+    const size_t *from[2][2] = {{a->counts, a->displs}, {a->scounts, a->sdispls}};
+
+    if (v == NULL) {
+        return -1;
+    }
+    for (int s = 0; s < 2; s++) {
+        size_t at = 0;
+
+        for (size_t i = 0; i < n && from[s][0] != NULL; i++) {
+            sides[s][0][i] = from[s][0][i];
+            sides[s][1][i] = (from[s][1] != NULL) ? from[s][1][i] : at;
+            at += from[s][0][i];
+        }
+    }
+    a->counts = sides[0][0];
+    a->displs = sides[0][1];
+    a->scounts = a->scounts != NULL ? sides[1][0] : NULL;
+    a->sdispls = a->scounts != NULL ? sides[1][1] : NULL;
+    task->vblocks = v;
+    return 0;
+}
+
 sharc_coll_task_t *sharc_coll_task_new(sharc_coll_comm_t *cc, const sharc_coll_args_t *args,
                                        int lane)
 {
@@ -29,6 +59,10 @@ sharc_coll_task_t *sharc_coll_task_new(sharc_coll_comm_t *cc, const sharc_coll_a
     }
     task->cc = cc;
     task->args = *args;
+    if (args->counts != NULL && sharc_coll_task_vblocks(task, (size_t)cc->size) != 0) {
+        free(task);
+        return NULL;
+    }
     task->lane = lane;
     task->state = SHARC_COLL_TASK_NEW;
     task->status = SHARC_INPROGRESS;
@@ -188,6 +222,7 @@ void sharc_coll_task_free(sharc_coll_task_t *task)
         task->algo->finalize(task); /* the algorithm's own state (task->u) */
     }
     free(task->reqs);
+    free(task->vblocks);
     sharc_coll_scratch_put(task); /* a failed task's, or one whose init failed */
     free(task);
 }

@@ -131,3 +131,102 @@ sharc_status_t sharc_barrier(sharc_comm_h comm, sharc_request_h *req_p)
 
     return sharc_comm_post(comm, &a, req_p);
 }
+
+sharc_status_t sharc_reduce(const void *sendbuf, void *recvbuf, size_t count, sharc_dtype_t dtype,
+                            sharc_op_t op, int root, sharc_comm_h comm, sharc_request_h *req_p)
+{
+    sharc_coll_args_t a = {.type = SHARC_COLL_REDUCE,
+                           .sendbuf = sendbuf,
+                           .recvbuf = recvbuf,
+                           .count = count,
+                           .dtype = dtype,
+                           .op = op,
+                           .root = root};
+
+    return sharc_comm_post(comm, &a, req_p);
+}
+
+sharc_status_t sharc_gather(const void *sendbuf, void *recvbuf, size_t count, sharc_dtype_t dtype,
+                            int root, sharc_comm_h comm, sharc_request_h *req_p)
+{
+    sharc_coll_args_t a = {.type = SHARC_COLL_GATHER,
+                           .sendbuf = sendbuf,
+                           .recvbuf = recvbuf,
+                           .count = count,
+                           .dtype = dtype,
+                           .root = root};
+
+    return sharc_comm_post(comm, &a, req_p);
+}
+
+sharc_status_t sharc_scatter(const void *sendbuf, void *recvbuf, size_t count, sharc_dtype_t dtype,
+                             int root, sharc_comm_h comm, sharc_request_h *req_p)
+{
+    sharc_coll_args_t a = {.type = SHARC_COLL_SCATTER,
+                           .sendbuf = sendbuf,
+                           .recvbuf = recvbuf,
+                           .count = count,
+                           .dtype = dtype,
+                           .root = root};
+
+    return sharc_comm_post(comm, &a, req_p);
+}
+
+/* An uneven collective's total count (its messages and SHARC_CHECK name it), 0 without
+ * counts (refused by the checks). */
+static size_t sharc_comm_total(sharc_comm_h comm, const size_t *counts)
+{
+    size_t total = 0;
+
+    for (int i = 0; comm != NULL && counts != NULL && i < comm->size; i++) {
+        total += counts[i];
+    }
+    return total;
+}
+
+sharc_status_t sharc_allgatherv(const void *sendbuf, void *recvbuf, const size_t *recvcounts,
+                                const size_t *displs, sharc_dtype_t dtype, sharc_comm_h comm,
+                                sharc_request_h *req_p)
+{
+    sharc_coll_args_t a = {.type = SHARC_COLL_ALLGATHERV,
+                           .sendbuf = sendbuf,
+                           .recvbuf = recvbuf,
+                           .count = sharc_comm_total(comm, recvcounts),
+                           .dtype = dtype,
+                           .counts = recvcounts,
+                           .displs = displs};
+
+    return sharc_comm_post(comm, &a, req_p);
+}
+
+sharc_status_t sharc_reduce_scatterv(const void *sendbuf, void *recvbuf, const size_t *recvcounts,
+                                     sharc_dtype_t dtype, sharc_op_t op, sharc_comm_h comm,
+                                     sharc_request_h *req_p)
+{
+    sharc_coll_args_t a = {.type = SHARC_COLL_REDUCE_SCATTERV,
+                           .sendbuf = sendbuf,
+                           .recvbuf = recvbuf,
+                           .count = sharc_comm_total(comm, recvcounts),
+                           .dtype = dtype,
+                           .op = op,
+                           .counts = recvcounts};
+
+    return sharc_comm_post(comm, &a, req_p);
+}
+
+sharc_status_t sharc_alltoallv(const void *sendbuf, const size_t *sendcounts, const size_t *sdispls,
+                               void *recvbuf, const size_t *recvcounts, const size_t *rdispls,
+                               sharc_dtype_t dtype, sharc_comm_h comm, sharc_request_h *req_p)
+{
+    sharc_coll_args_t a = {.type = SHARC_COLL_ALLTOALLV,
+                           .sendbuf = sendbuf,
+                           .recvbuf = recvbuf,
+                           .count = sharc_comm_total(comm, recvcounts),
+                           .dtype = dtype,
+                           .counts = recvcounts,
+                           .displs = rdispls,
+                           .scounts = sendcounts,
+                           .sdispls = sdispls};
+
+    return sharc_comm_post(comm, &a, req_p);
+}

@@ -117,14 +117,18 @@ typedef struct {
 
 /* One whole collective for a collective backend; buffer contracts as in sharc's API. */
 typedef struct {
-    sharc_coll_type_t type; /* allgather, reduce_scatter, allreduce or broadcast */
+    sharc_coll_type_t type; /* any but the barrier */
     const void *sendbuf;
     void *recvbuf;
-    size_t count; /* elements per rank (allgather: sent; reduce_scatter: received) */
+    size_t count; /* elements per rank (allgather, gather, scatter: each rank's block;
+                   * reduce_scatter: received; alltoall: per peer), else in all */
     sharc_dtype_t dtype;
     sharc_op_t op;
     int root;
     void *stream; /* CUDA stream of the caller, or NULL */
+    /* the uneven collectives: [size] counts and displacements (set) in elements, of recvbuf's
+     * blocks (reduce_scatterv: sendbuf's) and alltoallv's sendbuf's */
+    const size_t *counts, *displs, *scounts, *sdispls;
 } sharc_tp_coll_args_t;
 
 /*

@@ -143,6 +143,90 @@ SHARC_API sharc_status_t sharc_alltoall(const void *sendbuf, void *recvbuf, size
 /** Completes once every rank has posted it. */
 SHARC_API sharc_status_t sharc_barrier(sharc_comm_h comm, sharc_request_h *req_p);
 
+/* ---- rooted collectives ------------------------------------------------------------------ */
+
+/**
+ * Reduce: every rank's @p count elements are reduced with @p op (AVG: the sum over the ranks
+ * divided by their number) into @p root's @p recvbuf (MPI_Reduce, ncclReduce). recvbuf is
+ * written on the root only and may be NULL elsewhere. In place on the root when
+ * sendbuf == recvbuf. The reduction's order is fixed by the tree (a binomial tree on the host),
+ * so the root gets the same bits every time for the same inputs.
+ *
+ * @param[in]  sendbuf  @p count elements, on every rank
+ * @param[out] recvbuf  @p count elements on the root; ignored elsewhere
+ * @param[in]  root     0 <= root < size, the same on every rank
+ * @return as sharc_allreduce; SHARC_ERR_INVALID for a root out of range, an op the dtype
+ *         lacks, a NULL buffer with a nonzero count (on the rank that passes it).
+ */
+SHARC_API sharc_status_t sharc_reduce(const void *sendbuf, void *recvbuf, size_t count,
+                                      sharc_dtype_t dtype, sharc_op_t op, int root,
+                                      sharc_comm_h comm, sharc_request_h *req_p);
+
+/**
+ * Gather: rank i's @p count elements at @p sendbuf land at recvbuf + i * count on @p root
+ * (MPI_Gather). recvbuf (size * count elements) is written on the root only and may be NULL
+ * elsewhere. In place on the root when sendbuf == recvbuf + root * count.
+ */
+SHARC_API sharc_status_t sharc_gather(const void *sendbuf, void *recvbuf, size_t count,
+                                      sharc_dtype_t dtype, int root, sharc_comm_h comm,
+                                      sharc_request_h *req_p);
+
+/**
+ * Scatter: block i of @p root's sendbuf (size * count elements; block i at i * count) lands in
+ * rank i's @p recvbuf (@p count elements) (MPI_Scatter). sendbuf is read on the root only and
+ * may be NULL elsewhere. In place on the root when recvbuf == sendbuf + root * count.
+ */
+SHARC_API sharc_status_t sharc_scatter(const void *sendbuf, void *recvbuf, size_t count,
+                                       sharc_dtype_t dtype, int root, sharc_comm_h comm,
+                                       sharc_request_h *req_p);
+
+/* ---- uneven collectives: a count per rank -------------------------------------------------- */
+
+/**
+ * All-gather of blocks of different sizes (MPI_Allgatherv): rank i's @p recvcounts[i] elements
+ * at its sendbuf land at recvbuf + displs[i] on every rank. Every rank passes the same
+ * @p recvcounts and @p displs; sharc copies both, so they may change once the call returns.
+ * In place when sendbuf == recvbuf + displs[rank]. The blocks of recvbuf may not overlap.
+ *
+ * @param[in]  sendbuf     recvcounts[rank] elements
+ * @param[out] recvbuf     room for every block: max over i of displs[i] + recvcounts[i]
+ * @param[in]  recvcounts  [size] elements per rank (0 is valid)
+ * @param[in]  displs      [size] where each rank's block starts in recvbuf, in elements; NULL:
+ *                         the blocks one after another from 0
+ * @return as sharc_allgather; SHARC_ERR_INVALID also for NULL recvcounts, overlapping blocks.
+ */
+SHARC_API sharc_status_t sharc_allgatherv(const void *sendbuf, void *recvbuf,
+                                          const size_t *recvcounts, const size_t *displs,
+                                          sharc_dtype_t dtype, sharc_comm_h comm,
+                                          sharc_request_h *req_p);
+
+/**
+ * Reduce-scatter of blocks of different sizes (MPI_Reduce_scatter): sendbuf holds the sum of
+ * @p recvcounts elements, block i (recvcounts[i] elements) after blocks 0 .. i-1; block i of
+ * every rank's sendbuf is reduced with @p op (AVG: divided by size) into rank i's recvbuf
+ * (recvcounts[i] elements). Every rank passes the same @p recvcounts (copied by sharc). In
+ * place when recvbuf == sendbuf + (recvcounts[0] + .. + recvcounts[rank-1]). Within a block
+ * the ranks' values are reduced in rank order, the same on every rank.
+ */
+SHARC_API sharc_status_t sharc_reduce_scatterv(const void *sendbuf, void *recvbuf,
+                                               const size_t *recvcounts, sharc_dtype_t dtype,
+                                               sharc_op_t op, sharc_comm_h comm,
+                                               sharc_request_h *req_p);
+
+/**
+ * All-to-all of blocks of different sizes (MPI_Alltoallv): the @p sendcounts[j] elements at
+ * sendbuf + sdispls[j] go to rank j, which receives them at its recvbuf + rdispls[i] (i this
+ * rank), @p recvcounts[i] elements: sendcounts[j] on rank i equals recvcounts[i] on rank j (a
+ * longer message fails the receive, naming both sizes). The arrays are copied by sharc; NULL
+ * displacements: the blocks one after another from 0. Not in place: sendbuf and recvbuf may
+ * not overlap, nor the blocks of recvbuf each other.
+ */
+SHARC_API sharc_status_t sharc_alltoallv(const void *sendbuf, const size_t *sendcounts,
+                                         const size_t *sdispls, void *recvbuf,
+                                         const size_t *recvcounts, const size_t *rdispls,
+                                         sharc_dtype_t dtype, sharc_comm_h comm,
+                                         sharc_request_h *req_p);
+
 /**
  * Progress the communicator and report the request: SHARC_INPROGRESS, SHARC_OK, or the
  * error that ended it. Does not block. Thread safety: one thread per request.
@@ -194,6 +278,12 @@ typedef enum {
     SHARC_COLL_BROADCAST,
     SHARC_COLL_ALLTOALL,
     SHARC_COLL_BARRIER,
+    SHARC_COLL_REDUCE,
+    SHARC_COLL_GATHER,
+    SHARC_COLL_SCATTER,
+    SHARC_COLL_ALLGATHERV,
+    SHARC_COLL_REDUCE_SCATTERV,
+    SHARC_COLL_ALLTOALLV,
     SHARC_COLL_LAST
 } sharc_coll_type_t;
 

@@ -1,7 +1,8 @@
 #!/bin/bash
-# Collectives between ranks: every collective, dtype, op, in place and out of place, at 1, 2,
-# 3, 4, 5 and 8 ranks; under mpirun; over UCX's TCP transport (the cross-host path); and with
-# tiny chunks, so that every block crosses the ring in many pieces.
+# Collectives between ranks: every collective (the rooted and uneven ones too), dtype, op, in
+# place and out of place, at 1, 2, 3, 4, 5 and 8 ranks; under mpirun; over UCX's TCP transport
+# (the cross-host path); and with tiny chunks, so that every block crosses the ring in many
+# pieces.
 # SPDX-License-Identifier: BSD-3-Clause
 . "$(dirname "$0")/../lib.sh"
 
@@ -12,6 +13,16 @@ fi
 for n in 1 2 3 4 5 8; do
     run_ok "collectives, $n ranks" "$LAUNCH" --mode env -n $n -- "$BIN/coll/test_coll"
 done
+# the rooted (reduce, gather, scatter) and uneven (allgatherv, reduce_scatterv, alltoallv)
+# collectives: every dtype, op, root, in place and out, blocks with empty ones and gaps
+for n in 1 2 3 4 5 8; do
+    run_ok "rooted and uneven collectives, $n ranks" "$LAUNCH" --mode env -n $n -- \
+        "$BIN/coll/test_coll_v"
+done
+run_ok "rooted and uneven collectives over UCX TCP, 3 ranks" env SHARC_TRANSPORT=ucx \
+    UCX_TLS=tcp,self "$LAUNCH" --mode env -n 3 -- "$BIN/coll/test_coll_v"
+run_ok "rooted and uneven collectives over shm without CMA, 3 ranks" env SHARC_SHM_CMA=no \
+    "$LAUNCH" --mode env -n 3 -- "$BIN/coll/test_coll_v"
 # across the wrap of the collectives' sequence numbers (their messages' tags, modulo 2^39):
 # every collective of the test, and sub-collectives taking ranges of numbers, from 8 below it
 run_ok "collectives across the sequence numbers' wrap, 3 ranks" env \

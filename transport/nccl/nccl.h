@@ -24,7 +24,7 @@
     X(ncclGetUniqueId) X(ncclCommInitRankConfig) X(ncclCommSplit) X(ncclCommGetAsyncError)         \
         X(ncclCommAbort) X(ncclCommDestroy) X(ncclCommFinalize) X(ncclGetErrorString)              \
             X(ncclGetLastError) X(ncclAllGather) X(ncclReduceScatter) X(ncclAllReduce)             \
-                X(ncclBroadcast) X(ncclMemAlloc) X(ncclMemFree) X(ncclCommRegister)                \
+                X(ncclBroadcast) X(ncclReduce) X(ncclMemAlloc) X(ncclMemFree) X(ncclCommRegister)   \
                     X(ncclCommDeregister) X(ncclGroupStart) X(ncclGroupEnd) X(ncclSend)            \
                         X(ncclRecv)
 

@@ -94,12 +94,81 @@ static ncclResult_t sharc_tp_nccl_alltoall(sharc_tp_comm_t *tp, const sharc_tp_c
     return SHARC_NCCL(ncclGroupEnd)();
 }
 
+/* Gather, scatter and the uneven all-gather and all-to-all: NCCL has no call of their own
+ * (ncclAllGather takes even blocks), so each is one group of sends and receives, as
+ * ProcessGroupNCCL does; the blocks are the collective's own (coll.h's sharc_coll_vcount). */
+static ncclResult_t sharc_tp_nccl_exchange(sharc_tp_comm_t *tp, const sharc_tp_coll_args_t *a,
+                                           ncclDataType_t dt)
+{
+    size_t esize = sharc_dtype_size(a->dtype);
+    int me = tp->rank, gather = a->type == SHARC_COLL_GATHER, scatter = a->type == SHARC_COLL_SCATTER;
+    ncclResult_t res = SHARC_NCCL(ncclGroupStart)();
+
+    for (int p = 0; p < tp->size && (res == ncclSuccess || res == ncclInProgress); p++) {
+        /* what this rank sends to p, and receives from p */
+        size_t sn = 0, soff = 0, rn = 0, roff = 0;
+
+        if (a->type == SHARC_COLL_ALLTOALLV) {
+            sn = a->scounts[p], soff = a->sdispls[p], rn = a->counts[p], roff = a->displs[p];
+        } else if (a->type == SHARC_COLL_ALLGATHERV) {
+            sn = a->counts[me], rn = a->counts[p], roff = a->displs[p];
+        } else if (gather) {
+            sn = (p == a->root) ? a->count : 0;
+            rn = (me == a->root) ? a->count : 0, roff = (size_t)p * a->count;
+        } else if (scatter) {
+            sn = (me == a->root) ? a->count : 0, soff = (size_t)p * a->count;
+            rn = (p == a->root) ? a->count : 0;
+        }
+        if (sn > 0) {
+            res = SHARC_NCCL(ncclSend)((const char *)a->sendbuf + soff * esize, sn, dt, p,
+                                       tp->nccl, tp->stream);
+        }
+        if (rn > 0 && (res == ncclSuccess || res == ncclInProgress)) {
+            res = SHARC_NCCL(ncclRecv)((char *)a->recvbuf + roff * esize, rn, dt, p, tp->nccl,
+                                       tp->stream);
+        }
+    }
+    if (res != ncclSuccess && res != ncclInProgress) {
+        SHARC_NCCL(ncclGroupEnd)();
+        return res;
+    }
+    return SHARC_NCCL(ncclGroupEnd)();
+}
+
+/* The uneven reduce-scatter: a group of one reduce per rank, rooted at the rank whose block
+ * it is (as ProcessGroupNCCL's reduce_scatter of uneven blocks). */
+static ncclResult_t sharc_tp_nccl_reduce_scatterv(sharc_tp_comm_t *tp,
+                                                  const sharc_tp_coll_args_t *a, ncclDataType_t dt)
+{
+    size_t esize = sharc_dtype_size(a->dtype);
+    ncclResult_t res = SHARC_NCCL(ncclGroupStart)();
+
+    for (int p = 0; p < tp->size && (res == ncclSuccess || res == ncclInProgress); p++) {
+        res = SHARC_NCCL(ncclReduce)((const char *)a->sendbuf + a->displs[p] * esize,
+                                     p == tp->rank ? a->recvbuf : NULL, a->counts[p], dt,
+                                     sharc_tp_nccl_op(a->op), p, tp->nccl, tp->stream);
+    }
+    if (res != ncclSuccess && res != ncclInProgress) {
+        SHARC_NCCL(ncclGroupEnd)();
+        return res;
+    }
+    return SHARC_NCCL(ncclGroupEnd)();
+}
+
 /* Queue the NCCL call of @p a on the communication stream. */
 static ncclResult_t sharc_tp_nccl_call(sharc_tp_comm_t *tp, const sharc_tp_coll_args_t *a,
                                        ncclDataType_t dt)
 {
     switch (a->type) {
     case SHARC_COLL_ALLTOALL: return sharc_tp_nccl_alltoall(tp, a, dt);
+    case SHARC_COLL_GATHER:
+    case SHARC_COLL_SCATTER:
+    case SHARC_COLL_ALLGATHERV:
+    case SHARC_COLL_ALLTOALLV: return sharc_tp_nccl_exchange(tp, a, dt);
+    case SHARC_COLL_REDUCE_SCATTERV: return sharc_tp_nccl_reduce_scatterv(tp, a, dt);
+    case SHARC_COLL_REDUCE:
+        return SHARC_NCCL(ncclReduce)(a->sendbuf, a->recvbuf, a->count, dt,
+                                      sharc_tp_nccl_op(a->op), a->root, tp->nccl, tp->stream);
     case SHARC_COLL_ALLGATHER:
         return SHARC_NCCL(ncclAllGather)(a->sendbuf, a->recvbuf, a->count, dt, tp->nccl,
                                          tp->stream);
