@@ -39,6 +39,7 @@ typedef struct {
     size_t size, count; /* bytes and elements of the larger side */
     size_t sendcount, recvcount;
     size_t blockcount;   /* alltoall: elements per peer */
+    size_t *vcounts;     /* the uneven collectives: [n] even blocks (their counts) */
     char *send, *recv;   /* what the collectives run on (host, or device with --device cuda) */
     char *hsend, *hrecv; /* host copies for -c (the same buffers on the host) */
 } perf_bench_bufs_t;

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench_coll.c: one collective of the benchmarks on the buffers of one size: the buffers'
- * layout, sharc's call, MPI's (--vs-mpi) and NCCL's (--vs-nccl) on the same buffers, and -c,
- * which runs sharc's once on known inputs and counts the wrong elements. Not the timing nor
+ * layout, sharc's call, NCCL's (--vs-nccl) on the same buffers, and -c, which runs sharc's
+ * once on known inputs and counts the wrong elements. Not MPI's (bench_mpi.c), the timing nor
  * the output (bench_sweep.c).
  */
 #include "config.h"
@@ -10,10 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#ifdef HAVE_MPI
-#include <mpi.h>
-#endif
 
 #include "../common/perf_cuda.h"
 #include "../common/perf_util.h"
@@ -28,14 +24,19 @@ static void bench_layout(const perf_bench_opts_t *o, int n, size_t size, perf_be
     b->count = size / esize;
     switch (o->coll) {
     case SHARC_COLL_ALLGATHER:
+    case SHARC_COLL_ALLGATHERV:
+    case SHARC_COLL_GATHER:
         b->sendcount = b->count / n;
         b->recvcount = b->sendcount * n;
         break;
     case SHARC_COLL_REDUCE_SCATTER:
+    case SHARC_COLL_REDUCE_SCATTERV:
+    case SHARC_COLL_SCATTER:
         b->recvcount = b->count / n;
         b->sendcount = b->recvcount * n;
         break;
     case SHARC_COLL_ALLTOALL:
+    case SHARC_COLL_ALLTOALLV:
         b->blockcount = b->count / n;
         b->sendcount = b->recvcount = b->blockcount * n;
         break;
@@ -75,11 +76,18 @@ int perf_bench_bufs_alloc(const perf_bench_opts_t *o, sharc_context_h ctx, int n
                           perf_bench_bufs_t *b)
 {
     bench_layout(o, n, size, b);
+    b->vcounts = calloc((size_t)n, sizeof(*b->vcounts)); /* the uneven ones' even blocks */
+    for (int i = 0; b->vcounts != NULL && i < n; i++) {
+        b->vcounts[i] = (o->coll == SHARC_COLL_ALLGATHERV) ? b->sendcount
+                        : (o->coll == SHARC_COLL_ALLTOALLV) ? b->blockcount
+                                                            : b->recvcount;
+    }
     b->send = bench_alloc(o, ctx, b->size + 64);
     b->recv = bench_alloc(o, ctx, b->size + 64);
     b->hsend = o->cuda ? calloc(1, b->size + 64) : b->send;
     b->hrecv = o->cuda ? calloc(1, b->size + 64) : b->recv;
-    if (b->send == NULL || b->recv == NULL || b->hsend == NULL || b->hrecv == NULL) {
+    if (b->send == NULL || b->recv == NULL || b->hsend == NULL || b->hrecv == NULL ||
+        b->vcounts == NULL) {
         perf_bench_bufs_free(o, ctx, b);
         return -1;
     }
@@ -96,6 +104,7 @@ int perf_bench_bufs_alloc(const perf_bench_opts_t *o, sharc_context_h ctx, int n
 
 void perf_bench_bufs_free(const perf_bench_opts_t *o, sharc_context_h ctx, perf_bench_bufs_t *b)
 {
+    free(b->vcounts);
     if (o->cuda) {
         free(b->hsend);
         free(b->hrecv);
@@ -126,6 +135,30 @@ static sharc_status_t bench_call_sharc(const perf_bench_opts_t *o, sharc_comm_h 
     case SHARC_COLL_ALLTOALL:
         return sharc_alltoall(b->send, inplace ? b->send : b->recv, b->blockcount, o->dtype, comm,
                               NULL);
+    case SHARC_COLL_REDUCE:
+        return sharc_reduce(b->send, inplace ? b->send : b->recv, b->count, o->dtype, o->op,
+                            o->root, comm, NULL);
+    case SHARC_COLL_GATHER:
+        return sharc_gather(inplace && rank == o->root
+                                ? b->recv + (size_t)o->root * b->sendcount * esize
+                                : b->send,
+                            b->recv, b->sendcount, o->dtype, o->root, comm, NULL);
+    case SHARC_COLL_SCATTER:
+        return sharc_scatter(b->send,
+                             inplace && rank == o->root
+                                 ? b->send + (size_t)o->root * b->recvcount * esize
+                                 : b->recv,
+                             b->recvcount, o->dtype, o->root, comm, NULL);
+    case SHARC_COLL_ALLGATHERV:
+        return sharc_allgatherv(inplace ? b->recv + rank * b->sendcount * esize : b->send,
+                                b->recv, b->vcounts, NULL, o->dtype, comm, NULL);
+    case SHARC_COLL_REDUCE_SCATTERV:
+        return sharc_reduce_scatterv(b->send,
+                                     inplace ? b->send + rank * b->recvcount * esize : b->recv,
+                                     b->vcounts, o->dtype, o->op, comm, NULL);
+    case SHARC_COLL_ALLTOALLV: /* (no in-place form: the in-place columns repeat this) */
+        return sharc_alltoallv(b->send, b->vcounts, NULL, b->recv, b->vcounts, NULL, o->dtype,
+                               comm, NULL);
     default:
         return sharc_broadcast(b->send, inplace ? b->send : b->recv, b->count, o->dtype, o->root,
                                comm, NULL);
@@ -169,106 +202,6 @@ int perf_bench_run_nccl(const perf_bench_opts_t *o, sharc_comm_h comm, perf_benc
                                                                                                : 0;
 }
 
-#ifdef HAVE_MPI
-static int bench_mpi_types(const perf_bench_opts_t *o, MPI_Datatype *dt_p, MPI_Op *op_p)
-{
-    switch (o->dtype) {
-    case SHARC_DTYPE_F32: *dt_p = MPI_FLOAT; break;
-    case SHARC_DTYPE_F64: *dt_p = MPI_DOUBLE; break;
-    case SHARC_DTYPE_I32: *dt_p = MPI_INT32_T; break;
-    case SHARC_DTYPE_I64: *dt_p = MPI_INT64_T; break;
-    case SHARC_DTYPE_U8: *dt_p = MPI_UINT8_T; break;
-    default: return -1; /* MPI has no f16 / bf16 */
-    }
-    switch (o->op) {
-    case SHARC_OP_SUM: *op_p = MPI_SUM; break;
-    case SHARC_OP_PROD: *op_p = MPI_PROD; break;
-    case SHARC_OP_MIN: *op_p = MPI_MIN; break;
-    case SHARC_OP_MAX: *op_p = MPI_MAX; break;
-    default: /* MPI has no average: fine where nothing is reduced */
-        return (o->coll == SHARC_COLL_ALLGATHER || o->coll == SHARC_COLL_BROADCAST ||
-                o->coll == SHARC_COLL_ALLTOALL || o->coll == PERF_SENDRECV)
-                   ? 0
-                   : -1;
-    }
-    return 0;
-}
-
-/* MPI's own error handler ends the job on a failure, so there is none to report. */
-int perf_bench_run_mpi(const perf_bench_opts_t *o, sharc_comm_h comm, perf_bench_bufs_t *b,
-                       int inplace)
-{
-    MPI_Datatype dt = MPI_BYTE;
-    MPI_Op op = MPI_SUM;
-
-    (void)comm;
-    (void)inplace;
-    bench_mpi_types(o, &dt, &op);
-    switch (o->coll) {
-    case SHARC_COLL_ALLGATHER:
-        MPI_Allgather(b->send, (int)b->sendcount, dt, b->recv, (int)b->sendcount, dt,
-                      MPI_COMM_WORLD);
-        break;
-    case SHARC_COLL_REDUCE_SCATTER:
-        MPI_Reduce_scatter_block(b->send, b->recv, (int)b->recvcount, dt, op, MPI_COMM_WORLD);
-        break;
-    case SHARC_COLL_ALLREDUCE:
-        MPI_Allreduce(b->send, b->recv, (int)b->count, dt, op, MPI_COMM_WORLD);
-        break;
-    case SHARC_COLL_ALLTOALL:
-        MPI_Alltoall(b->send, (int)b->blockcount, dt, b->recv, (int)b->blockcount, dt,
-                     MPI_COMM_WORLD);
-        break;
-    case PERF_SENDRECV: perf_bench_sendrecv_mpi(o, b, &dt); break;
-    default: MPI_Bcast(b->send, (int)b->count, dt, o->root, MPI_COMM_WORLD); break;
-    }
-    return 0;
-}
-
-void perf_bench_barrier_mpi(sharc_comm_h comm)
-{
-    (void)comm;
-    MPI_Barrier(MPI_COMM_WORLD);
-}
-#endif
-
-int perf_bench_mpi_init(const perf_bench_opts_t *o, int *argc, char ***argv)
-{
-#ifdef HAVE_MPI
-    if (o->vs_mpi) {
-        MPI_Datatype dt = MPI_BYTE;
-        MPI_Op op = MPI_SUM;
-        int provided;
-
-        if (bench_mpi_types(o, &dt, &op) != 0) {
-            fprintf(stderr, "sharc-perf: --vs-mpi: MPI has no %s or no %s reduction\n",
-                    sharc_dtype_name(o->dtype), sharc_op_name(o->op));
-            return 2;
-        }
-        MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided);
-    }
-#else
-    (void)argc;
-    (void)argv;
-    if (o->vs_mpi) {
-        fprintf(stderr, "sharc-perf: --vs-mpi needs sharc built with MPI\n");
-        return 2;
-    }
-#endif
-    return 0;
-}
-
-void perf_bench_mpi_fini(const perf_bench_opts_t *o)
-{
-#ifdef HAVE_MPI
-    if (o->vs_mpi) {
-        MPI_Finalize();
-    }
-#else
-    (void)o;
-#endif
-}
-
 /* ---- -c ---------------------------------------------------------------------------------- */
 
 /* The collective once on the inputs the host copies hold; the results back in them (with
@@ -303,6 +236,30 @@ static size_t bench_wrong_blocks(const perf_bench_opts_t *o, const char *buf, in
     return wrong;
 }
 
+/* -c of gather (the root holds every rank's block, rank r's inputs from r * count) and
+ * scatter (every rank holds its block of the root's inputs). */
+static size_t bench_check_rooted(const perf_bench_opts_t *o, sharc_comm_h comm,
+                                 perf_bench_bufs_t *b, int inplace)
+{
+    int n = sharc_comm_size(comm), rank = sharc_comm_rank(comm), root = rank == o->root;
+    size_t esize = sharc_dtype_size(o->dtype);
+
+    if (o->coll == SHARC_COLL_GATHER) {
+        perf_fill(inplace && root ? b->hrecv + (size_t)rank * b->sendcount * esize : b->hsend,
+                  o->dtype, b->sendcount, rank, (size_t)rank * b->sendcount, o->op);
+        if (bench_check_run(o, comm, b, inplace) != 0) {
+            return b->count;
+        }
+        return root ? bench_wrong_blocks(o, b->hrecv, n, b->sendcount, 0, b->sendcount) : 0;
+    }
+    perf_fill(b->hsend, o->dtype, b->sendcount, rank, 0, o->op); /* (the root's is read) */
+    if (bench_check_run(o, comm, b, inplace) != 0) {
+        return b->count;
+    }
+    return perf_wrong(inplace && root ? b->hsend + (size_t)rank * b->recvcount * esize : b->hrecv,
+                      o->dtype, b->recvcount, (size_t)rank * b->recvcount, o->root, n, o->op);
+}
+
 size_t perf_bench_check(const perf_bench_opts_t *o, sharc_comm_h comm, perf_bench_bufs_t *b,
                         int inplace)
 {
@@ -312,6 +269,7 @@ size_t perf_bench_check(const perf_bench_opts_t *o, sharc_comm_h comm, perf_benc
     switch (o->coll) {
     case PERF_SENDRECV: return inplace ? 0 : perf_bench_sendrecv_check(o, comm, b);
     case SHARC_COLL_ALLGATHER:
+    case SHARC_COLL_ALLGATHERV:
         perf_fill(inplace ? b->hrecv + rank * b->sendcount * esize : b->hsend, o->dtype,
                   b->sendcount, rank, (size_t)rank * b->sendcount, o->op);
         if (bench_check_run(o, comm, b, inplace) != 0) {
@@ -319,6 +277,7 @@ size_t perf_bench_check(const perf_bench_opts_t *o, sharc_comm_h comm, perf_benc
         }
         return bench_wrong_blocks(o, b->hrecv, n, b->sendcount, 0, b->sendcount);
     case SHARC_COLL_REDUCE_SCATTER:
+    case SHARC_COLL_REDUCE_SCATTERV:
         /* block i of every rank holds the elements i * recvcount .. of the vector */
         perf_fill(b->hsend, o->dtype, b->sendcount, rank, 0, o->op);
         if (bench_check_run(o, comm, b, inplace) != 0) {
@@ -326,6 +285,9 @@ size_t perf_bench_check(const perf_bench_opts_t *o, sharc_comm_h comm, perf_benc
         }
         return perf_wrong(inplace ? b->hsend + rank * b->recvcount * esize : b->hrecv, o->dtype,
                           b->recvcount, (size_t)rank * b->recvcount, -1, n, o->op);
+    case SHARC_COLL_ALLTOALLV:
+        inplace = 0; /* (run out of place: bench_call_sharc) */
+        /* fall through */
     case SHARC_COLL_ALLTOALL:
         /* block j of rank r's sendbuf holds perf_input(r, j * (blockcount + 1) + k): the
          * sender and the destination both show in the values (perf_input has period 4) */
@@ -338,10 +300,16 @@ size_t perf_bench_check(const perf_bench_opts_t *o, sharc_comm_h comm, perf_benc
         }
         return bench_wrong_blocks(o, inplace ? b->hsend : b->hrecv, n, b->blockcount,
                                   (size_t)rank * (b->blockcount + 1), 0);
-    default: /* allreduce, broadcast: the whole vector, all ranks' op or the root's */
+    case SHARC_COLL_GATHER:
+    case SHARC_COLL_SCATTER:
+        return bench_check_rooted(o, comm, b, inplace);
+    default: /* allreduce, broadcast, reduce: the whole vector, all ranks' op or the root's */
         perf_fill(b->hsend, o->dtype, b->count, rank, 0, o->op);
         if (bench_check_run(o, comm, b, inplace) != 0) {
             return b->count;
+        }
+        if (o->coll == SHARC_COLL_REDUCE && rank != o->root) {
+            return 0; /* (only the root has the result) */
         }
         return perf_wrong(inplace ? b->hsend : b->hrecv, o->dtype, b->count, 0,
                           o->coll == SHARC_COLL_BROADCAST ? o->root : -1, n, o->op);

@@ -28,7 +28,10 @@ static void bench_usage(FILE *out)
     fprintf(out,
             "usage: sharc-perf allgather|reduce_scatter|allreduce|broadcast|alltoall|sendrecv "
             "[options]\n"
-            "       (sendrecv: each rank sends to the next and receives from the previous one)\n"
+            "       sharc-perf reduce|gather|scatter|allgatherv|reduce_scatterv|alltoallv [options]\n"
+            "       (sendrecv: each rank sends to the next and receives from the previous one;\n"
+            "       the uneven ones with even blocks; alltoallv has no in-place form, its\n"
+            "       in-place columns repeat the out-of-place call)\n"
             "       sharc-perf overlap [options]   (the sharding engine; overlap -h)\n"
             "       sharc-perf tune [options]      (search the settings; tune -h)\n"
             "       sharc-perf check [options]     (find the slow node or link; check -h)\n"
@@ -44,7 +47,7 @@ static void bench_usage(FILE *out)
             "  -c, --check 0|1      check results like nccl-tests (default 1)\n"
             "  -d, --datatype T     f32 f64 f16 bf16 i32 i64 u8 (or float, half, ...)\n"
             "  -o, --op OP          sum prod min max avg (default sum)\n"
-            "  -r, --root N         broadcast root (default 0)\n"
+            "  -r, --root N         root of broadcast, reduce, gather, scatter (default 0)\n"
             "  -R, --registered 0|1 1: buffers from sharc_mem_alloc, which peers on the node\n"
             "                       map and copy from directly (default 0: the heap)\n"
             "  -J, --json FILE      write every iteration's time as JSON\n"
@@ -120,7 +123,10 @@ static int bench_parse_args(int argc, char **argv, perf_bench_opts_t *o)
     };
     int c, bad = 0;
 
-    c = strcmp(argv[1], "sendrecv") == 0 ? PERF_SENDRECV : perf_coll_index(argv[1]);
+    c = strcmp(argv[1], "sendrecv") == 0 ? PERF_SENDRECV : -1;
+    for (int k = 0; c < 0 && k < SHARC_COLL_LAST; k++) { /* every collective but the barrier */
+        c = (k != SHARC_COLL_BARRIER && strcmp(argv[1], sharc_coll_name(k)) == 0) ? k : -1;
+    }
     if (c < 0) {
         fprintf(stderr, "sharc-perf: unknown collective '%s'\n", argv[1]);
         bench_usage(stderr);
@@ -142,7 +148,11 @@ static int bench_parse_args(int argc, char **argv, perf_bench_opts_t *o)
     }
     if (bad || optind < argc || o->minbytes > o->maxbytes ||
         (o->cuda && (o->vs_mpi || o->registered)) || (o->vs_nccl && !o->cuda) ||
-        (o->vs_nccl && o->coll == PERF_SENDRECV)) {
+        (o->vs_nccl && o->coll == PERF_SENDRECV) || (o->vs_nccl && o->coll > SHARC_COLL_REDUCE)) {
+        if (o->vs_nccl && o->coll > SHARC_COLL_REDUCE && o->coll != PERF_SENDRECV) {
+            fprintf(stderr, "sharc-perf: --vs-nccl: NCCL has no %s of its own (sharc runs it as "
+                    "a group of NCCL's sends and receives)\n", sharc_coll_name(o->coll));
+        }
         fprintf(stderr, "sharc-perf: bad arguments\n");
         bench_usage(stderr);
         return 2;

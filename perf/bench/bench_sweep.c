@@ -44,6 +44,7 @@ static double bench_bus_factor(sharc_coll_type_t coll, int n)
     switch (coll) {
     case SHARC_COLL_ALLREDUCE: return 2.0 * (n - 1) / n;
     case SHARC_COLL_BROADCAST:
+    case SHARC_COLL_REDUCE:
     case PERF_SENDRECV: return 1.0;
     default: return (double)(n - 1) / n;
     }

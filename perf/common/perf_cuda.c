@@ -261,10 +261,24 @@ int perf_nccl_run(int coll, const void *send, void *recv, size_t count, sharc_dt
     ncclResult_t res;
 
     switch (coll) {
-    case 0: res = ncclAllGather(send, recv, count, dt, perf_nccl, perf_stream); break;
-    case 1: res = ncclReduceScatter(send, recv, count, dt, ops[op], perf_nccl, perf_stream); break;
-    case 2: res = ncclAllReduce(send, recv, count, dt, ops[op], perf_nccl, perf_stream); break;
-    default: res = ncclBroadcast(send, recv, count, dt, root, perf_nccl, perf_stream); break;
+    case SHARC_COLL_ALLGATHER:
+        res = ncclAllGather(send, recv, count, dt, perf_nccl, perf_stream);
+        break;
+    case SHARC_COLL_REDUCE_SCATTER:
+        res = ncclReduceScatter(send, recv, count, dt, ops[op], perf_nccl, perf_stream);
+        break;
+    case SHARC_COLL_ALLREDUCE:
+        res = ncclAllReduce(send, recv, count, dt, ops[op], perf_nccl, perf_stream);
+        break;
+    case SHARC_COLL_BROADCAST:
+        res = ncclBroadcast(send, recv, count, dt, root, perf_nccl, perf_stream);
+        break;
+    case SHARC_COLL_REDUCE:
+        res = ncclReduce(send, recv, count, dt, ops[op], root, perf_nccl, perf_stream);
+        break;
+    default:
+        fprintf(stderr, "sharc-perf: NCCL has no %s of its own\n", sharc_coll_name(coll));
+        return -1;
     }
     if (res != ncclSuccess) {
         fprintf(stderr, "sharc-perf: NCCL: %s\n", ncclGetErrorString(res));
