@@ -254,12 +254,13 @@ class ProcessGroupSharc : public c10d::Backend
     std::pair<at::Tensor, at::Tensor> oneEach(const char *name, at::Tensor &output,
                                               at::Tensor &input, Shape shape, Post &post);
     PostFn allreducePost(const char *name, at::Tensor &t, const c10d::ReduceOp &op, Post &post);
-    c10::intrusive_ptr<c10d::Work> gatherList(const char *name, const at::Tensor &in,
+    c10::intrusive_ptr<c10d::Work> gatherList(const char *name, const at::Tensor &in, int root,
                                               std::vector<at::Tensor> outs,
                                               std::vector<at::Tensor> keep,
                                               std::chrono::milliseconds timeout);
-    c10::intrusive_ptr<c10d::Work> alltoallv(const char *name, std::vector<at::Tensor> in,
-                                             std::vector<at::Tensor> out, Post post,
+    c10::intrusive_ptr<c10d::Work> alltoallv(const char *name, at::Tensor send, at::Tensor recv,
+                                             const std::vector<int64_t> &scounts,
+                                             const std::vector<int64_t> &rcounts, Post post,
                                              std::chrono::milliseconds timeout);
     at::Tensor p2pTensor(const char *name, std::vector<at::Tensor> &tensors, int peer, int tag);
     c10::intrusive_ptr<c10d::Work> recvFrom(const char *name, std::vector<at::Tensor> &tensors,

@@ -1,11 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-// coll.cpp: torch's collectives on the C++ sharc backend, each one or a few sharc
-// collectives (sharc_allreduce, sharc_allgather, ...) on contiguous buffers; what sharc has no
-// collective for is emulated exactly with those it has (reduce, gather, scatter, lists of
-// tensors, uneven all-to-all by padding). Point-to-point is p2p.cpp's.
+// coll.cpp: torch's collectives of one tensor each on the C++ sharc backend, each one sharc
+// collective (sharc_allreduce, sharc_reduce, sharc_gather, ...) on contiguous buffers, packed
+// into or unpacked from one buffer where torch hands a list. Lists and all-to-all are
+// coll_list.cpp's, point-to-point p2p.cpp's.
 #include "backend.hpp"
 
-#include <numeric>
 
 #include "util.hpp"
 
@@ -166,21 +165,32 @@ WorkPtr ProcessGroupSharc::reduce_scatter(std::vector<at::Tensor> &outputs,
     return _reduce_scatter_base(out, cat, opts);
 }
 
-// emulated rooted reduction: exact results, more traffic than a rooted algorithm
+// A reduction to the root, in place (the root's tensor gets the result; the others' are
+// left as they were, where torch leaves them unspecified).
 WorkPtr ProcessGroupSharc::reduce(std::vector<at::Tensor> &tensors, const c10d::ReduceOptions &opts)
 {
     const char *name = "reduce";
     SHARC_TORCH_UNSUPPORTED(tensors.size() == 1, name, ": one tensor per rank only");
     at::Tensor t = tensors[0];
-    at::Tensor tmp = readable(name, t).clone();
+    Reduction red = reduction(name, t, opts.reduceOp);
     Post post;
-    PostFn call = allreducePost(name, tmp, opts.reduceOp, post);
-    if (getRank() == opts.rootRank) {
-        post.fixups.push_back([t, tmp]() mutable { t.copy_(tmp.view_as(t)); });
+    at::Tensor c = writable(name, t, post, "tensor");
+    if (!c.is_same(t)) {
+        c.copy_(t);
     }
+    int root = (int)opts.rootRank;
+    if (red.scale && getRank() == root) {
+        double f = *red.scale;
+        post.fixups.insert(post.fixups.begin(), [c, f]() mutable { c.mul_(f); });
+    }
+    post.keep = {c};
     post.outputs = tensors;
-    return start(name, "sharc_allreduce", OpType::REDUCE, tensors, opts.timeout, std::move(post),
-                 {call});
+    void *p = c.data_ptr();
+    sharc_comm_h comm = comm_;
+    return start(name, "sharc_reduce", OpType::REDUCE, tensors, opts.timeout, std::move(post),
+                 {[=](sharc_request_h *req) {
+                     return sharc_reduce(p, p, red.count, red.dtype, red.op, root, comm, req);
+                 }});
 }
 
 // -- data movement ----------------------------------------------------------------------------
@@ -260,28 +270,40 @@ WorkPtr ProcessGroupSharc::allgather_into_tensor_coalesced(std::vector<at::Tenso
                     [&](size_t i) { return _allgather_base(outputs[i], inputs[i], opts); });
 }
 
-// Every rank's @in into one buffer (an all-gather), then copied into @outs (gather: only
-// the root's list; empty elsewhere).
-WorkPtr ProcessGroupSharc::gatherList(const char *name, const at::Tensor &in,
+// Every rank's @in into one buffer of world size x its shape, then copied into @outs: an
+// all-gather (every rank), or a gather (@root >= 0: only the root has a buffer and a list).
+WorkPtr ProcessGroupSharc::gatherList(const char *name, const at::Tensor &in, int root,
                                       std::vector<at::Tensor> outs, std::vector<at::Tensor> keep,
                                       std::chrono::milliseconds timeout)
 {
     std::vector<int64_t> shape{getSize()};
     shape.insert(shape.end(), in.sizes().begin(), in.sizes().end());
-    at::Tensor flat = at::empty(shape, in.options());
+    bool have = root < 0 || getRank() == root;
+    at::Tensor flat = have ? at::empty(shape, in.options()) : at::Tensor();
     Post post;
-    post.fixups.push_back([flat, outs]() mutable {
-        for (size_t i = 0; i < outs.size(); i++) {
-            outs[i].copy_(flat[i].view_as(outs[i]));
-        }
-    });
+    if (have) {
+        post.fixups.push_back([flat, outs]() mutable {
+            for (size_t i = 0; i < outs.size(); i++) {
+                outs[i].copy_(flat[i].view_as(outs[i]));
+            }
+        });
+    }
     size_t count;
     sharc_dtype_t dtype = moveDtype(in, &count);
-    post.keep = {in, flat};
+    post.keep = {in};
+    if (have) {
+        post.keep.push_back(flat);
+    }
     post.outputs = outs;
     const void *s = in.data_ptr();
-    void *r = flat.data_ptr();
+    void *r = have ? flat.data_ptr() : nullptr;
     sharc_comm_h comm = comm_;
+    if (root >= 0) {
+        return start(name, "sharc_gather", OpType::GATHER, keep, timeout, std::move(post),
+                     {[=](sharc_request_h *req) {
+                         return sharc_gather(s, r, count, dtype, root, comm, req);
+                     }});
+    }
     return start(
         name, "sharc_allgather", OpType::ALLGATHER, keep, timeout, std::move(post),
         {[=](sharc_request_h *req) { return sharc_allgather(s, r, count, dtype, comm, req); }});
@@ -305,7 +327,7 @@ WorkPtr ProcessGroupSharc::allgather(std::vector<std::vector<at::Tensor>> &outpu
     }
     std::vector<at::Tensor> keep{in};
     keep.insert(keep.end(), outs.begin(), outs.end());
-    return gatherList(name, in, outs, keep, opts.timeout);
+    return gatherList(name, in, -1, outs, keep, opts.timeout);
 }
 
 WorkPtr ProcessGroupSharc::gather(std::vector<std::vector<at::Tensor>> &outputs,
@@ -315,12 +337,17 @@ WorkPtr ProcessGroupSharc::gather(std::vector<std::vector<at::Tensor>> &outputs,
     SHARC_TORCH_UNSUPPORTED(inputs.size() == 1, name, ": one input tensor per rank only");
     at::Tensor in = readable(name, inputs[0]);
     std::vector<at::Tensor> outs;
-    if (getRank() == opts.rootRank && !outputs.empty()) {
+    if (getRank() == opts.rootRank) {
+        SHARC_TORCH_INVALID(!outputs.empty() && (int)outputs[0].size() == getSize(), name,
+                            ": the root needs one output tensor per rank");
         outs = outputs[0];
-        SHARC_TORCH_INVALID((int)outs.size() == getSize(), name, ": ", outs.size(),
-                            " output tensors for a world size of ", getSize());
+        for (const at::Tensor &o : outs) {
+            checkSame(name, o, in, "an output");
+            SHARC_TORCH_INVALID(o.numel() == in.numel(), name, ": an output tensor has ",
+                                o.numel(), " elements, the input ", in.numel());
+        }
     }
-    return gatherList(name, in, outs, {in}, opts.timeout);
+    return gatherList(name, in, (int)opts.rootRank, outs, {in}, opts.timeout);
 }
 
 WorkPtr ProcessGroupSharc::scatter(std::vector<at::Tensor> &outputs,
@@ -329,30 +356,35 @@ WorkPtr ProcessGroupSharc::scatter(std::vector<at::Tensor> &outputs,
 {
     const char *name = "scatter";
     SHARC_TORCH_UNSUPPORTED(outputs.size() == 1, name, ": one output tensor per rank only");
-    at::Tensor out = outputs[0];
-    std::vector<int64_t> shape{getSize()};
-    shape.insert(shape.end(), out.sizes().begin(), out.sizes().end());
-    at::Tensor flat = at::empty(shape, out.options());
-    if (getRank() == opts.rootRank) {
+    int root = (int)opts.rootRank;
+    at::Tensor flat; // the root's blocks, one after another
+    if (getRank() == root) {
         SHARC_TORCH_INVALID(inputs.size() == 1 && (int)inputs[0].size() == getSize(), name,
                             ": the root needs one input tensor per rank");
-        for (int i = 0; i < getSize(); i++) {
-            flat[i].copy_(inputs[0][i].view_as(flat[i]));
+        std::vector<at::Tensor> blocks;
+        for (const at::Tensor &t : inputs[0]) {
+            checkSame(name, t, outputs[0], "an input");
+            SHARC_TORCH_INVALID(t.numel() == outputs[0].numel(), name, ": an input tensor has ",
+                                t.numel(), " elements, the output ", outputs[0].numel());
+            blocks.push_back(t.reshape(-1));
         }
+        flat = at::cat(blocks);
     }
     Post post;
-    at::Tensor mine = flat[getRank()];
-    post.fixups.push_back([out, mine]() mutable { out.copy_(mine.view_as(out)); });
+    at::Tensor out = writable(name, outputs[0], post);
     size_t count;
-    sharc_dtype_t dtype = moveDtype(flat, &count);
-    post.keep = {flat};
+    sharc_dtype_t dtype = moveDtype(out, &count);
+    post.keep = {out};
+    if (flat.defined()) {
+        post.keep.push_back(flat);
+    }
     post.outputs = outputs;
-    void *p = flat.data_ptr();
-    int root = (int)opts.rootRank;
+    const void *s = flat.defined() ? flat.data_ptr() : nullptr;
+    void *r = out.data_ptr();
     sharc_comm_h comm = comm_;
-    return start(name, "sharc_broadcast", OpType::SCATTER, {out}, opts.timeout, std::move(post),
+    return start(name, "sharc_scatter", OpType::SCATTER, outputs, opts.timeout, std::move(post),
                  {[=](sharc_request_h *req) {
-                     return sharc_broadcast(p, p, count, dtype, root, comm, req);
+                     return sharc_scatter(s, r, count, dtype, root, comm, req);
                  }});
 }
 

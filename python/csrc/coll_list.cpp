@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-// coll_list.cpp: the C++ sharc backend's collectives of several tensors: all-to-all (even:
-// one sharc_alltoall; uneven and lists: padded to the largest block, which the ranks agree
-// on with an all-reduce of the maximum), all_gather_coalesced (packed as bytes into one
-// all-gather), and the coalesced calls (one Work over the Works of each pair).
+// coll_list.cpp: the C++ sharc backend's collectives of several tensors or blocks: all-to-all
+// (even: one sharc_alltoall; with split sizes and lists: one sharc_alltoallv, a list packed
+// into one buffer each way), all_gather_coalesced (packed as bytes into one all-gather), and
+// the coalesced calls (one Work over the Works of each pair).
 #include "backend.hpp"
+
+#include <numeric>
 
 #include <ATen/core/ivalue.h>
 
@@ -174,46 +176,33 @@ WorkPtr ProcessGroupSharc::allgather_coalesced(std::vector<std::vector<at::Tenso
                  }});
 }
 
-// All-to-all of blocks of any sizes: every rank learns the largest block (an all-reduce of
-// the maximum, on the host), pads its blocks to it, and the exchange is one sharc_alltoall.
-WorkPtr ProcessGroupSharc::alltoallv(const char *name, std::vector<at::Tensor> in,
-                                     std::vector<at::Tensor> out, Post post,
+// All-to-all of blocks of any sizes, one sharc_alltoallv: @send and @recv are contiguous, of
+// one dtype, block j of @send (@scounts[j] elements, one after another) goes to rank j, and
+// block i of @recv (@rcounts[i]) comes from rank i.
+WorkPtr ProcessGroupSharc::alltoallv(const char *name, at::Tensor send, at::Tensor recv,
+                                     const std::vector<int64_t> &scounts,
+                                     const std::vector<int64_t> &rcounts, Post post,
                                      std::chrono::milliseconds timeout)
 {
-    int64_t big = 0;
-    for (auto *list : {&in, &out}) {
-        for (const at::Tensor &b : *list) {
-            big = std::max<int64_t>(big, b.numel());
-        }
+    size_t count, per;
+    sharc_dtype_t dtype = moveDtype(send.numel() ? send : recv, &count);
+    per = count / std::max<int64_t>(1, send.numel() ? send.numel() : recv.numel());
+    // sharc's elements: a tensor element may travel as several (complex as float pairs)
+    std::vector<size_t> sc, rc;
+    for (size_t j = 0; j < scounts.size(); j++) {
+        sc.push_back((size_t)scounts[j] * per);
+        rc.push_back((size_t)rcounts[j] * per);
     }
-    checkUsable(name);
-    unsigned long mark = errorMark();
-    sharc_status_t status =
-        sharc_allreduce(&big, &big, 1, SHARC_DTYPE_I64, SHARC_OP_MAX, comm_, nullptr);
-    if (status != SHARC_OK) {
-        std::rethrow_exception(failure(status, name, mark));
-    }
-    at::Tensor send = at::zeros({getSize() * big}, in[0].options());
-    at::Tensor recv = at::empty({getSize() * big}, in[0].options());
-    for (int j = 0; j < getSize(); j++) {
-        send.narrow(0, j * big, in[j].numel()).copy_(in[j]);
-    }
-    post.fixups.insert(post.fixups.begin(), [recv, out, big]() mutable {
-        for (size_t j = 0; j < out.size(); j++) {
-            out[j].copy_(recv.narrow(0, j * big, out[j].numel()));
-        }
-    });
-    size_t count;
-    sharc_dtype_t dtype = moveDtype(send, &count);
-    count /= getSize();
     std::vector<at::Tensor> keep = post.keep;
     post.keep = {send, recv};
     const void *s = send.data_ptr();
     void *r = recv.data_ptr();
     sharc_comm_h comm = comm_;
-    return start(
-        name, "sharc_alltoall", OpType::ALLTOALL, keep, timeout, std::move(post),
-        {[=](sharc_request_h *req) { return sharc_alltoall(s, r, count, dtype, comm, req); }});
+    return start(name, "sharc_alltoallv", OpType::ALLTOALL, keep, timeout, std::move(post),
+                 {[=](sharc_request_h *req) {
+                     return sharc_alltoallv(s, sc.data(), nullptr, r, rc.data(), nullptr, dtype,
+                                            comm, req);
+                 }});
 }
 
 static std::vector<int64_t> splitsOr(const std::vector<int64_t> &splits, int64_t rows, int n)
@@ -271,17 +260,14 @@ WorkPtr ProcessGroupSharc::alltoall_base(at::Tensor &output, at::Tensor &input,
                         " for a world size of ", n);
     at::Tensor in = readable(name, input).reshape(-1);
     at::Tensor out = writable(name, output, post).reshape(-1);
-    std::vector<at::Tensor> bin, bout;
-    int64_t oi = 0, oo = 0;
+    std::vector<int64_t> sc, rc;
     for (int j = 0; j < n; j++) {
-        bin.push_back(in.narrow(0, oi * rowIn, ins[j] * rowIn));
-        bout.push_back(out.narrow(0, oo * rowOut, outs[j] * rowOut));
-        oi += ins[j];
-        oo += outs[j];
+        sc.push_back(ins[j] * rowIn);
+        rc.push_back(outs[j] * rowOut);
     }
     post.keep = {output, input};
     post.outputs = {output};
-    return alltoallv(name, bin, bout, std::move(post), opts.timeout);
+    return alltoallv(name, in, out, sc, rc, std::move(post), opts.timeout);
 }
 
 WorkPtr ProcessGroupSharc::alltoall(std::vector<at::Tensor> &outputs,
@@ -293,19 +279,32 @@ WorkPtr ProcessGroupSharc::alltoall(std::vector<at::Tensor> &outputs,
                         ": ", inputs.size(), " inputs and ", outputs.size(),
                         " outputs for a world size of ", getSize());
     Post post;
-    std::vector<at::Tensor> bin, bout;
+    std::vector<at::Tensor> bin;
+    std::vector<int64_t> sc, rc;
     for (const at::Tensor &t : inputs) {
         checkSame(name, t, inputs[0], "a tensor");
-        bin.push_back(readable(name, t).reshape(-1));
+        bin.push_back(t.reshape(-1));
+        sc.push_back(t.numel());
     }
+    int64_t total = 0;
     for (const at::Tensor &t : outputs) {
         checkSame(name, t, inputs[0], "a tensor");
-        bout.push_back(writable(name, t, post).reshape(-1));
+        rc.push_back(t.numel());
+        total += t.numel();
     }
+    // the list into one buffer each way; the received blocks back into the list
+    at::Tensor send = at::cat(bin), recv = at::empty({total}, inputs[0].options());
+    post.fixups.push_back([recv, outputs, rc]() mutable {
+        int64_t at = 0;
+        for (size_t j = 0; j < outputs.size(); j++) {
+            outputs[j].copy_(recv.narrow(0, at, rc[j]).view_as(outputs[j]));
+            at += rc[j];
+        }
+    });
     post.keep = inputs;
     post.keep.insert(post.keep.end(), outputs.begin(), outputs.end());
     post.outputs = outputs;
-    return alltoallv(name, bin, bout, std::move(post), opts.timeout);
+    return alltoallv(name, send, recv, sc, rc, std::move(post), opts.timeout);
 }
 
 } // namespace sharc_torch
