@@ -34,10 +34,10 @@ class ProcessGroupSharc;
 extern std::atomic<size_t> allocated_;
 
 // What a collective does once its requests are done (copies into non-contiguous outputs,
-// unpacking of emulated collectives); run on the host, or queued on the current stream.
+// unpacking of a list packed into one buffer); run on the host, or queued on the current stream.
 using Fixup = std::function<void()>;
 
-// One torch collective: its sharc requests (several for the emulated ones), the tensors it
+// One torch collective: its sharc requests (several for the coalesced calls), the tensors it
 // reads and writes (kept alive until it completes) and its fixups.
 struct Post {
     std::vector<sharc_request_h> reqs;
