@@ -104,8 +104,21 @@ if HAVE_TORCH:
     from torch.utils.cpp_extension import CppExtension
 else:
     _BuildBase = build_ext
-BUILD_DIR = os.path.abspath(os.environ.get("SHARC_BUILD_DIR") or
-                            os.path.join(HERE, "build", "libsharc"))
+def _build_dir():
+    """SHARC_BUILD_DIR, else python/build/libsharc; but a tree configured in place (./configure
+    at its top, which autoconf then refuses to build elsewhere) builds there, as it is."""
+    if os.environ.get("SHARC_BUILD_DIR"):
+        return os.path.abspath(os.environ["SHARC_BUILD_DIR"])
+    top = _tree()
+    if os.path.isfile(os.path.join(top, "config.status")):
+        print("sharc: %s is configured in place: libsharc is built there, with its own "
+              "configure arguments (`make distclean` there builds it apart, with the static "
+              "CUDA runtime)" % top, flush=True)
+        return top
+    return os.path.join(HERE, "build", "libsharc")
+
+
+BUILD_DIR = _build_dir()
 PLACEHOLDER = "sharc._placeholder"
 
 

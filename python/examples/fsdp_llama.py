@@ -14,15 +14,22 @@ of consecutive token ids from random starts, which a model can learn: the loss f
     dist.init_process_group("sharc")
 
 Under mpirun or srun, sharc.torch.init_env() sets torch's launch variables from theirs.
+Needs transformers besides torch: pip install "./python[examples]".
 """
 
 import argparse
 import time
 
+import sys
+
 import torch
 import torch.distributed as dist
 from torch.distributed.fsdp import fully_shard
-from transformers import LlamaConfig, LlamaForCausalLM
+
+try:
+    from transformers import LlamaConfig, LlamaForCausalLM
+except ImportError:
+    sys.exit('fsdp_llama.py needs transformers: pip install "./python[examples]" (or transformers)')
 
 import sharc.torch
 import sharc.torch.fsdp

@@ -87,6 +87,9 @@ for n, s in rows:
 PY
 
 if command -v gnuplot > /dev/null; then
+    # ideal scaling: the smallest run's tokens/s per rank, times the ranks
+    per=$(awk -F, 'NR == 2 && $1 > 0 { print $2 / $1 }' "$out/scale.csv")
+    ticks=$(awk -F, 'NR > 1 { printf "%s\"%s\" %s", (NR > 2 ? ", " : ""), $1, $1 }' "$out/scale.csv")
     gnuplot <<GP
 set terminal pngcairo size 900,540 font ",11"
 set output "$out/scale.png"
@@ -99,9 +102,12 @@ set y2label "scaling efficiency, exposed comm share"
 set y2range [0:1.2]
 set ytics nomirror
 set y2tics 0.2
-set logscale x 2
+set xrange [0:*]
+set yrange [0:*]
+set xtics (${ticks:-1})
 set grid
 plot "$out/scale.csv" using 1:2 with linespoints lw 2 pt 7 title "tokens/s", \
+     ${per:-0} * x with lines lw 1 dt 3 lc rgb "gray40" title "ideal (linear) scaling", \
      "" using 1:4 axes x1y2 with linespoints lw 2 pt 5 title "efficiency", \
      "" using 1:5 axes x1y2 with linespoints lw 2 dt 2 pt 9 title "exposed comm share"
 GP
