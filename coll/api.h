@@ -157,14 +157,15 @@ typedef struct {
     sharc_dtype_t dtype;
     int peer; /* a receive: or SHARC_ANY_SOURCE */
     int tag;
-    void *stream; /* CUDA buffers: the stream whose queued work it follows */
+    void *stream;  /* CUDA buffers: the stream whose queued work it follows */
+    int blocking;  /* the caller will wait for it at once (refused inside a group) */
 } sharc_coll_p2p_args_t;
 
 /*
  * Post a send or a receive: the checks on this rank, routing (the point-to-point transport;
- * CUDA buffers through the collective backend), the task. It completes as soon as it is done,
- * not in order with what was posted before it. Blocks until it completes when @p req_p is
- * NULL.
+ * CUDA buffers through the collective backend), the task, its request in *req_p. It
+ * completes as soon as it is done, not in order with what was posted before it. (A blocking
+ * call is the caller's wait and free after it.)
  */
 SHARC_HIDDEN sharc_status_t sharc_coll_p2p_start(sharc_coll_comm_t *cc,
                                                  const sharc_coll_p2p_args_t *args,

@@ -60,6 +60,7 @@ const sharc_coll_algo_t sharc_coll_backend = {
     .info = {.name = "backend", .flags = 0},
     .init = sharc_coll_backend_init,
     .progress = sharc_coll_backend_progress,
+    .device = 1,
 };
 
 /* ---- device memory for it ------------------------------------------------------------------ */

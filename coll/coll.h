@@ -112,6 +112,11 @@ typedef struct sharc_coll_algo {
     /* Optional: release the algorithm's own state (task->u), done or not (lock held). The
      * engine frees reqs and scratch itself. */
     void (*finalize)(sharc_coll_task_t *task);
+    /* Optional: whether a task that failed may still have requests with the transport, so
+     * that its memory must outlive the communicator's transports (NULL: yes, its requests
+     * are not tracked one by one). */
+    int (*held)(const sharc_coll_task_t *task);
+    int device; /* it runs on the GPU (the collective backend, staging copies) */
 } sharc_coll_algo_t;
 
 typedef struct sharc_stage sharc_coll_stage_t; /* staged.c's state of a task */
@@ -492,6 +497,13 @@ SHARC_HIDDEN sharc_status_t sharc_coll_post(sharc_coll_task_t *task);
  * head of their lanes. 1 if anything moved (pollers back off when nothing does). */
 SHARC_HIDDEN int sharc_coll_progress(sharc_coll_comm_t *cc);
 
+/*
+ * Lock held: start the tasks handed over during a pass, oldest first (the order they were
+ * posted in, so every rank gives them the same sequence numbers). One that cannot start is
+ * queued DONE with the error, and completes with it in its turn.
+ */
+SHARC_HIDDEN void sharc_coll_take_over(sharc_coll_comm_t *cc);
+
 /* ---- who drives progress (thread.c) */
 
 /* Start the progress thread when SHARC_PROGRESS_THREAD asks for one (at creation). */
@@ -547,8 +559,25 @@ SHARC_HIDDEN int sharc_coll_fails_comm(const sharc_coll_task_t *task);
 /* Ask the bootstrap whether a rank is gone, every SHARC_COLL_CHECK_S (lock held). */
 SHARC_HIDDEN void sharc_coll_watch(sharc_coll_comm_t *cc);
 
+/* The oldest collective this rank has started and not completed, or NULL (lock held; task.c). */
+SHARC_HIDDEN const sharc_coll_task_t *sharc_coll_oldest(const sharc_coll_comm_t *cc);
+
+/* The verdict the ranks agreed on collective @p ordinal (the stall verdict writes it:
+ * flight.h), or NULL: the messages of its failure carry it, whatever ends it (this rank's
+ * timeout, a peer's leaving). */
+static inline const char *sharc_coll_verdict_on(const sharc_coll_comm_t *cc, uint64_t ordinal)
+{
+    return ordinal != UINT64_MAX &&
+                   __atomic_load_n(&cc->verdict_ordinal, __ATOMIC_ACQUIRE) == ordinal
+               ? cc->verdict
+               : NULL;
+}
+
 /* The host of @p rank, for messages ("?" when unknown). */
-SHARC_HIDDEN const char *sharc_coll_host(const sharc_coll_comm_t *cc, int rank);
+static inline const char *sharc_coll_host(const sharc_coll_comm_t *cc, int rank)
+{
+    return (cc->hosts != NULL && rank >= 0 && rank < cc->size) ? cc->hosts[rank] : "?";
+}
 
 /* Transport requests of a task's algorithm: task->reqs, @p n of them (NULL: no memory),
  * watched by the flight recorder. */
@@ -635,11 +664,12 @@ extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_p2p_device;
  * (lock held). SHARC_OK: each task holds its request and event; else none was issued. */
 SHARC_HIDDEN sharc_status_t sharc_coll_p2p_issue(sharc_coll_task_t *const *tasks, size_t n);
 
-/* Whether a failed task still leaves its transport request with the transport. */
-SHARC_HIDDEN int sharc_coll_task_held(const sharc_coll_task_t *task);
-/* sendrecv_post.c: whether @p task waits in an open group (not issued, not queued). */
-SHARC_HIDDEN int sharc_coll_p2p_unissued(const sharc_coll_task_t *task);
-/* sendrecv_post.c: free a task that waits in an open group, out of it (lock held). */
+/* Whether @p task waits in an open group (not issued, not queued). */
+static inline int sharc_coll_p2p_unissued(const sharc_coll_task_t *task)
+{
+    return task->kind != SHARC_COLL_KIND_COLL && task->u.p2p.grouped;
+}
+/* task.c: free a task that waits in an open group, out of it (lock held). */
 SHARC_HIDDEN void sharc_coll_group_drop(sharc_coll_task_t *task);
 /* sendrecv_post.c: free what an open group holds, at the communicator's end. */
 SHARC_HIDDEN void sharc_coll_group_clear(sharc_coll_comm_t *cc);

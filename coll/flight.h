@@ -66,12 +66,6 @@ SHARC_HIDDEN void sharc_coll_watchdog_remove(sharc_coll_watchdog_t *wd, sharc_co
  * one when a collective has waited past SHARC_STALL_WARN. */
 SHARC_HIDDEN void sharc_coll_stall_check(sharc_coll_comm_t *cc);
 
-/* The oldest collective this rank has started and not completed, or NULL (lock held). */
-SHARC_HIDDEN const sharc_coll_task_t *sharc_coll_oldest(const sharc_coll_comm_t *cc);
-
-/* The verdict the ranks agreed on collective @p ordinal (lock held), or NULL: the messages of
- * its failure carry it, whatever ends it (this rank's timeout, a peer's leaving). */
-SHARC_HIDDEN const char *sharc_coll_verdict_on(const sharc_coll_comm_t *cc, uint64_t ordinal);
 
 /*
  * This rank gave up on collective @p ordinal at its SHARC_TIMEOUT (lock not held): when the

@@ -56,11 +56,6 @@ void sharc_coll_fail(sharc_coll_comm_t *cc, sharc_status_t status, const char *w
     }
 }
 
-const char *sharc_coll_host(const sharc_coll_comm_t *cc, int rank)
-{
-    return (cc->hosts != NULL && rank >= 0 && rank < cc->size) ? cc->hosts[rank] : "?";
-}
-
 /*
  * Has anyone said that a rank of this communicator is gone (its process died, or a peer's
  * transport lost it)? Then the communicator fails now, naming the rank and its host, rather

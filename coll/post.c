@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * post.c: posting a collective: the checks every rank makes before communicating, the task
- * and who runs it (host algorithms from select.c; on CUDA buffers the collective backend, or
- * staging through host memory), then the queue's post (queue.c). Blocking calls are post +
- * wait + free. The public collective functions are the core's (core/comm_coll.c).
+ * post.c: posting a collective: the checks every rank makes before communicating (check.c),
+ * the task and who runs it (host algorithms from select.c; on CUDA buffers the collective
+ * backend, or staging through host memory), and how a routed task enters the engine (under
+ * the lock, or handed to a running pass; SHARC_CHECK's comparison across ranks first).
+ * Blocking calls are post + wait + free. The public collective functions are the core's
+ * (core/comm_coll.c).
  */
 #include "config.h"
 
@@ -18,7 +20,137 @@
 #include "../src/base/log.h"
 #include "../src/base/util.h"
 #include "coll.h"
+#include "flight.h"
 #include "quant.h"
+
+/* How a post enters the queue (sharc_coll_enter). */
+typedef enum {
+    SHARC_COLL_ENTER_LOCKED, /* the caller holds the lock now, and starts the task itself */
+    SHARC_COLL_ENTER_HANDED, /* a running pass starts it; the lock is not held */
+} sharc_coll_enter_t;
+
+/*
+ * How a post enters: with a progress thread whose pass holds the lock now, the task is
+ * handed over (pushed for the pass to start as it ends) instead of waiting for the lock,
+ * which a pass may hold for milliseconds of copies. Otherwise the caller takes the lock.
+ * SHARC_CHECK's exchange must run in the posting caller: no hand-over then.
+ */
+static sharc_coll_enter_t sharc_coll_enter(sharc_coll_task_t *task)
+{
+    sharc_coll_comm_t *cc = task->cc;
+    sharc_coll_task_t *head;
+
+    if (cc->driver != SHARC_COLL_DRIVER_THREAD || cc->cfg->check) {
+        sharc_coll_lock(cc);
+        return SHARC_COLL_ENTER_LOCKED;
+    }
+    if (pthread_mutex_trylock(&cc->lock) == 0) {
+        return SHARC_COLL_ENTER_LOCKED;
+    }
+    /* Busy: push first, then look (both sequentially consistent, as the pass's end: leave
+     * RUNNING, then take the list). Seen in a running pass: that pass, or a later one, takes
+     * it when it ends. Not in one: the holder is brief (the thread between passes, a caller
+     * freeing): wait for the lock and start it here. */
+    task->state = SHARC_COLL_TASK_HANDED;
+    head = __atomic_load_n(&cc->incoming, __ATOMIC_SEQ_CST);
+    do {
+        task->next = head;
+    } while (!__atomic_compare_exchange_n(&cc->incoming, &head, task, 0, __ATOMIC_SEQ_CST,
+                                          __ATOMIC_SEQ_CST));
+    if (__atomic_load_n(&cc->pass, __ATOMIC_SEQ_CST) == SHARC_COLL_PASS_RUNNING) {
+        return SHARC_COLL_ENTER_HANDED;
+    }
+    sharc_coll_lock(cc);
+    sharc_coll_take_over(cc);
+    sharc_coll_driver_kick(cc);
+    sharc_coll_unlock(cc);
+    return SHARC_COLL_ENTER_HANDED;
+}
+
+/* What SHARC_CHECK compares across ranks. */
+typedef struct {
+    uint64_t seq, count;
+    int32_t type, dtype, op, root;
+} sharc_coll_sig_t;
+
+static void sharc_coll_describe(const sharc_coll_sig_t *s, char *buf, size_t size)
+{
+    const char *dt = sharc_dtype_name((sharc_dtype_t)s->dtype);
+
+    snprintf(buf, size, "%s(%llu %s", sharc_coll_name((sharc_coll_type_t)s->type),
+             (unsigned long long)s->count, dt ? dt : "?");
+    if (s->type == SHARC_COLL_REDUCE_SCATTER || s->type == SHARC_COLL_ALLREDUCE) {
+        snprintf(buf + strlen(buf), size - strlen(buf), ", %s",
+                 sharc_op_name((sharc_op_t)s->op) ? sharc_op_name((sharc_op_t)s->op) : "?");
+    } else if (s->type == SHARC_COLL_BROADCAST) {
+        snprintf(buf + strlen(buf), size - strlen(buf), ", root %d", s->root);
+    }
+    snprintf(buf + strlen(buf), size - strlen(buf), ")");
+}
+
+/*
+ * SHARC_CHECK: every rank shows the others the collective it is about to post, through the
+ * bootstrap. Called with the lock held, before the sequence number is taken. A mismatch
+ * fails the communicator on every rank, and every rank names the same two ranks.
+ */
+static sharc_status_t sharc_coll_check_peers(sharc_coll_comm_t *cc, const sharc_coll_args_t *a)
+{
+    sharc_coll_sig_t mine = {cc->seq, a->count, a->type, a->dtype, a->op, a->root}, *all;
+    sharc_status_t status;
+    char d0[96], d1[96];
+
+    if (a->type != SHARC_COLL_BROADCAST) {
+        mine.root = 0;
+    }
+    if (a->type != SHARC_COLL_REDUCE_SCATTER && a->type != SHARC_COLL_ALLREDUCE) {
+        mine.op = 0;
+    }
+    all = calloc((size_t)cc->size, sizeof(*all));
+    if (all == NULL) {
+        return SHARC_ERR_NOMEM;
+    }
+    status = sharc_boot_allgather(cc->boot, &mine, all, sizeof(mine));
+    for (int r = 1; status == SHARC_OK && r < cc->size; r++) {
+        if (memcmp(&all[r], &all[0], sizeof(mine)) != 0) {
+            sharc_coll_describe(&all[r], d1, sizeof(d1));
+            sharc_coll_describe(&all[0], d0, sizeof(d0));
+            sharc_error("SHARC_CHECK: rank %d called %s, rank 0 called %s, seq %llu", r, d1, d0,
+                        (unsigned long long)all[0].seq);
+            status = SHARC_ERR_REMOTE;
+            sharc_coll_fail(cc, status, "SHARC_CHECK found ranks calling different collectives");
+        }
+    }
+    free(all);
+    return status;
+}
+
+sharc_status_t sharc_coll_post(sharc_coll_task_t *task)
+{
+    sharc_coll_comm_t *cc = task->cc;
+    sharc_status_t status = SHARC_OK;
+
+    if (sharc_coll_enter(task) == SHARC_COLL_ENTER_HANDED) {
+        return SHARC_OK;
+    }
+    if (cc->failed == SHARC_OK && cc->head == NULL) {
+        sharc_coll_progress(cc); /* an idle communicator still hears of a rank that is gone */
+    }
+    if (cc->cfg->check && cc->failed == SHARC_OK && task->kind == SHARC_COLL_KIND_COLL) {
+        status = sharc_coll_check_peers(cc, &task->args); /* (a send is one rank's) */
+    }
+    if (status == SHARC_OK) {
+        status = sharc_coll_task_start(task);
+    }
+    if (status != SHARC_OK) {
+        sharc_coll_task_free(task);
+    } else if (cc->driver == SHARC_COLL_DRIVER_THREAD) {
+        sharc_coll_driver_kick(cc); /* the thread moves it, off the caller's time */
+    } else {
+        sharc_coll_progress(cc); /* small collectives often finish here */
+    }
+    sharc_coll_unlock(cc);
+    return status;
+}
 
 /* Which of this rank's buffers (those it uses: sharc_coll_bytes) are in host memory. */
 typedef struct {

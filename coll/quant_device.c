@@ -142,4 +142,5 @@ const sharc_coll_algo_t sharc_coll_quant_device = {
     .init = sharc_quant_device_init,
     .progress = sharc_quant_device_progress,
     .finalize = sharc_quant_device_finalize,
+    .device = 1,
 };

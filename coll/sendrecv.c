@@ -144,11 +144,9 @@ static sharc_status_t sharc_coll_p2p_device_init(sharc_coll_task_t *task)
     return sharc_coll_p2p_issue(&task, 1);
 }
 
-int sharc_coll_task_held(const sharc_coll_task_t *task)
+/* A failed send or receive keeps its memory while its one transport request is in flight. */
+static int sharc_coll_p2p_held(const sharc_coll_task_t *task)
 {
-    if (task->kind == SHARC_COLL_KIND_COLL) {
-        return 1; /* (its algorithm's requests are not tracked one by one) */
-    }
     return task->nreqs > 0 && sharc_tp_req_status(&task->reqs[0]) == SHARC_INPROGRESS;
 }
 
@@ -156,16 +154,20 @@ const sharc_coll_algo_t sharc_coll_send_host = {
     .info = {.name = "send", .flags = 0},
     .init = sharc_coll_send_init,
     .progress = sharc_coll_p2p_progress,
+    .held = sharc_coll_p2p_held,
 };
 
 const sharc_coll_algo_t sharc_coll_recv_host = {
     .info = {.name = "recv", .flags = 0},
     .init = sharc_coll_recv_init,
     .progress = sharc_coll_p2p_progress,
+    .held = sharc_coll_p2p_held,
 };
 
 const sharc_coll_algo_t sharc_coll_p2p_device = {
     .info = {.name = "backend", .flags = 0},
     .init = sharc_coll_p2p_device_init,
     .progress = sharc_coll_p2p_progress,
+    .held = sharc_coll_p2p_held,
+    .device = 1,
 };

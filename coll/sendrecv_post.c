@@ -181,7 +181,7 @@ sharc_status_t sharc_coll_p2p_start(sharc_coll_comm_t *cc, const sharc_coll_p2p_
     sharc_coll_task_t *task;
     sharc_status_t status = sharc_coll_p2p_check(cc, args, name);
 
-    if (status == SHARC_OK && req_p == NULL && cc->group_depth > 0) {
+    if (status == SHARC_OK && args->blocking && cc->group_depth > 0) {
         sharc_error("%s: a blocking call inside sharc_p2p_group_start: it would wait for the "
                     "group's end; pass a request",
                     name);
@@ -211,13 +211,8 @@ sharc_status_t sharc_coll_p2p_start(sharc_coll_comm_t *cc, const sharc_coll_p2p_
     }
     sharc_trace("%s posted: %zu %s, peer %d, tag %d", name, args->count,
                 sharc_dtype_name(args->dtype), args->peer, args->tag);
-    if (req_p != NULL) {
-        *req_p = task;
-        return SHARC_OK;
-    }
-    status = sharc_request_wait(task);
-    sharc_request_free(task);
-    return status;
+    *req_p = task;
+    return SHARC_OK;
 }
 
 /* ---- groups ----------------------------------------------------------------------------- */
@@ -299,28 +294,6 @@ sharc_status_t sharc_coll_group_end(sharc_coll_comm_t *cc)
     }
     sharc_coll_unlock(cc);
     return status;
-}
-
-int sharc_coll_p2p_unissued(const sharc_coll_task_t *task)
-{
-    return task->kind != SHARC_COLL_KIND_COLL && task->u.p2p.grouped;
-}
-
-void sharc_coll_group_drop(sharc_coll_task_t *task)
-{
-    sharc_coll_comm_t *cc = task->cc;
-
-    for (sharc_coll_task_t **p = &cc->group_head, *prev = NULL; *p != NULL;
-         prev = *p, p = &(*p)->next) {
-        if (*p == task) {
-            *p = task->next;
-            if (cc->group_tail == task) {
-                cc->group_tail = prev;
-            }
-            break;
-        }
-    }
-    sharc_coll_task_free(task);
 }
 
 void sharc_coll_group_clear(sharc_coll_comm_t *cc)

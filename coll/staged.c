@@ -314,4 +314,5 @@ const sharc_coll_algo_t sharc_coll_staged = {
     .init = sharc_staged_init,
     .progress = sharc_staged_progress,
     .finalize = sharc_staged_finalize,
+    .device = 1,
 };

@@ -88,17 +88,6 @@ static void sharc_coll_stall_round(sharc_coll_comm_t *cc, uint32_t round, uint64
     free(present);
 }
 
-const sharc_coll_task_t *sharc_coll_oldest(const sharc_coll_comm_t *cc)
-{
-    for (const sharc_coll_task_t *t = cc->head; t != NULL; t = t->next) {
-        /* (one handed over is not started: no ordinal yet; a send or receive has none) */
-        if (t->state != SHARC_COLL_TASK_HANDED && t->kind == SHARC_COLL_KIND_COLL) {
-            return t;
-        }
-    }
-    return NULL;
-}
-
 void sharc_coll_stall_check(sharc_coll_comm_t *cc)
 {
     /* well before the timeout, so that its error can carry the verdict */
@@ -123,14 +112,6 @@ void sharc_coll_stall_check(sharc_coll_comm_t *cc)
     if (ask != UINT64_MAX) {
         cc->boot->ops->stall(cc->boot, ask);
     }
-}
-
-const char *sharc_coll_verdict_on(const sharc_coll_comm_t *cc, uint64_t ordinal)
-{
-    return ordinal != UINT64_MAX &&
-                   __atomic_load_n(&cc->verdict_ordinal, __ATOMIC_ACQUIRE) == ordinal
-               ? cc->verdict
-               : NULL;
 }
 
 void sharc_coll_stall_linger(const sharc_coll_comm_t *cc, uint64_t ordinal)

@@ -229,8 +229,10 @@ void sharc_coll_task_free(sharc_coll_task_t *task)
 
 void sharc_coll_task_release(sharc_coll_task_t *task)
 {
+    /* a failed task whose requests may still be with the transport waits for the transports'
+     * end (one with no algorithm never started: nothing of it is there) */
     if (task->state >= SHARC_COLL_TASK_DONE && task->status != SHARC_OK &&
-        sharc_coll_task_held(task)) {
+        task->algo != NULL && (task->algo->held == NULL || task->algo->held(task))) {
         task->next = task->cc->graveyard;
         task->cc->graveyard = task;
         return;
@@ -240,6 +242,33 @@ void sharc_coll_task_release(sharc_coll_task_t *task)
 
 int sharc_coll_on_gpu(const sharc_coll_task_t *task)
 {
-    return task->algo == &sharc_coll_backend || task->algo == &sharc_coll_staged ||
-           task->algo == &sharc_coll_p2p_device || task->algo == &sharc_coll_quant_device;
+    return task->algo != NULL && task->algo->device;
+}
+
+const sharc_coll_task_t *sharc_coll_oldest(const sharc_coll_comm_t *cc)
+{
+    for (const sharc_coll_task_t *t = cc->head; t != NULL; t = t->next) {
+        /* (one handed over is not started: no ordinal yet; a send or receive has none) */
+        if (t->state != SHARC_COLL_TASK_HANDED && t->kind == SHARC_COLL_KIND_COLL) {
+            return t;
+        }
+    }
+    return NULL;
+}
+
+void sharc_coll_group_drop(sharc_coll_task_t *task)
+{
+    sharc_coll_comm_t *cc = task->cc;
+
+    for (sharc_coll_task_t **p = &cc->group_head, *prev = NULL; *p != NULL;
+         prev = *p, p = &(*p)->next) {
+        if (*p == task) {
+            *p = task->next;
+            if (cc->group_tail == task) {
+                cc->group_tail = prev;
+            }
+            break;
+        }
+    }
+    sharc_coll_task_free(task);
 }

@@ -14,15 +14,29 @@
 #include "../src/base/log.h"
 #include "comm.h"
 
+/* Post it; a blocking call (@p req_p NULL) waits for it and releases it. */
 static sharc_status_t sharc_comm_p2p(sharc_comm_h comm, sharc_coll_p2p_args_t *a,
                                      sharc_request_h *req_p)
 {
+    sharc_request_h req = NULL;
+    sharc_status_t status;
+
     if (comm == NULL) {
         sharc_error("%s: communicator is NULL", a->is_send ? "send" : "recv");
         return SHARC_ERR_INVALID;
     }
     a->stream = comm->stream;
-    return sharc_coll_p2p_start(comm->coll, a, req_p);
+    a->blocking = req_p == NULL;
+    status = sharc_coll_p2p_start(comm->coll, a, &req);
+    if (status != SHARC_OK || req_p != NULL) {
+        if (status == SHARC_OK) {
+            *req_p = req;
+        }
+        return status;
+    }
+    status = sharc_request_wait(req);
+    sharc_request_free(req);
+    return status;
 }
 
 sharc_status_t sharc_send(const void *buf, size_t count, sharc_dtype_t dtype, int peer, int tag,
