@@ -181,9 +181,10 @@ void pred_wire_unit(const pred_engine_t *e, const pred_group_t *grp, double padd
 void pred_groups(const pred_cluster_t *c, const pred_engine_t *e, int nodes, pred_group_t *shard_p,
                  pred_group_t *replica_p);
 
-/* ---- the model's step as a schedule (predict_sim.c) ------------------------------------ */
+/* ---- the model's step (predict_step.c) --------------------------------------------------- */
 
-/* Build the schedule of @p m on @p nodes nodes; units freed by pred_sched_free. */
+/* Build the schedule of @p m on @p nodes nodes (predict_sim.c replays it); units freed by
+ * pred_sched_free. */
 int pred_sched_build(const pred_model_t *m, const pred_cluster_t *c, const pred_engine_t *e,
                      int nodes, pred_sched_t *s);
 void pred_sched_free(pred_sched_t *s);
@@ -217,11 +218,14 @@ void pred_offload_units(const pred_cluster_t *c, const pred_engine_t *e, pred_sc
 /* The head's line on offload and the host. */
 void pred_print_offload(FILE *out, const pred_cluster_t *c, const pred_engine_t *e);
 
+/* ---- the prediction (predict_step.c) ------------------------------------------------------ */
+
 /* Memory a GPU holds (the model's state, unsharded buffers, activations, the rest) and a node's
  * host memory for offloaded state; fits: 1, 0, or -1 when the capacity is not known. */
 void pred_memory(const pred_model_t *m, const pred_cluster_t *c, const pred_engine_t *e, int nodes,
                  pred_row_t *row);
 
+/* One configuration's prediction: its schedule simulated, its memory. 0, or -1 (said). */
 int pred_predict(const pred_model_t *m, const pred_cluster_t *c, const pred_engine_t *e, int nodes,
                  pred_row_t *row);
 
