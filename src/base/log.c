@@ -257,28 +257,3 @@ unsigned long sharc_log_errors(unsigned long since, char *buf, size_t size)
     pthread_mutex_unlock(&sharc_log_out.lock);
     return count;
 }
-
-static const sharc_cfg_field_t sharc_log_cfg_fields[] = {
-    {.name = "LOG_LEVEL",
-     .dflt = "warn",
-     .type = SHARC_CFG_ENUM,
-     .offset = offsetof(sharc_log_cfg_t, level),
-     .names = sharc_log_level_names,
-     .nnames = SHARC_LOG_LAST,
-     .doc = "Log level: error, warn, info, debug or trace."},
-    {.name = "LOG_SUBSYS",
-     .dflt = "all",
-     .type = SHARC_CFG_SUBSYS,
-     .offset = offsetof(sharc_log_cfg_t, subsys),
-     .doc = "Subsystems to log: all, a list of core,boot,tp,coll,shard,topo,kern,perf, or ^list "
-            "for all but those. Errors are always logged."},
-    {.name = "LOG_FILE",
-     .dflt = "",
-     .type = SHARC_CFG_STRING,
-     .offset = offsetof(sharc_log_cfg_t, file),
-     .doc = "Log to this file instead of stderr; %r is replaced by the rank, %h by the host name, "
-            "%p by the process id (e.g. sharc.%h.%r.log)."},
-};
-
-const sharc_cfg_table_t sharc_log_cfg_table =
-    SHARC_CFG_TABLE("logging (src/base)", sharc_log_cfg_fields, sharc_log_cfg_t);

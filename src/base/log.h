@@ -11,7 +11,6 @@
 #include <stddef.h>
 #include <sharc/log.h>
 
-#include "config_int.h"
 #include "def_int.h"
 
 typedef enum {
@@ -83,19 +82,5 @@ SHARC_HIDDEN void sharc_log_set_rank(int rank);
  * %p process id, %% a percent sign. Returns 0, or -1 if the result does not fit.
  */
 SHARC_HIDDEN int sharc_log_expand_path(const char *pattern, int rank, char *out, size_t size);
-
-/* The logging knobs (SHARC_LOG_*), applied process-wide by a context's creation. */
-typedef struct {
-    int level;        /* sharc_log_level_t */
-    unsigned subsys;  /* bit mask of sharc_subsys_t */
-    const char *file; /* "" for stderr */
-} sharc_log_cfg_t;
-
-extern SHARC_HIDDEN const sharc_cfg_table_t sharc_log_cfg_table;
-
-static inline const sharc_log_cfg_t *sharc_log_cfg(const sharc_cfg_t *cfg)
-{
-    return (const sharc_log_cfg_t *)sharc_cfg_get(cfg, &sharc_log_cfg_table);
-}
 
 #endif

@@ -19,7 +19,7 @@
 
 typedef struct sharc_boot sharc_boot_t;
 
-/* The bootstrap's knobs (SHARC_BOOTSTRAP_*; boot.c holds their table). */
+/* The bootstrap's knobs (SHARC_BOOTSTRAP_*; boot_cfg.c holds their table). */
 typedef struct {
     int mode;          /* sharc_bootstrap_t */
     double timeout;    /* seconds, for every bootstrap step */

@@ -65,8 +65,8 @@ SHARC_HIDDEN sharc_status_t sharc_store_recv_raw(sharc_store_client_t *c, uint8_
                                                  double deadline, size_t max_len, int16_t *st_p,
                                                  char **val_p, size_t *len_p);
 
-/* Whether a header (@p op, key and value lengths) is one the server sends unasked: NOTICE,
- * a heartbeat's answer, VERDICT. */
+/* store_unasked.c: whether a header (@p op, key and value lengths) is one the server sends
+ * unasked: NOTICE, a heartbeat's answer, VERDICT. */
 SHARC_HIDDEN int sharc_store_is_unasked(uint8_t op, uint32_t key_len, uint32_t val_len);
 
 /* Take an unasked message's value (its header read) and note what it says (lock held). */

@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * store_watch.c: what a store connection hears and says between requests: the unasked
- * messages (a rank of the communicator is gone, a heartbeat's answer, a verdict round), the
- * poll that hands them out without blocking, the heartbeats that tell the store this rank
+ * store_watch.c: what a store connection hears and says between requests: the poll that
+ * hands out the unasked messages (store_unasked.c reads them) without blocking, the heartbeats that tell the store this rank
  * is alive and tell this rank the store is (a silence past the limit on either side names
  * the other gone), and the stall verdict's messages: asking for a round, and the partial
  * gather of the ranks' heads. Requests and replies are store_client.c's.
@@ -22,39 +21,6 @@
 #include "../base/log.h"
 #include "../base/util.h"
 #include "store_client.h"
-
-int sharc_store_is_unasked(uint8_t op, uint32_t key_len, uint32_t val_len)
-{
-    return key_len == 0 && ((op == SHARC_STORE_OP_NOTICE && val_len == 8) ||
-                            (op == SHARC_STORE_OP_HEARTBEAT && val_len == 0) ||
-                            (op == SHARC_STORE_OP_VERDICT && val_len == 12));
-}
-
-sharc_status_t sharc_store_take_unasked(sharc_store_client_t *c, uint8_t op, double deadline)
-{
-    unsigned char v[12];
-    sharc_status_t status = SHARC_OK;
-    uint32_t u[2];
-
-    c->hb_ack = sharc_time_now();      /* the store speaks: it is alive */
-    if (op == SHARC_STORE_OP_NOTICE) { /* who is lost, and who said so; the first one counts */
-        status = sharc_sock_recv(c->fd, u, sizeof(u), deadline);
-        if (status == SHARC_OK && c->lost_rank < 0) {
-            c->lost_rank = (int)ntohl(u[0]);
-            c->lost_by = (int)ntohl(u[1]);
-        }
-    } else if (op == SHARC_STORE_OP_VERDICT) { /* u32 round, u64 ordinal */
-        status = sharc_sock_recv(c->fd, v, sizeof(v), deadline);
-        if (status == SHARC_OK) {
-            memcpy(u, v, 4);
-            memcpy(&c->round_ordinal, v + 4, 8);
-            c->round_ordinal = be64toh(c->round_ordinal);
-            c->round = ntohl(u[0]);
-            c->round_pending = 1;
-        }
-    }
-    return status;
-}
 
 /* The store is gone (@p closed), or cannot be heard: every later call fails, and the poll says
  * so. */

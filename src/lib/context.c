@@ -15,6 +15,7 @@
 #include "../../coll/api.h"
 #include "../../core/context.h"
 #include "../base/log.h"
+#include "../base/log_cfg.h"
 
 sharc_status_t sharc_context_create(sharc_config_h config, sharc_context_h *ctx_p)
 {

@@ -15,6 +15,7 @@
 #include "../../transport/transport.h"
 #include "../base/config_int.h"
 #include "../base/log.h"
+#include "../base/log_cfg.h"
 #include "../base/util.h"
 #include "../boot/boot.h"
 

@@ -18,6 +18,7 @@
 #include "../../src/base/config_int.h"
 #include "../../core/context.h"
 #include "../../src/base/log.h"
+#include "../../src/base/log_cfg.h"
 #include "../../src/boot/boot.h"
 #include "../check.h"
 

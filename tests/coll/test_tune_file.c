@@ -19,6 +19,7 @@
 #include "../../coll/tune.h"
 #include "../../core/context.h"
 #include "../../src/base/log.h"
+#include "../../src/base/log_cfg.h"
 #include "../check.h"
 
 static char dir[] = "/tmp/sharc-test-tune-XXXXXX";
