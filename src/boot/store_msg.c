@@ -2,8 +2,8 @@
 /*
  * store_msg.c: the store server's side of the wire protocol (store_proto.h): reading
  * messages from a connection without blocking, checking them (magic, sizes, forbidden
- * bytes, HELLO first), the HELLO that admits a rank, and dispatching the others; replies
- * with a deadline. A connection that breaks the protocol is dropped, never the server.
+ * bytes, HELLO first), the HELLO that admits a rank, and dispatching the others (replies:
+ * store_reply.c). A connection that breaks the protocol is dropped, never the server.
  */
 #include "config.h"
 
@@ -20,36 +20,6 @@
 #include "../base/util.h"
 #include "sock.h"
 #include "store_srv.h"
-
-int sharc_store_reply(sharc_store_conn_t *conn, uint8_t op, int16_t status, const void *val,
-                      size_t len)
-{
-    unsigned char hdr[SHARC_STORE_HDR_SIZE];
-    sharc_store_hdr_t h = {
-        .magic = htonl(SHARC_STORE_MAGIC),
-        .op = op,
-        .status = (int16_t)htons((uint16_t)status),
-        .key_len = 0,
-        .val_len = htonl((uint32_t)len),
-    };
-    double deadline = sharc_time_now() + SHARC_STORE_REPLY_TIMEOUT;
-
-    memcpy(hdr, &h, sizeof(hdr));
-    if (sharc_sock_send(conn->fd, hdr, sizeof(hdr), deadline) != SHARC_OK ||
-        (len > 0 && sharc_sock_send(conn->fd, val, len, deadline) != SHARC_OK)) {
-        sharc_warn("store: dropping %s (rank %d): it did not take its reply", conn->peer,
-                   conn->rank);
-        conn->dead = 1;
-        return -1;
-    }
-    return 0;
-}
-
-void sharc_store_reject(sharc_store_conn_t *conn, const char *why)
-{
-    sharc_warn("store: rejected connection from %s: %s; the job goes on", conn->peer, why);
-    conn->dead = 1;
-}
 
 static void sharc_store_hello(sharc_store_server_t *srv, sharc_store_conn_t *conn, const char *key,
                               const char *val, size_t len)

@@ -287,7 +287,7 @@ SHARC_HIDDEN sharc_status_t sharc_tp_ib_device_setup(sharc_tp_comm_t *tp,
                                                      const sharc_tp_comm_params_t *params,
                                                      struct ibv_port_attr *pa, union ibv_gid *gid);
 
-/* ib_init.c: @p bytes zeroed, page-aligned (for registration); NULL when out of memory. */
+/* ib_mem.c: @p bytes zeroed, page-aligned (for registration); NULL when out of memory. */
 SHARC_HIDDEN void *sharc_tp_ib_alloc(size_t bytes);
 
 /*
@@ -315,15 +315,15 @@ typedef struct {
     uint32_t imm; /* with immediate: its value, in network order */
 } sharc_ib_rdma_t;
 
-/* ib_ep.c: post @p op on @p peer's QP: 0, or -1 when verbs refused it (logged with @p what,
+/* ib_peer.c: post @p op on @p peer's QP: 0, or -1 when verbs refused it (logged with @p what,
  * and the peer failed). */
 SHARC_HIDDEN int sharc_tp_ib_post_rdma(sharc_tp_comm_t *tp, int peer, const sharc_ib_rdma_t *op,
                                        const char *what);
-/* ib_ep.c: fail every request on @p peer with SHARC_ERR_REMOTE. */
+/* ib_peer.c: fail every request on @p peer with SHARC_ERR_REMOTE. */
 SHARC_HIDDEN void sharc_tp_ib_fail_peer(sharc_tp_comm_t *tp, int peer);
-/* ib_ep.c: a verbs call on @p peer's QP failed (@p err): logged once, and the peer fails. */
+/* ib_peer.c: a verbs call on @p peer's QP failed (@p err): logged once, and the peer fails. */
 SHARC_HIDDEN void sharc_tp_ib_verbs_error(sharc_tp_comm_t *tp, int peer, const char *what, int err);
-/* ib_ep.c: what a send and a receive do first: check the peer and the tag (@p state's), then
+/* ib_peer.c: what a send and a receive do first: check the peer and the tag (@p state's), then
  * (with tp->base.lock taken, and kept on success) that the connection to the peer has not
  * failed; then @p req is in progress, with @p state (and 0 bytes). */
 SHARC_HIDDEN sharc_status_t sharc_tp_ib_begin(sharc_tp_comm_t *tp, int peer, const char *what,
@@ -335,7 +335,7 @@ SHARC_HIDDEN void sharc_tp_ib_push(sharc_tp_comm_t *tp, int peer);
  * self); -1 when it breaks the protocol or memory ran out (the caller fails the peer). */
 SHARC_HIDDEN int sharc_tp_ib_deliver(sharc_tp_comm_t *tp, int peer, const sharc_ib_hdr_t *h,
                                      const void *data);
-/* ib_recv.c: the receive's buffer is too short for the message: it fails, and says so. */
+/* ib_peer.c: the receive's buffer is too short for the message: it fails, and says so. */
 SHARC_HIDDEN void sharc_tp_ib_truncated(sharc_tp_comm_t *tp, int peer, sharc_tp_req_t *req,
                                         size_t total);
 

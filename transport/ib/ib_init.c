@@ -34,13 +34,6 @@ static sharc_status_t sharc_tp_ib_query(const sharc_cfg_t *cfg)
     return SHARC_OK;
 }
 
-void *sharc_tp_ib_alloc(size_t bytes)
-{
-    void *p = NULL;
-
-    return posix_memalign(&p, 4096, bytes) == 0 ? memset(p, 0, bytes) : NULL;
-}
-
 /*
  * Before the QPs go: the writes of this rank a peer may still wait for (message chunks, and
  * the finish words of zero-copy messages it read) are acknowledged, or the QP's own retries

@@ -356,3 +356,10 @@ sharc_ib_reg_t *sharc_ib_reg_for(sharc_tp_comm_t *tp, sharc_tp_mem_t *mem, void 
     }
     return sharc_ib_reg_get(&tp->rcache, addr, bytes, temp_ok);
 }
+
+void *sharc_tp_ib_alloc(size_t bytes)
+{
+    void *p = NULL;
+
+    return posix_memalign(&p, 4096, bytes) == 0 ? memset(p, 0, bytes) : NULL;
+}

@@ -14,16 +14,6 @@
 #include "../../src/base/log.h"
 #include "ib.h"
 
-void sharc_tp_ib_truncated(sharc_tp_comm_t *tp, int peer, sharc_tp_req_t *req, size_t total)
-{
-    sharc_debug("ib: rank %d: a %zu-byte message from rank %d (tag %#llx) does not fit the "
-                "%llu-byte receive buffer",
-                tp->base.rank, total, peer, (unsigned long long)sharc_tp_ib_req(req)->tag,
-                (unsigned long long)sharc_tp_ib_req(req)->capacity);
-    req->bytes = total;
-    sharc_tp_ib_complete(req, SHARC_ERR_INVALID);
-}
-
 /* A message fully here: its receive completes (from the message's own copy if unexpected). */
 static void sharc_ib_msg_done(sharc_tp_comm_t *tp, int peer, sharc_ib_msg_t *m)
 {
