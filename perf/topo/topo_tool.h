@@ -182,9 +182,14 @@ SHARC_HIDDEN void sharc_topo_rec_set(sharc_topo_recs_t *recs, const char *key, i
                                      const char *value, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
+/* topo_efa_caps.c: the EFA devices' PCI device id if they all share one, else 0; their number
+ * in *count_p. */
+SHARC_HIDDEN unsigned sharc_topo_efa_device(const sharc_topo_t *topo, int *count_p);
+
 /**
- * Whether this node's EFA devices read remote memory (RDMA read), which GPUDirect RDMA over
- * EFA needs: 1 yes, 0 no, -1 unknown; @p why says from what (the instance type, the device).
+ * topo_efa_caps.c: whether this node's EFA devices read remote memory (RDMA read), which
+ * GPUDirect RDMA over EFA needs: 1 yes, 0 no, -1 unknown; @p why says from what (the instance
+ * type, the device).
  */
 SHARC_HIDDEN int sharc_topo_efa_rdma_read(const sharc_topo_t *topo, char *why, size_t size);
 
