@@ -2,8 +2,8 @@
 /*
  * tune_search.h: the state of a search of `sharc-perf tune` as tune_search.c (the defaults
  * and the knobs) and tune_finals.c (the finals, --check's comparison) share it, and the
- * helpers both use to launch and to say what happens. Internal to tune; tune.h is the
- * interface.
+ * helpers both use to launch and to say what happens (tune_measure.c). Internal to tune;
+ * tune.h is the interface.
  */
 #ifndef SHARC_PERF_TUNE_SEARCH_H
 #define SHARC_PERF_TUNE_SEARCH_H
