@@ -4,23 +4,13 @@
  * (name, constraints, init, progress, finalize); this list orders them per collective as
  * SHARC_<COLL>_ALGO lists its values, and everything that names algorithms reads it: the
  * configuration table (sharc_coll_algo_choice), selection and tune files (find, fits), and
- * the public listing (sharc_coll_algo) that sharc-perf and bindings use. The collectives'
- * names are here too.
+ * the public listing (sharc_coll_algo) that sharc-perf and bindings use.
  */
 #include "config.h"
 
 #include <strings.h>
 
-#include "coll.h"
-
-static const char *const sharc_coll_names[SHARC_COLL_LAST] = {
-    [SHARC_COLL_ALLGATHER] = "allgather", [SHARC_COLL_REDUCE_SCATTER] = "reduce_scatter",
-    [SHARC_COLL_ALLREDUCE] = "allreduce", [SHARC_COLL_BROADCAST] = "broadcast",
-    [SHARC_COLL_ALLTOALL] = "alltoall",   [SHARC_COLL_BARRIER] = "barrier",
-    [SHARC_COLL_REDUCE] = "reduce",       [SHARC_COLL_GATHER] = "gather",
-    [SHARC_COLL_SCATTER] = "scatter",     [SHARC_COLL_ALLGATHERV] = "allgatherv",
-    [SHARC_COLL_REDUCE_SCATTERV] = "reduce_scatterv", [SHARC_COLL_ALLTOALLV] = "alltoallv",
-};
+#include "algorithms.h"
 
 static const char *const sharc_coll_algo_knobs[SHARC_COLL_BARRIER] = {
     [SHARC_COLL_ALLGATHER] = "SHARC_ALLGATHER_ALGO",
@@ -46,11 +36,6 @@ static const sharc_coll_algo_t *const sharc_coll_algos[] = {
     &sharc_coll_alltoall_direct,
     &sharc_coll_alltoall_pairwise,
 };
-
-const char *sharc_coll_name(sharc_coll_type_t coll)
-{
-    return ((unsigned)coll < SHARC_COLL_LAST) ? sharc_coll_names[coll] : NULL;
-}
 
 const char *sharc_coll_algo_knob(sharc_coll_type_t type)
 {

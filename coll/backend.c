@@ -15,7 +15,7 @@
 
 #include "../src/base/gpu.h"
 #include "../src/base/log.h"
-#include "coll.h"
+#include "device.h"
 
 static sharc_status_t sharc_coll_backend_init(sharc_coll_task_t *task)
 {

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 
 #include "../src/base/util.h"
-#include "coll.h"
+#include "engine.h"
 #include "flight.h"
 
 sharc_status_t sharc_coll_fr_init(sharc_coll_fr_t *fr, size_t cap)
@@ -90,12 +90,4 @@ int sharc_coll_fr_pending(const sharc_coll_task_t *task, int *peers, int max)
         peers[n++] = task->await_peer; /* an algorithm that keeps no watched requests */
     }
     return n;
-}
-
-sharc_tp_req_t *sharc_coll_reqs_alloc(sharc_coll_task_t *task, size_t n)
-{
-    task->reqs = calloc(n, sizeof(*task->reqs));
-    task->watch[0].reqs = task->reqs;
-    task->watch[0].n = (task->reqs != NULL) ? n : 0;
-    return task->reqs;
 }

@@ -20,8 +20,7 @@
 
 #include "../src/base/log.h"
 #include "../src/base/util.h"
-#include "coll.h"
-#include "flight.h"
+#include "diagnostics.h"
 
 static const char *const sharc_coll_state_names[] = {
     [SHARC_COLL_TASK_NEW] = "new",       [SHARC_COLL_TASK_HANDED] = "handed",

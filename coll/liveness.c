@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * liveness.c: when a communicator cannot go on. A failure (a task's error, a transport's,
- * a timeout, SHARC_CHECK's mismatch) fails every task in flight and every later post; the
- * bootstrap's store says which rank is gone, so that every rank's error names it and its
- * host rather than waiting for SHARC_TIMEOUT.
+ * liveness.c: which rank is gone. The bootstrap's store says, so that every rank's error
+ * names it and its host rather than waiting for SHARC_TIMEOUT; and what the engine tells the
+ * diagnostics (sharc_coll_diag_ops: its only way to them, coll.h), the recorder's entries and
+ * dumps among them.
  */
 #include "config.h"
 
@@ -14,8 +14,7 @@
 
 #include "../src/base/log.h"
 #include "../src/base/util.h"
-#include "coll.h"
-#include "flight.h"
+#include "diagnostics.h"
 
 /* How often progress asks the bootstrap whether a rank is gone (the fast failure of a job
  * whose rank died: well within its 2 s). */
@@ -23,37 +22,11 @@
 /* How long a collective that failed on a peer's error waits for the store to name the peer. */
 #define SHARC_COLL_EXPLAIN_S 0.3
 
-/* Fail @p cc (once), without the dump. */
-static int sharc_coll_fail_now(sharc_coll_comm_t *cc, sharc_status_t status, const char *why)
-{
-    if (cc->failed != SHARC_OK) {
-        return 0;
-    }
-    cc->failed = status;
-    snprintf(cc->why, sizeof(cc->why), "%s", why);
-    /* the ranks no longer agree on what is in flight: what the transports still hold for
-     * this communicator ends now (with an error), rather than at their destroy */
-    if (cc->tp_ops != NULL && cc->tp_ops->abort != NULL) {
-        cc->tp_ops->abort(cc->tp);
-    }
-    if (cc->gpu_tp != NULL && cc->gpu_ops->abort != NULL) {
-        cc->gpu_ops->abort(cc->gpu_tp); /* the device would go on waiting for the peer */
-    }
-    return 1;
-}
-
 /* The recorder to SHARC_FLIGHT_DIR, if set: the communicator failed. */
 static void sharc_coll_fail_dump(sharc_coll_comm_t *cc)
 {
     sharc_coll_fr_dump(cc, cc->cfg->flight_dir,
                        cc->failed == SHARC_ERR_TIMEOUT ? "timeout" : "failure");
-}
-
-void sharc_coll_fail(sharc_coll_comm_t *cc, sharc_status_t status, const char *why)
-{
-    if (sharc_coll_fail_now(cc, status, why)) {
-        sharc_coll_fail_dump(cc);
-    }
 }
 
 /*
@@ -106,7 +79,7 @@ static void sharc_coll_watch_now(sharc_coll_comm_t *cc, int now_too)
     sharc_coll_fail(cc, SHARC_ERR_REMOTE, why);
 }
 
-void sharc_coll_watch(sharc_coll_comm_t *cc)
+static void sharc_coll_watch(sharc_coll_comm_t *cc)
 {
     sharc_coll_watch_now(cc, 0);
 }
@@ -135,36 +108,8 @@ static void sharc_coll_explain(sharc_coll_comm_t *cc)
     }
 }
 
-int sharc_coll_fails_comm(const sharc_coll_task_t *task)
-{
-    /* a collective's ranks no longer agree on what is in flight; a send or receive is one
-     * rank's, and only a peer or a transport that failed says more than that it failed */
-    return task->kind == SHARC_COLL_KIND_COLL || task->status == SHARC_ERR_REMOTE ||
-           task->status == SHARC_ERR_BACKEND || task->status == SHARC_ERR_TIMEOUT;
-}
-
-void sharc_coll_fail_task(sharc_coll_task_t *task)
-{
-    sharc_coll_comm_t *cc = task->cc;
-    const char *verdict = sharc_coll_verdict_on(cc, task->ordinal);
-    char why[320], what[160];
-
-    /* the ranks no longer agree on what is in flight: stop the rest */
-    sharc_coll_task_describe(task, what, sizeof(what));
-    /* a collective's receive fails with INVALID only when a peer's message did not fit it (the
-     * transports leave saying so to this layer) */
-    snprintf(why, sizeof(why), "%s failed (%s)", what,
-             task->status == SHARC_ERR_INVALID
-                 ? "a peer's message did not fit its receive: do the ranks agree on the count?"
-                 : sharc_status_string(task->status));
-    sharc_error("rank %d: %s: this communicator's operations fail%s%s", cc->rank, why,
-                verdict ? ". The ranks had found it stalled; their verdict: " : "",
-                verdict ? verdict : "");
-    if (sharc_coll_fail_now(cc, task->status, why)) {
-        /* a peer that gave up on the stalled collective (its timeout) and left: the verdict,
-         * not its leaving, is the cause */
-        cc->explained |= verdict != NULL;
-        sharc_coll_explain(cc);
-        sharc_coll_fail_dump(cc); /* (with the cause the store named, when it came) */
-    }
-}
+const sharc_coll_diag_ops_t sharc_coll_diag_ops = {
+    .watch = sharc_coll_watch,
+    .explain = sharc_coll_explain,
+    .failed = sharc_coll_fail_dump,
+};

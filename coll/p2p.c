@@ -2,13 +2,23 @@
 /*
  * p2p.c: the point-to-point calls of the algorithms: a task's sends and receives over its
  * communicator's transport, tagged with the task's sequence number; receives that reduce on
- * arrival where the transport can; the joint status of a task's transport requests.
+ * arrival where the transport can; a task's transport requests (allocated, watched by the
+ * flight recorder) and their joint status.
  */
 #include "config.h"
 
+#include <stdlib.h>
 #include <string.h>
 
-#include "coll.h"
+#include "engine.h"
+
+sharc_tp_req_t *sharc_coll_reqs_alloc(sharc_coll_task_t *task, size_t n)
+{
+    task->reqs = calloc(n, sizeof(*task->reqs));
+    task->watch[0].reqs = task->reqs;
+    task->watch[0].n = (task->reqs != NULL) ? n : 0;
+    return task->reqs;
+}
 
 sharc_status_t sharc_coll_send(sharc_coll_task_t *task, int peer, const void *buf, size_t bytes,
                                sharc_tp_req_t *req)

@@ -20,7 +20,6 @@
 #include "../src/base/log.h"
 #include "../src/base/util.h"
 #include "coll.h"
-#include "flight.h"
 #include "quant.h"
 
 /* How a post enters the queue (sharc_coll_enter). */

@@ -11,7 +11,7 @@
 #define SHARC_THIS_SUBSYS SHARC_SUBSYS_COLL
 
 #include "../src/base/log.h"
-#include "coll.h"
+#include "algorithms.h"
 #include "quant.h"
 
 sharc_status_t sharc_coll_wire_check(const sharc_coll_args_t *a)

@@ -7,7 +7,7 @@
 #ifndef SHARC_COLL_QUANT_H
 #define SHARC_COLL_QUANT_H
 
-#include "coll.h"
+#include "algorithms.h"
 
 /* ---- collectives over a quantized wire (quant.c) */
 

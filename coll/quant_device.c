@@ -17,7 +17,7 @@
 
 #include "../src/base/gpu.h"
 #include "../src/base/log.h"
-#include "coll.h"
+#include "device.h"
 #include "quant.h"
 
 /* Device scratch of a task: [0, 2n segments): the wire; then the own block in f32. */

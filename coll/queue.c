@@ -16,7 +16,7 @@
 
 #include "../src/base/log.h"
 #include "../src/base/util.h"
-#include "coll.h"
+#include "engine.h"
 #include "flight.h"
 
 /*
@@ -158,7 +158,9 @@ int sharc_coll_progress(sharc_coll_comm_t *cc)
     __atomic_store_n(&cc->pass, SHARC_COLL_PASS_RUNNING, __ATOMIC_SEQ_CST);
     sharc_coll_take_over(cc);
     moved = sharc_coll_progress_transports(cc);
-    sharc_coll_watch(cc);
+    if (cc->diag->watch != NULL) {
+        cc->diag->watch(cc); /* (is a rank gone?) */
+    }
     moved |= sharc_coll_progress_tasks(cc);
     /* the pass is over: posts from now on wait for the lock; those handed over during it
      * are started now, while it is still held */

@@ -18,7 +18,6 @@
 #include "../src/base/log.h"
 #include "../src/base/util.h"
 #include "coll.h"
-#include "flight.h"
 
 static int sharc_coll_task_complete(const sharc_coll_task_t *task)
 {

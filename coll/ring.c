@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "coll.h"
+#include "algorithms.h"
 
 /* Scratch slots of the reduce-scatter ring: enough for receives to run ahead of sends. */
 #define SHARC_COLL_RS_SLOTS 4

@@ -13,7 +13,7 @@
 
 #include "../src/base/log.h"
 #include "../src/base/util.h"
-#include "coll.h"
+#include "algorithms.h"
 #include "tune.h"
 
 /*

@@ -21,7 +21,7 @@
 
 #include "../src/base/gpu.h"
 #include "../src/base/log.h"
-#include "coll.h"
+#include "device.h"
 
 #define SHARC_STAGE_SLOTS 4 /* chunks in flight: down, on the host, up */
 

@@ -20,8 +20,7 @@
 
 #include "../src/base/log.h"
 #include "../src/base/util.h"
-#include "coll.h"
-#include "flight.h"
+#include "diagnostics.h"
 
 /* How long the ranks' heads are gathered for: a rank's watchdog answers within a tick, so
  * the verdict is logged within SHARC_STALL_WARN + 4 s. */

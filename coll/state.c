@@ -15,7 +15,6 @@
 #include "../src/base/log.h"
 #include "../src/base/util.h"
 #include "coll.h"
-#include "flight.h"
 
 /*
  * The node layout from every rank's node (none given: one node): the nodes, and when each
@@ -71,6 +70,7 @@ sharc_status_t sharc_coll_comm_create(const sharc_coll_comm_params_t *params,
     cc->cfg = sharc_coll_cfg(params->cfg);
     cc->tune = params->tune;
     cc->boot = params->boot;
+    cc->diag = &sharc_coll_diag_ops;
     cc->tp_ops = params->tp_ops;
     cc->tp = params->tp;
     cc->gpu_ops = params->gpu_ops;

@@ -16,7 +16,7 @@
 
 #include "../src/base/log.h"
 #include "../src/base/util.h"
-#include "coll.h"
+#include "engine.h"
 #include "flight.h"
 
 /* An uneven collective's own copy of its counts and displacements (the caller's arrays may
@@ -121,6 +121,20 @@ void sharc_coll_task_queue(sharc_coll_task_t *task)
     sharc_coll_list_push(&task->cc->head, &task->cc->tail, task);
 }
 
+static const char *const sharc_coll_names[SHARC_COLL_LAST] = {
+    [SHARC_COLL_ALLGATHER] = "allgather", [SHARC_COLL_REDUCE_SCATTER] = "reduce_scatter",
+    [SHARC_COLL_ALLREDUCE] = "allreduce", [SHARC_COLL_BROADCAST] = "broadcast",
+    [SHARC_COLL_ALLTOALL] = "alltoall",   [SHARC_COLL_BARRIER] = "barrier",
+    [SHARC_COLL_REDUCE] = "reduce",       [SHARC_COLL_GATHER] = "gather",
+    [SHARC_COLL_SCATTER] = "scatter",     [SHARC_COLL_ALLGATHERV] = "allgatherv",
+    [SHARC_COLL_REDUCE_SCATTERV] = "reduce_scatterv", [SHARC_COLL_ALLTOALLV] = "alltoallv",
+};
+
+const char *sharc_coll_name(sharc_coll_type_t coll)
+{
+    return ((unsigned)coll < SHARC_COLL_LAST) ? sharc_coll_names[coll] : NULL;
+}
+
 const char *sharc_coll_task_name(const sharc_coll_task_t *task)
 {
     switch (task->kind) {
@@ -145,39 +159,6 @@ void sharc_coll_task_describe(const sharc_coll_task_t *task, char *buf, size_t l
                  task->kind == SHARC_COLL_KIND_SEND ? "send to" : "recv from", task->u.p2p.peer,
                  task->u.p2p.tag, task->args.count, dt ? dt : "?");
     }
-}
-
-sharc_status_t sharc_coll_child_start(sharc_coll_task_t *task, const sharc_coll_args_t *args,
-                                      size_t index, sharc_coll_task_t **child_p)
-{
-    sharc_coll_task_t *child = sharc_coll_task_new(task->cc, args, task->lane);
-    sharc_status_t status;
-
-    if (child == NULL) {
-        return SHARC_ERR_NOMEM;
-    }
-    child->seq = (task->seq + 1 + index) & SHARC_COLL_SEQ_MASK; /* the collectives' half */
-    status = sharc_coll_select(task->cc, &child->args, &child->algo);
-    if (status == SHARC_OK) {
-        status = child->algo->init(child);
-    }
-    if (status != SHARC_OK) {
-        sharc_coll_task_free(child);
-        return status;
-    }
-    *child_p = child;
-    return SHARC_OK;
-}
-
-sharc_status_t sharc_coll_child_progress(sharc_coll_task_t *task, sharc_coll_task_t *child)
-{
-    sharc_status_t status = child->algo->progress(child);
-
-    task->await_peer = (status == SHARC_INPROGRESS) ? child->await_peer : -1;
-    if (status == SHARC_OK) {
-        sharc_coll_scratch_put(child); /* for the parent's next step, or the next task */
-    }
-    return status;
 }
 
 char *sharc_coll_scratch(sharc_coll_task_t *task, size_t bytes)

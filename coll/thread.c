@@ -14,7 +14,7 @@
 
 #include "../src/base/log.h"
 #include "../src/base/util.h"
-#include "coll.h"
+#include "engine.h"
 
 /* Whether a collective of @p cc's queue runs on the GPU (lock held). */
 static int sharc_coll_gpu_queued(const sharc_coll_comm_t *cc)

@@ -9,7 +9,7 @@
 
 #include <stddef.h>
 
-#include "coll.h"
+#include "algorithms.h"
 
 #define SHARC_COLL_TUNE_MAX_RULES 4096
 #define SHARC_COLL_TUNE_MAX_LINE  1024 /* characters of a line, without its newline */

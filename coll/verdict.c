@@ -14,8 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "coll.h"
-#include "flight.h"
+#include "diagnostics.h"
 
 /* How many ranks a list names before it says "and N more". */
 #define SHARC_VERDICT_LIST 6

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "../src/base/util.h"
-#include "coll.h"
+#include "engine.h"
 
 /* Longest block on the transport: the poller wakes at least this often (a rank the store
  * declares gone, SHARC_TIMEOUT, a stalled peer's liveness are seen within it); a wake-up

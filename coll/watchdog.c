@@ -19,8 +19,7 @@
 
 #include "../src/base/log.h"
 #include "../src/base/util.h"
-#include "coll.h"
-#include "flight.h"
+#include "diagnostics.h"
 
 struct sharc_coll_watchdog {
     pthread_mutex_t lock; /* the list, and a tick: a communicator leaves between ticks */

@@ -20,8 +20,7 @@
 
 #include "../src/base/log.h"
 #include "../src/base/util.h"
-#include "coll.h"
-#include "flight.h"
+#include "diagnostics.h"
 
 /* A communicator's heads, as its dumps give them. */
 typedef struct {

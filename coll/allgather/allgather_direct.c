@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../coll.h"
+#include "../algorithms.h"
 
 static sharc_status_t sharc_allgather_direct_init(sharc_coll_task_t *task)
 {

@@ -15,7 +15,7 @@
  */
 #include "config.h"
 
-#include "../coll.h"
+#include "../algorithms.h"
 #include "../quant.h"
 
 static size_t sharc_allgather_quant_tags(const sharc_coll_task_t *task)

@@ -11,7 +11,7 @@
  */
 #include "config.h"
 
-#include "../coll.h"
+#include "../algorithms.h"
 
 static sharc_status_t sharc_allgather_ring_init(sharc_coll_task_t *task)
 {

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../coll.h"
+#include "../algorithms.h"
 
 static sharc_status_t sharc_allreduce_recdbl_init(sharc_coll_task_t *task)
 {

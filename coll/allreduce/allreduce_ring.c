@@ -14,7 +14,7 @@
 
 #include <string.h>
 
-#include "../coll.h"
+#include "../algorithms.h"
 
 /* The ring of phase @p reducing (1: the reduce-scatter, over the input; 0: the all-gather,
  * over recvbuf). */

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../coll.h"
+#include "../algorithms.h"
 
 /* Steps in flight: enough to keep the transport busy, few enough to bound scratch. */
 #define SHARC_ALLTOALL_WINDOW 4

@@ -10,7 +10,7 @@
 
 #include <stdlib.h>
 
-#include "../coll.h"
+#include "../algorithms.h"
 
 static sharc_status_t sharc_barrier_dissemination_init(sharc_coll_task_t *task)
 {

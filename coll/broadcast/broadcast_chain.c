@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../coll.h"
+#include "../algorithms.h"
 
 static sharc_status_t sharc_broadcast_chain_init(sharc_coll_task_t *task)
 {

@@ -18,7 +18,7 @@
 
 #include <string.h>
 
-#include "../coll.h"
+#include "../algorithms.h"
 
 /* Rank v's lowest set bit (n for the root): its children are v + m for m below it. */
 static int sharc_reduce_binomial_top(int v, int n)

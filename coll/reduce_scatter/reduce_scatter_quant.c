@@ -16,7 +16,7 @@
 
 #include <stdint.h>
 
-#include "../coll.h"
+#include "../algorithms.h"
 #include "../quant.h"
 
 static size_t sharc_reduce_scatter_quant_tags(const sharc_coll_task_t *task)

@@ -20,7 +20,7 @@
 
 #include <stdlib.h>
 
-#include "../coll.h"
+#include "../algorithms.h"
 #include "../quant.h"
 
 /* Where the scratch's parts begin (bytes): received blocks, partial sums, a widened block,

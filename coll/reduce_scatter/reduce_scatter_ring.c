@@ -13,7 +13,7 @@
 
 #include <string.h>
 
-#include "../coll.h"
+#include "../algorithms.h"
 
 static sharc_status_t sharc_reduce_scatter_ring_init(sharc_coll_task_t *task)
 {
