@@ -15,7 +15,7 @@
 
 #include "../src/base/log.h"
 #include "coll.h"
-#include "quant.h"
+#include "algorithms/quant.h"
 
 /* Do [a, a + alen) and [b, b + blen) overlap? */
 static int sharc_coll_overlap(const void *a, size_t alen, const void *b, size_t blen)

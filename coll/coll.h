@@ -10,8 +10,8 @@
 #ifndef SHARC_COLL_LAYER_H
 #define SHARC_COLL_LAYER_H
 
-#include "device.h"
-#include "diagnostics.h"
+#include "device/device.h"
+#include "diagnostics/diagnostics.h"
 
 /* ---- the checks on the calling rank (check.c) */
 

@@ -20,7 +20,7 @@
 #include "../src/base/log.h"
 #include "../src/base/util.h"
 #include "coll.h"
-#include "quant.h"
+#include "algorithms/quant.h"
 
 /* How a post enters the queue (sharc_coll_enter). */
 typedef enum {

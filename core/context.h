@@ -13,7 +13,7 @@
 #include "../src/base/def_int.h"
 #include "../src/base/mem.h"
 
-/* SHARC_TUNE_FILE's rules (coll/tune.h), loaded through coll/api.h, read by selection. */
+/* SHARC_TUNE_FILE's rules (coll/algorithms/tune.h), loaded through coll/api.h, read by selection. */
 typedef struct sharc_coll_tune sharc_coll_tune_t;
 /* The watchdog of the context's communicators (coll/api.h). */
 typedef struct sharc_coll_watchdog sharc_coll_watchdog_t;
@@ -25,7 +25,7 @@ struct sharc_context {
     sharc_mem_table_t *mem;          /* buffers from sharc_mem_alloc */
     sharc_coll_tune_t *tune;         /* SHARC_TUNE_FILE's rules, or NULL for none */
     pthread_mutex_t lock;            /* its watchdog's making */
-    sharc_coll_watchdog_t *watchdog; /* made with its first communicator (coll/watchdog.c) */
+    sharc_coll_watchdog_t *watchdog; /* made with its first communicator (coll/diagnostics/watchdog.c) */
 };
 
 /* ---- the core's knobs (config.c) */

@@ -16,6 +16,12 @@ target has none; .cu files get AM_CPPFLAGS, as the nvcc rule passes). So an incl
 "shard/shard.h", found through the top of the tree from any folder, is checked too. Files the
 source tree does not hold (config.h, version.h, system headers) belong to no layer.
 
+Calls are checked too: a call (or any use of the name) of a function another source file
+defines, not static, goes to the caller's own layer or one below it, as an include does; and
+no files call each other in a circle (A calls B, B calls A, or longer), within a layer or
+across. Comments and string literals are not calls; a function name defined in several files
+(main) is nobody's.
+
 Layers, bottom first; a file belongs to the longest prefix that matches its path. Tests are
 not checked: they may look inside any layer.
 """
@@ -32,7 +38,12 @@ LAYERS = [
     ("topo/", "topology", 3),
     ("src/boot/", "bootstrap", 4),
     ("transport/", "transport", 5),
-    ("coll/", "collectives", 6),
+    ("coll/api.h", "collective interface", 5.9),
+    ("coll/engine/", "collective engine", 6),
+    ("coll/algorithms/", "collective algorithms", 6.1),
+    ("coll/device/", "collective device path", 6.2),
+    ("coll/diagnostics/", "collective diagnostics", 6.2),
+    ("coll/", "collectives", 6.5),
     ("core/", "core", 7),
     ("shard/shard_plan", "sharding planner", 7.5),
     ("shard/", "sharding engine", 8),
@@ -64,9 +75,11 @@ SOURCES = (".c", ".h", ".cu", ".cuh", ".cc", ".cpp", ".hpp")
 # The function tables whose users are restricted, and the layers that may reach them: the
 # layer that declares one and those built directly on it (coll/ drives the transports, core/
 # makes and splits them); from any other layer a reach skips the layer between.
+COLL_LAYERS = {"collective interface", "collective engine", "collective algorithms",
+               "collective device path", "collective diagnostics", "collectives"}
 TABLE_USERS = {
-    "sharc_tp_ops_t": {"transport", "collectives", "core"},
-    "sharc_boot_ops_t": {"bootstrap", "transport", "collectives", "core"},
+    "sharc_tp_ops_t": {"transport", "core"} | COLL_LAYERS,
+    "sharc_boot_ops_t": {"bootstrap", "transport", "core"} | COLL_LAYERS,
 }
 # a struct member holding a table: "const sharc_tp_ops_t *gpu_ops;" (or one by value)
 TABLE_MEMBER = re.compile(r"\b(\w+_ops_t)\s*\*?\s*(\w+)\s*;")
@@ -190,6 +203,103 @@ def table_reaches(src, mine, text, members):
     return out
 
 
+# a function's definition at the start of a line, not static: "type name(args) {" (the
+# arguments may span lines; K&R braces on the next line too)
+FUNC_DEF = re.compile(r"^(?!static\b)(?:[A-Za-z_][\w\s\*]*?[\s\*])?([A-Za-z_]\w*)\s*\([^;{)]*\)"
+                      r"\s*\{", re.M)
+CODE_FILES = (".c", ".cu", ".cc", ".cpp")
+NOT_CODE = re.compile(r'/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
+KEYWORDS = {"if", "for", "while", "switch", "return", "sizeof", "do", "else"}
+
+
+def code_of(top, src):
+    """@src without comments and string or character literals (a line count kept)."""
+    with open(os.path.join(top, src), errors="replace") as f:
+        text = f.read()
+    return NOT_CODE.sub(lambda m: "\n" * m.group(0).count("\n"), text)
+
+
+def call_graph(top, files):
+    """{caller file: {callee file: [names]}} over the layered code files: the uses of a
+    function another of them defines (not static, defined in that file only)."""
+    code = {src: code_of(top, src) for src in files
+            if src.endswith(CODE_FILES) and layer_of(src) is not None}
+    owner, seen = {}, set()
+    for src, text in code.items():
+        for name in set(FUNC_DEF.findall(text)) - KEYWORDS:
+            if "_" not in name.strip("_"):
+                continue  # (a short name, cast or ok, is a member or a local as often)
+            if name in seen:
+                owner.pop(name, None)  # defined twice (main, a backend's twin): nobody's
+            else:
+                seen.add(name)
+                owner[name] = src
+    graph = {}
+    for src, text in code.items():
+        # a name after . or -> is a member of that name, not the function
+        for name in set(re.findall(r"(?<![\w.>])[A-Za-z_]\w*\b", text)) & owner.keys():
+            if owner[name] != src:
+                graph.setdefault(src, {}).setdefault(owner[name], []).append(name)
+    return graph
+
+
+def upward_calls(graph):
+    out = []
+    for src, callees in sorted(graph.items()):
+        mine = layer_of(src)
+        for target, names in sorted(callees.items()):
+            theirs = layer_of(target)
+            if theirs[2] > mine[2] or (theirs[2] == mine[2] and theirs[0] != mine[0]):
+                out.append(f"{src} ({mine[1]}) calls {', '.join(sorted(names))} of {target} "
+                           f"({theirs[1]}): an upward call")
+    return out
+
+
+def circles(graph):
+    """The circles of files calling each other: each strongly connected set of more than one
+    file, with the calls inside it (Tarjan's algorithm, iterative)."""
+    index, low, on, stack, out, counter = {}, {}, set(), [], [], [0]
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph.get(root, {}))))]
+        index[root] = low[root] = counter[0]
+        counter[0] += 1
+        stack.append(root)
+        on.add(root)
+        while work:
+            v, it = work[-1]
+            w = next(it, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = counter[0]
+                    counter[0] += 1
+                    stack.append(w)
+                    on.add(w)
+                    work.append((w, iter(sorted(graph.get(w, {})))))
+                elif w in on:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on.discard(w)
+                    comp.append(w)
+                    if w == v:
+                        break
+                if len(comp) > 1:
+                    inside = [f"{a} -> {b} ({', '.join(sorted(graph[a][b]))})"
+                              for a in sorted(comp) for b in sorted(graph.get(a, {}))
+                              if b in comp]
+                    out.append(f"a circle of {len(comp)} files calling each other: " +
+                               "; ".join(inside))
+    return out
+
+
 def main():
     top = sys.argv[1] if len(sys.argv) > 1 else "."
     paths, unlisted = include_paths(top)
@@ -215,8 +325,13 @@ def main():
             if problem is not None:
                 print(f"{src} ({mine[1]}) includes {target} ({theirs[1]}): {problem}")
                 bad += 1
-    print(f"check_layers: {checked} includes checked, {bad} against the layers "
-          f"({len(members)} table members watched)")
+    graph = call_graph(top, files)
+    for line in upward_calls(graph) + circles(graph):
+        print(line)
+        bad += 1
+    ncalls = sum(len(c) for c in graph.values())
+    print(f"check_layers: {checked} includes and {ncalls} calls between files checked, {bad} "
+          f"against the layers ({len(members)} table members watched)")
     return 1 if bad else 0
 
 

@@ -14,7 +14,8 @@ run_ok "every include points down" python3 "$top_srcdir/tests/check_layers.py" "
 # The checker itself, on a small tree: upward includes that only the build's include paths
 # resolve (the top of the tree through automake's -I$(srcdir), a target's own -I, and <...>)
 # are all found, in C++ too; and the shard engine reaching a transport's table through a
-# communicator (past coll/) is found.
+# communicator (past coll/) is found; so are a call upward (coll/ calling the shard engine) and
+# files calling each other in a circle, while names in comments and strings are not calls.
 tree=$(mktemp -d)
 trap 'rm -rf "$tree"' EXIT
 mkdir -p "$tree/coll" "$tree/shard" "$tree/trainer/model" "$tree/trainer/cli" \
@@ -29,7 +30,14 @@ printf '#include "cli/opts.h"\n#include <shard/shard.h>\n' > "$tree/trainer/mode
 printf '#include "../../shard/shard.h"\n' > "$tree/python/csrc/b.cpp"
 printf 'typedef struct {\n    const sharc_tp_ops_t *gpu_ops;\n} sharc_comm_t;\n' > "$tree/core/comm.h"
 printf 'void f(sharc_comm_t *c)\n{\n    c->gpu_ops->mem_alloc(0);\n}\n' > "$tree/shard/m.c"
-run_fail "the checker finds the upward includes and the table reached past a layer" 30 \
-    "coll/x.c \(collectives\) includes shard/shard.h .*python/csrc/b.cpp \(python\) includes shard/shard.h .*shard/m.c:3 \(sharding engine\) reaches gpu_ops .*trainer/model/m.c \(trainer model\) includes trainer/cli/opts.h .*includes shard/shard.h .* 5 against the layers" \
+printf 'int sharc_shard_up(void)\n{\n    return 1;\n}\n' > "$tree/shard/up.c"
+printf 'int sharc_coll_a(void)\n{\n    return sharc_coll_b() + sharc_shard_up();\n}\n' \
+    > "$tree/coll/a.c"
+printf 'int sharc_coll_b(void)\n{\n    return sharc_coll_a();\n}\n' > "$tree/coll/b.c"
+printf '/* sharc_coll_a() */\nconst char *s = "sharc_coll_b";\nint sharc_coll_c(void)\n{\n    return 0;\n}\n' \
+    > "$tree/coll/c.c"
+printf 'int sharc_coll_d(void)\n{\n    return sharc_coll_c();\n}\n' > "$tree/coll/d.c"
+run_fail "the checker finds the upward includes and calls, the table reached past a layer and a circle" 30 \
+    "coll/x.c \(collectives\) includes shard/shard.h .*python/csrc/b.cpp \(python\) includes shard/shard.h .*shard/m.c:3 \(sharding engine\) reaches gpu_ops .*trainer/model/m.c \(trainer model\) includes trainer/cli/opts.h .*includes shard/shard.h .*coll/a.c \(collectives\) calls sharc_shard_up of shard/up.c \(sharding engine\): an upward call.*a circle of 2 files calling each other: coll/a.c -> coll/b.c \(sharc_coll_b\); coll/b.c -> coll/a.c \(sharc_coll_a\).* 4 calls between files checked, 7 against the layers" \
     python3 "$top_srcdir/tests/check_layers.py" "$tree"
 finish

@@ -45,6 +45,16 @@ const char *sharc_topo_link_name(sharc_topo_link_t link)
     return (link >= 0 && link < SHARC_TOPO_LINK_LAST) ? sharc_topo_link_names[link] : "?";
 }
 
+const char *sharc_topo_cell(sharc_topo_link_t link, int nvlinks, char *buf, size_t size)
+{
+    if (link == SHARC_TOPO_LINK_NV && nvlinks > 0) {
+        snprintf(buf, size, "NV%d", nvlinks);
+    } else {
+        snprintf(buf, size, "%s", sharc_topo_link_name(link));
+    }
+    return buf;
+}
+
 const char *sharc_topo_fabric_name(sharc_topo_fabric_t fabric)
 {
     return (fabric >= 0 && fabric < SHARC_TOPO_FABRIC_LAST) ? sharc_topo_fabric_names[fabric]

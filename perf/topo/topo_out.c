@@ -21,16 +21,6 @@ const char *const sharc_topo_severity_names[] = {
     [SHARC_TOPO_FINDING_NOTE] = "note",
 };
 
-const char *sharc_topo_cell(sharc_topo_link_t link, int nvlinks, char *buf, size_t size)
-{
-    if (link == SHARC_TOPO_LINK_NV && nvlinks > 0) {
-        snprintf(buf, size, "NV%d", nvlinks);
-    } else {
-        snprintf(buf, size, "%s", sharc_topo_link_name(link));
-    }
-    return buf;
-}
-
 /* The active ports' rate in total; *unknown_p: some active port's rate is unknown. */
 static double sharc_topo_nic_rate(const sharc_topo_nic_t *nic, int *active_p, int *unknown_p)
 {

@@ -95,7 +95,7 @@ typedef struct {
      */
     void (*keepalive)(sharc_boot_t *boot, double interval, double silent_max);
     /**
-     * Optional (NULL: no live verdict). The stall verdict's exchange (coll/stall.c): stall()
+     * Optional (NULL: no live verdict). The stall verdict's exchange (coll/diagnostics/stall.c): stall()
      * asks every rank for its head about collective @p ordinal; round() says, without
      * blocking, that such a round was asked for (1, with its number and ordinal); exchange()
      * gives this rank's head of @p len bytes and gathers every rank's within @p timeout,

@@ -2,7 +2,7 @@
 /*
  * context.c: creating a context, at the library's root because it starts from every layer's
  * knobs: the configuration (the defaults and SHARC_* variables, or a copy of the caller's),
- * logging applied process-wide (see sharc/log.h), SHARC_TUNE_FILE's rules (coll/tune.c),
+ * logging applied process-wide (see sharc/log.h), SHARC_TUNE_FILE's rules (coll/algorithms/tune.c),
  * the table of shareable memory, and a warning for SHARC_* variables that name no knob. A
  * context's references and end are the core's (core/context.c).
  */

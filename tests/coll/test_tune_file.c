@@ -16,7 +16,7 @@
 
 #include <sharc/sharc.h>
 
-#include "../../coll/tune.h"
+#include "../../coll/algorithms/tune.h"
 #include "../../core/context.h"
 #include "../../src/base/log.h"
 #include "../../src/base/log_cfg.h"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * test_verdict.c: the stall verdict (coll/verdict.c) from made-up heads of 4 ranks: a rank
+ * test_verdict.c: the stall verdict (coll/diagnostics/verdict.c) from made-up heads of 4 ranks: a rank
  * that has not posted the stalled collective, ranks that did not answer, a rank that posted
  * another collective in its place, data that does not arrive from a rank that finished its
  * part, a ring of waits with no one cause, nothing stalled. Every case names the culprit
@@ -12,7 +12,7 @@
 #include <sharc/sharc.h>
 
 #include "../../coll/coll.h"
-#include "../../coll/flight.h"
+#include "../../coll/engine/flight.h"
 #include "../check.h"
 
 #define N 4

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * test_wait.c: how a rank waits (coll/wait.c, shm's doorbell in transport/shm/shm_wait.c).
+ * test_wait.c: how a rank waits (coll/engine/wait.c, shm's doorbell in transport/shm/shm_wait.c).
  *
  *   test_wait           one process: SHARC_WAIT_SPIN and SHARC_WAIT_YIELD parse and refuse
  *                       what they should; auto yields exactly where the node's pollers

@@ -18,7 +18,7 @@
 #include "../../perf/tune/tune.h"
 #include "../../perf/tune/tune_launch.h"
 #include "../../perf/tune/tune_out.h"
-#include "../../coll/tune.h"
+#include "../../coll/algorithms/tune.h"
 #include "../../perf/topo/topo_tool.h"
 #include "../../core/context.h"
 #include "../../topo/topo.h"

@@ -11,6 +11,7 @@
 
 #include "../gpu_emu.h"
 
+#include "../../trainer/ops/cuda/state.cu"
 #include "../../trainer/ops/cuda/cuda.cu"
 #include "../../trainer/ops/cuda/attn.cu"
 #include "../../trainer/ops/cuda/elem.cu"

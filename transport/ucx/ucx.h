@@ -57,7 +57,24 @@ static inline sharc_tp_ucx_req_t *sharc_tp_ucx_req(sharc_tp_req_t *req)
 }
 
 /* UCX status -> sharc status, at this boundary only. */
-SHARC_HIDDEN sharc_status_t sharc_tp_ucx_status(ucs_status_t status);
+static inline sharc_status_t sharc_tp_ucx_status(ucs_status_t status)
+{
+    switch (status) {
+    case UCS_OK: return SHARC_OK;
+    case UCS_INPROGRESS: return SHARC_INPROGRESS;
+    case UCS_ERR_NO_MEMORY: return SHARC_ERR_NOMEM;
+    case UCS_ERR_INVALID_PARAM:
+    case UCS_ERR_MESSAGE_TRUNCATED: return SHARC_ERR_INVALID;
+    case UCS_ERR_UNSUPPORTED:
+    case UCS_ERR_UNREACHABLE: return SHARC_ERR_UNSUPPORTED;
+    case UCS_ERR_TIMED_OUT: return SHARC_ERR_TIMEOUT;
+    case UCS_ERR_ENDPOINT_TIMEOUT: /* the peer stopped answering: UCX declared it lost */
+    case UCS_ERR_CONNECTION_RESET:
+    case UCS_ERR_REJECTED:
+    case UCS_ERR_CANCELED: return SHARC_ERR_REMOTE;
+    default: return SHARC_ERR_BACKEND;
+    }
+}
 
 SHARC_HIDDEN sharc_tp_send_fn_t sharc_tp_ucx_send;
 SHARC_HIDDEN sharc_tp_recv_fn_t sharc_tp_ucx_recv;

@@ -15,25 +15,6 @@
 #include "../../src/base/util.h"
 #include "ucx.h"
 
-sharc_status_t sharc_tp_ucx_status(ucs_status_t status)
-{
-    switch (status) {
-    case UCS_OK: return SHARC_OK;
-    case UCS_INPROGRESS: return SHARC_INPROGRESS;
-    case UCS_ERR_NO_MEMORY: return SHARC_ERR_NOMEM;
-    case UCS_ERR_INVALID_PARAM:
-    case UCS_ERR_MESSAGE_TRUNCATED: return SHARC_ERR_INVALID;
-    case UCS_ERR_UNSUPPORTED:
-    case UCS_ERR_UNREACHABLE: return SHARC_ERR_UNSUPPORTED;
-    case UCS_ERR_TIMED_OUT: return SHARC_ERR_TIMEOUT;
-    case UCS_ERR_ENDPOINT_TIMEOUT: /* the peer stopped answering: UCX declared it lost */
-    case UCS_ERR_CONNECTION_RESET:
-    case UCS_ERR_REJECTED:
-    case UCS_ERR_CANCELED: return SHARC_ERR_REMOTE;
-    default: return SHARC_ERR_BACKEND;
-    }
-}
-
 /* Whether an operation with @p peer is in flight (tp->base.lock held: callbacks run in progress).
  */
 static int sharc_tp_ucx_busy_with(const sharc_tp_comm_t *tp, int peer)

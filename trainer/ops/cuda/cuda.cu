@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * trainer/ops/cuda/cuda.cu: the ops table on one GPU: the process's device, stream and cuBLAS
- * handle, memory (device buffers, scratch, page-locked staging of host arrays), the first-
- * error rule, the products (cuBLAS, f32 accumulation), the bf16 peak of known GPUs for MFU,
- * and the two tables (f32, bf16) over the kernels of elem.cu, attn.cu, optim.cu.
+ * handle, memory (device buffers, scratch, page-locked staging of host arrays), the products
+ * (cuBLAS, f32 accumulation), the bf16 peak of known GPUs for MFU, and the two tables (f32,
+ * bf16) over the kernels of elem.cu, attn.cu, optim.cu (the state they share, and the
+ * first-error rule: state.cu).
  * Everything is queued on the one stream; only to_host and to_device wait for it.
  */
 #include "cuda.cuh"
@@ -20,28 +21,6 @@ extern "C" {
 
 namespace llama_cuda
 {
-
-state_t g;
-
-/* a failed call of @p lib: the first failure is logged, every later call sees g.failed */
-static bool log_failure(const char *lib, const char *what, const char *why)
-{
-    if (!g.failed) {
-        llama_err("%s: %s failed on GPU %d: %s", lib, what, g.device, why);
-    }
-    g.failed = 1;
-    return false;
-}
-
-bool ok(cudaError_t err, const char *what)
-{
-    return err == cudaSuccess || log_failure("cuda", what, cudaGetErrorString(err));
-}
-
-bool ok_blas(cublasStatus_t st, const char *what)
-{
-    return st == CUBLAS_STATUS_SUCCESS || log_failure("cuBLAS", what, cublasGetStatusString(st));
-}
 
 /* ---- memory ---------------------------------------------------------------------------------- */
 

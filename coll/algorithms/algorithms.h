@@ -7,7 +7,7 @@
 #ifndef SHARC_COLL_ALGORITHMS_H
 #define SHARC_COLL_ALGORITHMS_H
 
-#include "engine.h"
+#include "../engine/engine.h"
 
 /* ---- the one table of host algorithms (algos.c) */
 

@@ -9,7 +9,7 @@
 #ifndef SHARC_COLL_DIAGNOSTICS_H
 #define SHARC_COLL_DIAGNOSTICS_H
 
-#include "flight.h"
+#include "../engine/flight.h"
 
 /*
  * What one rank's flight recorder says of one communicator on a hang (flight_dump.c): the

@@ -7,7 +7,7 @@
 #ifndef SHARC_COLL_DEVICE_H
 #define SHARC_COLL_DEVICE_H
 
-#include "algorithms.h"
+#include "../algorithms/algorithms.h"
 
 /* Collectives on CUDA buffers: through the collective backend (backend.c), or staged through
  * host memory (staged.c). */

@@ -11,8 +11,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../src/base/log.h"
-#include "../src/base/util.h"
+#include "../../src/base/log.h"
+#include "../../src/base/util.h"
 #include "algorithms.h"
 #include "tune.h"
 
@@ -76,7 +76,7 @@ size_t sharc_coll_size(int nranks, const sharc_coll_args_t *a)
 }
 
 /*
- * SHARC_<COLL>_ALGO first, then the tune file's rules (coll/tune.c), then the built-in
+ * SHARC_<COLL>_ALGO first, then the tune file's rules (coll/algorithms/tune.c), then the built-in
  * table. Each choice is logged at debug level with where it came from; the line is
  * formatted only when debug logging of coll is on.
  */

@@ -20,8 +20,8 @@
 #include <stdint.h>
 #include <sharc/coll.h>
 
-#include "../kernels/kernels.h"
-#include "api.h"
+#include "../../kernels/kernels.h"
+#include "../api.h"
 
 /*
  * The transports' tag space (SHARC_TP_TAG_BITS, 40 bits) in two halves, so that no message of

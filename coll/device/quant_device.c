@@ -15,10 +15,10 @@
 
 #define SHARC_THIS_SUBSYS SHARC_SUBSYS_COLL
 
-#include "../src/base/gpu.h"
-#include "../src/base/log.h"
+#include "../../src/base/gpu.h"
+#include "../../src/base/log.h"
 #include "device.h"
-#include "quant.h"
+#include "../algorithms/quant.h"
 
 /* Device scratch of a task: [0, 2n segments): the wire; then the own block in f32. */
 static size_t sharc_quant_device_bytes(const sharc_coll_task_t *task)
