@@ -162,16 +162,20 @@ static double big_exchanges(sharc_comm_h comm)
 /*
  * With nearly every wait blocking, a wake-up lost now and then costs 10 ms (the longest
  * block) where it happens; lost systematically, every round trip would take 20 ms and every
- * all-reduce step 10. The bounds are far above what a quiet machine takes with wake-ups
- * working (well under 1 ms; a sanitizer build at 3 ranks on 2 loaded cores, 5 ms), and below
- * that. (shm also logs each block that slept through a wake-up: wait.sh fails on it.)
+ * all-reduce at least 10 ms a step (one step at 2 ranks, two or more at 3). The bounds sit
+ * below those and as far above what a quiet machine takes with wake-ups working (well under
+ * 1 ms; a sanitizer build at 3 ranks on 2 loaded cores, 5 ms; 3 ranks beside a dozen busy
+ * processes on 2 cores, 12 ms) as they can. The direct check is shm's: it logs each block
+ * that slept through a wake-up, and wait.sh fails on it.
  */
 static void test_wakes(sharc_comm_h comm)
 {
     double pp = ping_pong(comm), ar = reduces(comm), big = big_exchanges(comm);
+    double ar_max = (nranks == 2) ? 8e-3 : 16e-3;
 
-    CHECK_MSG(pp < 8e-3, "a 1 KiB round trip took %.2f ms on average", pp * 1e3);
-    CHECK_MSG(ar < 8e-3, "a 1 KiB all-reduce took %.2f ms on average", ar * 1e3);
+    CHECK_MSG(pp < 16e-3, "a 1 KiB round trip took %.2f ms on average", pp * 1e3);
+    CHECK_MSG(ar < ar_max, "a 1 KiB all-reduce took %.2f ms on average (bound %.0f ms)", ar * 1e3,
+              ar_max * 1e3);
     CHECK_MSG(big < 50e-3, "a 1 MiB exchange took %.2f ms on average", big * 1e3);
     if (me == 0) {
         printf("wake-ups ok: round trip %.1f us, all-reduce %.1f us, 1 MiB exchange %.1f us\n",

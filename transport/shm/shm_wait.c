@@ -79,8 +79,9 @@ static int shm_woken(sharc_tp_comm_t *tp, int (*ready)(void *arg), void *arg)
 /* A block ran out its time: if there is work, yet the bell has not moved since it was read,
  * someone published without ringing (a lost wake-up costs a whole block). A writer rings
  * after it publishes, so one that was preempted between the two is still to ring: the bell
- * gets up to 20 ms (yielding the core, which such a writer may be waiting for) before the
- * wake-up counts as lost. Said once. */
+ * gets up to 100 ms (yielding the core, which such a writer may be waiting for: on a node with
+ * many more busy processes than cores it waits that long for its turn) before the wake-up
+ * counts as lost. Said once. */
 static void shm_check_lost(sharc_tp_comm_t *tp, uint32_t bell, int (*ready)(void *arg), void *arg)
 {
     const uint32_t *word = &((sharc_shm_seg_hdr_t *)tp->seg)->bell;
@@ -89,7 +90,7 @@ static void shm_check_lost(sharc_tp_comm_t *tp, uint32_t bell, int (*ready)(void
     if (tp->lost_wake || !shm_woken(tp, ready, arg)) {
         return;
     }
-    until = sharc_time_now() + 0.02;
+    until = sharc_time_now() + 0.1;
     while (__atomic_load_n(word, __ATOMIC_SEQ_CST) == bell) {
         if (sharc_time_now() > until) {
             tp->lost_wake = 1;
