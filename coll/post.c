@@ -180,7 +180,7 @@ static sharc_status_t sharc_coll_device_only(const sharc_coll_args_t *a, sharc_c
 static sharc_status_t sharc_coll_route(sharc_coll_comm_t *cc, const sharc_coll_args_t *a,
                                        const sharc_coll_algo_t **algo_p)
 {
-    int p2p = cc->size == 1 || (cc->tp_ops != NULL && cc->tp_ops->send != NULL);
+    int p2p = cc->size == 1 || cc->tp_ops != NULL;
     size_t sbytes = 0, rbytes = 0;
     sharc_coll_host_t host;
     int gpu;

@@ -51,19 +51,15 @@ static sharc_status_t sharc_coll_p2p_check(const sharc_coll_comm_t *cc,
     return SHARC_OK;
 }
 
-/* Host buffers: the point-to-point transport, which must reach the peer (any peer too). */
+/* Host buffers: the point-to-point transport. */
 static sharc_status_t sharc_coll_p2p_route_host(const sharc_coll_comm_t *cc,
                                                 const sharc_coll_p2p_args_t *a, const char *name,
                                                 const sharc_coll_algo_t **algo_p)
 {
-    if (cc->tp_ops == NULL || cc->tp_ops->send == NULL) {
+    if (cc->tp_ops == NULL) {
         sharc_error("%s: this communicator of %d ranks has no point-to-point transport "
                     "(SHARC_TRANSPORT, and was sharc built with UCX?)",
                     name, cc->size);
-        return SHARC_ERR_UNSUPPORTED;
-    }
-    if (a->peer == SHARC_ANY_SOURCE && cc->tp_ops->recv_any == NULL) {
-        sharc_error("recv: the %s transport cannot receive from any rank", cc->tp_ops->name);
         return SHARC_ERR_UNSUPPORTED;
     }
     *algo_p = a->is_send ? &sharc_coll_send_host : &sharc_coll_recv_host;
@@ -80,7 +76,7 @@ static sharc_status_t sharc_coll_p2p_route_device(const sharc_coll_comm_t *cc,
                     "peer; name the peer, or receive into host memory");
         return SHARC_ERR_UNSUPPORTED;
     }
-    if (cc->gpu_ops != NULL && cc->gpu_ops->p2p != NULL) {
+    if (cc->gpu_ops != NULL) {
         *algo_p = &sharc_coll_p2p_device;
         return SHARC_OK;
     }
@@ -107,8 +103,7 @@ static int sharc_coll_p2p_on_device(const sharc_coll_comm_t *cc, const sharc_col
     if (a->count > 0) {
         return sharc_gpu_memtype(a->buf) != SHARC_MEMTYPE_HOST;
     }
-    return (cc->tp_ops == NULL || cc->tp_ops->send == NULL) && cc->gpu_ops != NULL &&
-           cc->gpu_ops->p2p != NULL;
+    return cc->tp_ops == NULL && cc->gpu_ops != NULL;
 }
 
 /* Inside an open group, messages with data all on host memory or all on CUDA buffers: a group

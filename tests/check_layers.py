@@ -81,7 +81,8 @@ TABLE_USERS = {
     "sharc_tp_ops_t": {"transport", "core"} | COLL_LAYERS,
     "sharc_boot_ops_t": {"bootstrap", "transport", "core"} | COLL_LAYERS,
 }
-# a struct member holding a table: "const sharc_tp_ops_t *gpu_ops;" (or one by value)
+# a struct member holding a table: "const sharc_tp_ops_t *gpu_ops;" (or one by value). (The
+# tables a transport's table points to, p2p and coll, are reached through it: watched so.)
 TABLE_MEMBER = re.compile(r"\b(\w+_ops_t)\s*\*?\s*(\w+)\s*;")
 
 

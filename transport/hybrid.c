@@ -124,7 +124,7 @@ static sharc_status_t sharc_tp_hybrid_send(sharc_tp_comm_t *tp, int peer, uint64
     sharc_tp_mem_t *pm;
     const sharc_tp_part_t *part = sharc_tp_hybrid_route(tp, peer, mem, &pm);
 
-    return part->ops->send(part->tp, peer, tag, buf, bytes, pm, req);
+    return part->ops->p2p->send(part->tp, peer, tag, buf, bytes, pm, req);
 }
 
 /* Is a receive from any peer with @p tag waiting here, posted before @p stamp? (lock held) */
@@ -156,7 +156,7 @@ static void sharc_tp_hybrid_release(sharc_tp_comm_t *tp, int peer, sharc_tp_req_
     sharc_tp_hybrid_req_t h = *sharc_tp_hybrid_req(req);
     sharc_tp_mem_t *pm;
     const sharc_tp_part_t *part = sharc_tp_hybrid_route(tp, peer, h.mem, &pm);
-    sharc_status_t status = part->ops->recv(part->tp, peer, h.tag, h.buf, h.bytes, pm, req);
+    sharc_status_t status = part->ops->p2p->recv(part->tp, peer, h.tag, h.buf, h.bytes, pm, req);
 
     if (status != SHARC_OK && status != SHARC_INPROGRESS) {
         sharc_tp_req_complete(req, status); /* (the part logged why) */
@@ -191,7 +191,7 @@ static int sharc_tp_hybrid_arrived(sharc_tp_comm_t *tp, uint64_t tag)
     for (int i = 0; i < 2; i++) {
         const sharc_tp_part_t *part = parts[(i + tp->flip) % 2];
 
-        if (part->ops->probe != NULL && part->ops->probe(part->tp, tag, &peer) == 1) {
+        if (part->ops->p2p->probe(part->tp, tag, &peer) == 1) {
             return peer;
         }
     }
@@ -223,20 +223,6 @@ static int sharc_tp_hybrid_match_any(sharc_tp_comm_t *tp)
     return matched;
 }
 
-static sharc_status_t sharc_tp_hybrid_refused(const sharc_tp_comm_t *tp, const char *what)
-{
-    if (tp->aborted) {
-        sharc_error("hybrid: cannot %s: the communicator failed", what);
-        return SHARC_ERR_REMOTE;
-    }
-    if (tp->local.ops->probe == NULL || tp->remote.ops->probe == NULL) {
-        sharc_error("hybrid: cannot %s: %s or %s cannot probe for messages", what,
-                    tp->local.ops->name, tp->remote.ops->name);
-        return SHARC_ERR_UNSUPPORTED;
-    }
-    return SHARC_OK;
-}
-
 static sharc_status_t sharc_tp_hybrid_recv_any(sharc_tp_comm_t *tp, uint64_t tag, void *buf,
                                                size_t bytes, sharc_tp_mem_t *mem,
                                                sharc_tp_req_t *req)
@@ -249,8 +235,10 @@ static sharc_status_t sharc_tp_hybrid_recv_any(sharc_tp_comm_t *tp, uint64_t tag
         return SHARC_ERR_INVALID;
     }
     pthread_mutex_lock(&tp->lock);
-    status = sharc_tp_hybrid_refused(tp, "receive from any peer");
-    if (status == SHARC_OK) {
+    status = SHARC_ERR_REMOTE;
+    if (tp->aborted) {
+        sharc_error("hybrid: cannot receive from any peer: the communicator failed");
+    } else {
         sharc_tp_hybrid_wait(tp, &tp->any, -1, tag, buf, bytes, mem, req);
         sharc_tp_hybrid_match_any(tp);
         status = sharc_tp_req_status(req) == SHARC_INPROGRESS ? SHARC_INPROGRESS : SHARC_OK;
@@ -272,7 +260,7 @@ static sharc_status_t sharc_tp_hybrid_recv(sharc_tp_comm_t *tp, int peer, uint64
         sharc_tp_hybrid_wait(tp, &tp->held, peer, tag, buf, bytes, mem, req);
         status = SHARC_INPROGRESS;
     } else {
-        status = part->ops->recv(part->tp, peer, tag, buf, bytes, pm, req);
+        status = part->ops->p2p->recv(part->tp, peer, tag, buf, bytes, pm, req);
     }
     pthread_mutex_unlock(&tp->lock);
     return status;
@@ -290,10 +278,10 @@ static sharc_status_t sharc_tp_hybrid_recv_reduce(sharc_tp_comm_t *tp, int peer,
     pthread_mutex_lock(&tp->lock);
     held = sharc_tp_hybrid_any_before(tp, tag, UINT64_MAX);
     pthread_mutex_unlock(&tp->lock);
-    if (part->ops->recv_reduce == NULL || held) {
+    if (part->ops->p2p->recv_reduce == NULL || held) {
         return SHARC_ERR_UNSUPPORTED; /* this peer's part cannot, or it must wait: recv */
     }
-    return part->ops->recv_reduce(part->tp, peer, tag, dst, src, count, dtype, op, req);
+    return part->ops->p2p->recv_reduce(part->tp, peer, tag, dst, src, count, dtype, op, req);
 }
 
 static int sharc_tp_hybrid_probe(sharc_tp_comm_t *tp, uint64_t tag, int *peer_p)
@@ -349,23 +337,26 @@ static void sharc_tp_hybrid_abort(sharc_tp_comm_t *tp)
     pthread_mutex_unlock(&tp->lock);
 }
 
-const sharc_tp_ops_t sharc_tp_hybrid_ops = {
-    .version = SHARC_TP_OPS_VERSION,
-    .name = "hybrid",
-    .caps = SHARC_TP_CAP_P2P | SHARC_TP_CAP_HOST_MEM | SHARC_TP_CAP_REMOTE,
-    .query = NULL,
-    .comm_create = NULL, /* built from two parts by sharc_tp_hybrid_create */
-    .comm_destroy = sharc_tp_hybrid_destroy,
-    .mem_reg = sharc_tp_hybrid_mem_reg,
-    .mem_dereg = sharc_tp_hybrid_mem_dereg,
+static const sharc_tp_p2p_ops_t sharc_tp_hybrid_p2p_ops = {
     .send = sharc_tp_hybrid_send,
     .recv = sharc_tp_hybrid_recv,
     .recv_any = sharc_tp_hybrid_recv_any,
     .probe = sharc_tp_hybrid_probe,
     .recv_reduce = sharc_tp_hybrid_recv_reduce,
-    .coll = NULL,
+};
+
+const sharc_tp_ops_t sharc_tp_hybrid_ops = {
+    .version = SHARC_TP_OPS_VERSION,
+    .name = "hybrid",
+    .caps = SHARC_TP_CAP_HOST_MEM | SHARC_TP_CAP_REMOTE,
+    .query = NULL,
+    .comm_create = NULL, /* built from two parts by sharc_tp_hybrid_create */
+    .comm_destroy = sharc_tp_hybrid_destroy,
+    .mem_reg = sharc_tp_hybrid_mem_reg,
+    .mem_dereg = sharc_tp_hybrid_mem_dereg,
     .progress = sharc_tp_hybrid_progress,
     .abort = sharc_tp_hybrid_abort,
+    .p2p = &sharc_tp_hybrid_p2p_ops,
 };
 
 sharc_status_t sharc_tp_hybrid_create(const sharc_tp_comm_params_t *params,

@@ -97,7 +97,7 @@ static const sharc_tp_ops_t *sharc_tp_remote(const sharc_cfg_t *cfg, int size)
     for (size_t i = 0; sharc_tp_backends[i] != NULL; i++) {
         const sharc_tp_ops_t *ops = sharc_tp_backends[i];
 
-        if ((ops->caps & SHARC_TP_CAP_REMOTE) && (ops->caps & SHARC_TP_CAP_P2P) &&
+        if ((ops->caps & SHARC_TP_CAP_REMOTE) && ops->p2p != NULL &&
             sharc_tp_fits(ops, cfg, size)) {
             return ops;
         }
@@ -129,7 +129,7 @@ static sharc_status_t sharc_tp_open_named(const sharc_tp_comm_params_t *params,
         sharc_error("SHARC_TRANSPORT=%s: this sharc was built without it", name);
         return SHARC_ERR_UNSUPPORTED;
     }
-    if (!(ops->caps & SHARC_TP_CAP_P2P)) {
+    if (ops->p2p == NULL) {
         sharc_error("SHARC_TRANSPORT=%s: %s runs collectives on CUDA buffers only and is used "
                     "for them whatever SHARC_TRANSPORT says; host collectives need a "
                     "point-to-point transport (auto, shm, ucx)",
@@ -217,7 +217,7 @@ const sharc_tp_ops_t *sharc_tp_gpu_find(const sharc_cfg_t *cfg)
     for (size_t i = 0; sharc_tp_backends[i] != NULL; i++) {
         const sharc_tp_ops_t *ops = sharc_tp_backends[i];
 
-        if ((ops->caps & SHARC_TP_CAP_COLL) && (ops->caps & SHARC_TP_CAP_CUDA_MEM) &&
+        if (ops->coll != NULL && (ops->caps & SHARC_TP_CAP_CUDA_MEM) &&
             ops->version == SHARC_TP_OPS_VERSION &&
             (ops->query == NULL || ops->query(cfg) == SHARC_OK)) {
             return ops;

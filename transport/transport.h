@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * transport.h: the backend interface. One flat, versioned ops table serves both kinds of
- * backend:
- *  - a point-to-point transport (self, ucx, ib, shm) fills send/recv, and coll/ runs its
- *    algorithms on it;
- *  - a collective backend (nccl) fills coll, and runs whole collectives itself.
- * Members marked optional may be NULL; callers test before calling. A backend never includes
+ * transport.h: the backend interface. One versioned ops table (sharc_tp_ops_t) holds what
+ * every backend does (its communicators, memory, progress), and points to what its kind moves:
+ *  - a point-to-point transport (self, ucx, ib, shm, and the hybrid of two) sets p2p
+ *    (sharc_tp_p2p_ops_t: send, receive, ...), and coll/ runs its algorithms on it;
+ *  - a collective backend (nccl) sets coll (sharc_tp_coll_ops_t), and runs whole collectives
+ *    and grouped sends and receives on CUDA buffers itself: a communicator's CUDA backend.
+ * A caller knows the kind from where it holds the table, so it never asks whether a member of
+ * its kind is there; members marked optional may be NULL, and callers test those. A backend never includes
  * another backend's headers; the registry (registry.c) is the only place that knows them all.
  */
 #ifndef SHARC_TRANSPORT_H
@@ -22,7 +24,7 @@
 #include "../src/base/mem.h"
 
 /* Bump when a member is added, removed or changes meaning. */
-#define SHARC_TP_OPS_VERSION 6
+#define SHARC_TP_OPS_VERSION 7
 
 typedef struct sharc_tp_comm sharc_tp_comm_t; /* a backend's state for one communicator */
 typedef struct sharc_tp_mem sharc_tp_mem_t;   /* a backend's registration of one buffer */
@@ -34,8 +36,6 @@ typedef struct sharc_tp_mem sharc_tp_mem_t;   /* a backend's registration of one
 
 /* What a backend can do (sharc_tp_ops_t.caps). */
 enum {
-    SHARC_TP_CAP_P2P = 1u << 0,      /* send/recv: coll/ algorithms run on it */
-    SHARC_TP_CAP_COLL = 1u << 1,     /* whole collectives */
     SHARC_TP_CAP_HOST_MEM = 1u << 2, /* reads and writes host buffers */
     SHARC_TP_CAP_CUDA_MEM = 1u << 3, /* reads and writes CUDA buffers directly */
     SHARC_TP_CAP_REMOTE = 1u << 4,   /* reaches ranks on other hosts */
@@ -165,6 +165,69 @@ typedef void sharc_tp_block_fn_t(sharc_tp_comm_t *tp, double timeout, int (*read
                                  void *arg);
 typedef void sharc_tp_wake_fn_t(sharc_tp_comm_t *tp);
 
+/* A point-to-point transport's messages: every member is set but recv_reduce. */
+typedef struct sharc_tp_p2p_ops {
+    /**
+     * Messages between two ranks with the same tag match in posting order; tags match
+     * exactly. A receive buffer shorter than the message completes the receive with
+     * SHARC_ERR_INVALID (req->bytes: the message's size, or 0 where the transport cannot
+     * tell), logged at debug level only: coll/ says it once, in the caller's terms; the send
+     * completes fine. Nonblocking: returns SHARC_OK when req completed inside the call (its
+     * outcome is in req->status), SHARC_INPROGRESS when it was queued, or an error when it
+     * could not be posted (req untouched). @p mem may be NULL.
+     */
+    sharc_tp_send_fn_t *send;
+    sharc_tp_recv_fn_t *recv;
+
+    /**
+     * A receive from whichever peer sends a message with @p tag, matched in MPI's order: a
+     * message arriving from peer p goes to the oldest receive posted that accepts it, one
+     * that names p or one from any peer; a receive from any peer posted when messages with
+     * its tag are waiting takes the oldest of them. When it completes fine, req->peer is the
+     * sender. One peer's end does not fail it (a peer that finished and left is no failure; one
+     * that died fails the communicator, whose abort ends it). Nonblocking, as recv.
+     */
+    sharc_tp_recv_any_fn_t *recv_any;
+
+    /**
+     * Has a message with @p tag arrived that no receive has taken? 1 with *peer_p its sender (of
+     * the oldest, as well as the transport knows: a receive posted now for that peer and tag takes
+     * exactly that message), else 0. Never blocks, changes nothing (MPI_Iprobe).
+     */
+    sharc_tp_probe_fn_t *probe;
+
+    /**
+     * Optional (NULL: the caller receives into scratch and reduces). A receive that combines
+     * instead of storing: for a message of exactly @p count elements of @p dtype,
+     * dst[i] = msg[i] op src[i], as the reduce kernel computes it with the message first
+     * (@p src may equal @p dst). A transport that sees the sender's data in place (a mapped
+     * buffer, its FIFO) reduces from there and saves the copy into scratch. Nonblocking, as
+     * recv; SHARC_ERR_UNSUPPORTED (req untouched) where it cannot, for this peer: the
+     * caller falls back. A message of another size completes it with SHARC_ERR_INVALID (logged
+     * as recv's).
+     */
+    sharc_tp_recv_reduce_fn_t *recv_reduce;
+} sharc_tp_p2p_ops_t;
+
+/* A collective backend's work on CUDA buffers (NCCL's): every member is set. */
+typedef struct sharc_tp_coll_ops {
+    /**
+     * A whole collective: any of sharc's API but the barrier (args->type), and all-to-all
+     * of bytes for the quantized reduce-scatter on CUDA buffers. Nonblocking, as send. On
+     * CUDA streams: queued after the work on args->stream, and req->event set.
+     */
+    sharc_tp_coll_fn_t *run;
+
+    /**
+     * @p n sends and receives issued together (NCCL: one group, so that an exchange in both
+     * directions cannot deadlock), each on the backend's stream after the work queued on
+     * its args' stream. No tags: between two ranks sends match receives in posting order,
+     * and a receive takes exactly its count. Each request completes as run's do (req->event
+     * set). Nonblocking; SHARC_INPROGRESS when issued, or an error when none was.
+     */
+    sharc_tp_p2p_fn_t *sendrecv;
+} sharc_tp_coll_ops_t;
+
 typedef struct sharc_tp_ops {
     unsigned version; /* SHARC_TP_OPS_VERSION the backend was written against */
     const char *name; /* as in SHARC_TRANSPORT */
@@ -216,69 +279,6 @@ typedef struct sharc_tp_ops {
     sharc_tp_mem_free_fn_t *mem_free;
 
     /**
-     * Point-to-point (NULL for collective backends). Messages between two ranks with the
-     * same tag match in posting order; tags match exactly. A receive buffer shorter than the
-     * message completes the receive with SHARC_ERR_INVALID (req->bytes: the message's size,
-     * or 0 where the transport cannot tell), logged at debug level only: coll/ says it once, in
-     * the caller's terms; the send completes fine. Nonblocking: returns SHARC_OK
-     * when req completed inside the call (its outcome is in req->status), SHARC_INPROGRESS
-     * when it was queued, or an error when it could not be posted (req untouched).
-     * @p mem may be NULL.
-     */
-    sharc_tp_send_fn_t *send;
-    sharc_tp_recv_fn_t *recv;
-
-    /**
-     * Optional (NULL: receives from any peer are unsupported). A receive from whichever peer
-     * sends a message with @p tag, matched in MPI's order: a message arriving from peer p
-     * goes to the oldest receive posted that accepts it, one that names p or one from any
-     * peer; a receive from any peer posted when messages with its tag are waiting takes the
-     * oldest of them. When it completes fine, req->peer is the sender. One peer's end does
-     * not fail it (a peer that finished and left is no failure; one that died fails the
-     * communicator, whose abort ends it). Nonblocking, as recv.
-     */
-    sharc_tp_recv_any_fn_t *recv_any;
-
-    /**
-     * Optional (NULL: the transport cannot say; the hybrid join needs it of both parts for
-     * its receives from any peer). Has a message with @p tag arrived that no receive has
-     * taken? 1 with *peer_p its sender (of the oldest, as well as the transport knows: a
-     * receive posted now for that peer and tag takes exactly that message), else 0. Never
-     * blocks, changes nothing (MPI_Iprobe).
-     */
-    sharc_tp_probe_fn_t *probe;
-
-    /**
-     * Optional (NULL: the caller receives into scratch and reduces). A receive that combines
-     * instead of storing: for a message of exactly @p count elements of @p dtype,
-     * dst[i] = msg[i] op src[i], as the reduce kernel computes it with the message first
-     * (@p src may equal @p dst). A transport that sees the sender's data in place (a mapped
-     * buffer, its FIFO) reduces from there and saves the copy into scratch. Nonblocking, as
-     * recv; SHARC_ERR_UNSUPPORTED (req untouched) where it cannot, for this peer: the
-     * caller falls back. A message of another size completes it with SHARC_ERR_INVALID (logged
-     * as recv's).
-     */
-    sharc_tp_recv_reduce_fn_t *recv_reduce;
-
-    /**
-     * Whole collective (NULL for point-to-point transports): all-gather, reduce-scatter,
-     * all-reduce, broadcast, and all-to-all (which coll/ posts only for the quantized
-     * reduce-scatter on CUDA buffers). Nonblocking, as send. On CUDA streams: queued after
-     * the work on args->stream, and req->event set.
-     */
-    sharc_tp_coll_fn_t *coll;
-
-    /**
-     * Optional, for collective backends (NULL: no point-to-point on their buffers). @p n
-     * sends and receives issued together (NCCL: one group, so that an exchange in both
-     * directions cannot deadlock), each on the backend's stream after the work queued on
-     * its args' stream. No tags: between two ranks sends match receives in posting order,
-     * and a receive takes exactly its count. Each request completes as coll's do (req->event
-     * set). Nonblocking; SHARC_INPROGRESS when issued, or an error when none was.
-     */
-    sharc_tp_p2p_fn_t *p2p;
-
-    /**
      * Optional (NULL: everything completes inside the posts). Advance outstanding
      * operations without blocking: >0 if something completed, 0 if not, or a negative
      * sharc_status_t when the transport failed.
@@ -302,6 +302,13 @@ typedef struct sharc_tp_ops {
      * called at every completion. Any thread, any lock held.
      */
     sharc_tp_wake_fn_t *wake;
+
+    /* What the backend moves: exactly one of the two is set. A point-to-point transport's
+     * messages, on which coll/ runs its algorithms (every communicator has one) ... */
+    const sharc_tp_p2p_ops_t *p2p;
+    /* ... or a collective backend's whole collectives and grouped sends and receives on
+     * CUDA buffers (the CUDA backend of a communicator, when it has one). */
+    const sharc_tp_coll_ops_t *coll;
 } sharc_tp_ops_t;
 
 /**

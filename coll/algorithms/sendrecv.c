@@ -41,7 +41,7 @@ static sharc_status_t sharc_coll_send_init(sharc_coll_task_t *task)
         return SHARC_ERR_NOMEM;
     }
     task->await_peer = task->u.p2p.peer;
-    status = cc->tp_ops->send(cc->tp, task->u.p2p.peer, task->seq, task->args.sendbuf,
+    status = cc->tp_ops->p2p->send(cc->tp, task->u.p2p.peer, task->seq, task->args.sendbuf,
                               sharc_coll_p2p_bytes(task), NULL, req);
     return (status == SHARC_INPROGRESS) ? SHARC_OK : status;
 }
@@ -57,10 +57,10 @@ static sharc_status_t sharc_coll_recv_init(sharc_coll_task_t *task)
         return SHARC_ERR_NOMEM;
     }
     if (task->u.p2p.peer == SHARC_ANY_SOURCE) {
-        status = cc->tp_ops->recv_any(cc->tp, task->seq, task->args.recvbuf, bytes, NULL, req);
+        status = cc->tp_ops->p2p->recv_any(cc->tp, task->seq, task->args.recvbuf, bytes, NULL, req);
     } else {
         task->await_peer = task->u.p2p.peer;
-        status = cc->tp_ops->recv(cc->tp, task->u.p2p.peer, task->seq, task->args.recvbuf, bytes,
+        status = cc->tp_ops->p2p->recv(cc->tp, task->u.p2p.peer, task->seq, task->args.recvbuf, bytes,
                                   NULL, req);
     }
     return (status == SHARC_INPROGRESS) ? SHARC_OK : status;

@@ -40,7 +40,7 @@ static sharc_status_t sharc_coll_backend_init(sharc_coll_task_t *task)
         return SHARC_ERR_NOMEM;
     }
     task->nreqs = 1;
-    status = cc->gpu_ops->coll(cc->gpu_tp, &ta, &task->reqs[0]);
+    status = cc->gpu_ops->coll->run(cc->gpu_tp, &ta, &task->reqs[0]);
     task->event = task->reqs[0].event;
     return (status == SHARC_INPROGRESS) ? SHARC_OK : status;
 }

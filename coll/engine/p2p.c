@@ -28,7 +28,7 @@ sharc_status_t sharc_coll_send(sharc_coll_task_t *task, int peer, const void *bu
 
     memset(req, 0, sizeof(*req));
     req->peer = peer;
-    status = cc->tp_ops->send(cc->tp, peer, task->seq, buf, bytes, NULL, req);
+    status = cc->tp_ops->p2p->send(cc->tp, peer, task->seq, buf, bytes, NULL, req);
     return (status == SHARC_INPROGRESS) ? SHARC_OK : status;
 }
 
@@ -41,7 +41,7 @@ sharc_status_t sharc_coll_recv(sharc_coll_task_t *task, int peer, void *buf, siz
     memset(req, 0, sizeof(*req));
     req->peer = peer;
     req->is_recv = 1;
-    status = cc->tp_ops->recv(cc->tp, peer, task->seq, buf, bytes, NULL, req);
+    status = cc->tp_ops->p2p->recv(cc->tp, peer, task->seq, buf, bytes, NULL, req);
     return (status == SHARC_INPROGRESS) ? SHARC_OK : status;
 }
 
@@ -51,13 +51,13 @@ sharc_status_t sharc_coll_recv_reduce(sharc_coll_task_t *task, int peer, void *d
     sharc_coll_comm_t *cc = task->cc;
     sharc_status_t status;
 
-    if (cc->tp_ops->recv_reduce == NULL) {
+    if (cc->tp_ops->p2p->recv_reduce == NULL) {
         return SHARC_ERR_UNSUPPORTED;
     }
     memset(req, 0, sizeof(*req));
     req->peer = peer;
     req->is_recv = 1;
-    status = cc->tp_ops->recv_reduce(cc->tp, peer, task->seq, dst, src, count, task->args.dtype,
+    status = cc->tp_ops->p2p->recv_reduce(cc->tp, peer, task->seq, dst, src, count, task->args.dtype,
                                      task->args.op, req);
     return (status == SHARC_INPROGRESS) ? SHARC_OK : status;
 }

@@ -35,7 +35,7 @@ int main(void)
     params.size = 1;
     CHECK(sharc_tp_open(&params, &ops, &tp) == SHARC_OK && ops != NULL && tp != NULL);
     CHECK(ops == sharc_tp_find("self") && ops->version == SHARC_TP_OPS_VERSION);
-    CHECK(ops->send != NULL && ops->recv != NULL && ops->coll == NULL);
+    CHECK(ops->p2p != NULL && ops->p2p->send != NULL && ops->coll == NULL);
     ops->comm_destroy(tp);
     /* self never serves more than one rank, chosen by name or not */
     CHECK(sharc_config_set(config, "TRANSPORT", "self") == SHARC_OK);
@@ -48,9 +48,9 @@ int main(void)
     CHECK(ops->comm_create(&params, &tp) == SHARC_OK);
 
     /* send first, then receive */
-    CHECK(ops->send(tp, 0, 7, a, 6, NULL, &s1) == SHARC_INPROGRESS);
+    CHECK(ops->p2p->send(tp, 0, 7, a, 6, NULL, &s1) == SHARC_INPROGRESS);
     CHECK(sharc_tp_req_status(&s1) == SHARC_INPROGRESS);
-    CHECK(ops->recv(tp, 0, 7, x, sizeof(x), NULL, &r1) == SHARC_OK);
+    CHECK(ops->p2p->recv(tp, 0, 7, x, sizeof(x), NULL, &r1) == SHARC_OK);
     CHECK(sharc_tp_req_status(&s1) == SHARC_OK && sharc_tp_req_status(&r1) == SHARC_OK);
     CHECK(r1.bytes == 6 && strcmp(x, "first") == 0);
 
@@ -58,12 +58,12 @@ int main(void)
     memset(&r1, 0, sizeof(r1));
     memset(&s1, 0, sizeof(s1));
     r1.cb = r2.cb = s1.cb = s2.cb = count_cb;
-    CHECK(ops->recv(tp, 0, 1, x, sizeof(x), NULL, &r1) == SHARC_INPROGRESS);
-    CHECK(ops->recv(tp, 0, 2, y, sizeof(y), NULL, &r2) == SHARC_INPROGRESS);
-    CHECK(ops->send(tp, 0, 2, b, 7, NULL, &s2) == SHARC_OK);
+    CHECK(ops->p2p->recv(tp, 0, 1, x, sizeof(x), NULL, &r1) == SHARC_INPROGRESS);
+    CHECK(ops->p2p->recv(tp, 0, 2, y, sizeof(y), NULL, &r2) == SHARC_INPROGRESS);
+    CHECK(ops->p2p->send(tp, 0, 2, b, 7, NULL, &s2) == SHARC_OK);
     CHECK(sharc_tp_req_status(&r2) == SHARC_OK && strcmp(y, "second") == 0);
     CHECK(sharc_tp_req_status(&r1) == SHARC_INPROGRESS);
-    CHECK(ops->send(tp, 0, 1, a, 6, NULL, &s1) == SHARC_OK);
+    CHECK(ops->p2p->send(tp, 0, 1, a, 6, NULL, &s1) == SHARC_OK);
     CHECK(sharc_tp_req_status(&r1) == SHARC_OK && strcmp(x, "first") == 0);
     CHECK(cb_calls == 4);
 
@@ -72,25 +72,25 @@ int main(void)
     memset(&s2, 0, sizeof(s2));
     memset(&r1, 0, sizeof(r1));
     memset(&r2, 0, sizeof(r2));
-    CHECK(ops->send(tp, 0, 9, a, 6, NULL, &s1) == SHARC_INPROGRESS);
-    CHECK(ops->send(tp, 0, 9, b, 7, NULL, &s2) == SHARC_INPROGRESS);
-    CHECK(ops->recv(tp, 0, 9, x, sizeof(x), NULL, &r1) == SHARC_OK && strcmp(x, "first") == 0);
-    CHECK(ops->recv(tp, 0, 9, y, sizeof(y), NULL, &r2) == SHARC_OK && strcmp(y, "second") == 0);
+    CHECK(ops->p2p->send(tp, 0, 9, a, 6, NULL, &s1) == SHARC_INPROGRESS);
+    CHECK(ops->p2p->send(tp, 0, 9, b, 7, NULL, &s2) == SHARC_INPROGRESS);
+    CHECK(ops->p2p->recv(tp, 0, 9, x, sizeof(x), NULL, &r1) == SHARC_OK && strcmp(x, "first") == 0);
+    CHECK(ops->p2p->recv(tp, 0, 9, y, sizeof(y), NULL, &r2) == SHARC_OK && strcmp(y, "second") == 0);
 
     /* truncation fails the receive, zero bytes are fine, bad peers are refused */
     memset(&s1, 0, sizeof(s1));
     memset(&r1, 0, sizeof(r1));
-    CHECK(ops->send(tp, 0, 3, b, 7, NULL, &s1) == SHARC_INPROGRESS);
-    CHECK(ops->recv(tp, 0, 3, small, sizeof(small), NULL, &r1) == SHARC_OK);
+    CHECK(ops->p2p->send(tp, 0, 3, b, 7, NULL, &s1) == SHARC_INPROGRESS);
+    CHECK(ops->p2p->recv(tp, 0, 3, small, sizeof(small), NULL, &r1) == SHARC_OK);
     CHECK(sharc_tp_req_status(&r1) == SHARC_ERR_INVALID && sharc_tp_req_status(&s1) == SHARC_OK);
     memset(&s1, 0, sizeof(s1));
     memset(&r1, 0, sizeof(r1));
-    CHECK(ops->recv(tp, 0, 4, NULL, 0, NULL, &r1) == SHARC_INPROGRESS);
-    CHECK(ops->send(tp, 0, 4, NULL, 0, NULL, &s1) == SHARC_OK);
+    CHECK(ops->p2p->recv(tp, 0, 4, NULL, 0, NULL, &r1) == SHARC_INPROGRESS);
+    CHECK(ops->p2p->send(tp, 0, 4, NULL, 0, NULL, &s1) == SHARC_OK);
     CHECK(sharc_tp_req_status(&r1) == SHARC_OK && r1.bytes == 0);
     memset(&s1, 0, sizeof(s1));
-    CHECK(ops->send(tp, 1, 4, a, 1, NULL, &s1) == SHARC_ERR_INVALID);
-    CHECK(ops->recv(tp, -1, 4, x, 1, NULL, &r1) == SHARC_ERR_INVALID);
+    CHECK(ops->p2p->send(tp, 1, 4, a, 1, NULL, &s1) == SHARC_ERR_INVALID);
+    CHECK(ops->p2p->recv(tp, -1, 4, x, 1, NULL, &r1) == SHARC_ERR_INVALID);
 
     ops->comm_destroy(tp);
     sharc_config_destroy(config);

@@ -192,19 +192,23 @@ static void sharc_tp_ib_abort(sharc_tp_comm_t *tp)
     pthread_mutex_unlock(&tp->base.lock);
 }
 
+static const sharc_tp_p2p_ops_t sharc_tp_ib_p2p_ops = {
+    .send = sharc_tp_ib_send,
+    .recv = sharc_tp_ib_recv,
+    .recv_any = sharc_tp_ib_recv_any,
+    .probe = sharc_tp_ib_probe,
+};
+
 const sharc_tp_ops_t sharc_tp_ib_ops = {
     .version = SHARC_TP_OPS_VERSION,
     .name = "ib",
-    .caps = SHARC_TP_CAP_P2P | SHARC_TP_CAP_HOST_MEM | SHARC_TP_CAP_REMOTE,
+    .caps = SHARC_TP_CAP_HOST_MEM | SHARC_TP_CAP_REMOTE,
     .query = sharc_tp_ib_query,
     .comm_create = sharc_tp_ib_comm_create,
     .comm_destroy = sharc_tp_ib_comm_destroy,
     .abort = sharc_tp_ib_abort,
     .mem_reg = sharc_tp_ib_mem_reg,
     .mem_dereg = sharc_tp_ib_mem_dereg,
-    .send = sharc_tp_ib_send,
-    .recv = sharc_tp_ib_recv,
-    .recv_any = sharc_tp_ib_recv_any,
-    .probe = sharc_tp_ib_probe,
     .progress = sharc_tp_ib_progress,
+    .p2p = &sharc_tp_ib_p2p_ops,
 };

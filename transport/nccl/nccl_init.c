@@ -199,10 +199,15 @@ static void sharc_tp_nccl_comm_destroy(sharc_tp_comm_t *tp)
     sharc_tp_nccl_free(tp);
 }
 
+static const sharc_tp_coll_ops_t sharc_tp_nccl_coll_ops = {
+    .run = sharc_tp_nccl_coll,
+    .sendrecv = sharc_tp_nccl_p2p,
+};
+
 const sharc_tp_ops_t sharc_tp_nccl_ops = {
     .version = SHARC_TP_OPS_VERSION,
     .name = "nccl",
-    .caps = SHARC_TP_CAP_COLL | SHARC_TP_CAP_CUDA_MEM | SHARC_TP_CAP_REMOTE,
+    .caps = SHARC_TP_CAP_CUDA_MEM | SHARC_TP_CAP_REMOTE,
     .query = sharc_tp_nccl_query,
     .comm_create = sharc_tp_nccl_comm_create,
     .comm_destroy = sharc_tp_nccl_comm_destroy,
@@ -212,7 +217,6 @@ const sharc_tp_ops_t sharc_tp_nccl_ops = {
     .mem_dereg = sharc_tp_nccl_mem_dereg,
     .mem_alloc = sharc_tp_nccl_mem_alloc,
     .mem_free = sharc_tp_nccl_mem_free,
-    .coll = sharc_tp_nccl_coll,
-    .p2p = sharc_tp_nccl_p2p,
     .progress = sharc_tp_nccl_progress,
+    .coll = &sharc_tp_nccl_coll_ops,
 };

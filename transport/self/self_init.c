@@ -40,19 +40,22 @@ static void sharc_tp_self_comm_destroy(sharc_tp_comm_t *tp)
     free(tp);
 }
 
+static const sharc_tp_p2p_ops_t sharc_tp_self_p2p_ops = {
+    .send = sharc_tp_self_send,
+    .recv = sharc_tp_self_recv,
+    .recv_any = sharc_tp_self_recv_any,
+    .probe = sharc_tp_self_probe,
+};
+
 const sharc_tp_ops_t sharc_tp_self_ops = {
     .version = SHARC_TP_OPS_VERSION,
     .name = "self",
-    .caps = SHARC_TP_CAP_P2P | SHARC_TP_CAP_HOST_MEM,
+    .caps = SHARC_TP_CAP_HOST_MEM,
     .query = NULL,
     .comm_create = sharc_tp_self_comm_create,
     .comm_destroy = sharc_tp_self_comm_destroy,
     .mem_reg = NULL,
     .mem_dereg = NULL,
-    .send = sharc_tp_self_send,
-    .recv = sharc_tp_self_recv,
-    .recv_any = sharc_tp_self_recv_any,
-    .probe = sharc_tp_self_probe,
-    .coll = NULL,
     .progress = NULL,
+    .p2p = &sharc_tp_self_p2p_ops,
 };

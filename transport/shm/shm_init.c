@@ -346,25 +346,28 @@ out:
     return SHARC_OK;
 }
 
-const sharc_tp_ops_t sharc_tp_shm_ops = {
-    .version = SHARC_TP_OPS_VERSION,
-    .name = "shm",
-    .caps = SHARC_TP_CAP_P2P | SHARC_TP_CAP_HOST_MEM,
-    .query = NULL,
-    .comm_create = sharc_shm_comm_create,
-    .comm_destroy = sharc_shm_comm_destroy,
-    .mem_reg = NULL,
-    .mem_dereg = NULL,
+static const sharc_tp_p2p_ops_t sharc_tp_shm_p2p_ops = {
     .send = sharc_tp_shm_send,
     .recv = sharc_tp_shm_recv,
     .recv_any = sharc_tp_shm_recv_any,
     .probe = sharc_tp_shm_probe,
     .recv_reduce = sharc_tp_shm_recv_reduce,
+};
+
+const sharc_tp_ops_t sharc_tp_shm_ops = {
+    .version = SHARC_TP_OPS_VERSION,
+    .name = "shm",
+    .caps = SHARC_TP_CAP_HOST_MEM,
+    .query = NULL,
+    .comm_create = sharc_shm_comm_create,
+    .comm_destroy = sharc_shm_comm_destroy,
+    .mem_reg = NULL,
+    .mem_dereg = NULL,
     .abort = sharc_tp_shm_abort,
-    .coll = NULL,
     .progress = sharc_tp_shm_progress,
     .block = sharc_tp_shm_block,
     .wake = sharc_tp_shm_wake,
+    .p2p = &sharc_tp_shm_p2p_ops,
 };
 
 static const sharc_cfg_field_t sharc_tp_shm_cfg_fields[] = {

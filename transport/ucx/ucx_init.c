@@ -267,20 +267,23 @@ err_destroy:
     return status;
 }
 
+static const sharc_tp_p2p_ops_t sharc_tp_ucx_p2p_ops = {
+    .send = sharc_tp_ucx_send,
+    .recv = sharc_tp_ucx_recv,
+    .recv_any = sharc_tp_ucx_recv_any,
+    .probe = sharc_tp_ucx_probe,
+};
+
 const sharc_tp_ops_t sharc_tp_ucx_ops = {
     .version = SHARC_TP_OPS_VERSION,
     .name = "ucx",
-    .caps = SHARC_TP_CAP_P2P | SHARC_TP_CAP_HOST_MEM | SHARC_TP_CAP_REMOTE,
+    .caps = SHARC_TP_CAP_HOST_MEM | SHARC_TP_CAP_REMOTE,
     .query = NULL,
     .comm_create = sharc_tp_ucx_comm_create,
     .comm_destroy = sharc_tp_ucx_comm_destroy,
     .mem_reg = sharc_tp_ucx_mem_reg,
     .mem_dereg = sharc_tp_ucx_mem_dereg,
-    .send = sharc_tp_ucx_send,
-    .recv = sharc_tp_ucx_recv,
-    .recv_any = sharc_tp_ucx_recv_any,
-    .probe = sharc_tp_ucx_probe,
-    .coll = NULL,
     .progress = sharc_tp_ucx_progress,
     .abort = sharc_tp_ucx_abort,
+    .p2p = &sharc_tp_ucx_p2p_ops,
 };
