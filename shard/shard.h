@@ -11,7 +11,8 @@
  * planner of shard_plan.h (shard_plan.c, shard_plan_auto.c, which sharc-perf predict
  * replays); shard_calls.c and shard_step.c
  * are the calls that drive them; shard_trace.c records the timeline; shard_group.c makes
- * and destroys groups; shard_save.c and shard_load.c write and read checkpoints.
+ * and destroys groups, its ranks agreeing through shard_exchange.c; shard_save.c and
+ * shard_load.c write and read checkpoints.
  */
 #ifndef SHARC_SHARD_INT_H
 #define SHARC_SHARD_INT_H
@@ -95,8 +96,8 @@ typedef struct sharc_shard_unit {
 typedef struct {
     sharc_coll_devmem_t mem; /* host: mem.ptr from sharc_mem_alloc; CUDA: coll/'s device memory */
     size_t bytes;
-    void *free_ev;           /* CUDA: recorded where its last users end */
-    void *free_stream;        /* CUDA: ... on this stream (engine, caller, download) */
+    void *free_ev;     /* CUDA: recorded where its last users end */
+    void *free_stream; /* CUDA: ... on this stream (engine, caller, download) */
     int pooled;
     uint64_t seq; /* when it was last taken or returned: the oldest pooled one goes first */
 } sharc_shard_buf_t;
@@ -236,6 +237,15 @@ struct sharc_shard_group {
      * group; and the engine's AdamW (sharc_shard_adamw_create), or NULL */
     struct sharc_shard_off *off;
     struct sharc_shard_adamw *adamw;
+    /*
+     * Hooks of offload's host worker: set while the group has one (shard_host_sync.c starts
+     * and stops it), else NULL. Failing the group (shard_op.c) and quiescing it (shard_mem.c)
+     * sit below offload and reach the host's work only through these, not by calls:
+     * host_abort drops the worker's queued tasks and waits for those running; host_quiesce
+     * waits until the worker is idle (its first error) and offload's copy streams are done.
+     */
+    void (*host_abort)(struct sharc_shard_group *g);
+    sharc_status_t (*host_quiesce)(struct sharc_shard_group *g);
 
     struct sharc_shard_trace *trace; /* SHARC_SHARD_TRACE: the timeline (shard_trace.c), or NULL */
     int step_no;                     /* steps finished */
@@ -268,7 +278,7 @@ SHARC_HIDDEN sharc_status_t sharc_shard_layout(const sharc_shard_param_t *in, in
 
 SHARC_HIDDEN void sharc_shard_layout_free(sharc_shard_param_info_t *params, int nparams);
 
-/* ---- the group (shard_group.c) --------------------------------------------------------- */
+/* ---- the ranks' vote (shard_exchange.c) ------------------------------------------------ */
 
 /* What each rank tells the others when they must agree. */
 typedef struct {
@@ -369,10 +379,6 @@ SHARC_HIDDEN sharc_status_t sharc_shard_wire_settings(sharc_shard_group_t *g,
                                                       const sharc_shard_params_t *cfg,
                                                       const sharc_shard_cfg_t *k, int *hpz_p);
 
-/* The wire of a collective the group posts on @p queue (its gathers' and reduce-scatters'). */
-SHARC_HIDDEN sharc_wire_t sharc_shard_wire_of(const sharc_shard_group_t *g,
-                                              sharc_shard_queue_t queue, sharc_coll_type_t type);
-
 /* hpZ: the node communicator of the shard group's ranks (every node as many, else hpZ is off,
  * warned); its release. */
 SHARC_HIDDEN sharc_status_t sharc_shard_node_open(sharc_shard_group_t *g);
@@ -392,11 +398,6 @@ SHARC_HIDDEN void sharc_shard_node_drop(sharc_shard_group_t *g, sharc_shard_unit
 SHARC_HIDDEN void sharc_shard_node_drop_all(sharc_shard_group_t *g);
 
 /* ---- reductions (shard_reduce.c) -------------------------------------------------------- */
-
-/* The unit's unsharded gradients are done with: gbuf back to the pool, its last use ending on
- * @p stream (CUDA); the unit has none. */
-SHARC_HIDDEN void sharc_shard_grads_release(sharc_shard_group_t *g, sharc_shard_unit_t *u,
-                                            void *stream);
 
 /* Start reducing the unit's open gradients: on CUDA the whole chain is queued on the
  * device; on the host the reduce-scatter is posted and the unit joins the queue. */
@@ -435,8 +436,8 @@ SHARC_HIDDEN sharc_status_t sharc_shard_copy(sharc_shard_group_t *g, void *dst, 
 /* CUDA: @p waiting goes on only after what @p after has queued so far. */
 SHARC_HIDDEN sharc_status_t sharc_shard_after(sharc_shard_group_t *g, void *waiting, void *after);
 
-/* Wait on the host until the host's work on offloaded units is done and, on CUDA, the
- * caller's, the engine's and the copy streams (destroy, checkpoints). */
+/* Wait on the host until the host's work on offloaded units is done (the host_quiesce hook)
+ * and, on CUDA, the copy streams, the engine's and the caller's (destroy, checkpoints). */
 SHARC_HIDDEN sharc_status_t sharc_shard_quiesce(sharc_shard_group_t *g);
 
 /*
@@ -450,6 +451,11 @@ SHARC_HIDDEN sharc_status_t sharc_shard_buf_get(sharc_shard_group_t *g, size_t b
                                                 void **ptr_p);
 SHARC_HIDDEN void sharc_shard_buf_put(sharc_shard_group_t *g, void *ptr, void *stream);
 SHARC_HIDDEN void sharc_shard_buf_free_all(sharc_shard_group_t *g);
+
+/* The unit's unsharded gradients are done with: gbuf back to the pool, its last use ending on
+ * @p stream (CUDA); the unit has none. */
+SHARC_HIDDEN void sharc_shard_grads_release(sharc_shard_group_t *g, sharc_shard_unit_t *u,
+                                            void *stream);
 
 /* ---- schedule (shard_sched.c) --------------------------------------------------------- */
 

@@ -214,26 +214,6 @@ sharc_status_t sharc_shard_adamw_posted(sharc_shard_group_t *g, sharc_shard_unit
     return SHARC_OK;
 }
 
-void sharc_shard_adamw_task(sharc_shard_group_t *g, sharc_shard_unit_t *u, sharc_shard_task_t *t)
-{
-    sharc_shard_adamw_state_t *s = g->adamw;
-    sharc_shard_ounit_t *ou = &g->off->units[u->id];
-
-    if (s == NULL || !s->armed || !ou->final) {
-        return;
-    }
-    t->what |= SHARC_SHARD_TASK_SUMSQ;
-    if (s->hp.max_norm == 0) { /* nothing to wait for: the update follows the landing */
-        t->what |= SHARC_SHARD_TASK_UPDATE;
-        t->a = sharc_shard_adamw_kern(&s->hp, 1.0f);
-        ou->updated = 1;
-        if (sharc_shard_pinned_unit(g, u)) {
-            t->what |= SHARC_SHARD_TASK_UPLOAD;
-            ou->dirty = 0;
-        }
-    }
-}
-
 /* ---- updates ------------------------------------------------------------------------------- */
 
 typedef struct {
@@ -250,8 +230,9 @@ static void sharc_shard_adamw_chunk(void *arg, size_t chunk, size_t lo, size_t h
     sharc_kern_cpu_ops.adamw(&x->a, x->p + lo, x->g + lo, x->m + lo, x->v + lo, hi - lo, NULL);
 }
 
-sharc_status_t sharc_shard_task_update(sharc_shard_group_t *g, sharc_shard_unit_t *u,
-                                       const sharc_shard_task_t *t)
+/* A host unit's update, on the worker's threads. */
+static sharc_status_t sharc_shard_task_update(sharc_shard_group_t *g, sharc_shard_unit_t *u,
+                                              const sharc_shard_task_t *t)
 {
     sharc_shard_adamw_state_t *s = g->adamw;
 
@@ -276,6 +257,44 @@ sharc_status_t sharc_shard_task_update(sharc_shard_group_t *g, sharc_shard_unit_
         }
     }
     return SHARC_OK;
+}
+
+/* What the worker runs of a task with an update: the update, then (a pinned unit) the upload
+ * of the new master. */
+static sharc_status_t sharc_shard_adamw_run(sharc_shard_group_t *g, sharc_shard_unit_t *u,
+                                            const sharc_shard_task_t *t)
+{
+    sharc_status_t status = SHARC_OK;
+
+    if (t->what & SHARC_SHARD_TASK_UPDATE) {
+        status = sharc_shard_task_update(g, u, t);
+    }
+    if (status == SHARC_OK && !sharc_shard_host_cancelled(g) &&
+        (t->what & SHARC_SHARD_TASK_UPLOAD)) {
+        status = sharc_shard_task_upload(g, u, t);
+    }
+    return status;
+}
+
+void sharc_shard_adamw_task(sharc_shard_group_t *g, sharc_shard_unit_t *u, sharc_shard_task_t *t)
+{
+    sharc_shard_adamw_state_t *s = g->adamw;
+    sharc_shard_ounit_t *ou = &g->off->units[u->id];
+
+    if (s == NULL || !s->armed || !ou->final) {
+        return;
+    }
+    t->what |= SHARC_SHARD_TASK_SUMSQ;
+    if (s->hp.max_norm == 0) { /* nothing to wait for: the update follows the landing */
+        t->what |= SHARC_SHARD_TASK_UPDATE;
+        t->run = sharc_shard_adamw_run;
+        t->a = sharc_shard_adamw_kern(&s->hp, 1.0f);
+        ou->updated = 1;
+        if (sharc_shard_pinned_unit(g, u)) {
+            t->what |= SHARC_SHARD_TASK_UPLOAD;
+            ou->dirty = 0;
+        }
+    }
 }
 
 /* A device unit's update, on the engine's stream. */
@@ -419,7 +438,10 @@ sharc_status_t sharc_shard_adamw_finish(sharc_shard_group_t *g)
     for (int k = 0; status == SHARC_OK && k < g->nunits; k++) {
         sharc_shard_unit_t *u = &g->units[order[k]];
         sharc_shard_ounit_t *ou = &g->off->units[u->id];
-        sharc_shard_task_t t = {.unit = u->id, .what = SHARC_SHARD_TASK_UPDATE, .slot = -1};
+        sharc_shard_task_t t = {.unit = u->id,
+                                .what = SHARC_SHARD_TASK_UPDATE,
+                                .slot = -1,
+                                .run = sharc_shard_adamw_run};
 
         if (ou->updated) {
             continue;

@@ -2,8 +2,8 @@
 /*
  * shard_group.c: a shard group's life: settings, layout agreement across ranks, the shard
  * and replica communicators (HSDP), master and gradient shards and their initial values,
- * its end. Its queries and optimizer states are shard_query.c's; communication during
- * steps is in shard_unit.c and shard_sched.c.
+ * its end. Its queries are shard_query.c's; the ranks' vote it takes is shard_exchange.c's;
+ * communication during steps is in shard_unit.c and shard_sched.c.
  */
 #include "config.h"
 
@@ -124,27 +124,6 @@ static uint64_t sharc_shard_hash(const sharc_shard_group_t *g)
         h = sharc_hash64(h, fields, sizeof(fields));
     }
     return h;
-}
-
-sharc_status_t sharc_shard_exchange(sharc_shard_group_t *g, sharc_status_t mine,
-                                    sharc_shard_vote_t *vote, sharc_shard_vote_t *all,
-                                    const char *what)
-{
-    sharc_status_t status;
-
-    vote->status = mine;
-    status = sharc_boot_allgather(g->comm->boot, vote, all, sizeof(*vote));
-    if (status != SHARC_OK || mine != SHARC_OK) {
-        return (status != SHARC_OK) ? status : mine; /* this rank's own error is logged */
-    }
-    for (int r = 0; r < g->size; r++) {
-        if (all[r].status != SHARC_OK) {
-            sharc_error("%s failed on rank %d (%s)", what, r,
-                        sharc_status_string((sharc_status_t)all[r].status));
-            return SHARC_ERR_REMOTE;
-        }
-    }
-    return SHARC_OK;
 }
 
 /*

@@ -2,13 +2,14 @@
 /*
  * shard_host.c: the host's worker, which does the CPU's part of a step for host units: a
  * thread of the group that takes tasks in order (a unit's reduced gradient landing in its
- * shard, its sum of squares, AdamW, the upload of its new parameters) and runs their loops
- * on a pool of threads (shard_pool.c). Landings go first: an update is run in slices, with
- * the landings queued meanwhile run between them, so that download slots come back soon and
- * the caller's thread, which posts the downloads, rarely waits for one. The group's own
- * state stays its caller's: the worker reads a unit's shards and writes only them, its
- * offload state's landed/sumsq and the events of its copies. Waits are bounded by the
- * collective timeout; a failure of the group cancels what is queued (sharc_shard_host_abort).
+ * shard, its sum of squares, then what the task's run function does: AdamW's update,
+ * shard_adamw.c, and the upload of its new parameters, here) and runs their loops on a pool
+ * of threads (shard_pool.c). Landings go first: an update is run in slices, with the landings
+ * queued meanwhile run between them, so that download slots come back soon and the caller's
+ * thread, which posts the downloads, rarely waits for one. The group's own state stays its
+ * caller's: the worker reads a unit's shards and writes only them, its offload state's
+ * landed/sumsq and the events of its copies. Waits are bounded by the collective timeout; a
+ * failure of the group cancels what is queued (the host_abort hook, shard_host_sync.c).
  */
 #include "config.h"
 
@@ -171,6 +172,11 @@ static sharc_status_t sharc_shard_host_land(sharc_shard_group_t *g, const sharc_
     return status;
 }
 
+int sharc_shard_host_cancelled(sharc_shard_group_t *g)
+{
+    return atomic_load(&g->off->host->cancel);
+}
+
 void (*sharc_shard_host_ended_hook)(void);
 
 /* A task is over: its unit's count goes down, the worker is no longer inside it, and the first
@@ -234,6 +240,70 @@ void sharc_shard_host_for(sharc_shard_group_t *g, size_t n, size_t grain, sharc_
     sharc_shard_pool_for(g->off->host->pool, n, grain, fn, arg);
 }
 
+/* ---- the upload ---------------------------------------------------------------------------- */
+
+/* The next upload slot, once its last copy is done, and its event. */
+static sharc_status_t sharc_shard_host_up_slot(sharc_shard_host_t *h, void **ptr_p, void **ev_p)
+{
+    int i = h->up_next;
+    sharc_status_t status = sharc_shard_host_event(h, h->up_ev[i]); /* its last copy is done */
+
+    if (status == SHARC_OK) {
+        h->up_next = (i + 1) % SHARC_SHARD_UP_SLOTS;
+        *ptr_p = h->up[i];
+        *ev_p = h->up_ev[i];
+    }
+    return status;
+}
+
+typedef struct {
+    sharc_shard_group_t *g;
+    char *dst;
+    const float *src;
+} sharc_shard_cast_arg_t;
+
+static void sharc_shard_cast_chunk(void *arg, size_t chunk, size_t lo, size_t hi)
+{
+    sharc_shard_cast_arg_t *a = arg;
+
+    (void)chunk;
+    sharc_kern_cpu_ops.cast(a->dst + lo * a->g->pesize, a->g->pdtype, a->src + lo, SHARC_DTYPE_F32,
+                            hi - lo, NULL);
+}
+
+sharc_status_t sharc_shard_task_upload(sharc_shard_group_t *g, sharc_shard_unit_t *u,
+                                       const sharc_shard_task_t *t)
+{
+    sharc_shard_off_t *off = g->off;
+    sharc_shard_ounit_t *ou = &off->units[u->id];
+    const void *src = u->master; /* f32 parameters go up straight from the page-locked master */
+    void *slot = NULL, *slot_ev = NULL;
+    sharc_status_t status = SHARC_OK;
+
+    (void)t;
+    if (g->pdtype != SHARC_DTYPE_F32) { /* cast on the host: half the bytes cross the link */
+        sharc_shard_cast_arg_t a = {.g = g, .src = u->master};
+
+        status = sharc_shard_host_up_slot(g->off->host, &slot, &slot_ev);
+        if (status != SHARC_OK) {
+            return status;
+        }
+        a.dst = slot;
+        sharc_shard_host_for(g, u->shard, 64u << 10, sharc_shard_cast_chunk, &a);
+        src = slot;
+    }
+    status = sharc_gpu_copy(ou->dparam, src, u->shard * g->pesize, off->up);
+    if (status == SHARC_OK) {
+        status = sharc_gpu_event_record(ou->up_ev, off->up);
+    }
+    if (status == SHARC_OK && slot_ev != NULL) { /* the slot is free again after the copy */
+        status = sharc_gpu_event_record(slot_ev, off->up);
+    }
+    return status;
+}
+
+/* ---- the loop ------------------------------------------------------------------------------ */
+
 void *sharc_shard_host_main(void *arg)
 {
     sharc_shard_group_t *g = arg;
@@ -257,12 +327,8 @@ void *sharc_shard_host_main(void *arg)
 
             h->running++;
             pthread_mutex_unlock(&h->lock);
-            if (!atomic_load(&h->cancel) && (t.what & SHARC_SHARD_TASK_UPDATE)) {
-                status = sharc_shard_task_update(g, u, &t);
-            }
-            if (status == SHARC_OK && !atomic_load(&h->cancel) &&
-                (t.what & SHARC_SHARD_TASK_UPLOAD)) {
-                status = sharc_shard_task_upload(g, u);
+            if (!atomic_load(&h->cancel) && t.run != NULL) { /* its update, its upload */
+                status = t.run(g, u, &t);
             }
             sharc_shard_host_end(g, &t, status);
         } else {

@@ -3,7 +3,9 @@
  * shard_host_sync.c: the caller's side of the host worker (shard_host.c): starting and
  * stopping it with its pool and page-locked slots, queueing tasks, waiting for a unit's
  * tasks, for every landing, or for a download slot (bounded by the collective timeout, the
- * time counted as exposed), and cancelling everything when the group fails.
+ * time counted as exposed), and cancelling everything when the group fails. While the worker
+ * runs, the group's host_abort and host_quiesce hooks point here: failing and quiescing the
+ * group are the engine's, below offload, and reach the worker only through them.
  */
 #include "config.h"
 
@@ -42,6 +44,46 @@ static sharc_status_t sharc_shard_host_slots(sharc_shard_group_t *g, sharc_shard
     return status;
 }
 
+/* Drop what is queued and wait for what runs (the group failed): nothing is left in flight.
+ * The group's host_abort hook while the worker runs. */
+static void sharc_shard_host_abort(sharc_shard_group_t *g)
+{
+    sharc_shard_host_t *h = (g->off != NULL) ? g->off->host : NULL;
+    sharc_shard_task_t t;
+
+    if (h == NULL) {
+        return;
+    }
+    pthread_mutex_lock(&h->lock);
+    atomic_store(&h->cancel, 1);
+    while (sharc_shard_fifo_pop(&h->land, &t) || sharc_shard_fifo_pop(&h->rest, &t)) {
+        g->off->units[t.unit].pending--;
+        if (t.slot >= 0 && (t.what & SHARC_SHARD_TASK_LAND)) {
+            h->down_busy[t.slot] = 0;
+        }
+    }
+    while (h->running > 0) { /* a task's loops end soon: they look at cancel between slices */
+        pthread_cond_wait(&h->done, &h->lock);
+    }
+    pthread_mutex_unlock(&h->lock);
+}
+
+/* The group's host_quiesce hook while the worker runs: its work done (it writes masters,
+ * states and gradient shards), then offload's copy streams (uploads read masters, downloads
+ * read gradient buffers). */
+static sharc_status_t sharc_shard_host_quiesce(sharc_shard_group_t *g)
+{
+    sharc_status_t status = sharc_shard_host_wait(g, NULL, SHARC_COLL_REDUCE_SCATTER);
+
+    if (status == SHARC_OK && g->off->up != NULL) {
+        status = sharc_gpu_stream_sync(g->off->up);
+    }
+    if (status == SHARC_OK && g->off->down != NULL) {
+        status = sharc_gpu_stream_sync(g->off->down);
+    }
+    return status;
+}
+
 sharc_status_t sharc_shard_host_start(sharc_shard_group_t *g)
 {
     sharc_shard_host_t *h;
@@ -68,7 +110,10 @@ sharc_status_t sharc_shard_host_start(sharc_shard_group_t *g)
         status = SHARC_ERR_NOMEM;
     }
     h->started = status == SHARC_OK;
-    if (status != SHARC_OK) {
+    if (status == SHARC_OK) { /* failing or quiescing the group reaches the worker now */
+        g->host_abort = sharc_shard_host_abort;
+        g->host_quiesce = sharc_shard_host_quiesce;
+    } else {
         sharc_error("the host side of offload could not be set up (%s)",
                     sharc_status_string(status));
         sharc_shard_host_stop(g);
@@ -83,6 +128,8 @@ void sharc_shard_host_stop(sharc_shard_group_t *g)
     if (h == NULL) {
         return;
     }
+    g->host_abort = NULL;
+    g->host_quiesce = NULL;
     if (h->started) {
         sharc_shard_host_abort(g);
         pthread_mutex_lock(&h->lock);
@@ -267,47 +314,6 @@ void sharc_shard_host_slot_put(sharc_shard_group_t *g, int slot)
     h->down_busy[slot] = 0;
     pthread_cond_broadcast(&h->done);
     pthread_mutex_unlock(&h->lock);
-}
-
-sharc_status_t sharc_shard_host_up_slot(sharc_shard_group_t *g, void **ptr_p, void **ev_p)
-{
-    sharc_shard_host_t *h = g->off->host;
-    int i = h->up_next;
-    sharc_status_t status = sharc_shard_host_event(h, h->up_ev[i]); /* its last copy is done */
-
-    if (status == SHARC_OK) {
-        h->up_next = (i + 1) % SHARC_SHARD_UP_SLOTS;
-        *ptr_p = h->up[i];
-        *ev_p = h->up_ev[i];
-    }
-    return status;
-}
-
-void sharc_shard_host_abort(sharc_shard_group_t *g)
-{
-    sharc_shard_host_t *h = (g->off != NULL) ? g->off->host : NULL;
-    sharc_shard_task_t t;
-
-    if (h == NULL) {
-        return;
-    }
-    pthread_mutex_lock(&h->lock);
-    atomic_store(&h->cancel, 1);
-    while (sharc_shard_fifo_pop(&h->land, &t) || sharc_shard_fifo_pop(&h->rest, &t)) {
-        g->off->units[t.unit].pending--;
-        if (t.slot >= 0 && (t.what & SHARC_SHARD_TASK_LAND)) {
-            h->down_busy[t.slot] = 0;
-        }
-    }
-    while (h->running > 0) { /* a task's loops end soon: they look at cancel between slices */
-        pthread_cond_wait(&h->done, &h->lock);
-    }
-    pthread_mutex_unlock(&h->lock);
-}
-
-int sharc_shard_host_cancelled(sharc_shard_group_t *g)
-{
-    return atomic_load(&g->off->host->cancel);
 }
 
 size_t sharc_shard_host_slot_bytes(const sharc_shard_group_t *g)

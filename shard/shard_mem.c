@@ -8,7 +8,10 @@
  * event, where its last users end (the caller's stream for parameters used in compute, the
  * engine's for gradients it reduced and gathers it gave up): the engine's stream takes any
  * (it follows the caller's when it takes one), the caller's stream one that needs no wait,
- * so compute never queues behind a reduction only because of memory reuse.
+ * so compute never queues behind a reduction only because of memory reuse. A unit's gradient
+ * buffer goes back here once its reduced part is taken (the engine's accumulation, or
+ * offload's download). Quiescing waits for offload's host work through the group's
+ * host_quiesce hook (offload sits above this file).
  */
 #include "config.h"
 
@@ -98,14 +101,12 @@ sharc_status_t sharc_shard_after(sharc_shard_group_t *g, void *waiting, void *af
 
 sharc_status_t sharc_shard_quiesce(sharc_shard_group_t *g)
 {
-    /* the host's work on offloaded units (it writes masters, states and gradient shards) */
-    sharc_status_t status = sharc_shard_host_wait(g, NULL, SHARC_COLL_REDUCE_SCATTER);
+    sharc_status_t status = SHARC_OK;
 
-    if (status == SHARC_OK && g->off != NULL && g->off->up != NULL) { /* uploads read masters */
-        status = sharc_gpu_stream_sync(g->off->up);
-    }
-    if (status == SHARC_OK && g->off != NULL && g->off->down != NULL) {
-        status = sharc_gpu_stream_sync(g->off->down);
+    /* the host's work on offloaded units (it writes masters, states and gradient shards) and
+     * offload's copies: through the hook of its worker, which sits above this file */
+    if (g->host_quiesce != NULL) {
+        status = g->host_quiesce(g);
     }
     if (status == SHARC_OK && g->cuda) {
         status = sharc_gpu_stream_sync(g->estream);
@@ -301,4 +302,12 @@ void sharc_shard_buf_free_all(sharc_shard_group_t *g)
     free(g->bufs);
     g->bufs = NULL;
     g->nbufs = g->npooled = 0;
+}
+
+void sharc_shard_grads_release(sharc_shard_group_t *g, sharc_shard_unit_t *u, void *stream)
+{
+    sharc_shard_buf_put(g, u->gbuf, stream);
+    sharc_shard_stats_mem(g, u, -(long long)(u->padded * g->resize));
+    u->gbuf = NULL;
+    u->gstate = SHARC_SHARD_GRAD_NONE;
 }

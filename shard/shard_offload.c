@@ -9,6 +9,9 @@
  * shard (managed: added on the device, straight into the managed shard); its parameters go
  * up on the upload stream into a param-dtype shard on the device, which gathers send, after
  * every update and whenever the master may have changed (creation, load, a caller's write).
+ * Here: the settings, the placement, each unit's shards in memory (masters, gradients and
+ * the optimizer states sharc_shard_state_add adds) and the bytes held; the movement itself
+ * is shard_offload_move.c's.
  */
 #include "config.h"
 
@@ -202,23 +205,6 @@ void sharc_shard_offload_free(sharc_shard_group_t *g)
     g->off = NULL;
 }
 
-sharc_memtype_t sharc_shard_unit_where(const sharc_shard_group_t *g, const sharc_shard_unit_t *u)
-{
-    return (g->off != NULL && g->off->units != NULL)
-               ? g->off->units[u->id].where
-               : (g->cuda ? SHARC_MEMTYPE_CUDA : SHARC_MEMTYPE_HOST);
-}
-
-int sharc_shard_host_unit(const sharc_shard_group_t *g, const sharc_shard_unit_t *u)
-{
-    return sharc_shard_unit_where(g, u) != SHARC_MEMTYPE_CUDA;
-}
-
-int sharc_shard_pinned_unit(const sharc_shard_group_t *g, const sharc_shard_unit_t *u)
-{
-    return g->cuda && sharc_shard_unit_where(g, u) == SHARC_MEMTYPE_HOST;
-}
-
 /* ---- memory ------------------------------------------------------------------------------ */
 
 /* Managed memory that prefers the host and that the device maps, zeroed on the host. */
@@ -283,6 +269,60 @@ void sharc_shard_unit_free(sharc_shard_group_t *g, sharc_shard_unit_t *u, sharc_
     } else {
         sharc_gpu_host_free(ptr);
     }
+}
+
+/* sharc/shard.h: a new optimizer state, a shard of it for every unit where its placement says */
+sharc_status_t sharc_shard_state_add(sharc_shard_group_h g, const char *name, int *index_p)
+{
+    char **names, *copy;
+
+    if (g == NULL || name == NULL || name[0] == '\0' || strcmp(name, "master") == 0) {
+        sharc_error("sharc_shard_state_add: %s", g == NULL ? "group is NULL"
+                                                 : (name == NULL || name[0] == '\0')
+                                                     ? "the state needs a name"
+                                                     : "'master' is the master weights' name");
+        return SHARC_ERR_INVALID;
+    }
+    for (int s = 0; s < g->nstates; s++) {
+        if (strcmp(g->state_names[s], name) == 0) {
+            sharc_error("sharc_shard_state_add: state '%s' exists already", name);
+            return SHARC_ERR_INVALID;
+        }
+    }
+    names = realloc(g->state_names, sizeof(*names) * (size_t)(g->nstates + 1));
+    if (names == NULL) {
+        return SHARC_ERR_NOMEM;
+    }
+    g->state_names = names;
+    copy = strdup(name);
+    if (copy == NULL) {
+        return SHARC_ERR_NOMEM;
+    }
+    /* every unit gets the new state before the count goes up, so a failure changes nothing */
+    for (int ui = 0; ui < g->nunits; ui++) {
+        sharc_shard_unit_t *u = &g->units[ui];
+        float **states = realloc(u->state, sizeof(*states) * (size_t)(g->nstates + 1));
+
+        if (states != NULL) {
+            u->state = states;
+            states[g->nstates] = NULL;
+            sharc_shard_unit_alloc(g, u, SHARC_SHARD_MEM_STATE, &states[g->nstates]);
+        }
+        if (states == NULL || states[g->nstates] == NULL) {
+            for (int vi = 0; vi < ui; vi++) {
+                sharc_shard_unit_free(g, &g->units[vi], SHARC_SHARD_MEM_STATE,
+                                      g->units[vi].state[g->nstates]);
+            }
+            free(copy);
+            return SHARC_ERR_NOMEM;
+        }
+    }
+    g->state_names[g->nstates] = copy;
+    if (index_p != NULL) {
+        *index_p = g->nstates;
+    }
+    g->nstates++;
+    return SHARC_OK;
 }
 
 void sharc_shard_offload_bytes(const sharc_shard_group_t *g, size_t *device_p, size_t *host_p)

@@ -50,14 +50,25 @@ enum {
     SHARC_SHARD_TASK_UPLOAD = 1u << 3, /* offload host: the master to the device's copy */
 };
 
-typedef struct {
+typedef struct sharc_shard_task sharc_shard_task_t;
+
+/*
+ * What the worker runs of a task after its landing and sum of squares: its update and its
+ * upload. Whoever queues the task sets it (shard_adamw.c, shard_offload_move.c), so that the
+ * worker's loop (shard_host.c) calls no kind of task by name.
+ */
+typedef sharc_status_t (*sharc_shard_task_fn_t)(sharc_shard_group_t *g, sharc_shard_unit_t *u,
+                                                const sharc_shard_task_t *t);
+
+struct sharc_shard_task {
     int unit;
-    unsigned what;        /* SHARC_SHARD_TASK_* */
-    int slot;             /* LAND (offload host): the download slot its gradient arrives in */
-    int overwrite;        /* LAND: the shard counts as zero: write it */
-    double scale;         /* LAND: 1 / ranks for AVG, else 1 */
-    sharc_kern_adamw_t a; /* UPDATE: this step's AdamW (keep: the decayed ranges') */
-} sharc_shard_task_t;
+    unsigned what;             /* SHARC_SHARD_TASK_* */
+    int slot;                  /* LAND (offload host): the download slot its gradient arrives in */
+    int overwrite;             /* LAND: the shard counts as zero: write it */
+    double scale;              /* LAND: 1 / ranks for AVG, else 1 */
+    sharc_kern_adamw_t a;      /* UPDATE: this step's AdamW (keep: the decayed ranges') */
+    sharc_shard_task_fn_t run; /* UPDATE, UPLOAD: what does them (NULL without either) */
+};
 
 typedef struct sharc_shard_pool sharc_shard_pool_t;
 typedef struct sharc_shard_host sharc_shard_host_t;
@@ -106,13 +117,26 @@ SHARC_HIDDEN sharc_status_t sharc_shard_offload_settings(sharc_shard_group_t *g,
 SHARC_HIDDEN sharc_status_t sharc_shard_offload_setup(sharc_shard_group_t *g);
 SHARC_HIDDEN void sharc_shard_offload_free(sharc_shard_group_t *g);
 
-/* Where unit @p u's master, gradient shard and states live. */
-SHARC_HIDDEN sharc_memtype_t sharc_shard_unit_where(const sharc_shard_group_t *g,
-                                                    const sharc_shard_unit_t *u);
+/* Where unit @p u's master, gradient shard and states live (placed by offload_setup). */
+static inline sharc_memtype_t sharc_shard_unit_where(const sharc_shard_group_t *g,
+                                                     const sharc_shard_unit_t *u)
+{
+    return (g->off != NULL && g->off->units != NULL)
+               ? g->off->units[u->id].where
+               : (g->cuda ? SHARC_MEMTYPE_CUDA : SHARC_MEMTYPE_HOST);
+}
+
 /* The unit's state is read by the CPU (a host unit). */
-SHARC_HIDDEN int sharc_shard_host_unit(const sharc_shard_group_t *g, const sharc_shard_unit_t *u);
+static inline int sharc_shard_host_unit(const sharc_shard_group_t *g, const sharc_shard_unit_t *u)
+{
+    return sharc_shard_unit_where(g, u) != SHARC_MEMTYPE_CUDA;
+}
+
 /* The unit is offloaded to page-locked host memory from a CUDA group (gathers read dparam). */
-SHARC_HIDDEN int sharc_shard_pinned_unit(const sharc_shard_group_t *g, const sharc_shard_unit_t *u);
+static inline int sharc_shard_pinned_unit(const sharc_shard_group_t *g, const sharc_shard_unit_t *u)
+{
+    return g->cuda && sharc_shard_unit_where(g, u) == SHARC_MEMTYPE_HOST;
+}
 
 /* A zeroed f32 shard of unit @p u of a @p kind, where the unit's placement says (offloaded:
  * master and gradient page-locked, states pageable; or managed); and its release. */
@@ -166,11 +190,12 @@ SHARC_HIDDEN size_t sharc_shard_host_slot_bytes(const sharc_shard_group_t *g);
 SHARC_HIDDEN void sharc_shard_offload_bytes(const sharc_shard_group_t *g, size_t *device_p,
                                             size_t *host_p);
 
-/* ---- the host's worker (shard_host.c) -------------------------------------------------- */
+/* ---- the host's worker: the caller's side (shard_host_sync.c) ----------------------------- */
 
-/* Start the worker (its thread and pool) if the group has none. */
+/* Start the worker (its thread and pool) if the group has none; the group's host_abort and
+ * host_quiesce hooks reach it from then on. */
 SHARC_HIDDEN sharc_status_t sharc_shard_host_start(sharc_shard_group_t *g);
-/* Cancel what is queued, wait for what runs, stop the thread (destroy). */
+/* Cancel what is queued, wait for what runs, stop the thread, unset the hooks (destroy). */
 SHARC_HIDDEN void sharc_shard_host_stop(sharc_shard_group_t *g);
 
 /* Queue a task (its unit's pending count goes up). */
@@ -189,18 +214,15 @@ SHARC_HIDDEN sharc_status_t sharc_shard_host_slot(sharc_shard_group_t *g, int *s
                                                   void **ptr_p);
 /* A download slot back unused (its download could not be queued). */
 SHARC_HIDDEN void sharc_shard_host_slot_put(sharc_shard_group_t *g, int slot);
-/* The worker: the next upload slot, once its last copy is done, and its event. */
-SHARC_HIDDEN sharc_status_t sharc_shard_host_up_slot(sharc_shard_group_t *g, void **ptr_p,
-                                                     void **ev_p);
+
+/* ---- the host's worker: its thread (shard_host.c) ----------------------------------------- */
+
 /* The worker: whether the group failed and what is left should stop. */
 SHARC_HIDDEN int sharc_shard_host_cancelled(sharc_shard_group_t *g);
-/* Drop what is queued and wait for what runs (the group failed): nothing is left in flight. */
-SHARC_HIDDEN void sharc_shard_host_abort(sharc_shard_group_t *g);
 
-/* The worker runs a task: the pieces shard_adamw.c and shard_offload.c supply. */
-SHARC_HIDDEN sharc_status_t sharc_shard_task_update(sharc_shard_group_t *g, sharc_shard_unit_t *u,
+/* The worker's upload of a pinned unit's master to its dparam (a task's run: UPLOAD only). */
+SHARC_HIDDEN sharc_status_t sharc_shard_task_upload(sharc_shard_group_t *g, sharc_shard_unit_t *u,
                                                     const sharc_shard_task_t *t);
-SHARC_HIDDEN sharc_status_t sharc_shard_task_upload(sharc_shard_group_t *g, sharc_shard_unit_t *u);
 
 /* The pool's parallel loop, for the task's pieces: fn over [0, n) in chunks of @p grain
  * elements (chunk index, its range), on every thread of the worker. */

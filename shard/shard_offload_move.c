@@ -6,8 +6,8 @@
  * reduction, its part goes down into a slot on the download stream and the host worker lands
  * it (managed: the device adds it into the managed shard, whose pages the host then reads);
  * zeroing skips the pass; a caller's read or write waits for the host's work first. The
- * worker's upload is here too: the master (cast to the param dtype in a page-locked slot
- * when that is 16-bit) copied up on the upload stream.
+ * upload itself is the worker's (shard_host.c), queued here as a task of its own when the
+ * master changed outside a step.
  */
 #include "config.h"
 
@@ -24,7 +24,8 @@ sharc_status_t sharc_shard_offload_gather(sharc_shard_group_t *g, sharc_shard_un
                                           const void **own_p, int *stage_p)
 {
     sharc_shard_ounit_t *ou = &g->off->units[u->id];
-    sharc_shard_task_t t = {.unit = u->id, .what = SHARC_SHARD_TASK_UPLOAD, .slot = -1};
+    sharc_shard_task_t t = {
+        .unit = u->id, .what = SHARC_SHARD_TASK_UPLOAD, .slot = -1, .run = sharc_shard_task_upload};
     sharc_status_t status;
 
     *own_p = u->master;
@@ -165,50 +166,4 @@ void sharc_shard_offload_dirty_all(sharc_shard_group_t *g)
             g->off->units[i].dirty = 1;
         }
     }
-}
-
-/* ---- the worker's upload ------------------------------------------------------------------- */
-
-typedef struct {
-    sharc_shard_group_t *g;
-    char *dst;
-    const float *src;
-} sharc_shard_cast_arg_t;
-
-static void sharc_shard_cast_chunk(void *arg, size_t chunk, size_t lo, size_t hi)
-{
-    sharc_shard_cast_arg_t *a = arg;
-
-    (void)chunk;
-    sharc_kern_cpu_ops.cast(a->dst + lo * a->g->pesize, a->g->pdtype, a->src + lo, SHARC_DTYPE_F32,
-                            hi - lo, NULL);
-}
-
-sharc_status_t sharc_shard_task_upload(sharc_shard_group_t *g, sharc_shard_unit_t *u)
-{
-    sharc_shard_off_t *off = g->off;
-    sharc_shard_ounit_t *ou = &off->units[u->id];
-    const void *src = u->master; /* f32 parameters go up straight from the page-locked master */
-    void *slot = NULL, *slot_ev = NULL;
-    sharc_status_t status = SHARC_OK;
-
-    if (g->pdtype != SHARC_DTYPE_F32) { /* cast on the host: half the bytes cross the link */
-        sharc_shard_cast_arg_t a = {.g = g, .src = u->master};
-
-        status = sharc_shard_host_up_slot(g, &slot, &slot_ev);
-        if (status != SHARC_OK) {
-            return status;
-        }
-        a.dst = slot;
-        sharc_shard_host_for(g, u->shard, 64u << 10, sharc_shard_cast_chunk, &a);
-        src = slot;
-    }
-    status = sharc_gpu_copy(ou->dparam, src, u->shard * g->pesize, off->up);
-    if (status == SHARC_OK) {
-        status = sharc_gpu_event_record(ou->up_ev, off->up);
-    }
-    if (status == SHARC_OK && slot_ev != NULL) { /* the slot is free again after the copy */
-        status = sharc_gpu_event_record(slot_ev, off->up);
-    }
-    return status;
 }

@@ -3,8 +3,10 @@
  * shard_op.c: the group's collectives, posted and completed in one place: the entry check of
  * every call, failing the group, posting (timed by events on CUDA), completing (the host
  * waits or tests; on CUDA a stream waits on the device and the host sees the request done a
- * step later, sharc_shard_inflight_retire), and draining everything at destroy. The rest of
- * the engine calls these and never looks inside a request (coll/api.h).
+ * step later, sharc_shard_inflight_retire), and draining everything at destroy. A failure
+ * also stops the host's work on offloaded units, through the group's host_abort hook (offload
+ * sits above this file). The rest of the engine calls these and never looks inside a request
+ * (coll/api.h).
  */
 #include "config.h"
 
@@ -76,7 +78,9 @@ sharc_status_t sharc_shard_fail(sharc_shard_group_t *g, sharc_status_t status,
             sharc_error("%s failed (%s); the group stops", what, sharc_status_string(status));
         }
         g->failed = status;
-        sharc_shard_host_abort(g); /* the host's work queued goes, what runs ends */
+        if (g->host_abort != NULL) { /* the host's work queued goes, what runs ends */
+            g->host_abort(g);
+        }
     }
     return status;
 }
@@ -90,6 +94,19 @@ static sharc_comm_h sharc_shard_queue_comm(const sharc_shard_group_t *g, sharc_s
     case SHARC_SHARD_Q_NODE: return g->node_comm;
     default: return g->replica_comm;
     }
+}
+
+/* The wire of a collective the group posts on @p queue (its gathers' and reduce-scatters'). */
+static sharc_wire_t sharc_shard_wire_of(const sharc_shard_group_t *g, sharc_shard_queue_t queue,
+                                        sharc_coll_type_t type)
+{
+    if (queue == SHARC_SHARD_Q_GATHER && type == SHARC_COLL_ALLGATHER) {
+        return g->pwire;
+    }
+    if (queue == SHARC_SHARD_Q_REDUCE && type == SHARC_COLL_REDUCE_SCATTER) {
+        return g->rwire;
+    }
+    return SHARC_WIRE_FULL; /* HSDP's all-reduces; the node's gathers of secondary shards */
 }
 
 sharc_status_t sharc_shard_post(sharc_shard_group_t *g, sharc_shard_unit_t *u, sharc_shard_op_t *op,

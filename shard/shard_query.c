@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * shard_query.c: what sharc/shard.h tells of a group: its units and parameters (by index
- * or name, and the local shard's view of them), and the optimizer states it keeps beside
- * the master shards. The group's making and end are shard_group.c's.
+ * or name, and the local shard's view of them), the optimizer states it keeps beside the
+ * master shards (added by shard_offload.c, which places their memory), where each unit's
+ * state lives and the memory the group holds. The group's making and end are shard_group.c's.
  */
 #include "config.h"
 
@@ -101,58 +102,7 @@ sharc_status_t sharc_shard_local(sharc_shard_group_h g, int unit, float **master
 
 /* ---- optimizer states ------------------------------------------------------------------ */
 
-sharc_status_t sharc_shard_state_add(sharc_shard_group_h g, const char *name, int *index_p)
-{
-    char **names, *copy;
-
-    if (g == NULL || name == NULL || name[0] == '\0' || strcmp(name, "master") == 0) {
-        sharc_error("sharc_shard_state_add: %s", g == NULL ? "group is NULL"
-                                                 : (name == NULL || name[0] == '\0')
-                                                     ? "the state needs a name"
-                                                     : "'master' is the master weights' name");
-        return SHARC_ERR_INVALID;
-    }
-    for (int s = 0; s < g->nstates; s++) {
-        if (strcmp(g->state_names[s], name) == 0) {
-            sharc_error("sharc_shard_state_add: state '%s' exists already", name);
-            return SHARC_ERR_INVALID;
-        }
-    }
-    names = realloc(g->state_names, sizeof(*names) * (size_t)(g->nstates + 1));
-    if (names == NULL) {
-        return SHARC_ERR_NOMEM;
-    }
-    g->state_names = names;
-    copy = strdup(name);
-    if (copy == NULL) {
-        return SHARC_ERR_NOMEM;
-    }
-    /* every unit gets the new state before the count goes up, so a failure changes nothing */
-    for (int ui = 0; ui < g->nunits; ui++) {
-        sharc_shard_unit_t *u = &g->units[ui];
-        float **states = realloc(u->state, sizeof(*states) * (size_t)(g->nstates + 1));
-
-        if (states != NULL) {
-            u->state = states;
-            states[g->nstates] = NULL;
-            sharc_shard_unit_alloc(g, u, SHARC_SHARD_MEM_STATE, &states[g->nstates]);
-        }
-        if (states == NULL || states[g->nstates] == NULL) {
-            for (int vi = 0; vi < ui; vi++) {
-                sharc_shard_unit_free(g, &g->units[vi], SHARC_SHARD_MEM_STATE,
-                                      g->units[vi].state[g->nstates]);
-            }
-            free(copy);
-            return SHARC_ERR_NOMEM;
-        }
-    }
-    g->state_names[g->nstates] = copy;
-    if (index_p != NULL) {
-        *index_p = g->nstates;
-    }
-    g->nstates++;
-    return SHARC_OK;
-}
+/* (sharc_shard_state_add, which allocates them, is shard_offload.c's: where each unit's go) */
 
 sharc_status_t sharc_shard_state_ptr(sharc_shard_group_h g, int index, int unit, float **ptr_p)
 {

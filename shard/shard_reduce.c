@@ -24,14 +24,6 @@ static void *sharc_shard_part(const sharc_shard_group_t *g, const sharc_shard_un
     return (char *)u->gbuf + (size_t)g->shard_rank * u->shard * g->resize;
 }
 
-void sharc_shard_grads_release(sharc_shard_group_t *g, sharc_shard_unit_t *u, void *stream)
-{
-    sharc_shard_buf_put(g, u->gbuf, stream);
-    sharc_shard_stats_mem(g, u, -(long long)(u->padded * g->resize));
-    u->gbuf = NULL;
-    u->gstate = SHARC_SHARD_GRAD_NONE;
-}
-
 /*
  * The reduced part of gbuf goes into the f32 gradient shard, scaled once for AVG (unless the
  * reduce-scatter wrote the shard itself), and gbuf is released. Kernels run on the engine's

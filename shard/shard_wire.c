@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * shard_wire.c: what the engine sends across nodes in fewer bytes (ZeRO++): the wires of its
- * gathers and reduce-scatters (quantized by coll/, which sharc_shard_post asks here which wire
- * a collective takes), and node-local secondary shards (hpZ, reshard_after_forward = node):
+ * gathers and reduce-scatters, as settings (quantized by coll/; sharc_shard_post says which
+ * wire a collective takes), and node-local secondary shards (hpZ, reshard_after_forward = node):
  * at a unit's forward end this rank keeps its 1/node_size of the gathered unit, and the
  * backward gathers the unit among the node's ranks from those parts, then drops them.
  */
@@ -46,18 +46,6 @@ sharc_status_t sharc_shard_wire_settings(sharc_shard_group_t *g, const sharc_sha
     *hpz_p = reshard == SHARC_SHARD_RESHARD_NODE;
     g->plan.reshard_after_forward = reshard != 0; /* for the schedule, hpZ reshards */
     return SHARC_OK;
-}
-
-sharc_wire_t sharc_shard_wire_of(const sharc_shard_group_t *g, sharc_shard_queue_t queue,
-                                 sharc_coll_type_t type)
-{
-    if (queue == SHARC_SHARD_Q_GATHER && type == SHARC_COLL_ALLGATHER) {
-        return g->pwire;
-    }
-    if (queue == SHARC_SHARD_Q_REDUCE && type == SHARC_COLL_REDUCE_SCATTER) {
-        return g->rwire;
-    }
-    return SHARC_WIRE_FULL; /* HSDP's all-reduces; the node's gathers of secondary shards */
 }
 
 sharc_status_t sharc_shard_node_open(sharc_shard_group_t *g)
