@@ -34,7 +34,7 @@ LAYERS = [
     ("transport/", "transport", 5),
     ("coll/", "collectives", 6),
     ("core/", "core", 7),
-    ("shard/shard_plan", "sharding planner", 7.5),
+    ("shard/plan/", "sharding planner", 7.5),
     ("shard/", "sharding engine", 8),
     ("src/lib/", "library root", 8.5),
     ("perf/topo/", "topology tool library", 9),

@@ -32,11 +32,11 @@
 
 #include <sharc/sharc.h>
 
-#include "../../shard/shard_host.h"
+#include "shard/offload/shard_host.h"
 #include "../check.h"
 
 /* The host worker's tasks queued or running and download slots in use: 0 when its side of the
- * group is idle (its state, shard/shard_host.h). */
+ * group is idle (its state, shard/offload/shard_host.h). */
 static int host_inflight(sharc_shard_group_t *g)
 {
     sharc_shard_host_t *h = (g->off != NULL) ? g->off->host : NULL;
