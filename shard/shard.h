@@ -1,31 +1,27 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * shard.h: the sharding engine's internals (public contract in sharc/shard.h). A group holds
- * units; a unit holds its rank's f32 master and gradient shards for good, and, for a while,
- * an unsharded parameter buffer (param dtype) and an unsharded gradient buffer (reduce
- * dtype). The files, from the bottom: shard_layout.c lays parameters out; shard_mem.c says
- * where memory lives and orders the CUDA streams; shard_stats.c accounts for time and
- * memory; shard_op.c posts and completes the group's collectives; shard_unit.c moves a
- * unit's parameters, shard_reduce.c reduces its gradients, shard_sched.c keeps the
- * schedule and shard_auto.c its adaptive prefetch depth, both deciding through the pure
- * planner of shard_plan.h (shard_plan.c, shard_plan_auto.c, which sharc-perf predict
- * replays); shard_calls.c and shard_step.c
- * are the calls that drive them; shard_trace.c records the timeline; shard_group.c makes
- * and destroys groups; shard_save.c and shard_load.c write and read checkpoints.
+ * shard.h: what every part of the sharding engine shares (public contract in sharc/shard.h).
+ * A group holds units; a unit holds its rank's f32 master and gradient shards for good, and,
+ * for a while, an unsharded parameter buffer (param dtype) and an unsharded gradient buffer
+ * (reduce dtype). Here: those types, the group's collectives and buffers as data, its knobs.
+ * Each folder declares its own functions, from the bottom: plan/shard_plan.h (the schedule's
+ * decisions, pure, which sharc-perf predict replays too), trace/shard_record.h (statistics and
+ * the timeline), engine/shard_engine.h (the engine: its low level, then its top),
+ * offload/shard_offload.h (where f32 state lives, the host's worker, AdamW: above the engine's
+ * low level, below its top), checkpoint/ckpt.h (the files save and load share).
  */
 #ifndef SHARC_SHARD_INT_H
 #define SHARC_SHARD_INT_H
 
-#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sharc/coll.h>
 #include <sharc/shard.h>
 
-#include "../coll/api.h"
-#include "../kernels/kernels.h"
-#include "../core/comm.h"
-#include "shard_plan.h"
+#include "coll/api.h"
+#include "core/comm.h"
+#include "kernels/kernels.h"
+#include "shard/plan/shard_plan.h"
 
 /* Where a unit's parameters are. */
 typedef enum {
@@ -95,8 +91,8 @@ typedef struct sharc_shard_unit {
 typedef struct {
     sharc_coll_devmem_t mem; /* host: mem.ptr from sharc_mem_alloc; CUDA: coll/'s device memory */
     size_t bytes;
-    void *free_ev;           /* CUDA: recorded where its last users end */
-    void *free_stream;        /* CUDA: ... on this stream (engine, caller, download) */
+    void *free_ev;     /* CUDA: recorded where its last users end */
+    void *free_stream; /* CUDA: ... on this stream (engine, caller, download) */
     int pooled;
     uint64_t seq; /* when it was last taken or returned: the oldest pooled one goes first */
 } sharc_shard_buf_t;
@@ -236,6 +232,15 @@ struct sharc_shard_group {
      * group; and the engine's AdamW (sharc_shard_adamw_create), or NULL */
     struct sharc_shard_off *off;
     struct sharc_shard_adamw *adamw;
+    /*
+     * Hooks of offload's host worker: set while the group has one (shard_host_sync.c starts
+     * and stops it), else NULL. Failing the group (shard_op.c) and quiescing it (shard_mem.c)
+     * sit below offload and reach the host's work only through these, not by calls:
+     * host_abort drops the worker's queued tasks and waits for those running; host_quiesce
+     * waits until the worker is idle (its first error) and offload's copy streams are done.
+     */
+    void (*host_abort)(struct sharc_shard_group *g);
+    sharc_status_t (*host_quiesce)(struct sharc_shard_group *g);
 
     struct sharc_shard_trace *trace; /* SHARC_SHARD_TRACE: the timeline (shard_trace.c), or NULL */
     int step_no;                     /* steps finished */
@@ -244,338 +249,5 @@ struct sharc_shard_group {
 };
 
 typedef struct sharc_shard_group sharc_shard_group_t;
-
-/* ---- layout (shard_layout.c) ---------------------------------------------------------- */
-
-/**
- * The padding rule, in one place: a unit of @p count elements (its last parameter's end)
- * sharded over @p nranks gives each rank ceil(count / nranks) elements rounded up to a
- * multiple of SHARC_SHARD_ALIGN; the unit is zero-padded to that times nranks, and rank r
- * owns elements [r * shard, (r + 1) * shard). Parameters sit in their unit in the order
- * given, each at the next multiple of SHARC_SHARD_ALIGN.
- */
-SHARC_HIDDEN size_t sharc_shard_count(size_t count, int nranks);
-
-/**
- * Check the caller's parameters and lay them out: params[] (names copied, offsets set) and
- * units[] (first_param, nparams, count, shard, padded). Logs and returns SHARC_ERR_INVALID
- * for what sharc_shard_create documents.
- */
-SHARC_HIDDEN sharc_status_t sharc_shard_layout(const sharc_shard_param_t *in, int nparams,
-                                               int num_units, size_t bucket_bytes, size_t pesize,
-                                               int nranks, sharc_shard_param_info_t **params_p,
-                                               sharc_shard_unit_t **units_p, int *nunits_p);
-
-SHARC_HIDDEN void sharc_shard_layout_free(sharc_shard_param_info_t *params, int nparams);
-
-/* ---- the group (shard_group.c) --------------------------------------------------------- */
-
-/* What each rank tells the others when they must agree. */
-typedef struct {
-    int32_t status, pad;
-    uint64_t a, b;
-} sharc_shard_vote_t;
-
-/*
- * Every rank's status and values (@p vote, into @p all[size]) through the bootstrap:
- * SHARC_OK when every rank is fine, else this rank's own error, or SHARC_ERR_REMOTE naming
- * the rank that failed at @p what. Collective over the group.
- */
-SHARC_HIDDEN sharc_status_t sharc_shard_exchange(sharc_shard_group_t *g, sharc_status_t mine,
-                                                 sharc_shard_vote_t *vote, sharc_shard_vote_t *all,
-                                                 const char *what);
-
-/* ---- the group's collectives (shard_op.c) ---------------------------------------------- */
-
-/* For sharc_shard_enter: the call is about the whole group, not one unit. */
-#define SHARC_SHARD_ALL INT_MIN
-
-/* The group's entry check: NULL group, a unit out of range, a failed group. */
-SHARC_HIDDEN sharc_status_t sharc_shard_enter(sharc_shard_group_t *g, int unit, const char *what);
-/* sharc_shard_enter for one unit (not SHARC_SHARD_ALL), which *u_p names on success. */
-SHARC_HIDDEN sharc_status_t sharc_shard_enter_unit(sharc_shard_group_t *g, int unit,
-                                                   const char *what, sharc_shard_unit_t **u_p);
-
-/* A collective of the group failed: the group stops communicating. Returns @p status. */
-SHARC_HIDDEN sharc_status_t sharc_shard_fail(sharc_shard_group_t *g, sharc_status_t status,
-                                             const sharc_shard_unit_t *u, const char *what);
-
-/*
- * Post a collective of unit @p u into @p op on the communicator of @p queue; on CUDA it
- * follows the work queued on @p stream so far (ignored on the host), and its interval is
- * timed by events when it runs on the device.
- */
-SHARC_HIDDEN sharc_status_t sharc_shard_post(sharc_shard_group_t *g, sharc_shard_unit_t *u,
-                                             sharc_shard_op_t *op, sharc_shard_queue_t queue,
-                                             sharc_coll_type_t type, const void *sendbuf,
-                                             void *recvbuf, size_t count, sharc_dtype_t dtype,
-                                             sharc_op_t rop, void *stream);
-
-/*
- * The collective in @p op is done for whoever comes next: the host waits for it (@p block;
- * otherwise SHARC_INPROGRESS if it is not done), or on CUDA @p stream waits for it on the
- * device. Its statistics are counted and @p op is empty afterwards. A wait that blocks
- * counts as exposed time.
- */
-SHARC_HIDDEN sharc_status_t sharc_shard_complete(sharc_shard_group_t *g, sharc_shard_unit_t *u,
-                                                 sharc_shard_op_t *op, sharc_coll_type_t type,
-                                                 int block, void *stream);
-
-/* CUDA: the last step's requests, waited for on the host (bounded by the timeout) and
- * freed; this step's become the last step's. @p all: this step's too (destroy). */
-SHARC_HIDDEN sharc_status_t sharc_shard_inflight_retire(sharc_shard_group_t *g, int all);
-
-/* Complete every outstanding operation, errors ignored (destroy). */
-SHARC_HIDDEN void sharc_shard_drain(sharc_shard_group_t *g);
-
-/* Free the requests seen complete since the last call (finish, destroy). */
-SHARC_HIDDEN void sharc_shard_free_retired(sharc_shard_group_t *g);
-
-/* ---- a unit's parameters (shard_unit.c) ----------------------------------------------- */
-
-/* Post the unit's all-gather (it is SHARDED and a slot is free; @p prefetched: ahead of its
- * begin, along the schedule). */
-SHARC_HIDDEN sharc_status_t sharc_shard_gather(sharc_shard_group_t *g, sharc_shard_unit_t *u,
-                                               int prefetched);
-
-/* The unit's all-gather, done for @p stream (CUDA) or the host: it is GATHERED. */
-SHARC_HIDDEN sharc_status_t sharc_shard_wait_gather(sharc_shard_group_t *g, sharc_shard_unit_t *u,
-                                                    void *stream);
-
-/* Release a unit's parameters (waiting for a gather in flight). */
-SHARC_HIDDEN sharc_status_t sharc_shard_release(sharc_shard_group_t *g, sharc_shard_unit_t *u);
-
-/*
- * Make room for one more unsharded unit: when max_unsharded are out, release a unit that was
- * prefetched and not used yet (the last one issued: it is needed last).
- */
-SHARC_HIDDEN sharc_status_t sharc_shard_make_room(sharc_shard_group_t *g,
-                                                  const sharc_shard_unit_t *want);
-
-/* Create the unit's zeroed unsharded gradient buffer (it has none). */
-SHARC_HIDDEN sharc_status_t sharc_shard_open_grads(sharc_shard_group_t *g, sharc_shard_unit_t *u);
-
-/* Complete the gathers that have completed, without blocking. */
-SHARC_HIDDEN sharc_status_t sharc_shard_gathers_poll(sharc_shard_group_t *g);
-
-/* ---- narrow wires and secondary shards (shard_wire.c) ------------------------------------ */
-
-/*
- * The wires and hpZ from @p cfg's fields where set, else the knobs (shard_settings calls it):
- * SHARC_ERR_INVALID for a wire that is no sharc_wire_t, a block out of range, or a
- * reshard_after_forward other than 0, 1 and SHARC_SHARD_RESHARD_NODE.
- */
-SHARC_HIDDEN sharc_status_t sharc_shard_wire_settings(sharc_shard_group_t *g,
-                                                      const sharc_shard_params_t *cfg,
-                                                      const sharc_shard_cfg_t *k, int *hpz_p);
-
-/* The wire of a collective the group posts on @p queue (its gathers' and reduce-scatters'). */
-SHARC_HIDDEN sharc_wire_t sharc_shard_wire_of(const sharc_shard_group_t *g,
-                                              sharc_shard_queue_t queue, sharc_coll_type_t type);
-
-/* hpZ: the node communicator of the shard group's ranks (every node as many, else hpZ is off,
- * warned); its release. */
-SHARC_HIDDEN sharc_status_t sharc_shard_node_open(sharc_shard_group_t *g);
-SHARC_HIDDEN void sharc_shard_node_close(sharc_shard_group_t *g);
-
-/* hpZ, at a unit's forward end (it is gathered): keep this rank's part as its secondary. */
-SHARC_HIDDEN sharc_status_t sharc_shard_node_keep(sharc_shard_group_t *g, sharc_shard_unit_t *u);
-
-/* hpZ: post the unit's all-gather within the node from the secondary shards into its pbuf. */
-SHARC_HIDDEN sharc_status_t sharc_shard_node_gather(sharc_shard_group_t *g, sharc_shard_unit_t *u);
-
-/* hpZ: drop the unit's secondary (its gather completed for @p stream; NULL: on the host). */
-SHARC_HIDDEN void sharc_shard_node_drop(sharc_shard_group_t *g, sharc_shard_unit_t *u,
-                                        void *stream);
-
-/* hpZ: drop every secondary (finish: the masters are about to change). */
-SHARC_HIDDEN void sharc_shard_node_drop_all(sharc_shard_group_t *g);
-
-/* ---- reductions (shard_reduce.c) -------------------------------------------------------- */
-
-/* The unit's unsharded gradients are done with: gbuf back to the pool, its last use ending on
- * @p stream (CUDA); the unit has none. */
-SHARC_HIDDEN void sharc_shard_grads_release(sharc_shard_group_t *g, sharc_shard_unit_t *u,
-                                            void *stream);
-
-/* Start reducing the unit's open gradients: on CUDA the whole chain is queued on the
- * device; on the host the reduce-scatter is posted and the unit joins the queue. */
-SHARC_HIDDEN sharc_status_t sharc_shard_reduce_start(sharc_shard_group_t *g, sharc_shard_unit_t *u);
-
-/* Wait until the unit's reduction in flight, if any, has reached its gradient shard. */
-SHARC_HIDDEN sharc_status_t sharc_shard_settle_grads(sharc_shard_group_t *g, sharc_shard_unit_t *u);
-
-/* Advance the reductions in flight that are done, in posting order, without blocking. */
-SHARC_HIDDEN sharc_status_t sharc_shard_reduce_poll(sharc_shard_group_t *g);
-
-/* Complete every reduction in flight, in posting order (the host waits). */
-SHARC_HIDDEN sharc_status_t sharc_shard_reduce_all(sharc_shard_group_t *g);
-
-/* ---- driving (shard_calls.c) ------------------------------------------------------------ */
-
-/* Complete what has completed, without blocking; chain HSDP all-reduces. */
-SHARC_HIDDEN sharc_status_t sharc_shard_poll(sharc_shard_group_t *g);
-
-/* ---- memory (shard_mem.c) -------------------------------------------------------------- */
-
-/* A zeroed shard of @p count f32 (host: shareable when peers copy from it; or device). */
-SHARC_HIDDEN sharc_status_t sharc_shard_alloc_shard(sharc_shard_group_t *g, size_t count,
-                                                    int shareable, float **ptr_p);
-SHARC_HIDDEN void sharc_shard_free_shard(sharc_shard_group_t *g, float *ptr, int shareable);
-
-/* Zero @p bytes: at once on the host, queued on @p stream on CUDA. */
-SHARC_HIDDEN sharc_status_t sharc_shard_zero(sharc_shard_group_t *g, void *ptr, size_t bytes,
-                                             void *stream);
-
-/* Copy between the caller's host memory and the group's, synchronously (after everything
- * queued on the engine's stream). */
-SHARC_HIDDEN sharc_status_t sharc_shard_copy(sharc_shard_group_t *g, void *dst, const void *src,
-                                             size_t bytes);
-
-/* CUDA: @p waiting goes on only after what @p after has queued so far. */
-SHARC_HIDDEN sharc_status_t sharc_shard_after(sharc_shard_group_t *g, void *waiting, void *after);
-
-/* Wait on the host until the host's work on offloaded units is done and, on CUDA, the
- * caller's, the engine's and the copy streams (destroy, checkpoints). */
-SHARC_HIDDEN sharc_status_t sharc_shard_quiesce(sharc_shard_group_t *g);
-
-/*
- * Unsharded buffers: pooled or new (shareable host memory; backend or device memory on
- * CUDA) for @p stream to write first: the engine's, which must follow the caller's by then,
- * or the caller's, which may be made to wait; back to the pool, its last users ending on
- * @p stream (the engine's, the caller's, offload's download stream; on the host, the pool is
- * cut to pool_max); all of them freed (destroy).
- */
-SHARC_HIDDEN sharc_status_t sharc_shard_buf_get(sharc_shard_group_t *g, size_t bytes, void *stream,
-                                                void **ptr_p);
-SHARC_HIDDEN void sharc_shard_buf_put(sharc_shard_group_t *g, void *ptr, void *stream);
-SHARC_HIDDEN void sharc_shard_buf_free_all(sharc_shard_group_t *g);
-
-/* ---- schedule (shard_sched.c) --------------------------------------------------------- */
-
-/* A step ended: adopt the order seen this step where it differs from the schedule. Returns
- * whether a recorded order changed (the first recording does not count). */
-SHARC_HIDDEN int sharc_shard_sched_step(sharc_shard_group_t *g);
-
-/* A begin of (phase, unit): a forward after a backward starts the next pass; record it, and
- * move the cursor past its entry (or leave the schedule for the rest of the step when it is
- * not the next entry). */
-SHARC_HIDDEN void sharc_shard_sched_begin(sharc_shard_group_t *g, int phase, int unit);
-
-/* The schedule's arrays (room for every unit running a few times per phase). */
-SHARC_HIDDEN sharc_status_t sharc_shard_sched_init(sharc_shard_group_t *g);
-SHARC_HIDDEN void sharc_shard_sched_free(sharc_shard_group_t *g);
-
-/* ---- statistics (shard_stats.c) ------------------------------------------------------- */
-
-/* A collective of unit @p u ran from t0 to t1 (bytes: its unsharded buffer); t1 < 0: count
- * it only (CUDA: its interval comes from events). */
-SHARC_HIDDEN void sharc_shard_stats_op(sharc_shard_group_t *g, sharc_shard_unit_t *u,
-                                       sharc_coll_type_t type, double t0, double t1, size_t bytes);
-
-/* An interval a collective of unit @p unit was in flight, for the union. */
-SHARC_HIDDEN void sharc_shard_stats_span(sharc_shard_group_t *g, int unit, double t0, double t1);
-
-/* The caller was blocked on a collective (@p type) of unit @p u (or NULL) from t0 to now:
- * exposed time (and, for a gather, the unit's gather wait, which adaptive prefetch reads). */
-SHARC_HIDDEN void sharc_shard_stats_exposed(sharc_shard_group_t *g, sharc_shard_unit_t *u,
-                                            sharc_coll_type_t type, double t0);
-
-/* The caller spent from t0 to now in a step call of the engine. */
-SHARC_HIDDEN void sharc_shard_stats_engine(sharc_shard_group_t *g, double t0);
-
-/* Unit @p u's unsharded bytes went up or down by @p delta. */
-SHARC_HIDDEN void sharc_shard_stats_mem(sharc_shard_group_t *g, sharc_shard_unit_t *u,
-                                        long long delta);
-
-/* The step ended: fold spans into comm/hidden time, keep it as the last step, reset. */
-SHARC_HIDDEN void sharc_shard_stats_step(sharc_shard_group_t *g);
-
-/*
- * CUDA: a timing event recorded on @p stream now, from the group's free list (NULL when
- * none can be made: the interval goes uncounted), and an interval of two of them.
- */
-SHARC_HIDDEN void *sharc_shard_stats_mark(sharc_shard_group_t *g, void *stream);
-SHARC_HIDDEN void sharc_shard_stats_evspan(sharc_shard_group_t *g, sharc_shard_unit_t *u, void *e0,
-                                           void *e1, int comm);
-
-/* CUDA: the group's events, at destroy. */
-SHARC_HIDDEN void sharc_shard_stats_free(sharc_shard_group_t *g);
-
-/* ---- adaptive prefetch (shard_auto.c) -------------------------------------------------- */
-
-/* (The decision's types and its pure function are the planner's: shard_plan.h.) */
-
-/* The group's adaptive prefetch: state and the agreement in flight (NULL: not auto). */
-SHARC_HIDDEN sharc_status_t sharc_shard_auto_create(sharc_shard_group_t *g);
-SHARC_HIDDEN void sharc_shard_auto_destroy(sharc_shard_group_t *g);
-
-/* A step ended (finish; @p followed: it followed a recorded schedule; @p reset: the schedule
- * was recorded anew): post the all-reduce that agrees on its waits. */
-SHARC_HIDDEN sharc_status_t sharc_shard_auto_step(sharc_shard_group_t *g, int followed, int reset);
-
-/* Before a step's first begin (and before the next agreement): complete the agreement in
- * flight and set the depth from it. */
-SHARC_HIDDEN sharc_status_t sharc_shard_auto_apply(sharc_shard_group_t *g);
-
-/* A prefetch the memory bound held back this step (for the decision). */
-SHARC_HIDDEN void sharc_shard_auto_deferred(sharc_shard_group_t *g);
-
-/* ---- the timeline trace (shard_trace.c) -------------------------------------------------- */
-
-/* What the caller was doing, for the trace's caller track. */
-typedef enum {
-    SHARC_SHARD_CALL_FORWARD_BEGIN,
-    SHARC_SHARD_CALL_FORWARD_END,
-    SHARC_SHARD_CALL_BACKWARD_BEGIN,
-    SHARC_SHARD_CALL_BACKWARD_END,
-    SHARC_SHARD_CALL_FINISH,
-    SHARC_SHARD_CALL_LAST
-} sharc_shard_call_t;
-
-/* Open the trace of SHARC_SHARD_TRACE (rank 0 creates the file now, so that a path it cannot
- * write fails the group's creation with a clear error). Nothing when the knob is empty. */
-SHARC_HIDDEN sharc_status_t sharc_shard_trace_open(sharc_shard_group_t *g);
-
-/* The ranks are in step (after an exchange): this rank's time origin. */
-SHARC_HIDDEN void sharc_shard_trace_origin(sharc_shard_group_t *g);
-
-/* Every rank's events to rank 0, which writes the file (destroy; collective over the group's
- * ranks through the bootstrap). */
-SHARC_HIDDEN void sharc_shard_trace_write(sharc_shard_group_t *g);
-
-/* Free the trace (a file created and never written, as when the creation failed, goes). */
-SHARC_HIDDEN void sharc_shard_trace_close(sharc_shard_group_t *g);
-
-/* A collective of @p u completed, seen by the engine now (host: its times from the request). */
-SHARC_HIDDEN void sharc_shard_trace_op(sharc_shard_group_t *g, const sharc_shard_unit_t *u,
-                                       const sharc_shard_op_t *op, sharc_coll_type_t type,
-                                       sharc_request_h req, size_t bytes);
-
-/* A new unsharded buffer of @p bytes was made from @p t0 to @p t1 (the caller's time). */
-SHARC_HIDDEN void sharc_shard_trace_alloc(sharc_shard_group_t *g, size_t bytes, double t0,
-                                          double t1);
-
-/* The caller waited for a collective (@p type) of unit @p unit from @p t0 to @p t1. */
-SHARC_HIDDEN void sharc_shard_trace_wait(sharc_shard_group_t *g, int unit, sharc_coll_type_t type,
-                                         double t0, double t1);
-
-/* A step call from @p t0 to @p t1; for a begin, the caller's compute with the unit follows. */
-SHARC_HIDDEN void sharc_shard_trace_call(sharc_shard_group_t *g, sharc_shard_call_t call, int unit,
-                                         double t0, double t1);
-
-/* Decisions of the schedule: a unit gathered @p ahead entries ahead, a prefetch held back by
- * the bound, a prefetched unit evicted. */
-SHARC_HIDDEN void sharc_shard_trace_prefetch(sharc_shard_group_t *g, int unit, int ahead);
-SHARC_HIDDEN void sharc_shard_trace_defer(sharc_shard_group_t *g, int unit);
-SHARC_HIDDEN void sharc_shard_trace_evict(sharc_shard_group_t *g, int unit, int want);
-
-/* The prefetch depth from now on (@p why: a sharc_shard_auto_why_t). */
-SHARC_HIDDEN void sharc_shard_trace_depth(sharc_shard_group_t *g, int old_depth, int depth,
-                                          int why);
-
-/* A step ended (@p s: its statistics, exposed time final on the host). */
-SHARC_HIDDEN void sharc_shard_trace_step(sharc_shard_group_t *g, const sharc_shard_stats_t *s,
-                                         double t0, double t1);
 
 #endif

@@ -8,7 +8,14 @@
 
 #include <stdio.h>
 
+/* The checks that failed. A test program of several files defines SHARC_CHECK_SHARED before
+ * including this in each, and `int check_failures;` once, beside its main: every file's
+ * checks then count in the one main returns. */
+#ifdef SHARC_CHECK_SHARED
+extern int check_failures;
+#else
 static int check_failures;
+#endif
 
 #define CHECK(_cond)                                                                               \
     do {                                                                                           \

@@ -45,7 +45,7 @@ LAYERS = [
     ("coll/diagnostics/", "collective diagnostics", 6.2),
     ("coll/", "collectives", 6.5),
     ("core/", "core", 7),
-    ("shard/shard_plan", "sharding planner", 7.5),
+    ("shard/plan/", "sharding planner", 7.5),
     ("shard/", "sharding engine", 8),
     ("src/lib/", "library root", 8.5),
     ("perf/topo/", "topology tool library", 9),

@@ -130,8 +130,8 @@ build_harness() {
             [ "$(basename "$f")" = predict_main.c ] || predict+=("$f")
         done
         # shellcheck disable=SC2086
-        "$clang" "${flags[@]}" $cflags -I"$top/perf" "$top/tests/fuzz/fuzz_$h.c" "${predict[@]}" \
-            "$top/shard/shard_plan.c" "$top/shard/shard_plan_auto.c" \
+        "$clang" "${flags[@]}" $cflags -I"$top" -I"$top/perf" "$top/tests/fuzz/fuzz_$h.c" \
+            "${predict[@]}" "$top/shard/plan/shard_plan.c" "$top/shard/plan/shard_plan_auto.c" \
             "$top/perf/common/perf_util.c" -o "$out/fuzz_$h" $libs
         ;;
     store | manifest | tune)

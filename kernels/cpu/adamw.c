@@ -5,7 +5,7 @@
  * AVX2 and baseline x86-64, picked at load time); the library builds kernels/cpu without
  * fused multiply-add and without errno on sqrt (Makefile.am), so every width rounds each
  * operation as the scalar formula does and gives the same bits. Single-threaded: the
- * sharding engine splits a shard over its threads (shard/shard_pool.c).
+ * sharding engine splits a shard over its threads (shard/offload/shard_pool.c).
  * Floor: AdamW reads p, g, m, v and writes p, m, v: 28 bytes an element of memory traffic.
  */
 #include "config.h"

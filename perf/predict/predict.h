@@ -3,9 +3,9 @@
  * predict.h: `sharc-perf predict`, what-if scaling of an FSDP Llama step. The inputs (a model,
  * a cluster, the engine's settings: predict_input.c) become one step's schedule of units with
  * compute and collective times (the alpha-beta cost model: predict_cost.c); a discrete-event
- * simulation replays the sharding engine's own schedule decisions (shard/shard_plan.c) with a
- * virtual clock (predict_sim.c); predict_main.c sweeps nodes and settings and writes the table,
- * JSON and a gnuplot picture. Everything it prints is a prediction, and says so.
+ * simulation replays the sharding engine's own schedule decisions (shard/plan/shard_plan.c)
+ * with a virtual clock (predict_sim.c); predict_main.c sweeps nodes and settings and writes
+ * the table, JSON and a gnuplot picture. Everything it prints is a prediction, and says so.
  */
 #ifndef SHARC_PERF_PREDICT_H
 #define SHARC_PERF_PREDICT_H
@@ -120,9 +120,9 @@ typedef struct {
     int pbytes, rbytes; /* param and reduce dtype sizes */
     int recompute;      /* backward recomputes the forward */
     pred_algo_t algo;
-    int offload;             /* sharc_shard_offload_t: 0 none, 1 host, 2 managed */
-    double offload_fraction; /* of the elements, (0, 1] */
-    int clip;                /* global-norm clipping (the trainer's default: on) */
+    int offload;               /* sharc_shard_offload_t: 0 none, 1 host, 2 managed */
+    double offload_fraction;   /* of the elements, (0, 1] */
+    int clip;                  /* global-norm clipping (the trainer's default: on) */
     sharc_wire_t pwire, rwire; /* the gathers' and the reductions' wires (sharc_wire_t) */
     int wire_block;            /* values per scale of a quantized wire */
     int hpz;                   /* reshard_after_forward = node (needs reshard_after_forward) */

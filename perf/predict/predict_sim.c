@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * predict_sim.c: one step of the sharding engine, simulated. The caller's thread runs each
- * unit's begin, compute and end as the engine's calls do (shard/shard_step.c), and every
+ * unit's begin, compute and end as the engine's calls do (shard/engine/shard_step.c), and every
  * decision (what to gather, prefetch, hold back, evict, keep; the schedule's recording) is
- * the engine's own planner's (shard/shard_plan.c), driven by a virtual clock. Collectives
+ * the engine's own planner's (shard/plan/shard_plan.c), driven by a virtual clock. Collectives
  * run on queues, each a serial resource in posting order: gathers; reductions (beside the
  * gathers, or on the same queue); HSDP's all-reduces. With offload, an offloaded unit's
  * reduced shard goes down (a copy queue), the host lands and updates it (the CPU, a queue of
@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../shard/shard_plan.h"
 #include "predict.h"
+#include "shard/plan/shard_plan.h"
 
 enum { Q_GATHER, Q_REDUCE, Q_REPLICA, Q_DOWN, Q_CPU, Q_UP, Q_LAST };
 
@@ -29,13 +29,13 @@ enum { Q_GATHER, Q_REDUCE, Q_REPLICA, Q_DOWN, Q_CPU, Q_UP, Q_LAST };
 typedef struct {
     const pred_sched_t *s;
     sharc_shard_plan_t plan;
-    double now;            /* the caller's clock */
-    double qfree[Q_LAST];  /* when each queue is free */
-    double *ag_end;        /* per unit: its gather's end (while unsharded) */
-    double *red_end;       /* per unit: its reduction's end */
-    double *up_end;        /* per unit: offload: its parameters' upload's end (its update's) */
-    double land_end;       /* offload: the step's last landing on the host */
-    char *secondary;       /* hpZ, per unit: its secondary shard is kept (forward to backward) */
+    double now;           /* the caller's clock */
+    double qfree[Q_LAST]; /* when each queue is free */
+    double *ag_end;       /* per unit: its gather's end (while unsharded) */
+    double *red_end;      /* per unit: its reduction's end */
+    double *up_end;       /* per unit: offload: its parameters' upload's end (its update's) */
+    double land_end;      /* offload: the step's last landing on the host */
+    char *secondary;      /* hpZ, per unit: its secondary shard is kept (forward to backward) */
     double secondary_bytes;
     int followed, changed; /* the last step followed the schedule; it was recorded anew */
     int sync;              /* this pass reduces (the last micro-batch's: set_sync) */

@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../../shard/shard.h"
+#include "shard/plan/shard_plan.h"
 #include "../check.h"
 
 #define STEP_S 0.1 /* every synthetic step takes 100 ms */

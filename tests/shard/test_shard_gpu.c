@@ -20,7 +20,8 @@
  *   test_shard_gpu [DIR]   (DIR: a directory every rank sees, for the checkpoint part)
  *
  * Built without CUDA it checks that CUDA groups are refused with SHARC_ERR_UNSUPPORTED.
- * Exits 77 without a GPU.
+ * Exits 77 without a GPU. This file holds the model, the groups and their comparison,
+ * lockstep, checkpoint and main; async is test_shard_gpu_async.c's (test_shard_gpu.h).
  */
 #include "config.h"
 
@@ -32,25 +33,16 @@
 
 #include <sharc/sharc.h>
 
-#include "../../kernels/kernels.h"
-#include "../check.h"
 #include "../elem.h"
+#include "test_shard_gpu.h"
 
-#define MAX_PARAMS 16
+int check_failures; /* every file's (../check.h) */
 
 static sharc_context_h ctx;
-static sharc_comm_h comm;
-static int me, nranks;
+sharc_comm_h comm;
+int me, nranks;
 
-typedef struct {
-    int nparams, nunits;
-    sharc_shard_param_t p[MAX_PARAMS];
-    char names[MAX_PARAMS][32];
-    float *init[MAX_PARAMS];
-} model_t;
-
-/* Units of three parameters with odd sizes (some below the rank count), one of them large. */
-static void model_make(model_t *m, int nunits)
+void model_make(model_t *m, int nunits)
 {
     static const size_t sizes[] = {37, 1, 1000, 300001, 3, 250, 64, 129, 4097};
     int k = 0;
@@ -75,21 +67,15 @@ static void model_make(model_t *m, int nunits)
     m->nparams = k;
 }
 
-static void model_free(model_t *m)
+void model_free(model_t *m)
 {
     for (int i = 0; i < m->nparams; i++) {
         free(m->init[i]);
     }
 }
 
-typedef struct {
-    sharc_dtype_t pdt, rdt;
-    sharc_op_t op;
-    int shard_size, prefetch, max_unsharded, assign_grads;
-} setup_t;
-
-static sharc_status_t try_group(model_t *m, const setup_t *s, sharc_memtype_t mt, void *stream,
-                                sharc_shard_group_h *g_p)
+sharc_status_t try_group(model_t *m, const setup_t *s, sharc_memtype_t mt, void *caller_stream,
+                         sharc_shard_group_h *g_p)
 {
     sharc_shard_params_t cfg = {
         .field_mask = SHARC_SHARD_PARAM_NUM_UNITS | SHARC_SHARD_PARAM_PARAM_DTYPE |
@@ -106,7 +92,7 @@ static sharc_status_t try_group(model_t *m, const setup_t *s, sharc_memtype_t mt
         .max_unsharded = s->max_unsharded,
         .assign_grads = s->assign_grads,
         .memtype = mt,
-        .stream = stream,
+        .stream = caller_stream,
     };
 
     *g_p = NULL;
@@ -144,36 +130,26 @@ int main(void)
 
 #include "../gpu_check.h"
 
-static cudaStream_t stream;
+cudaStream_t stream;
 
-/* Gradient element j of parameter @p i on this rank in step @p step, micro-batch @p mb. */
-static float grad_value(int step, int mb, int i, size_t j)
+float grad_value(int step, int mb, int i, size_t j)
 {
     return (float)((int)(((size_t)(me + 1) * (j % 5 + 1) + (size_t)(mb + step + i)) % 9) - 4);
 }
 
-#define CUDA_OK(_call) CHECK((_call) == cudaSuccess)
-
-static void dev_get(void *host, const void *dev, size_t bytes)
+void dev_get(void *host, const void *dev, size_t bytes)
 {
     CUDA_OK(cudaMemcpyAsync(host, dev, bytes, cudaMemcpyDeviceToHost, stream));
     CUDA_OK(cudaStreamSynchronize(stream));
 }
 
-static void dev_put(void *dev, const void *host, size_t bytes)
+void dev_put(void *dev, const void *host, size_t bytes)
 {
     CUDA_OK(cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, stream));
     CUDA_OK(cudaStreamSynchronize(stream));
 }
 
-/* The caller's stream falls behind the host: the engine must not rely on it being done. */
-static void CUDART_CB lag(void *arg)
-{
-    (void)arg;
-    usleep(2000);
-}
-
-static sharc_shard_group_h make_group(model_t *m, const setup_t *s, int cuda, int *state_p)
+sharc_shard_group_h make_group(model_t *m, const setup_t *s, int cuda, int *state_p)
 {
     sharc_shard_group_h g;
     sharc_status_t st =
@@ -186,8 +162,7 @@ static sharc_shard_group_h make_group(model_t *m, const setup_t *s, int cuda, in
     return g;
 }
 
-/* A shard of the group (master, gradient or state @p which >= 0) into @p out, on the host. */
-static void shard_read(sharc_shard_group_h g, int cuda, int u, int which, float *out, size_t n)
+void shard_read(sharc_shard_group_h g, int cuda, int u, int which, float *out, size_t n)
 {
     float *w = NULL, *gr = NULL, *st = NULL, *src;
     size_t count = 0;
@@ -205,9 +180,7 @@ static void shard_read(sharc_shard_group_h g, int cuda, int u, int which, float 
     }
 }
 
-/* Master (-2), gradient (-1) and state shards of both groups, equal bit for bit. */
-static void compare_shards(sharc_shard_group_h h, sharc_shard_group_h d, int state,
-                           const char *when)
+void compare_shards(sharc_shard_group_h h, sharc_shard_group_h d, int state, const char *when)
 {
     for (int u = 0; u < sharc_shard_num_units(h); u++) {
         sharc_shard_unit_info_t info;
@@ -255,11 +228,7 @@ static void compare_params(sharc_shard_group_h h, sharc_shard_group_h d, int u, 
     }
 }
 
-/*
- * An optimizer with exact results: exp_avg = exp_avg / 2 + grad; master -= exp_avg / 4. On
- * the device group through host copies (its streams are the engine's concern, not this).
- */
-static void optimizer(sharc_shard_group_h g, int cuda, int state)
+void optimizer(sharc_shard_group_h g, int cuda, int state)
 {
     for (int u = 0; u < sharc_shard_num_units(g); u++) {
         sharc_shard_unit_info_t info;
@@ -291,9 +260,8 @@ static void optimizer(sharc_shard_group_h g, int cuda, int state)
     CHECK(sharc_shard_zero_grads(g) == SHARC_OK);
 }
 
-/* Parameter @p i's gradient of this micro-batch, added (or assigned) into the group's buffer. */
-static void write_grad(sharc_shard_group_h g, int cuda, int i, size_t count, sharc_dtype_t rdt,
-                       int assign, int step, int mb)
+void write_grad(sharc_shard_group_h g, int cuda, int i, size_t count, sharc_dtype_t rdt, int assign,
+                int step, int mb)
 {
     size_t bytes = count * sharc_dtype_size(rdt);
     void *gp = NULL;
@@ -368,277 +336,6 @@ static void lockstep(const setup_t *s, int mbs, int nosync)
         snprintf(when, sizeof(when), "step %d updated", step);
         compare_shards(h, d, ds, when);
     }
-    sharc_shard_destroy(h);
-    sharc_shard_destroy(d);
-    model_free(&m);
-}
-
-/* Every parameter of unit @p u, packed, from the host group. */
-static char *unit_params(sharc_shard_group_h h, int u, sharc_dtype_t pdt, size_t *bytes_p)
-{
-    sharc_shard_unit_info_t info;
-    size_t es = sharc_dtype_size(pdt), off = 0;
-    char *out;
-
-    CHECK(sharc_shard_unit_info(h, u, &info) == SHARC_OK);
-    out = malloc(info.padded_count * es);
-    for (int i = info.first_param; i < info.first_param + info.nparams; i++) {
-        sharc_shard_param_info_t pi;
-        void *p = NULL;
-
-        CHECK(sharc_shard_param_info(h, i, &pi) == SHARC_OK);
-        CHECK(sharc_shard_param_ptr(h, i, &p) == SHARC_OK);
-        if (p != NULL) {
-            memcpy(out + off, p, pi.count * es);
-        }
-        off += pi.count * es;
-    }
-    *bytes_p = off;
-    return out;
-}
-
-/* The test's optimizer on the stream (sharc's CUDA kernels), the same arithmetic as
- * optimizer(): exp_avg = exp_avg / 2 + grad; master += -exp_avg / 4. */
-static void optimizer_async(sharc_shard_group_h g, int state, float *tmp)
-{
-    const sharc_kern_ops_t *k = &sharc_kern_cuda_ops;
-
-    for (int u = 0; u < sharc_shard_num_units(g); u++) {
-        float *w, *gr, *m;
-        size_t n;
-
-        CHECK(sharc_shard_local(g, u, &w, &gr, &n) == SHARC_OK);
-        CHECK(sharc_shard_state_ptr(g, state, u, &m) == SHARC_OK);
-        CHECK(k->scale(m, n, SHARC_DTYPE_F32, 0.5, stream) == SHARC_OK);
-        CHECK(k->reduce(m, m, gr, n, SHARC_DTYPE_F32, SHARC_OP_SUM, stream) == SHARC_OK);
-        CUDA_OK(cudaMemcpyAsync(tmp, m, n * sizeof(float), cudaMemcpyDeviceToDevice, stream));
-        CHECK(k->scale(tmp, n, SHARC_DTYPE_F32, -0.25, stream) == SHARC_OK);
-        CHECK(k->reduce(w, w, tmp, n, SHARC_DTYPE_F32, SHARC_OP_SUM, stream) == SHARC_OK);
-    }
-    CHECK(sharc_shard_zero_grads(g) == SHARC_OK);
-}
-
-#define ASYNC_STEPS 3
-#define ASYNC_UNITS 5
-
-/* A begin or an end of a unit, in one phase of a step. */
-typedef struct {
-    int begin, unit;
-} act_t;
-
-/*
- * Step @p step's actions in phase @p ph: every unit in order, begun and ended; in step 2
- * the forward leaves the schedule, unit 3 begun inside unit 0 while units 1 and 2 are
- * prefetched up to the bound (one of them is given up for it).
- */
-static int step_acts(int step, int ph, act_t *acts)
-{
-    static const act_t odd[] = {{1, 0}, {1, 3}, {0, 3}, {0, 0}, {1, 1},
-                                {0, 1}, {1, 2}, {0, 2}, {1, 4}, {0, 4}};
-    int n = 0;
-
-    if (step == 2 && ph == 0) {
-        memcpy(acts, odd, sizeof(odd));
-        return (int)(sizeof(odd) / sizeof(odd[0]));
-    }
-    for (int k = 0; k < ASYNC_UNITS; k++) {
-        int u = ph ? ASYNC_UNITS - 1 - k : k;
-
-        acts[n++] = (act_t){1, u};
-        acts[n++] = (act_t){0, u};
-    }
-    return n;
-}
-
-static sharc_status_t act_call(sharc_shard_group_h g, int ph, const act_t *a)
-{
-    if (a->begin) {
-        return ph ? sharc_shard_backward_begin(g, a->unit) : sharc_shard_forward_begin(g, a->unit);
-    }
-    return ph ? sharc_shard_backward_end(g, a->unit) : sharc_shard_forward_end(g, a->unit);
-}
-
-/*
- * The device group with no host synchronization for whole steps: the stream lags (host
- * functions that sleep), parameters are copied out and gradients in by copies queued on
- * it, the optimizer runs on it, and buffers are reused and given up under a tight bound.
- * Everything is checked once the stream is done, against a host group run alongside.
- */
-static void async_steps(const setup_t *s)
-{
-    model_t m;
-    int hs = -1, ds = -1, nu = ASYNC_UNITS;
-    char *ref[ASYNC_STEPS][2][ASYNC_UNITS], *snap[ASYNC_STEPS][2][ASYNC_UNITS];
-    float *gref[ASYNC_STEPS][ASYNC_UNITS], *gsnap[ASYNC_STEPS][ASYNC_UNITS];
-    float *gsrc[ASYNC_STEPS][MAX_PARAMS], *tmp = NULL;
-    size_t bytes[ASYNC_UNITS], shard[ASYNC_UNITS], max_shard = 0;
-    sharc_shard_stats_t hst, dst;
-    act_t acts[2 * ASYNC_UNITS];
-    const char *backend = getenv("SHARC_CUDA_BACKEND");
-    int staged = backend != NULL && strcmp(backend, "staged") == 0;
-
-    model_make(&m, nu);
-    sharc_shard_group_h h = make_group(&m, s, 0, &hs), d = make_group(&m, s, 1, &ds);
-    if (h == NULL || d == NULL) {
-        sharc_shard_destroy(h);
-        sharc_shard_destroy(d);
-        model_free(&m);
-        return;
-    }
-    for (int u = 0; u < nu; u++) {
-        sharc_shard_unit_info_t info;
-
-        CHECK(sharc_shard_unit_info(h, u, &info) == SHARC_OK);
-        shard[u] = info.shard_count;
-        max_shard = shard[u] > max_shard ? shard[u] : max_shard;
-    }
-    CUDA_OK(cudaMalloc((void **)&tmp, max_shard * sizeof(float)));
-    /* page-locked memory first: allocating it synchronizes with the device */
-    for (int step = 0; step < ASYNC_STEPS; step++) {
-        for (int u = 0; u < nu; u++) {
-            bytes[u] = 0;
-            for (int i = 3 * u; i < 3 * u + 3; i++) {
-                bytes[u] += m.p[i].count * sharc_dtype_size(s->pdt);
-            }
-            for (int ph = 0; ph < 2; ph++) {
-                CUDA_OK(cudaMallocHost((void **)&snap[step][ph][u], bytes[u]));
-                memset(snap[step][ph][u], 0xee, bytes[u]);
-            }
-            CUDA_OK(cudaMallocHost((void **)&gsnap[step][u], shard[u] * sizeof(float)));
-        }
-        for (int i = 0; i < m.nparams; i++) {
-            CUDA_OK(
-                cudaMallocHost((void **)&gsrc[step][i], m.p[i].count * sharc_dtype_size(s->rdt)));
-            for (size_t j = 0; j < m.p[i].count; j++) {
-                elem_put(gsrc[step][i], s->rdt, j, grad_value(step, 0, i, j));
-            }
-        }
-    }
-    for (int step = 0; step < ASYNC_STEPS; step++) {
-        size_t unused;
-
-        /* the host group's step: its parameters and gradient shards are the reference */
-        for (int ph = 0; ph < 2; ph++) {
-            int n = step_acts(step, ph, acts);
-
-            for (int k = 0; k < n; k++) {
-                int u = acts[k].unit;
-
-                CHECK(act_call(h, ph, &acts[k]) == SHARC_OK);
-                if (!acts[k].begin) {
-                    continue;
-                }
-                ref[step][ph][u] = unit_params(h, u, s->pdt, &unused);
-                for (int i = 3 * u; ph && i < 3 * u + 3; i++) {
-                    write_grad(h, 0, i, m.p[i].count, s->rdt, 1, step, 0);
-                }
-            }
-        }
-        CHECK(sharc_shard_finish(h) == SHARC_OK);
-        for (int u = 0; u < nu; u++) {
-            gref[step][u] = malloc(shard[u] * sizeof(float));
-            shard_read(h, 0, u, -1, gref[step][u], shard[u]);
-        }
-        optimizer(h, 0, hs);
-
-        /* the device group's: nothing on the host waits for the device */
-        for (int ph = 0; ph < 2; ph++) {
-            int n = step_acts(step, ph, acts);
-
-            for (int k = 0; k < n; k++) {
-                int u = acts[k].unit;
-                size_t off = 0;
-
-                CHECK(act_call(d, ph, &acts[k]) == SHARC_OK);
-                if (!acts[k].begin) {
-                    continue;
-                }
-                CUDA_OK(cudaLaunchHostFunc(stream, lag, NULL));
-                for (int i = 3 * u; i < 3 * u + 3; i++) {
-                    size_t pb = m.p[i].count * sharc_dtype_size(s->pdt);
-                    void *p = NULL, *gp = NULL;
-
-                    CHECK(sharc_shard_param_ptr(d, i, &p) == SHARC_OK);
-                    if (p != NULL) {
-                        CUDA_OK(cudaMemcpyAsync(snap[step][ph][u] + off, p, pb,
-                                                cudaMemcpyDeviceToHost, stream));
-                    }
-                    off += pb;
-                    if (ph) {
-                        CHECK(sharc_shard_grad_ptr(d, i, &gp) == SHARC_OK);
-                        if (gp != NULL) {
-                            CUDA_OK(cudaMemcpyAsync(gp, gsrc[step][i],
-                                                    m.p[i].count * sharc_dtype_size(s->rdt),
-                                                    cudaMemcpyHostToDevice, stream));
-                        }
-                    }
-                }
-            }
-        }
-        CHECK(sharc_shard_finish(d) == SHARC_OK);
-        if (step == ASYNC_STEPS - 1 && !staged) {
-            /* the host got here while the stream still sleeps through the step: nothing
-             * waited for it (staged collectives do wait, on the host) */
-            CHECK_MSG(cudaStreamQuery(stream) == cudaErrorNotReady,
-                      "rank %d: the caller's stream is done at the last finish: something in "
-                      "the step waited for it on the host",
-                      me);
-        }
-        for (int u = 0; u < nu; u++) {
-            float *gr = NULL;
-
-            CHECK(sharc_shard_local(d, u, NULL, &gr, NULL) == SHARC_OK);
-            CUDA_OK(cudaMemcpyAsync(gsnap[step][u], gr, shard[u] * sizeof(float),
-                                    cudaMemcpyDeviceToHost, stream));
-        }
-        if (step == ASYNC_STEPS - 1) { /* read before the optimizer: the last step's */
-            CHECK(sharc_shard_stats(h, -1, &hst) == SHARC_OK);
-            CHECK(sharc_shard_stats(d, -1, &dst) == SHARC_OK);
-        }
-        optimizer_async(d, ds, tmp);
-    }
-    CUDA_OK(cudaStreamSynchronize(stream));
-    for (int step = 0; step < ASYNC_STEPS; step++) {
-        for (int ph = 0; ph < 2; ph++) {
-            for (int u = 0; u < nu; u++) {
-                CHECK_MSG(memcmp(ref[step][ph][u], snap[step][ph][u], bytes[u]) == 0,
-                          "rank %d, step %d: unit %d's %s parameters, read on the lagging "
-                          "stream, differ from the host's",
-                          me, step, u, ph ? "backward" : "forward");
-                free(ref[step][ph][u]);
-                cudaFreeHost(snap[step][ph][u]);
-            }
-        }
-        for (int u = 0; u < nu; u++) {
-            CHECK_MSG(memcmp(gref[step][u], gsnap[step][u], shard[u] * sizeof(float)) == 0,
-                      "rank %d, step %d: unit %d's gradient shard on the device differs from "
-                      "the host's",
-                      me, step, u);
-            free(gref[step][u]);
-            cudaFreeHost(gsnap[step][u]);
-        }
-        for (int i = 0; i < m.nparams; i++) {
-            cudaFreeHost(gsrc[step][i]);
-        }
-    }
-    compare_shards(h, d, ds, "after the asynchronous steps");
-    /* the last step (off the schedule): the same decisions on both, and device timings */
-    CHECK_MSG(dst.allgathers == hst.allgathers && dst.reduce_scatters == hst.reduce_scatters &&
-                  dst.allreduces == hst.allreduces && dst.prefetches == hst.prefetches &&
-                  dst.evictions == hst.evictions && hst.evictions >= 1 &&
-                  dst.peak_units_alive <= s->max_unsharded,
-              "rank %d: the device group's last step differs from the host's: %llu/%llu "
-              "all-gathers, %llu/%llu reduce-scatters, %llu/%llu evictions",
-              me, (unsigned long long)dst.allgathers, (unsigned long long)hst.allgathers,
-              (unsigned long long)dst.reduce_scatters, (unsigned long long)hst.reduce_scatters,
-              (unsigned long long)dst.evictions, (unsigned long long)hst.evictions);
-    CHECK_MSG(dst.step_s > 0 && dst.comm_s > 0 && dst.exposed_s >= 0 && dst.hidden_s >= 0,
-              "rank %d: device statistics: step %.3f ms, comm %.3f ms, exposed %.3f ms", me,
-              dst.step_s * 1e3, dst.comm_s * 1e3, dst.exposed_s * 1e3);
-    if (me == 0) {
-        sharc_shard_stats_print(d, stdout);
-    }
-    cudaFree(tmp);
     sharc_shard_destroy(h);
     sharc_shard_destroy(d);
     model_free(&m);

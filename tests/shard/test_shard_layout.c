@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../shard/shard.h"
+#include "shard/engine/shard_engine.h"
 #include "../check.h"
 
 static void check_count(size_t count, int n)
