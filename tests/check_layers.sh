@@ -38,6 +38,6 @@ printf '/* sharc_coll_a() */\nconst char *s = "sharc_coll_b";\nint sharc_coll_c(
     > "$tree/coll/c.c"
 printf 'int sharc_coll_d(void)\n{\n    return sharc_coll_c();\n}\n' > "$tree/coll/d.c"
 run_fail "the checker finds the upward includes and calls, the table reached past a layer and a circle" 30 \
-    "coll/x.c \(collectives\) includes shard/shard.h .*python/csrc/b.cpp \(python\) includes shard/shard.h .*shard/m.c:3 \(sharding engine\) reaches gpu_ops .*trainer/model/m.c \(trainer model\) includes trainer/cli/opts.h .*includes shard/shard.h .*coll/a.c \(collectives\) calls sharc_shard_up of shard/up.c \(sharding engine\): an upward call.*a circle of 2 files calling each other: coll/a.c -> coll/b.c \(sharc_coll_b\); coll/b.c -> coll/a.c \(sharc_coll_a\).* 4 calls between files checked, 7 against the layers" \
+    "coll/x.c \(collectives\) includes shard/shard.h .*python/csrc/b.cpp \(python\) includes shard/shard.h .*shard/m.c:3 \(sharding group\) reaches gpu_ops .*trainer/model/m.c \(trainer model\) includes trainer/cli/opts.h .*includes shard/shard.h .*coll/a.c \(collectives\) calls sharc_shard_up of shard/up.c \(sharding group\): an upward call.*a circle of 2 files calling each other: coll/a.c -> coll/b.c \(sharc_coll_b\); coll/b.c -> coll/a.c \(sharc_coll_a\).* 4 calls between files checked, 7 against the layers" \
     python3 "$top_srcdir/tests/check_layers.py" "$tree"
 finish

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * predict_sim.c: one step of the sharding engine, simulated. The caller's thread runs each
- * unit's begin, compute and end as the engine's calls do (shard/engine/shard_step.c), and every
+ * unit's begin, compute and end as the engine's calls do (shard/shard_step.c), and every
  * decision (what to gather, prefetch, hold back, evict, keep; the schedule's recording) is
  * the engine's own planner's (shard/plan/shard_plan.c), driven by a virtual clock. Collectives
  * run on queues, each a serial resource in posting order: gathers; reductions (beside the

@@ -20,8 +20,7 @@
 #include <unistd.h>
 
 #include "src/base/log.h"
-#include "shard/engine/shard_engine.h"
-#include "shard/offload/shard_offload.h"
+#include "shard/shard_group.h"
 
 #include <json-c/json.h>
 #include <xxhash.h>

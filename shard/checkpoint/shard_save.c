@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "src/base/log.h"
-#include "shard/engine/shard_engine.h"
+#include "shard/shard_group.h"
 
 #include <json-c/json.h>
 

@@ -1,11 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * shard_engine.h: the sharding engine's own functions (engine/), in layers from the bottom.
- * Its low level, which offload (offload/shard_offload.h) builds on: the ranks' vote, the
- * layout, memory and unsharded buffers, the group's collectives, the wires and hpZ, the
- * schedule and adaptive prefetch. Its top, which builds on offload: a unit's parameters, its
- * reductions, the calls that drive them (shard_calls.c, shard_step.c), and a group's life and
- * queries (shard_group.c, shard_query.c: sharc/shard.h declares those). Where the low level
+ * shard_engine.h: the sharding engine (engine/), which offload (offload/shard_offload.h) and
+ * the group's top (shard/, shard_group.h) build on: the layout, memory and unsharded buffers,
+ * the group's collectives, the wires and hpZ, the schedule and adaptive prefetch. Where it
  * must reach offload's host worker it goes through the group's hooks (shard.h), not calls.
  */
 #ifndef SHARC_SHARD_ENGINE_H
@@ -14,25 +11,6 @@
 #include <limits.h>
 
 #include "shard/shard.h"
-
-/* ======== the low level: below offload ==================================================== */
-
-/* ---- the ranks' vote (shard_exchange.c) -------------------------------------------------- */
-
-/* What each rank tells the others when they must agree. */
-typedef struct {
-    int32_t status, pad;
-    uint64_t a, b;
-} sharc_shard_vote_t;
-
-/*
- * Every rank's status and values (@p vote, into @p all[size]) through the bootstrap:
- * SHARC_OK when every rank is fine, else this rank's own error, or SHARC_ERR_REMOTE naming
- * the rank that failed at @p what. Collective over the group.
- */
-SHARC_HIDDEN sharc_status_t sharc_shard_exchange(sharc_shard_group_t *g, sharc_status_t mine,
-                                                 sharc_shard_vote_t *vote, sharc_shard_vote_t *all,
-                                                 const char *what);
 
 /* ---- layout (shard_layout.c) ------------------------------------------------------------- */
 
@@ -207,52 +185,5 @@ SHARC_HIDDEN sharc_status_t sharc_shard_auto_apply(sharc_shard_group_t *g);
 SHARC_HIDDEN void sharc_shard_auto_deferred(sharc_shard_group_t *g);
 
 /* ======== the top: above offload ========================================================== */
-
-/* ---- a unit's parameters (shard_unit.c) -------------------------------------------------- */
-
-/* Post the unit's all-gather (it is SHARDED and a slot is free; @p prefetched: ahead of its
- * begin, along the schedule). */
-SHARC_HIDDEN sharc_status_t sharc_shard_gather(sharc_shard_group_t *g, sharc_shard_unit_t *u,
-                                               int prefetched);
-
-/* The unit's all-gather, done for @p stream (CUDA) or the host: it is GATHERED. */
-SHARC_HIDDEN sharc_status_t sharc_shard_wait_gather(sharc_shard_group_t *g, sharc_shard_unit_t *u,
-                                                    void *stream);
-
-/* Release a unit's parameters (waiting for a gather in flight). */
-SHARC_HIDDEN sharc_status_t sharc_shard_release(sharc_shard_group_t *g, sharc_shard_unit_t *u);
-
-/*
- * Make room for one more unsharded unit: when max_unsharded are out, release a unit that was
- * prefetched and not used yet (the last one issued: it is needed last).
- */
-SHARC_HIDDEN sharc_status_t sharc_shard_make_room(sharc_shard_group_t *g,
-                                                  const sharc_shard_unit_t *want);
-
-/* Create the unit's zeroed unsharded gradient buffer (it has none). */
-SHARC_HIDDEN sharc_status_t sharc_shard_open_grads(sharc_shard_group_t *g, sharc_shard_unit_t *u);
-
-/* Complete the gathers that have completed, without blocking. */
-SHARC_HIDDEN sharc_status_t sharc_shard_gathers_poll(sharc_shard_group_t *g);
-
-/* ---- reductions (shard_reduce.c) --------------------------------------------------------- */
-
-/* Start reducing the unit's open gradients: on CUDA the whole chain is queued on the
- * device; on the host the reduce-scatter is posted and the unit joins the queue. */
-SHARC_HIDDEN sharc_status_t sharc_shard_reduce_start(sharc_shard_group_t *g, sharc_shard_unit_t *u);
-
-/* Wait until the unit's reduction in flight, if any, has reached its gradient shard. */
-SHARC_HIDDEN sharc_status_t sharc_shard_settle_grads(sharc_shard_group_t *g, sharc_shard_unit_t *u);
-
-/* Advance the reductions in flight that are done, in posting order, without blocking. */
-SHARC_HIDDEN sharc_status_t sharc_shard_reduce_poll(sharc_shard_group_t *g);
-
-/* Complete every reduction in flight, in posting order (the host waits). */
-SHARC_HIDDEN sharc_status_t sharc_shard_reduce_all(sharc_shard_group_t *g);
-
-/* ---- driving (shard_calls.c) ------------------------------------------------------------- */
-
-/* Complete what has completed, without blocking; chain HSDP all-reduces. */
-SHARC_HIDDEN sharc_status_t sharc_shard_poll(sharc_shard_group_t *g);
 
 #endif

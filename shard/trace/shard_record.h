@@ -2,9 +2,9 @@
 /*
  * shard_record.h: what the engine records of itself (trace/): the statistics of its steps,
  * from their collectives, waits and memory (shard_stats.c), and the timeline trace
- * (shard_trace.c; its events and JSON writer share shard_trace.h). The bottom of the engine:
- * every other part reports here, and they call nothing of it but the ranks' vote
- * (engine/shard_exchange.c), when the trace is gathered at destroy.
+ * (shard_trace.c; its events and JSON writer share shard_trace.h), and the ranks' vote
+ * (shard_exchange.c), which gathers the trace at destroy and which creation and checkpoints
+ * take too. The bottom of the engine: every other part reports here.
  */
 #ifndef SHARC_SHARD_RECORD_H
 #define SHARC_SHARD_RECORD_H
@@ -103,5 +103,22 @@ SHARC_HIDDEN void sharc_shard_trace_depth(sharc_shard_group_t *g, int old_depth,
 /* A step ended (@p s: its statistics, exposed time final on the host). */
 SHARC_HIDDEN void sharc_shard_trace_step(sharc_shard_group_t *g, const sharc_shard_stats_t *s,
                                          double t0, double t1);
+
+/* ---- the ranks' vote (shard_exchange.c) -------------------------------------------------- */
+
+/* What each rank tells the others when they must agree. */
+typedef struct {
+    int32_t status, pad;
+    uint64_t a, b;
+} sharc_shard_vote_t;
+
+/*
+ * Every rank's status and values (@p vote, into @p all[size]) through the bootstrap:
+ * SHARC_OK when every rank is fine, else this rank's own error, or SHARC_ERR_REMOTE naming
+ * the rank that failed at @p what. Collective over the group.
+ */
+SHARC_HIDDEN sharc_status_t sharc_shard_exchange(sharc_shard_group_t *g, sharc_status_t mine,
+                                                 sharc_shard_vote_t *vote, sharc_shard_vote_t *all,
+                                                 const char *what);
 
 #endif

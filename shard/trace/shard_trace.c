@@ -21,7 +21,6 @@
 
 #include "src/base/log.h"
 #include "src/base/util.h"
-#include "shard/engine/shard_engine.h"
 #include "shard/trace/shard_trace.h"
 
 /* ---- recording ------------------------------------------------------------------------ */

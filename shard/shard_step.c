@@ -12,8 +12,7 @@
 
 #include "src/base/log.h"
 #include "src/base/util.h"
-#include "shard/engine/shard_engine.h"
-#include "shard/trace/shard_record.h"
+#include "shard/shard_group.h"
 
 /* Gather ahead along the schedule what the plan says, as far as the bound admits. */
 static sharc_status_t sharc_shard_prefetch(sharc_shard_group_t *g)

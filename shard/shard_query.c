@@ -17,7 +17,7 @@
 #include "src/base/gpu.h"
 #include "src/base/log.h"
 #include "src/base/util.h"
-#include "shard/offload/shard_offload.h"
+#include "shard/shard_group.h"
 
 int sharc_shard_num_units(sharc_shard_group_h g)
 {

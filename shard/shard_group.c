@@ -17,9 +17,7 @@
 #include "src/base/gpu.h"
 #include "src/base/log.h"
 #include "src/base/util.h"
-#include "shard/engine/shard_engine.h"
-#include "shard/offload/shard_offload.h"
-#include "shard/trace/shard_record.h"
+#include "shard/shard_group.h"
 
 /* The group's settings: cfg's fields where set, else the configuration knobs. */
 static sharc_status_t sharc_shard_settings(sharc_shard_group_t *g, const sharc_shard_params_t *cfg,

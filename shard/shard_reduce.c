@@ -16,8 +16,7 @@
 
 #include "src/base/log.h"
 #include "src/base/util.h"
-#include "shard/engine/shard_engine.h"
-#include "shard/offload/shard_offload.h"
+#include "shard/shard_group.h"
 
 /* This rank's part of the unit's gradient buffer. */
 static void *sharc_shard_part(const sharc_shard_group_t *g, const sharc_shard_unit_t *u)

@@ -12,9 +12,7 @@
 
 #include "src/base/log.h"
 #include "src/base/util.h"
-#include "shard/engine/shard_engine.h"
-#include "shard/offload/shard_offload.h"
-#include "shard/trace/shard_record.h"
+#include "shard/shard_group.h"
 
 sharc_status_t sharc_shard_unshard(sharc_shard_group_h g, int unit)
 {

@@ -17,9 +17,7 @@
 
 #include "src/base/log.h"
 #include "src/base/util.h"
-#include "shard/engine/shard_engine.h"
-#include "shard/offload/shard_offload.h"
-#include "shard/trace/shard_record.h"
+#include "shard/shard_group.h"
 
 /* ---- collectives --------------------------------------------------------------------- */
 
