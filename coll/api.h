@@ -62,11 +62,11 @@ typedef struct {
     sharc_boot_t *boot;            /* SHARC_CHECK compares collectives through it */
     const sharc_tp_ops_t *tp_ops;  /* the point-to-point transport, or NULL (bootstrap only) */
     sharc_tp_comm_t *tp;
-    const sharc_tp_ops_t *gpu_ops; /* the collective backend for CUDA buffers, or NULL */
-    sharc_tp_comm_t *gpu_tp;
+    const sharc_tp_ops_t *cuda_ops; /* the CUDA backend, or NULL */
+    sharc_tp_comm_t *cuda_tp;
     /* SHARC_OK, or why CUDA buffers must fail rather than be staged (SHARC_CUDA_BACKEND=nccl
      * and no NCCL) */
-    sharc_status_t gpu_failed;
+    sharc_status_t cuda_failed;
     const char (*hosts)[SHARC_HOST_MAX]; /* [size]: every rank's host, for messages */
     int local_size;                      /* its ranks on this rank's node */
     const char *name; /* the communicator's name, alike on every rank (its flight dumps) */
@@ -131,21 +131,21 @@ typedef struct {
  * backend for CUDA buffers, or staging), queueing. Blocks until it completes when @p req_p
  * is NULL.
  */
-SHARC_HIDDEN sharc_status_t sharc_coll_start(sharc_coll_comm_t *cc, const sharc_coll_args_t *args,
+SHARC_HIDDEN sharc_status_t sharc_coll_post(sharc_coll_comm_t *cc, const sharc_coll_args_t *args,
                                              sharc_request_h *req_p);
 
-/* Completion lanes of a communicator (sharc_coll_start posts in lane 0). */
+/* Completion lanes of a communicator (sharc_coll_post posts in lane 0). */
 #define SHARC_COLL_LANES 4
 
 /*
- * sharc_coll_start in completion lane @p lane (0 .. SHARC_COLL_LANES - 1): the collective
+ * sharc_coll_post in completion lane @p lane (0 .. SHARC_COLL_LANES - 1): the collective
  * completes, as test and wait see it, once it and every collective posted before it in its
  * lane are done; lanes pass each other, so a collective need not wait for a slower one of
  * another lane posted before it. Every rank still posts the same collectives in the same
  * order on a communicator, lanes included: a lane changes when a collective is seen
  * complete, not what runs, nor how messages match.
  */
-SHARC_HIDDEN sharc_status_t sharc_coll_start_lane(sharc_coll_comm_t *cc,
+SHARC_HIDDEN sharc_status_t sharc_coll_post_lane(sharc_coll_comm_t *cc,
                                                   const sharc_coll_args_t *args, int lane,
                                                   sharc_request_h *req_p);
 
@@ -163,11 +163,11 @@ typedef struct {
 
 /*
  * Post a send or a receive: the checks on this rank, routing (the point-to-point transport;
- * CUDA buffers through the collective backend), the task, its request in *req_p. It
+ * CUDA buffers through the CUDA backend), the task, its request in *req_p. It
  * completes as soon as it is done, not in order with what was posted before it. (A blocking
  * call is the caller's wait and free after it.)
  */
-SHARC_HIDDEN sharc_status_t sharc_coll_p2p_start(sharc_coll_comm_t *cc,
+SHARC_HIDDEN sharc_status_t sharc_coll_p2p_post(sharc_coll_comm_t *cc,
                                                  const sharc_coll_p2p_args_t *args,
                                                  sharc_request_h *req_p);
 
@@ -177,7 +177,7 @@ SHARC_HIDDEN sharc_status_t sharc_coll_group_end(sharc_coll_comm_t *cc);
 
 /* What the layers above ask of a request (request.c). */
 
-/* Whether the device follows @p req: it runs on the collective backend's stream, and a
+/* Whether the device follows @p req: it runs on the CUDA backend's stream, and a
  * stream may wait for it (sharc_coll_request_wait_stream) without the host. */
 SHARC_HIDDEN int sharc_coll_request_on_device(sharc_request_h req);
 
@@ -203,7 +203,7 @@ SHARC_HIDDEN int sharc_coll_request_stream_waited(sharc_request_h req);
  * host. sharc_request_wait_stream (sharc/sharc_cuda.h) is this, typed. */
 SHARC_HIDDEN sharc_status_t sharc_coll_request_wait_stream(sharc_request_h req, void *stream);
 
-/* Device memory for collectives on CUDA buffers (backend.c): from the collective backend
+/* Device memory for collectives on CUDA buffers (cuda_backend.c): from the CUDA backend
  * and registered with it where it can (NCCL's zero-copy collectives), else plain device
  * memory. All or nothing: NCCL's behaviour is undefined when some ranks pass registered
  * buffers to a collective and others do not, so only "unsupported" (alike on every rank)

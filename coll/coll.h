@@ -25,6 +25,17 @@ SHARC_HIDDEN sharc_status_t sharc_coll_bytes(const sharc_coll_comm_t *cc,
                                              const sharc_coll_args_t *a, size_t *send_p,
                                              size_t *recv_p);
 
+/* ---- posting (post.c) */
+
+/*
+ * Post a NEW, routed task: with a progress thread in a pass, hand it over (HANDED; the pass
+ * starts it as it ends, and an error it meets then reaches the caller through test and
+ * wait); else take the lock, compare it across ranks (SHARC_CHECK), start it and let it
+ * move. SHARC_OK: the caller holds its request. An error: the task was released, nothing
+ * was sent.
+ */
+SHARC_HIDDEN sharc_status_t sharc_coll_task_post(sharc_coll_task_t *task);
+
 /* ---- the public sends and receives (sendrecv_post.c) */
 
 /* Free what an open group holds, at the communicator's end. */

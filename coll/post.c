@@ -123,7 +123,7 @@ static sharc_status_t sharc_coll_check_peers(sharc_coll_comm_t *cc, const sharc_
     return status;
 }
 
-sharc_status_t sharc_coll_post(sharc_coll_task_t *task)
+sharc_status_t sharc_coll_task_post(sharc_coll_task_t *task)
 {
     sharc_coll_comm_t *cc = task->cc;
     sharc_status_t status = SHARC_OK;
@@ -156,7 +156,7 @@ typedef struct {
     int send, recv;
 } sharc_coll_host_t;
 
-/* For the collective backend (NCCL, device buffers only): both buffers on the device, or a
+/* For the CUDA backend (NCCL, device buffers only): both buffers on the device, or a
  * refusal at once naming the host one (NCCL given a host pointer fails on the device, or waits
  * for peers that took another path, until SHARC_TIMEOUT). The staged path takes either. */
 static sharc_status_t sharc_coll_device_only(const sharc_coll_args_t *a, sharc_coll_host_t host)
@@ -164,7 +164,7 @@ static sharc_status_t sharc_coll_device_only(const sharc_coll_args_t *a, sharc_c
     if (!host.send && !host.recv) {
         return SHARC_OK;
     }
-    sharc_error("%s: %s in host memory and %s on the GPU: the collective backend (NCCL) takes "
+    sharc_error("%s: %s in host memory and %s on the GPU: the CUDA backend (NCCL) takes "
                 "device buffers on both sides; copy the host one to the device first",
                 sharc_coll_name(a->type), host.send ? "sendbuf" : "recvbuf",
                 host.send ? "recvbuf" : "sendbuf");
@@ -173,7 +173,7 @@ static sharc_status_t sharc_coll_device_only(const sharc_coll_args_t *a, sharc_c
 
 /*
  * Who runs the collective: on host buffers a host algorithm over the point-to-point
- * transport; on CUDA buffers (either side it uses) the collective backend (NCCL) where it
+ * transport; on CUDA buffers (either side it uses) the CUDA backend (NCCL) where it
  * has the collective (both sides on the device), else staging through host memory (the
  * collectives with even blocks; the rooted and uneven ones need NCCL on CUDA buffers).
  */
@@ -197,25 +197,25 @@ static sharc_status_t sharc_coll_route(sharc_coll_comm_t *cc, const sharc_coll_a
     }
 
     if (gpu && a->wire != SHARC_WIRE_FULL) {
-        if (cc->gpu_ops != NULL && sharc_kern_cuda() != NULL) {
+        if (cc->cuda_ops != NULL && sharc_kern_cuda() != NULL) {
             *algo_p = &sharc_coll_quant_device;
             return sharc_coll_device_only(a, host);
         }
-        sharc_error("%s over a %s wire on CUDA buffers needs the collective backend (NCCL), "
+        sharc_error("%s over a %s wire on CUDA buffers needs the CUDA backend (NCCL), "
                     "which this communicator does not have",
                     sharc_coll_name(a->type), sharc_wire_name(a->wire));
         return SHARC_ERR_UNSUPPORTED;
     }
     if (gpu && a->type != SHARC_COLL_ALLTOALL) {
-        if (cc->gpu_ops != NULL) {
-            *algo_p = &sharc_coll_backend;
+        if (cc->cuda_ops != NULL) {
+            *algo_p = &sharc_coll_cuda_backend;
             return sharc_coll_device_only(a, host);
         }
-        if (cc->gpu_failed != SHARC_OK) {
+        if (cc->cuda_failed != SHARC_OK) {
             sharc_error("%s on CUDA buffers: SHARC_CUDA_BACKEND=nccl, but NCCL could not be "
                         "opened for this communicator (%s)",
-                        sharc_coll_name(a->type), sharc_status_string(cc->gpu_failed));
-            return cc->gpu_failed;
+                        sharc_coll_name(a->type), sharc_status_string(cc->cuda_failed));
+            return cc->cuda_failed;
         }
     }
     if (!p2p) {
@@ -225,7 +225,7 @@ static sharc_status_t sharc_coll_route(sharc_coll_comm_t *cc, const sharc_coll_a
         return SHARC_ERR_UNSUPPORTED;
     }
     if (gpu && a->type > SHARC_COLL_BARRIER) {
-        sharc_error("%s on CUDA buffers needs the collective backend (NCCL), which this "
+        sharc_error("%s on CUDA buffers needs the CUDA backend (NCCL), which this "
                     "communicator does not have (SHARC_CUDA_BACKEND=staged, or sharc built "
                     "without it): only the even collectives are staged through host memory",
                     sharc_coll_name(a->type));
@@ -239,13 +239,13 @@ static sharc_status_t sharc_coll_route(sharc_coll_comm_t *cc, const sharc_coll_a
                                         : sharc_coll_select(cc, a, algo_p);
 }
 
-sharc_status_t sharc_coll_start(sharc_coll_comm_t *cc, const sharc_coll_args_t *args,
+sharc_status_t sharc_coll_post(sharc_coll_comm_t *cc, const sharc_coll_args_t *args,
                                 sharc_request_h *req_p)
 {
-    return sharc_coll_start_lane(cc, args, 0, req_p);
+    return sharc_coll_post_lane(cc, args, 0, req_p);
 }
 
-sharc_status_t sharc_coll_start_lane(sharc_coll_comm_t *cc, const sharc_coll_args_t *args, int lane,
+sharc_status_t sharc_coll_post_lane(sharc_coll_comm_t *cc, const sharc_coll_args_t *args, int lane,
                                      sharc_request_h *req_p)
 {
     sharc_coll_task_t *task;
@@ -272,7 +272,7 @@ sharc_status_t sharc_coll_start_lane(sharc_coll_comm_t *cc, const sharc_coll_arg
     }
     status = sharc_coll_route(cc, args, &task->algo);
     if (status == SHARC_OK) {
-        status = sharc_coll_post(task);
+        status = sharc_coll_task_post(task);
     } else {
         sharc_coll_task_free(task);
     }

@@ -341,7 +341,7 @@ sharc_status_t sharc_coll_request_wait_stream(sharc_request_h req, void *stream)
 
 int sharc_coll_request_on_device(sharc_request_h req)
 {
-    return req->algo == &sharc_coll_backend || req->algo == &sharc_coll_quant_device;
+    return req->algo == &sharc_coll_cuda_backend || req->algo == &sharc_coll_quant_device;
 }
 
 double sharc_coll_request_done_time(sharc_request_h req)

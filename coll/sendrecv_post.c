@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * sendrecv_post.c: posting the public sends and receives (sharc/p2p.h): the checks on the
- * calling rank, routing (the point-to-point transport for host buffers; the collective backend
+ * calling rank, routing (the point-to-point transport for host buffers; the CUDA backend
  * for CUDA buffers, which are not staged), the task and its post, and the groups that issue
  * sends and receives on CUDA buffers together. The tasks themselves are sendrecv.c's.
  */
@@ -66,7 +66,7 @@ static sharc_status_t sharc_coll_p2p_route_host(const sharc_coll_comm_t *cc,
     return SHARC_OK;
 }
 
-/* CUDA buffers: the collective backend's sends and receives (NCCL's), or a refusal. */
+/* CUDA buffers: the CUDA backend's sends and receives (NCCL's), or a refusal. */
 static sharc_status_t sharc_coll_p2p_route_device(const sharc_coll_comm_t *cc,
                                                   const sharc_coll_p2p_args_t *a, const char *name,
                                                   const sharc_coll_algo_t **algo_p)
@@ -76,15 +76,15 @@ static sharc_status_t sharc_coll_p2p_route_device(const sharc_coll_comm_t *cc,
                     "peer; name the peer, or receive into host memory");
         return SHARC_ERR_UNSUPPORTED;
     }
-    if (cc->gpu_ops != NULL) {
+    if (cc->cuda_ops != NULL) {
         *algo_p = &sharc_coll_p2p_device;
         return SHARC_OK;
     }
-    if (cc->gpu_failed != SHARC_OK) {
+    if (cc->cuda_failed != SHARC_OK) {
         sharc_error("%s on a CUDA buffer: SHARC_CUDA_BACKEND=nccl, but NCCL could not be opened "
                     "for this communicator (%s)",
-                    name, sharc_status_string(cc->gpu_failed));
-        return cc->gpu_failed;
+                    name, sharc_status_string(cc->cuda_failed));
+        return cc->cuda_failed;
     }
     sharc_error("%s on a CUDA buffer needs NCCL (this communicator has none: sharc built "
                 "without it, SHARC_CUDA_BACKEND=staged, or a rank could not open it); sends and "
@@ -93,7 +93,7 @@ static sharc_status_t sharc_coll_p2p_route_device(const sharc_coll_comm_t *cc,
     return SHARC_ERR_UNSUPPORTED;
 }
 
-/* Does @p a go to the collective backend (NCCL) rather than the point-to-point transport? A
+/* Does @p a go to the CUDA backend (NCCL) rather than the point-to-point transport? A
  * message with data goes by its buffer's memory. One of no data goes by nothing of its own:
  * whatever its buffer (NULL on one rank, a pointer into CUDA memory on its peer: an empty torch
  * tensor), it takes the transport when the communicator has one, so that both ranks take the
@@ -103,7 +103,7 @@ static int sharc_coll_p2p_on_device(const sharc_coll_comm_t *cc, const sharc_col
     if (a->count > 0) {
         return sharc_gpu_memtype(a->buf) != SHARC_MEMTYPE_HOST;
     }
-    return cc->tp_ops == NULL && cc->gpu_ops != NULL;
+    return cc->tp_ops == NULL && cc->cuda_ops != NULL;
 }
 
 /* Inside an open group, messages with data all on host memory or all on CUDA buffers: a group
@@ -168,7 +168,7 @@ static int sharc_coll_group_hold(sharc_coll_task_t *task)
     return held;
 }
 
-sharc_status_t sharc_coll_p2p_start(sharc_coll_comm_t *cc, const sharc_coll_p2p_args_t *args,
+sharc_status_t sharc_coll_p2p_post(sharc_coll_comm_t *cc, const sharc_coll_p2p_args_t *args,
                                     sharc_request_h *req_p)
 {
     const char *name = args->is_send ? "send" : "recv";
@@ -199,7 +199,7 @@ sharc_status_t sharc_coll_p2p_start(sharc_coll_comm_t *cc, const sharc_coll_p2p_
         return SHARC_ERR_NOMEM;
     }
     if (!sharc_coll_group_hold(task)) {
-        status = sharc_coll_post(task); /* (an error released the task) */
+        status = sharc_coll_task_post(task); /* (an error released the task) */
         if (status != SHARC_OK) {
             return status;
         }

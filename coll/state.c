@@ -73,9 +73,9 @@ sharc_status_t sharc_coll_comm_create(const sharc_coll_comm_params_t *params,
     cc->diag = &sharc_coll_diag_ops;
     cc->tp_ops = params->tp_ops;
     cc->tp = params->tp;
-    cc->gpu_ops = params->gpu_ops;
-    cc->gpu_tp = params->gpu_tp;
-    cc->gpu_failed = params->gpu_failed;
+    cc->cuda_ops = params->cuda_ops;
+    cc->cuda_tp = params->cuda_tp;
+    cc->cuda_failed = params->cuda_failed;
     cc->hosts = params->hosts;
     cc->spin_yield = sharc_coll_spin_yields(cc->cfg, params->local_size);
     cc->name = params->name != NULL ? params->name : "comm";

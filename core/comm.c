@@ -2,7 +2,7 @@
 /*
  * comm.c: communicators: creation from a bootstrap, the node layout (which ranks share a
  * node, local ranks), split, the bootstrap barrier, and the opening of the transports (the
- * data transport, and the collective backend for CUDA buffers) and of the collective state
+ * data transport, and the CUDA backend) and of the collective state
  * over them. The public collective calls that post through it are in comm_coll.c.
  */
 #include "config.h"
@@ -24,7 +24,7 @@ typedef struct {
     uint32_t magic;
     int32_t rank;
     int32_t node_hint, local_rank, local_size; /* launcher's, or -1 */
-    uint32_t gpu;  /* a collective backend for CUDA buffers can run here (sharc_tp_gpu_find) */
+    uint32_t gpu;  /* a CUDA backend can run here (sharc_tp_cuda_find) */
     uint64_t host; /* hash of the host's identity (sharc_comm_host_id) */
     char host_name[SHARC_HOST_MAX]; /* for messages that name a rank's host */
 } sharc_comm_peer_t;
@@ -178,8 +178,8 @@ void sharc_comm_free(sharc_comm_h comm)
     if (comm->boot != NULL && sharc_coll_comm_failed(comm->coll)) {
         comm->boot->failed = 1;
     }
-    if (comm->gpu_tp != NULL) {
-        comm->gpu_ops->comm_destroy(comm->gpu_tp);
+    if (comm->cuda_tp != NULL) {
+        comm->cuda_ops->comm_destroy(comm->cuda_tp);
     }
     if (comm->tp != NULL) {
         comm->tp_ops->comm_destroy(comm->tp);
@@ -208,15 +208,15 @@ static sharc_tp_comm_params_t sharc_comm_tp_params(sharc_comm_h comm)
     return params;
 }
 
-/* The collective backend this rank could run (NULL: none, or SHARC_CUDA_BACKEND=staged). */
+/* The CUDA backend this rank could run (NULL: none, or SHARC_CUDA_BACKEND=staged). */
 static const sharc_tp_ops_t *sharc_comm_gpu_here(const sharc_cfg_t *cfg)
 {
-    return (sharc_core_cfg(cfg)->cuda_backend != SHARC_CUDA_BACKEND_STAGED) ? sharc_tp_gpu_find(cfg)
+    return (sharc_core_cfg(cfg)->cuda_backend != SHARC_CUDA_BACKEND_STAGED) ? sharc_tp_cuda_find(cfg)
                                                                             : NULL;
 }
 
 /*
- * Open the collective backend for CUDA buffers when every rank can run it (@p everywhere,
+ * Open the CUDA backend when every rank can run it (@p everywhere,
  * from the creation records, so that every rank takes the same step: comm_create is
  * collective). Without it CUDA buffers are staged through host memory, or, with
  * SHARC_CUDA_BACKEND=nccl, fail.
@@ -228,21 +228,21 @@ sharc_status_t sharc_comm_open_gpu(sharc_comm_h comm, const sharc_tp_ops_t *ops,
     sharc_status_t status = SHARC_ERR_UNSUPPORTED;
 
     if (ops != NULL && everywhere) {
-        status = ops->comm_create(&params, &comm->gpu_tp);
+        status = ops->comm_create(&params, &comm->cuda_tp);
         if (status == SHARC_OK) {
-            comm->gpu_ops = ops;
+            comm->cuda_ops = ops;
             sharc_info("comm: collectives on CUDA buffers run on %s", ops->name);
             return SHARC_OK;
         }
-        comm->gpu_tp = NULL;
+        comm->cuda_tp = NULL;
     }
     if (forced) {
         sharc_warn("comm: SHARC_CUDA_BACKEND=nccl, but NCCL cannot run %s (%s): collectives "
                    "on CUDA buffers will fail",
                    ops == NULL ? "here" : "on every rank", sharc_status_string(status));
-        comm->gpu_failed = status;
+        comm->cuda_failed = status;
     } else if (ops != NULL) { /* (without one here, the backend's query has said why) */
-        sharc_info("comm: no collective backend for CUDA buffers%s (%s): they are staged "
+        sharc_info("comm: no CUDA backend (for collectives on CUDA buffers)%s (%s): they are staged "
                    "through host memory",
                    !everywhere ? " on every rank" : "", sharc_status_string(status));
     }
@@ -260,9 +260,9 @@ sharc_status_t sharc_comm_open_coll(sharc_comm_h comm)
         .boot = comm->boot,
         .tp_ops = comm->tp_ops,
         .tp = comm->tp,
-        .gpu_ops = comm->gpu_ops,
-        .gpu_tp = comm->gpu_tp,
-        .gpu_failed = comm->gpu_failed,
+        .cuda_ops = comm->cuda_ops,
+        .cuda_tp = comm->cuda_tp,
+        .cuda_failed = comm->cuda_failed,
         .hosts = (const char(*)[SHARC_HOST_MAX])comm->hosts,
         .local_size = comm->local_size,
         .name = comm->boot->name,

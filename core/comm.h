@@ -23,11 +23,11 @@ struct sharc_comm {
     char (*hosts)[SHARC_HOST_MAX]; /* [size]: host name of every rank, for messages */
     const sharc_tp_ops_t *tp_ops;  /* NULL: bootstrap only */
     sharc_tp_comm_t *tp;
-    /* the collective backend for CUDA buffers (nccl), opened with the communicator when every
+    /* the CUDA backend (nccl), opened with the communicator when every
      * rank can run it (or split from the parent's), else NULL: CUDA buffers are staged */
-    const sharc_tp_ops_t *gpu_ops;
-    sharc_tp_comm_t *gpu_tp;
-    sharc_status_t gpu_failed; /* SHARC_CUDA_BACKEND=nccl and it could not be opened */
+    const sharc_tp_ops_t *cuda_ops;
+    sharc_tp_comm_t *cuda_tp;
+    sharc_status_t cuda_failed; /* SHARC_CUDA_BACKEND=nccl and it could not be opened */
     sharc_coll_comm_t *coll;   /* the collectives' state, over the transports above */
     void *stream; /* sharc_comm_set_cuda_stream: the caller's stream (NULL: legacy default) */
     /* sharc_comm_create_group: how many groups of each (member list, tag) were made from it,
@@ -46,9 +46,9 @@ SHARC_HIDDEN sharc_status_t sharc_comm_alloc(sharc_context_h ctx, int rank, int 
 /* Release what a communicator holds, in reverse order of opening. */
 SHARC_HIDDEN void sharc_comm_free(sharc_comm_h comm);
 /* The communicator of some ranks of @p comm (split, group) over its bootstrap @p boot and its
- * collective backend @p gpu_child, if split from the parent's (it owns both from here,
+ * CUDA backend @p gpu_child, if split from the parent's (it owns both from here,
  * failures included): rank r is rank @p members[r] of @p comm. Its layout comes from the
- * parent's; its transport, collective backend (if not given) and collective state are opened
+ * parent's; its transport, CUDA backend (if not given) and collective state are opened
  * over @p boot: collective over the members. */
 SHARC_HIDDEN sharc_status_t sharc_comm_make_sub(sharc_comm_h comm, const int *members, int new_rank,
                                                 int new_size, sharc_boot_t *boot,
@@ -58,7 +58,7 @@ SHARC_HIDDEN sharc_status_t sharc_comm_make_sub(sharc_comm_h comm, const int *me
  * rank @p members[r] of @p parent (comm_split.c). */
 SHARC_HIDDEN sharc_status_t sharc_comm_sub_layout(sharc_comm_h parent, sharc_comm_h sub,
                                                   const int *members);
-/* Open the collective backend @p ops for CUDA buffers when @p everywhere (every rank can run
+/* Open the CUDA backend @p ops for CUDA buffers when @p everywhere (every rank can run
  * it); without it CUDA buffers are staged (or fail with SHARC_CUDA_BACKEND=nccl). */
 SHARC_HIDDEN sharc_status_t sharc_comm_open_gpu(sharc_comm_h comm, const sharc_tp_ops_t *ops,
                                                 int everywhere);

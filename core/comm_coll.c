@@ -21,7 +21,7 @@ static sharc_status_t sharc_comm_post(sharc_comm_h comm, sharc_coll_args_t *a,
         return SHARC_ERR_INVALID;
     }
     a->stream = comm->stream;
-    return sharc_coll_start(comm->coll, a, req_p);
+    return sharc_coll_post(comm->coll, a, req_p);
 }
 
 /* The options into the collective's arguments (NULL: the defaults). */

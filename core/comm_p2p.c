@@ -27,7 +27,7 @@ static sharc_status_t sharc_comm_p2p(sharc_comm_h comm, sharc_coll_p2p_args_t *a
     }
     a->stream = comm->stream;
     a->blocking = req_p == NULL;
-    status = sharc_coll_p2p_start(comm->coll, a, &req);
+    status = sharc_coll_p2p_post(comm->coll, a, &req);
     if (status != SHARC_OK || req_p != NULL) {
         if (status == SHARC_OK) {
             *req_p = req;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * comm_split.c: sharc_comm_split: every rank's color and key through the parent's
- * bootstrap, the child's bootstrap (and collective backend, split from the parent's); and
+ * bootstrap, the child's bootstrap (and CUDA backend, split from the parent's); and
  * what a split and a group (comm_group.c) share: a communicator of some of the parent's ranks,
  * its node layout from the parent's, its transport and collective state.
  */
@@ -134,7 +134,7 @@ static sharc_status_t sharc_comm_split_exchange(sharc_comm_h comm, int color, in
     return status;
 }
 
-/* The child's bootstrap, and its collective backend when the parent's splits its own (NCCL:
+/* The child's bootstrap, and its CUDA backend when the parent's splits its own (NCCL:
  * collective over every parent rank, NOCOLOR included; its order, key then parent rank, is
  * sharc's). On an error neither is left. */
 static sharc_status_t sharc_comm_split_backends(sharc_comm_h comm, int color, int key, int new_rank,
@@ -150,10 +150,10 @@ static sharc_status_t sharc_comm_split_backends(sharc_comm_h comm, int color, in
 
     *gpu_p = NULL;
     status = sharc_boot_split(comm->boot, color, key, new_rank, new_size, boot_p);
-    if (status != SHARC_OK || comm->gpu_tp == NULL || comm->gpu_ops->comm_split == NULL) {
+    if (status != SHARC_OK || comm->cuda_tp == NULL || comm->cuda_ops->comm_split == NULL) {
         return status;
     }
-    status = comm->gpu_ops->comm_split(comm->gpu_tp, color, key, &params, gpu_p);
+    status = comm->cuda_ops->comm_split(comm->cuda_tp, color, key, &params, gpu_p);
     if (status != SHARC_OK) {
         sharc_boot_destroy(*boot_p);
     }
@@ -171,25 +171,25 @@ sharc_status_t sharc_comm_make_sub(sharc_comm_h comm, const int *members, int ne
     if (status != SHARC_OK) {
         sharc_boot_destroy(boot);
         if (gpu_child != NULL) {
-            comm->gpu_ops->comm_destroy(gpu_child);
+            comm->cuda_ops->comm_destroy(gpu_child);
         }
         return status;
     }
     newcomm->boot = boot;
     newcomm->mode = comm->mode;
     newcomm->stream = comm->stream;
-    newcomm->gpu_failed = comm->gpu_failed;
+    newcomm->cuda_failed = comm->cuda_failed;
     if (gpu_child != NULL) {
-        newcomm->gpu_ops = comm->gpu_ops;
-        newcomm->gpu_tp = gpu_child;
+        newcomm->cuda_ops = comm->cuda_ops;
+        newcomm->cuda_tp = gpu_child;
     }
     status = sharc_comm_sub_layout(comm, newcomm, members);
     if (status == SHARC_OK) {
         status = sharc_comm_open_transport(newcomm);
     }
-    if (status == SHARC_OK && gpu_child == NULL && comm->gpu_tp != NULL) {
+    if (status == SHARC_OK && gpu_child == NULL && comm->cuda_tp != NULL) {
         /* the parent's backend runs on every rank of the parent, so on every member */
-        status = sharc_comm_open_gpu(newcomm, comm->gpu_ops, 1);
+        status = sharc_comm_open_gpu(newcomm, comm->cuda_ops, 1);
     }
     if (status == SHARC_OK) {
         status = sharc_comm_open_coll(newcomm);

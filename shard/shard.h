@@ -60,7 +60,7 @@ typedef struct {
     double t_post;
     int timed; /* CUDA: its interval is measured by events (a collective of the backend) */
     int queue; /* sharc_shard_queue_t: the communicator it went through */
-} sharc_shard_op_t;
+} sharc_shard_coll_t;
 
 typedef struct sharc_shard_unit {
     int id, first_param, nparams;
@@ -73,13 +73,13 @@ typedef struct sharc_shard_unit {
 
     sharc_shard_pstate_t pstate;
     void *pbuf;          /* [padded] param dtype, while not SHARDED */
-    sharc_shard_op_t ag; /* (prefetched, in use: the group's plan says, g->plan.units[id]) */
+    sharc_shard_coll_t ag; /* (prefetched, in use: the group's plan says, g->plan.units[id]) */
     void *sbuf;          /* hpZ: this rank's part of the forward's parameters, or NULL */
     double t_begun;      /* trace: when its last begin returned */
 
     sharc_shard_gstate_t gstate;
     void *gbuf; /* [padded] reduce dtype, while not NONE */
-    sharc_shard_op_t rs, ar;
+    sharc_shard_coll_t rs, ar;
     int rs_direct; /* the reduce-scatter writes the gradient shard itself */
     struct sharc_shard_unit *next_reduction; /* the group's queue of reductions in flight */
 
@@ -234,7 +234,7 @@ struct sharc_shard_group {
     struct sharc_shard_adamw *adamw;
     /*
      * Hooks of offload's host worker: set while the group has one (shard_host_sync.c starts
-     * and stops it), else NULL. Failing the group (shard_op.c) and quiescing it (shard_mem.c)
+     * and stops it), else NULL. Failing the group (shard_coll.c) and quiescing it (shard_mem.c)
      * sit below offload and reach the host's work only through these, not by calls:
      * host_abort drops the worker's queued tasks and waits for those running; host_quiesce
      * waits until the worker is idle (its first error) and offload's copy streams are done.

@@ -217,13 +217,13 @@ static sharc_status_t sharc_shard_cuda_setup(sharc_shard_group_t *g)
     }
     /* SHARC_CUDA_BACKEND=nccl and a communicator without it: fail now, not at a step */
     if (status == SHARC_OK) {
-        status = g->shard_comm->gpu_failed;
+        status = g->shard_comm->cuda_failed;
     }
     if (status == SHARC_OK && g->replica_comm != NULL) {
-        status = g->replica_comm->gpu_failed;
+        status = g->replica_comm->cuda_failed;
     }
     if (status == SHARC_OK) {
-        status = g->reduce_comm->gpu_failed;
+        status = g->reduce_comm->cuda_failed;
     }
     if (status == SHARC_OK) {
         g->kern = sharc_kern_cuda();
@@ -250,7 +250,7 @@ sharc_status_t sharc_shard_sync_replicas(sharc_shard_group_h g)
                                .dtype = SHARC_DTYPE_F32,
                                .stream = g->estream};
 
-        status = sharc_coll_start(g->replica_comm->coll, &a, NULL); /* blocking */
+        status = sharc_coll_post(g->replica_comm->coll, &a, NULL); /* blocking */
     }
     return status;
 }

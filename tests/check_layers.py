@@ -86,7 +86,7 @@ TABLE_USERS = {
     "sharc_tp_ops_t": {"transport", "core"} | COLL_LAYERS,
     "sharc_boot_ops_t": {"bootstrap", "transport", "core"} | COLL_LAYERS,
 }
-# a struct member holding a table: "const sharc_tp_ops_t *gpu_ops;" (or one by value). (The
+# a struct member holding a table: "const sharc_tp_ops_t *cuda_ops;" (or one by value). (The
 # tables a transport's table points to, p2p and coll, are reached through it: watched so.)
 TABLE_MEMBER = re.compile(r"\b(\w+_ops_t)\s*\*?\s*(\w+)\s*;")
 
@@ -196,7 +196,7 @@ def table_members(top, files):
 
 def table_reaches(src, mine, text, members):
     """Lines of @src (layer @mine) that read a table member none of whose types its layer
-    may use: "->gpu_ops", ".tp_ops" (a read, whether called at once or through a copy)."""
+    may use: "->cuda_ops", ".tp_ops" (a read, whether called at once or through a copy)."""
     out = []
     for m in re.finditer(r"(?:->|\.)(\w+)\b(?!\s*\()", text):
         types = members.get(m.group(1))

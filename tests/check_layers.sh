@@ -28,8 +28,8 @@ touch "$tree/shard/shard.h" "$tree/trainer/cli/opts.h" "$tree/include/sharc/shar
 printf '#include <sharc/sharc.h>\n#include "shard/shard.h"\n' > "$tree/coll/x.c"
 printf '#include "cli/opts.h"\n#include <shard/shard.h>\n' > "$tree/trainer/model/m.c"
 printf '#include "../../shard/shard.h"\n' > "$tree/python/csrc/b.cpp"
-printf 'typedef struct {\n    const sharc_tp_ops_t *gpu_ops;\n} sharc_comm_t;\n' > "$tree/core/comm.h"
-printf 'void f(sharc_comm_t *c)\n{\n    c->gpu_ops->mem_alloc(0);\n}\n' > "$tree/shard/m.c"
+printf 'typedef struct {\n    const sharc_tp_ops_t *cuda_ops;\n} sharc_comm_t;\n' > "$tree/core/comm.h"
+printf 'void f(sharc_comm_t *c)\n{\n    c->cuda_ops->mem_alloc(0);\n}\n' > "$tree/shard/m.c"
 printf 'int sharc_shard_up(void)\n{\n    return 1;\n}\n' > "$tree/shard/up.c"
 printf 'int sharc_coll_a(void)\n{\n    return sharc_coll_b() + sharc_shard_up();\n}\n' \
     > "$tree/coll/a.c"
@@ -38,6 +38,6 @@ printf '/* sharc_coll_a() */\nconst char *s = "sharc_coll_b";\nint sharc_coll_c(
     > "$tree/coll/c.c"
 printf 'int sharc_coll_d(void)\n{\n    return sharc_coll_c();\n}\n' > "$tree/coll/d.c"
 run_fail "the checker finds the upward includes and calls, the table reached past a layer and a circle" 30 \
-    "coll/x.c \(collectives\) includes shard/shard.h .*python/csrc/b.cpp \(python\) includes shard/shard.h .*shard/m.c:3 \(sharding group\) reaches gpu_ops .*trainer/model/m.c \(trainer model\) includes trainer/cli/opts.h .*includes shard/shard.h .*coll/a.c \(collectives\) calls sharc_shard_up of shard/up.c \(sharding group\): an upward call.*a circle of 2 files calling each other: coll/a.c -> coll/b.c \(sharc_coll_b\); coll/b.c -> coll/a.c \(sharc_coll_a\).* 4 calls between files checked, 7 against the layers" \
+    "coll/x.c \(collectives\) includes shard/shard.h .*python/csrc/b.cpp \(python\) includes shard/shard.h .*shard/m.c:3 \(sharding group\) reaches cuda_ops .*trainer/model/m.c \(trainer model\) includes trainer/cli/opts.h .*includes shard/shard.h .*coll/a.c \(collectives\) calls sharc_shard_up of shard/up.c \(sharding group\): an upward call.*a circle of 2 files calling each other: coll/a.c -> coll/b.c \(sharc_coll_b\); coll/b.c -> coll/a.c \(sharc_coll_a\).* 4 calls between files checked, 7 against the layers" \
     python3 "$top_srcdir/tests/check_layers.py" "$tree"
 finish

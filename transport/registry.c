@@ -212,7 +212,7 @@ sharc_status_t sharc_tp_open(const sharc_tp_comm_params_t *params, const sharc_t
     return status;
 }
 
-const sharc_tp_ops_t *sharc_tp_gpu_find(const sharc_cfg_t *cfg)
+const sharc_tp_ops_t *sharc_tp_cuda_find(const sharc_cfg_t *cfg)
 {
     for (size_t i = 0; sharc_tp_backends[i] != NULL; i++) {
         const sharc_tp_ops_t *ops = sharc_tp_backends[i];

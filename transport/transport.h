@@ -4,7 +4,7 @@
  * every backend does (its communicators, memory, progress), and points to what its kind moves:
  *  - a point-to-point transport (self, ucx, ib, shm, and the hybrid of two) sets p2p
  *    (sharc_tp_p2p_ops_t: send, receive, ...), and coll/ runs its algorithms on it;
- *  - a collective backend (nccl) sets coll (sharc_tp_coll_ops_t), and runs whole collectives
+ *  - a CUDA backend (nccl) sets coll (sharc_tp_coll_ops_t), and runs whole collectives
  *    and grouped sends and receives on CUDA buffers itself: a communicator's CUDA backend.
  * A caller knows the kind from where it holds the table, so it never asks whether a member of
  * its kind is there; members marked optional may be NULL, and callers test those. A backend never includes
@@ -73,7 +73,7 @@ typedef struct sharc_tp_req {
     const void *red_src;
     sharc_dtype_t red_dtype;
     sharc_op_t red_op;
-    /* a collective backend on CUDA streams: an event recorded after the operation on the
+    /* a CUDA backend on CUDA streams: an event recorded after the operation on the
      * device, set when it is posted (a stream may wait for it before it completes) */
     void *event;
     sharc_tp_req_priv_t tp_priv; /* for the backend while the request is in flight */
@@ -105,7 +105,7 @@ typedef struct {
     sharc_mem_table_t *mem; /* the context's shareable buffers (outlives the transport) */
 } sharc_tp_comm_params_t;
 
-/* One send or receive of a collective backend (p2p); counts and dtypes as in sharc's API. */
+/* One send or receive of a CUDA backend (p2p); counts and dtypes as in sharc's API. */
 typedef struct {
     int is_send;
     void *buf; /* a send's is only read */
@@ -115,7 +115,7 @@ typedef struct {
     void *stream; /* CUDA stream of the caller, or NULL */
 } sharc_tp_p2p_args_t;
 
-/* One whole collective for a collective backend; buffer contracts as in sharc's API. */
+/* One whole collective for a CUDA backend; buffer contracts as in sharc's API. */
 typedef struct {
     sharc_coll_type_t type; /* any but the barrier */
     const void *sendbuf;
@@ -209,7 +209,7 @@ typedef struct sharc_tp_p2p_ops {
     sharc_tp_recv_reduce_fn_t *recv_reduce;
 } sharc_tp_p2p_ops_t;
 
-/* A collective backend's work on CUDA buffers (NCCL's): every member is set. */
+/* A CUDA backend's work on CUDA buffers (NCCL's): every member is set. */
 typedef struct sharc_tp_coll_ops {
     /**
      * A whole collective: any of sharc's API but the barrier (args->type), and all-to-all
@@ -306,18 +306,18 @@ typedef struct sharc_tp_ops {
     /* What the backend moves: exactly one of the two is set. A point-to-point transport's
      * messages, on which coll/ runs its algorithms (every communicator has one) ... */
     const sharc_tp_p2p_ops_t *p2p;
-    /* ... or a collective backend's whole collectives and grouped sends and receives on
+    /* ... or a CUDA backend's whole collectives and grouped sends and receives on
      * CUDA buffers (the CUDA backend of a communicator, when it has one). */
     const sharc_tp_coll_ops_t *coll;
 } sharc_tp_ops_t;
 
 /**
- * The collective backend for CUDA buffers (nccl) if one was built in and can run here (its
+ * The CUDA backend (nccl) if one was built in and can run here (its
  * query: local, no side effects), else NULL (not logged). The communicator opens it with
  * comm_create when every rank found one, and otherwise stages CUDA buffers through host
  * memory over the point-to-point transport.
  */
-SHARC_HIDDEN const sharc_tp_ops_t *sharc_tp_gpu_find(const sharc_cfg_t *cfg);
+SHARC_HIDDEN const sharc_tp_ops_t *sharc_tp_cuda_find(const sharc_cfg_t *cfg);
 
 /*
  * The knob tables of the transport layer (SHARC_TRANSPORT, registry.c) and of its backends

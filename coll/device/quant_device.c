@@ -3,7 +3,7 @@
  * quant_device.c: an all-gather or reduce-scatter over a quantized wire on CUDA buffers,
  * queued whole on the device without host synchronization: the CUDA quantizers
  * (kernels/cuda/quant.cu) on the caller's stream, the exchange of the wire segments as bytes
- * by the collective backend (NCCL all-gather, or an all-to-all of grouped sends and
+ * by the CUDA backend (NCCL all-gather, or an all-to-all of grouped sends and
  * receives), then, once the caller's stream waits for it, the dequantization (all-gather:
  * every segment, the own one included) or the dequantizing sum onto the own block at full
  * precision (reduce-scatter, always flat: every hop quantized). The wire buffer comes from
@@ -69,7 +69,7 @@ static sharc_status_t sharc_quant_device_post(sharc_coll_task_t *task, char *wir
     if (child == NULL) {
         return SHARC_ERR_NOMEM;
     }
-    child->algo = &sharc_coll_backend;
+    child->algo = &sharc_coll_cuda_backend;
     task->u.quant.child = child;
     status = child->algo->init(child);
     /* the caller's stream takes the result up once the bytes are there */

@@ -35,7 +35,7 @@ sharc_status_t sharc_coll_p2p_issue(sharc_coll_task_t *const *tasks, size_t n)
                                       .stream = t->args.stream};
     }
     if (i == n) {
-        status = cc->gpu_ops->coll->sendrecv(cc->gpu_tp, ta, n, reqs);
+        status = cc->cuda_ops->coll->sendrecv(cc->cuda_tp, ta, n, reqs);
     }
     for (i = 0; status == SHARC_INPROGRESS && i < n; i++) {
         tasks[i]->event = reqs[i]->event;

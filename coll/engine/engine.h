@@ -119,7 +119,7 @@ typedef struct sharc_coll_algo {
      * that its memory must outlive the communicator's transports (NULL: yes, its requests
      * are not tracked one by one). */
     int (*held)(const sharc_coll_task_t *task);
-    int device; /* it runs on the GPU (the collective backend, staging copies) */
+    int device; /* it runs on the GPU (the CUDA backend, staging copies) */
 } sharc_coll_algo_t;
 
 typedef struct sharc_stage sharc_coll_stage_t; /* staged.c's state of a task */
@@ -179,7 +179,7 @@ struct sharc_request {
     double t_done;                 /* when it became DONE */
     double t_complete;             /* when it became COMPLETE */
     int await_peer;                /* a peer the task waits for, for timeout messages, or -1 */
-    int lane;                      /* its completion lane (sharc_coll_start_lane) */
+    int lane;                      /* its completion lane (sharc_coll_post_lane) */
     int freed;         /* the caller freed its request: the engine releases it when COMPLETE */
     void *event;       /* CUDA: fires on the device when the collective is done, or NULL */
     int stream_waited; /* a stream waits for event: freeing the request need not wait */
@@ -290,9 +290,9 @@ struct sharc_coll_comm {
     sharc_boot_t *boot;
     const sharc_tp_ops_t *tp_ops; /* NULL: bootstrap only */
     sharc_tp_comm_t *tp;
-    const sharc_tp_ops_t *gpu_ops; /* NULL: CUDA buffers are staged (or fail: gpu_failed) */
-    sharc_tp_comm_t *gpu_tp;
-    sharc_status_t gpu_failed;
+    const sharc_tp_ops_t *cuda_ops; /* NULL: CUDA buffers are staged (or fail: cuda_failed) */
+    sharc_tp_comm_t *cuda_tp;
+    sharc_status_t cuda_failed;
     const char (*hosts)[SHARC_HOST_MAX];
     /* the node layout (state.c): nodes, and when every node has as many ranks (node_size;
      * else 0) the ranks of each node in rank order, node after node, and this rank's node and
@@ -329,7 +329,7 @@ struct sharc_coll_comm {
     int spin_yield; /* a spinning poller yields its core (SHARC_WAIT_YIELD, wait.c) */
     /* with a thread: collectives posted while a pass ran (a pass may copy or reduce
      * megabytes), newest first, which the pass starts as it ends, so that a post never waits
-     * for a pass (sharc_coll_post); pass (atomic): where the pass is */
+     * for a pass (sharc_coll_task_post); pass (atomic): where the pass is */
     sharc_coll_task_t *incoming;
     sharc_coll_pass_t pass;
     /* sharc_p2p_group_start's nesting, and the sends and receives on CUDA buffers posted
@@ -337,7 +337,7 @@ struct sharc_coll_comm {
     int group_depth;
     sharc_coll_task_t *group_head, *group_tail;
     /* the open group's messages with data are on host memory (1) or CUDA buffers (2); 0: none
-     * yet. A group takes one kind (sharc_coll_p2p_start). */
+     * yet. A group takes one kind (sharc_coll_p2p_post). */
     int group_kind;
     /* scratch kept between collectives (sharc_coll_scratch); under lock */
     char *scratch;
@@ -395,7 +395,7 @@ SHARC_HIDDEN void sharc_coll_task_free(sharc_coll_task_t *task);
 SHARC_HIDDEN char *sharc_coll_scratch(sharc_coll_task_t *task, size_t bytes);
 SHARC_HIDDEN void sharc_coll_scratch_put(sharc_coll_task_t *task); /* lock held */
 
-/* Whether @p task runs on the GPU (the collective backend, or staging copies). */
+/* Whether @p task runs on the GPU (the CUDA backend, or staging copies). */
 SHARC_HIDDEN int sharc_coll_on_gpu(const sharc_coll_task_t *task);
 
 /* Append @p task to the list from *head_p to *tail_p (linked through next). */
@@ -422,15 +422,6 @@ SHARC_HIDDEN const char *sharc_coll_task_name(const sharc_coll_task_t *task);
 SHARC_HIDDEN void sharc_coll_task_describe(const sharc_coll_task_t *task, char *buf, size_t len);
 
 /* ---- the queue and its progress pass (queue.c) */
-
-/*
- * Post a NEW, routed task: with a progress thread in a pass, hand it over (HANDED; the pass
- * starts it as it ends, and an error it meets then reaches the caller through test and
- * wait); else take the lock, compare it across ranks (SHARC_CHECK), start it and let it
- * move. SHARC_OK: the caller holds its request. An error: the task was released, nothing
- * was sent.
- */
-SHARC_HIDDEN sharc_status_t sharc_coll_post(sharc_coll_task_t *task);
 
 /* One progress pass (lock held): drive the transports and every task, complete those at the
  * head of their lanes. 1 if anything moved (pollers back off when nothing does). */

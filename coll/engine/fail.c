@@ -26,8 +26,8 @@ int sharc_coll_fail_now(sharc_coll_comm_t *cc, sharc_status_t status, const char
     if (cc->tp_ops != NULL && cc->tp_ops->abort != NULL) {
         cc->tp_ops->abort(cc->tp);
     }
-    if (cc->gpu_tp != NULL && cc->gpu_ops->abort != NULL) {
-        cc->gpu_ops->abort(cc->gpu_tp); /* the device would go on waiting for the peer */
+    if (cc->cuda_tp != NULL && cc->cuda_ops->abort != NULL) {
+        cc->cuda_ops->abort(cc->cuda_tp); /* the device would go on waiting for the peer */
     }
     return 1;
 }

@@ -95,13 +95,13 @@ static int sharc_coll_progress_transports(sharc_coll_comm_t *cc)
         }
         moved = ret > 0;
     }
-    if (cc->gpu_tp != NULL && cc->gpu_ops->progress != NULL) {
-        int ret = cc->gpu_ops->progress(cc->gpu_tp);
+    if (cc->cuda_tp != NULL && cc->cuda_ops->progress != NULL) {
+        int ret = cc->cuda_ops->progress(cc->cuda_tp);
         if (ret < 0 && cc->failed == SHARC_OK) {
-            sharc_error("rank %d: the collective backend for CUDA buffers failed (%s): this "
+            sharc_error("rank %d: the CUDA backend failed (%s): this "
                         "communicator's collectives fail",
                         cc->rank, sharc_status_string((sharc_status_t)ret));
-            sharc_coll_fail(cc, (sharc_status_t)ret, "its collective backend failed");
+            sharc_coll_fail(cc, (sharc_status_t)ret, "its CUDA backend failed");
         }
         moved |= ret > 0;
     }

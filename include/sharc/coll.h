@@ -75,7 +75,7 @@ typedef struct {
  * of count * the dtype's size), and every rank dequantizes every block, its own included, so
  * that all ranks hold the same values, each within sharc_wire_t's bound of the original
  * (ZeRO++'s qwZ, FSDP2's float8 all-gather). Buffers and in-place rule as sharc_allgather.
- * Host memory; on CUDA buffers the collective backend (NCCL) moves the bytes and the
+ * Host memory; on CUDA buffers the CUDA backend (NCCL) moves the bytes and the
  * quantizers run on the communicator's stream (SHARC_ERR_UNSUPPORTED without a backend).
  * @return as sharc_allgather; SHARC_ERR_INVALID for an unknown wire or a block out of range,
  *         SHARC_ERR_UNSUPPORTED for a quantized wire with another dtype (the caller may fall

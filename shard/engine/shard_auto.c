@@ -123,7 +123,7 @@ sharc_status_t sharc_shard_auto_step(sharc_shard_group_t *g, int followed, int r
     a->vote[0] = g->stats.gather_wait_s;
     a->vote[1] = sharc_time_now() - g->step_t0;
     /* on the reduction queue: empty at a step's end, and never ahead of a gather */
-    status = sharc_coll_start_lane(g->reduce_comm->coll, &args, g->reduce_lane, &a->req);
+    status = sharc_coll_post_lane(g->reduce_comm->coll, &args, g->reduce_lane, &a->req);
     if (status != SHARC_OK) {
         a->req = NULL;
         return sharc_shard_fail(g, status, NULL, "agreeing on the prefetch depth");

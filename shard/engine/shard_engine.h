@@ -75,7 +75,7 @@ SHARC_HIDDEN void sharc_shard_buf_free_all(sharc_shard_group_t *g);
 SHARC_HIDDEN void sharc_shard_grads_release(sharc_shard_group_t *g, sharc_shard_unit_t *u,
                                             void *stream);
 
-/* ---- the group's collectives (shard_op.c) ------------------------------------------------ */
+/* ---- the group's collectives (shard_coll.c) ------------------------------------------------ */
 
 /* For sharc_shard_enter: the call is about the whole group, not one unit. */
 #define SHARC_SHARD_ALL INT_MIN
@@ -96,7 +96,7 @@ SHARC_HIDDEN sharc_status_t sharc_shard_fail(sharc_shard_group_t *g, sharc_statu
  * timed by events when it runs on the device.
  */
 SHARC_HIDDEN sharc_status_t sharc_shard_post(sharc_shard_group_t *g, sharc_shard_unit_t *u,
-                                             sharc_shard_op_t *op, sharc_shard_queue_t queue,
+                                             sharc_shard_coll_t *op, sharc_shard_queue_t queue,
                                              sharc_coll_type_t type, const void *sendbuf,
                                              void *recvbuf, size_t count, sharc_dtype_t dtype,
                                              sharc_op_t rop, void *stream);
@@ -108,7 +108,7 @@ SHARC_HIDDEN sharc_status_t sharc_shard_post(sharc_shard_group_t *g, sharc_shard
  * counts as exposed time.
  */
 SHARC_HIDDEN sharc_status_t sharc_shard_complete(sharc_shard_group_t *g, sharc_shard_unit_t *u,
-                                                 sharc_shard_op_t *op, sharc_coll_type_t type,
+                                                 sharc_shard_coll_t *op, sharc_coll_type_t type,
                                                  int block, void *stream);
 
 /* CUDA: the last step's requests, waited for on the host (bounded by the timeout) and

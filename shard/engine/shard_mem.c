@@ -2,7 +2,7 @@
 /*
  * shard_mem.c: where a group's memory lives and how it is ordered. On the host: shareable
  * memory (sharc_mem_alloc) for what peers copy from, the heap for the rest. On CUDA: device
- * memory, unsharded buffers from the collective backend (ncclMemAlloc) and registered with
+ * memory, unsharded buffers from the CUDA backend (ncclMemAlloc) and registered with
  * it where it can, and streams: the caller's (compute), the engine's (casts, zeroing,
  * accumulation). Unsharded buffers return to a small pool. On CUDA each remembers, by an
  * event, where its last users end (the caller's stream for parameters used in compute, the
@@ -120,7 +120,7 @@ sharc_status_t sharc_shard_quiesce(sharc_shard_group_t *g)
 
 /* ---- unsharded buffers ------------------------------------------------------------------- */
 
-/* A buffer's memory: shareable host memory, or device memory the collective backend is
+/* A buffer's memory: shareable host memory, or device memory the CUDA backend is
  * fastest on (coll/: registered with it where it can; all or nothing across ranks). */
 static sharc_status_t sharc_shard_buf_alloc(sharc_shard_group_t *g, sharc_shard_buf_t *b)
 {

@@ -421,7 +421,7 @@ sharc_status_t sharc_shard_adamw_finish(sharc_shard_group_t *g)
                                .dtype = SHARC_DTYPE_F64,
                                .op = SHARC_OP_SUM};
 
-        status = sharc_coll_start(g->shard_comm->coll, &a, NULL);
+        status = sharc_coll_post(g->shard_comm->coll, &a, NULL);
     }
     if (status != SHARC_OK) {
         return sharc_shard_fail(g, status, NULL, "the gradients' global norm");

@@ -75,7 +75,7 @@ SHARC_HIDDEN void sharc_shard_trace_close(sharc_shard_group_t *g);
 
 /* A collective of @p u completed, seen by the engine now (host: its times from the request). */
 SHARC_HIDDEN void sharc_shard_trace_op(sharc_shard_group_t *g, const sharc_shard_unit_t *u,
-                                       const sharc_shard_op_t *op, sharc_coll_type_t type,
+                                       const sharc_shard_coll_t *op, sharc_coll_type_t type,
                                        sharc_request_h req, size_t bytes);
 
 /* A new unsharded buffer of @p bytes was made from @p t0 to @p t1 (the caller's time). */

@@ -86,7 +86,7 @@ void sharc_shard_trace_origin(sharc_shard_group_t *g)
 }
 
 void sharc_shard_trace_op(sharc_shard_group_t *g, const sharc_shard_unit_t *u,
-                          const sharc_shard_op_t *op, sharc_coll_type_t type, sharc_request_h req,
+                          const sharc_shard_coll_t *op, sharc_coll_type_t type, sharc_request_h req,
                           size_t bytes)
 {
     sharc_coll_request_times_t t = {0};

@@ -27,14 +27,14 @@
 #include "store_client.h"
 
 /* Send one message: not logged; TIMEOUT or IO (errno set). */
-sharc_status_t sharc_store_send_raw(int fd, uint8_t op, const char *key, const void *val,
+sharc_status_t sharc_store_send_raw(int fd, uint8_t kind, const char *key, const void *val,
                                     size_t len, double deadline)
 {
     size_t klen = strlen(key);
     unsigned char hdr[SHARC_STORE_HDR_SIZE];
     sharc_store_hdr_t h = {
         .magic = htonl(SHARC_STORE_MAGIC),
-        .op = op,
+        .kind = kind,
         .key_len = htonl((uint32_t)klen),
         .val_len = htonl((uint32_t)len),
     };
@@ -62,13 +62,13 @@ void sharc_store_lost(sharc_store_client_t *c, const char *why, int closed)
 }
 
 /* Send one request; failures are logged and break the connection. */
-sharc_status_t sharc_store_send_msg(sharc_store_client_t *c, uint8_t op, const char *key,
+sharc_status_t sharc_store_send_msg(sharc_store_client_t *c, uint8_t kind, const char *key,
                                     const void *val, size_t len, double deadline)
 {
     sharc_status_t status;
 
     pthread_mutex_lock(&c->send_lock); /* (the heartbeat sends between requests' messages) */
-    status = sharc_store_send_raw(c->fd, op, key, val, len, deadline);
+    status = sharc_store_send_raw(c->fd, kind, key, val, len, deadline);
     pthread_mutex_unlock(&c->send_lock);
 
     if (status != SHARC_OK) {
@@ -93,7 +93,7 @@ sharc_status_t sharc_store_send_msg(sharc_store_client_t *c, uint8_t op, const c
  * malloc'ed (NULL when empty).
  * Not logged: returns TIMEOUT, IO (errno set), REMOTE for a malformed reply, NOMEM.
  */
-sharc_status_t sharc_store_recv_raw(sharc_store_client_t *c, uint8_t op, double deadline,
+sharc_status_t sharc_store_recv_raw(sharc_store_client_t *c, uint8_t kind, double deadline,
                                     size_t max_len, int16_t *st_p, char **val_p, size_t *len_p)
 {
     unsigned char hdr[SHARC_STORE_HDR_SIZE];
@@ -109,9 +109,9 @@ sharc_status_t sharc_store_recv_raw(sharc_store_client_t *c, uint8_t op, double 
         memcpy(&h, hdr, sizeof(h));
         h.val_len = ntohl(h.val_len);
         c->hb_ack = sharc_time_now(); /* the store speaks: it is alive */
-        if (ntohl(h.magic) == SHARC_STORE_MAGIC && h.op != op &&
-            sharc_store_is_unasked(h.op, h.key_len, h.val_len)) {
-            status = sharc_store_take_unasked(c, h.op, deadline);
+        if (ntohl(h.magic) == SHARC_STORE_MAGIC && h.kind != kind &&
+            sharc_store_is_unasked(h.kind, h.key_len, h.val_len)) {
+            status = sharc_store_take_unasked(c, h.kind, deadline);
             if (status != SHARC_OK) {
                 return status;
             }
@@ -119,7 +119,7 @@ sharc_status_t sharc_store_recv_raw(sharc_store_client_t *c, uint8_t op, double 
         }
         break;
     }
-    if (ntohl(h.magic) != SHARC_STORE_MAGIC || h.op != op || h.key_len != 0 ||
+    if (ntohl(h.magic) != SHARC_STORE_MAGIC || h.kind != kind || h.key_len != 0 ||
         h.val_len > max_len) {
         return SHARC_ERR_REMOTE;
     }
@@ -142,11 +142,11 @@ sharc_status_t sharc_store_recv_raw(sharc_store_client_t *c, uint8_t op, double 
 }
 
 /* Receive one reply to @p what; failures are logged and break the connection. */
-static sharc_status_t sharc_store_recv_reply(sharc_store_client_t *c, uint8_t op, double deadline,
+static sharc_status_t sharc_store_recv_reply(sharc_store_client_t *c, uint8_t kind, double deadline,
                                              size_t max_len, int16_t *st_p, char **val_p,
                                              size_t *len_p, const char *what)
 {
-    sharc_status_t status = sharc_store_recv_raw(c, op, deadline, max_len, st_p, val_p, len_p);
+    sharc_status_t status = sharc_store_recv_raw(c, kind, deadline, max_len, st_p, val_p, len_p);
 
     if (status == SHARC_OK) {
         return SHARC_OK;
@@ -208,9 +208,9 @@ static sharc_status_t sharc_store_hello(sharc_store_client_t *c, const char *hos
     memcpy(hello, v, 12);
     memcpy(hello + 12, ns, ns_len);
     status =
-        sharc_store_send_raw(c->fd, SHARC_STORE_OP_HELLO, digest, hello, 12 + ns_len, deadline);
+        sharc_store_send_raw(c->fd, SHARC_STORE_MSG_HELLO, digest, hello, 12 + ns_len, deadline);
     if (status == SHARC_OK) {
-        status = sharc_store_recv_raw(c, SHARC_STORE_OP_HELLO, deadline, 4096, &st, &reply, &len);
+        status = sharc_store_recv_raw(c, SHARC_STORE_MSG_HELLO, deadline, 4096, &st, &reply, &len);
     }
     if (status == SHARC_ERR_TIMEOUT) {
         sharc_error("rank %d: the store at %s did not answer this rank's HELLO before the "
@@ -303,7 +303,7 @@ sharc_status_t sharc_store_set(sharc_store_client_t *c, const char *key, const v
     pthread_mutex_lock(&c->lock);
     status = sharc_store_check(c);
     if (status == SHARC_OK) {
-        status = sharc_store_send_msg(c, SHARC_STORE_OP_SET, key, val, len,
+        status = sharc_store_send_msg(c, SHARC_STORE_MSG_SET, key, val, len,
                                       sharc_time_now() + c->timeout);
     }
     pthread_mutex_unlock(&c->lock);
@@ -349,11 +349,11 @@ static sharc_status_t sharc_store_gather_locked(sharc_store_client_t *c, const c
                     c->rank, what, expect);
         return SHARC_ERR_INVALID;
     }
-    status = sharc_store_send_msg(c, SHARC_STORE_OP_GATHER, prefix, args, sizeof(args), deadline);
+    status = sharc_store_send_msg(c, SHARC_STORE_MSG_GATHER, prefix, args, sizeof(args), deadline);
     if (status != SHARC_OK) {
         return status;
     }
-    status = sharc_store_recv_reply(c, SHARC_STORE_OP_GATHER, deadline + SHARC_STORE_CLIENT_GRACE,
+    status = sharc_store_recv_reply(c, SHARC_STORE_MSG_GATHER, deadline + SHARC_STORE_CLIENT_GRACE,
                                     SHARC_MAX(expect, c->max_msg), &st, &reply, &reply_len, what);
     if (status != SHARC_OK) {
         return status;
@@ -445,7 +445,7 @@ void sharc_store_report(sharc_store_client_t *c, int rank)
         return;
     }
     if (!c->broken && c->lost_rank < 0) {
-        sharc_store_send_msg(c, SHARC_STORE_OP_REPORT, "", &v, sizeof(v), sharc_time_now() + 1.0);
+        sharc_store_send_msg(c, SHARC_STORE_MSG_REPORT, "", &v, sizeof(v), sharc_time_now() + 1.0);
     }
     pthread_mutex_unlock(&c->lock);
 }
@@ -456,7 +456,7 @@ void sharc_store_close(sharc_store_client_t *c)
         return;
     }
     if (!c->broken) {
-        sharc_store_send_msg(c, SHARC_STORE_OP_BYE, "", NULL, 0, sharc_time_now() + 1.0);
+        sharc_store_send_msg(c, SHARC_STORE_MSG_BYE, "", NULL, 0, sharc_time_now() + 1.0);
     }
     close(c->fd);
     pthread_mutex_destroy(&c->send_lock);

@@ -42,7 +42,7 @@ struct sharc_store_client {
 
 /* Send one message on @p fd: not logged; TIMEOUT or IO (errno set). The caller holds the
  * connection's send_lock. */
-SHARC_HIDDEN sharc_status_t sharc_store_send_raw(int fd, uint8_t op, const char *key,
+SHARC_HIDDEN sharc_status_t sharc_store_send_raw(int fd, uint8_t kind, const char *key,
                                                  const void *val, size_t len, double deadline);
 
 /* The connection to the store broke, for @p why (the first cause stays), so that a check of a
@@ -52,25 +52,25 @@ SHARC_HIDDEN sharc_status_t sharc_store_send_raw(int fd, uint8_t op, const char 
 SHARC_HIDDEN void sharc_store_lost(sharc_store_client_t *c, const char *why, int closed);
 
 /* Send one message (under send_lock); failures are logged and break the connection. */
-SHARC_HIDDEN sharc_status_t sharc_store_send_msg(sharc_store_client_t *c, uint8_t op,
+SHARC_HIDDEN sharc_status_t sharc_store_send_msg(sharc_store_client_t *c, uint8_t kind,
                                                  const char *key, const void *val, size_t len,
                                                  double deadline);
 
 /*
- * Receive one reply of @p op, taking the unasked messages that come first; *val_p is
+ * Receive one reply of @p kind, taking the unasked messages that come first; *val_p is
  * malloc'ed (NULL when empty). Not logged: returns TIMEOUT, IO (errno set), REMOTE for a
  * malformed reply, NOMEM.
  */
-SHARC_HIDDEN sharc_status_t sharc_store_recv_raw(sharc_store_client_t *c, uint8_t op,
+SHARC_HIDDEN sharc_status_t sharc_store_recv_raw(sharc_store_client_t *c, uint8_t kind,
                                                  double deadline, size_t max_len, int16_t *st_p,
                                                  char **val_p, size_t *len_p);
 
-/* store_unasked.c: whether a header (@p op, key and value lengths) is one the server sends
+/* store_unasked.c: whether a header (@p kind, key and value lengths) is one the server sends
  * unasked: NOTICE, a heartbeat's answer, VERDICT. */
-SHARC_HIDDEN int sharc_store_is_unasked(uint8_t op, uint32_t key_len, uint32_t val_len);
+SHARC_HIDDEN int sharc_store_is_unasked(uint8_t kind, uint32_t key_len, uint32_t val_len);
 
 /* Take an unasked message's value (its header read) and note what it says (lock held). */
-SHARC_HIDDEN sharc_status_t sharc_store_take_unasked(sharc_store_client_t *c, uint8_t op,
+SHARC_HIDDEN sharc_status_t sharc_store_take_unasked(sharc_store_client_t *c, uint8_t kind,
                                                      double deadline);
 
 #endif

@@ -78,7 +78,7 @@ static void sharc_store_reply_missing(sharc_store_server_t *srv, sharc_store_wai
             }
         }
     }
-    sharc_store_reply(w->conn, SHARC_STORE_OP_GATHER, SHARC_STORE_ST_TIMEOUT, m->list,
+    sharc_store_reply(w->conn, SHARC_STORE_MSG_GATHER, SHARC_STORE_ST_TIMEOUT, m->list,
                       m->list ? m->count * sizeof(uint32_t) : 0);
 }
 
@@ -123,7 +123,7 @@ static int sharc_store_reply_entries(sharc_store_server_t *srv, sharc_store_wait
         total += 4 + (e ? e->len : 0);
     }
     if (total > UINT32_MAX) {
-        sharc_store_reply(w->conn, SHARC_STORE_OP_GATHER, SHARC_STORE_ST_TOO_BIG, NULL, 0);
+        sharc_store_reply(w->conn, SHARC_STORE_MSG_GATHER, SHARC_STORE_ST_TOO_BIG, NULL, 0);
         return 1;
     }
     reply = malloc(total ? total : 1);
@@ -145,7 +145,7 @@ static int sharc_store_reply_entries(sharc_store_server_t *srv, sharc_store_wait
         }
         off += 4 + (e ? e->len : 0);
     }
-    sharc_store_reply(w->conn, SHARC_STORE_OP_GATHER,
+    sharc_store_reply(w->conn, SHARC_STORE_MSG_GATHER,
                       partial ? SHARC_STORE_ST_PARTIAL : SHARC_STORE_ST_OK, reply, total);
     free(reply);
     sharc_store_gather_read(srv, w);
@@ -257,7 +257,7 @@ void sharc_store_gather_req(sharc_store_server_t *srv, sharc_store_conn_t *conn,
     }
     if (ns->lost_rank >= 0) {
         uint32_t lost[2] = {htonl((uint32_t)ns->lost_rank), htonl((uint32_t)ns->lost_by)};
-        sharc_store_reply(conn, SHARC_STORE_OP_GATHER, SHARC_STORE_ST_PEER_LOST, lost,
+        sharc_store_reply(conn, SHARC_STORE_MSG_GATHER, SHARC_STORE_ST_PEER_LOST, lost,
                           sizeof(lost));
         sharc_store_free_waiter(w);
         return;
@@ -301,7 +301,7 @@ void sharc_store_peer_lost(sharc_store_server_t *srv, const char *name, int lost
         sharc_store_waiter_t *w = *pw;
 
         if (!w->conn->dead && w->conn->ns != NULL && strcmp(w->conn->ns, name) == 0) {
-            sharc_store_reply(w->conn, SHARC_STORE_OP_GATHER, SHARC_STORE_ST_PEER_LOST, notice,
+            sharc_store_reply(w->conn, SHARC_STORE_MSG_GATHER, SHARC_STORE_ST_PEER_LOST, notice,
                               sizeof(notice));
             *pw = w->next;
             sharc_store_free_waiter(w);
@@ -313,7 +313,7 @@ void sharc_store_peer_lost(sharc_store_server_t *srv, const char *name, int lost
         sharc_store_conn_t *c = srv->conns[i];
 
         if (c->live && !c->dead && c->ns != NULL && strcmp(c->ns, name) == 0) {
-            sharc_store_reply(c, SHARC_STORE_OP_NOTICE, SHARC_STORE_ST_PEER_LOST, notice,
+            sharc_store_reply(c, SHARC_STORE_MSG_NOTICE, SHARC_STORE_ST_PEER_LOST, notice,
                               sizeof(notice));
         }
     }
@@ -369,7 +369,7 @@ void sharc_store_srv_stall(sharc_store_server_t *srv, sharc_store_conn_t *conn, 
         sharc_store_conn_t *c = srv->conns[i];
 
         if (c->live && !c->dead && c->ns != NULL && strcmp(c->ns, conn->ns) == 0) {
-            sharc_store_reply(c, SHARC_STORE_OP_VERDICT, SHARC_STORE_ST_OK, round, sizeof(round));
+            sharc_store_reply(c, SHARC_STORE_MSG_VERDICT, SHARC_STORE_ST_OK, round, sizeof(round));
         }
     }
 }

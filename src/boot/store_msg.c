@@ -78,7 +78,7 @@ static void sharc_store_hello(sharc_store_server_t *srv, sharc_store_conn_t *con
         }
     }
     if (st != SHARC_STORE_ST_OK) {
-        sharc_store_reply(conn, SHARC_STORE_OP_HELLO, st, why, strlen(why));
+        sharc_store_reply(conn, SHARC_STORE_MSG_HELLO, st, why, strlen(why));
         if (st == SHARC_STORE_ST_CLOSING) {
             conn->dead = 1; /* not an intruder: a rank early for the next store */
         } else {
@@ -96,7 +96,7 @@ static void sharc_store_hello(sharc_store_server_t *srv, sharc_store_conn_t *con
     srv->unauthed--;
     conn->rank = rank;
     sharc_debug("store: rank %d of '%s' joined from %s", rank, ns_name, conn->peer);
-    sharc_store_reply(conn, SHARC_STORE_OP_HELLO, SHARC_STORE_ST_OK, NULL, 0);
+    sharc_store_reply(conn, SHARC_STORE_MSG_HELLO, SHARC_STORE_ST_OK, NULL, 0);
 }
 
 /* HEARTBEAT: the rank is alive; from now on a silence of the length it names declares it
@@ -112,7 +112,7 @@ static void sharc_store_heartbeat(sharc_store_conn_t *conn, const char *val, siz
     }
     memcpy(ms, val, sizeof(ms));
     conn->silent_max = ntohl(ms[1]) * 1e-3;
-    sharc_store_reply(conn, SHARC_STORE_OP_HEARTBEAT, SHARC_STORE_ST_OK, NULL, 0);
+    sharc_store_reply(conn, SHARC_STORE_MSG_HEARTBEAT, SHARC_STORE_ST_OK, NULL, 0);
 }
 
 /* A whole message has arrived on @p conn. */
@@ -128,19 +128,19 @@ static void sharc_store_dispatch(sharc_store_server_t *srv, sharc_store_conn_t *
         sharc_store_reject(conn, "a key with forbidden bytes");
         return;
     }
-    if (!conn->authed && conn->hdr.op != SHARC_STORE_OP_HELLO) {
+    if (!conn->authed && conn->hdr.kind != SHARC_STORE_MSG_HELLO) {
         sharc_store_reject(conn, "a request before HELLO");
         return;
     }
-    switch (conn->hdr.op) {
-    case SHARC_STORE_OP_HELLO:
+    switch (conn->hdr.kind) {
+    case SHARC_STORE_MSG_HELLO:
         if (conn->authed) {
             sharc_store_reject(conn, "a second HELLO");
             return;
         }
         sharc_store_hello(srv, conn, key, conn->payload + klen, vlen);
         return;
-    case SHARC_STORE_OP_SET:
+    case SHARC_STORE_MSG_SET:
         val = malloc(vlen ? vlen : 1);
         if (val == NULL) {
             conn->dead = 1;
@@ -149,13 +149,13 @@ static void sharc_store_dispatch(sharc_store_server_t *srv, sharc_store_conn_t *
         memcpy(val, conn->payload + klen, vlen);
         sharc_store_srv_set(srv, conn, key, val, vlen);
         return;
-    case SHARC_STORE_OP_GATHER:
+    case SHARC_STORE_MSG_GATHER:
         sharc_store_gather_req(srv, conn, key, conn->payload + klen, vlen);
         return;
-    case SHARC_STORE_OP_BYE: conn->live = 0; return;
-    case SHARC_STORE_OP_HEARTBEAT: sharc_store_heartbeat(conn, conn->payload + klen, vlen); return;
-    case SHARC_STORE_OP_STALL: sharc_store_srv_stall(srv, conn, conn->payload + klen, vlen); return;
-    case SHARC_STORE_OP_REPORT:
+    case SHARC_STORE_MSG_BYE: conn->live = 0; return;
+    case SHARC_STORE_MSG_HEARTBEAT: sharc_store_heartbeat(conn, conn->payload + klen, vlen); return;
+    case SHARC_STORE_MSG_STALL: sharc_store_srv_stall(srv, conn, conn->payload + klen, vlen); return;
+    case SHARC_STORE_MSG_REPORT:
         sharc_store_srv_report(srv, conn, conn->payload + klen, vlen);
         return;
     default: sharc_store_reject(conn, "an unknown request"); return;

@@ -15,13 +15,13 @@
 #include "sock.h"
 #include "store_srv.h"
 
-int sharc_store_reply(sharc_store_conn_t *conn, uint8_t op, int16_t status, const void *val,
+int sharc_store_reply(sharc_store_conn_t *conn, uint8_t kind, int16_t status, const void *val,
                       size_t len)
 {
     unsigned char hdr[SHARC_STORE_HDR_SIZE];
     sharc_store_hdr_t h = {
         .magic = htonl(SHARC_STORE_MAGIC),
-        .op = op,
+        .kind = kind,
         .status = (int16_t)htons((uint16_t)status),
         .key_len = 0,
         .val_len = htonl((uint32_t)len),

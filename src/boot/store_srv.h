@@ -125,7 +125,7 @@ SHARC_HIDDEN void sharc_store_kv_clear(sharc_store_server_t *srv);
 /* ---- replies (store_reply.c) */
 /* Send a reply on @p conn within SHARC_STORE_REPLY_TIMEOUT (-1: it did not take it, and is
  * dropped). */
-SHARC_HIDDEN int sharc_store_reply(sharc_store_conn_t *conn, uint8_t op, int16_t status,
+SHARC_HIDDEN int sharc_store_reply(sharc_store_conn_t *conn, uint8_t kind, int16_t status,
                                    const void *val, size_t len);
 /* Drop @p conn, logging @p why; the job goes on. */
 SHARC_HIDDEN void sharc_store_reject(sharc_store_conn_t *conn, const char *why);

@@ -14,27 +14,27 @@
 #include "../base/util.h"
 #include "store_client.h"
 
-int sharc_store_is_unasked(uint8_t op, uint32_t key_len, uint32_t val_len)
+int sharc_store_is_unasked(uint8_t kind, uint32_t key_len, uint32_t val_len)
 {
-    return key_len == 0 && ((op == SHARC_STORE_OP_NOTICE && val_len == 8) ||
-                            (op == SHARC_STORE_OP_HEARTBEAT && val_len == 0) ||
-                            (op == SHARC_STORE_OP_VERDICT && val_len == 12));
+    return key_len == 0 && ((kind == SHARC_STORE_MSG_NOTICE && val_len == 8) ||
+                            (kind == SHARC_STORE_MSG_HEARTBEAT && val_len == 0) ||
+                            (kind == SHARC_STORE_MSG_VERDICT && val_len == 12));
 }
 
-sharc_status_t sharc_store_take_unasked(sharc_store_client_t *c, uint8_t op, double deadline)
+sharc_status_t sharc_store_take_unasked(sharc_store_client_t *c, uint8_t kind, double deadline)
 {
     unsigned char v[12];
     sharc_status_t status = SHARC_OK;
     uint32_t u[2];
 
     c->hb_ack = sharc_time_now();      /* the store speaks: it is alive */
-    if (op == SHARC_STORE_OP_NOTICE) { /* who is lost, and who said so; the first one counts */
+    if (kind == SHARC_STORE_MSG_NOTICE) { /* who is lost, and who said so; the first one counts */
         status = sharc_sock_recv(c->fd, u, sizeof(u), deadline);
         if (status == SHARC_OK && c->lost_rank < 0) {
             c->lost_rank = (int)ntohl(u[0]);
             c->lost_by = (int)ntohl(u[1]);
         }
-    } else if (op == SHARC_STORE_OP_VERDICT) { /* u32 round, u64 ordinal */
+    } else if (kind == SHARC_STORE_MSG_VERDICT) { /* u32 round, u64 ordinal */
         status = sharc_sock_recv(c->fd, v, sizeof(v), deadline);
         if (status == SHARC_OK) {
             memcpy(u, v, 4);

@@ -43,8 +43,8 @@ static void sharc_store_drain(sharc_store_client_t *c)
 
         memcpy(&h, hdr, sizeof(h));
         if (status == SHARC_OK && ntohl(h.magic) == SHARC_STORE_MAGIC &&
-            sharc_store_is_unasked(h.op, h.key_len, ntohl(h.val_len))) {
-            status = sharc_store_take_unasked(c, h.op, sharc_time_now() + 1.0);
+            sharc_store_is_unasked(h.kind, h.key_len, ntohl(h.val_len))) {
+            status = sharc_store_take_unasked(c, h.kind, sharc_time_now() + 1.0);
         } else if (status == SHARC_OK) {
             status = SHARC_ERR_REMOTE; /* nothing else comes unasked */
         }
@@ -88,7 +88,7 @@ void sharc_store_keepalive(sharc_store_client_t *c, double interval, double sile
          * whose reader takes the answer (sharc_store_take_unasked) */
         c->hb_sent = now;
         pthread_mutex_lock(&c->send_lock);
-        if (sharc_store_send_raw(c->fd, SHARC_STORE_OP_HEARTBEAT, "", ms, sizeof(ms), now + 1.0) !=
+        if (sharc_store_send_raw(c->fd, SHARC_STORE_MSG_HEARTBEAT, "", ms, sizeof(ms), now + 1.0) !=
             SHARC_OK) {
             c->hb_errno = errno != 0 ? errno : EIO; /* (said below, under the lock) */
             c->broken = 1;
@@ -121,7 +121,7 @@ void sharc_store_stall(sharc_store_client_t *c, uint64_t ordinal)
         return; /* a request holds the connection: the watchdog asks again on its next turn */
     }
     if (!c->broken) {
-        sharc_store_send_msg(c, SHARC_STORE_OP_STALL, "", &v, sizeof(v), sharc_time_now() + 1.0);
+        sharc_store_send_msg(c, SHARC_STORE_MSG_STALL, "", &v, sizeof(v), sharc_time_now() + 1.0);
     }
     pthread_mutex_unlock(&c->lock);
 }
@@ -184,14 +184,14 @@ sharc_status_t sharc_store_exchange(sharc_store_client_t *c, const char *prefix,
     pthread_mutex_lock(&c->lock);
     status = c->broken ? SHARC_ERR_REMOTE : SHARC_OK;
     if (status == SHARC_OK) {
-        status = sharc_store_send_msg(c, SHARC_STORE_OP_SET, key, mine, len, deadline);
+        status = sharc_store_send_msg(c, SHARC_STORE_MSG_SET, key, mine, len, deadline);
     }
     if (status == SHARC_OK) {
         status =
-            sharc_store_send_msg(c, SHARC_STORE_OP_GATHER, prefix, args, sizeof(args), deadline);
+            sharc_store_send_msg(c, SHARC_STORE_MSG_GATHER, prefix, args, sizeof(args), deadline);
     }
     if (status == SHARC_OK) {
-        status = sharc_store_recv_raw(c, SHARC_STORE_OP_GATHER, deadline + 5.0,
+        status = sharc_store_recv_raw(c, SHARC_STORE_MSG_GATHER, deadline + 5.0,
                                       (size_t)n * (4 + len), &st, &reply, &reply_len);
     }
     if (status == SHARC_OK && st != SHARC_STORE_ST_OK && st != SHARC_STORE_ST_PARTIAL) {

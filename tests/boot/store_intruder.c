@@ -19,10 +19,10 @@
 #include "../../src/boot/store_proto.h"
 #include "../../src/base/util.h"
 
-static void send_hdr(int fd, uint8_t op, uint32_t klen, uint32_t vlen)
+static void send_hdr(int fd, uint8_t kind, uint32_t klen, uint32_t vlen)
 {
     sharc_store_hdr_t h = {.magic = htonl(SHARC_STORE_MAGIC),
-                           .op = op,
+                           .kind = kind,
                            .key_len = htonl(klen),
                            .val_len = htonl(vlen)};
 
@@ -54,17 +54,17 @@ int main(int argc, char **argv)
             break;
         case 1: /* well formed, wrong token, claiming rank 0 */
             memcpy(hello, v, sizeof(v));
-            send_hdr(fd, SHARC_STORE_OP_HELLO, 16, sizeof(hello));
+            send_hdr(fd, SHARC_STORE_MSG_HELLO, 16, sizeof(hello));
             sharc_sock_send(fd, "0123456789abcdef", 16, sharc_time_now() + 1);
             sharc_sock_send(fd, hello, sizeof(hello), sharc_time_now() + 1);
             break;
-        case 2: /* oversized */ send_hdr(fd, SHARC_STORE_OP_SET, 8, 0x7fffffffu); break;
+        case 2: /* oversized */ send_hdr(fd, SHARC_STORE_MSG_SET, 8, 0x7fffffffu); break;
         case 3: /* truncated: a header announcing more than is sent */
-            send_hdr(fd, SHARC_STORE_OP_HELLO, 16, 12);
+            send_hdr(fd, SHARC_STORE_MSG_HELLO, 16, 12);
             sharc_sock_send(fd, "0123", 4, sharc_time_now() + 1);
             break;
         case 4: /* a request before HELLO */
-            send_hdr(fd, SHARC_STORE_OP_SET, 3, 1);
+            send_hdr(fd, SHARC_STORE_MSG_SET, 3, 1);
             sharc_sock_send(fd, "w/xz", 4, sharc_time_now() + 1);
             break;
         case 5: /* connect and say nothing for a while */ usleep(200000); break;

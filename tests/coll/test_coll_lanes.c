@@ -74,7 +74,7 @@ static sharc_coll_task_t *post(sharc_coll_comm_t *cc, int i, int lane)
 {
     sharc_coll_task_t *t = fake_task(cc, i, lane);
 
-    CHECK(sharc_coll_post(t) == SHARC_OK);
+    CHECK(sharc_coll_task_post(t) == SHARC_OK);
     return t;
 }
 
@@ -151,9 +151,9 @@ static void test_hand_over_pass(sharc_config_h config)
     t0 = sharc_time_now();
     b = fake_task(cc, 1, 1);
     c = fake_task(cc, 2, 0);
-    CHECK(sharc_coll_post(b) == SHARC_OK);
+    CHECK(sharc_coll_task_post(b) == SHARC_OK);
     CHECK_MSG(state_of(b) == SHARC_COLL_TASK_HANDED, "a post during a pass was not handed over");
-    CHECK(sharc_coll_post(c) == SHARC_OK && state_of(c) == SHARC_COLL_TASK_HANDED);
+    CHECK(sharc_coll_task_post(c) == SHARC_OK && state_of(c) == SHARC_COLL_TASK_HANDED);
     CHECK_MSG(sharc_time_now() - t0 < 0.1, "handing over took %.3f s: it waited for the pass",
               sharc_time_now() - t0);
     finish[1] = finish[2] = 1;
@@ -177,8 +177,8 @@ static void test_bad_lane(sharc_config_h config)
 
     CHECK(sharc_config_set(config, "PROGRESS_THREAD", "no") == SHARC_OK);
     cc = make_cc(config);
-    CHECK(sharc_coll_start_lane(cc, &bar, SHARC_COLL_LANES, NULL) == SHARC_ERR_INVALID);
-    CHECK(sharc_coll_start_lane(cc, &bar, -1, NULL) == SHARC_ERR_INVALID);
+    CHECK(sharc_coll_post_lane(cc, &bar, SHARC_COLL_LANES, NULL) == SHARC_ERR_INVALID);
+    CHECK(sharc_coll_post_lane(cc, &bar, -1, NULL) == SHARC_ERR_INVALID);
     sharc_coll_comm_quiesce(cc);
     sharc_coll_comm_destroy(cc);
 }
@@ -213,8 +213,8 @@ static void test_hand_over(sharc_comm_h comm)
                                 .op = SHARC_OP_SUM};
 
         small[k] = me + k;
-        CHECK(sharc_coll_start_lane(comm->coll, &rs, 1, &req[n++]) == SHARC_OK);
-        CHECK(sharc_coll_start_lane(comm->coll, &ar, 0, &req[n++]) == SHARC_OK);
+        CHECK(sharc_coll_post_lane(comm->coll, &rs, 1, &req[n++]) == SHARC_OK);
+        CHECK(sharc_coll_post_lane(comm->coll, &ar, 0, &req[n++]) == SHARC_OK);
     }
     for (int i = 0; i < n; i++) {
         CHECK(sharc_request_wait(req[i]) == SHARC_OK);

@@ -27,11 +27,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static char fz_digest[17];
 
 /* One message as a client sends it. */
-static size_t fz_msg(unsigned char *out, uint8_t op, const char *key, const void *val,
+static size_t fz_msg(unsigned char *out, uint8_t kind, const char *key, const void *val,
                      uint32_t len)
 {
     sharc_store_hdr_t h = {.magic = htonl(SHARC_STORE_MAGIC),
-                           .op = op,
+                           .kind = kind,
                            .key_len = htonl((uint32_t)strlen(key)),
                            .val_len = htonl(len)};
 
@@ -49,7 +49,7 @@ static size_t fz_hello(unsigned char *out, int rank)
 
     memcpy(v, w, 12);
     memcpy(v + 12, "w0", 2);
-    return fz_msg(out, SHARC_STORE_OP_HELLO, fz_digest, v, sizeof(v));
+    return fz_msg(out, SHARC_STORE_MSG_HELLO, fz_digest, v, sizeof(v));
 }
 
 static void fz_seed(const char *dir, const char *name, const unsigned char *b, size_t n)
@@ -74,17 +74,17 @@ static void fz_write_seeds(const char *dir)
 
     n = fz_hello(b, 0);
     fz_seed(dir, "hello", b, n);
-    n += fz_msg(b + n, SHARC_STORE_OP_SET, "w0/ag0/0", "abcd", 4);
-    n += fz_msg(b + n, SHARC_STORE_OP_SET, "w0/ag0/1", "efgh", 4);
-    n += fz_msg(b + n, SHARC_STORE_OP_GATHER, "w0/ag0", gather, 12);
+    n += fz_msg(b + n, SHARC_STORE_MSG_SET, "w0/ag0/0", "abcd", 4);
+    n += fz_msg(b + n, SHARC_STORE_MSG_SET, "w0/ag0/1", "efgh", 4);
+    n += fz_msg(b + n, SHARC_STORE_MSG_GATHER, "w0/ag0", gather, 12);
     fz_seed(dir, "gather", b, n);
-    n += fz_msg(b + n, SHARC_STORE_OP_GATHER, "w0/x", gather, 16);
-    n += fz_msg(b + n, SHARC_STORE_OP_HEARTBEAT, "", hb, sizeof(hb));
-    n += fz_msg(b + n, SHARC_STORE_OP_STALL, "", &ordinal, sizeof(ordinal));
+    n += fz_msg(b + n, SHARC_STORE_MSG_GATHER, "w0/x", gather, 16);
+    n += fz_msg(b + n, SHARC_STORE_MSG_HEARTBEAT, "", hb, sizeof(hb));
+    n += fz_msg(b + n, SHARC_STORE_MSG_STALL, "", &ordinal, sizeof(ordinal));
     fz_seed(dir, "partial_heartbeat_stall", b, n);
     n = fz_hello(b, 1);
-    n += fz_msg(b + n, SHARC_STORE_OP_REPORT, "", &lost, sizeof(lost));
-    n += fz_msg(b + n, SHARC_STORE_OP_BYE, "", "", 0);
+    n += fz_msg(b + n, SHARC_STORE_MSG_REPORT, "", &lost, sizeof(lost));
+    n += fz_msg(b + n, SHARC_STORE_MSG_BYE, "", "", 0);
     fz_seed(dir, "report_bye", b, n);
 }
 

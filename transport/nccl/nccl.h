@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * nccl.h: the NCCL backend's state: a collective backend for CUDA buffers. One NCCL
+ * nccl.h: the NCCL backend's state: a CUDA backend. One NCCL
  * communicator per sharc communicator (unique id through the sharc bootstrap, non-blocking
  * initialization bounded by SHARC_BOOTSTRAP_TIMEOUT; ncclCommSplit for splits), one
  * communication stream of high priority, and the operations in flight in posting order, each

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * shard_op.c: the group's collectives, posted and completed in one place: the entry check of
+ * shard_coll.c: the group's collectives, posted and completed in one place: the entry check of
  * every call, failing the group, posting (timed by events on CUDA), completing (the host
  * waits or tests; on CUDA a stream waits on the device and the host sees the request done a
  * step later, sharc_shard_inflight_retire), and draining everything at destroy. A failure
@@ -110,7 +110,7 @@ static sharc_wire_t sharc_shard_wire_of(const sharc_shard_group_t *g, sharc_shar
     return SHARC_WIRE_FULL; /* HSDP's all-reduces; the node's gathers of secondary shards */
 }
 
-sharc_status_t sharc_shard_post(sharc_shard_group_t *g, sharc_shard_unit_t *u, sharc_shard_op_t *op,
+sharc_status_t sharc_shard_post(sharc_shard_group_t *g, sharc_shard_unit_t *u, sharc_shard_coll_t *op,
                                 sharc_shard_queue_t queue, sharc_coll_type_t type,
                                 const void *sendbuf, void *recvbuf, size_t count,
                                 sharc_dtype_t dtype, sharc_op_t rop, void *stream)
@@ -133,7 +133,7 @@ sharc_status_t sharc_shard_post(sharc_shard_group_t *g, sharc_shard_unit_t *u, s
     op->timed = 0;
     /* (the trace's track: reductions without a queue of their own share the gathers') */
     op->queue = (comm == g->shard_comm && lane == 0) ? SHARC_SHARD_Q_GATHER : queue;
-    status = sharc_coll_start_lane(comm->coll, &a, lane, &op->req);
+    status = sharc_coll_post_lane(comm->coll, &a, lane, &op->req);
     if (status != SHARC_OK) {
         op->req = NULL;
         sharc_shard_stats_evspan(g, u, e0, NULL, 1); /* uncounted */
@@ -215,7 +215,7 @@ sharc_status_t sharc_shard_inflight_retire(sharc_shard_group_t *g, int all)
 }
 
 sharc_status_t sharc_shard_complete(sharc_shard_group_t *g, sharc_shard_unit_t *u,
-                                    sharc_shard_op_t *op, sharc_coll_type_t type, int block,
+                                    sharc_shard_coll_t *op, sharc_coll_type_t type, int block,
                                     void *stream)
 {
     sharc_request_h req = op->req;
@@ -268,7 +268,7 @@ void sharc_shard_drain(sharc_shard_group_t *g)
      * collective), then the streams: a dead peer ends the wait, not the process */
     for (int i = 0; i < g->nunits; i++) {
         sharc_shard_unit_t *u = &g->units[i];
-        sharc_shard_op_t *ops[] = {&u->ag, &u->rs, &u->ar};
+        sharc_shard_coll_t *ops[] = {&u->ag, &u->rs, &u->ar};
 
         for (size_t k = 0; k < SHARC_ARRAY_SIZE(ops); k++) {
             if (ops[k]->req != NULL) { /* a failed request still completes before it is freed */

@@ -40,7 +40,7 @@ static sharc_status_t sharc_coll_backend_init(sharc_coll_task_t *task)
         return SHARC_ERR_NOMEM;
     }
     task->nreqs = 1;
-    status = cc->gpu_ops->coll->run(cc->gpu_tp, &ta, &task->reqs[0]);
+    status = cc->cuda_ops->coll->run(cc->cuda_tp, &ta, &task->reqs[0]);
     task->event = task->reqs[0].event;
     return (status == SHARC_INPROGRESS) ? SHARC_OK : status;
 }
@@ -56,7 +56,7 @@ static sharc_status_t sharc_coll_backend_progress(sharc_coll_task_t *task)
     return status;
 }
 
-const sharc_coll_algo_t sharc_coll_backend = {
+const sharc_coll_algo_t sharc_coll_cuda_backend = {
     .info = {.name = "backend", .flags = 0},
     .init = sharc_coll_backend_init,
     .progress = sharc_coll_backend_progress,
@@ -68,27 +68,27 @@ const sharc_coll_algo_t sharc_coll_backend = {
 sharc_status_t sharc_coll_devmem_alloc(sharc_coll_comm_t *cc, size_t bytes,
                                        sharc_coll_devmem_t *mem_p)
 {
-    const sharc_tp_ops_t *ops = cc->gpu_ops;
+    const sharc_tp_ops_t *ops = cc->cuda_ops;
     sharc_coll_devmem_t m = {0};
     sharc_status_t status = SHARC_ERR_UNSUPPORTED;
 
-    if (cc->gpu_tp != NULL && ops->mem_alloc != NULL) {
-        status = ops->mem_alloc(cc->gpu_tp, bytes, SHARC_MEMTYPE_CUDA, &m.ptr);
+    if (cc->cuda_tp != NULL && ops->mem_alloc != NULL) {
+        status = ops->mem_alloc(cc->cuda_tp, bytes, SHARC_MEMTYPE_CUDA, &m.ptr);
     }
     if (status == SHARC_ERR_UNSUPPORTED) {
         status = sharc_gpu_alloc(bytes, &m.ptr);
     } else if (status == SHARC_OK) {
         m.backend = 1;
         if (ops->mem_reg != NULL) {
-            status = ops->mem_reg(cc->gpu_tp, m.ptr, bytes, SHARC_MEMTYPE_CUDA, &m.reg);
+            status = ops->mem_reg(cc->cuda_tp, m.ptr, bytes, SHARC_MEMTYPE_CUDA, &m.reg);
         }
         if (status == SHARC_ERR_UNSUPPORTED) {
             m.reg = NULL;
             status = SHARC_OK;
         } else if (status != SHARC_OK) {
-            sharc_error("the collective backend cannot register a %zu-byte buffer (%s)", bytes,
+            sharc_error("the CUDA backend cannot register a %zu-byte buffer (%s)", bytes,
                         sharc_status_string(status));
-            ops->mem_free(cc->gpu_tp, m.ptr);
+            ops->mem_free(cc->cuda_tp, m.ptr);
         }
     }
     if (status == SHARC_OK) {
@@ -100,10 +100,10 @@ sharc_status_t sharc_coll_devmem_alloc(sharc_coll_comm_t *cc, size_t bytes,
 void sharc_coll_devmem_free(sharc_coll_comm_t *cc, const sharc_coll_devmem_t *mem)
 {
     if (mem->reg != NULL) {
-        cc->gpu_ops->mem_dereg(cc->gpu_tp, mem->reg);
+        cc->cuda_ops->mem_dereg(cc->cuda_tp, mem->reg);
     }
     if (mem->backend) {
-        cc->gpu_ops->mem_free(cc->gpu_tp, mem->ptr);
+        cc->cuda_ops->mem_free(cc->cuda_tp, mem->ptr);
     } else {
         sharc_gpu_free(mem->ptr);
     }
