@@ -45,6 +45,112 @@ double llama_gemm_peak(const llama_ops_t *ops)
     return best;
 }
 
+/* ---- the profile's floors: the table's own product and copy, timed by its events -------- */
+
+/* Seconds of the best of at least 5 runs (0.25 s at most beyond those) of @p run, after one
+ * that warms; 0 when the events fail. */
+typedef void (*llama_run_fn_t)(const llama_ops_t *ops, void **bufs, size_t n);
+
+static double best_of(const llama_ops_t *ops, void *e0, void *e1, llama_run_fn_t run, void **bufs,
+                      size_t n)
+{
+    double best = 0.0, start = llama_now();
+
+    for (int r = 0; r < 1 + 5 || (llama_now() - start < 0.25 && r < 200); r++) {
+        ops->event_record(e0);
+        run(ops, bufs, n);
+        ops->event_record(e1);
+        double s = ops->event_elapsed(e0, e1);
+        best = r >= 1 && s > 0 && (best == 0 || s < best) ? s : best;
+    }
+    return best;
+}
+
+/* Grow @p n (doubling from *n_p, up to @p max) until one run takes @p enough seconds, then
+ * the best of a few at that size; the size in *n_p. 0 when memory or events fail. */
+static double measure(const llama_ops_t *ops, llama_run_fn_t run,
+                      size_t (*bytes)(const llama_ops_t *, size_t), int nbufs, size_t *n_p,
+                      size_t max, double enough)
+{
+    void *bufs[3] = {NULL, NULL, NULL}, *e0 = ops->event_create();
+    void *e1 = e0 != NULL ? ops->event_create() : NULL;
+    size_t n = *n_p;
+    double s = 0.0;
+    int grow = e1 != NULL;
+
+    while (grow) {
+        int ok = 1;
+        for (int i = 0; i < nbufs; i++) {
+            bufs[i] = ops->alloc(bytes(ops, n));
+            ok &= bufs[i] != NULL;
+        }
+        s = 0.0;
+        if (ok) {
+            run(ops, bufs, n); /* (first touches, a library's first call at this size) */
+            ops->event_record(e0);
+            run(ops, bufs, n);
+            ops->event_record(e1);
+            s = ops->event_elapsed(e0, e1);
+        }
+        grow = s > 0 && s < enough && 2 * n <= max;
+        if (s > 0 && !grow) {
+            s = best_of(ops, e0, e1, run, bufs, n);
+        }
+        for (int i = 0; i < nbufs; i++) {
+            if (bufs[i] != NULL) {
+                ops->free(bufs[i]);
+            }
+        }
+        n = grow ? 2 * n : n;
+    }
+    if (e0 != NULL) {
+        ops->event_destroy(e0);
+    }
+    if (e1 != NULL) {
+        ops->event_destroy(e1);
+    }
+    *n_p = n;
+    return s;
+}
+
+static void run_gemm(const llama_ops_t *ops, void **bufs, size_t n)
+{
+    ops->matmul_fwd(bufs[2], bufs[0], bufs[1], (int)n, (int)n, (int)n);
+}
+
+static size_t gemm_bytes(const llama_ops_t *ops, size_t n)
+{
+    return n * n * sharc_dtype_size(ops->act_dtype);
+}
+
+static void run_copy(const llama_ops_t *ops, void **bufs, size_t n)
+{
+    ops->cast(bufs[1], ops->act_dtype, bufs[0], ops->act_dtype, n);
+}
+
+static size_t copy_bytes(const llama_ops_t *ops, size_t n)
+{
+    return n * sharc_dtype_size(ops->act_dtype);
+}
+
+double llama_gemm_rate(const llama_ops_t *ops, char *what, size_t len)
+{
+    size_t n = 256;
+    double s = measure(ops, run_gemm, gemm_bytes, 3, &n, 8192, 5e-3);
+
+    snprintf(what, len, "%s GEMM %zu^3 measured at start", sharc_dtype_name(ops->act_dtype), n);
+    return s > 0 ? 2.0 * (double)n * (double)n * (double)n / s : 0.0;
+}
+
+double llama_copy_rate(const llama_ops_t *ops, char *what, size_t len)
+{
+    size_t a = sharc_dtype_size(ops->act_dtype), n = ((size_t)1 << 20) / a;
+    double s = measure(ops, run_copy, copy_bytes, 2, &n, ((size_t)256 << 20) / a, 5e-3);
+
+    snprintf(what, len, "copy of %zu MiB measured at start, bytes read + written", n * a >> 20);
+    return s > 0 ? 2.0 * (double)(n * a) / s : 0.0;
+}
+
 double llama_peak_flops(const llama_ops_t *ops, char *what, size_t len)
 {
     if (ops->peak_flops != NULL) {
