@@ -3,9 +3,10 @@
 # events' path runs in tests/trainer/trainer_cuda_emu.sh): the table lists every op site with
 # the calls a step of the tiny model makes, the sites' times add up to the step's, the JSON
 # (--profile-json) has the table's rows; with accumulation, recomputation and bf16 gathers and
-# reductions the casts and the recomputed forward are counted; on 2 ranks with --trace the op
-# spans are a track of the shard engine's timeline, inside its compute spans; and off, the
-# losses are those of a run with it (profiling changes no arithmetic).
+# reductions the casts and the recomputed forward are counted; on 2 ranks with --trace (and
+# accumulation: the timelines meet at the last micro-batch) the op spans are a track of the
+# shard engine's timeline, inside its compute spans; and off, the losses are those of a run
+# with it (profiling changes no arithmetic).
 # SPDX-License-Identifier: BSD-3-Clause
 . "$(dirname "$0")/../lib.sh"
 
@@ -33,12 +34,13 @@ run_ok_match "the casts and the recomputed forward are counted" "profile: 33 sit
     python3 "$CHECK" "$work/acc.out" "$work/acc.json" --layers 2 --accum 2 --recompute \
     --param-cast --grad-cast
 
-run_ok "2 ranks, --profile with --trace" run traced 2 --profile-json "$work/traced.json" \
-    --trace "$work/trace.json"
+run_ok "2 ranks, accumulation 2, --profile with --trace" run traced 2 --accum 2 \
+    --profile-json "$work/traced.json" --trace "$work/trace.json"
 run_ok_match "the engine's trace stays valid with the op track" "statistics: ok" \
     python3 "$top_srcdir/tests/shard/check_trace.py" "$work/trace.json" --ranks 2
 run_ok_match "the op spans lie in the engine's compute spans" "outside the engine" \
-    python3 "$CHECK" "$work/traced.out" "$work/traced.json" --layers 2 --trace "$work/trace.json"
+    python3 "$CHECK" "$work/traced.out" "$work/traced.json" --layers 2 --accum 2 \
+    --trace "$work/trace.json"
 
 run_fail "--profile-json to a folder that is not there" 60 "cannot write" \
     "$LAUNCH" --mode env -n 1 --timeout 60 -- "$LLAMA" train --config tiny --data "$work/data" \

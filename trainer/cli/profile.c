@@ -25,7 +25,8 @@ struct llama_profile {
     double flops[LLAMA_SITE_LAST], bytes[LLAMA_SITE_LAST]; /* a step's, on this rank */
 };
 
-/* the spans of the steps the engine's trace keeps by default (SHARC_SHARD_TRACE_STEPS) */
+/* the steps whose op spans rank 0 keeps for --trace: as many as the engine's trace keeps by
+ * default (SHARC_SHARD_TRACE_STEPS) */
 #define LLAMA_PROFILE_TRACE_STEPS 50
 
 sharc_status_t llama_profile_setup(llama_train_t *t)
@@ -36,8 +37,8 @@ sharc_status_t llama_profile_setup(llama_train_t *t)
 
     t->profile = pr;
     if (status == SHARC_OK) {
-        status = llama_prof_create(ops, t->o->trace_path != NULL ? LLAMA_PROFILE_TRACE_STEPS : 0,
-                                   &t->prof);
+        int spans = t->rank == 0 && t->o->trace_path != NULL ? LLAMA_PROFILE_TRACE_STEPS : 0;
+        status = llama_prof_create(ops, spans, &t->prof);
     }
     if (status != SHARC_OK) {
         return status;

@@ -3,8 +3,8 @@
  * trainer/cli/profile_trace.c: --profile with --trace: the op spans as a track of the shard
  * engine's Chrome trace (written by the engine, on rank 0, when the model's group is
  * destroyed). The engine's times count from an origin of its own; the trainer places its
- * spans by a moment both know: the last step's first forward_begin of unit 0, which the
- * engine's call span starts at and the profile's first gather mark took the host's clock at.
+ * spans by a moment both know: the last forward_begin of unit 0, whose call span in the
+ * engine's trace starts when the model took the host's clock for it (llama_prof_anchor_here).
  * Rank 0's spans only; on CUDA they are the device's times (the engine's are the host's).
  */
 #include "profile.h"

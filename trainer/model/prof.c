@@ -59,8 +59,7 @@ struct llama_prof {
     void **events;  /* [cap] the pool: mark i of a step records events[i] */
     int *site;      /* [cap] the site each mark opens */
     double host_t0; /* the host's clock at the step's first mark */
-    double anchor;  /* ... and at its first gather, the last step's (prof.h) */
-    int anchored;   /* the step's anchor is taken */
+    double anchor;  /* the host's clock at the last llama_prof_anchor_here (prof.h) */
     int nmarks, cap, failed;
     llama_prof_step_t *steps; /* [nsteps] */
     int nsteps, steps_cap;
@@ -179,10 +178,6 @@ static void mark(llama_prof_t *p, llama_site_t site, int force)
         p->recording = 0;
         return;
     }
-    if (site == LLAMA_SITE_GATHER && !p->anchored) {
-        p->anchor = llama_now(); /* (the engine's forward_begin of unit 0 starts now) */
-        p->anchored = 1;
-    }
     p->site[p->nmarks] = site;
     p->ops->event_record(p->events[p->nmarks++]);
 }
@@ -199,7 +194,6 @@ void llama_prof_step_begin(llama_prof_t *p)
     }
     p->nmarks = 0;
     p->recording = 1;
-    p->anchored = 0;
     mark(p, LLAMA_SITE_HOST, 1);
     /* the device's times are placed from here: the stream is idle at a step's start (the last
      * one ended waiting for it), so the first event completes about when it is recorded */
@@ -301,7 +295,14 @@ size_t llama_prof_spans(const llama_prof_t *p, const llama_prof_span_t **spans_p
     return p->nspans;
 }
 
+void llama_prof_anchor_mark(llama_prof_t *p)
+{
+    if (p->recording) {
+        p->anchor = llama_now();
+    }
+}
+
 double llama_prof_anchor(const llama_prof_t *p)
 {
-    return p->anchored ? p->anchor : 0.0;
+    return p->anchor;
 }

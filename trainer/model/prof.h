@@ -116,12 +116,25 @@ static inline void llama_prof_end(llama_prof_t *prof)
     llama_prof_at(prof, LLAMA_SITE_HOST);
 }
 
+void llama_prof_anchor_mark(llama_prof_t *prof);
+
+/**
+ * A moment both timelines know, for placing the op spans in the shard engine's trace: the
+ * engine's next call, sharc_shard_forward_begin of unit 0 (its call span starts at it), is
+ * made now. The last one of the steps counts (cli/profile_trace.c).
+ */
+static inline void llama_prof_anchor_here(llama_prof_t *prof)
+{
+    if (prof != NULL) {
+        llama_prof_anchor_mark(prof);
+    }
+}
+
 /** The steps kept, in order. */
 int llama_prof_steps(const llama_prof_t *prof, const llama_prof_step_t **steps_p);
 /** The spans kept (those of the last span_steps steps), in order. */
 size_t llama_prof_spans(const llama_prof_t *prof, const llama_prof_span_t **spans_p);
-/** The host's clock at the last step's first gather mark (the shard engine's first
- *  forward_begin of the step starts then: a time both timelines know); 0 without one. */
+/** The host's clock at the last llama_prof_anchor_here of a step; 0 without one. */
 double llama_prof_anchor(const llama_prof_t *prof);
 
 #endif

@@ -192,6 +192,7 @@ sharc_status_t llama_model_step(llama_model_t *m, const int32_t *tokens, const i
     m->loss_batches++;
 
     /* forward */
+    llama_prof_anchor_here(pf);
     STEP_CHECK(shard_call(m, LLAMA_SITE_GATHER, sharc_shard_forward_begin, 0));
     STEP_CHECK(llama_unit_weights(m, 0, w));
     llama_prof_at(pf, LLAMA_SITE_EMBED_FWD);
