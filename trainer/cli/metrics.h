@@ -13,7 +13,7 @@
 #include "../ops/ops.h"
 
 /** f32 GEMM rate of this process, in FLOP/s: the best of a few 1024^3 products through
- *  @p ops (its thread count already set). */
+ *  @p ops (its thread count already set), timed by its events; 0 without them. */
 double llama_gemm_peak(const llama_ops_t *ops);
 
 /**
