@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-3-Clause
 """check_profile.py OUTPUT JSON --layers L [--accum A] [--recompute] [--param-cast]
-[--grad-cast] [--trace TRACE]
+[--grad-cast] [--trace TRACE [--device-times]]
 
 Checks what `sharc-llama train --profile --profile-json JSON` printed (its console OUTPUT) and
 wrote: the table lists every op site, in order, each with the calls a step of a model of L
@@ -10,8 +10,10 @@ gathers in another dtype than the compute's, each unit cast; --grad-cast: bf16 r
 the sites' shares of the step add up to 100% and their mean times to the step's mean
 (every moment of a step is one site's); every site with work has a floor and its gap is
 its time over it; the JSON parses and has the table's rows. With --trace (the run had --trace
-too): the trace holds the op track, and every forward or backward op span lies inside one of
-the shard engine's compute spans of rank 0 (the two timelines agree). Exits 1 on failure.
+too): the trace holds the op track with a span of every forward and backward site, and each
+such span lies inside one of the shard engine's compute spans of rank 0 (the two timelines
+agree), unless --device-times (a GPU's: its spans run behind the host's calls). Exits 1 on
+failure.
 """
 import argparse
 import json
@@ -55,7 +57,7 @@ def table_rows(text):
     return rows, (float(m.group(2)) if m else None)
 
 
-def check_trace(path, bad):
+def check_trace(path, bad, device_times):
     trace = json.load(open(path))
     ev = trace["traceEvents"]
     ops = [e for e in ev if e.get("cat") == "op" and e["pid"] == 0]
@@ -69,7 +71,7 @@ def check_trace(path, bad):
         return
     outside = []
     for e in ops:
-        if e["name"] not in COMPUTE:
+        if e["name"] not in COMPUTE or device_times:
             continue
         t0, t1 = e["ts"], e["ts"] + e["dur"]
         if not any(c0 - 1.0 <= t0 and t1 <= c1 + 1.0 for c0, c1 in computes):
@@ -94,6 +96,7 @@ def main():
     ap.add_argument("--param-cast", action="store_true")
     ap.add_argument("--grad-cast", action="store_true")
     ap.add_argument("--trace")
+    ap.add_argument("--device-times", action="store_true")
     a = ap.parse_args()
     bad = []
 
@@ -135,7 +138,7 @@ def main():
           f"{shares:.1f}%; GEMM {doc['gemm_flops_per_s'] / 1e9:.1f} GFLOP/s, copy "
           f"{doc['copy_bytes_per_s'] / 1e9:.1f} GB/s")
     if a.trace:
-        check_trace(a.trace, bad)
+        check_trace(a.trace, bad, a.device_times)
     for b in bad:
         print("FAIL:", b)
     return 1 if bad else 0
