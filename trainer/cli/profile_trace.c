@@ -105,10 +105,10 @@ static void write_spans(FILE *f, const char *sep, const llama_prof_span_t *sp, s
 sharc_status_t llama_profile_trace_add(const llama_prof_t *prof, const char *path)
 {
     const llama_prof_span_t *sp;
-    size_t n = llama_prof_spans(prof, &sp), len = 0, close;
+    size_t n = llama_prof_spans(prof, &sp), len = 0, at;
     double anchor_us, first_us, anchor = llama_prof_anchor(prof);
     char *buf = read_all(path, &len);
-    const char *sep = ",\n";
+    const char *close, *sep;
     FILE *f;
 
     if (buf == NULL) {
@@ -121,23 +121,21 @@ sharc_status_t llama_profile_trace_add(const llama_prof_t *prof, const char *pat
         free(buf);
         return SHARC_ERR_INVALID;
     }
-    /* the events' array closes with the file's last ']': the spans go before it */
-    for (close = len; close > 0 && buf[close - 1] != ']'; close--) {
-    }
-    if (close == 0) {
+    /* the events' array closes with the file's last ']': the spans go after its last event */
+    close = strrchr(buf, ']');
+    if (close == NULL) {
         llama_err("--profile: %s does not end as a Chrome trace does", path);
         free(buf);
         return SHARC_ERR_INVALID;
     }
-    close--;
-    size_t prev = close;
-    while (prev > 0 && (buf[prev - 1] == ' ' || buf[prev - 1] == '\n')) {
-        prev--;
+    while (close > buf && (close[-1] == ' ' || close[-1] == '\n')) {
+        close--;
     }
-    sep = prev > 0 && buf[prev - 1] == '[' ? "\n" : ",\n"; /* (an empty array) */
+    sep = close > buf && close[-1] == '[' ? "\n" : ",\n"; /* (an empty array) */
+    at = (size_t)(close - buf);
     free(buf);
     f = fopen(path, "r+");
-    if (f == NULL || fseek(f, (long)prev, SEEK_SET) != 0) {
+    if (f == NULL || fseek(f, (long)at, SEEK_SET) != 0) {
         llama_err("--profile: cannot write the trace %s: %s", path, strerror(errno));
         if (f != NULL) {
             fclose(f);
