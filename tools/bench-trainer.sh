@@ -34,8 +34,9 @@ llama=$top/build/trainer/sharc-llama
 mkdir -p "$out"
 have_torch=1
 "$torch_python" -c 'import torch, transformers' 2> /dev/null || have_torch=0
-[ "$config" = 15m ] || have_torch=0 # bench_torch.py builds the 15m config
-[ $have_torch = 1 ] || echo "bench-trainer: $torch_python has no torch/transformers; PyTorch side skipped"
+case $config in tiny|15m|42m|110m|1b) ;; *) have_torch=0 ;; esac # bench_torch.py's configs
+[ $have_torch = 1 ] || echo "bench-trainer: PyTorch side skipped ($torch_python has no" \
+    "torch/transformers, or bench_torch.py does not build $config)"
 
 echo "bench-trainer: $(date -u +%F), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
 common=(--config "$config" --data "$data" --seq "$seq" --steps "$steps" --val-every 0
@@ -49,8 +50,9 @@ for r in $(seq 1 "$rounds"); do
             --log "$out/sharc_t${t}_$r.jsonl" | grep 'summary: .*tok/s' |
             sed "s/^/round $r sharc-llama, $t thread(s): /"
         if [ $have_torch = 1 ]; then
-            "$torch_python" "$top/trainer/scripts/bench_torch.py" --data "$data/train.bin" \
-                --batch "$batch" --seq "$seq" --steps "$steps" --threads "$t" |
+            "$torch_python" "$top/trainer/scripts/bench_torch.py" --config "$config" \
+                --data "$data/train.bin" --batch "$batch" --seq "$seq" --steps "$steps" \
+                --threads "$t" |
                 grep '^bench_torch: tokens_per_s=' | tee "$out/torch_t${t}_$r.txt" |
                 sed "s/^/round $r PyTorch, $t thread(s): /"
         fi

@@ -8,8 +8,10 @@
 # sharc-llama on the GPU: its ops against the CPU's, the trainer against transformers and the
 # CPU trainer (tests/trainer/trainer_cuda.sh) and --offload against none (tests/trainer/
 # trainer_offload_emu.sh --gpu), then tokens/s, MFU and peak memory of the 110m and 1b configs
-# on one GPU in bf16 (1b with offload too, and Llama 2 7B with offload host), and weak scaling
-# over the machine's GPUs. Needs a build with
+# on one GPU in bf16 (1b with offload too, and Llama 2 7B with offload host), PyTorch's on the
+# same shapes beside them (trainer/scripts/bench_torch.py, with the venv's torch or
+# python3's), the 1b step's profile (sharc-llama --profile: every op site against its floor),
+# and weak scaling over the machine's GPUs. Needs a build with
 # CUDA and NCCL (BUILD_DIR, default build/). Exits 77 without a GPU. Each test step and
 # benchmark is stopped after SHARC_GPU_STEP_TIMEOUT seconds (default 900) and counts as failed.
 # SPDX-License-Identifier: BSD-3-Clause
@@ -149,6 +151,91 @@ print("| %s | %s | %.0f | %.1f%% | %.0f MiB | %.3f s |" % (sys.argv[2], sys.argv
       s["tokens_per_s"], 100 * s["mfu"], s.get("peak_gpu_mem_mib", 0), s["step_s"]))
 EOF
 }
+# PyTorch beside sharc-llama (trainer/scripts/bench_torch.py): the same config, batch, sequence
+# and token file on the same GPU; bf16 autocast over f32 parameters, SDPA attention, fused
+# AdamW; eager, and torch.compile for 1b; MFU against the peak sharc-llama's run took (the
+# start record of its log), so that both MFUs share it.
+torch_py=""
+for py in "${SHARC_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/sharc/venv}/bin/python" python3; do
+    "$py" -c 'import torch, transformers, numpy' > /dev/null 2>&1 && { torch_py=$py; break; }
+done
+unset SHARC_VENV # not a knob of sharc's: every rank would warn of it
+# torch_bench NAME CONFIG VOCAB BATCH SEQ ARGS...: beside sharc-llama's run llama-CONFIG
+torch_bench() {
+    local name=$1 config=$2 vocab=$3 batch=$4 seq=$5 peak
+    shift 5
+    peak=$(python3 -c 'import json, sys
+s = [e for e in map(json.loads, open(sys.argv[1])) if e["event"] == "start"][-1]
+print("%.6g" % (s["gemm_peak_gflops"] / 1e3))' "$out/llama-$config.jsonl" 2> /dev/null)
+    if ! bounded "$torch_py" "$top/trainer/scripts/bench_torch.py" --config "$config" \
+        --device cuda --data "$out/data-$vocab/train.bin" --batch "$batch" --seq "$seq" \
+        --steps 25 --warmup-steps 5 ${peak:+--peak-tflops "$peak"} "$@" \
+        > "$out/torch-$name.log" 2>&1; then
+        { echo "### torch-$name"; tail -n 20 "$out/torch-$name.log"; } >> "$out/failures.txt"
+        failures=$((failures + 1))
+    fi
+}
+# torch_row NAME LLAMA_RUN: a row of the section's table, sharc-llama's summary and PyTorch's
+torch_row() {
+    python3 - "$out/llama-$2.jsonl" "$out/torch-$1.log" "$1" >> "$report" <<'EOF'
+import json, sys
+try:
+    s = [e for e in map(json.loads, open(sys.argv[1])) if e["event"] == "summary"][-1]
+except (OSError, IndexError, ValueError):
+    s = None
+try:
+    last = [l for l in open(sys.argv[2]) if l.startswith("bench_torch: tokens_per_s=")][-1]
+    t = dict(f.split("=", 1) for f in last.split()[1:])
+except (OSError, IndexError):
+    t = None
+a = ("%.0f | %.1f%% | %.0f MiB" % (s["tokens_per_s"], 100 * s["mfu"],
+                                    s.get("peak_gpu_mem_mib", 0)) if s else "FAILED | |")
+b = ("%.0f | %.1f%% | %.0f MiB" % (float(t["tokens_per_s"]), 100 * float(t["mfu"]),
+                                    float(t["peak_mem_mib"])) if t else "FAILED | |")
+r = "%.2f" % (s["tokens_per_s"] / float(t["tokens_per_s"])) if s and t else "-"
+print("| %s | %s | %s | %s |" % (sys.argv[3], a, b, r))
+EOF
+}
+# the section: 110m and 1b (eager and compiled) beside sharc-llama's runs of them
+torch_beside() {
+    local run
+    {
+        echo
+        echo "## PyTorch beside sharc-llama (the same GPU, config, batch x seq and tokens; bf16)"
+        echo
+    } >> "$report"
+    if [ -z "$torch_py" ]; then
+        echo "skipped: no python with torch, transformers and numpy" >> "$report"
+        return
+    fi
+    torch_bench 110m 110m 4096 16 1024
+    torch_bench 1b 1b 32000 4 2048
+    torch_bench 1b-compile 1b 32000 4 2048 --compile
+    {
+        echo "trainer/scripts/bench_torch.py: transformers' LlamaForCausalLM, bf16 autocast over"
+        echo "f32 parameters, SDPA, fused AdamW; medians of 25 steps after 5. Both MFUs against"
+        echo "sharc-llama's peak; memory: torch.cuda.max_memory_allocated for PyTorch, the"
+        echo "device's high-water mark (cudaMemGetInfo) for sharc-llama."
+        echo
+        echo "| run | sharc-llama tokens/s | MFU | peak GPU memory | PyTorch tokens/s | MFU" \
+            "| peak GPU memory | sharc-llama / PyTorch |"
+        echo "|---|---|---|---|---|---|---|---|"
+    } >> "$report"
+    torch_row 110m 110m
+    torch_row 1b 1b
+    torch_row 1b-compile 1b
+    {
+        echo
+        echo '```'
+        for run in 110m:110m 1b:1b 1b-compile:1b; do
+            echo "${run%%:*}:"
+            grep -h 'summary: .*tok/s' "$out/llama-${run#*:}.log" | sed 's/^/  sharc-llama /'
+            grep -h '^bench_torch: tokens_per_s=' "$out/torch-${run%%:*}.log" |
+                sed 's/^/  PyTorch /'
+        done
+        echo '```'
+    } >> "$report"
+}
 if [ -x "$build/trainer/sharc-llama" ]; then
     {
         echo
@@ -170,11 +257,23 @@ if [ -x "$build/trainer/sharc-llama" ]; then
     # does not fit one 80 GB GPU without (predicted: sharc-perf predict --sweep offload), with
     # a fifth of it kept on the GPU: all of its 108 GB of f32 state would not leave a host of
     # 128 GiB room for the rest
+    # every op site of the 1b step timed against its floor (the table: below)
+    llama_bench 1b-profile 1b 32000 4 2048 --profile --profile-json "$out/profile-1b.json"
     llama_bench 1b-accum4 1b 32000 4 2048 --accum 4
     llama_bench 1b-accum4-offload-host 1b 32000 4 2048 --accum 4 --offload host
     llama_bench 1b-accum4-offload-managed 1b 32000 4 2048 --accum 4 --offload managed
     llama_bench 7b-offload-host llama2-7b 32000 1 2048 --offload host --offload-fraction 0.8 \
         --recompute --steps 10
+    torch_beside
+    {
+        echo
+        echo "## sharc-llama --profile, 1b (4 x 2048, bf16; rank 0's table, medians of 28 steps"
+        echo "after 2; profile-1b.json beside this report)"
+        echo
+        echo '```'
+        grep '^profile: ' "$out/llama-1b-profile.log"
+        echo '```'
+    } >> "$report"
     ngpu=$(nvidia-smi -L | grep -c '^GPU')
     if [ "$ngpu" -ge 2 ]; then
         ranks=1

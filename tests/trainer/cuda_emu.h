@@ -19,7 +19,7 @@
  *   stored tile without waiting for the warp sees stale memory, as on a GPU).
  * - Memory is host memory, registered by kind (device, page-locked, managed: cudaMemGetInfo
  *   counts the device's; new device memory reads as NaN until written); copies are memcpy;
- *   streams and events do nothing (one order);
+ *   streams do nothing (one order); an event holds the host's clock when it was recorded;
  *   the opt-in shared memory of a block is an H100's 227 KiB, or SHARCTEST_EMU_SMEM bytes;
  *   cuBLAS's GEMMs are plain loops with f32 accumulation, with cuBLAS's column-major
  *   arguments (transposes, leading dimensions, batch strides) as documented.
@@ -40,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <ucontext.h>
 
 #include <functional>
@@ -472,7 +473,8 @@ inline void mma_sync(fragment<accumulator, 16, 16, 16, float> &d,
 typedef enum {
     cudaSuccess = 0,
     cudaErrorMemoryAllocation = 2,
-    cudaErrorInvalidValue = 1
+    cudaErrorInvalidValue = 1,
+    cudaErrorInvalidResourceHandle = 400
 } cudaError_t;
 typedef struct emu_stream *cudaStream_t;
 typedef struct emu_event *cudaEvent_t;
@@ -666,18 +668,29 @@ inline cudaError_t cudaMemGetInfo(size_t *free_b, size_t *total_b)
     *free_b = cuda_emu::mem_total - cuda_emu::mem_used[cuda_emu::MEM_DEVICE];
     return cudaSuccess;
 }
-inline cudaError_t cudaEventCreate(cudaEvent_t *e)
-{
-    static int dummy;
-    *e = (cudaEvent_t)&dummy;
-    return cudaSuccess;
-}
+/* Events: work is done when it is queued, so an event recorded holds the host's clock then;
+ * the elapsed time between two is the host's time between their records. As CUDA does, a
+ * timing read of an event never recorded, or made with cudaEventDisableTiming, fails. */
+struct emu_event {
+    double t;
+    bool recorded, timing;
+};
 inline cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned flags)
 {
-    return cudaEventCreate(e);
+    *e = new emu_event{0.0, false, (flags & cudaEventDisableTiming) == 0};
+    return cudaSuccess;
+}
+inline cudaError_t cudaEventCreate(cudaEvent_t *e)
+{
+    return cudaEventCreateWithFlags(e, 0);
 }
 inline cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s)
 {
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    e->t = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    e->recorded = true;
     return cudaSuccess;
 }
 inline cudaError_t cudaEventSynchronize(cudaEvent_t e)
@@ -686,11 +699,15 @@ inline cudaError_t cudaEventSynchronize(cudaEvent_t e)
 }
 inline cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b)
 {
-    *ms = 1.0f;
+    if (!a->recorded || !b->recorded || !a->timing || !b->timing) {
+        return cudaErrorInvalidResourceHandle;
+    }
+    *ms = (float)((b->t - a->t) * 1e3);
     return cudaSuccess;
 }
 inline cudaError_t cudaEventDestroy(cudaEvent_t e)
 {
+    delete e;
     return cudaSuccess;
 }
 template <typename K> inline cudaError_t cudaFuncSetAttribute(K k, cudaFuncAttribute a, int v)

@@ -17,3 +17,4 @@
 #include "../../trainer/ops/cuda/elem.cu"
 #include "../../trainer/ops/cuda/flash.cu"
 #include "../../trainer/ops/cuda/optim.cu"
+#include "../../trainer/ops/cuda/events.cu"

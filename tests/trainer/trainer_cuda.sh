@@ -14,6 +14,8 @@
 #    output prints the largest difference seen;
 #  - checkpoints: a GPU run stopped and resumed equals the uninterrupted one, and its
 #    Hugging Face export evaluates the same on the CPU;
+#  - --profile (CUDA events): the same losses, every op site with its calls, the JSON, the
+#    op track in --trace (tests/trainer/check_profile.py);
 #  - with two or more GPUs, 2 ranks (one GPU each, NCCL) equal 1 rank with the same batch.
 # SKIP (77) without a GPU or a build without CUDA.
 # SPDX-License-Identifier: BSD-3-Clause
@@ -134,6 +136,21 @@ run_ok "GPU bf16, stopped at step 10" one stop_bf --batch 4 --device cuda --stop
 run_ok "GPU bf16, resumed" one resumed_bf --batch 4 --device cuda --resume "$work/ck"
 run_ok "GPU resumed steps 11-20 equal the uninterrupted run" losses_match "$work/ref_bf.jsonl" \
     "$work/resumed_bf.jsonl" 11
+
+# --profile on the GPU: the CUDA events' path, the losses of the run without it
+profiled() {
+    one prof_bf --batch 4 --device cuda --profile-json "$work/prof_bf.json" \
+        --trace "$work/prof_bf.trace.json" > "$work/prof_bf.out" 2>&1
+}
+run_ok "GPU bf16, --profile with --trace" profiled
+run_ok "GPU bf16 --profile: the losses without it" losses_match "$work/ref_bf.jsonl" \
+    "$work/prof_bf.jsonl"
+run_ok_match "GPU --profile: every site, its calls, the JSON, the op track" "profile: 33 sites" \
+    python3 "$top_srcdir/tests/trainer/check_profile.py" "$work/prof_bf.out" \
+    "$work/prof_bf.json" --layers 2 --trace "$work/prof_bf.trace.json" --device-times
+echo "$last_out"
+run_ok "GPU --profile: the engine's trace stays valid" python3 \
+    "$top_srcdir/tests/shard/check_trace.py" "$work/prof_bf.trace.json" --ranks 1
 run_ok "the GPU's f32 export, evaluated on the CPU" "$LAUNCH" --mode env -n 1 -- "$LLAMA" train \
     --hf "$work/hf" --data "$work/data" --seq 32 --batch 4 --steps 1 --lr 0 --min-lr 0 \
     --val-every 1 --threads 1 --log "$work/reimport.jsonl"

@@ -11,7 +11,9 @@
 #    checkpoint with head size 32 (tests/lib.sh make_hf_llama) the tiled attention runs in
 #    the model, within 5e-4 of the CPU's f32 losses and 5e-3 of its gradient norms;
 #  - a run stopped and resumed equals the uninterrupted one; validation and the Hugging Face
-#    export go through the table too.
+#    export go through the table too;
+#  - --profile times every op site with the table's CUDA events (tests/trainer/
+#    check_profile.py: every site with its calls, the JSON, the op track in --trace).
 # What a GPU adds (its arithmetic, streams running beside each other, NCCL) is
 # tests/trainer_cuda.sh.
 # SKIP (77) without the emulated binary, and in sanitizer builds (fibers and ASan do not mix).
@@ -32,6 +34,19 @@ run() {
 run_ok "CPU" run "$CPU" cpu
 run_ok "emulated CUDA, f32" run "$EMU" emu --device cuda --compute-dtype f32
 run_ok "emulated CUDA f32: the CPU's losses" losses_match "$work/cpu.jsonl" "$work/emu.jsonl"
+# --profile on the table's CUDA events (the emulation's hold the host's clock at their record):
+# the pool, the reads after the step's wait, the table and the op track in --trace
+profiled() {
+    run "$EMU" emuprof --device cuda --steps 10 --profile-json "$work/emuprof.json" \
+        --trace "$work/emuprof-trace.json" > "$work/emuprof.out" 2>&1
+}
+run_ok "emulated CUDA bf16, --profile with --trace" profiled
+run_ok_match "emulated CUDA --profile: every site, its calls, the JSON, the op track" \
+    "profile: 33 sites" python3 "$top_srcdir/tests/trainer/check_profile.py" \
+    "$work/emuprof.out" "$work/emuprof.json" --layers 2 --trace "$work/emuprof-trace.json"
+run_ok "emulated CUDA --profile: the engine's trace stays valid" python3 \
+    "$top_srcdir/tests/shard/check_trace.py" "$work/emuprof-trace.json" --ranks 1
+
 run_ok "CPU, accumulation 2 and recomputation" run "$CPU" cpu_acc --accum 2 --recompute
 run_ok "emulated CUDA f32, accumulation 2 and recomputation" run "$EMU" emu_acc --accum 2 \
     --recompute --device cuda --compute-dtype f32

@@ -13,7 +13,7 @@
 #include "../ops/ops.h"
 
 /** f32 GEMM rate of this process, in FLOP/s: the best of a few 1024^3 products through
- *  @p ops (its thread count already set). */
+ *  @p ops (its thread count already set), timed by its events; 0 without them. */
 double llama_gemm_peak(const llama_ops_t *ops);
 
 /**
@@ -22,6 +22,16 @@ double llama_gemm_peak(const llama_ops_t *ops);
  * @p what (len bytes) says which.
  */
 double llama_peak_flops(const llama_ops_t *ops, char *what, size_t len);
+
+/**
+ * The profile's floors (cli/profile.c), measured through @p ops and timed by its events: the
+ * rate of its own product in its act dtype, in FLOP/s (square, the size grown from 256 until
+ * one takes 5 ms, at most 8192), and of its own copy (ops->cast between equal dtypes), in
+ * bytes read + written per second (from 1 MiB until one takes 5 ms, at most 256 MiB); the
+ * best of at least 5 runs. @p what (len bytes) says what was measured. 0 on failure.
+ */
+double llama_gemm_rate(const llama_ops_t *ops, char *what, size_t len);
+double llama_copy_rate(const llama_ops_t *ops, char *what, size_t len);
 
 /** Device memory in use under @p ops, in MiB; 0 for host ops (their RSS is the measure). */
 double llama_device_mem_mib(const llama_ops_t *ops);

@@ -65,6 +65,13 @@ void llama_usage(FILE *f)
             "  --trace FILE         the shard engine's timeline of the last steps, every rank's,\n"
             "                       as Chrome trace JSON (SHARC_SHARD_TRACE; tools/trace-plot)\n"
             "  --print-every N      console line every N steps (default 1)\n"
+            "  --profile            time every op site of each step (CUDA events on the GPU,\n"
+            "                       the clock on the CPU) and print, at the end, rank 0's\n"
+            "                       table: calls, ms and share of the step (medians), the\n"
+            "                       achieved rate, the floor (FLOPs over a GEMM rate, bytes\n"
+            "                       over a copy rate, both measured at start) and the gap;\n"
+            "                       with --trace the op spans are a track of its timeline\n"
+            "  --profile-json FILE  the table as JSON too (implies --profile)\n"
             "  --save DIR           sharded checkpoint every --save-every steps and at the end\n"
             "  --save-every N       (default: only at the end)\n"
             "  --resume DIR         continue from a checkpoint (weights, moments, step)\n"
@@ -117,6 +124,8 @@ enum {
     O_VALSEQ,
     O_LOG,
     O_TRACE,
+    O_PROFILE,
+    O_PROFJSON,
     O_PRINT,
     O_SAVE,
     O_SAVEEVERY,
@@ -169,6 +178,8 @@ static const struct option long_opts[] = {
     {"val-seqs", 1, 0, O_VALSEQ},
     {"log", 1, 0, O_LOG},
     {"trace", 1, 0, O_TRACE},
+    {"profile", 0, 0, O_PROFILE},
+    {"profile-json", 1, 0, O_PROFJSON},
     {"print-every", 1, 0, O_PRINT},
     {"save", 1, 0, O_SAVE},
     {"save-every", 1, 0, O_SAVEEVERY},
@@ -359,6 +370,11 @@ static int parse_one(llama_opts_t *o, int c, const char *name, const char *arg, 
     case O_VAL: o->val_path = arg; return 0;
     case O_LOG: o->log_path = arg; return 0;
     case O_TRACE: o->trace_path = arg; return 0;
+    case O_PROFILE: o->profile = 1; return 0;
+    case O_PROFJSON:
+        o->profile = 1;
+        o->profile_json = arg;
+        return 0;
     case O_SAVE: o->save_dir = arg; return 0;
     case O_RESUME: o->resume_dir = arg; return 0;
     case O_EXPORT: o->export_dir = arg; return 0;

@@ -17,6 +17,8 @@
 typedef struct {
     const char *config, *hf, *data_dir, *train_path, *val_path, *log_path, *trace_path;
     const char *save_dir, *resume_dir, *export_dir;
+    int profile;              /* --profile: every op site timed, a table at the end */
+    const char *profile_json; /* --profile-json: the table as JSON, here */
     llama_run_t run;
     llama_optim_cfg_t optim;
     int accum, steps, stop_at, val_every, val_seqs, save_every, threads, vocab, print_every;

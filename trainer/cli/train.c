@@ -9,6 +9,7 @@
 #define _GNU_SOURCE /* sched_getaffinity */
 #include "train.h"
 #include "metrics.h"
+#include "profile.h"
 #include "../ops/ops.h"
 #include "../util.h"
 
@@ -156,6 +157,12 @@ static sharc_status_t train_setup(llama_train_t *t)
     t->peak = o->peak_gflops > 0
                   ? o->peak_gflops * 1e9
                   : llama_peak_flops(llama_model_ops(t->model), t->peak_what, sizeof(t->peak_what));
+    if (o->profile) {
+        status = agree(t->comm, llama_profile_setup(t));
+        if (status != SHARC_OK) {
+            return status;
+        }
+    }
     status = llama_optim_create(t->model, &o->optim, &t->optim);
     if (status == SHARC_OK && o->resume_dir != NULL) {
         status = sharc_shard_load(t->sg, o->resume_dir, &t->start_step);
@@ -182,8 +189,10 @@ static sharc_status_t train_forward_backward(llama_train_t *t, int step, double 
         uint64_t micro = (uint64_t)step * o->accum + k;
         double td = llama_now();
 
+        llama_prof_at(t->prof, LLAMA_SITE_DATA);
         status = llama_data_batch(t->train_data, (micro * t->world + t->rank) * t->run.batch,
                                   t->run.batch, t->x, t->y);
+        llama_prof_end(t->prof);
         *data_s_p += llama_now() - td;
         if (status == SHARC_OK && k == o->accum - 1) { /* the engine's AdamW takes its grads */
             status = llama_optim_begin(t->optim, step);
@@ -197,7 +206,9 @@ static sharc_status_t train_forward_backward(llama_train_t *t, int step, double 
         llama_sample_memory(t); /* the device's high-water mark: after every micro-batch */
     }
     if (status == SHARC_OK) {
+        llama_prof_at(t->prof, LLAMA_SITE_REDUCE);
         status = sharc_shard_finish(t->sg);
+        llama_prof_end(t->prof);
     }
     return agree(t->comm, status);
 }
@@ -237,6 +248,7 @@ static sharc_status_t train_step(llama_train_t *t, int step)
     sharc_status_t status;
     float norm, lr;
 
+    llama_prof_step_begin(t->prof);
     status = train_forward_backward(t, step, &loss_sum, &data_s);
     if (status != SHARC_OK) {
         llama_err("step %d failed: %s", step, sharc_status_string(status));
@@ -244,19 +256,24 @@ static sharc_status_t train_step(llama_train_t *t, int step)
     }
     double to = llama_now();
     status = llama_optim_step(t->optim, step, &norm, &lr);
+    llama_prof_at(t->prof, LLAMA_SITE_ZERO);
     if (status == SHARC_OK) {
         status = sharc_shard_zero_grads(t->sg);
     }
     local_loss = loss_sum / o->accum;
+    llama_prof_at(t->prof, LLAMA_SITE_ALLREDUCE);
     if (status == SHARC_OK) {
         status = sharc_allreduce(&local_loss, &mean_loss, 1, SHARC_DTYPE_F64, SHARC_OP_AVG, t->comm,
                                  NULL);
+    }
+    double t1 = llama_now();
+    if (status == SHARC_OK) { /* (after the step's waits: its events are read without one) */
+        status = llama_prof_step_end(t->prof);
     }
     if (status != SHARC_OK) {
         llama_err("optimizer step %d failed: %s", step, sharc_status_string(status));
         return status;
     }
-    double t1 = llama_now();
     llama_step_time_t *tm = &t->times[t->nsteps++];
 
     sharc_shard_stats(t->sg, -1, &st);
@@ -275,7 +292,10 @@ static void train_close(llama_train_t *t)
 {
     llama_jsonl_close(t->log);
     llama_optim_destroy(t->optim);
-    llama_model_destroy(t->model);
+    llama_profile_release(t);      /* (the events are the model's table's) */
+    llama_model_destroy(t->model); /* (the shard engine writes --trace now) */
+    llama_profile_trace(t);
+    llama_profile_destroy(t);
     llama_data_close(t->train_data);
     llama_data_close(t->val_data);
     free(t->x);
@@ -313,6 +333,9 @@ int llama_train(const llama_opts_t *o, sharc_comm_h comm)
     }
     if (status == SHARC_OK && t.nsteps > 0) {
         status = llama_report_summary(&t);
+    }
+    if (status == SHARC_OK && t.nsteps > 0) {
+        status = llama_profile_report(&t);
     }
     train_close(&t);
     return (status == SHARC_OK) ? 0 : 1;

@@ -40,7 +40,9 @@ typedef struct {
     double fpt;          /* FLOPs per token of a training step */
     double dev_peak_mib; /* the device memory's high-water mark so far (GPU) */
     float val_loss;
-    double final_loss; /* the last step's loss, averaged over the ranks */
+    double final_loss;             /* the last step's loss, averaged over the ranks */
+    llama_prof_t *prof;            /* --profile: the steps' marks (model/prof.h), or NULL */
+    struct llama_profile *profile; /* ... and the floors and costs of its table (profile.c) */
 } llama_train_t;
 
 /** The run over @p comm, from its setup to its summary: 0, 1 (failed) or 2 (usage). */

@@ -14,6 +14,7 @@
 #include <sharc/sharc.h>
 
 #include "../ops/ops.h"
+#include "prof.h"
 
 /** Model shape. Names follow Hugging Face's LlamaConfig where one exists. */
 typedef struct {
@@ -140,6 +141,20 @@ sharc_status_t llama_model_step(llama_model_t *model, const int32_t *tokens, con
  */
 sharc_status_t llama_model_eval(llama_model_t *model, const int32_t *tokens, const int32_t *targets,
                                 float *loss_p, float *logits);
+
+/**
+ * Profile the model's steps with @p prof (model/prof.h; NULL: no profile, the default): each op
+ * site of llama_model_step and the optimizer marks it. The caller keeps @p prof, and
+ * releases it before the model's ops close.
+ */
+void llama_model_set_prof(llama_model_t *model, llama_prof_t *prof);
+
+/**
+ * What each op site of a training step of @p accum micro-batches must do at least on this
+ * rank, from the shapes (prof_cost.c): @p flops and @p bytes, LLAMA_SITE_LAST each (0 where
+ * none is counted: the waits, and sites that do not run).
+ */
+void llama_model_site_costs(const llama_model_t *model, int accum, double *flops, double *bytes);
 
 /**
  * Export the f32 master weights as a Hugging Face checkpoint in directory @p dir

@@ -93,7 +93,9 @@ sharc_status_t llama_unit_weights(llama_model_t *m, int unit, float **w)
          * f32 compute: up; f32 gathers for bf16 compute: down) */
         sharc_shard_unit_info_t ui;
         sharc_shard_unit_info(m->group, unit, &ui);
+        llama_prof_at(m->prof, LLAMA_SITE_CAST_PARAMS);
         m->ops->cast(m->wbuf, m->ops->act_dtype, base, m->run.param_dtype, ui.count);
+        llama_prof_end(m->prof);
         base = m->wbuf;
     }
     point_params(m, unit, base, m->act_size, w);
@@ -111,7 +113,9 @@ sharc_status_t llama_unit_grads(llama_model_t *m, int unit, float **g)
     if (m->run.reduce_dtype == SHARC_DTYPE_BF16) {
         sharc_shard_unit_info_t ui;
         sharc_shard_unit_info(m->group, unit, &ui);
+        llama_prof_at(m->prof, LLAMA_SITE_CAST_GRADS);
         m->ops->zero(m->gbuf, ui.count * sizeof(float));
+        llama_prof_end(m->prof);
         base = m->gbuf;
     }
     point_params(m, unit, base, sizeof(float), g);
@@ -129,7 +133,9 @@ sharc_status_t llama_unit_grads_done(llama_model_t *m, int unit)
             return status;
         }
         sharc_shard_unit_info(m->group, unit, &ui);
+        llama_prof_at(m->prof, LLAMA_SITE_CAST_GRADS);
         m->ops->acc(b, SHARC_DTYPE_BF16, m->gbuf, ui.count);
+        llama_prof_end(m->prof);
     }
     return SHARC_OK;
 }
@@ -408,4 +414,9 @@ sharc_shard_group_h llama_model_group(llama_model_t *m)
 const llama_ops_t *llama_model_ops(const llama_model_t *m)
 {
     return m->ops;
+}
+
+void llama_model_set_prof(llama_model_t *m, llama_prof_t *prof)
+{
+    m->prof = prof;
 }

@@ -81,6 +81,7 @@ struct llama_model {
     float *datty, *dq, *dk, *dv; /* (N,H*hd), (N,KV*hd) */
     float *dscores;              /* (B,KV,T,T), or the ops' attention scratch */
     int loss_batches;            /* micro-batches summed into loss and not read yet */
+    llama_prof_t *prof;          /* the caller's profile of the steps, or NULL */
     void **bufs;                 /* every buffer above, for destroy */
     int nbufs, cap_bufs;
 };

@@ -161,21 +161,28 @@ sharc_status_t llama_optim_step(llama_optim_t *o, int step, float *grad_norm_p, 
 
     if (o->engine) {
         *lr_p = llama_optim_lr(c, step);
-        return sharc_shard_adamw_norm(m->group, grad_norm_p);
+        llama_prof_at(m->prof, LLAMA_SITE_ADAMW); /* (the engine's update, waited for) */
+        status = sharc_shard_adamw_norm(m->group, grad_norm_p);
+        llama_prof_end(m->prof);
+        return status;
     }
     /* the norm's sum and the update stay in the ops' memory (on CUDA nothing here waits for
      * the device) until the norm is read back for the log at the end */
+    llama_prof_at(m->prof, LLAMA_SITE_ZERO);
     op->zero(sums, 2 * sizeof(double));
+    llama_prof_at(m->prof, LLAMA_SITE_SUMSQ);
     for (int u = 0; u < m->nunits; u++) {
         float *grad;
         size_t n;
         sharc_shard_local(m->group, u, NULL, &grad, &n);
         op->sumsq(&sums[0], grad, n);
     }
+    llama_prof_at(m->prof, LLAMA_SITE_ALLREDUCE);
     status = sharc_allreduce(&sums[0], &sums[1], 1, SHARC_DTYPE_F64, SHARC_OP_SUM, m->comm, &req);
     if (status == SHARC_OK) {
         status = op->wait(req);
     }
+    llama_prof_end(m->prof);
     if (status != SHARC_OK) {
         return status;
     }
@@ -189,6 +196,7 @@ sharc_status_t llama_optim_step(llama_optim_t *o, int step, float *grad_norm_p, 
                        .grad_clip = c->grad_clip,
                        .replicas = o->replicas};
 
+    llama_prof_at(m->prof, LLAMA_SITE_ADAMW);
     for (int u = 0; u < m->nunits; u++) {
         float *p, *g, *mo, *v;
         size_t n;
@@ -202,7 +210,9 @@ sharc_status_t llama_optim_step(llama_optim_t *o, int step, float *grad_norm_p, 
         }
         op->adamw(&a, p, g, mo, v, n, &sums[1]);
     }
+    llama_prof_at(m->prof, LLAMA_SITE_READBACK);
     status = op->to_host(&total, &sums[1], sizeof(total));
+    llama_prof_end(m->prof);
     if (status != SHARC_OK) {
         return status;
     }

@@ -24,25 +24,38 @@ static void block_forward(llama_model_t *m, float *const *w, const float *x, flo
 {
     const llama_ops_t *op = m->ops;
     const llama_config_t *c = &m->cfg;
+    llama_prof_t *pf = m->prof; /* each site marked where it begins (NULL: no profile) */
     int B = m->run.batch, T = m->run.seq, N = B * T, C = c->dim, F = c->hidden_dim;
     int H = c->n_heads, KV = c->n_kv_heads, hd = c->head_dim;
 
     a->x = x;
+    llama_prof_at(pf, LLAMA_SITE_NORM_FWD);
     op->rmsnorm_fwd(a->ln1, a->rstd1, x, w[LLAMA_W_LN1], N, C, (float)c->norm_eps); /* (N,C) */
-    op->matmul_fwd(a->q, a->ln1, w[LLAMA_W_Q], N, C, H * hd);                       /* (N,H*hd) */
-    op->matmul_fwd(a->k, a->ln1, w[LLAMA_W_K], N, C, KV * hd);                      /* (N,KV*hd) */
+    llama_prof_at(pf, LLAMA_SITE_QKV_FWD);
+    op->matmul_fwd(a->q, a->ln1, w[LLAMA_W_Q], N, C, H * hd);  /* (N,H*hd) */
+    op->matmul_fwd(a->k, a->ln1, w[LLAMA_W_K], N, C, KV * hd); /* (N,KV*hd) */
     op->matmul_fwd(a->v, a->ln1, w[LLAMA_W_V], N, C, KV * hd);
+    llama_prof_at(pf, LLAMA_SITE_ROPE_FWD);
     op->rope_fwd(a->q, m->rope_cos, m->rope_sin, B, T, H, hd);
     op->rope_fwd(a->k, m->rope_cos, m->rope_sin, B, T, KV, hd);
+    llama_prof_at(pf, LLAMA_SITE_ATTN_FWD);
     op->attention_fwd(a->atty, a->probs, a->q, a->k, a->v, B, T, H, KV, hd); /* (N,H*hd) */
-    op->matmul_fwd(m->tmp, a->atty, w[LLAMA_W_O], N, H * hd, C);             /* (N,C) */
+    llama_prof_at(pf, LLAMA_SITE_ATTN_OUT_FWD);
+    op->matmul_fwd(m->tmp, a->atty, w[LLAMA_W_O], N, H * hd, C); /* (N,C) */
+    llama_prof_at(pf, LLAMA_SITE_ADD);
     op->add(a->x2, x, m->tmp, (size_t)N * C);
+    llama_prof_at(pf, LLAMA_SITE_NORM_FWD);
     op->rmsnorm_fwd(a->ln2, a->rstd2, a->x2, w[LLAMA_W_LN2], N, C, (float)c->norm_eps);
+    llama_prof_at(pf, LLAMA_SITE_GATE_UP_FWD);
     op->matmul_fwd(a->g, a->ln2, w[LLAMA_W_G], N, C, F); /* (N,F) */
     op->matmul_fwd(a->u, a->ln2, w[LLAMA_W_U], N, C, F);
+    llama_prof_at(pf, LLAMA_SITE_SWIGLU_FWD);
     op->swiglu_fwd(a->h, a->g, a->u, (size_t)N * F);
+    llama_prof_at(pf, LLAMA_SITE_DOWN_FWD);
     op->matmul_fwd(m->tmp, a->h, w[LLAMA_W_D], N, F, C); /* (N,C) */
+    llama_prof_at(pf, LLAMA_SITE_ADD);
     op->add(out, a->x2, m->tmp, (size_t)N * C);
+    llama_prof_end(pf);
 }
 
 /* m->dres (N,C): in, the gradient at the block's output; out, the one at its input */
@@ -51,26 +64,37 @@ static void block_backward(llama_model_t *m, float *const *w, float *const *g,
 {
     const llama_ops_t *op = m->ops;
     const llama_config_t *c = &m->cfg;
+    llama_prof_t *pf = m->prof;
     int B = m->run.batch, T = m->run.seq, N = B * T, C = c->dim, F = c->hidden_dim;
     int H = c->n_heads, KV = c->n_kv_heads, hd = c->head_dim;
     float *dres = m->dres;
 
     /* MLP: out = x2 + (silu(ln2 Wg^T) * ln2 Wu^T) Wd^T */
+    llama_prof_at(pf, LLAMA_SITE_DOWN_BWD);
     op->matmul_bwd(m->dh, g[LLAMA_W_D], dres, a->h, w[LLAMA_W_D], N, F, C, 0); /* (N,F) */
+    llama_prof_at(pf, LLAMA_SITE_SWIGLU_BWD);
     op->swiglu_bwd(m->dg, m->du, m->dh, a->g, a->u, (size_t)N * F);
+    llama_prof_at(pf, LLAMA_SITE_GATE_UP_BWD);
     op->matmul_bwd(m->dln, g[LLAMA_W_G], m->dg, a->ln2, w[LLAMA_W_G], N, C, F, 0); /* (N,C) */
     op->matmul_bwd(m->dln, g[LLAMA_W_U], m->du, a->ln2, w[LLAMA_W_U], N, C, F, 1);
+    llama_prof_at(pf, LLAMA_SITE_NORM_BWD);
     op->rmsnorm_bwd(dres, g[LLAMA_W_LN2], m->dln, a->x2, w[LLAMA_W_LN2], a->rstd2, N, C);
     /* attention: x2 = x + attn(rope(ln1 Wq^T), rope(ln1 Wk^T), ln1 Wv^T) Wo^T */
+    llama_prof_at(pf, LLAMA_SITE_ATTN_OUT_BWD);
     op->matmul_bwd(m->datty, g[LLAMA_W_O], dres, a->atty, w[LLAMA_W_O], N, H * hd, C, 0);
+    llama_prof_at(pf, LLAMA_SITE_ATTN_BWD);
     op->attention_bwd(m->dq, m->dk, m->dv, m->dscores, m->datty, a->q, a->k, a->v, a->atty,
                       a->probs, B, T, H, KV, hd);
+    llama_prof_at(pf, LLAMA_SITE_ROPE_BWD);
     op->rope_bwd(m->dq, m->rope_cos, m->rope_sin, B, T, H, hd);
     op->rope_bwd(m->dk, m->rope_cos, m->rope_sin, B, T, KV, hd);
+    llama_prof_at(pf, LLAMA_SITE_QKV_BWD);
     op->matmul_bwd(m->dln, g[LLAMA_W_Q], m->dq, a->ln1, w[LLAMA_W_Q], N, C, H * hd, 0);
     op->matmul_bwd(m->dln, g[LLAMA_W_K], m->dk, a->ln1, w[LLAMA_W_K], N, C, KV * hd, 1);
     op->matmul_bwd(m->dln, g[LLAMA_W_V], m->dv, a->ln1, w[LLAMA_W_V], N, C, KV * hd, 1);
+    llama_prof_at(pf, LLAMA_SITE_NORM_BWD);
     op->rmsnorm_bwd(dres, g[LLAMA_W_LN1], m->dln, a->x, w[LLAMA_W_LN1], a->rstd1, N, C);
+    llama_prof_end(pf);
 }
 
 /* ---- the head: final norm, output projection, cross-entropy ------------------------------- */
@@ -83,10 +107,14 @@ static void head_forward(llama_model_t *m, float *const *w, const int32_t *targe
     const llama_config_t *c = &m->cfg;
     int N = m->run.batch * m->run.seq, C = c->dim, V = c->vocab;
 
+    llama_prof_at(m->prof, LLAMA_SITE_NORM_FWD);
     m->ops->rmsnorm_fwd(m->hn, m->rstdf, m->xs[c->n_layers], w[LLAMA_W_NORM], N, C,
-                        (float)c->norm_eps);                       /* (N,C) */
+                        (float)c->norm_eps); /* (N,C) */
+    llama_prof_at(m->prof, LLAMA_SITE_HEAD_FWD);
     m->ops->matmul_fwd(m->logits, m->hn, w[LLAMA_W_OUT], N, C, V); /* (N,V) */
+    llama_prof_at(m->prof, LLAMA_SITE_XENT);
     m->ops->xent(train ? m->logits : NULL, m->logits, targets, N, V, dscale, m->loss);
+    llama_prof_end(m->prof);
 }
 
 /* m->dres (N,C) = the gradient at the last block's output */
@@ -95,10 +123,14 @@ static void head_backward(llama_model_t *m, float *const *w, float *const *g)
     const llama_config_t *c = &m->cfg;
     int N = m->run.batch * m->run.seq, C = c->dim, V = c->vocab;
 
+    llama_prof_at(m->prof, LLAMA_SITE_HEAD_BWD);
     m->ops->matmul_bwd(m->dln, g[LLAMA_W_OUT], m->logits, m->hn, w[LLAMA_W_OUT], N, C, V, 0);
+    llama_prof_at(m->prof, LLAMA_SITE_ZERO);
     m->ops->zero(m->dres, (size_t)N * C * m->act_size);
+    llama_prof_at(m->prof, LLAMA_SITE_NORM_BWD);
     m->ops->rmsnorm_bwd(m->dres, g[LLAMA_W_NORM], m->dln, m->xs[c->n_layers], w[LLAMA_W_NORM],
                         m->rstdf, N, C);
+    llama_prof_end(m->prof);
 }
 
 /* ---- the micro-batch ----------------------------------------------------------------------- */
@@ -119,6 +151,18 @@ static sharc_status_t check_tokens(const llama_model_t *m, const int32_t *tokens
     return SHARC_OK;
 }
 
+/* a call of the shard engine on @p unit: its time is the step's wait on the engine (@p site) */
+static sharc_status_t shard_call(llama_model_t *m, llama_site_t site,
+                                 sharc_status_t (*call)(sharc_shard_group_h, int), int unit)
+{
+    sharc_status_t status;
+
+    llama_prof_at(m->prof, site);
+    status = call(m->group, unit);
+    llama_prof_end(m->prof);
+    return status;
+}
+
 #define STEP_CHECK(_call)                                                                          \
     do {                                                                                           \
         status = (_call);                                                                          \
@@ -134,42 +178,47 @@ sharc_status_t llama_model_step(llama_model_t *m, const int32_t *tokens, const i
     const llama_config_t *c = &m->cfg;
     int N = m->run.batch * m->run.seq, L = c->n_layers, head = L + 1;
     float *w[LLAMA_MAX_UNIT_PARAMS], *g[LLAMA_MAX_UNIT_PARAMS];
+    llama_prof_t *pf = m->prof;
     sharc_status_t status;
     double loss;
 
     STEP_CHECK(check_tokens(m, tokens, targets));
     STEP_CHECK(sharc_shard_set_sync(sg, sync));
     if (m->loss_batches == 0) {
+        llama_prof_at(pf, LLAMA_SITE_ZERO);
         m->ops->zero(m->loss, sizeof(double));
+        llama_prof_end(pf);
     }
     m->loss_batches++;
 
     /* forward */
-    STEP_CHECK(sharc_shard_forward_begin(sg, 0));
+    llama_prof_anchor_here(pf);
+    STEP_CHECK(shard_call(m, LLAMA_SITE_GATHER, sharc_shard_forward_begin, 0));
     STEP_CHECK(llama_unit_weights(m, 0, w));
+    llama_prof_at(pf, LLAMA_SITE_EMBED_FWD);
     m->ops->embed_fwd(m->xs[0], tokens, w[0], N, c->dim); /* (N,C) */
-    STEP_CHECK(sharc_shard_forward_end(sg, 0));
+    STEP_CHECK(shard_call(m, LLAMA_SITE_GATHER, sharc_shard_forward_end, 0));
     for (int l = 0; l < L; l++) {
-        STEP_CHECK(sharc_shard_forward_begin(sg, 1 + l));
+        STEP_CHECK(shard_call(m, LLAMA_SITE_GATHER, sharc_shard_forward_begin, 1 + l));
         STEP_CHECK(llama_unit_weights(m, 1 + l, w));
         block_forward(m, w, m->xs[l], m->xs[l + 1], &m->acts[m->run.recompute ? 0 : l]);
-        STEP_CHECK(sharc_shard_forward_end(sg, 1 + l));
+        STEP_CHECK(shard_call(m, LLAMA_SITE_GATHER, sharc_shard_forward_end, 1 + l));
     }
-    STEP_CHECK(sharc_shard_forward_begin(sg, head));
+    STEP_CHECK(shard_call(m, LLAMA_SITE_GATHER, sharc_shard_forward_begin, head));
     STEP_CHECK(llama_unit_weights(m, head, w));
     head_forward(m, w, targets, 1, grad_scale / (float)N);
-    STEP_CHECK(sharc_shard_forward_end(sg, head));
+    STEP_CHECK(shard_call(m, LLAMA_SITE_GATHER, sharc_shard_forward_end, head));
 
     /* backward */
-    STEP_CHECK(sharc_shard_backward_begin(sg, head));
+    STEP_CHECK(shard_call(m, LLAMA_SITE_GATHER, sharc_shard_backward_begin, head));
     STEP_CHECK(llama_unit_weights(m, head, w));
     STEP_CHECK(llama_unit_grads(m, head, g));
     head_backward(m, w, g);
     STEP_CHECK(llama_unit_grads_done(m, head));
-    STEP_CHECK(sharc_shard_backward_end(sg, head));
+    STEP_CHECK(shard_call(m, LLAMA_SITE_REDUCE, sharc_shard_backward_end, head));
     for (int l = L - 1; l >= 0; l--) {
         llama_acts_t *a = &m->acts[m->run.recompute ? 0 : l];
-        STEP_CHECK(sharc_shard_backward_begin(sg, 1 + l));
+        STEP_CHECK(shard_call(m, LLAMA_SITE_GATHER, sharc_shard_backward_begin, 1 + l));
         STEP_CHECK(llama_unit_weights(m, 1 + l, w));
         if (m->run.recompute) {
             /* the block's output is not needed again: write it to scratch */
@@ -178,20 +227,25 @@ sharc_status_t llama_model_step(llama_model_t *m, const int32_t *tokens, const i
         STEP_CHECK(llama_unit_grads(m, 1 + l, g));
         block_backward(m, w, g, a);
         STEP_CHECK(llama_unit_grads_done(m, 1 + l));
-        STEP_CHECK(sharc_shard_backward_end(sg, 1 + l));
+        STEP_CHECK(shard_call(m, LLAMA_SITE_REDUCE, sharc_shard_backward_end, 1 + l));
     }
-    STEP_CHECK(sharc_shard_backward_begin(sg, 0));
+    STEP_CHECK(shard_call(m, LLAMA_SITE_GATHER, sharc_shard_backward_begin, 0));
     STEP_CHECK(llama_unit_grads(m, 0, g));
+    llama_prof_at(pf, LLAMA_SITE_EMBED_BWD);
     m->ops->embed_bwd(g[0], m->dres, tokens, N, c->dim);
+    llama_prof_end(pf);
     STEP_CHECK(llama_unit_grads_done(m, 0));
-    STEP_CHECK(sharc_shard_backward_end(sg, 0));
+    STEP_CHECK(shard_call(m, LLAMA_SITE_REDUCE, sharc_shard_backward_end, 0));
 
     /* the loss for the log: on CUDA this waits for the micro-batch's compute (not for its
      * reductions, which the engine's streams carry on) */
     if (loss_p != NULL) {
         int batches = m->loss_batches;
         m->loss_batches = 0;
-        STEP_CHECK(m->ops->to_host(&loss, m->loss, sizeof(loss)));
+        llama_prof_at(pf, LLAMA_SITE_READBACK);
+        status = m->ops->to_host(&loss, m->loss, sizeof(loss));
+        llama_prof_end(pf);
+        STEP_CHECK(status);
         *loss_p = (float)(loss / ((double)N * batches));
     }
     return SHARC_OK;

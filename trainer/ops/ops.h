@@ -169,6 +169,20 @@ typedef struct {
     /** The most device memory in use so far, in MiB: sampled after each of the table's own
      *  allocations and at each call of either function; NULL for host tables. */
     double (*mem_peak_mib)(void);
+
+    /**
+     * Timing marks for the profile (model/prof.c) and the measured floors: an event is a point
+     * in the table's order of work. event_record sets it after everything queued before (on
+     * CUDA: cudaEventRecord on the table's stream, the host does not wait; on the CPU, whose
+     * calls return done: the host's clock); event_elapsed gives the seconds from @p from to
+     * @p to, both recorded, waiting for @p to to complete (call it after the step's own wait
+     * for the device, and it does not wait). event_create: NULL on failure (logged). All four
+     * NULL: the table cannot be profiled.
+     */
+    void *(*event_create)(void);
+    void (*event_destroy)(void *event);
+    void (*event_record)(void *event);
+    double (*event_elapsed)(void *from, void *to);
 } llama_ops_t;
 
 /** The CPU table: BLAS for the products, plain loops for the rest, f32. */

@@ -464,6 +464,27 @@ static void cpu_adamw(const llama_adamw_t *a, float *p, const float *g, float *m
     }
 }
 
+/* Events are the host's clock: every call above returns with its work done. */
+static void *cpu_event_create(void)
+{
+    return calloc(1, sizeof(double));
+}
+
+static void cpu_event_destroy(void *event)
+{
+    free(event);
+}
+
+static void cpu_event_record(void *event)
+{
+    *(double *)event = llama_now();
+}
+
+static double cpu_event_elapsed(void *from, void *to)
+{
+    return *(const double *)to - *(const double *)from;
+}
+
 const llama_ops_t llama_ops_cpu = {
     .name = "cpu",
     .act_dtype = SHARC_DTYPE_F32,
@@ -493,4 +514,8 @@ const llama_ops_t llama_ops_cpu = {
     .add = cpu_add,
     .sumsq = cpu_sumsq,
     .adamw = cpu_adamw,
+    .event_create = cpu_event_create,
+    .event_destroy = cpu_event_destroy,
+    .event_record = cpu_event_record,
+    .event_elapsed = cpu_event_elapsed,
 };

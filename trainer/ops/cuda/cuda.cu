@@ -335,6 +335,10 @@ template <typename T> static void fill_table(llama_ops_t *t, const char *name, s
     t->peak_flops = peak_flops;
     t->mem_used_mib = mem_used_mib;
     t->mem_peak_mib = mem_peak_mib;
+    t->event_create = event_create;
+    t->event_destroy = event_destroy;
+    t->event_record = event_record;
+    t->event_elapsed = event_elapsed;
 }
 
 static void teardown(void)

@@ -3,7 +3,7 @@
  * trainer/ops/cuda/cuda.cuh: what the CUDA ops files share: the process's GPU state (device,
  * stream, cuBLAS, scratch, page-locked staging), the first-error rule, element loads and
  * stores that compute in f32 whatever is stored, and the kernels' entry points by family
- * (elem.cu, attn.cu, flash.cu, optim.cu). Device code and C++.
+ * (elem.cu, attn.cu, flash.cu, optim.cu, events.cu). Device code and C++.
  */
 #ifndef SHARC_LLAMA_OPS_CUDA_CUH
 #define SHARC_LLAMA_OPS_CUDA_CUH
@@ -261,6 +261,12 @@ void flash_bwd(float *dq, float *dk, float *dv, float *scratch, const float *dou
 void sumsq(double *acc, const float *x, size_t n);
 void adamw(const llama_adamw_t *a, float *p, const float *gr, float *m, float *v, size_t n,
            const double *sumsq);
+
+/* events.cu: the profile's timing marks on the stream */
+void *event_create(void);
+void event_destroy(void *event);
+void event_record(void *event);
+double event_elapsed(void *from, void *to);
 
 } // namespace llama_cuda
 
