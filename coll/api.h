@@ -11,9 +11,9 @@
 #include <stddef.h>
 #include <sharc/coll.h>
 
-#include "../src/base/config_int.h"
-#include "../src/base/def_int.h"
-#include "../src/boot/boot.h"
+#include "../base/config_int.h"
+#include "../base/def_int.h"
+#include "../boot/boot.h"
 #include "../transport/transport.h"
 
 typedef struct sharc_coll_comm sharc_coll_comm_t;         /* one communicator's collective state */

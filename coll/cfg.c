@@ -6,7 +6,7 @@
  */
 #include "config.h"
 
-#include "../src/base/util.h"
+#include "../base/util.h"
 #include "coll.h"
 
 #define SHARC_COLL_ALGO_KNOB(_coll, _name, _doc)                                                   \

@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "../src/base/log.h"
+#include "../base/log.h"
 #include "coll.h"
 #include "algorithms/quant.h"
 

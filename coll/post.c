@@ -5,7 +5,7 @@
  * backend, or staging through host memory), and how a routed task enters the engine (under
  * the lock, or handed to a running pass; SHARC_CHECK's comparison across ranks first).
  * Blocking calls are post + wait + free. The public collective functions are the core's
- * (core/comm_coll.c).
+ * (comm/comm_coll.c).
  */
 #include "config.h"
 
@@ -16,9 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../src/base/gpu.h"
-#include "../src/base/log.h"
-#include "../src/base/util.h"
+#include "../base/gpu.h"
+#include "../base/log.h"
+#include "../base/util.h"
 #include "coll.h"
 #include "algorithms/quant.h"
 

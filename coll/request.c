@@ -14,9 +14,9 @@
 
 #include <sharc/p2p.h>
 
-#include "../src/base/gpu.h"
-#include "../src/base/log.h"
-#include "../src/base/util.h"
+#include "../base/gpu.h"
+#include "../base/log.h"
+#include "../base/util.h"
 #include "coll.h"
 
 static int sharc_coll_task_complete(const sharc_coll_task_t *task)

@@ -14,9 +14,9 @@
 
 #include <sharc/p2p.h>
 
-#include "../src/base/gpu.h"
-#include "../src/base/log.h"
-#include "../src/base/util.h"
+#include "../base/gpu.h"
+#include "../base/log.h"
+#include "../base/util.h"
 #include "coll.h"
 
 /* The checks on the calling rank: a bad call fails here, and nothing is sent. */

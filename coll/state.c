@@ -11,9 +11,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "../src/base/gpu.h"
-#include "../src/base/log.h"
-#include "../src/base/util.h"
+#include "../base/gpu.h"
+#include "../base/log.h"
+#include "../base/util.h"
 #include "coll.h"
 
 /*

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <sharc/types.h>
 
-#include "../src/base/def_int.h"
+#include "../base/def_int.h"
 
 /* One tensor of a bucket: @p count elements at @p ptr, at element @p offset of the bucket. */
 typedef struct {

@@ -19,7 +19,7 @@
 #include <sharc/shard.h>
 
 #include "coll/api.h"
-#include "core/comm.h"
+#include "comm/comm.h"
 #include "kernels/kernels.h"
 #include "shard/plan/shard_plan.h"
 

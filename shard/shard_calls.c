@@ -10,8 +10,8 @@
 
 #define SHARC_THIS_SUBSYS SHARC_SUBSYS_SHARD
 
-#include "src/base/log.h"
-#include "src/base/util.h"
+#include "base/log.h"
+#include "base/util.h"
 #include "shard/shard_group.h"
 
 sharc_status_t sharc_shard_unshard(sharc_shard_group_h g, int unit)

@@ -14,9 +14,9 @@
 
 #include <sharc/mem.h>
 
-#include "src/base/gpu.h"
-#include "src/base/log.h"
-#include "src/base/util.h"
+#include "base/gpu.h"
+#include "base/log.h"
+#include "base/util.h"
 #include "shard/shard_group.h"
 
 /* The group's settings: cfg's fields where set, else the configuration knobs. */

@@ -14,8 +14,8 @@
 
 #include <string.h>
 
-#include "src/base/log.h"
-#include "src/base/util.h"
+#include "base/log.h"
+#include "base/util.h"
 #include "shard/shard_group.h"
 
 /* This rank's part of the unit's gradient buffer. */

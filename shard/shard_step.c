@@ -10,8 +10,8 @@
 
 #define SHARC_THIS_SUBSYS SHARC_SUBSYS_SHARD
 
-#include "src/base/log.h"
-#include "src/base/util.h"
+#include "base/log.h"
+#include "base/util.h"
 #include "shard/shard_group.h"
 
 /* Gather ahead along the schedule what the plan says, as far as the bound admits. */

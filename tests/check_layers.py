@@ -33,10 +33,10 @@ import sys
 # their own folder or a lower rank.
 LAYERS = [
     ("include/", "public API", 0),
-    ("src/base/", "base", 1),
+    ("base/", "base", 1),
     ("kernels/", "kernels", 2),
-    ("topo/", "topology", 3),
-    ("src/boot/", "bootstrap", 4),
+    ("transport/topo/", "topology", 3),
+    ("boot/", "bootstrap", 4),
     ("transport/", "transport", 5),
     ("coll/api.h", "collective interface", 5.9),
     ("coll/engine/", "collective engine", 6),
@@ -44,7 +44,7 @@ LAYERS = [
     ("coll/device/", "collective device path", 6.2),
     ("coll/diagnostics/", "collective diagnostics", 6.2),
     ("coll/", "collectives", 6.5),
-    ("core/", "core", 7),
+    ("comm/", "communicators", 7),
     ("shard/plan/", "sharding planner", 7.5),
     ("shard/shard.h", "sharding types", 7.55),
     ("shard/trace/", "sharding records", 7.6),
@@ -52,7 +52,7 @@ LAYERS = [
     ("shard/offload/", "sharding offload", 7.8),
     ("shard/", "sharding group", 8),
     ("shard/checkpoint/", "sharding checkpoints", 8.1),
-    ("src/lib/", "library root", 8.5),
+    ("lib/", "library root", 8.5),
     ("perf/topo/", "topology tool library", 9),
     ("perf/", "perf tools", 10),
     ("trainer/", "trainer", 10),
@@ -63,7 +63,7 @@ LAYERS = [
     ("python/", "python", 10),
 ]
 # What the tools may use besides the public API and their own folder: perf's programs the
-# topology tool library (and through it topo/ and base), and the sharding engine's planner
+# topology tool library (and through it transport/topo/ and base), and the sharding engine's planner
 # (pure, libc only: sharc-perf predict replays its decisions); the trainer nothing else.
 TOOL_ALLOWED = {
     "perf tools": {"public API", "topology tool library", "sharding planner"},
@@ -78,13 +78,13 @@ for _name in TRAINER_LAYERS:
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^">]+)[">]', re.M)
 SOURCES = (".c", ".h", ".cu", ".cuh", ".cc", ".cpp", ".hpp")
 # The function tables whose users are restricted, and the layers that may reach them: the
-# layer that declares one and those built directly on it (coll/ drives the transports, core/
+# layer that declares one and those built directly on it (coll/ drives the transports, comm/
 # makes and splits them); from any other layer a reach skips the layer between.
 COLL_LAYERS = {"collective interface", "collective engine", "collective algorithms",
                "collective device path", "collective diagnostics", "collectives"}
 TABLE_USERS = {
-    "sharc_tp_ops_t": {"transport", "core"} | COLL_LAYERS,
-    "sharc_boot_ops_t": {"bootstrap", "transport", "core"} | COLL_LAYERS,
+    "sharc_tp_ops_t": {"transport", "communicators"} | COLL_LAYERS,
+    "sharc_boot_ops_t": {"bootstrap", "transport", "communicators"} | COLL_LAYERS,
 }
 # a struct member holding a table: "const sharc_tp_ops_t *cuda_ops;" (or one by value). (The
 # tables a transport's table points to, p2p and coll, are reached through it: watched so.)
@@ -100,9 +100,11 @@ def layer_of(path):
 
 
 def backend_of(path):
-    """transport/<backend>/...: the backend's folder, else None."""
+    """transport/<backend>/...: the backend's folder, else None (transport/topo/, the topology
+    the backends read, is a layer of its own below them)."""
     parts = path.split("/")
-    return parts[1] if len(parts) > 2 and parts[0] == "transport" else None
+    is_backend = len(parts) > 2 and parts[0] == "transport" and parts[1] != "topo"
+    return parts[1] if is_backend else None
 
 
 def makefile_vars(top):

@@ -19,7 +19,7 @@ run_ok "every include points down" python3 "$top_srcdir/tests/check_layers.py" "
 tree=$(mktemp -d)
 trap 'rm -rf "$tree"' EXIT
 mkdir -p "$tree/coll" "$tree/shard" "$tree/trainer/model" "$tree/trainer/cli" \
-    "$tree/include/sharc" "$tree/core" "$tree/python/csrc"
+    "$tree/include/sharc" "$tree/comm" "$tree/python/csrc"
 printf '%s\n' 'AM_CPPFLAGS = -I$(top_srcdir)/include' \
     'TRAINER_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/trainer' \
     'libx_la_SOURCES = coll/x.c' 'liby_la_SOURCES = trainer/model/m.c' \
@@ -28,7 +28,7 @@ touch "$tree/shard/shard.h" "$tree/trainer/cli/opts.h" "$tree/include/sharc/shar
 printf '#include <sharc/sharc.h>\n#include "shard/shard.h"\n' > "$tree/coll/x.c"
 printf '#include "cli/opts.h"\n#include <shard/shard.h>\n' > "$tree/trainer/model/m.c"
 printf '#include "../../shard/shard.h"\n' > "$tree/python/csrc/b.cpp"
-printf 'typedef struct {\n    const sharc_tp_ops_t *cuda_ops;\n} sharc_comm_t;\n' > "$tree/core/comm.h"
+printf 'typedef struct {\n    const sharc_tp_ops_t *cuda_ops;\n} sharc_comm_t;\n' > "$tree/comm/comm.h"
 printf 'void f(sharc_comm_t *c)\n{\n    c->cuda_ops->mem_alloc(0);\n}\n' > "$tree/shard/m.c"
 printf 'int sharc_shard_up(void)\n{\n    return 1;\n}\n' > "$tree/shard/up.c"
 printf 'int sharc_coll_a(void)\n{\n    return sharc_coll_b() + sharc_shard_up();\n}\n' \

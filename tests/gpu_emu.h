@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * gpu_emu.h: libsharc's CUDA runtime layer (src/base/gpu.h) and its CUDA kernels' table
+ * gpu_emu.h: libsharc's CUDA runtime layer (base/gpu.h) and its CUDA kernels' table
  * (kernels/kernels.h) over the host emulation of tests/trainer/cuda_emu.h, so that a test
  * program linking the convenience library (libsharc_core) runs the sharding engine's CUDA
  * mode, offload included, without a GPU: these definitions take the place of gpu_cuda.c's
@@ -31,7 +31,7 @@
 
 extern "C" {
 #include "../kernels/kernels.h"
-#include "../src/base/gpu.h"
+#include "../base/gpu.h"
 }
 
 namespace gpu_emu
@@ -80,7 +80,7 @@ inline void check(const void *p, size_t bytes, unsigned kinds, const char *what)
 const unsigned on_device = (1u << cuda_emu::MEM_DEVICE) | (1u << cuda_emu::MEM_MANAGED);
 } // namespace gpu_emu
 
-/* ---- src/base/gpu.h ---------------------------------------------------------------------------
+/* ---- base/gpu.h ---------------------------------------------------------------------------
  */
 
 extern "C" {

@@ -10,7 +10,7 @@
 
 #include <pthread.h>
 
-#include "../src/base/util.h"
+#include "../base/util.h"
 #include "transport.h"
 
 /*

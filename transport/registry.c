@@ -12,8 +12,8 @@
 
 #include <sharc/version.h>
 
-#include "../src/base/log.h"
-#include "../src/base/util.h"
+#include "../base/log.h"
+#include "../base/util.h"
 #include "hybrid.h"
 #include "transport.h"
 

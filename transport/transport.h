@@ -18,10 +18,10 @@
 #include <sharc/coll.h>
 #include <sharc/types.h>
 
-#include "../src/boot/boot.h"
-#include "../src/base/config_int.h"
-#include "../src/base/def_int.h"
-#include "../src/base/mem.h"
+#include "../boot/boot.h"
+#include "../base/config_int.h"
+#include "../base/def_int.h"
+#include "../base/mem.h"
 
 /* Bump when a member is added, removed or changes meaning. */
 #define SHARC_TP_OPS_VERSION 7

@@ -10,7 +10,7 @@
 
 #define SHARC_THIS_SUBSYS SHARC_SUBSYS_COLL
 
-#include "../../src/base/log.h"
+#include "../../base/log.h"
 #include "algorithms.h"
 #include "quant.h"
 

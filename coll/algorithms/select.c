@@ -11,8 +11,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../../src/base/log.h"
-#include "../../src/base/util.h"
+#include "../../base/log.h"
+#include "../../base/util.h"
 #include "algorithms.h"
 #include "tune.h"
 

@@ -14,7 +14,7 @@
 
 #include <sharc/p2p.h>
 
-#include "../../src/base/log.h"
+#include "../../base/log.h"
 #include "algorithms.h"
 
 static size_t sharc_coll_p2p_bytes(const sharc_coll_task_t *task)

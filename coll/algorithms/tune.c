@@ -39,9 +39,9 @@
 #include <string.h>
 #include <strings.h>
 
-#include "../../src/base/config_int.h"
-#include "../../src/base/log.h"
-#include "../../src/base/util.h"
+#include "../../base/config_int.h"
+#include "../../base/log.h"
+#include "../../base/util.h"
 #include "tune.h"
 
 #define SHARC_COLL_TUNE_FIELDS 5

@@ -13,8 +13,8 @@
 
 #include <stdlib.h>
 
-#include "../../src/base/gpu.h"
-#include "../../src/base/log.h"
+#include "../../base/gpu.h"
+#include "../../base/log.h"
 #include "device.h"
 
 static sharc_status_t sharc_coll_backend_init(sharc_coll_task_t *task)

@@ -15,8 +15,8 @@
 
 #define SHARC_THIS_SUBSYS SHARC_SUBSYS_COLL
 
-#include "../../src/base/gpu.h"
-#include "../../src/base/log.h"
+#include "../../base/gpu.h"
+#include "../../base/log.h"
 #include "device.h"
 #include "../algorithms/quant.h"
 

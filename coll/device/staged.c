@@ -19,8 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../src/base/gpu.h"
-#include "../../src/base/log.h"
+#include "../../base/gpu.h"
+#include "../../base/log.h"
 #include "device.h"
 
 #define SHARC_STAGE_SLOTS 4 /* chunks in flight: down, on the host, up */

@@ -18,8 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../src/base/log.h"
-#include "../../src/base/util.h"
+#include "../../base/log.h"
+#include "../../base/util.h"
 #include "diagnostics.h"
 
 static const char *const sharc_coll_state_names[] = {

@@ -12,8 +12,8 @@
 #include <stdio.h>
 #include <time.h>
 
-#include "../../src/base/log.h"
-#include "../../src/base/util.h"
+#include "../../base/log.h"
+#include "../../base/util.h"
 #include "diagnostics.h"
 
 /* How often progress asks the bootstrap whether a rank is gone (the fast failure of a job

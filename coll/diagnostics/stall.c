@@ -18,8 +18,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "../../src/base/log.h"
-#include "../../src/base/util.h"
+#include "../../base/log.h"
+#include "../../base/util.h"
 #include "diagnostics.h"
 
 /* How long the ranks' heads are gathered for: a rank's watchdog answers within a tick, so

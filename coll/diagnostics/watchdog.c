@@ -17,8 +17,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "../../src/base/log.h"
-#include "../../src/base/util.h"
+#include "../../base/log.h"
+#include "../../base/util.h"
 #include "diagnostics.h"
 
 struct sharc_coll_watchdog {

@@ -18,8 +18,8 @@
 
 #include <sharc/comm.h>
 
-#include "../../src/base/log.h"
-#include "../../src/base/util.h"
+#include "../../base/log.h"
+#include "../../base/util.h"
 #include "diagnostics.h"
 
 /* A communicator's heads, as its dumps give them. */

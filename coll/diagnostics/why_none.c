@@ -8,7 +8,7 @@
 
 #include <sharc/comm.h>
 
-#include "../../src/base/log.h"
+#include "../../base/log.h"
 
 sharc_status_t sharc_flight_why(const char *dir, char *buf, size_t size)
 {

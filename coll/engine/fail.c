@@ -11,7 +11,7 @@
 
 #include <stdio.h>
 
-#include "../../src/base/log.h"
+#include "../../base/log.h"
 #include "engine.h"
 
 int sharc_coll_fail_now(sharc_coll_comm_t *cc, sharc_status_t status, const char *why)

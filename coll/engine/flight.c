@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "../../src/base/util.h"
+#include "../../base/util.h"
 #include "engine.h"
 #include "flight.h"
 

@@ -14,8 +14,8 @@
 
 #include <sharc/p2p.h>
 
-#include "../../src/base/log.h"
-#include "../../src/base/util.h"
+#include "../../base/log.h"
+#include "../../base/util.h"
 #include "engine.h"
 #include "flight.h"
 

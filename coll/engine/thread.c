@@ -12,8 +12,8 @@
 #include <errno.h>
 #include <sched.h>
 
-#include "../../src/base/log.h"
-#include "../../src/base/util.h"
+#include "../../base/log.h"
+#include "../../base/util.h"
 #include "engine.h"
 
 /* Whether a collective of @p cc's queue runs on the GPU (lock held). */

@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../src/base/util.h"
+#include "../../base/util.h"
 #include "engine.h"
 
 /* Longest block on the transport: the poller wakes at least this often (a rank the store

@@ -8,7 +8,7 @@
 
 #define SHARC_THIS_SUBSYS SHARC_SUBSYS_KERN
 extern "C" {
-#include "../../src/base/log.h"
+#include "../../base/log.h"
 #include "cuda.h"
 }
 

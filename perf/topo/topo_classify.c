@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * topo_classify.c: what follows from a topology read by topo/: PCI distances filled from
+ * topo_classify.c: what follows from a topology read by transport/topo/: PCI distances filled from
  * device paths (unless a capture gave them), the intra-node GPU path, the inter-node fabric,
  * the interfaces for TCP, each GPU's rails (RDMA NICs, or interfaces on a multi-NIC Ethernet
  * node) and expected network bandwidth; the names of links, fabrics and paths; and whole-file
@@ -14,8 +14,8 @@
 #include <string.h>
 
 #define SHARC_THIS_SUBSYS SHARC_SUBSYS_TOPO
-#include "../../src/base/log.h"
-#include "../../src/base/util.h"
+#include "../../base/log.h"
+#include "../../base/util.h"
 #include "topo_tool.h"
 
 /* NVLinks per GPU on the largest parts (Hopper, Blackwell). A GPU that reaches every peer

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "../../src/base/util.h"
+#include "../../base/util.h"
 #include "topo_doc.h"
 #include "topo_tool.h"
 

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../../src/base/util.h"
+#include "../../base/util.h"
 #include "topo_doc.h"
 #include "topo_tool.h"
 

@@ -8,7 +8,7 @@
 #include <stdio.h>
 
 #define SHARC_THIS_SUBSYS SHARC_SUBSYS_TOPO
-#include "../../src/base/log.h"
+#include "../../base/log.h"
 #include "topo_tool.h"
 
 sharc_status_t sharc_topo_print_json(const sharc_topo_t *topo, const sharc_topo_recs_t *recs,

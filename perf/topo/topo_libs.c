@@ -29,8 +29,8 @@
 #include <unistd.h>
 
 #define SHARC_THIS_SUBSYS SHARC_SUBSYS_TOPO
-#include "../../src/base/log.h"
-#include "../../src/base/util.h"
+#include "../../base/log.h"
+#include "../../base/util.h"
 #include "topo_tool.h"
 
 #define SHARC_LIBS_MAX_FILE    (64u << 20) /* bytes of a plugin scanned for its version */

@@ -12,7 +12,7 @@
 #include <strings.h>
 
 #define SHARC_THIS_SUBSYS SHARC_SUBSYS_TOPO
-#include "../../src/base/log.h"
+#include "../../base/log.h"
 #include "topo_tool.h"
 
 #define SHARC_NVML_MAX_LINKS 18 /* NVML_NVLINK_MAX_LINKS */

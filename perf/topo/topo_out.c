@@ -10,8 +10,8 @@
 #include <string.h>
 
 #define SHARC_THIS_SUBSYS SHARC_SUBSYS_TOPO
-#include "../../src/base/log.h"
-#include "../../src/base/util.h"
+#include "../../base/log.h"
+#include "../../base/util.h"
 #include "topo_tool.h"
 
 const char *const sharc_topo_severity_names[] = {

@@ -13,8 +13,8 @@
 #include <string.h>
 
 #define SHARC_THIS_SUBSYS SHARC_SUBSYS_TOPO
-#include "../../src/base/log.h"
-#include "../../src/base/util.h"
+#include "../../base/log.h"
+#include "../../base/util.h"
 #include "topo_tool.h"
 
 static void sharc_topo_rec_add(sharc_topo_recs_t *recs, const char *key, int unset,

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * topo_tool.h: sharc-topo's tool library over the topology that topo/ reads: the other
+ * topo_tool.h: sharc-topo's tool library over the topology that transport/topo/ reads: the other
  * inputs (NVML, hwloc, an `nvidia-smi topo -m` capture, NCCL topology XML), the
  * classification (intra-node path, fabric, rails), the recommended settings, the doctor that
  * checks the settings in force (and, on EFA nodes, the NET plugin and libfabric), and the
@@ -14,7 +14,7 @@
 
 #include <sharc/sharc.h>
 
-#include "../../topo/topo.h"
+#include "../../transport/topo/topo.h"
 
 /* One recommended setting: set KEY=VALUE, or unset KEY, with the reason. */
 typedef struct {

@@ -23,8 +23,8 @@
 #include <libxml/tree.h>
 
 #define SHARC_THIS_SUBSYS SHARC_SUBSYS_TOPO
-#include "../../src/base/log.h"
-#include "../../src/base/util.h"
+#include "../../base/log.h"
+#include "../../base/util.h"
 #include "topo_tool.h"
 
 #define SHARC_XML_MAX_PENDING 1024 /* nvlink elements waiting for their targets */

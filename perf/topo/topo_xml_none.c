@@ -8,7 +8,7 @@
 #include <stdio.h>
 
 #define SHARC_THIS_SUBSYS SHARC_SUBSYS_TOPO
-#include "../../src/base/log.h"
+#include "../../base/log.h"
 #include "topo_tool.h"
 
 sharc_status_t sharc_topo_parse_nccl_xml(sharc_topo_t *topo, const char *text, size_t len)

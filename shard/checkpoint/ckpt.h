@@ -12,7 +12,7 @@
 
 #include <sharc/status.h>
 
-#include "src/base/def_int.h"
+#include "base/def_int.h"
 
 #define SHARC_CKPT_META    "sharc-shard.json" /* the metadata: replaced by rename = the commit */
 #define SHARC_CKPT_FORMAT  "sharc-shard-checkpoint"

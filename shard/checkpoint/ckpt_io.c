@@ -16,7 +16,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include "src/base/log.h"
+#include "base/log.h"
 #include "shard/checkpoint/ckpt.h"
 
 void sharc_ckpt_file_name(char *buf, size_t size, uint64_t gen, int shard_rank)

@@ -8,7 +8,7 @@
 
 #define SHARC_THIS_SUBSYS SHARC_SUBSYS_SHARD
 
-#include "src/base/log.h"
+#include "base/log.h"
 #include "shard/shard.h"
 
 sharc_status_t sharc_shard_save(sharc_shard_group_h g, const char *dir, uint64_t step)

@@ -19,7 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "src/base/log.h"
+#include "base/log.h"
 #include "shard/shard_group.h"
 
 #include <json-c/json.h>

@@ -5,7 +5,7 @@
  */
 #include "config.h"
 
-#include "src/base/util.h"
+#include "base/util.h"
 #include "shard/shard.h"
 
 /* SHARC_SHARD_OFFLOAD's values, in sharc_shard_offload_t's order. */

@@ -14,8 +14,8 @@
 
 #include <stdlib.h>
 
-#include "src/base/log.h"
-#include "src/base/util.h"
+#include "base/log.h"
+#include "base/util.h"
 #include "shard/engine/shard_engine.h"
 #include "shard/trace/shard_record.h"
 

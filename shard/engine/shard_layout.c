@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "src/base/log.h"
+#include "base/log.h"
 #include "shard/engine/shard_engine.h"
 
 size_t sharc_shard_count(size_t count, int nranks)

@@ -22,9 +22,9 @@
 
 #include <sharc/mem.h>
 
-#include "src/base/gpu.h"
-#include "src/base/log.h"
-#include "src/base/util.h"
+#include "base/gpu.h"
+#include "base/log.h"
+#include "base/util.h"
 #include "shard/engine/shard_engine.h"
 #include "shard/trace/shard_record.h"
 

@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "src/base/log.h"
-#include "src/base/util.h"
+#include "base/log.h"
+#include "base/util.h"
 #include "shard/engine/shard_engine.h"
 
 static const char *const sharc_shard_phase_names[] = {"forward", "backward"};

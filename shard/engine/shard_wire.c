@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "src/base/gpu.h"
-#include "src/base/log.h"
+#include "base/gpu.h"
+#include "base/log.h"
 #include "shard/engine/shard_engine.h"
 
 sharc_status_t sharc_shard_wire_settings(sharc_shard_group_t *g, const sharc_shard_params_t *cfg,

@@ -18,9 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "src/base/gpu.h"
-#include "src/base/log.h"
-#include "src/base/util.h"
+#include "base/gpu.h"
+#include "base/log.h"
+#include "base/util.h"
 #include "shard/engine/shard_engine.h"
 #include "shard/offload/shard_offload.h"
 

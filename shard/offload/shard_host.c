@@ -20,9 +20,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "src/base/gpu.h"
-#include "src/base/log.h"
-#include "src/base/util.h"
+#include "base/gpu.h"
+#include "base/log.h"
+#include "base/util.h"
 #include "shard/offload/shard_host.h"
 
 /* ---- queues -------------------------------------------------------------------------------- */

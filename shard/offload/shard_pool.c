@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "src/base/log.h"
+#include "base/log.h"
 #include "shard/offload/shard_offload.h"
 
 struct sharc_shard_pool {

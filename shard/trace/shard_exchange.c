@@ -9,7 +9,7 @@
 
 #define SHARC_THIS_SUBSYS SHARC_SUBSYS_SHARD
 
-#include "src/base/log.h"
+#include "base/log.h"
 #include "shard/trace/shard_record.h"
 
 sharc_status_t sharc_shard_exchange(sharc_shard_group_t *g, sharc_status_t mine,

@@ -18,9 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "src/base/gpu.h"
-#include "src/base/log.h"
-#include "src/base/util.h"
+#include "base/gpu.h"
+#include "base/log.h"
+#include "base/util.h"
 #include "shard/trace/shard_record.h"
 
 void sharc_shard_stats_op(sharc_shard_group_t *g, sharc_shard_unit_t *u, sharc_coll_type_t type,

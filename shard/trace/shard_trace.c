@@ -19,8 +19,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "src/base/log.h"
-#include "src/base/util.h"
+#include "base/log.h"
+#include "base/util.h"
 #include "shard/trace/shard_trace.h"
 
 /* ---- recording ------------------------------------------------------------------------ */

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "src/base/log.h"
+#include "base/log.h"
 #include "shard/trace/shard_trace.h"
 
 static const char *const sharc_shard_call_names[] = {

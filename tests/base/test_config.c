@@ -15,11 +15,11 @@
 
 #include <sharc/sharc.h>
 
-#include "../../src/base/config_int.h"
-#include "../../core/context.h"
-#include "../../src/base/log.h"
-#include "../../src/base/log_cfg.h"
-#include "../../src/boot/boot.h"
+#include "../../base/config_int.h"
+#include "../../comm/context.h"
+#include "../../base/log.h"
+#include "../../base/log_cfg.h"
+#include "../../boot/boot.h"
 #include "../check.h"
 
 static void test_long(void)

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../src/base/log.h"
+#include "../../base/log.h"
 #include "../check.h"
 
 static char *slurp(const char *path)

@@ -17,8 +17,8 @@
 
 #include <sharc/sharc.h>
 
-#include "../../core/context.h"
-#include "../../src/base/mem.h"
+#include "../../comm/context.h"
+#include "../../base/mem.h"
 #include "../check.h"
 
 /* A child opens the parent's buffer through /proc and reads it. */

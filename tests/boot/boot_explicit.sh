@@ -4,6 +4,6 @@
 . "$(dirname "$0")/../lib.sh"
 
 for n in 1 2 3 4 8; do
-    run_ok "explicit, $n ranks" "$LAUNCH" --mode explicit -n $n -- "$BIN/core/test_comm"
+    run_ok "explicit, $n ranks" "$LAUNCH" --mode explicit -n $n -- "$BIN/comm/test_comm"
 done
 finish

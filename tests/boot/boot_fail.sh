@@ -6,7 +6,7 @@
 export SHARC_BOOTSTRAP_TIMEOUT=3s
 T=3
 MARGIN=4
-prog="$BIN/core/test_comm"
+prog="$BIN/comm/test_comm"
 clean=(env -u RANK -u WORLD_SIZE -u LOCAL_RANK -u LOCAL_WORLD_SIZE -u GROUP_RANK -u MASTER_ADDR
        -u MASTER_PORT -u SLURM_PROCID -u SLURM_NTASKS -u SLURM_STEP_ID -u OMPI_COMM_WORLD_SIZE)
 envjob=("${clean[@]}" MASTER_ADDR=127.0.0.1 MASTER_PORT=$(free_port))

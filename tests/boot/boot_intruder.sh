@@ -9,7 +9,7 @@ port=$(free_port)
 "$BIN/boot/store_intruder" 127.0.0.1 "$port" 6 2>/dev/null &
 intruder=$!
 out=$("$LAUNCH" --mode env -n 4 --port "$port" --delay 0:0.5 \
-      --rank-env 0:SHARC_LOG_LEVEL=warn -- "$BIN/core/test_comm" --creates 25 2>&1)
+      --rank-env 0:SHARC_LOG_LEVEL=warn -- "$BIN/comm/test_comm" --creates 25 2>&1)
 st=$?
 wait $intruder
 if [ $st -ne 0 ]; then

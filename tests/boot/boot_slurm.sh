@@ -7,8 +7,8 @@
 for n in 1 2 3 4 8; do
     nodes=$(( n >= 2 ? 2 : 1 ))
     run_ok "slurm, $n ranks on $nodes node(s)" "$LAUNCH" --mode slurm -n $n --nodes $nodes \
-        -- "$BIN/core/test_comm"
+        -- "$BIN/comm/test_comm"
 done
-run_ok "slurm, 8 ranks on 4 nodes" "$LAUNCH" --mode slurm -n 8 --nodes 4 -- "$BIN/core/test_comm"
+run_ok "slurm, 8 ranks on 4 nodes" "$LAUNCH" --mode slurm -n 8 --nodes 4 -- "$BIN/comm/test_comm"
 run_ok "slurm, 3 ranks, bootstrap exchanges" "$LAUNCH" --mode slurm -n 3 -- "$BIN/boot/test_boot_xchg"
 finish

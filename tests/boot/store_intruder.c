@@ -15,9 +15,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../src/boot/sock.h"
-#include "../../src/boot/store_proto.h"
-#include "../../src/base/util.h"
+#include "../../boot/sock.h"
+#include "../../boot/store_proto.h"
+#include "../../base/util.h"
 
 static void send_hdr(int fd, uint8_t kind, uint32_t klen, uint32_t vlen)
 {

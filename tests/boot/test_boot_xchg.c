@@ -12,7 +12,7 @@
 
 #include <sharc/sharc.h>
 
-#include "../../core/comm.h"
+#include "../../comm/comm.h"
 #include "../check.h"
 
 static unsigned char pattern(int src, int dst, size_t i)

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../../src/boot/boot.h"
+#include "../../boot/boot.h"
 #include "../check.h"
 
 static void expect(const char *list, const char *joined)

@@ -11,8 +11,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../../src/boot/store.h"
-#include "../../src/base/util.h"
+#include "../../boot/store.h"
+#include "../../base/util.h"
 #include "../check.h"
 
 #define NRANKS  4

@@ -23,9 +23,9 @@
 #include <sharc/sharc.h>
 
 #include "../../coll/coll.h"
-#include "../../core/comm.h"
-#include "../../core/context.h"
-#include "../../src/base/util.h"
+#include "../../comm/comm.h"
+#include "../../comm/context.h"
+#include "../../base/util.h"
 #include "../check.h"
 
 #define BIG (1u << 20) /* floats per rank of a reduce-scatter: rendezvous, many chunks */

@@ -17,7 +17,7 @@
 
 #include <sharc/sharc.h>
 
-#include "../../src/base/gpu.h"
+#include "../../base/gpu.h"
 #include "../check.h"
 
 static sharc_comm_h comm;

@@ -17,9 +17,9 @@
 #include <sharc/sharc.h>
 
 #include "../../coll/algorithms/tune.h"
-#include "../../core/context.h"
-#include "../../src/base/log.h"
-#include "../../src/base/log_cfg.h"
+#include "../../comm/context.h"
+#include "../../base/log.h"
+#include "../../base/log_cfg.h"
 #include "../check.h"
 
 static char dir[] = "/tmp/sharc-test-tune-XXXXXX";

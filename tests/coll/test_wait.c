@@ -26,7 +26,7 @@
 #include <sharc/sharc.h>
 
 #include "../../coll/coll.h"
-#include "../../src/base/util.h"
+#include "../../base/util.h"
 #include "../check.h"
 
 #define PINGS     200

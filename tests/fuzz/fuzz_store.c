@@ -18,8 +18,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "../../src/base/util.h"
-#include "../../src/boot/store_srv.h"
+#include "../../base/util.h"
+#include "../../boot/store_srv.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -3,7 +3,7 @@
 # shell block, and how a block is marked to say how it runs), on the README's setup: this
 # machine as root, through the launcher each names. The multi-node ones run on the login
 # node of 4 namespace nodes with a real Slurm (tools/nodes.sh), the fixture of a cluster:
-# `hosts` lists the nodes, `my_app` is a sharc program (tests/core/test_comm), mpirun reaches the
+# `hosts` lists the nodes, `my_app` is a sharc program (tests/comm/test_comm), mpirun reaches the
 # nodes through `nodes.sh rsh` as it would through ssh, Slurm's configuration is in
 # SLURM_CONF, sharc-perf is on PATH as after `make install`, and SHARC_NODES_PREFIX gives
 # blocks that run tools/nodes.sh a set of their own. make check's
@@ -31,7 +31,7 @@ bld=$(cd "$top_builddir" && pwd)
 ln -s "$bld" "$fixture/build"
 for d in trainer tools tests docs; do ln -s "$src/$d" "$fixture/$d"; done
 for ((i = 0; i < 4; i++)); do echo "$($NODES host $i) slots=4"; done > "$fixture/hosts"
-printf '#!/bin/sh\nexec "%s" "$@"\n' "$bld/tests/core/test_comm" > "$fixture/my_app"
+printf '#!/bin/sh\nexec "%s" "$@"\n' "$bld/tests/comm/test_comm" > "$fixture/my_app"
 chmod +x "$fixture/my_app"
 
 export NODES PATH="$bld/perf:$PATH" SLURM_CONF="$NODES_DIR/$NODES_PREFIX/slurm/slurm.conf"

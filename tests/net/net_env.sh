@@ -24,9 +24,9 @@ for shape in "4 2" "3 3"; do
     read -r n k <<< "$shape"
     what="$k nodes x $((n / k))"
     run_ok "$what: node ids and local ranks from GROUP_RANK / LOCAL_RANK" \
-        "${job[@]}" -n "$n" --nodes "$k" -- "$BIN/core/test_comm"
+        "${job[@]}" -n "$n" --nodes "$k" -- "$BIN/comm/test_comm"
     run_ok "$what: node ids and local ranks from the host names (pods: RANK, WORLD_SIZE only)" \
-        "${job[@]}" -n "$n" --nodes "$k" --bare -- "$BIN/core/test_comm"
+        "${job[@]}" -n "$n" --nodes "$k" --bare -- "$BIN/comm/test_comm"
     run_ok_match "$what: every collective, SHARC_TRANSPORT=auto" "collectives ok" \
         env SHARC_LOG_LEVEL=info SHARC_LOG_SUBSYS=core,tp "${job[@]}" -n "$n" --nodes "$k" \
         --bare -- "$BIN/coll/test_coll"

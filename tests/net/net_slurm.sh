@@ -42,7 +42,7 @@ for shape in "2 2" "3 1"; do
     run_ok_match "$what: node ids and local ranks as srun says; the store from the node list" \
         "slurm bootstrap: rank 0 of $n, store node0:1[0-9]+ \(from SLURM_STEP_NODELIST\)" \
         step SHARC_LOG_LEVEL=info SHARC_LOG_SUBSYS=boot -N "$k" --ntasks-per-node "$per" -- \
-        "$BIN/core/test_comm"
+        "$BIN/comm/test_comm"
     run_ok_match "$what: every collective, SHARC_TRANSPORT=auto" "collectives ok" \
         step SHARC_LOG_LEVEL=info SHARC_LOG_SUBSYS=core,tp -N "$k" --ntasks-per-node "$per" -- \
         "$BIN/coll/test_coll"

@@ -20,8 +20,8 @@
 #include "../../perf/tune/tune_out.h"
 #include "../../coll/algorithms/tune.h"
 #include "../../perf/topo/topo_tool.h"
-#include "../../core/context.h"
-#include "../../topo/topo.h"
+#include "../../comm/context.h"
+#include "../../transport/topo/topo.h"
 #include "../check.h"
 
 /* ---- the stand-in ------------------------------------------------------------------------- */

@@ -7,7 +7,7 @@
 #include "config.h"
 
 #include "../../transport/ib/ib.h"
-#include "../../topo/topo.h"
+#include "../../transport/topo/topo.h"
 #include "../check.h"
 
 int main(void)

@@ -21,8 +21,8 @@
 
 #include <sharc/sharc.h>
 
-#include "../../core/comm.h"
-#include "../../src/base/util.h"
+#include "../../comm/comm.h"
+#include "../../base/util.h"
 #include "../check.h"
 
 #define INFLIGHT 8

@@ -7,8 +7,8 @@
 
 #include <string.h>
 
-#include "../../src/base/config_int.h"
-#include "../../core/context.h"
+#include "../../base/config_int.h"
+#include "../../comm/context.h"
 #include "../../transport/transport.h"
 #include "../check.h"
 

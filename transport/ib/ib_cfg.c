@@ -4,7 +4,7 @@
  */
 #include "config.h"
 
-#include "../../src/base/util.h"
+#include "../../base/util.h"
 #include "../transport.h"
 #include "ib_cfg.h"
 

@@ -9,7 +9,7 @@
 
 #include <stddef.h>
 
-#include "../../src/base/config_int.h"
+#include "../../base/config_int.h"
 
 typedef struct {
     const char *hca;  /* device[:port], "" for the first active */

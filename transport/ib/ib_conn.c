@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../src/base/log.h"
+#include "../../base/log.h"
 #include "ib.h"
 
 int sharc_tp_ib_post_recvs(sharc_tp_comm_t *tp, int peer, int n)

@@ -17,9 +17,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../src/base/gpu.h"
-#include "../../src/base/log.h"
-#include "../../topo/topo.h"
+#include "../../base/gpu.h"
+#include "../../base/log.h"
+#include "../topo/topo.h"
 #include "ib.h"
 
 #define SHARC_IB_MAX_CANDIDATES 64

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../src/base/log.h"
+#include "../../base/log.h"
 #include "ib.h"
 
 /*

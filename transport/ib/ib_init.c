@@ -13,8 +13,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "../../src/base/log.h"
-#include "../../src/base/util.h"
+#include "../../base/log.h"
+#include "../../base/util.h"
 #include "ib.h"
 
 static sharc_status_t sharc_tp_ib_query(const sharc_cfg_t *cfg)

@@ -21,8 +21,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../src/base/gpu.h"
-#include "../../src/base/log.h"
+#include "../../base/gpu.h"
+#include "../../base/log.h"
 #include "ib.h"
 
 #define SHARC_IB_ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ)

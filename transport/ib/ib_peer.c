@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../src/base/log.h"
+#include "../../base/log.h"
 #include "ib.h"
 
 /* Put @p req on @p *doomed unless it is there already (a send may hold several slots). */

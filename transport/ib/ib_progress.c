@@ -13,7 +13,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../../src/base/log.h"
+#include "../../base/log.h"
 #include "ib.h"
 
 /* a peer waited for and silent this long gets a probe */

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../src/base/log.h"
+#include "../../base/log.h"
 #include "ib.h"
 
 /* Tell @p peer its zero-copy send @p seq is done with (read, or @p failed to be). */

@@ -12,7 +12,7 @@
 
 #include <stdlib.h>
 
-#include "../../src/base/log.h"
+#include "../../base/log.h"
 #include "nccl.h"
 
 int sharc_tp_nccl_dtype(sharc_dtype_t dtype, ncclDataType_t *out)

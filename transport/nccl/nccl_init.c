@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../src/base/log.h"
-#include "../../src/base/util.h"
+#include "../../base/log.h"
+#include "../../base/util.h"
 #include "nccl.h"
 
 static sharc_status_t sharc_tp_nccl_query(const sharc_cfg_t *cfg)

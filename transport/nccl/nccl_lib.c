@@ -12,7 +12,7 @@
 #include <dlfcn.h>
 #include <pthread.h>
 
-#include "../../src/base/log.h"
+#include "../../base/log.h"
 #include "nccl.h"
 
 sharc_tp_nccl_lib_t sharc_tp_nccl_lib;

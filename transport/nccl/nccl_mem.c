@@ -12,7 +12,7 @@
 
 #include <stdlib.h>
 
-#include "../../src/base/log.h"
+#include "../../base/log.h"
 #include "nccl.h"
 
 #define SHARC_NCCL_REG_VERSION 21900 /* ncclMemAlloc and ncclCommRegister */

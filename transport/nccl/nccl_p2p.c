@@ -12,7 +12,7 @@
 
 #include <stdlib.h>
 
-#include "../../src/base/log.h"
+#include "../../base/log.h"
 #include "nccl.h"
 
 /* The calls of the batch between ncclGroupStart and ncclGroupEnd (which is always called). */

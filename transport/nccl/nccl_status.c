@@ -10,8 +10,8 @@
 
 #define SHARC_THIS_SUBSYS SHARC_SUBSYS_TP
 
-#include "../../src/base/log.h"
-#include "../../src/base/util.h"
+#include "../../base/log.h"
+#include "../../base/util.h"
 #include "nccl.h"
 
 sharc_status_t sharc_tp_nccl_status(sharc_tp_comm_t *tp, ncclResult_t res, const char *what)

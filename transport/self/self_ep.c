@@ -10,7 +10,7 @@
 
 #include <string.h>
 
-#include "../../src/base/log.h"
+#include "../../base/log.h"
 #include "self.h"
 
 static int sharc_self_has_tag(sharc_tp_req_t *req, uint64_t tag)

@@ -8,7 +8,7 @@
 
 #include <stdlib.h>
 
-#include "../../src/base/log.h"
+#include "../../base/log.h"
 #include "self.h"
 
 static sharc_status_t sharc_tp_self_comm_create(const sharc_tp_comm_params_t *params,

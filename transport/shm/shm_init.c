@@ -22,8 +22,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "../../src/base/log.h"
-#include "../../src/base/util.h"
+#include "../../base/log.h"
+#include "../../base/util.h"
 #include "shm.h"
 
 #define SHARC_SHM_PROBE 0x7368617263434d41ull /* "sharcCMA" */

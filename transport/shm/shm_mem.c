@@ -19,8 +19,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "../../src/base/log.h"
-#include "../../src/base/util.h"
+#include "../../base/log.h"
+#include "../../base/util.h"
 #include "shm.h"
 
 /* Unmap entry @p i of the peer's mappings (the last entry takes its place). */

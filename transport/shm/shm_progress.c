@@ -13,8 +13,8 @@
 #include <signal.h>
 #include <string.h>
 
-#include "../../src/base/log.h"
-#include "../../src/base/util.h"
+#include "../../base/log.h"
+#include "../../base/util.h"
 #include "shm.h"
 
 #define SHARC_SHM_LIVENESS_PERIOD 1.0 /* seconds between checks that busy peers still exist */

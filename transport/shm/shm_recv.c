@@ -13,8 +13,8 @@
 #include <string.h>
 
 #include "../../kernels/kernels.h"
-#include "../../src/base/log.h"
-#include "../../src/base/util.h"
+#include "../../base/log.h"
+#include "../../base/util.h"
 #include "shm.h"
 
 /* recv_reduce over CMA reads the sender's data into a bounce buffer of this size at a time,

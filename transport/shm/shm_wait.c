@@ -22,8 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../src/base/log.h"
-#include "../../src/base/util.h"
+#include "../../base/log.h"
+#include "../../base/util.h"
 #include "shm.h"
 
 /* Not FUTEX_PRIVATE_FLAG: the word is in memory shared between processes. 0 or -1 (errno). */

@@ -11,7 +11,7 @@
 
 #define SHARC_THIS_SUBSYS SHARC_SUBSYS_TP
 
-#include "../../src/base/log.h"
+#include "../../base/log.h"
 #include "ucx.h"
 
 /* The in-flight list (tp->base.lock held: posts and callbacks take it). */

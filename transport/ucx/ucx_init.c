@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../src/base/log.h"
-#include "../../src/base/util.h"
+#include "../../base/log.h"
+#include "../../base/util.h"
 #include "ucx.h"
 
 /* Whether an operation with @p peer is in flight (tp->base.lock held: callbacks run in progress).

@@ -11,7 +11,7 @@
 
 #include <stdlib.h>
 
-#include "../../src/base/log.h"
+#include "../../base/log.h"
 #include "ucx.h"
 
 sharc_status_t sharc_tp_ucx_mem_reg(sharc_tp_comm_t *tp, void *addr, size_t bytes,

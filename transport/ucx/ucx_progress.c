@@ -7,8 +7,8 @@
 
 #define SHARC_THIS_SUBSYS SHARC_SUBSYS_TP
 
-#include "../../src/base/log.h"
-#include "../../src/base/util.h"
+#include "../../base/log.h"
+#include "../../base/util.h"
 #include "ucx.h"
 
 int sharc_tp_ucx_progress(sharc_tp_comm_t *tp)

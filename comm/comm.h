@@ -10,7 +10,7 @@
 
 #include "../coll/api.h"
 #include "../transport/transport.h"
-#include "../src/boot/boot.h"
+#include "../boot/boot.h"
 #include "context.h"
 
 struct sharc_comm {
@@ -68,7 +68,7 @@ SHARC_HIDDEN sharc_status_t sharc_comm_open_transport(sharc_comm_h comm);
 SHARC_HIDDEN sharc_status_t sharc_comm_open_coll(sharc_comm_h comm);
 
 /* Set the stream @p comm's collectives on CUDA buffers follow (sharc_comm_set_cuda_stream
- * in sharc/sharc_cuda.h, which core/comm_cuda.c defines over this). */
+ * in sharc/sharc_cuda.h, which comm/comm_cuda.c defines over this). */
 SHARC_HIDDEN sharc_status_t sharc_comm_stream_set(sharc_comm_h comm, void *stream);
 
 #endif

@@ -10,7 +10,7 @@
 
 #include <sharc/coll.h>
 
-#include "../src/base/log.h"
+#include "../base/log.h"
 #include "comm.h"
 
 static sharc_status_t sharc_comm_post(sharc_comm_h comm, sharc_coll_args_t *a,

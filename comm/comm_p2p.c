@@ -11,7 +11,7 @@
 
 #include <sharc/p2p.h>
 
-#include "../src/base/log.h"
+#include "../base/log.h"
 #include "comm.h"
 
 /* Post it; a blocking call (@p req_p NULL) waits for it and releases it. */

@@ -3,7 +3,7 @@
  * launch.c: reads what the launcher told this process (mpirun, torchrun / Kubeflow
  * PyTorchJob, srun, or the caller) into a sharc_launch_t: mode, rank, size, node and local
  * hints, the store address and the job token. Every error names the variable and its value.
- * This is the only file that reads the variables a bootstrap uses (core/launch_info.c reports
+ * This is the only file that reads the variables a bootstrap uses (comm/launch_info.c reports
  * them publicly through it, with the few that only the report gives: mpirun's ranks, nodes).
  */
 #include "config.h"

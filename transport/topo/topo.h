@@ -15,7 +15,7 @@
 
 #include <sharc/status.h>
 
-#include "../src/base/def_int.h"
+#include "../../base/def_int.h"
 
 #define SHARC_TOPO_MAX_GPUS    32
 #define SHARC_TOPO_MAX_NICS    64 /* RDMA devices; a p5.48xlarge has 32 */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * mem.c: shareable host memory (behind sharc/mem.h, whose calls are in core/context.c). Each
+ * mem.c: shareable host memory (behind sharc/mem.h, whose calls are in comm/context.c). Each
  * buffer is a memfd mapped MAP_SHARED; the fd stays open while the buffer lives so that a
  * peer can open it through /proc. The context's table keeps the buffers sorted by address
  * for lookups from the transports.

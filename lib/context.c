@@ -4,7 +4,7 @@
  * knobs: the configuration (the defaults and SHARC_* variables, or a copy of the caller's),
  * logging applied process-wide (see sharc/log.h), SHARC_TUNE_FILE's rules (coll/algorithms/tune.c),
  * the table of shareable memory, and a warning for SHARC_* variables that name no knob. A
- * context's references and end are the core's (core/context.c).
+ * context's references and end are the core's (comm/context.c).
  */
 #include "config.h"
 
@@ -12,8 +12,8 @@
 
 #include <sharc/context.h>
 
-#include "../../coll/api.h"
-#include "../../core/context.h"
+#include "../coll/api.h"
+#include "../comm/context.h"
 #include "../base/log.h"
 #include "../base/log_cfg.h"
 

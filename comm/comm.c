@@ -14,8 +14,8 @@
 #include <unistd.h>
 
 #include "comm.h"
-#include "../src/base/log.h"
-#include "../src/base/util.h"
+#include "../base/log.h"
+#include "../base/util.h"
 
 #define SHARC_COMM_PEER_MAGIC 0x73686334u /* "shc4": bump when sharc_comm_peer_t changes */
 

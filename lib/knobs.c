@@ -3,16 +3,16 @@
  * knobs.c: the library's root list of knob tables, one per layer, each declared beside the
  * code that reads it, in the order `sharc-info -c` prints them; and the public calls that
  * need the whole list: creating a configuration, printing the defaults, the values of an
- * enumerated knob. The mechanism is base's (src/base/cfg.c).
+ * enumerated knob. The mechanism is base's (base/cfg.c).
  */
 #include "config.h"
 
 #include <sharc/config.h>
 
-#include "../../coll/api.h"
-#include "../../core/context.h"
-#include "../../shard/shard.h"
-#include "../../transport/transport.h"
+#include "../coll/api.h"
+#include "../comm/context.h"
+#include "../shard/shard.h"
+#include "../transport/transport.h"
 #include "../base/config_int.h"
 #include "../base/log.h"
 #include "../base/log_cfg.h"

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * config.c: the core's knobs: where collectives on CUDA buffers run. The configuration's
- * mechanism is base's (src/base/cfg.c); the list of every layer's tables is the library
- * root's (src/lib/knobs.c).
+ * mechanism is base's (base/cfg.c); the list of every layer's tables is the library
+ * root's (lib/knobs.c).
  */
 #include "config.h"
 
-#include "../src/base/util.h"
+#include "../base/util.h"
 #include "context.h"
 
 static const char *const sharc_cfg_cuda_backends[] = {

@@ -2,7 +2,7 @@
 /*
  * context.c: contexts as the layers use them: references (one per communicator), the
  * shareable memory they hand out, their end. Creating one is the library root's
- * (src/lib/context.c), which knows every layer's knobs.
+ * (lib/context.c), which knows every layer's knobs.
  */
 #include "config.h"
 
@@ -12,7 +12,7 @@
 
 #include "../coll/api.h"
 #include "context.h"
-#include "../src/base/log.h"
+#include "../base/log.h"
 
 void sharc_context_get(sharc_context_h ctx)
 {

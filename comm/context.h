@@ -9,9 +9,9 @@
 #include <pthread.h>
 #include <sharc/context.h>
 
-#include "../src/base/config_int.h"
-#include "../src/base/def_int.h"
-#include "../src/base/mem.h"
+#include "../base/config_int.h"
+#include "../base/def_int.h"
+#include "../base/mem.h"
 
 /* SHARC_TUNE_FILE's rules (coll/algorithms/tune.h), loaded through coll/api.h, read by selection. */
 typedef struct sharc_coll_tune sharc_coll_tune_t;
@@ -44,7 +44,7 @@ static inline const sharc_core_cfg_t *sharc_core_cfg(const sharc_cfg_t *cfg)
     return (const sharc_core_cfg_t *)sharc_cfg_get(cfg, &sharc_core_cfg_table);
 }
 
-/* ---- contexts (context.c; their creation is the library root's, src/lib/context.c) */
+/* ---- contexts (context.c; their creation is the library root's, lib/context.c) */
 
 SHARC_HIDDEN void sharc_context_get(sharc_context_h ctx);
 SHARC_HIDDEN void sharc_context_put(sharc_context_h ctx);

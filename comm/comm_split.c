@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../src/base/log.h"
+#include "../base/log.h"
 #include "comm.h"
 
 /* Marks a rank's bad split arguments in the exchange (below every valid color). */

@@ -18,8 +18,8 @@
 #include <unistd.h>
 
 #define SHARC_THIS_SUBSYS SHARC_SUBSYS_TOPO
-#include "../src/base/log.h"
-#include "../src/base/util.h"
+#include "../../base/log.h"
+#include "../../base/util.h"
 #include "topo.h"
 #include "topo_fs.h"
 

@@ -3,7 +3,7 @@
  * cfg.c: the configuration object over a list of knob tables (config_int.h): every knob's
  * text as set, parsed at once into its table's struct; set and get by name, print with the
  * docs, copy, and the check for SHARC_* variables that name no knob. The tables are the
- * layers'; the list is the library root's (src/lib/knobs.c), which also creates the object.
+ * layers'; the list is the library root's (lib/knobs.c), which also creates the object.
  */
 #include "config.h"
 

@@ -5,7 +5,7 @@
  * plain struct they are parsed into, the configuration object over a list of tables, and
  * the value parsers (parse.c). Each layer declares its own table and struct beside its
  * code; the list of every table, the one `sharc-info -c` prints, is the library root's
- * (src/lib/knobs.c).
+ * (lib/knobs.c).
  */
 #ifndef SHARC_CONFIG_INT_H
 #define SHARC_CONFIG_INT_H

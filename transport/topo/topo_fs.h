@@ -2,7 +2,7 @@
 /*
  * topo_fs.h: what the readers of a sysfs-shaped tree share (topo_sysfs.c: PCI, RDMA, CPUs;
  * topo_net.c: network interfaces): the tree being read and its attribute helpers
- * (topo_fs.c). Internal to topo/.
+ * (topo_fs.c). Internal to transport/topo/.
  */
 #ifndef SHARC_TOPO_FS_H
 #define SHARC_TOPO_FS_H

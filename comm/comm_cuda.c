@@ -2,7 +2,7 @@
 /*
  * comm_cuda.c: the calls of sharc/sharc_cuda.h: the stream a communicator's collectives on
  * CUDA buffers follow, and a stream's wait for a request. Below the public API a stream is
- * a void pointer (src/base/gpu.h); only here does it have CUDA's type. Built with or
+ * a void pointer (base/gpu.h); only here does it have CUDA's type. Built with or
  * without CUDA (without, config/cuda_none gives the header its one type).
  */
 #include "config.h"

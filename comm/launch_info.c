@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * launch_info.c: sharc_launch_query, the public report of what the launcher told this process:
- * the launcher (src/boot/launch.c's detection), the bootstrap and store a communicator would
+ * the launcher (boot/launch.c's detection), the bootstrap and store a communicator would
  * use (launch.c's reader, the Slurm port rule included), and the launcher's rank, size and
  * node layout. It reads a variable itself only where no bootstrap does (mpirun's ranks, the
  * node counts); it creates and connects nothing.
@@ -14,8 +14,8 @@
 #include <sharc/launch.h>
 
 #include "context.h"
-#include "../src/base/log.h"
-#include "../src/boot/boot.h"
+#include "../base/log.h"
+#include "../boot/boot.h"
 
 static const char *const sharc_launcher_names[SHARC_LAUNCHER_LAST] = {
     [SHARC_LAUNCHER_NONE] = "none",
