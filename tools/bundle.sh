@@ -6,18 +6,19 @@
 # benchmarks run there although it has only the C runtime, CUDA and NCCL installed (a GPU
 # machine whose image has none of sharc's Debian packages, say: tests/gpu/run.sh then runs
 # there). Left out, since the target has its own and a copy could shadow a newer one: the C
-# runtime (glibc, libstdc++, libgcc_s) and CUDA's libraries (libcuda, libcudart, cuBLAS, NCCL).
+# runtime (glibc, libstdc++, libgcc_s) and CUDA's libraries (libcuda, libcudart, cuBLAS, NCCL,
+# cuDNN: sharc-llama opens libcudnn.so.9 at run time, tests/gpu/run.sh finds the target's).
 # SPDX-License-Identifier: BSD-3-Clause
 set -euo pipefail
 if [ $# -ne 2 ]; then
-    sed -n '2,9p' "$0" >&2
+    sed -n '2,10p' "$0" >&2
     exit 2
 fi
 build=$(cd "$1" && pwd)
 mkdir -p "$2/lib"
 dest=$(cd "$2" && pwd)
 
-skip='^(ld-linux.*|libc|libm|libpthread|libdl|librt|libresolv|libutil|libstdc\+\+|libgcc_s|libcuda|libcudart|libcublas|libcublasLt|libnccl|libnvidia-.*)\.so'
+skip='^(ld-linux.*|libc|libm|libpthread|libdl|librt|libresolv|libutil|libstdc\+\+|libgcc_s|libcuda|libcudart|libcublas|libcublasLt|libnccl|libcudnn.*|libnvidia-.*)\.so'
 # every ELF program and shared library of the build (libtool keeps the real ones in .libs/)
 mapfile -t elves < <(find "$build" -type f -perm -u+x -exec sh -c \
     'head -c 4 "$1" | grep -q ELF && echo "$1"' _ {} \; ; find "$build" -name '*.so*' -type f)

@@ -5,7 +5,8 @@
 # CUDA buffers through NCCL and staged; the sharding engine on the GPU; the torch backend on
 # CUDA tensors (with the venv of tools/install-deps.sh --torch); sharc-perf on device
 # buffers beside NCCL called directly; the overlap benchmark with cuBLAS compute;
-# sharc-llama on the GPU: its ops against the CPU's, the trainer against transformers and the
+# sharc-llama on the GPU: its ops against the CPU's, its bf16 attentions (cuDNN's, the tiled
+# kernel, gemm) against each other and timed at T 2048, the trainer against transformers and the
 # CPU trainer (tests/trainer/trainer_cuda.sh) and --offload against none (tests/trainer/
 # trainer_offload_emu.sh --gpu), then tokens/s, MFU and peak memory of the 110m and 1b configs
 # on one GPU in bf16 (1b with offload too, and Llama 2 7B with offload host), PyTorch's on the
@@ -29,22 +30,29 @@ if ! nvidia-smi -L > /dev/null 2>&1; then
     exit 77
 fi
 # The NCCL, CUDA runtime and cuBLAS libraries the build links, where the loader does not find
-# them (a machine whose NCCL came with a Python package, say): CUDA's folder, then the
-# nvidia-* Python packages (torch's wheels), then anywhere.
-if ldd "$build"/.libs/libsharc.so "$build"/trainer/.libs/* 2>/dev/null | grep -q "not found"; then
-    for lib in libnccl.so.2 libcudart.so.13 libcublas.so.13 libcublasLt.so.13; do
-        ldconfig -p | grep -q " $lib " && continue
-        dir=$({
-            echo /usr/local/cuda/lib64
-            python3 -c 'import nvidia, os
+# them (a machine whose NCCL came with a Python package, say), and cuDNN, which sharc-llama
+# opens at run time (--attention cudnn; libcudnn.so.9 loads its sub-libraries, libcudnn_graph,
+# libcudnn_engines_*, ..., from its own folder): CUDA's folder, then the nvidia-* Python
+# packages (torch's wheels: nvidia/cudnn/lib), then anywhere.
+add_lib_dir() { # add_lib_dir LIB: its folder on LD_LIBRARY_PATH, unless the loader finds it
+    local lib=$1 dir
+    ldconfig -p | grep -q " $lib " && return
+    dir=$({
+        echo /usr/local/cuda/lib64
+        python3 -c 'import nvidia, os
 for p in nvidia.__path__:
     for d in sorted(os.listdir(p)): print(os.path.join(p, d, "lib"))'
-        } 2>/dev/null | while read -r d; do [ -e "$d/$lib" ] && { echo "$d"; break; }; done)
-        [ -n "$dir" ] || dir=$(dirname "$(find / -name "$lib" -path '*lib*' -not -path '/proc/*' \
-            2>/dev/null | head -n 1)")
-        [ "$dir" != . ] && export LD_LIBRARY_PATH="$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    } 2>/dev/null | while read -r d; do [ -e "$d/$lib" ] && { echo "$d"; break; }; done)
+    [ -n "$dir" ] || dir=$(dirname "$(find / -name "$lib" -path '*lib*' -not -path '/proc/*' \
+        2>/dev/null | head -n 1)")
+    [ "$dir" != . ] && export LD_LIBRARY_PATH="$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+}
+if ldd "$build"/.libs/libsharc.so "$build"/trainer/.libs/* 2>/dev/null | grep -q "not found"; then
+    for lib in libnccl.so.2 libcudart.so.13 libcublas.so.13 libcublasLt.so.13; do
+        add_lib_dir "$lib"
     done
 fi
+grep -q "define HAVE_CUDNN 1" "$build/config.h" 2> /dev/null && add_lib_dir libcudnn.so.9
 
 failures=0
 limit=${SHARC_GPU_STEP_TIMEOUT:-900}
@@ -86,10 +94,13 @@ fi
 step torch_backend bash "$top/tests/torch/gpu.sh" # skipped without the PyTorch venv
 if [ -x "$build/trainer/sharc-llama" ]; then
     # the trainer's GPU tests are check programs: built here when the build has not yet
-    [ -x "$build/tests/trainer/test_ops_cuda" ] && [ -x "$build/tests/trainer/test_llama_hf" ] ||
+    [ -x "$build/tests/trainer/test_ops_cuda" ] && [ -x "$build/tests/trainer/test_llama_hf" ] &&
+        [ -x "$build/tests/trainer/test_attention_cuda" ] ||
         make -C "$build" -j"$(nproc)" tests/trainer/test_ops_cuda tests/trainer/test_llama_hf \
-            > "$out/trainer-tests-build.log" 2>&1
+            tests/trainer/test_attention_cuda > "$out/trainer-tests-build.log" 2>&1
     step trainer_ops "$build/tests/trainer/test_ops_cuda"
+    # the bf16 attentions (cuDNN's, the tiled kernel, gemm) against f32 and each other at T 2048
+    step trainer_attention "$build/tests/trainer/test_attention_cuda"
     step trainer_gpu bash "$top/tests/trainer/trainer_cuda.sh"
     step trainer_offload bash "$top/tests/trainer/trainer_offload_emu.sh" --gpu
 fi
@@ -123,6 +134,23 @@ if "$build/perf/sharc-perf" overlap -h 2>&1 | grep -q -- "--device"; then
         -J "$out/overlap-gemm.json" >> "$report" 2>&1 || failures=$((failures + 1))
     bounded "$build/perf/sharc-perf" overlap --device cuda --compute sleep -u 16 -p 16M -n 20 \
         -J "$out/overlap-sleep.json" >> "$report" 2>&1 || failures=$((failures + 1))
+    echo '```' >> "$report"
+fi
+
+# sharc-llama's attentions alone: forward and backward at T 2048, head size 64, causal
+if [ -x "$build/tests/trainer/test_attention_cuda" ]; then
+    {
+        echo
+        echo "## sharc-llama's attention, forward and backward (test_attention_cuda --bench)"
+        echo
+        echo "FLOPs as FlashAttention's benchmarks count them: forward 4 B H T^2 hd / 2 (causal),"
+        echo "backward 2.5 times the forward; the best of 5 batches of 20 calls."
+        echo
+        echo '```'
+    } >> "$report"
+    bounded "$build/tests/trainer/test_attention_cuda" --bench > "$out/attention-bench.log" 2>&1 ||
+        failures=$((failures + 1))
+    grep '^attention ' "$out/attention-bench.log" >> "$report"
     echo '```' >> "$report"
 fi
 
@@ -251,7 +279,10 @@ if [ -x "$build/trainer/sharc-llama" ]; then
     llama_bench 110m 110m 4096 16 1024
     llama_bench 110m-recompute 110m 4096 16 1024 --recompute
     llama_bench 110m-gemm-attention 110m 4096 16 1024 --attention gemm
+    # (the default attention is cuDNN's where the build has it: the tiled kernel beside it)
+    llama_bench 110m-flash-attention 110m 4096 16 1024 --attention flash
     llama_bench 1b 1b 32000 4 2048
+    llama_bench 1b-flash-attention 1b 32000 4 2048 --attention flash
     llama_bench 1b-recompute 1b 32000 8 2048 --recompute
     # offload: the 1b config with accumulation 4, without it and with host; Llama 2 7B, which
     # does not fit one 80 GB GPU without (predicted: sharc-perf predict --sweep offload), with

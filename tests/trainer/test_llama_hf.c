@@ -19,7 +19,9 @@
  * reference is the CPU model in f32 on a seeded random batch of 2 x 80 tokens (a full query
  * tile of the tiled attention and a partial one), to the same tolerances.
  *
- *     test_llama_hf [--device cuda] [--compute-dtype bf16] [--against-cpu] DIR...
+ * --attention A (auto, cudnn, flash or gemm, as sharc-llama's) chooses the device model's.
+ *
+ *     test_llama_hf [--device cuda] [--compute-dtype bf16] [--attention A] [--against-cpu] DIR...
  */
 #include "model/llama.h"
 #include "ops/ops_cuda.h"
@@ -33,6 +35,7 @@
 
 static llama_device_t device = LLAMA_DEVICE_CPU;
 static sharc_dtype_t compute_dtype = SHARC_DTYPE_F32;
+static llama_attention_t attention = LLAMA_ATTENTION_AUTO;
 
 /* max |a - b| / max |b| */
 static double rel_err(const float *a, const float *b, size_t n)
@@ -160,6 +163,7 @@ static void check_against_cpu(sharc_comm_h comm, const char *dir, int recompute)
     }
     dev.device = device;
     dev.compute_dtype = compute_dtype;
+    dev.attention = attention;
     dev.param_dtype = bf16 && recompute ? SHARC_DTYPE_BF16 : SHARC_DTYPE_F32;
     size_t N = (size_t)cpu.batch * cpu.seq, V = (size_t)cfg.vocab;
     int32_t *x = malloc(N * sizeof(*x)), *y = malloc(N * sizeof(*y));
@@ -225,7 +229,8 @@ static void check_fixture(sharc_comm_h comm, const char *dir, int recompute)
                        .param_dtype = bf16 && recompute ? SHARC_DTYPE_BF16 : SHARC_DTYPE_F32,
                        .reduce_dtype = SHARC_DTYPE_F32,
                        .device = device,
-                       .compute_dtype = compute_dtype};
+                       .compute_dtype = compute_dtype,
+                       .attention = attention};
     size_t N = ids->count, V = (size_t)cfg.vocab;
     x = malloc(N * sizeof(*x));
     y = malloc(N * sizeof(*y));
@@ -310,6 +315,18 @@ int main(int argc, char **argv)
         } else if (strcmp(argv[first], "--compute-dtype") == 0 &&
                    strcmp(argv[first + 1], "bf16") == 0) {
             compute_dtype = SHARC_DTYPE_BF16;
+        } else if (strcmp(argv[first], "--attention") == 0) {
+            static const char *const names[] = {"auto", "gemm", "flash", "cudnn"};
+            int a = 0;
+            while (a < 4 && strcmp(argv[first + 1], names[a]) != 0) {
+                a++;
+            }
+            if (a == 4) {
+                fprintf(stderr, "test_llama_hf: --attention %s is not auto, cudnn, flash or gemm\n",
+                        argv[first + 1]);
+                return 2;
+            }
+            attention = (llama_attention_t)a; /* llama_attention_t's order */
         } else if (strcmp(argv[first], "--compute-dtype") != 0 ||
                    strcmp(argv[first + 1], "f32") != 0) {
             fprintf(stderr, "test_llama_hf: unknown option %s %s\n", argv[first], argv[first + 1]);
@@ -318,7 +335,7 @@ int main(int argc, char **argv)
     }
     if (first >= argc) {
         fprintf(stderr, "usage: test_llama_hf [--device cuda] [--compute-dtype bf16] "
-                        "[--against-cpu] DIR...\n");
+                        "[--attention A] [--against-cpu] DIR...\n");
         return 2;
     }
     if (device == LLAMA_DEVICE_CUDA && llama_cuda_pick_device() == SHARC_ERR_UNSUPPORTED) {

@@ -13,8 +13,9 @@
  *               bf16: 1e-2 for element-wise ops, norms and products, 3e-2 for attention
  *               (bf16 scores and probabilities materialized, or bf16 probabilities and score
  *               gradients inside the tiled kernel), 1e-3 for the loss.
- * The bf16 table runs twice: with the tiled (flash) attention, for head sizes 32, 64 and 128
- * (the others fall back), and with the probabilities materialized.
+ * The bf16 table runs three times: with the tiled (flash) attention, for head sizes 32, 64 and
+ * 128 (the others fall back), with the probabilities materialized, and with cuDNN's fused
+ * attention where the build has it (head sizes 64 and 128; the others take the tiled path).
  * The GPU's reductions run in a fixed order: a second run must give the same bits.
  * Exits 77 (SKIP) without CUDA or without a GPU.
  *
@@ -263,7 +264,7 @@ static void test_attention(int B, int T, int H, int KV, int hd)
     float *dv = malloc(kn * sizeof(float)), *scr = malloc(sn * sizeof(float));
     float *g_q = put(q, qn), *g_k = put(k, kn), *g_v = put(v, kn), *g_do = put(dout, qn);
     size_t es = sharc_dtype_size(gpu->act_dtype), state = pn * es, scratch = sn * es;
-    if (gpu->attention_bytes != NULL) { /* a tiled attention keeps less than the probabilities */
+    if (gpu->attention_bytes != NULL) { /* tiled or cuDNN's: less than the probabilities */
         gpu->attention_bytes(B, T, H, KV, hd, &state, &scratch);
     }
     int materialized = state == pn * es;
@@ -496,12 +497,19 @@ int main(void)
         printf("SKIP: no CUDA table or no GPU here (the message above says which)\n");
         return 77;
     }
-    /* f32; bf16 with the tiled attention; bf16 with the probabilities materialized */
-    for (int table = 0; table < 3; table++) {
+    /* f32; bf16 with the tiled attention, the probabilities materialized, cuDNN's */
+    static const llama_cuda_attention_t attention[] = {
+        LLAMA_CUDA_ATTENTION_GEMM, LLAMA_CUDA_ATTENTION_FLASH, LLAMA_CUDA_ATTENTION_GEMM,
+        LLAMA_CUDA_ATTENTION_CUDNN};
+    for (int table = 0; table < 4; table++) {
         void *stream;
         bf16 = table > 0;
-        CHECK(llama_cuda_open(NULL, bf16 ? SHARC_DTYPE_BF16 : SHARC_DTYPE_F32, table == 1, &gpu,
-                              &stream) == SHARC_OK);
+        if (attention[table] == LLAMA_CUDA_ATTENTION_CUDNN && llama_cuda_cudnn_missing() != NULL) {
+            printf("cuDNN's attention: not tested (%s)\n", llama_cuda_cudnn_missing());
+            continue;
+        }
+        CHECK(llama_cuda_open(NULL, bf16 ? SHARC_DTYPE_BF16 : SHARC_DTYPE_F32, attention[table],
+                              NULL, &gpu, &stream) == SHARC_OK);
         if (check_failures) {
             break;
         }

@@ -151,13 +151,25 @@ run_fail "bf16 compute on the CPU" 20 "compute-dtype bf16 needs --device cuda" o
     --data "$work/data" --compute-dtype bf16
 run_fail "an unknown device" 20 "device: 'tpu' is not cpu or cuda" one --config tiny \
     --data "$work/data" --device tpu
-run_fail "an unknown attention" 20 "attention: 'sdpa' is not auto, flash or gemm" one \
+run_fail "an unknown attention" 20 "attention: 'sdpa' is not auto, cudnn, flash or gemm" one \
     --config tiny --data "$work/data" --attention sdpa
 run_fail "the tiled attention on the CPU" 20 "flash attention runs on CUDA in bf16" one \
     --config tiny --data "$work/data" --attention flash
+# cuDNN's attention: a build without it says so before anything else; one with it needs CUDA
+if grep -q "define HAVE_CUDNN 1" "$top_builddir/config.h" 2> /dev/null; then
+    no_cudnn_cpu="the cuDNN attention runs on CUDA in bf16"
+    no_cudnn_gpu="device cuda: no CUDA device is usable here"
+else
+    no_cudnn_cpu="attention cudnn: this sharc-llama was built without (cuDNN|CUDA)"
+    no_cudnn_gpu=$no_cudnn_cpu
+fi
+run_fail "cuDNN's attention on the CPU" 20 "$no_cudnn_cpu" one --config tiny --data "$work/data" \
+    --attention cudnn
 if ! nvidia-smi -L > /dev/null 2>&1; then
     run_fail "--device cuda without a GPU" 20 \
         "device cuda: (no CUDA device is usable here|this sharc-llama was built without CUDA)" \
         one --config tiny --data "$work/data" --device cuda
+    run_fail "--attention cudnn without a GPU" 20 "$no_cudnn_gpu" one --config tiny \
+        --data "$work/data" --device cuda --attention cudnn
 fi
 finish

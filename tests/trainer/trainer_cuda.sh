@@ -2,8 +2,9 @@
 # sharc-llama --device cuda end to end, on the GPU(s) of this machine:
 #  - the model against transformers on the committed fixtures (GQA; Llama 3 rope scaling):
 #    f32 to the CPU trainer's tolerances, bf16 to its own (tests/trainer/test_llama_hf.c);
-#    and against the CPU model on a random checkpoint with head size 64, where bf16 runs the
-#    tiled attention (test_llama_hf --against-cpu);
+#    and against the CPU model on random checkpoints with head sizes 64 and 128, where bf16
+#    runs cuDNN's attention (a build with cuDNN) and the tiled kernel (test_llama_hf
+#    --against-cpu);
 #  - a whole training run in f32 on the GPU equal to the CPU trainer's: the step losses of 20
 #    steps within 1e-4 relative (plain; gradient accumulation with recomputation; bf16
 #    gathers and reductions against the same on the CPU, where the CPU casts too);
@@ -69,13 +70,21 @@ run_ok_match "GPU bf16 matches LlamaForCausalLM within the bf16 tolerances" "gra
     "$BIN/trainer/test_llama_hf" --device cuda --compute-dtype bf16 $FIXTURES
 echo "$last_out" | grep -E "rel err"
 
-# head size 64 (the fixtures' is 8), where bf16 takes the tiled attention: against the CPU
-# model in f32 on a random checkpoint (tests/lib.sh make_hf_llama)
+# head sizes 64 and 128 (the fixtures' is 8), where bf16 takes cuDNN's attention (a build with
+# it: config.h's HAVE_CUDNN) or the tiled kernel: against the CPU model in f32 on random
+# checkpoints (tests/lib.sh make_hf_llama), in f32 and with each bf16 attention
 make_hf_llama "$work/hd64" 256 4 2 64 2 512 512
-for dt in f32 bf16; do
-    run_ok_match "GPU $dt, head size 64: the CPU model's loss, logits and gradients" "gradients" \
-        "$BIN/trainer/test_llama_hf" --device cuda --compute-dtype $dt --against-cpu "$work/hd64"
-    echo "$last_out" | grep -E "rel err"
+make_hf_llama "$work/hd128" 256 2 1 128 2 512 512
+attentions="auto flash"
+grep -q "define HAVE_CUDNN 1" "$top_builddir/config.h" 2> /dev/null && attentions="$attentions cudnn"
+for hd in 64 128; do
+    for run in f32-gemm $(for a in $attentions; do echo "bf16-$a"; done); do
+        dt=${run%-*} attn=${run#*-}
+        run_ok_match "GPU $dt, --attention $attn, head size $hd: the CPU model's loss, logits and gradients" \
+            "gradients" "$BIN/trainer/test_llama_hf" --device cuda --compute-dtype "$dt" \
+            --attention "$attn" --against-cpu "$work/hd$hd"
+        echo "$last_out" | grep -E "rel err"
+    done
 done
 
 # train NAME RANKS ARGS...: tiny model, f32 unless told, JSONL log in $work/NAME.jsonl

@@ -9,7 +9,8 @@
 #  - bf16 (the tiled attention's table, whose kernels test_ops_cuda_emu checks; tiny's head
 #    size, 16, takes the materialized path) stays within 3% of f32's losses; on a random
 #    checkpoint with head size 32 (tests/lib.sh make_hf_llama) the tiled attention runs in
-#    the model, within 5e-4 of the CPU's f32 losses and 5e-3 of its gradient norms;
+#    the model (--attention auto's choice: the emulation has no cuDNN), within 5e-4 of the
+#    CPU's f32 losses and 5e-3 of its gradient norms; --attention cudnn is refused, saying so;
 #  - a run stopped and resumed equals the uninterrupted one; validation and the Hugging Face
 #    export go through the table too;
 #  - --profile times every op site with the table's CUDA events (tests/trainer/
@@ -61,6 +62,9 @@ run_ok_match "emulated CUDA, bf16, the tiled attention" "cuda-bf16" run "$EMU" e
     --device cuda --attention flash
 run_ok "emulated CUDA bf16: within 3% of f32's losses" losses_match "$work/emu.jsonl" \
     "$work/emu16.jsonl" 1 3e-2
+run_fail "emulated CUDA: --attention cudnn says there is no cuDNN" 60 \
+    "attention cudnn: the host emulation of CUDA has no cuDNN" run "$EMU" emu_cudnn --device cuda \
+    --attention cudnn
 
 # the tiled attention inside the model: head size 32 (a random checkpoint, 1 block, 2 query
 # heads on 1 kv head), 80 tokens (a full query tile and a partial one), 4 steps
@@ -72,8 +76,9 @@ run_hd32() {
         --print-every 2 --peak-tflops 1 --log "$work/$name.jsonl" "$@"
 }
 run_ok "CPU, head size 32" run_hd32 "$CPU" cpu32
-run_ok_match "emulated CUDA bf16, head size 32: the tiled attention" "cuda-bf16\)" run_hd32 \
-    "$EMU" emu32 --device cuda --attention flash
+# (--attention auto: the emulation has no cuDNN, so the tiled kernel)
+run_ok_match "emulated CUDA bf16, head size 32: auto takes the tiled attention" "cuda-bf16\)" \
+    run_hd32 "$EMU" emu32 --device cuda
 run_ok "emulated CUDA bf16 tiled attention: the CPU's f32 losses (5e-4) and norms (5e-3)" \
     losses_match "$work/cpu32.jsonl" "$work/emu32.jsonl" 1 5e-4 5e-3
 

@@ -56,11 +56,11 @@ static int cmd_flops(int argc, char **argv)
            2 * block / gib, 4 * block / gib, 4 * act * B * T / gib,
            4 * act * B * T * cfg.n_layers / gib,
            4 * (act * B * T + C * B * T * cfg.n_layers) / gib);
-    /* bf16 on CUDA with the tiled attention: no (H, T) probabilities per token, a float of
-     * log-sum-exp per head instead */
+    /* bf16 on CUDA with the tiled or cuDNN's attention: no (H, T) probabilities per token, a
+     * float of log-sum-exp per head instead */
     double tiled = 2 * (act - (double)cfg.n_heads * T) + 4.0 * cfg.n_heads;
-    printf("  --device cuda, bf16, tiled attention: activations %.2f GiB per block (%.2f GiB all "
-           "blocks, %.2f GiB with --recompute)\n",
+    printf("  --device cuda, bf16, tiled or cuDNN attention: activations %.2f GiB per block "
+           "(%.2f GiB all blocks, %.2f GiB with --recompute)\n",
            tiled * B * T / gib, tiled * B * T * cfg.n_layers / gib,
            (tiled * B * T + 2 * C * B * T * cfg.n_layers) / gib);
     return 0;

@@ -6,6 +6,7 @@
  * here.
  */
 #include "opts.h"
+#include "../ops/ops_cuda.h"
 #include "../util.h"
 
 #include <errno.h>
@@ -85,8 +86,10 @@ void llama_usage(FILE *f)
             "  --device D           cpu (default) or cuda: one GPU per rank, the local rank's\n"
             "  --compute-dtype D    f32 or bf16 (cuda only): activations and products (default\n"
             "                       f32 on the cpu, bf16 on cuda; --param-dtype defaults to it)\n"
-            "  --attention A        flash (tiled, memory-efficient; cuda, bf16) or gemm (the\n"
-            "                       probabilities materialized); default flash where it runs\n"
+            "  --attention A        cudnn (cuDNN's fused attention; cuda, bf16, head sizes 64\n"
+            "                       and 128, a build with cuDNN), flash (sharc's tiled kernel;\n"
+            "                       cuda, bf16) or gemm (the probabilities materialized);\n"
+            "                       default auto: cudnn where it runs, else flash, else gemm\n"
             "  --offload M          none (default), host or managed (cuda): f32 masters,\n"
             "                       gradient shards and AdamW's moments in host memory (page-\n"
             "                       locked, or CUDA managed memory), AdamW on the CPU\n"
@@ -266,14 +269,17 @@ static int parse_device(const char *s, llama_device_t *out)
 
 static int parse_attention(const char *s, llama_attention_t *out)
 {
-    if (strcmp(s, "auto") != 0 && strcmp(s, "gemm") != 0 && strcmp(s, "flash") != 0) {
-        llama_err("--attention: '%s' is not auto, flash or gemm", s);
-        return -1;
+    /* in llama_attention_t's order */
+    static const char *const names[] = {"auto", "gemm", "flash", "cudnn"};
+
+    for (int i = 0; i < (int)(sizeof(names) / sizeof(names[0])); i++) {
+        if (strcmp(s, names[i]) == 0) {
+            *out = (llama_attention_t)i;
+            return 0;
+        }
     }
-    *out = strcmp(s, "gemm") == 0    ? LLAMA_ATTENTION_GEMM
-           : strcmp(s, "flash") == 0 ? LLAMA_ATTENTION_FLASH
-                                     : LLAMA_ATTENTION_AUTO;
-    return 0;
+    llama_err("--attention: '%s' is not auto, cudnn, flash or gemm", s);
+    return -1;
 }
 
 static int parse_offload(const char *s, sharc_shard_offload_t *out)
@@ -445,6 +451,11 @@ static int opts_finish(llama_opts_t *o)
     }
     if (o->run.param_dtype == SHARC_DTYPE_LAST) {
         o->run.param_dtype = o->run.compute_dtype;
+    }
+    /* before the GPU is looked for: a build that cannot have it says so first */
+    if (o->run.attention == LLAMA_ATTENTION_CUDNN && llama_cuda_cudnn_missing() != NULL) {
+        llama_err("--attention cudnn: %s", llama_cuda_cudnn_missing());
+        return -1;
     }
     if (o->run.offload != SHARC_SHARD_OFFLOAD_NONE && o->run.device != LLAMA_DEVICE_CUDA) {
         llama_err("--offload needs --device cuda (on the CPU the state is in host memory)");

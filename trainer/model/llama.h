@@ -64,9 +64,12 @@ typedef enum {
 
 /** How attention is computed. */
 typedef enum {
-    LLAMA_ATTENTION_AUTO = 0, /**< flash where it can run (CUDA, bf16), else gemm */
+    LLAMA_ATTENTION_AUTO = 0, /**< cudnn where it runs the model's shape (CUDA, bf16), else
+                                   flash (CUDA, bf16), else gemm */
     LLAMA_ATTENTION_GEMM,     /**< the (B,H,T,T) probabilities materialized, products by BLAS */
     LLAMA_ATTENTION_FLASH,    /**< tiled, memory-efficient, on tensor cores (CUDA, bf16) */
+    LLAMA_ATTENTION_CUDNN,    /**< cuDNN's fused attention (CUDA, bf16, head sizes 64 and 128;
+                                   a build with cuDNN) */
 } llama_attention_t;
 
 /** What the engine keeps of a unit after its forward (sharc_shard_params_t). */
@@ -90,7 +93,7 @@ typedef struct {
     llama_device_t device;       /**< CPU (0, the default) or CUDA */
     sharc_dtype_t compute_dtype; /**< f32 (0, the default) or bf16 (CUDA): activations and
                                       the products' inputs; products accumulate in f32 */
-    llama_attention_t attention; /**< AUTO (0, the default), GEMM or FLASH */
+    llama_attention_t attention; /**< AUTO (0, the default), GEMM, FLASH or CUDNN */
     /** CUDA: where the shard engine keeps the f32 masters, gradient shards and AdamW's
      *  moments (none: on the GPU); with offload the engine's AdamW updates them on the CPU */
     sharc_shard_offload_t offload;

@@ -174,9 +174,10 @@ static sharc_status_t check_run(const llama_config_t *cfg, const llama_run_t *ru
                                                        : "?");
         return SHARC_ERR_INVALID;
     }
-    if (run->attention == LLAMA_ATTENTION_FLASH &&
+    if ((run->attention == LLAMA_ATTENTION_FLASH || run->attention == LLAMA_ATTENTION_CUDNN) &&
         (run->device != LLAMA_DEVICE_CUDA || run->compute_dtype != SHARC_DTYPE_BF16)) {
-        llama_err("the flash attention runs on CUDA in bf16 (--device cuda --compute-dtype bf16)");
+        llama_err("the %s attention runs on CUDA in bf16 (--device cuda --compute-dtype bf16)",
+                  run->attention == LLAMA_ATTENTION_FLASH ? "flash" : "cuDNN");
         return SHARC_ERR_INVALID;
     }
     return SHARC_OK;
@@ -189,10 +190,17 @@ static sharc_status_t open_ops(llama_model_t *m, sharc_comm_h comm, void **strea
     if (m->run.device == LLAMA_DEVICE_CPU) {
         m->ops = &llama_ops_cpu;
     } else {
-        int tiled =
-            m->run.attention != LLAMA_ATTENTION_GEMM && m->run.compute_dtype == SHARC_DTYPE_BF16;
+        /* the shape attention runs at, so that the table knows before training whether cuDNN
+         * takes it */
+        llama_cuda_attn_shape_t shape = {m->run.batch, m->run.seq, m->cfg.n_heads,
+                                         m->cfg.n_kv_heads, m->cfg.head_dim};
+        llama_cuda_attention_t attention =
+            m->run.attention == LLAMA_ATTENTION_GEMM    ? LLAMA_CUDA_ATTENTION_GEMM
+            : m->run.attention == LLAMA_ATTENTION_FLASH ? LLAMA_CUDA_ATTENTION_FLASH
+            : m->run.attention == LLAMA_ATTENTION_CUDNN ? LLAMA_CUDA_ATTENTION_CUDNN
+                                                        : LLAMA_CUDA_ATTENTION_AUTO;
         sharc_status_t status =
-            llama_cuda_open(comm, m->run.compute_dtype, tiled, &m->ops, stream_p);
+            llama_cuda_open(comm, m->run.compute_dtype, attention, &shape, &m->ops, stream_p);
         if (status != SHARC_OK) {
             return status;
         }

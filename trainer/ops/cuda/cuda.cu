@@ -2,9 +2,10 @@
 /*
  * trainer/ops/cuda/cuda.cu: the ops table on one GPU: the process's device, stream and cuBLAS
  * handle, memory (device buffers, scratch, page-locked staging of host arrays), the products
- * (cuBLAS, f32 accumulation), the bf16 peak of known GPUs for MFU, and the two tables (f32,
- * bf16) over the kernels of elem.cu, attn.cu, optim.cu (the state they share, and the
- * first-error rule: state.cu).
+ * (cuBLAS, f32 accumulation), the bf16 peak of known GPUs for MFU, and the tables (f32; bf16
+ * with each attention, as attn_pick.cu chooses) over the kernels of elem.cu, attn.cu, flash.cu,
+ * optim.cu and cuDNN's attention (cudnn_sdpa.cc); the state they share, and the first-error
+ * rule: state.cu.
  * Everything is queued on the one stream; only to_host and to_device wait for it.
  */
 #include "cuda.cuh"
@@ -298,8 +299,9 @@ static double mem_peak_mib(void)
 /* ---- the tables ------------------------------------------------------------------------------ */
 
 /* filled at the first open: [0] f32, [1] bf16 with the tiled attention, [2] bf16 with the
- * probabilities materialized */
-static llama_ops_t tables[3];
+ * probabilities materialized, [3] bf16 with cuDNN's attention (a build with cuDNN) */
+enum { TABLE_F32, TABLE_FLASH, TABLE_GEMM, TABLE_CUDNN, TABLE_LAST };
+static llama_ops_t tables[TABLE_LAST];
 
 template <typename T> static void fill_table(llama_ops_t *t, const char *name, sharc_dtype_t dt)
 {
@@ -346,6 +348,9 @@ static void teardown(void)
     if (g.stream != NULL) {
         cudaStreamSynchronize(g.stream);
     }
+#ifdef LLAMA_CUDA_CUDNN
+    cudnn_teardown(); /* its plans and handle, before the stream they run on */
+#endif
     for (int i = 0; i < SCRATCH_LAST; i++) {
         cudaFree(g.scratch[i]);
     }
@@ -400,12 +405,18 @@ static sharc_status_t setup(int device)
             return SHARC_ERR_BACKEND;
         }
     }
-    fill_table<float>(&tables[0], "cuda-f32", SHARC_DTYPE_F32);
-    fill_table<bf16>(&tables[1], "cuda-bf16", SHARC_DTYPE_BF16);
-    tables[1].attention_fwd = attention_fwd_flash;
-    tables[1].attention_bwd = attention_bwd_flash;
-    tables[1].attention_bytes = attention_bytes_flash;
-    fill_table<bf16>(&tables[2], "cuda-bf16-gemm-attention", SHARC_DTYPE_BF16);
+    fill_table<float>(&tables[TABLE_F32], "cuda-f32", SHARC_DTYPE_F32);
+    fill_table<bf16>(&tables[TABLE_FLASH], "cuda-bf16", SHARC_DTYPE_BF16);
+    tables[TABLE_FLASH].attention_fwd = attention_fwd_flash;
+    tables[TABLE_FLASH].attention_bwd = attention_bwd_flash;
+    tables[TABLE_FLASH].attention_bytes = attention_bytes_flash;
+    fill_table<bf16>(&tables[TABLE_GEMM], "cuda-bf16-gemm-attention", SHARC_DTYPE_BF16);
+#ifdef LLAMA_CUDA_CUDNN
+    fill_table<bf16>(&tables[TABLE_CUDNN], "cuda-bf16-cudnn-attention", SHARC_DTYPE_BF16);
+    tables[TABLE_CUDNN].attention_fwd = attention_fwd_cudnn;
+    tables[TABLE_CUDNN].attention_bwd = attention_bwd_cudnn;
+    tables[TABLE_CUDNN].attention_bytes = attention_bytes_cudnn;
+#endif
     return SHARC_OK;
 }
 
@@ -441,21 +452,19 @@ extern "C" sharc_status_t llama_cuda_pick_device(void)
     return SHARC_OK;
 }
 
-extern "C" sharc_status_t llama_cuda_open(sharc_comm_h comm, sharc_dtype_t act_dtype, int tiled,
+extern "C" sharc_status_t llama_cuda_open(sharc_comm_h comm, sharc_dtype_t act_dtype,
+                                          llama_cuda_attention_t attention,
+                                          const llama_cuda_attn_shape_t *shape,
                                           const llama_ops_t **ops_p, void **stream_p)
 {
     int ndev = 0, device;
     cudaError_t err;
     sharc_status_t status;
+    llama_cuda_attention_t picked;
 
     if (act_dtype != SHARC_DTYPE_F32 && act_dtype != SHARC_DTYPE_BF16) {
         llama_err("--device cuda computes in f32 or bf16, not %s",
                   sharc_dtype_name(act_dtype) ? sharc_dtype_name(act_dtype) : "?");
-        return SHARC_ERR_INVALID;
-    }
-    if (tiled && act_dtype != SHARC_DTYPE_BF16) {
-        llama_err("the tiled (flash) attention computes in bf16: --compute-dtype bf16, or "
-                  "--attention gemm");
         return SHARC_ERR_INVALID;
     }
     err = cudaGetDeviceCount(&ndev);
@@ -492,6 +501,13 @@ extern "C" sharc_status_t llama_cuda_open(sharc_comm_h comm, sharc_dtype_t act_d
                   device, g.device);
         return SHARC_ERR_INVALID;
     }
+    picked = attention_pick(act_dtype, attention, shape);
+    if (picked == LLAMA_CUDA_ATTENTION_AUTO) {
+        if (g.refs == 0) {
+            teardown();
+        }
+        return SHARC_ERR_UNSUPPORTED;
+    }
     /* collectives on device buffers of this communicator follow the compute stream */
     if (comm != NULL && sharc_comm_set_cuda_stream(comm, g.stream) != SHARC_OK) {
         llama_err("--device cuda: the communicator does not take the compute stream");
@@ -501,7 +517,10 @@ extern "C" sharc_status_t llama_cuda_open(sharc_comm_h comm, sharc_dtype_t act_d
         return SHARC_ERR_BACKEND;
     }
     g.refs++;
-    *ops_p = &tables[act_dtype == SHARC_DTYPE_F32 ? 0 : (tiled ? 1 : 2)];
+    *ops_p = &tables[act_dtype == SHARC_DTYPE_F32           ? TABLE_F32
+                     : picked == LLAMA_CUDA_ATTENTION_CUDNN ? TABLE_CUDNN
+                     : picked == LLAMA_CUDA_ATTENTION_FLASH ? TABLE_FLASH
+                                                            : TABLE_GEMM];
     *stream_p = g.stream;
     return SHARC_OK;
 }

@@ -1,27 +1,21 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * trainer/ops/cuda/cuda.cuh: what the CUDA ops files share: the process's GPU state (device,
- * stream, cuBLAS, scratch, page-locked staging), the first-error rule, element loads and
- * stores that compute in f32 whatever is stored, and the kernels' entry points by family
- * (elem.cu, attn.cu, flash.cu, optim.cu, events.cu). Device code and C++.
+ * trainer/ops/cuda/cuda.cuh: what the CUDA ops files share: host.h (the process's GPU state,
+ * the first-error rule, scratch and staging, the attention families), element loads and
+ * stores that compute in f32 whatever is stored, reductions, and the other kernels' entry
+ * points by family (elem.cu, flash.cu's kernels, optim.cu, events.cu). Device code and C++.
  */
 #ifndef SHARC_LLAMA_OPS_CUDA_CUH
 #define SHARC_LLAMA_OPS_CUDA_CUH
 
-/*
- * LLAMA_CUDA_EMU: the host emulation of tests/trainer/cuda_emu.h compiles these files as C++
- * (threads, warps, shared memory, the runtime and cuBLAS of its own); otherwise CUDA's.
- */
 #ifndef LLAMA_CUDA_EMU
-#include <cublas_v2.h>
 #include <cuda_bf16.h>
-#include <cuda_runtime.h>
 #endif
 #include <math.h>
 #include <stdint.h>
 
 #include "geom.h"
-#include "../ops_cuda.h"
+#include "host.h"
 
 #ifndef LLAMA_CUDA_EMU
 /* a kernel launch on the ops' stream: kernel<<<grid, block, shared bytes, stream>>>(...) */
@@ -35,61 +29,6 @@ namespace llama_cuda
 {
 
 typedef __nv_bfloat16 bf16;
-
-/* Device scratch the ops keep between calls, grown on demand (stream-ordered). */
-enum {
-    SCRATCH_COLSUM,   /* RMSNorm's dw partials: chunks x C f32 */
-    SCRATCH_ROWLOSS,  /* cross-entropy: N f64 */
-    SCRATCH_PARTIALS, /* sum of squares: LLAMA_GEOM_MAX_PARTIALS f64 */
-    SCRATCH_LAST
-};
-
-/* Uploads of host arrays in flight at once (token ids: three per micro-batch). */
-#define LLAMA_CUDA_STAGE_SLOTS 8
-
-typedef struct {
-    void *host, *dev; /* page-locked and device, cap bytes each */
-    size_t cap;
-    cudaEvent_t done; /* the copy out of host is over: host may be rewritten */
-} stage_slot_t;
-
-/* The one GPU of this process. */
-typedef struct {
-    int refs;
-    int device;
-    cudaStream_t stream;
-    cublasHandle_t blas;
-    int async_alloc; /* the device has stream-ordered allocation (cudaMallocAsync) */
-    int max_smem;    /* bytes of shared memory a block may opt in to (the tiled attention) */
-    int failed;      /* an error was logged; to_host reports it */
-    void *scratch[SCRATCH_LAST];
-    size_t scratch_cap[SCRATCH_LAST];
-    stage_slot_t stage[LLAMA_CUDA_STAGE_SLOTS];
-    int next_stage;
-    int64_t *sort_keys; /* host: the embedding backward's (token, position) pairs */
-    int32_t *buckets;   /* host: their grouping, staged for the kernel */
-    size_t sort_cap;
-    char name[256];
-} state_t;
-
-extern state_t g;
-
-/* ---- errors: the first one is logged and kept; to_host reports it ---------------------------- */
-
-/* true when @p err is cudaSuccess; else logs "what: error" once and keeps the failure */
-bool ok(cudaError_t err, const char *what);
-bool ok_blas(cublasStatus_t st, const char *what);
-/* the launch just made */
-static inline bool launched(const char *what)
-{
-    return ok(cudaGetLastError(), what);
-}
-
-/* Device scratch @p slot of at least @p bytes (contents undefined), or NULL (logged). */
-void *scratch(int slot, size_t bytes);
-/* A device copy of @p bytes of host memory, queued on the stream; valid for work queued
- * after it until LLAMA_CUDA_STAGE_SLOTS more uploads. NULL (logged) on failure. */
-const void *stage(const void *host, size_t bytes);
 
 /* ---- elements: loads widen to f32, stores round to nearest even ------------------------------ */
 
@@ -232,22 +171,6 @@ template <typename T>
 void xent(float *dlogits, const float *logits, const int32_t *targets, int N, int V, float dscale,
           double *loss);
 template <typename T> void add(float *y, const float *a, const float *b, size_t n);
-
-/* attn.cu: the probabilities materialized, and the choice of the tiled kernels */
-template <typename T>
-void attention_fwd(float *out, float *probs, const float *q, const float *k, const float *v, int B,
-                   int T_, int H, int KV, int hd);
-template <typename T>
-void attention_bwd(float *dq, float *dk, float *dv, float *scratch, const float *dout,
-                   const float *q, const float *k, const float *v, const float *out,
-                   const float *probs, int B, int T_, int H, int KV, int hd);
-void attention_fwd_flash(float *out, float *state, const float *q, const float *k, const float *v,
-                         int B, int T_, int H, int KV, int hd);
-void attention_bwd_flash(float *dq, float *dk, float *dv, float *scratch, const float *dout,
-                         const float *q, const float *k, const float *v, const float *out,
-                         const float *state, int B, int T_, int H, int KV, int hd);
-void attention_bytes_flash(int B, int T_, int H, int KV, int hd, size_t *state_p,
-                           size_t *scratch_p);
 
 /* flash.cu (bf16 only) */
 bool flash_ok(int hd);
