@@ -33,4 +33,4 @@ static const sharc_cfg_field_t sharc_log_cfg_fields[] = {
 };
 
 const sharc_cfg_table_t sharc_log_cfg_table =
-    SHARC_CFG_TABLE("logging (src/base)", sharc_log_cfg_fields, sharc_log_cfg_t);
+    SHARC_CFG_TABLE("logging (base)", sharc_log_cfg_fields, sharc_log_cfg_t);

@@ -73,4 +73,4 @@ static const sharc_cfg_field_t sharc_boot_cfg_fields[] = {
 };
 
 const sharc_cfg_table_t sharc_boot_cfg_table =
-    SHARC_CFG_TABLE("bootstrap (src/boot)", sharc_boot_cfg_fields, sharc_boot_cfg_t);
+    SHARC_CFG_TABLE("bootstrap (boot)", sharc_boot_cfg_fields, sharc_boot_cfg_t);

@@ -20,8 +20,8 @@
 #include "../boot/boot.h"
 
 static const sharc_cfg_table_t *const sharc_knobs[] = {
-    &sharc_log_cfg_table,    /* logging (src/base) */
-    &sharc_boot_cfg_table,   /* bootstrap (src/boot) */
+    &sharc_log_cfg_table,    /* logging (base) */
+    &sharc_boot_cfg_table,   /* bootstrap (boot) */
     &sharc_tp_cfg_table,     /* transport selection (transport/registry.c) */
     &sharc_tp_shm_cfg_table, /* transport/shm */
     &sharc_tp_ib_cfg_table,  /* transport/ib */

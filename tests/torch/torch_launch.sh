@@ -11,7 +11,7 @@
 
 run_ok_match "package API, env bootstrap from torchrun's variables, 3 ranks" \
     "(rank [0-2] of 3 \(env\): [0-9]+ checks, 0 failed.*){3}" \
-    env SHARCTEST_BOOTSTRAP=timeout 120 "$TORCHRUN" --nproc-per-node 3 \
+    env SHARCTEST_BOOTSTRAP=env timeout 120 "$TORCHRUN" --nproc-per-node 3 \
     --master-port "$(free_port)" "$TT/api.py"
 run_ok_match "backend (native) under srun's variables, 3 ranks" \
     "(launched: rank [0-2] of 3 .* ok.*){3}" \
