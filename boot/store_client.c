@@ -368,8 +368,9 @@ static sharc_status_t sharc_store_gather_locked(sharc_store_client_t *c, const c
             sharc_error("rank %d: %s failed: rank %u of this communicator reported rank %u gone",
                         c->rank, what, ntohl(lost[1]), ntohl(lost[0]));
         } else {
-            sharc_error("rank %d: %s failed: rank %u of this communicator died (its connection "
-                        "to the store at %s closed without leaving)",
+            sharc_error("rank %d: %s failed: rank %u of this communicator is gone: its "
+                        "connection to the store at %s closed without leaving (the rank ended, "
+                        "or gave up on a store it could not reach: its node or link is down)",
                         c->rank, what, ntohl(lost[0]), c->addr);
         }
         free(reply);

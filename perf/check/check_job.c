@@ -360,6 +360,14 @@ void perf_check_job_diagnose(perf_check_job_t *j)
                 "the log above names those that did not arrive (their node or its link is "
                 "down)\n",
                 j->rank, j->host[j->node]);
+    } else if (status == SHARC_ERR_REMOTE) {
+        /* the store answered: a rank left it (ended, or gave up on a store it could not
+         * reach), or the store itself was lost; sharc's log above says which */
+        fprintf(stderr,
+                "sharc-perf check: rank %d (%s): a rank is gone from the job's store (%s): the "
+                "log above names it (it ended, or its node or link is down), or says the store "
+                "itself was lost\n",
+                j->rank, j->host[j->node], sharc_status_string(status));
     } else {
         fprintf(stderr,
                 "sharc-perf check: rank %d (%s): the job's store is out of reach (%s): rank 0 "

@@ -79,7 +79,7 @@ run_fail "some ranks know their node, some do not" $((T + MARGIN)) \
 
 # --- a peer dies after the job started ---
 run_fail "rank 2 crashes: the others fail at once, naming it" 2 \
-    "rank 2 of this communicator died" \
+    "rank 2 of this communicator is gone" \
     "$LAUNCH" --mode env -n 4 --rank-env 2:SHARCTEST_CRASH_RANK=2 -- "$prog"
 run_fail "rank 0 crashes: the others lose the store" $((T + MARGIN)) \
     "lost the store at 127.0.0.1:[0-9]+[: ].*did rank 0 fail" \
