@@ -7,7 +7,7 @@
  * Each folder declares its own functions, from the bottom: plan/shard_plan.h (the schedule's
  * decisions, pure, which sharc-perf predict replays too), trace/shard_record.h (statistics and
  * the timeline), engine/shard_engine.h (the engine: its low level, then its top),
- * offload/shard_offload.h (where f32 state lives, the host's worker, AdamW: above the engine's
+ * offload/offload.h (where f32 state lives, the host's worker, AdamW: above the engine's
  * low level, below its top), checkpoint/ckpt.h (the files save and load share).
  */
 #ifndef SHARC_SHARD_INT_H
@@ -72,10 +72,10 @@ typedef struct sharc_shard_unit {
     float **state;        /* [group->nstates][shard] */
 
     sharc_shard_pstate_t pstate;
-    void *pbuf;          /* [padded] param dtype, while not SHARDED */
+    void *pbuf;            /* [padded] param dtype, while not SHARDED */
     sharc_shard_coll_t ag; /* (prefetched, in use: the group's plan says, g->plan.units[id]) */
-    void *sbuf;          /* hpZ: this rank's part of the forward's parameters, or NULL */
-    double t_begun;      /* trace: when its last begin returned */
+    void *sbuf;            /* hpZ: this rank's part of the forward's parameters, or NULL */
+    double t_begun;        /* trace: when its last begin returned */
 
     sharc_shard_gstate_t gstate;
     void *gbuf; /* [padded] reduce dtype, while not NONE */
@@ -228,7 +228,7 @@ struct sharc_shard_group {
     void **ev_free;
     size_t nev_free, ev_free_cap;
 
-    /* where units' f32 state lives and the host's work on it (shard_offload.h): set for every
+    /* where units' f32 state lives and the host's work on it (offload.h): set for every
      * group; and the engine's AdamW (sharc_shard_adamw_create), or NULL */
     struct sharc_shard_off *off;
     struct sharc_shard_adamw *adamw;

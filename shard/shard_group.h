@@ -9,7 +9,7 @@
 #define SHARC_SHARD_GROUP_H
 
 #include "shard/engine/shard_engine.h"
-#include "shard/offload/shard_offload.h"
+#include "shard/offload/offload.h"
 #include "shard/trace/shard_record.h"
 
 /* ---- a unit's parameters (shard_unit.c) -------------------------------------------------- */

@@ -110,10 +110,10 @@ static sharc_wire_t sharc_shard_wire_of(const sharc_shard_group_t *g, sharc_shar
     return SHARC_WIRE_FULL; /* HSDP's all-reduces; the node's gathers of secondary shards */
 }
 
-sharc_status_t sharc_shard_post(sharc_shard_group_t *g, sharc_shard_unit_t *u, sharc_shard_coll_t *op,
-                                sharc_shard_queue_t queue, sharc_coll_type_t type,
-                                const void *sendbuf, void *recvbuf, size_t count,
-                                sharc_dtype_t dtype, sharc_op_t rop, void *stream)
+sharc_status_t sharc_shard_post(sharc_shard_group_t *g, sharc_shard_unit_t *u,
+                                sharc_shard_coll_t *op, sharc_shard_queue_t queue,
+                                sharc_coll_type_t type, const void *sendbuf, void *recvbuf,
+                                size_t count, sharc_dtype_t dtype, sharc_op_t rop, void *stream)
 {
     sharc_coll_args_t a = {.type = type,
                            .sendbuf = sendbuf,

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * shard_engine.h: the sharding engine (engine/), which offload (offload/shard_offload.h) and
+ * shard_engine.h: the sharding engine (engine/), which offload (offload/offload.h) and
  * the group's top (shard/, shard_group.h) build on: the layout, memory and unsharded buffers,
  * the group's collectives, the wires and hpZ, the schedule and adaptive prefetch. Where it
  * must reach offload's host worker it goes through the group's hooks (shard.h), not calls.

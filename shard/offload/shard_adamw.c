@@ -22,7 +22,7 @@
 #include "base/log.h"
 #include "base/util.h"
 #include "shard/engine/shard_engine.h"
-#include "shard/offload/shard_offload.h"
+#include "shard/offload/offload.h"
 
 /* Elements an update takes between looks at the landings queued meanwhile (16 MiB of f32). */
 #define SHARC_SHARD_SLICE (4u << 20)

@@ -10,7 +10,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "shard/offload/shard_offload.h"
+#include "shard/offload/offload.h"
 
 /* Download slots: gradients of this many units may be on their way to the host at once. */
 #define SHARC_SHARD_DOWN_SLOTS 3

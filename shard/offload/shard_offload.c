@@ -25,7 +25,7 @@
 #include "base/log.h"
 #include "base/util.h"
 #include "shard/engine/shard_engine.h"
-#include "shard/offload/shard_offload.h"
+#include "shard/offload/offload.h"
 
 /* ---- settings and placement ------------------------------------------------------------ */
 

@@ -19,7 +19,7 @@
 #include "base/log.h"
 #include "base/util.h"
 #include "shard/engine/shard_engine.h"
-#include "shard/offload/shard_offload.h"
+#include "shard/offload/offload.h"
 
 sharc_status_t sharc_shard_offload_gather(sharc_shard_group_t *g, sharc_shard_unit_t *u,
                                           const void **own_p, int *stage_p)

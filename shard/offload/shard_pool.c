@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "base/log.h"
-#include "shard/offload/shard_offload.h"
+#include "shard/offload/offload.h"
 
 struct sharc_shard_pool {
     pthread_mutex_t lock;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * shard_offload.h: where a group's f32 state lives (offload, sharc/shard.h) and the work the
+ * offload.h: where a group's f32 state lives (offload, sharc/shard.h) and the work the
  * host does on it: placement and memory (shard_offload.c), the host's worker and its tasks
  * (shard_host.c) over a pool of threads (shard_pool.c), and the engine's AdamW
  * (shard_adamw.c). A "host unit" is one whose master, gradient shard and states the CPU
