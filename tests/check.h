@@ -6,6 +6,8 @@
 #ifndef SHARC_TEST_CHECK_H
 #define SHARC_TEST_CHECK_H
 
+#include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 
 /* The checks that failed. A test program of several files defines SHARC_CHECK_SHARED before
@@ -33,6 +35,23 @@ static int check_failures;
             check_failures++;                                                                      \
         }                                                                                          \
     } while (0)
+
+/* The relative error of @p a against the reference @p b: max |a - b| / max |b| (max |a - b|
+ * where b is all zeros); NaN anywhere is infinite. */
+static inline double check_rel_err(const float *a, const float *b, size_t n)
+{
+    double diff = 0.0, ref = 0.0;
+
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - b[i]);
+        if (isnan(d)) {
+            return INFINITY;
+        }
+        diff = d > diff ? d : diff;
+        ref = fabs((double)b[i]) > ref ? fabs((double)b[i]) : ref;
+    }
+    return ref > 0 ? diff / ref : diff;
+}
 
 static inline int check_result(const char *name)
 {

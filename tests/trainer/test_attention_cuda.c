@@ -88,22 +88,6 @@ static float *get(const llama_ops_t *t, const float *d, size_t n)
     return h;
 }
 
-/* max |a - b| / max |b|; NaN anywhere is infinite */
-static double rel_err(const float *a, const float *b, size_t n)
-{
-    double diff = 0.0, ref = 0.0;
-
-    for (size_t i = 0; i < n; i++) {
-        double d = fabs((double)a[i] - b[i]);
-        if (isnan(d)) {
-            return INFINITY;
-        }
-        diff = d > diff ? d : diff;
-        ref = fabs((double)b[i]) > ref ? fabs((double)b[i]) : ref;
-    }
-    return ref > 0 ? diff / ref : diff;
-}
-
 /* the device buffers of one attention's forward and backward in table @p t */
 typedef struct {
     float *q, *k, *v, *dout, *out, *state, *dq, *dk, *dv, *scratch;
@@ -180,8 +164,8 @@ static void result_free(result_t *r)
 static void expect(const char *what, const problem_t *p, const result_t *got, const result_t *want)
 {
     size_t qn = (size_t)p->B * p->T * p->H * p->hd, kn = (size_t)p->B * p->T * p->KV * p->hd;
-    double e[4] = {rel_err(got->out, want->out, qn), rel_err(got->dq, want->dq, qn),
-                   rel_err(got->dk, want->dk, kn), rel_err(got->dv, want->dv, kn)};
+    double e[4] = {check_rel_err(got->out, want->out, qn), check_rel_err(got->dq, want->dq, qn),
+                   check_rel_err(got->dk, want->dk, kn), check_rel_err(got->dv, want->dv, kn)};
     static const char *const names[] = {"out", "dq", "dk", "dv"};
 
     printf("  %-34s out %.2e  dq %.2e  dk %.2e  dv %.2e (limit %.0e)\n", what, e[0], e[1], e[2],

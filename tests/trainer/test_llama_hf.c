@@ -37,19 +37,6 @@ static llama_device_t device = LLAMA_DEVICE_CPU;
 static sharc_dtype_t compute_dtype = SHARC_DTYPE_F32;
 static llama_attention_t attention = LLAMA_ATTENTION_AUTO;
 
-/* max |a - b| / max |b| */
-static double rel_err(const float *a, const float *b, size_t n)
-{
-    double diff = 0.0, ref = 0.0;
-
-    for (size_t i = 0; i < n; i++) {
-        double d = fabs((double)a[i] - b[i]);
-        diff = d > diff || isnan(d) ? d : diff;
-        ref = fabs((double)b[i]) > ref ? fabs((double)b[i]) : ref;
-    }
-    return ref > 0 ? diff / ref : diff;
-}
-
 /* cosine similarity of a and b (1 for two zero vectors) */
 static double cosine(const float *a, const float *b, size_t n)
 {
@@ -174,12 +161,12 @@ static void check_against_cpu(sharc_comm_h comm, const char *dir, int recompute)
     }
     if (run_model(comm, &cfg, &cpu, dir, x, y, &ref) == 0 &&
         run_model(comm, &cfg, &dev, dir, x, y, &got) == 0) {
-        double el = rel_err(&got.loss, &ref.loss, 1), eg = rel_err(got.logits, ref.logits, N * V);
+        double el = check_rel_err(&got.loss, &ref.loss, 1), eg = check_rel_err(got.logits, ref.logits, N * V);
         CHECK_MSG(el <= tol_loss, "%s: loss %.8f vs %.8f (rel %.2e)", dir, got.loss, ref.loss, el);
         CHECK_MSG(eg <= tol_logits, "%s: logits rel error %.2e", dir, eg);
         CHECK(got.nparams == ref.nparams);
         for (int i = 0; i < got.nparams && i < ref.nparams; i++) {
-            double e = rel_err(got.grads[i], ref.grads[i], ref.counts[i]);
+            double e = check_rel_err(got.grads[i], ref.grads[i], ref.counts[i]);
             double c = cosine(got.grads[i], ref.grads[i], ref.counts[i]);
             CHECK_MSG(e <= tol_grad, "%s: gradient %d rel error %.2e", dir, i, e);
             CHECK_MSG(!bf16 || c >= 0.99, "%s: gradient %d cosine similarity %.4f", dir, i, c);
@@ -248,7 +235,7 @@ static void check_fixture(sharc_comm_h comm, const char *dir, int recompute)
     ref_logits = read_all(ref, "logits", &nl);
     CHECK(ref_loss != NULL && ref_logits != NULL && nl == N * V);
     if (ref_loss != NULL && ref_logits != NULL && nl == N * V) {
-        double el = rel_err(&loss, ref_loss, 1), eg = rel_err(logits, ref_logits, nl);
+        double el = check_rel_err(&loss, ref_loss, 1), eg = check_rel_err(logits, ref_logits, nl);
         CHECK_MSG(el <= tol_loss, "%s: loss %.8f vs %.8f (rel %.2e)", dir, loss, ref_loss[0], el);
         CHECK_MSG(eg <= tol_logits, "%s: logits rel error %.2e", dir, eg);
         printf("%s%s: loss %.7f (reference %.7f), logits rel err %.1e\n", dir,
@@ -278,7 +265,7 @@ static void check_fixture(sharc_comm_h comm, const char *dir, int recompute)
         want = read_all(ref, name, &n);
         CHECK_MSG(want != NULL && n == pi.count, "%s", name);
         if (want != NULL && n == pi.count) {
-            double e = rel_err(host + pi.offset, want, n), c = cosine(host + pi.offset, want, n);
+            double e = check_rel_err(host + pi.offset, want, n), c = cosine(host + pi.offset, want, n);
             CHECK_MSG(e <= tol_grad, "%s: %s rel error %.2e", dir, name, e);
             CHECK_MSG(!bf16 || c >= 0.99, "%s: %s cosine similarity %.4f", dir, name, c);
             worst = e > worst ? e : worst;

@@ -127,27 +127,11 @@ static float *dup(const float *x, size_t n)
     return y;
 }
 
-/* max |a - b| / max |b|; NaN anywhere is infinite */
-static double rel_err(const float *a, const float *b, size_t n)
-{
-    double diff = 0.0, ref = 0.0;
-
-    for (size_t i = 0; i < n; i++) {
-        double d = fabs((double)a[i] - b[i]);
-        if (isnan(d)) {
-            return INFINITY;
-        }
-        diff = d > diff ? d : diff;
-        ref = fabs((double)b[i]) > ref ? fabs((double)b[i]) : ref;
-    }
-    return ref > 0 ? diff / ref : diff;
-}
-
 /* compare the GPU's result (freed here) against the CPU's */
 static void expect(const char *what, float *got, const float *want, size_t n, double f32_tol,
                    double bf16_tol)
 {
-    double e = rel_err(got, want, n), tol = bf16 ? bf16_tol : f32_tol;
+    double e = check_rel_err(got, want, n), tol = bf16 ? bf16_tol : f32_tol;
 
     CHECK_MSG(e <= tol, "%s %s: relative error %.3g > %.3g", gpu->name, what, e, tol);
     printf("  %-28s %.2e (limit %.0e)\n", what, e, tol);
