@@ -33,7 +33,7 @@ export LIBSHARC PYTHONPATH OMP_NUM_THREADS=1
 # every torch test (tests/torch/native.py: rebuilt only when a source changed; concurrent
 # builds wait for each other). Its failure to build fails the test.
 native_dir=$(cd "$top_builddir" && pwd)/python-native
-if ! native_log=$(MAX_JOBS=2 "$PY" "$TT/native.py" "$top_srcdir" "$top_builddir" \
+if ! native_log=$(MAX_JOBS=$(nproc) "$PY" "$TT/native.py" "$top_srcdir" "$top_builddir" \
     "$native_dir" 2>&1); then
     echo "$native_log" | tail -40
     echo "FAIL: the C++ torch backend does not build (tests/torch/native.py)"
