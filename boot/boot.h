@@ -40,8 +40,8 @@ static inline const sharc_boot_cfg_t *sharc_boot_cfg(const sharc_cfg_t *cfg)
 
 /* What a rank knows of a loss in its communicator (check()). */
 typedef struct {
-    int lost, by; /* the rank named gone and the rank that reported it (the same when its
-                   * process died); -1 and -1 when no rank was named */
+    int lost, by;      /* the rank named gone and the rank that reported it (the same when its
+                        * process died); -1 and -1 when no rank was named */
     const char *store; /* NULL or, when this rank lost the bootstrap's store itself, where and
                         * why (valid while the bootstrap is): cut off from it, the rank can no
                         * longer hear which ranks live */
@@ -95,8 +95,8 @@ typedef struct {
      */
     void (*keepalive)(sharc_boot_t *boot, double interval, double silent_max);
     /**
-     * Optional (NULL: no live verdict). The stall verdict's exchange (coll/diagnostics/stall.c): stall()
-     * asks every rank for its head about collective @p ordinal; round() says, without
+     * Optional (NULL: no live verdict). The stall verdict's exchange (coll/diagnostics/stall.c):
+     * stall() asks every rank for its head about collective @p ordinal; round() says, without
      * blocking, that such a round was asked for (1, with its number and ordinal); exchange()
      * gives this rank's head of @p len bytes and gathers every rank's within @p timeout,
      * present[r] = 0 for ranks that did not answer.

@@ -181,8 +181,7 @@ static sharc_status_t sharc_bs_child(sharc_boot_store_t *bs, char *ns, size_t ns
 
         snprintf(ns, ns_size, "%.*s.h%016llx", (int)root_len, bs->ns, h);
     }
-    return sharc_boot_store_open(bs->shared, ns, rank, size, bs->super.timeout, server_rank,
-                                 new_p);
+    return sharc_boot_store_open(bs->shared, ns, rank, size, bs->super.timeout, server_rank, new_p);
 }
 
 static sharc_status_t sharc_bs_split(sharc_boot_t *boot, int color, int key, int new_rank,

@@ -154,7 +154,9 @@ static void sharc_store_dispatch(sharc_store_server_t *srv, sharc_store_conn_t *
         return;
     case SHARC_STORE_MSG_BYE: conn->live = 0; return;
     case SHARC_STORE_MSG_HEARTBEAT: sharc_store_heartbeat(conn, conn->payload + klen, vlen); return;
-    case SHARC_STORE_MSG_STALL: sharc_store_srv_stall(srv, conn, conn->payload + klen, vlen); return;
+    case SHARC_STORE_MSG_STALL:
+        sharc_store_srv_stall(srv, conn, conn->payload + klen, vlen);
+        return;
     case SHARC_STORE_MSG_REPORT:
         sharc_store_srv_report(srv, conn, conn->payload + klen, vlen);
         return;

@@ -68,8 +68,7 @@ sharc_status_t sharc_store_adopt(sharc_store_server_t *srv, int fd)
 {
     sharc_store_conn_t *conn;
 
-    if (sharc_array_grow(&srv->conns, &srv->conns_cap, srv->nconns, sizeof(*srv->conns), 16) !=
-        0) {
+    if (sharc_array_grow(&srv->conns, &srv->conns_cap, srv->nconns, sizeof(*srv->conns), 16) != 0) {
         return SHARC_ERR_NOMEM;
     }
     conn = calloc(1, sizeof(*conn));

@@ -27,7 +27,7 @@ sharc_status_t sharc_store_take_unasked(sharc_store_client_t *c, uint8_t kind, d
     sharc_status_t status = SHARC_OK;
     uint32_t u[2];
 
-    c->hb_ack = sharc_time_now();      /* the store speaks: it is alive */
+    c->hb_ack = sharc_time_now();         /* the store speaks: it is alive */
     if (kind == SHARC_STORE_MSG_NOTICE) { /* who is lost, and who said so; the first one counts */
         status = sharc_sock_recv(c->fd, u, sizeof(u), deadline);
         if (status == SHARC_OK && c->lost_rank < 0) {

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * store_watch.c: what a store connection hears and says between requests: the poll that
- * hands out the unasked messages (store_unasked.c reads them) without blocking, the heartbeats that tell the store this rank
- * is alive and tell this rank the store is (a silence past the limit on either side names
- * the other gone), and the stall verdict's messages: asking for a round, and the partial
- * gather of the ranks' heads. Requests and replies are store_client.c's.
+ * hands out the unasked messages (store_unasked.c reads them) without blocking, the heartbeats that
+ * tell the store this rank is alive and tell this rank the store is (a silence past the limit on
+ * either side names the other gone), and the stall verdict's messages: asking for a round, and the
+ * partial gather of the ranks' heads. Requests and replies are store_client.c's.
  */
 #include "config.h"
 

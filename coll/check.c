@@ -159,7 +159,9 @@ static sharc_status_t sharc_coll_check_overlap(const sharc_coll_comm_t *cc,
     switch (a->type) {
     case SHARC_COLL_ALLGATHER:
     case SHARC_COLL_GATHER: in_place = recv + r * sbytes; break;
-    case SHARC_COLL_ALLGATHERV: in_place = recv + sharc_coll_vat(a->counts, a->displs, r) * esize; break;
+    case SHARC_COLL_ALLGATHERV:
+        in_place = recv + sharc_coll_vat(a->counts, a->displs, r) * esize;
+        break;
     case SHARC_COLL_REDUCE_SCATTER:
     case SHARC_COLL_SCATTER: in_place = send + r * rbytes, recv_side = 1; break;
     case SHARC_COLL_REDUCE_SCATTERV:
@@ -180,8 +182,9 @@ static sharc_status_t sharc_coll_check_overlap(const sharc_coll_comm_t *cc,
             sharc_error("%s: sendbuf and recvbuf overlap (it has no in-place form)", name);
         } else {
             sharc_error("%s: sendbuf and recvbuf overlap without being its in-place form (%s)",
-                        name, recv_side ? "recvbuf at this rank's block of sendbuf"
-                                        : "sendbuf at this rank's block of recvbuf, or equal");
+                        name,
+                        recv_side ? "recvbuf at this rank's block of sendbuf"
+                                  : "sendbuf at this rank's block of recvbuf, or equal");
         }
         return SHARC_ERR_INVALID;
     }

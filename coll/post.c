@@ -240,13 +240,13 @@ static sharc_status_t sharc_coll_route(sharc_coll_comm_t *cc, const sharc_coll_a
 }
 
 sharc_status_t sharc_coll_post(sharc_coll_comm_t *cc, const sharc_coll_args_t *args,
-                                sharc_request_h *req_p)
+                               sharc_request_h *req_p)
 {
     return sharc_coll_post_lane(cc, args, 0, req_p);
 }
 
 sharc_status_t sharc_coll_post_lane(sharc_coll_comm_t *cc, const sharc_coll_args_t *args, int lane,
-                                     sharc_request_h *req_p)
+                                    sharc_request_h *req_p)
 {
     sharc_coll_task_t *task;
     sharc_status_t status;

@@ -110,7 +110,7 @@ static int sharc_coll_p2p_on_device(const sharc_coll_comm_t *cc, const sharc_col
  * is one NCCL group or none, and a rank whose peer put the same exchange on the other kind
  * of memory would wait for it until SHARC_TIMEOUT; refused at once instead. */
 static sharc_status_t sharc_coll_group_kind(sharc_coll_comm_t *cc, const sharc_coll_p2p_args_t *a,
-                                           int device, const char *name)
+                                            int device, const char *name)
 {
     int kind = device ? 2 : 1;
 
@@ -121,8 +121,8 @@ static sharc_status_t sharc_coll_group_kind(sharc_coll_comm_t *cc, const sharc_c
         sharc_error("%s of %zu %s %s peer %d: a %s buffer in a group of sends and receives on %s "
                     "(sharc_p2p_group_start): a group takes one kind of memory; post the others "
                     "in a group of their own",
-                    name, a->count, sharc_dtype_name(a->dtype), a->is_send ? "to" : "from",
-                    a->peer, device ? "CUDA" : "host", device ? "host memory" : "CUDA buffers");
+                    name, a->count, sharc_dtype_name(a->dtype), a->is_send ? "to" : "from", a->peer,
+                    device ? "CUDA" : "host", device ? "host memory" : "CUDA buffers");
         return SHARC_ERR_INVALID;
     }
     cc->group_kind = kind;
@@ -169,7 +169,7 @@ static int sharc_coll_group_hold(sharc_coll_task_t *task)
 }
 
 sharc_status_t sharc_coll_p2p_post(sharc_coll_comm_t *cc, const sharc_coll_p2p_args_t *args,
-                                    sharc_request_h *req_p)
+                                   sharc_request_h *req_p)
 {
     const char *name = args->is_send ? "send" : "recv";
     const sharc_coll_algo_t *algo = NULL;

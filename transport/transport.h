@@ -7,8 +7,9 @@
  *  - a CUDA backend (nccl) sets coll (sharc_tp_coll_ops_t), and runs whole collectives
  *    and grouped sends and receives on CUDA buffers itself: a communicator's CUDA backend.
  * A caller knows the kind from where it holds the table, so it never asks whether a member of
- * its kind is there; members marked optional may be NULL, and callers test those. A backend never includes
- * another backend's headers; the registry (registry.c) is the only place that knows them all.
+ * its kind is there; members marked optional may be NULL, and callers test those. A backend never
+ * includes another backend's headers; the registry (registry.c) is the only place that knows them
+ * all.
  */
 #ifndef SHARC_TRANSPORT_H
 #define SHARC_TRANSPORT_H

@@ -42,7 +42,7 @@ static sharc_status_t sharc_coll_send_init(sharc_coll_task_t *task)
     }
     task->await_peer = task->u.p2p.peer;
     status = cc->tp_ops->p2p->send(cc->tp, task->u.p2p.peer, task->seq, task->args.sendbuf,
-                              sharc_coll_p2p_bytes(task), NULL, req);
+                                   sharc_coll_p2p_bytes(task), NULL, req);
     return (status == SHARC_INPROGRESS) ? SHARC_OK : status;
 }
 
@@ -60,8 +60,8 @@ static sharc_status_t sharc_coll_recv_init(sharc_coll_task_t *task)
         status = cc->tp_ops->p2p->recv_any(cc->tp, task->seq, task->args.recvbuf, bytes, NULL, req);
     } else {
         task->await_peer = task->u.p2p.peer;
-        status = cc->tp_ops->p2p->recv(cc->tp, task->u.p2p.peer, task->seq, task->args.recvbuf, bytes,
-                                  NULL, req);
+        status = cc->tp_ops->p2p->recv(cc->tp, task->u.p2p.peer, task->seq, task->args.recvbuf,
+                                       bytes, NULL, req);
     }
     return (status == SHARC_INPROGRESS) ? SHARC_OK : status;
 }

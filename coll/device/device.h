@@ -17,7 +17,6 @@ extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_staged;
  * (quant_device.c). */
 extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_quant_device;
 
-
 /* ---- the public sends and receives on CUDA buffers (sendrecv_device.c) */
 
 extern SHARC_HIDDEN const sharc_coll_algo_t sharc_coll_p2p_device;

@@ -92,8 +92,8 @@ static sharc_status_t sharc_stage_pinned(sharc_coll_task_t *task, sharc_stage_t 
 
     /* (a small collective takes what it needs: chunks no larger than the message, no more
      * slots than chunks) */
-    st->pinned_bytes = SHARC_MIN(SHARC_STAGE_SLOTS, st->nchunks) * (st->srows + st->rrows) *
-                       st->chunk * st->esize;
+    st->pinned_bytes =
+        SHARC_MIN(SHARC_STAGE_SLOTS, st->nchunks) * (st->srows + st->rrows) * st->chunk * st->esize;
     if (!cc->pinned_busy) {
         if (cc->pinned_bytes < st->pinned_bytes) {
             sharc_gpu_host_free(cc->pinned);

@@ -84,8 +84,8 @@ static void test_mixed_group(void)
         s = sharc_recv(dev, 4, SHARC_DTYPE_F32, 0, 7, comm, &bad);
     }
     CHECK(sharc_p2p_group_end(comm) == SHARC_OK);
-    CHECK_MSG(s == SHARC_ERR_INVALID && bad == NULL, "rank %d: a device message in a host group: %s",
-              me, sharc_status_string(s));
+    CHECK_MSG(s == SHARC_ERR_INVALID && bad == NULL,
+              "rank %d: a device message in a host group: %s", me, sharc_status_string(s));
     CHECK(sharc_log_errors(before, errs, sizeof(errs)) > before);
     CHECK_MSG(strstr(errs, "a CUDA buffer in a group of sends and receives on host memory") != NULL,
               "rank %d: the refusal says: %s", me, errs);

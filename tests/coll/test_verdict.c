@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * test_verdict.c: the stall verdict (coll/diagnostics/verdict.c) from made-up heads of 4 ranks: a rank
- * that has not posted the stalled collective, ranks that did not answer, a rank that posted
+ * test_verdict.c: the stall verdict (coll/diagnostics/verdict.c) from made-up heads of 4 ranks: a
+ * rank that has not posted the stalled collective, ranks that did not answer, a rank that posted
  * another collective in its place, data that does not arrive from a rank that finished its
  * part, a ring of waits with no one cause, nothing stalled. Every case names the culprit
  * and no one else as the culprit; equal heads give equal text.

@@ -114,9 +114,11 @@ static void exchange(sharc_comm_h comm, size_t len, int recv_first, int kind, in
                 sharc_status_t st;
 
                 if (do_recv) {
-                    st = ops->p2p->recv(comm->tp, p, tag, rbuf + slot * len, len, rmem, &rreq[slot]);
+                    st =
+                        ops->p2p->recv(comm->tp, p, tag, rbuf + slot * len, len, rmem, &rreq[slot]);
                 } else {
-                    st = ops->p2p->send(comm->tp, p, tag, sbuf + slot * len, len, smem, &sreq[slot]);
+                    st =
+                        ops->p2p->send(comm->tp, p, tag, sbuf + slot * len, len, smem, &sreq[slot]);
                 }
                 CHECK_MSG(st == SHARC_OK || st == SHARC_INPROGRESS, "%s to/from %d: %s",
                           do_recv ? "recv" : "send", p, sharc_status_string(st));
@@ -198,7 +200,8 @@ static void exchange_reduce(sharc_comm_h comm, size_t count, int shared, int lat
     if (late) {
         CHECK(sharc_comm_barrier(comm) == SHARC_OK); /* eager messages have arrived by now */
     }
-    st = ops->p2p->recv_reduce(comm->tp, left, 33, dst, own, count, SHARC_DTYPE_F32, SHARC_OP_SUM, &r);
+    st = ops->p2p->recv_reduce(comm->tp, left, 33, dst, own, count, SHARC_DTYPE_F32, SHARC_OP_SUM,
+                               &r);
     if (st == SHARC_ERR_UNSUPPORTED) { /* not for this peer (another node): by hand */
         CHECK(ops->p2p->recv(comm->tp, left, 33, dst, count * 4, NULL, &r) >= SHARC_OK);
     }
@@ -218,7 +221,8 @@ static void exchange_reduce(sharc_comm_h comm, size_t count, int shared, int lat
     memset(&s, 0, sizeof(s));
     memset(&r, 0, sizeof(r));
     CHECK(ops->p2p->send(comm->tp, right, 34, sbuf, count * 4 - 4, NULL, &s) >= SHARC_OK);
-    st = ops->p2p->recv_reduce(comm->tp, left, 34, dst, own, count, SHARC_DTYPE_F32, SHARC_OP_SUM, &r);
+    st = ops->p2p->recv_reduce(comm->tp, left, 34, dst, own, count, SHARC_DTYPE_F32, SHARC_OP_SUM,
+                               &r);
     if (st == SHARC_ERR_UNSUPPORTED) {
         CHECK(ops->p2p->recv(comm->tp, left, 34, dst, count * 4, NULL, &r) >= SHARC_OK);
     }

@@ -75,7 +75,8 @@ int main(void)
     CHECK(ops->p2p->send(tp, 0, 9, a, 6, NULL, &s1) == SHARC_INPROGRESS);
     CHECK(ops->p2p->send(tp, 0, 9, b, 7, NULL, &s2) == SHARC_INPROGRESS);
     CHECK(ops->p2p->recv(tp, 0, 9, x, sizeof(x), NULL, &r1) == SHARC_OK && strcmp(x, "first") == 0);
-    CHECK(ops->p2p->recv(tp, 0, 9, y, sizeof(y), NULL, &r2) == SHARC_OK && strcmp(y, "second") == 0);
+    CHECK(ops->p2p->recv(tp, 0, 9, y, sizeof(y), NULL, &r2) == SHARC_OK &&
+          strcmp(y, "second") == 0);
 
     /* truncation fails the receive, zero bytes are fine, bad peers are refused */
     memset(&s1, 0, sizeof(s1));

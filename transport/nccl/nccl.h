@@ -18,15 +18,33 @@
 
 #include "../backend.h"
 
-/* The NCCL functions the backend calls, opened at run time (nccl_lib.c). */
-#define SHARC_TP_NCCL_FNS(X)                                                                       \
-    X(ncclGetVersion)                                                                              \
-    X(ncclGetUniqueId) X(ncclCommInitRankConfig) X(ncclCommSplit) X(ncclCommGetAsyncError)         \
-        X(ncclCommAbort) X(ncclCommDestroy) X(ncclCommFinalize) X(ncclGetErrorString)              \
-            X(ncclGetLastError) X(ncclAllGather) X(ncclReduceScatter) X(ncclAllReduce)             \
-                X(ncclBroadcast) X(ncclReduce) X(ncclMemAlloc) X(ncclMemFree) X(ncclCommRegister)   \
-                    X(ncclCommDeregister) X(ncclGroupStart) X(ncclGroupEnd) X(ncclSend)            \
-                        X(ncclRecv)
+/* The NCCL functions the backend calls, opened at run time (nccl_lib.c), one a line. */
+/* clang-format off */
+#define SHARC_TP_NCCL_FNS(X) \
+    X(ncclGetVersion) \
+    X(ncclGetUniqueId) \
+    X(ncclCommInitRankConfig) \
+    X(ncclCommSplit) \
+    X(ncclCommGetAsyncError) \
+    X(ncclCommAbort) \
+    X(ncclCommDestroy) \
+    X(ncclCommFinalize) \
+    X(ncclGetErrorString) \
+    X(ncclGetLastError) \
+    X(ncclAllGather) \
+    X(ncclReduceScatter) \
+    X(ncclAllReduce) \
+    X(ncclBroadcast) \
+    X(ncclReduce) \
+    X(ncclMemAlloc) \
+    X(ncclMemFree) \
+    X(ncclCommRegister) \
+    X(ncclCommDeregister) \
+    X(ncclGroupStart) \
+    X(ncclGroupEnd) \
+    X(ncclSend) \
+    X(ncclRecv)
+/* clang-format on */
 
 typedef struct {
 #define SHARC_TP_NCCL_PTR(fn) __typeof__(fn) *fn;

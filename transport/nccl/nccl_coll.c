@@ -101,7 +101,8 @@ static ncclResult_t sharc_tp_nccl_exchange(sharc_tp_comm_t *tp, const sharc_tp_c
                                            ncclDataType_t dt)
 {
     size_t esize = sharc_dtype_size(a->dtype);
-    int me = tp->rank, gather = a->type == SHARC_COLL_GATHER, scatter = a->type == SHARC_COLL_SCATTER;
+    int me = tp->rank, gather = a->type == SHARC_COLL_GATHER,
+        scatter = a->type == SHARC_COLL_SCATTER;
     ncclResult_t res = SHARC_NCCL(ncclGroupStart)();
 
     for (int p = 0; p < tp->size && (res == ncclSuccess || res == ncclInProgress); p++) {
@@ -120,8 +121,8 @@ static ncclResult_t sharc_tp_nccl_exchange(sharc_tp_comm_t *tp, const sharc_tp_c
             rn = (p == a->root) ? a->count : 0;
         }
         if (sn > 0) {
-            res = SHARC_NCCL(ncclSend)((const char *)a->sendbuf + soff * esize, sn, dt, p,
-                                       tp->nccl, tp->stream);
+            res = SHARC_NCCL(ncclSend)((const char *)a->sendbuf + soff * esize, sn, dt, p, tp->nccl,
+                                       tp->stream);
         }
         if (rn > 0 && (res == ncclSuccess || res == ncclInProgress)) {
             res = SHARC_NCCL(ncclRecv)((char *)a->recvbuf + roff * esize, rn, dt, p, tp->nccl,
@@ -167,8 +168,8 @@ static ncclResult_t sharc_tp_nccl_call(sharc_tp_comm_t *tp, const sharc_tp_coll_
     case SHARC_COLL_ALLTOALLV: return sharc_tp_nccl_exchange(tp, a, dt);
     case SHARC_COLL_REDUCE_SCATTERV: return sharc_tp_nccl_reduce_scatterv(tp, a, dt);
     case SHARC_COLL_REDUCE:
-        return SHARC_NCCL(ncclReduce)(a->sendbuf, a->recvbuf, a->count, dt,
-                                      sharc_tp_nccl_op(a->op), a->root, tp->nccl, tp->stream);
+        return SHARC_NCCL(ncclReduce)(a->sendbuf, a->recvbuf, a->count, dt, sharc_tp_nccl_op(a->op),
+                                      a->root, tp->nccl, tp->stream);
     case SHARC_COLL_ALLGATHER:
         return SHARC_NCCL(ncclAllGather)(a->sendbuf, a->recvbuf, a->count, dt, tp->nccl,
                                          tp->stream);

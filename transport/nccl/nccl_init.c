@@ -110,7 +110,8 @@ static sharc_status_t sharc_tp_nccl_comm_create(const sharc_tp_comm_params_t *pa
     if (status != SHARC_OK) {
         return status;
     }
-    res = SHARC_NCCL(ncclCommInitRankConfig)(&tp->nccl, params->size, hello.id, params->rank, &config);
+    res = SHARC_NCCL(ncclCommInitRankConfig)(&tp->nccl, params->size, hello.id, params->rank,
+                                             &config);
     status = sharc_tp_nccl_settle(tp, res, tp->boot_timeout, "ncclCommInitRank");
     if (status != SHARC_OK) {
         if (tp->nccl != NULL) {
@@ -146,7 +147,8 @@ static sharc_status_t sharc_tp_nccl_comm_split(sharc_tp_comm_t *tp, int color, i
         }
     }
     /* the split writes comm from NCCL's thread when done: settled (or aborted) before return */
-    res = SHARC_NCCL(ncclCommSplit)(tp->nccl, color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, &comm, &config);
+    res = SHARC_NCCL(ncclCommSplit)(tp->nccl, color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, &comm,
+                                    &config);
     status = sharc_tp_nccl_settle(tp, res, tp->boot_timeout, "ncclCommSplit");
     if (status == SHARC_OK && color >= 0 && comm == NULL) {
         sharc_error("nccl: ncclCommSplit finished without a communicator for color %d", color);

@@ -54,7 +54,8 @@ static void sharc_tp_nccl_open(void)
 #undef SHARC_TP_NCCL_SYM
     if (missing != NULL) {
         sharc_info("nccl: the libnccl.so.2 found has no %s (NCCL 2.19 or later is needed); "
-                   "CUDA buffers are staged through host memory", missing);
+                   "CUDA buffers are staged through host memory",
+                   missing);
         dlclose(handle);
         return;
     }

@@ -30,8 +30,8 @@ sharc_status_t sharc_tp_nccl_mem_reg(sharc_tp_comm_t *tp, void *addr, size_t byt
     if (mem == NULL) {
         return SHARC_ERR_NOMEM;
     }
-    status = sharc_tp_nccl_status(tp, SHARC_NCCL(ncclCommRegister)(tp->nccl, addr, bytes, &mem->handle),
-                                  "ncclCommRegister");
+    status = sharc_tp_nccl_status(
+        tp, SHARC_NCCL(ncclCommRegister)(tp->nccl, addr, bytes, &mem->handle), "ncclCommRegister");
     if (status != SHARC_OK) {
         free(mem);
         return status;

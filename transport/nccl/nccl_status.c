@@ -16,7 +16,8 @@
 
 sharc_status_t sharc_tp_nccl_status(sharc_tp_comm_t *tp, ncclResult_t res, const char *what)
 {
-    const char *last = (tp != NULL && tp->nccl != NULL) ? SHARC_NCCL(ncclGetLastError)(tp->nccl) : NULL;
+    const char *last =
+        (tp != NULL && tp->nccl != NULL) ? SHARC_NCCL(ncclGetLastError)(tp->nccl) : NULL;
 
     switch (res) {
     case ncclSuccess: return SHARC_OK;

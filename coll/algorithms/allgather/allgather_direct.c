@@ -48,10 +48,10 @@ static sharc_status_t sharc_allgather_direct_progress(sharc_coll_task_t *task)
             size_t k = (size_t)(i - 1), rbytes = sharc_coll_vcount(a, from, 0) * esize;
 
             /* empty blocks travel in no message: every rank knows every block's size */
-            status = rbytes == 0 ? SHARC_OK
-                                 : sharc_coll_recv(task, from,
-                                                   buf + sharc_coll_vdispl(a, from, 0) * esize,
-                                                   rbytes, &task->reqs[k]);
+            status = rbytes == 0
+                         ? SHARC_OK
+                         : sharc_coll_recv(task, from, buf + sharc_coll_vdispl(a, from, 0) * esize,
+                                           rbytes, &task->reqs[k]);
             if (status == SHARC_OK && bytes > 0) {
                 status = sharc_coll_send(task, to, a->sendbuf, bytes, &task->reqs[task->nreqs + k]);
             }

@@ -31,7 +31,8 @@ static sharc_status_t sharc_alltoall_direct_init(sharc_coll_task_t *task)
             return SHARC_ERR_NOMEM;
         }
     }
-    if (task->nreqs > 0 && a->sendbuf == a->recvbuf) { /* (even blocks: alltoallv is not in place) */
+    if (task->nreqs > 0 &&
+        a->sendbuf == a->recvbuf) { /* (even blocks: alltoallv is not in place) */
         /* the blocks are sent from this copy; the receives overwrite the originals */
         if (sharc_coll_scratch(task, n * bytes) == NULL) {
             return SHARC_ERR_NOMEM;

@@ -50,8 +50,8 @@ static sharc_status_t sharc_gather_direct_progress(sharc_coll_task_t *task)
         for (int i = 1; i < n; i++) { /* from the root's neighbours on: as they are ready */
             int from = (r + i) % n;
 
-            status = sharc_coll_recv(task, from, recv + (size_t)from * bytes, bytes,
-                                     &task->reqs[k++]);
+            status =
+                sharc_coll_recv(task, from, recv + (size_t)from * bytes, bytes, &task->reqs[k++]);
             if (status != SHARC_OK) {
                 return status;
             }

@@ -90,8 +90,7 @@ static sharc_status_t sharc_reduce_binomial_progress(sharc_coll_task_t *task)
         for (size_t c = 0; c < k; c++) {
             int child = (v + (1 << c) + a->root) % n;
 
-            status = sharc_coll_recv(task, child, task->scratch + c * bytes, bytes,
-                                     &task->reqs[c]);
+            status = sharc_coll_recv(task, child, task->scratch + c * bytes, bytes, &task->reqs[c]);
             if (status != SHARC_OK) {
                 return status;
             }

@@ -47,8 +47,8 @@ static sharc_status_t sharc_reduce_scatter_direct_post(sharc_coll_task_t *task, 
                                      &task->reqs[i - 1]);
         }
         if (status == SHARC_OK && sbytes > 0) {
-            status = sharc_coll_send(task,
-                                     to, (const char *)a->sendbuf + sharc_coll_vdispl(a, to, 0) * esize,
+            status = sharc_coll_send(task, to,
+                                     (const char *)a->sendbuf + sharc_coll_vdispl(a, to, 0) * esize,
                                      sbytes, &task->reqs[n + i - 1]);
         }
     }
@@ -61,7 +61,8 @@ static sharc_status_t sharc_reduce_scatter_direct_progress(sharc_coll_task_t *ta
     const sharc_coll_comm_t *comm = task->cc;
     int n = comm->size, r = comm->rank;
     size_t count = sharc_coll_vcount(a, r, 0), bytes = count * sharc_dtype_size(a->dtype);
-    const char *own = (const char *)a->sendbuf + sharc_coll_vdispl(a, r, 0) * sharc_dtype_size(a->dtype);
+    const char *own =
+        (const char *)a->sendbuf + sharc_coll_vdispl(a, r, 0) * sharc_dtype_size(a->dtype);
     char *slots = task->scratch, *sum = slots + (size_t)r * bytes;
     sharc_status_t status;
 
@@ -85,8 +86,8 @@ static sharc_status_t sharc_reduce_scatter_direct_progress(sharc_coll_task_t *ta
     }
     for (int p = 1; p < n; p++) {
         sharc_kern_cpu_ops.reduce(sum, p == 1 ? (r == 0 ? own : slots) : sum,
-                                  p == r ? own : slots + (size_t)p * bytes, count, a->dtype,
-                                  a->op, NULL);
+                                  p == r ? own : slots + (size_t)p * bytes, count, a->dtype, a->op,
+                                  NULL);
     }
     if (a->op == SHARC_OP_AVG) {
         sharc_kern_cpu_ops.scale(sum, count, a->dtype, 1.0 / n, NULL);
