@@ -4,7 +4,7 @@
  * the task and who runs it (host algorithms from select.c; on CUDA buffers the collective
  * backend, or staging through host memory), and how a routed task enters the engine (under
  * the lock, or handed to a running pass; SHARC_CHECK's comparison across ranks first).
- * Blocking calls are post + wait + free. The public collective functions are the core's
+ * Blocking calls are post + wait + free. The public collective functions are comm/'s
  * (comm/comm_coll.c).
  */
 #include "config.h"

@@ -28,7 +28,7 @@ struct sharc_context {
     sharc_coll_watchdog_t *watchdog; /* made with its first communicator (coll/diagnostics/watchdog.c) */
 };
 
-/* ---- the core's knobs (config.c) */
+/* ---- the communicators' knob (comm_cfg.c) */
 
 /* SHARC_CUDA_BACKEND's values, as sharc_core_cfg_t.cuda_backend holds them. */
 enum { SHARC_CUDA_BACKEND_AUTO = 0, SHARC_CUDA_BACKEND_NCCL, SHARC_CUDA_BACKEND_STAGED };

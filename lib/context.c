@@ -4,7 +4,7 @@
  * knobs: the configuration (the defaults and SHARC_* variables, or a copy of the caller's),
  * logging applied process-wide (see sharc/log.h), SHARC_TUNE_FILE's rules (coll/algorithms/tune.c),
  * the table of shareable memory, and a warning for SHARC_* variables that name no knob. A
- * context's references and end are the core's (comm/context.c).
+ * context's references and end are the communicators' layer's (comm/context.c).
  */
 #include "config.h"
 

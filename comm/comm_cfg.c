@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * config.c: the core's knobs: where collectives on CUDA buffers run. The configuration's
+ * comm_cfg.c: the communicators' knob: where collectives on CUDA buffers run. The configuration's
  * mechanism is base's (base/cfg.c); the list of every layer's tables is the library
  * root's (lib/knobs.c).
  */
