@@ -5,8 +5,8 @@
  * Reads the live machine, or offline inputs (a sysfs-shaped tree, an `nvidia-smi topo -m`
  * capture, NCCL topology XML) for bug reports and tests; on EFA nodes the doctor also checks
  * the NCCL NET plugin and libfabric (--lib-path and --fi-info stand in for another machine's).
- * Links sharc-topo's tool library (perf/topo/) over the library's detection (transport/topo/), which is
- * not public API.
+ * Links sharc-topo's tool library (perf/topo/) over the library's detection (transport/topo/),
+ * which is not public API.
  */
 #include "config.h"
 

@@ -57,8 +57,8 @@ sharc_status_t sharc_coll_recv_reduce(sharc_coll_task_t *task, int peer, void *d
     memset(req, 0, sizeof(*req));
     req->peer = peer;
     req->is_recv = 1;
-    status = cc->tp_ops->p2p->recv_reduce(cc->tp, peer, task->seq, dst, src, count, task->args.dtype,
-                                     task->args.op, req);
+    status = cc->tp_ops->p2p->recv_reduce(cc->tp, peer, task->seq, dst, src, count,
+                                          task->args.dtype, task->args.op, req);
     return (status == SHARC_INPROGRESS) ? SHARC_OK : status;
 }
 

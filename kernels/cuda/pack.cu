@@ -107,8 +107,9 @@ cudaError_t launch_from(void *bucket, sharc_dtype_t pdt, const pieces_t &pc, int
 }
 
 /* One launch for up to SHARC_KERN_MAX_PIECES pieces. */
-static cudaError_t sharc_pack_batch(void *bucket, sharc_dtype_t bdt, const sharc_kern_piece_t *pieces,
-                                    int n, sharc_dtype_t pdt, bool to_bucket, cudaStream_t s)
+static cudaError_t sharc_pack_batch(void *bucket, sharc_dtype_t bdt,
+                                    const sharc_kern_piece_t *pieces, int n, sharc_dtype_t pdt,
+                                    bool to_bucket, cudaStream_t s)
 {
     size_t esize = sharc_dtype_size(bdt), max = 0;
     pieces_t pc;

@@ -28,7 +28,8 @@ static void bench_usage(FILE *out)
     fprintf(out,
             "usage: sharc-perf allgather|reduce_scatter|allreduce|broadcast|alltoall|sendrecv "
             "[options]\n"
-            "       sharc-perf reduce|gather|scatter|allgatherv|reduce_scatterv|alltoallv [options]\n"
+            "       sharc-perf reduce|gather|scatter|allgatherv|reduce_scatterv|alltoallv "
+            "[options]\n"
             "       (sendrecv: each rank sends to the next and receives from the previous one;\n"
             "       the uneven ones with even blocks; alltoallv has no in-place form, its\n"
             "       in-place columns repeat the out-of-place call)\n"
@@ -150,8 +151,10 @@ static int bench_parse_args(int argc, char **argv, perf_bench_opts_t *o)
         (o->cuda && (o->vs_mpi || o->registered)) || (o->vs_nccl && !o->cuda) ||
         (o->vs_nccl && o->coll == PERF_SENDRECV) || (o->vs_nccl && o->coll > SHARC_COLL_REDUCE)) {
         if (o->vs_nccl && o->coll > SHARC_COLL_REDUCE && o->coll != PERF_SENDRECV) {
-            fprintf(stderr, "sharc-perf: --vs-nccl: NCCL has no %s of its own (sharc runs it as "
-                    "a group of NCCL's sends and receives)\n", sharc_coll_name(o->coll));
+            fprintf(stderr,
+                    "sharc-perf: --vs-nccl: NCCL has no %s of its own (sharc runs it as "
+                    "a group of NCCL's sends and receives)\n",
+                    sharc_coll_name(o->coll));
         }
         fprintf(stderr, "sharc-perf: bad arguments\n");
         bench_usage(stderr);

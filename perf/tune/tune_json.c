@@ -21,8 +21,6 @@
 
 /* ---- the target: topology and versions ---------------------------------------------------- */
 
-
-
 /* First line of a command's output (or of a file), "none" when there is none. */
 static void first_line(const char *cmd, const char *file, char *buf, size_t len)
 {
@@ -97,8 +95,8 @@ int perf_tune_target_detect(perf_tune_target_t *t, const char *topo_cmd, char *e
 
             t->nic_gbps = rate > t->nic_gbps ? rate : t->nic_gbps;
             size_t u = strlen(nics);
-            perf_snprintf(nics + u, sizeof(nics) - u, "%s%s:%.0f", i ? "," : "", perf_jstr(nic, "name"),
-                          rate);
+            perf_snprintf(nics + u, sizeof(nics) - u, "%s%s:%.0f", i ? "," : "",
+                          perf_jstr(nic, "name"), rate);
         }
     }
     int nvswitches = perf_jint(o, "nvswitches");
@@ -243,7 +241,8 @@ int perf_tune_load(const char *path, perf_tune_saved_t *saved, char *err, size_t
         perf_snprintf(err, errlen, "%s: no collectives", path);
         goto out;
     }
-    perf_snprintf(saved->fingerprint, sizeof(saved->fingerprint), "%s", perf_jstr(o, "fingerprint"));
+    perf_snprintf(saved->fingerprint, sizeof(saved->fingerprint), "%s",
+                  perf_jstr(o, "fingerprint"));
     perf_snprintf(saved->fp_text, sizeof(saved->fp_text), "%s", perf_jstr(o, "fingerprint_text"));
     saved->np = perf_jint(o, "np");
     saved->nodes = perf_jint(o, "nodes");
