@@ -355,7 +355,8 @@ static void test_bad_index(void)
     unlink(b);
 }
 
-static void test_bad_files(void)
+/* the file's framing: too short, cut, huge header lengths; a header that is not a JSON object */
+static void test_bad_framing(void)
 {
     const char *path = tmp_path("bad.safetensors");
     const char *good = "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}";
@@ -402,6 +403,14 @@ static void test_bad_files(void)
     expect_bad("j6", "{\"a\":{},}", NULL, 0, "JSON");
     write_bytes(path, "\x04\0\0\0\0\0\0\0{}\0\0", 12);
     EXPECT_ERR(llama_st_open(path, &st), SHARC_ERR_INVALID, path, "after its JSON");
+    unlink(path);
+}
+
+/* the header's entries: dtypes, shapes, offsets, sizes, and how the tensors tile the data */
+static void test_bad_entries(void)
+{
+    unsigned char data[64] = {0};
+
     /* entries */
     expect_bad("e1", "{\"a\": 1}", NULL, 0, "not an object");
     expect_bad("e2", "{\"a\": {\"shape\":[],\"data_offsets\":[0,4]}}", data, 4, "dtype");
@@ -506,6 +515,14 @@ static void test_bad_files(void)
                "{\"a\": {\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
                "\"b\": {\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}",
                data, 4, "overlap");
+}
+
+/* valid corner cases, and missing files and directories */
+static void test_corner_files(void)
+{
+    const char *path = tmp_path("bad.safetensors");
+    unsigned char data[64] = {0};
+    llama_st_t *st = NULL;
 
     /* valid corner cases: empty header, zero-size tensors first, between and last, unaligned
      * tensors, a name with '}', header padding */
@@ -556,6 +573,7 @@ static void test_bad_files(void)
     CHECK(st == NULL);
     unlink(path);
 }
+
 
 static void test_writer_misuse(void)
 {
@@ -613,7 +631,9 @@ int main(void)
     test_integers();
     test_sharded();
     test_bad_index();
-    test_bad_files();
+    test_bad_framing();
+    test_bad_entries();
+    test_corner_files();
     test_writer_misuse();
     testdir_remove();
     return check_result("test_safetensors");
