@@ -138,6 +138,13 @@ sharc_status_t llama_model_step(llama_model_t *model, const int32_t *tokens, con
                                 float grad_scale, int sync, float *loss_p);
 
 /**
+ * The mean cross-entropy over this rank's tokens of the micro-batches since the last read (at
+ * least one): on CUDA the host waits for the compute queued so far, so a trainer reads it at
+ * the end of a step, after the optimizer is queued, rather than between backward and update.
+ */
+sharc_status_t llama_model_loss(llama_model_t *model, float *loss_p);
+
+/**
  * Forward only (evaluation, or a check against a reference): mean loss over this rank's
  * tokens; with @p logits non-NULL, the (B, T, V) logits are copied there. Uses the engine's
  * primitives, so it leaves the training schedule alone.

@@ -5,8 +5,9 @@
  * backward in reverse, each block's backward beside its forward. Every unit is gathered by
  * the engine before its compute (prefetched along the recorded schedule) and its gradients
  * are reduce-scattered right after its backward, while the next block's backward computes.
- * All of it is queued through the ops table; on CUDA the one wait for the device is the
- * loss's read-back at the end.
+ * All of it is queued through the ops table; on CUDA nothing here waits for the device: the
+ * loss stays in the ops' memory until llama_model_loss reads it, once the step's optimizer is
+ * queued behind it.
  * Shapes: B batch, T sequence, C dim, H/KV heads, hd head dim, F ffn dim, V vocab, N = B*T.
  */
 #include "model_int.h"
@@ -180,7 +181,6 @@ sharc_status_t llama_model_step(llama_model_t *m, const int32_t *tokens, const i
     float *w[LLAMA_MAX_UNIT_PARAMS], *g[LLAMA_MAX_UNIT_PARAMS];
     llama_prof_t *pf = m->prof;
     sharc_status_t status;
-    double loss;
 
     STEP_CHECK(check_tokens(m, tokens, targets));
     STEP_CHECK(sharc_shard_set_sync(sg, sync));
@@ -237,18 +237,29 @@ sharc_status_t llama_model_step(llama_model_t *m, const int32_t *tokens, const i
     STEP_CHECK(llama_unit_grads_done(m, 0));
     STEP_CHECK(shard_call(m, LLAMA_SITE_REDUCE, sharc_shard_backward_end, 0));
 
-    /* the loss for the log: on CUDA this waits for the micro-batch's compute (not for its
-     * reductions, which the engine's streams carry on) */
-    if (loss_p != NULL) {
-        int batches = m->loss_batches;
-        m->loss_batches = 0;
-        llama_prof_at(pf, LLAMA_SITE_READBACK);
-        status = m->ops->to_host(&loss, m->loss, sizeof(loss));
-        llama_prof_end(pf);
-        STEP_CHECK(status);
+    return loss_p != NULL ? llama_model_loss(m, loss_p) : SHARC_OK;
+}
+
+/* on CUDA this waits for the compute queued so far (not for the reductions, which the
+ * engine's streams carry on): the trainer calls it once the step's optimizer is queued */
+sharc_status_t llama_model_loss(llama_model_t *m, float *loss_p)
+{
+    int batches = m->loss_batches, N = m->run.batch * m->run.seq;
+    sharc_status_t status;
+    double loss = 0.0;
+
+    if (batches == 0) {
+        llama_err("llama_model_loss: no micro-batch since the last read");
+        return SHARC_ERR_INVALID;
+    }
+    m->loss_batches = 0;
+    llama_prof_at(m->prof, LLAMA_SITE_READBACK);
+    status = m->ops->to_host(&loss, m->loss, sizeof(loss));
+    llama_prof_end(m->prof);
+    if (status == SHARC_OK) {
         *loss_p = (float)(loss / ((double)N * batches));
     }
-    return SHARC_OK;
+    return status;
 }
 
 /* gather one unit outside the training schedule and point w at it */
