@@ -85,6 +85,8 @@ typedef struct {
     int batch;                   /**< B: sequences per micro-batch on this rank */
     int seq;                     /**< T */
     int recompute;               /**< recompute each block's activations in backward */
+    int head_rows;               /**< rows of (N, V) logits the head computes at once;
+                                      0: as many as fit 256 MiB (model_int.h) */
     sharc_dtype_t param_dtype;   /**< f32 or bf16: the gathered parameters */
     sharc_dtype_t reduce_dtype;  /**< f32 or bf16: gradient reduction */
     int shard_size;              /**< HSDP shard group size; 0: every rank */
