@@ -14,6 +14,7 @@
  * (threads, warps, shared memory, the runtime and cuBLAS of its own); otherwise CUDA's.
  */
 #ifndef LLAMA_CUDA_EMU
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #endif
@@ -42,6 +43,9 @@ enum {
     SCRATCH_LAST
 };
 
+/* cuBLASLt's workspace for the products (gemm.cu): the most its heuristic may ask for */
+#define GEMM_WORKSPACE_BYTES ((size_t)32 << 20)
+
 /* Uploads of host arrays in flight at once (token ids: three per micro-batch). */
 #define LLAMA_CUDA_STAGE_SLOTS 8
 
@@ -57,9 +61,11 @@ typedef struct {
     int device;
     cudaStream_t stream;
     cublasHandle_t blas;
-    int async_alloc; /* the device has stream-ordered allocation (cudaMallocAsync) */
-    int max_smem;    /* bytes of shared memory a block may opt in to (the tiled attention) */
-    int failed;      /* an error was logged; to_host reports it */
+    cublasLtHandle_t lt; /* NULL: cuBLASLt did not start (cublasGemmEx for every product) */
+    void *lt_ws;         /* its workspace, GEMM_WORKSPACE_BYTES of device memory, or NULL */
+    int async_alloc;     /* the device has stream-ordered allocation (cudaMallocAsync) */
+    int max_smem;        /* bytes of shared memory a block may opt in to (the tiled attention) */
+    int failed;          /* an error was logged; to_host reports it */
     void *scratch[SCRATCH_LAST];
     size_t scratch_cap[SCRATCH_LAST];
     stage_slot_t stage[LLAMA_CUDA_STAGE_SLOTS];
@@ -88,6 +94,8 @@ static inline bool launched(const char *what)
 
 /* Device scratch @p slot of at least @p bytes (contents undefined), or NULL (logged). */
 void *scratch(int slot, size_t bytes);
+/* gemm.cu: the products' cuBLASLt plans released (at teardown, before the handle) */
+void gemm_teardown(void);
 /* A device copy of @p bytes of host memory, queued on the stream; valid for work queued
  * after it until LLAMA_CUDA_STAGE_SLOTS more uploads. NULL (logged) on failure. */
 const void *stage(const void *host, size_t bytes);
