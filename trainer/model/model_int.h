@@ -96,6 +96,9 @@ static inline int llama_head_rows(const llama_model_t *m)
     size_t N = (size_t)m->run.batch * m->run.seq, row = (size_t)m->cfg.vocab * m->act_size;
     size_t rows = m->run.head_rows > 0 ? (size_t)m->run.head_rows : LLAMA_HEAD_CHUNK_BYTES / row;
 
+    if (m->run.head_rows <= 0 && rows >= 128) {
+        rows &= ~(size_t)127; /* whole tiles of the products' M, chunk offsets aligned */
+    }
     rows = rows < 1 ? 1 : rows;
     return (int)(rows < N ? rows : N);
 }

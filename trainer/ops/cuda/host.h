@@ -46,8 +46,12 @@ enum {
 /* cuBLASLt's workspace for the products (gemm.cu): the most its heuristic may ask for */
 #define GEMM_WORKSPACE_BYTES ((size_t)32 << 20)
 
-/* Uploads of host arrays in flight at once (token ids: three per micro-batch). */
-#define LLAMA_CUDA_STAGE_SLOTS 8
+/* Uploads of host arrays in flight at once (token ids: two per micro-batch and the targets of
+ * each of the head's chunks, four for the 1b shape at batch 8): a slot is taken again only
+ * once its copy is done, so the count bounds how far the host runs ahead of the device; 32
+ * keeps that beyond a micro-batch, where a wait cannot idle the device. Slots are allocated
+ * at their first use. */
+#define LLAMA_CUDA_STAGE_SLOTS 32
 
 typedef struct {
     void *host, *dev; /* page-locked and device, cap bytes each */
