@@ -99,11 +99,11 @@ typedef struct {
     /** CUDA: where the shard engine keeps the f32 masters, gradient shards and AdamW's
      *  moments (none: on the GPU); with offload the engine's AdamW updates them on the CPU */
     sharc_shard_offload_t offload;
-    double offload_fraction; /**< the share of elements offloaded, (0, 1]; 0: all */
-    sharc_wire_t param_wire;     /**< the gathers' wire: FULL (0, the default), INT8, FP8 */
-    sharc_wire_t reduce_wire;    /**< the reductions' wire */
-    int wire_block;              /**< values per scale of a quantized wire; 0: sharc's */
-    llama_reshard_t reshard;     /**< what a unit keeps after its forward */
+    double offload_fraction;  /**< the share of elements offloaded, (0, 1]; 0: all */
+    sharc_wire_t param_wire;  /**< the gathers' wire: FULL (0, the default), INT8, FP8 */
+    sharc_wire_t reduce_wire; /**< the reductions' wire */
+    int wire_block;           /**< values per scale of a quantized wire; 0: sharc's */
+    llama_reshard_t reshard;  /**< what a unit keeps after its forward */
 } llama_run_t;
 
 /** Where parameters come from at creation. */
