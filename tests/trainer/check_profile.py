@@ -12,7 +12,8 @@ the sites' shares of the step add up to 100% and their mean times to the step's 
 its time over it; the JSON parses and has the table's rows. With --trace (the run had --trace
 too): the trace holds the op track with a span of every forward and backward site, and each
 such span lies inside one of the shard engine's compute spans of rank 0 (the two timelines
-agree), unless --device-times (a GPU's: its spans run behind the host's calls). Exits 1 on
+agree), unless --device-times (a GPU's: its spans run behind the host's calls), and no read
+of the device (readback) lies between a step's last backward site and its AdamW. Exits 1 on
 failure.
 """
 import argparse
@@ -84,6 +85,21 @@ def check_trace(path, bad, device_times):
     missing = [s for s in COMPUTE if s not in names]
     if missing:
         bad.append(f"sites without spans in the trace: {missing}")
+    # the host reads the device (loss, norm) only once the update is queued: no read between a
+    # step's last backward site and its AdamW, where the device would idle while the host waits
+    # and then queues the optimizer
+    spans = sorted((e["ts"], e["name"]) for e in ops)
+    last_bwd, early = None, 0
+    for ts, name in spans:
+        if name == "embed_bwd":
+            last_bwd = ts
+        elif name == "adamw":
+            last_bwd = None
+        elif name == "readback" and last_bwd is not None:
+            early += 1
+    print(f"trace: {early} reads of the device between a backward and its update")
+    if early:
+        bad.append(f"{early} readback spans between the last backward site and AdamW")
 
 
 def main():

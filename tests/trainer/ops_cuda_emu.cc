@@ -13,6 +13,7 @@
 
 #include "../../trainer/ops/cuda/state.cu"
 #include "../../trainer/ops/cuda/cuda.cu"
+#include "../../trainer/ops/cuda/gemm.cu"
 #include "../../trainer/ops/cuda/attn.cu"
 #include "../../trainer/ops/cuda/attn_pick.cu"
 #include "../../trainer/ops/cuda/elem.cu"

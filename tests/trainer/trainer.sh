@@ -1,7 +1,7 @@
 #!/bin/bash
 # sharc-llama end to end: sharding invariance (1 rank against 2 and 4, flat and HSDP, with and
-# without gradient accumulation, adaptive prefetch with the timeline trace: the same losses
-# for 20 steps in f32), resume (stopping at step k and resuming equals the uninterrupted run,
+# without gradient accumulation, the head's logits in chunks of 7 rows, adaptive prefetch with
+# the timeline trace: the same losses for 20 steps in f32), resume (stopping at step k and resuming equals the uninterrupted run,
 # on the same and on another number of ranks), export and re-import, and bad input through
 # the command line (clear errors, no crash; --device cuda where there is no GPU among them).
 # The GPU's own: tests/trainer_cuda.sh.
@@ -27,7 +27,7 @@ train() {
 
 run_ok "1 rank, batch 4" train ref 1 --batch 4
 for spec in "2 --batch 2" "4 --batch 1" "4 --batch 1 --hsdp 2" "2 --batch 1 --accum 2" \
-        "4 --batch 1 --hsdp 2 --recompute" "1 --batch 1 --accum 4"; do
+        "4 --batch 1 --hsdp 2 --recompute" "1 --batch 1 --accum 4" "1 --batch 4 --head-rows 7"; do
     name=$(echo "$spec" | tr -d ' -')
     read -r n args <<< "$spec"
     # shellcheck disable=SC2086

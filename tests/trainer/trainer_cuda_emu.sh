@@ -6,6 +6,7 @@
 # emulation is slow):
 #  - f32 on the emulated table equals the CPU trainer, 6 steps within 1e-5 relative (plain;
 #    gradient accumulation with recomputation; bf16 gathers and reductions);
+#  - the head's logits in chunks of 5 rows: the same losses (f32: the CPU's; bf16: 1e-3);
 #  - bf16 (the tiled attention's table, whose kernels test_ops_cuda_emu checks; tiny's head
 #    size, 16, takes the materialized path) stays within 3% of f32's losses; on a random
 #    checkpoint with head size 32 (tests/lib.sh make_hf_llama) the tiled attention runs in
@@ -62,6 +63,16 @@ run_ok_match "emulated CUDA, bf16, the tiled attention" "cuda-bf16" run "$EMU" e
     --device cuda --attention flash
 run_ok "emulated CUDA bf16: within 3% of f32's losses" losses_match "$work/emu.jsonl" \
     "$work/emu16.jsonl" 1 3e-2
+# the head's logits 5 rows at a time (chunks at offsets the products' heuristic must be told
+# of; the last chunk short): the whole head's losses
+run_ok "emulated CUDA f32, --head-rows 5" run "$EMU" emu_rows --device cuda --compute-dtype f32 \
+    --head-rows 5
+run_ok "emulated CUDA f32 --head-rows 5: the CPU's losses" losses_match "$work/cpu.jsonl" \
+    "$work/emu_rows.jsonl"
+run_ok "emulated CUDA bf16, --head-rows 5" run "$EMU" emu16_rows --device cuda --attention flash \
+    --head-rows 5
+run_ok "emulated CUDA bf16 --head-rows 5: the whole head's losses (1e-3) and norms (1e-2)" \
+    losses_match "$work/emu16.jsonl" "$work/emu16_rows.jsonl" 1 1e-3 1e-2
 run_fail "emulated CUDA: --attention cudnn says there is no cuDNN" 60 \
     "attention cudnn: the host emulation of CUDA has no cuDNN" run "$EMU" emu_cudnn --device cuda \
     --attention cudnn

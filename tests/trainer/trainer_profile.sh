@@ -5,8 +5,9 @@
 # (--profile-json) has the table's rows; with accumulation, recomputation and bf16 gathers and
 # reductions the casts and the recomputed forward are counted; on 2 ranks with --trace (and
 # accumulation: the timelines meet at the last micro-batch) the op spans are a track of the
-# shard engine's timeline, inside its compute spans; and off, the losses are those of a run
-# with it (profiling changes no arithmetic).
+# shard engine's timeline, inside its compute spans, with no read of the device between a
+# step's backward and its update; and off, the losses are those of a run with it (profiling
+# changes no arithmetic).
 # SPDX-License-Identifier: BSD-3-Clause
 . "$(dirname "$0")/../lib.sh"
 

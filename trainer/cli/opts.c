@@ -55,6 +55,8 @@ void llama_usage(FILE *f)
             "  --reshard-after-forward yes|no|node  what a unit keeps after its forward:\n"
             "                       nothing, everything, or a node-local shard (ZeRO++ hpZ)\n"
             "  --recompute          recompute each block's activations in backward\n"
+            "  --head-rows N        rows of logits the head computes at once (default: as\n"
+            "                       many as fit 256 MiB; the loss is the same either way)\n"
             "  --prefetch K|auto    units gathered ahead (default sharc's, 1); auto: the\n"
             "                       engine deepens it while gathers are waited for\n"
             "  --seed S             initialisation seed (default 1)\n"
@@ -121,6 +123,7 @@ enum {
     O_RDT,
     O_HSDP,
     O_RECOMP,
+    O_HEAD_ROWS,
     O_PREFETCH,
     O_SEED,
     O_VALEVERY,
@@ -175,6 +178,7 @@ static const struct option long_opts[] = {
     {"reduce-dtype", 1, 0, O_RDT},
     {"hsdp", 1, 0, O_HSDP},
     {"recompute", 0, 0, O_RECOMP},
+    {"head-rows", 1, 0, O_HEAD_ROWS},
     {"prefetch", 1, 0, O_PREFETCH},
     {"seed", 1, 0, O_SEED},
     {"val-every", 1, 0, O_VALEVERY},
@@ -385,6 +389,7 @@ static int parse_one(llama_opts_t *o, int c, const char *name, const char *arg, 
     case O_RESUME: o->resume_dir = arg; return 0;
     case O_EXPORT: o->export_dir = arg; return 0;
     case O_RECOMP: o->run.recompute = 1; return 0;
+    case O_HEAD_ROWS: return parse_int(name, arg, 1, &o->run.head_rows);
     case O_VOCAB: return parse_int(name, arg, 2, &o->vocab);
     case O_BATCH: return parse_int(name, arg, 1, &o->run.batch);
     case O_SEQ: return parse_int(name, arg, 1, &o->run.seq);

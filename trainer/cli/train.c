@@ -175,15 +175,12 @@ static sharc_status_t train_setup(llama_train_t *t)
     }
     return agree(t->comm, status);
 }
-/* The micro-batches of one step through the model, and the step's reductions; the
- * summed loss over them in *loss_sum_p (read once, after the last), the time spent reading
- * data in *data_s_p. */
-static sharc_status_t train_forward_backward(llama_train_t *t, int step, double *loss_sum_p,
-                                             double *data_s_p)
+/* The micro-batches of one step through the model, and the step's reductions, queued (their
+ * loss is read by train_step); the time spent reading data in *data_s_p. */
+static sharc_status_t train_forward_backward(llama_train_t *t, int step, double *data_s_p)
 {
     const llama_opts_t *o = t->o;
     sharc_status_t status = SHARC_OK;
-    float loss;
 
     for (int k = 0; k < o->accum && status == SHARC_OK; k++) {
         uint64_t micro = (uint64_t)step * o->accum + k;
@@ -198,10 +195,10 @@ static sharc_status_t train_forward_backward(llama_train_t *t, int step, double 
             status = llama_optim_begin(t->optim, step);
         }
         if (status == SHARC_OK) {
-            int last = k == o->accum - 1;
+            /* the loss is not read here: the host would wait for the device between the
+             * backward and the optimizer (train_step reads it once the step is queued) */
             status =
-                llama_model_step(t->model, t->x, t->y, 1.0f / o->accum, last, last ? &loss : NULL);
-            *loss_sum_p += last ? (double)loss * o->accum : 0.0;
+                llama_model_step(t->model, t->x, t->y, 1.0f / o->accum, k == o->accum - 1, NULL);
         }
         llama_sample_memory(t); /* the device's high-water mark: after every micro-batch */
     }
@@ -243,24 +240,35 @@ static sharc_status_t train_after_step(llama_train_t *t, int step)
 static sharc_status_t train_step(llama_train_t *t, int step)
 {
     const llama_opts_t *o = t->o;
-    double t0 = llama_now(), data_s = 0.0, loss_sum = 0.0, mean_loss = 0.0, local_loss;
+    double t0 = llama_now(), data_s = 0.0, mean_loss = 0.0, local_loss = 0.0;
     sharc_shard_stats_t st;
     sharc_status_t status;
-    float norm, lr;
+    float norm = 0.0f, lr, loss = 0.0f;
 
     llama_prof_step_begin(t->prof);
-    status = train_forward_backward(t, step, &loss_sum, &data_s);
+    status = train_forward_backward(t, step, &data_s);
     if (status != SHARC_OK) {
         llama_err("step %d failed: %s", step, sharc_status_string(status));
         return status;
     }
     double to = llama_now();
-    status = llama_optim_step(t->optim, step, &norm, &lr);
+    /* the update and the gradients' zeroing are queued behind the backward, and only then
+     * does the host wait for the device, once, to read the loss and the norm for the log: a
+     * read between backward and update would leave the device idle while the host queues the
+     * optimizer */
+    status = llama_optim_step(t->optim, step, NULL, &lr);
     llama_prof_at(t->prof, LLAMA_SITE_ZERO);
     if (status == SHARC_OK) {
         status = sharc_shard_zero_grads(t->sg);
     }
-    local_loss = loss_sum / o->accum;
+    llama_prof_end(t->prof);
+    if (status == SHARC_OK) {
+        status = llama_optim_norm(t->optim, &norm);
+    }
+    if (status == SHARC_OK) {
+        status = llama_model_loss(t->model, &loss);
+        local_loss = (double)loss; /* (the mean over the step's micro-batches) */
+    }
     llama_prof_at(t->prof, LLAMA_SITE_ALLREDUCE);
     if (status == SHARC_OK) {
         status = sharc_allreduce(&local_loss, &mean_loss, 1, SHARC_DTYPE_F64, SHARC_OP_AVG, t->comm,

@@ -134,7 +134,7 @@ sharc_status_t llama_acts_create(llama_model_t *m)
     }
     m->hn = buf(m, N * C, &failed);
     m->rstdf = buf32(m, N, &failed);
-    m->logits = buf(m, N * V, &failed);
+    m->logits = buf(m, (size_t)llama_head_rows(m) * V, &failed);
     m->dres = buf(m, N * C, &failed);
     m->dln = buf(m, N * C, &failed);
     m->tmp = buf(m, N * C, &failed);

@@ -85,6 +85,8 @@ typedef struct {
     int batch;                   /**< B: sequences per micro-batch on this rank */
     int seq;                     /**< T */
     int recompute;               /**< recompute each block's activations in backward */
+    int head_rows;               /**< rows of (N, V) logits the head computes at once;
+                                      0: as many as fit 256 MiB (model_int.h) */
     sharc_dtype_t param_dtype;   /**< f32 or bf16: the gathered parameters */
     sharc_dtype_t reduce_dtype;  /**< f32 or bf16: gradient reduction */
     int shard_size;              /**< HSDP shard group size; 0: every rank */
@@ -97,11 +99,11 @@ typedef struct {
     /** CUDA: where the shard engine keeps the f32 masters, gradient shards and AdamW's
      *  moments (none: on the GPU); with offload the engine's AdamW updates them on the CPU */
     sharc_shard_offload_t offload;
-    double offload_fraction; /**< the share of elements offloaded, (0, 1]; 0: all */
-    sharc_wire_t param_wire;     /**< the gathers' wire: FULL (0, the default), INT8, FP8 */
-    sharc_wire_t reduce_wire;    /**< the reductions' wire */
-    int wire_block;              /**< values per scale of a quantized wire; 0: sharc's */
-    llama_reshard_t reshard;     /**< what a unit keeps after its forward */
+    double offload_fraction;  /**< the share of elements offloaded, (0, 1]; 0: all */
+    sharc_wire_t param_wire;  /**< the gathers' wire: FULL (0, the default), INT8, FP8 */
+    sharc_wire_t reduce_wire; /**< the reductions' wire */
+    int wire_block;           /**< values per scale of a quantized wire; 0: sharc's */
+    llama_reshard_t reshard;  /**< what a unit keeps after its forward */
 } llama_run_t;
 
 /** Where parameters come from at creation. */
@@ -136,6 +138,13 @@ const llama_ops_t *llama_model_ops(const llama_model_t *model);
  */
 sharc_status_t llama_model_step(llama_model_t *model, const int32_t *tokens, const int32_t *targets,
                                 float grad_scale, int sync, float *loss_p);
+
+/**
+ * The mean cross-entropy over this rank's tokens of the micro-batches since the last read (at
+ * least one): on CUDA the host waits for the compute queued so far, so a trainer reads it at
+ * the end of a step, after the optimizer is queued, rather than between backward and update.
+ */
+sharc_status_t llama_model_loss(llama_model_t *model, float *loss_p);
 
 /**
  * Forward only (evaluation, or a check against a reference): mean loss over this rank's

@@ -73,7 +73,7 @@ struct llama_model {
     /* the head: */
     float *hn;     /* (N,C) final norm */
     float *rstdf;  /* (N) */
-    float *logits; /* (N,V), then their gradient */
+    float *logits; /* (llama_head_rows,V): a chunk's logits, then their gradient */
     /* backward scratch: */
     float *dres;                 /* (N,C) gradient of the residual stream */
     float *dln, *tmp;            /* (N,C) */
@@ -85,6 +85,23 @@ struct llama_model {
     void **bufs;                 /* every buffer above, for destroy */
     int nbufs, cap_bufs;
 };
+
+/* The head's logits buffer when run.head_rows is 0: large enough that each chunk's products
+ * run at the GEMMs' rate (M of thousands of rows), small beside the logits of a large batch. */
+#define LLAMA_HEAD_CHUNK_BYTES ((size_t)256 << 20)
+
+/* Rows of the (N,V) logits the head computes at once (step.c's head_loss), at most N. */
+static inline int llama_head_rows(const llama_model_t *m)
+{
+    size_t N = (size_t)m->run.batch * m->run.seq, row = (size_t)m->cfg.vocab * m->act_size;
+    size_t rows = m->run.head_rows > 0 ? (size_t)m->run.head_rows : LLAMA_HEAD_CHUNK_BYTES / row;
+
+    if (m->run.head_rows <= 0 && rows >= 128) {
+        rows &= ~(size_t)127; /* whole tiles of the products' M, chunk offsets aligned */
+    }
+    rows = rows < 1 ? 1 : rows;
+    return (int)(rows < N ? rows : N);
+}
 
 /* Pointers to the f32 weights of a unit that is gathered (up-cast into wbuf for bf16). */
 sharc_status_t llama_unit_weights(llama_model_t *m, int unit, float **w);

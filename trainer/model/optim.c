@@ -25,9 +25,10 @@ struct llama_optim {
     int exp_avg, exp_avg_sq; /* state indices */
     decay_range_t *ranges;   /* per unit, at most LLAMA_MAX_UNIT_PARAMS */
     int *nranges;
-    int replicas; /* HSDP replicas: each holds the same gradient shards */
-    double *sums; /* (2) the ops' memory: the sum of squares, this rank's and all-reduced */
-    int engine;   /* offload: the shard engine's AdamW runs the updates */
+    int replicas;      /* HSDP replicas: each holds the same gradient shards */
+    double *sums;      /* (2) the ops' memory: the sum of squares, this rank's and all-reduced */
+    int engine;        /* offload: the shard engine's AdamW runs the updates */
+    float engine_norm; /* the engine's norm of the last step */
 };
 
 /* The engine's AdamW on the group's shards, decay on 2-D parameters as below. */
@@ -155,19 +156,22 @@ sharc_status_t llama_optim_step(llama_optim_t *o, int step, float *grad_norm_p, 
     llama_model_t *m = o->m;
     const llama_ops_t *op = m->ops;
     const llama_optim_cfg_t *c = &o->cfg;
-    double *sums = o->sums, total = 0.0; /* [0] this rank's sum of squares, [1] everyone's */
+    double *sums = o->sums; /* [0] this rank's sum of squares, [1] everyone's */
     sharc_request_h req;
     sharc_status_t status;
 
     if (o->engine) {
         *lr_p = llama_optim_lr(c, step);
         llama_prof_at(m->prof, LLAMA_SITE_ADAMW); /* (the engine's update, waited for) */
-        status = sharc_shard_adamw_norm(m->group, grad_norm_p);
+        status = sharc_shard_adamw_norm(m->group, &o->engine_norm);
         llama_prof_end(m->prof);
+        if (status == SHARC_OK && grad_norm_p != NULL) {
+            *grad_norm_p = o->engine_norm;
+        }
         return status;
     }
     /* the norm's sum and the update stay in the ops' memory (on CUDA nothing here waits for
-     * the device) until the norm is read back for the log at the end */
+     * the device) until the norm is read back for the log (llama_optim_norm) */
     llama_prof_at(m->prof, LLAMA_SITE_ZERO);
     op->zero(sums, 2 * sizeof(double));
     llama_prof_at(m->prof, LLAMA_SITE_SUMSQ);
@@ -210,13 +214,27 @@ sharc_status_t llama_optim_step(llama_optim_t *o, int step, float *grad_norm_p, 
         }
         op->adamw(&a, p, g, mo, v, n, &sums[1]);
     }
+    llama_prof_end(m->prof);
+    *lr_p = lr;
+    return grad_norm_p != NULL ? llama_optim_norm(o, grad_norm_p) : SHARC_OK;
+}
+
+sharc_status_t llama_optim_norm(llama_optim_t *o, float *grad_norm_p)
+{
+    llama_model_t *m = o->m;
+    double total = 0.0;
+    sharc_status_t status;
+
+    if (o->engine) {
+        *grad_norm_p = o->engine_norm;
+        return SHARC_OK;
+    }
     llama_prof_at(m->prof, LLAMA_SITE_READBACK);
-    status = op->to_host(&total, &sums[1], sizeof(total));
+    status = m->ops->to_host(&total, &o->sums[1], sizeof(total));
     llama_prof_end(m->prof);
     if (status != SHARC_OK) {
         return status;
     }
     *grad_norm_p = (float)sqrt(total / o->replicas);
-    *lr_p = lr;
     return SHARC_OK;
 }

@@ -39,9 +39,16 @@ sharc_status_t llama_optim_begin(llama_optim_t *optim, int step);
 /**
  * One update from the reduced gradient shards (after sharc_shard_finish): clip by the global
  * norm (one all-reduce), AdamW with bias correction for update number step + 1. Outputs the
- * norm before clipping. Collective. (The engine's AdamW: done by then, or on its way; the
- * norm is the engine's.)
+ * norm before clipping in *grad_norm_p; @p grad_norm_p NULL: the update is only queued (on
+ * CUDA the host does not wait for the device) and llama_optim_norm reads the norm later.
+ * Collective. (The engine's AdamW: done by then, or on its way; the norm is the engine's.)
  */
 sharc_status_t llama_optim_step(llama_optim_t *optim, int step, float *grad_norm_p, float *lr_p);
+
+/**
+ * The gradient norm of the last llama_optim_step, before clipping: on CUDA this waits for the
+ * device (the step's one wait, taken once everything of the step is queued).
+ */
+sharc_status_t llama_optim_norm(llama_optim_t *optim, float *grad_norm_p);
 
 #endif

@@ -5,8 +5,9 @@
  * backward in reverse, each block's backward beside its forward. Every unit is gathered by
  * the engine before its compute (prefetched along the recorded schedule) and its gradients
  * are reduce-scattered right after its backward, while the next block's backward computes.
- * All of it is queued through the ops table; on CUDA the one wait for the device is the
- * loss's read-back at the end.
+ * All of it is queued through the ops table; on CUDA nothing here waits for the device: the
+ * loss stays in the ops' memory until llama_model_loss reads it, once the step's optimizer is
+ * queued behind it.
  * Shapes: B batch, T sequence, C dim, H/KV heads, hd head dim, F ffn dim, V vocab, N = B*T.
  */
 #include "model_int.h"
@@ -99,32 +100,76 @@ static void block_backward(llama_model_t *m, float *const *w, float *const *g,
 
 /* ---- the head: final norm, output projection, cross-entropy ------------------------------- */
 
-/* m->loss += the loss sum over N tokens; logits (N,V) become their gradient (scaled by dscale)
- * when training */
-static void head_forward(llama_model_t *m, float *const *w, const int32_t *targets, int train,
-                         float dscale)
+/*
+ * The logits are never whole: the output projection, the cross-entropy and (training) the
+ * projection's backward run over chunks of llama_head_rows rows, each chunk's (rows,V) logits
+ * turned into their gradient in place and consumed before the next chunk's are made. The
+ * head then holds rows x V elements of the act dtype instead of N x V (for the 1b shape at
+ * batch 8 x 2048, 1 GiB of bf16 logits become 256 MiB); the products keep M = rows, large
+ * enough for the GEMMs' rate, and dW sums the chunks' products in f32.
+ */
+
+/* hn (N,C) = the final norm of the last block's output */
+static void head_forward(llama_model_t *m, float *const *w)
 {
     const llama_config_t *c = &m->cfg;
-    int N = m->run.batch * m->run.seq, C = c->dim, V = c->vocab;
+    int N = m->run.batch * m->run.seq, C = c->dim;
 
     llama_prof_at(m->prof, LLAMA_SITE_NORM_FWD);
     m->ops->rmsnorm_fwd(m->hn, m->rstdf, m->xs[c->n_layers], w[LLAMA_W_NORM], N, C,
                         (float)c->norm_eps); /* (N,C) */
-    llama_prof_at(m->prof, LLAMA_SITE_HEAD_FWD);
-    m->ops->matmul_fwd(m->logits, m->hn, w[LLAMA_W_OUT], N, C, V); /* (N,V) */
-    llama_prof_at(m->prof, LLAMA_SITE_XENT);
-    m->ops->xent(train ? m->logits : NULL, m->logits, targets, N, V, dscale, m->loss);
     llama_prof_end(m->prof);
 }
 
-/* m->dres (N,C) = the gradient at the last block's output */
+/*
+ * m->loss += the loss sum over N tokens, chunk by chunk. With @p g (training): the output
+ * projection's gradients, and dln (N,C) = the gradient at hn, from the logits' gradient
+ * scaled by @p dscale. With @p logits_out (evaluation): the (N,V) logits as host f32.
+ */
+static sharc_status_t head_loss(llama_model_t *m, float *const *w, float *const *g,
+                                const int32_t *targets, float dscale, float *logits_out)
+{
+    const llama_ops_t *op = m->ops;
+    int N = m->run.batch * m->run.seq, C = m->cfg.dim, V = m->cfg.vocab;
+    int rows = llama_head_rows(m);
+    float *f = NULL; /* (rows,V) f32 for the host's copy */
+    sharc_status_t status = SHARC_OK;
+
+    if (logits_out != NULL && (f = op->alloc((size_t)rows * V * sizeof(float))) == NULL) {
+        return SHARC_ERR_NOMEM;
+    }
+    for (int r0 = 0; r0 < N && status == SHARC_OK; r0 += rows) {
+        int n = N - r0 < rows ? N - r0 : rows;
+        const float *hn = (const float *)((const char *)m->hn + (size_t)r0 * C * m->act_size);
+
+        llama_prof_at(m->prof, LLAMA_SITE_HEAD_FWD);
+        op->matmul_fwd(m->logits, hn, w[LLAMA_W_OUT], n, C, V); /* (n,V) */
+        llama_prof_at(m->prof, LLAMA_SITE_XENT);
+        op->xent(g != NULL ? m->logits : NULL, m->logits, targets + r0, n, V, dscale, m->loss);
+        if (g != NULL) {
+            float *dln = (float *)((char *)m->dln + (size_t)r0 * C * m->act_size);
+            llama_prof_at(m->prof, LLAMA_SITE_HEAD_BWD);
+            op->matmul_bwd(dln, g[LLAMA_W_OUT], m->logits, hn, w[LLAMA_W_OUT], n, C, V, 0);
+        }
+        if (f != NULL) {
+            /* f32 on the host whatever the act dtype: cast in the ops' memory, then copied */
+            op->cast(f, SHARC_DTYPE_F32, m->logits, op->act_dtype, (size_t)n * V);
+            status = op->to_host(logits_out + (size_t)r0 * V, f, (size_t)n * V * sizeof(float));
+        }
+    }
+    llama_prof_end(m->prof);
+    if (f != NULL) {
+        op->free(f);
+    }
+    return status;
+}
+
+/* m->dres (N,C) = the gradient at the last block's output, from dln (N,C) at hn */
 static void head_backward(llama_model_t *m, float *const *w, float *const *g)
 {
     const llama_config_t *c = &m->cfg;
-    int N = m->run.batch * m->run.seq, C = c->dim, V = c->vocab;
+    int N = m->run.batch * m->run.seq, C = c->dim;
 
-    llama_prof_at(m->prof, LLAMA_SITE_HEAD_BWD);
-    m->ops->matmul_bwd(m->dln, g[LLAMA_W_OUT], m->logits, m->hn, w[LLAMA_W_OUT], N, C, V, 0);
     llama_prof_at(m->prof, LLAMA_SITE_ZERO);
     m->ops->zero(m->dres, (size_t)N * C * m->act_size);
     llama_prof_at(m->prof, LLAMA_SITE_NORM_BWD);
@@ -180,7 +225,6 @@ sharc_status_t llama_model_step(llama_model_t *m, const int32_t *tokens, const i
     float *w[LLAMA_MAX_UNIT_PARAMS], *g[LLAMA_MAX_UNIT_PARAMS];
     llama_prof_t *pf = m->prof;
     sharc_status_t status;
-    double loss;
 
     STEP_CHECK(check_tokens(m, tokens, targets));
     STEP_CHECK(sharc_shard_set_sync(sg, sync));
@@ -206,13 +250,14 @@ sharc_status_t llama_model_step(llama_model_t *m, const int32_t *tokens, const i
     }
     STEP_CHECK(shard_call(m, LLAMA_SITE_GATHER, sharc_shard_forward_begin, head));
     STEP_CHECK(llama_unit_weights(m, head, w));
-    head_forward(m, w, targets, 1, grad_scale / (float)N);
+    head_forward(m, w);
     STEP_CHECK(shard_call(m, LLAMA_SITE_GATHER, sharc_shard_forward_end, head));
 
-    /* backward */
+    /* backward: the head's logits, loss and gradient chunk by chunk, then the final norm's */
     STEP_CHECK(shard_call(m, LLAMA_SITE_GATHER, sharc_shard_backward_begin, head));
     STEP_CHECK(llama_unit_weights(m, head, w));
     STEP_CHECK(llama_unit_grads(m, head, g));
+    STEP_CHECK(head_loss(m, w, g, targets, grad_scale / (float)N, NULL));
     head_backward(m, w, g);
     STEP_CHECK(llama_unit_grads_done(m, head));
     STEP_CHECK(shard_call(m, LLAMA_SITE_REDUCE, sharc_shard_backward_end, head));
@@ -237,18 +282,29 @@ sharc_status_t llama_model_step(llama_model_t *m, const int32_t *tokens, const i
     STEP_CHECK(llama_unit_grads_done(m, 0));
     STEP_CHECK(shard_call(m, LLAMA_SITE_REDUCE, sharc_shard_backward_end, 0));
 
-    /* the loss for the log: on CUDA this waits for the micro-batch's compute (not for its
-     * reductions, which the engine's streams carry on) */
-    if (loss_p != NULL) {
-        int batches = m->loss_batches;
-        m->loss_batches = 0;
-        llama_prof_at(pf, LLAMA_SITE_READBACK);
-        status = m->ops->to_host(&loss, m->loss, sizeof(loss));
-        llama_prof_end(pf);
-        STEP_CHECK(status);
+    return loss_p != NULL ? llama_model_loss(m, loss_p) : SHARC_OK;
+}
+
+/* on CUDA this waits for the compute queued so far (not for the reductions, which the
+ * engine's streams carry on): the trainer calls it once the step's optimizer is queued */
+sharc_status_t llama_model_loss(llama_model_t *m, float *loss_p)
+{
+    int batches = m->loss_batches, N = m->run.batch * m->run.seq;
+    sharc_status_t status;
+    double loss = 0.0;
+
+    if (batches == 0) {
+        llama_err("llama_model_loss: no micro-batch since the last read");
+        return SHARC_ERR_INVALID;
+    }
+    m->loss_batches = 0;
+    llama_prof_at(m->prof, LLAMA_SITE_READBACK);
+    status = m->ops->to_host(&loss, m->loss, sizeof(loss));
+    llama_prof_end(m->prof);
+    if (status == SHARC_OK) {
         *loss_p = (float)(loss / ((double)N * batches));
     }
-    return SHARC_OK;
+    return status;
 }
 
 /* gather one unit outside the training schedule and point w at it */
@@ -283,22 +339,10 @@ sharc_status_t llama_model_eval(llama_model_t *m, const int32_t *tokens, const i
         STEP_CHECK(sharc_shard_reshard(m->group, 1 + l));
     }
     STEP_CHECK(eval_unit(m, head, w));
-    head_forward(m, w, targets, 0, 0.0f);
-    STEP_CHECK(sharc_shard_reshard(m->group, head));
-    if (logits != NULL) {
-        /* f32 on the host whatever the act dtype: cast in the ops' memory, then copied */
-        size_t n = (size_t)N * c->vocab;
-        float *f = m->ops->alloc(n * sizeof(float));
-        if (f == NULL) {
-            return SHARC_ERR_NOMEM;
-        }
-        m->ops->cast(f, SHARC_DTYPE_F32, m->logits, m->ops->act_dtype, n);
-        status = m->ops->to_host(logits, f, n * sizeof(float));
-        m->ops->free(f);
-        if (status != SHARC_OK) {
-            return status;
-        }
-    }
+    head_forward(m, w);
+    status = head_loss(m, w, NULL, targets, 0.0f, logits);
+    sharc_status_t rs = sharc_shard_reshard(m->group, head);
+    STEP_CHECK(status != SHARC_OK ? status : rs);
     STEP_CHECK(m->ops->to_host(&loss, m->loss, sizeof(loss)));
     *loss_p = (float)(loss / N);
     return SHARC_OK;

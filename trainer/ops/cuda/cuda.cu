@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * trainer/ops/cuda/cuda.cu: the ops table on one GPU: the process's device, stream and cuBLAS
- * handle, memory (device buffers, scratch, page-locked staging of host arrays), the products
- * (cuBLAS, f32 accumulation), the bf16 peak of known GPUs for MFU, and the tables (f32; bf16
- * with each attention, as attn_pick.cu chooses) over the kernels of elem.cu, attn.cu, flash.cu,
- * optim.cu and cuDNN's attention (cudnn_sdpa.cc); the state they share, and the first-error
- * rule: state.cu.
+ * and cuBLASLt handles, memory (device buffers, scratch, page-locked staging of host arrays),
+ * the bf16 peak of known GPUs for MFU, and the tables (f32; bf16 with each attention, as
+ * attn_pick.cu chooses) over the products of gemm.cu and the kernels of elem.cu, attn.cu,
+ * flash.cu, optim.cu and cuDNN's attention (cudnn_sdpa.cc); the state they share, and the
+ * first-error rule: state.cu.
  * Everything is queued on the one stream; only to_host and to_device wait for it.
  */
 #include "cuda.cuh"
@@ -156,53 +156,6 @@ static sharc_status_t wait_req(sharc_request_h req)
     sharc_request_free(req);
     return status;
 }
-
-/* ---- products: cuBLAS, row-major buffers seen as their column-major transposes -------------- */
-
-/*
- * out (N,Cout) = in (N,Cin) @ w^T. Column-major, out^T (Cout,N) = w (Cin,Cout)^T . in^T
- * (Cin,N): w's rows of Cin are the columns of a (Cin,Cout) matrix, transposed.
- */
-template <typename T>
-void matmul_fwd(float *out, const float *in, const float *w, int N, int Cin, int Cout)
-{
-    const float one = 1.0f, zero = 0.0f;
-    const cudaDataType_t t = dtype_of<T>::cuda;
-
-    ok_blas(cublasGemmEx(g.blas, CUBLAS_OP_T, CUBLAS_OP_N, Cout, N, Cin, &one, w, t, Cin, in, t,
-                         Cin, &zero, out, t, Cout, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-            "matmul forward");
-}
-
-/*
- * din (N,Cin) = dout (N,Cout) @ w: din^T (Cin,N) = w^T (Cin,Cout) . dout^T (Cout,N).
- * dw (Cout,Cin) += dout^T @ in: dw^T (Cin,Cout) += in^T (Cin,N) . dout (N,Cout), written in
- * f32 (the gradient dtype) from act-dtype inputs.
- */
-template <typename T>
-void matmul_bwd(float *din, float *dw, const float *dout, const float *in, const float *w, int N,
-                int Cin, int Cout, int din_add)
-{
-    const float one = 1.0f, zero = 0.0f;
-    const cudaDataType_t t = dtype_of<T>::cuda;
-
-    if (din != NULL) {
-        ok_blas(cublasGemmEx(g.blas, CUBLAS_OP_N, CUBLAS_OP_N, Cin, N, Cout, &one, w, t, Cin, dout,
-                             t, Cout, din_add ? &one : &zero, din, t, Cin, CUBLAS_COMPUTE_32F,
-                             CUBLAS_GEMM_DEFAULT),
-                "matmul backward (input)");
-    }
-    ok_blas(cublasGemmEx(g.blas, CUBLAS_OP_N, CUBLAS_OP_T, Cin, Cout, N, &one, in, t, Cin, dout, t,
-                         Cout, &one, dw, CUDA_R_32F, Cin, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-            "matmul backward (weight)");
-}
-
-template void matmul_fwd<float>(float *, const float *, const float *, int, int, int);
-template void matmul_fwd<bf16>(float *, const float *, const float *, int, int, int);
-template void matmul_bwd<float>(float *, float *, const float *, const float *, const float *, int,
-                                int, int, int);
-template void matmul_bwd<bf16>(float *, float *, const float *, const float *, const float *, int,
-                               int, int, int);
 
 /* ---- figures for the log --------------------------------------------------------------------- */
 
@@ -361,6 +314,11 @@ static void teardown(void)
             cudaEventDestroy(g.stage[i].done);
         }
     }
+    gemm_teardown(); /* its plans, before the handle they were made with */
+    cudaFree(g.lt_ws);
+    if (g.lt != NULL) {
+        cublasLtDestroy(g.lt);
+    }
     if (g.blas != NULL) {
         cublasDestroy(g.blas);
     }
@@ -384,6 +342,17 @@ static sharc_status_t setup(int device)
         !ok_blas(cublasCreate(&g.blas), "cublasCreate") ||
         !ok_blas(cublasSetStream(g.blas, g.stream), "cublasSetStream")) {
         return SHARC_ERR_BACKEND;
+    }
+    /* cuBLASLt for the linear layers' products (gemm.cu); without it, or without its
+     * workspace, cublasGemmEx computes them all */
+    if (cublasLtCreate(&g.lt) != CUBLAS_STATUS_SUCCESS) {
+        g.lt = NULL;
+        llama_info("cuda: cuBLASLt does not start here; the products go through cublasGemmEx");
+    } else if (cudaMalloc(&g.lt_ws, GEMM_WORKSPACE_BYTES) != cudaSuccess) {
+        cudaGetLastError(); /* not sticky: the run goes on without the workspace */
+        g.lt_ws = NULL;
+        llama_info("cuda: no room for cuBLASLt's workspace; the products go through "
+                   "cublasGemmEx");
     }
     snprintf(g.name, sizeof(g.name), "%s", prop.name);
     if (prop.major < 8) {

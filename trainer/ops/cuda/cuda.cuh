@@ -3,7 +3,8 @@
  * trainer/ops/cuda/cuda.cuh: what the CUDA ops files share: host.h (the process's GPU state,
  * the first-error rule, scratch and staging, the attention families), element loads and
  * stores that compute in f32 whatever is stored, reductions, and the other kernels' entry
- * points by family (elem.cu, flash.cu's kernels, optim.cu, events.cu). Device code and C++.
+ * points by family (gemm.cu, elem.cu, flash.cu's kernels, optim.cu, events.cu). Device code
+ * and C++.
  */
 #ifndef SHARC_LLAMA_OPS_CUDA_CUH
 #define SHARC_LLAMA_OPS_CUDA_CUH
@@ -141,7 +142,7 @@ __device__ __forceinline__ float block_max(float v, float *shared)
 
 /* ---- the ops, by family (each instantiated for float and bf16) ------------------------------- */
 
-/* cuda.cu: cuBLAS */
+/* gemm.cu: cuBLASLt, cublasGemmEx where it has no plan */
 template <typename T>
 void matmul_fwd(float *out, const float *in, const float *w, int N, int Cin, int Cout);
 template <typename T>

@@ -81,7 +81,11 @@ void acc(void *dst, sharc_dtype_t dst_dtype, const float *src, size_t n)
 
 /* ---- RMSNorm: a warp per row ----------------------------------------------------------------- */
 
-/* out = x * r * w, r = 1 / sqrt(mean(x^2) + eps) */
+/*
+ * out = x * r * w, r = 1 / sqrt(mean(x^2) + eps), stored in the act dtype the products read
+ * (so no cast pass follows: with bf16 the norm's output is the GEMM's bf16 input).
+ * Floor: 2 N C elements (x read, out written) and 4 N bytes of rstd, at the copy rate.
+ */
 template <typename T>
 __global__ void rmsnorm_fwd_kernel(T *out, float *rstd, const T *x, const T *w, int N, int C,
                                    float eps)
@@ -109,7 +113,12 @@ __global__ void rmsnorm_fwd_kernel(T *out, float *rstd, const T *x, const T *w, 
     }
 }
 
-/* dx += r * (w*dy) - x * r^3 / C * sum(w*dy*x), a warp per row */
+/*
+ * dx += r * (w*dy) - x * r^3 / C * sum(w*dy*x), a warp per row.
+ * Floor of the backward: dy, x and dx read, dx written (4 N C elements); the weight's column
+ * sums below read dy and x a second time (2 N C more), which one kernel doing both could save
+ * with a cross-block reduction of dw; not done.
+ */
 template <typename T>
 __global__ void rmsnorm_bwd_dx_kernel(T *dx, const T *dy, const T *x, const T *w, const float *rstd,
                                       int N, int C)
@@ -199,7 +208,12 @@ void rmsnorm_bwd(float *dx, float *dw, const float *dout, const float *x, const 
 
 /* ---- rotary embeddings: a thread per rotated pair -------------------------------------------- */
 
-/* sign +1: v[i], v[i + hd/2] rotate by the angle of (t, i); -1: back (the transpose) */
+/*
+ * sign +1: v[i], v[i + hd/2] rotate by the angle of (t, i); -1: back (the transpose).
+ * Floor: in place, each of q's and k's elements read and written once: 2 N (H + KV) hd
+ * elements. Rotating on the attention's loads would save the pass, but cuDNN's attention
+ * takes its inputs rotated.
+ */
 template <typename T>
 __global__ void rope_kernel(T *x, const float *cos_t, const float *sin_t, int T_, int nh, int hd,
                             size_t pairs, float sign)
@@ -241,6 +255,8 @@ void rope_bwd(float *dx, const float *cos, const float *sin, int B, int T_, int 
 
 /* ---- SwiGLU ---------------------------------------------------------------------------------- */
 
+/* Floor: g and u read, h written, 3 N F elements; backward: dh, g, u read, dg, du written,
+ * 5 N F elements (each one pass). */
 template <typename T> __global__ void swiglu_fwd_kernel(T *h, const T *gt, const T *u, size_t n)
 {
     FOR_EACH(i, n)
@@ -389,8 +405,12 @@ void embed_bwd(float *dtable, const float *dx, const int32_t *tokens, int N, int
 
 /*
  * loss[n] = max + log(sum exp(l - max)) - l[target]; dlogits (maybe logits itself) =
- * softmax * dscale - dscale at the target. The target's logit is read before the block's
- * first synchronization, so before any thread overwrites the row.
+ * softmax * dscale - dscale at the target. The max and the sum come from one pass (each
+ * thread's running sum rescaled when its max grows, the threads' sums rescaled to the row's
+ * max), so the row is read twice, not three times. The target's logit is read before the
+ * block's first synchronization, so before any thread overwrites the row.
+ * Floor: 2 N V elements of the act dtype moved (read once, the gradient written), at the
+ * device's copy rate; the loss alone (no gradient): N V read.
  */
 template <typename T>
 __global__ void xent_kernel(T *dlogits, const T *logits, const int32_t *targets, int V,
@@ -400,17 +420,20 @@ __global__ void xent_kernel(T *dlogits, const T *logits, const int32_t *targets,
     __shared__ double dshared[32];
     int n = blockIdx.x, tgt = targets[n];
     const T *l = logits + (size_t)n * V;
-    float lt = ld(l, tgt), mx = -INFINITY;
+    float lt = ld(l, tgt), mt = -INFINITY; /* this thread's max, and its sum below it */
+    double sumt = 0.0;
 
     for (int j = threadIdx.x; j < V; j += blockDim.x) {
-        mx = fmaxf(mx, ld(l, j));
+        float v = ld(l, j);
+        if (v > mt) {
+            sumt = sumt * (double)expf(mt - v) + 1.0; /* (mt -INFINITY at first: 0 * 0 + 1) */
+            mt = v;
+        } else if (v != -INFINITY) { /* (a NaN is added: it shows in the loss) */
+            sumt += (double)expf(v - mt);
+        }
     }
-    mx = block_max(mx, fshared);
-    double sum = 0.0;
-    for (int j = threadIdx.x; j < V; j += blockDim.x) {
-        sum += (double)expf(ld(l, j) - mx);
-    }
-    sum = block_sum(sum, dshared);
+    float mx = block_max(mt, fshared);
+    double sum = block_sum(mt == -INFINITY ? 0.0 : sumt * (double)expf(mt - mx), dshared);
     if (dlogits != NULL) {
         T *d = dlogits + (size_t)n * V;
         float k = (float)(dscale / sum);

@@ -14,6 +14,7 @@
  * (threads, warps, shared memory, the runtime and cuBLAS of its own); otherwise CUDA's.
  */
 #ifndef LLAMA_CUDA_EMU
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #endif
@@ -42,8 +43,15 @@ enum {
     SCRATCH_LAST
 };
 
-/* Uploads of host arrays in flight at once (token ids: three per micro-batch). */
-#define LLAMA_CUDA_STAGE_SLOTS 8
+/* cuBLASLt's workspace for the products (gemm.cu): the most its heuristic may ask for */
+#define GEMM_WORKSPACE_BYTES ((size_t)32 << 20)
+
+/* Uploads of host arrays in flight at once (token ids: two per micro-batch and the targets of
+ * each of the head's chunks, four for the 1b shape at batch 8): a slot is taken again only
+ * once its copy is done, so the count bounds how far the host runs ahead of the device; 32
+ * keeps that beyond a micro-batch, where a wait cannot idle the device. Slots are allocated
+ * at their first use. */
+#define LLAMA_CUDA_STAGE_SLOTS 32
 
 typedef struct {
     void *host, *dev; /* page-locked and device, cap bytes each */
@@ -57,9 +65,11 @@ typedef struct {
     int device;
     cudaStream_t stream;
     cublasHandle_t blas;
-    int async_alloc; /* the device has stream-ordered allocation (cudaMallocAsync) */
-    int max_smem;    /* bytes of shared memory a block may opt in to (the tiled attention) */
-    int failed;      /* an error was logged; to_host reports it */
+    cublasLtHandle_t lt; /* NULL: cuBLASLt did not start (cublasGemmEx for every product) */
+    void *lt_ws;         /* its workspace, GEMM_WORKSPACE_BYTES of device memory, or NULL */
+    int async_alloc;     /* the device has stream-ordered allocation (cudaMallocAsync) */
+    int max_smem;        /* bytes of shared memory a block may opt in to (the tiled attention) */
+    int failed;          /* an error was logged; to_host reports it */
     void *scratch[SCRATCH_LAST];
     size_t scratch_cap[SCRATCH_LAST];
     stage_slot_t stage[LLAMA_CUDA_STAGE_SLOTS];
@@ -88,6 +98,8 @@ static inline bool launched(const char *what)
 
 /* Device scratch @p slot of at least @p bytes (contents undefined), or NULL (logged). */
 void *scratch(int slot, size_t bytes);
+/* gemm.cu: the products' cuBLASLt plans released (at teardown, before the handle) */
+void gemm_teardown(void);
 /* A device copy of @p bytes of host memory, queued on the stream; valid for work queued
  * after it until LLAMA_CUDA_STAGE_SLOTS more uploads. NULL (logged) on failure. */
 const void *stage(const void *host, size_t bytes);
