@@ -138,12 +138,26 @@ done
 echo "slowed node named alone: $named_ok of $slow_runs runs; nothing named with none slowed: $clean_ok of $clean_runs runs"
 
 # two nodes, one slowed: nothing can be named (one link, both ends), the expected figure warns
+# (exit status 0; or 1 where a rank's copy alone was named: the machine's load, as above)
 $NODES rate 1 100mbit
-run_ok_match "two nodes, node 1 slowed: nothing named, no ring, the link below --expect" \
-    "\[rank 0\] # ring: none .*\[rank 0\] WARN the link between the two nodes is below 50% of its expected figure.*\[rank 0\] OK: no slow node" \
-    "$LAUNCH" --mode env --node-exec "$NODE_EXEC" --timeout 60 -n 2 --nodes 2 -- \
-    "$perf" "${check[@]}" --expect 0.4Gb/s
+out=$("$LAUNCH" --mode env --node-exec "$NODE_EXEC" --timeout 60 -n 2 --nodes 2 -- \
+    "$perf" "${check[@]}" --expect 0.4Gb/s 2>&1)
+st=$?
 $NODES rate 1 400mbit
+copy_notes "$out"
+last_out=$out
+if { [ $st = 0 ] || { [ $st = 1 ] && [ -n "$(copy_notes "$out")" ]; }; } &&
+    [ -z "$(named_findings "$out")" ] &&
+    out_has "^\[rank 0\] # ring: none" \
+        "^\[rank 0\] WARN the link between the two nodes is below 50% of its expected figure" \
+        > /dev/null; then
+    echo "ok: two nodes, node 1 slowed: nothing named, no ring, the link below --expect (exit $st)"
+else
+    echo "FAIL: two nodes, node 1 slowed: nothing named, no ring, the link below --expect (exit $st)"
+    named_findings "$out"
+    show_out "$out"
+    failures=$((failures + 1))
+fi
 
 # --- what must fail cleanly (exit status 2) ---
 run_fail "one node: exit 2" 60 "all on one node \(node0\).*needs ranks on 2 nodes" \
