@@ -1,0 +1,239 @@
+#!/bin/bash
+# The metrics as an operator gets them: the text of made-up communicators and the files and
+# endpoints of real jobs (1 and 3 ranks over shm) pass `promtool check metrics` and hold the
+# counts the job made (test_metrics checks its own scrape, and bad requests to it); the files
+# are replaced whole at SHARC_METRICS_INTERVAL and hold the final figures; a port already taken
+# is a clear error at the communicator's creation; and a real Prometheus, given a generated
+# configuration, scrapes a 2-rank job and answers for every rank's series.
+# SPDX-License-Identifier: BSD-3-Clause
+. "$(dirname "$0")/../lib.sh"
+
+if ! "$top_builddir/perf/sharc-info" -b | grep -q "^ucx: yes"; then
+    echo "SKIP: sharc was built without UCX (no transport between ranks)"
+    exit 77
+fi
+PROG="$BIN/coll/test_metrics"
+export SHARC_TIMEOUT=60s
+dir=$(mktemp -d)
+prom_pid=
+cleanup() {
+    [ -n "$prom_pid" ] && kill "$prom_pid" 2>/dev/null && wait "$prom_pid" 2>/dev/null
+    rm -rf "$dir"
+}
+trap cleanup EXIT
+
+have_http=0
+"$top_builddir/perf/sharc-info" -b | grep -q "^microhttpd: yes" && have_http=1
+have_promtool=0
+command -v promtool >/dev/null && have_promtool=1
+[ $have_promtool = 1 ] || echo "note: no promtool (Debian's prometheus): the text is not linted"
+
+# promtool_ok DESCRIPTION FILE: promtool finds nothing to say of FILE
+promtool_ok() {
+    [ $have_promtool = 1 ] || return 0
+    run_ok "promtool check metrics: $1" sh -c "promtool check metrics < '$2'"
+}
+
+# grep_ok DESCRIPTION FILE PATTERN: FILE has a line matching the extended regex
+grep_ok() {
+    if grep -Eq -- "$3" "$2"; then
+        echo "ok: $1"
+    else
+        echo "FAIL: $1: no line of $2 matches /$3/"
+        head -40 "$2"
+        failures=$((failures + 1))
+    fi
+}
+
+# a port where nobody listens, nor on the next 3 (a rank serves the base plus its local rank)
+free_ports() {
+    local p
+    for _ in $(seq 1 50); do
+        p=$(free_port)
+        if ! ss -Htln "( sport >= :$p and sport <= :$((p + 3)) )" 2>/dev/null | grep -q .; then
+            echo "$p"; return
+        fi
+    done
+    free_port
+}
+
+# the exposition of made-up communicators: exact samples (the program), and promtool's lint
+run_ok "the text of made-up communicators" "$BIN/coll/test_metrics_text"
+"$BIN/coll/test_metrics_text" print > "$dir/made_up.prom"
+promtool_ok "made-up communicators" "$dir/made_up.prom"
+
+# the dashboard's straggler expression (tools/grafana/straggler.promql), under promtool's rule
+# tests: of 4 ranks, the one whose time inside collectives is a tenth of the others' is named,
+# and only it; a job whose ranks differ by 20% names none
+if [ $have_promtool = 1 ]; then
+    {
+        echo "groups:"
+        echo "  - name: sharc"
+        echo "    rules:"
+        echo "      - alert: SharcStraggler"
+        echo "        expr: |"
+        sed 's/^/          /' "$top_srcdir/tools/grafana/straggler.promql"
+    } > "$dir/rules.yml"
+    series() { # JOB RANK NODE PER_15S
+        echo "      - series: 'sharc_collective_seconds_sum{job=\"$1\",rank=\"$2\",node=\"$3\",comm=\"w0\",transport=\"shm\",collective=\"allreduce\",size_class=\"1MiB\"}'"
+        echo "        values: '0+${4}x40'"
+    }
+    {
+        echo "rule_files: [rules.yml]"
+        echo "evaluation_interval: 15s"
+        echo "tests:"
+        echo "  - interval: 15s"
+        echo "    input_series:"
+        series slow 0 a 6; series slow 1 a 6; series slow 2 b 0.6; series slow 3 b 6
+        series clean 0 a 6; series clean 1 a 5; series clean 2 b 6; series clean 3 b 4.8
+        echo "    alert_rule_test:"
+        echo "      - eval_time: 5m"
+        echo "        alertname: SharcStraggler"
+        echo "        exp_alerts:"
+        echo "          - exp_labels: {job: slow, rank: \"2\", node: b}"
+    } > "$dir/rules_test.yml"
+    run_ok "the straggler expression names the slow rank, and none of a clean job" \
+        promtool test rules "$dir/rules_test.yml"
+fi
+
+# SHARC_METRICS_FILE: one file a rank (%r), the final figures after the job
+for n in 1 3; do
+    rm -f "$dir"/file.*
+    run_ok_match "metrics files of a $n-rank job" "metrics ok" env \
+        SHARC_METRICS_FILE="$dir/file.r%r.prom" SHARC_METRICS_INTERVAL=100ms \
+        "$LAUNCH" --mode env -n $n -- "$PROG"
+    for r in $(seq 0 $((n - 1))); do
+        f="$dir/file.r$r.prom"
+        if [ ! -s "$f" ]; then
+            echo "FAIL: rank $r of $n wrote no $f"
+            failures=$((failures + 1))
+            continue
+        fi
+        promtool_ok "rank $r of $n's file" "$f"
+        grep_ok "rank $r of $n's file counts its 5 all-reduces" "$f" \
+            "^sharc_collective_seconds_count\{rank=\"$r\",local_rank=\"$r\",node=\"[^\"]+\",comm=\"[^\"]+\",transport=\"[a-z]+\",collective=\"allreduce\",size_class=\"4KiB\"\} 5$"
+        grep_ok "rank $r of $n's file has its all-gathers' bytes" "$f" \
+            "^sharc_collective_bytes_total\{rank=\"$r\",.*collective=\"allgather\".*\} $((3 * 4096 * 4 * n))$"
+    done
+    if ls "$dir"/file.*.tmp.* >/dev/null 2>&1; then
+        echo "FAIL: files written aside were left behind: $(ls "$dir")"
+        failures=$((failures + 1))
+    fi
+done
+
+# the file is rewritten while the job runs (node_exporter reads it then)
+rm -f "$dir"/live.*
+SHARC_METRICS_FILE="$dir/live.r%r.prom" SHARC_METRICS_INTERVAL=200ms SHARCTEST_METRICS_HOLD=3 \
+    "$LAUNCH" --mode env -n 2 -- "$PROG" > "$dir/live.out" 2>&1 &
+job=$!
+sleep 2
+c1=$(grep -E '^sharc_collective_seconds_count\{rank="0".*collective="allreduce"' \
+    "$dir/live.r0.prom" 2>/dev/null | awk '{ print $NF }')
+sleep 0.6
+c2=$(grep -E '^sharc_collective_seconds_count\{rank="0".*collective="allreduce"' \
+    "$dir/live.r0.prom" 2>/dev/null | awk '{ print $NF }')
+if wait $job && [ -n "$c1" ] && [ -n "$c2" ] && [ "$c2" -gt "$c1" ]; then
+    echo "ok: the file is rewritten as the job runs ($c1, then $c2 all-reduces)"
+else
+    echo "FAIL: the file is not rewritten as the job runs ('$c1', then '$c2')"
+    cat "$dir/live.out"
+    failures=$((failures + 1))
+fi
+
+if [ $have_http = 0 ]; then
+    run_fail "SHARC_METRICS_PORT without libmicrohttpd is refused" 60 \
+        "built without libmicrohttpd" env SHARC_METRICS_PORT=$(free_ports) \
+        "$LAUNCH" --mode env -n 1 -- "$PROG"
+    finish
+fi
+
+# HTTP: each rank scrapes its own endpoint; rank 0 sends it bad requests
+for n in 1 3; do
+    p=$(free_ports)
+    rm -f "$dir"/scrape.*
+    run_ok_match "/metrics of a $n-rank job, bad requests refused" "metrics ok" env \
+        SHARC_METRICS_PORT=$p SHARCTEST_METRICS_PORT=$p SHARCTEST_METRICS_OUT="$dir" \
+        "$LAUNCH" --mode env -n $n -- "$PROG"
+    for r in $(seq 0 $((n - 1))); do
+        if [ -s "$dir/scrape.r$r.prom" ]; then
+            promtool_ok "rank $r of $n's scrape" "$dir/scrape.r$r.prom"
+        else
+            echo "FAIL: rank $r of $n saved no scrape"
+            failures=$((failures + 1))
+        fi
+    done
+done
+
+# a port already taken is said at the start, and the communicator is not made
+p=$(free_ports)
+python3 -c "
+import socket, sys, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(('0.0.0.0', $p)); s.listen(1); print('listening', flush=True); time.sleep(60)" \
+    > "$dir/holder.out" 2>&1 &
+holder=$!
+for _ in $(seq 1 50); do grep -q listening "$dir/holder.out" && break; sleep 0.1; done
+run_fail "a metrics port already taken fails the communicator's creation, naming the port" 60 \
+    "port $p on every address is taken" env SHARC_METRICS_PORT=$p \
+    "$LAUNCH" --mode env -n 1 -- "$PROG"
+kill $holder 2>/dev/null
+wait $holder 2>/dev/null
+
+# a real Prometheus scrapes a 2-rank job; its HTTP API answers for both ranks' series
+if ! command -v prometheus >/dev/null; then
+    echo "note: no prometheus (Debian's package): the scrape by a real one is not tried"
+    finish
+fi
+p=$(free_ports)
+pp=$(free_ports)
+cat > "$dir/prometheus.yml" <<YML
+global:
+  scrape_interval: 1s
+  scrape_timeout: 1s
+scrape_configs:
+  - job_name: sharc
+    static_configs:
+      - targets: ['127.0.0.1:$p', '127.0.0.1:$((p + 1))']
+YML
+prometheus --config.file="$dir/prometheus.yml" --storage.tsdb.path="$dir/tsdb" \
+    --web.listen-address="127.0.0.1:$pp" > "$dir/prometheus.log" 2>&1 &
+prom_pid=$!
+for _ in $(seq 1 100); do
+    curl -sf "http://127.0.0.1:$pp/-/ready" >/dev/null 2>&1 && break
+    sleep 0.2
+done
+run_ok_match "a 2-rank job scraped by Prometheus for 6 s" "metrics ok" env SHARC_METRICS_PORT=$p \
+    SHARCTEST_METRICS_HOLD=6 "$LAUNCH" --mode env -n 2 -- "$PROG"
+query() {
+    curl -sf "http://127.0.0.1:$pp/api/v1/query" --data-urlencode "query=$1"
+}
+# every rank's series, and how many all-reduces Prometheus saw last of each rank
+ans=$(query 'max by (rank) (last_over_time(sharc_collective_seconds_count{collective="allreduce",size_class="4KiB"}[5m]))')
+if python3 -c "
+import json, sys
+r = json.loads(sys.argv[1])['data']['result']
+ranks = sorted(int(x['metric']['rank']) for x in r)
+vals = [float(x['value'][1]) for x in r]
+sys.exit(0 if ranks == [0, 1] and min(vals) >= 5 else 1)" "$ans" 2>/dev/null; then
+    echo "ok: Prometheus has both ranks' all-reduce counts"
+else
+    echo "FAIL: Prometheus's answer lacks a rank's all-reduce counts: $ans"
+    tail -20 "$dir/prometheus.log"
+    failures=$((failures + 1))
+fi
+for fam in sharc_collective_seconds_bucket sharc_collective_bytes_total sharc_comm_ranks \
+    sharc_collectives_in_flight sharc_collective_oldest_seconds sharc_stall \
+    sharc_stall_culprit_rank sharc_comm_failed sharc_peer_lost_rank; do
+    ans=$(query "count(count_over_time(${fam}[5m])) by (rank)")
+    if python3 -c "
+import json, sys
+r = json.loads(sys.argv[1])['data']['result']
+sys.exit(0 if sorted(x['metric']['rank'] for x in r) == ['0', '1'] else 1)" "$ans" 2>/dev/null
+    then
+        echo "ok: Prometheus has $fam of both ranks"
+    else
+        echo "FAIL: Prometheus lacks $fam of a rank: $ans"
+        failures=$((failures + 1))
+    fi
+done
+finish
