@@ -8,7 +8,9 @@
  * sends the endpoint bad requests: an unknown path, a POST, a GET with a body, headers of
  * 64 KiB, a client that stalls mid-request while another scrapes; each is refused and the
  * counts do not change. SHARCTEST_METRICS_HOLD=S keeps all-reducing for S seconds (a
- * Prometheus scrapes meanwhile). The files of SHARC_METRICS_FILE are the script's to check.
+ * Prometheus scrapes meanwhile); SHARCTEST_METRICS_LATE=R:S makes rank R come S seconds late
+ * to the first all-reduce (a stall, then a straggler's figures). The files of SHARC_METRICS_FILE
+ * are the script's to check.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -267,6 +269,15 @@ int main(void)
     nranks = sharc_comm_size(comm);
     port += port > 0 ? sharc_comm_local_rank(comm) : 0;
     ag = calloc((size_t)AG_COUNT * (size_t)nranks, sizeof(float));
+    if (getenv("SHARCTEST_METRICS_LATE") != NULL) {
+        int late = -1;
+        double secs = 0;
+
+        CHECK(sscanf(getenv("SHARCTEST_METRICS_LATE"), "%d:%lf", &late, &secs) == 2);
+        if (late == me) {
+            usleep((useconds_t)(secs * 1e6));
+        }
+    }
     for (int i = 0; i < AR_TIMES; i++) {
         CHECK(sharc_allreduce(ar, ar, AR_COUNT, SHARC_DTYPE_F32, SHARC_OP_SUM, comm, NULL) ==
               SHARC_OK);
