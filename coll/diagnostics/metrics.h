@@ -23,11 +23,30 @@ SHARC_HIDDEN void sharc_coll_text_printf(sharc_coll_text_t *t, const char *fmt, 
 SHARC_HIDDEN void sharc_coll_text_free(sharc_coll_text_t *t);
 
 /*
- * The metrics of communicators @p ccs[0 .. n-1] in Prometheus' text format 0.0.4, appended
- * to @p t: each family's HELP and TYPE once, then its samples of every communicator. Takes
- * each communicator's lock for a moment (its queue: what is in flight, how old).
+ * One communicator as the exposition shows it: its labels, its health when it was looked at,
+ * and its counts (read as they are, with relaxed loads; a copy for one that has ended).
  */
-SHARC_HIDDEN void sharc_coll_metrics_text(sharc_coll_comm_t *const *ccs, size_t n,
+typedef struct {
+    int rank, local_rank, size;
+    char node[SHARC_HOST_MAX], comm[128], transport[32];
+    int in_flight;     /* collectives started, not complete */
+    double oldest_age; /* seconds since the oldest of them was started (0: none) */
+    int stalled;       /* the ranks' stall verdict is on the oldest of them */
+    int culprit;       /* the rank that verdict blames, or -1 */
+    int failed;        /* the communicator failed */
+    int lost;          /* a rank the store said is gone, or -1 */
+    const sharc_coll_metrics_t *metrics; /* NULL: nothing counted */
+} sharc_coll_metrics_view_t;
+
+/* @p cc as the exposition shows it at @p now (takes its lock for a moment: its queue). */
+SHARC_HIDDEN void sharc_coll_metrics_view(sharc_coll_comm_t *cc, double now,
+                                          sharc_coll_metrics_view_t *view);
+
+/*
+ * The metrics of communicators @p views[0 .. n-1] in Prometheus' text format 0.0.4, appended
+ * to @p t: each family's HELP and TYPE once, then its samples of every communicator.
+ */
+SHARC_HIDDEN void sharc_coll_metrics_text(const sharc_coll_metrics_view_t *views, size_t n,
                                           sharc_coll_text_t *t);
 
 /* Join / leave the exporter (at creation; before the communicator's parts go: leaving

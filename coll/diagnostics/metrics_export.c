@@ -5,7 +5,10 @@
  * a thread that replaces SHARC_METRICS_FILE every SHARC_METRICS_INTERVAL (written aside, then
  * renamed over it, so that node_exporter's textfile collector never reads half a file), and
  * the HTTP endpoint (metrics_http.c). A communicator writes the file once more as it leaves,
- * so that a short job leaves its final figures. Nothing here runs on a rank's own threads
+ * so that a short job leaves its final figures, and stays in the text with them from then on
+ * (the last SHARC_COLL_ENDED_MAX that ended: a sharding group's communicator ends before the
+ * job's, and its counts must not vanish from the file). Nothing here runs on a rank's own
+ * threads
  * but that last write and the joining: a slow reader of the file or the endpoint waits on
  * this exporter's lock only.
  */
@@ -24,6 +27,9 @@
 #include "../../base/util.h"
 #include "metrics.h"
 
+/* Communicators that ended whose final figures stay in the text. */
+#define SHARC_COLL_ENDED_MAX 64
+
 struct sharc_coll_exporter {
     pthread_mutex_t lock; /* the list; a write or a scrape holds it while it formats */
     pthread_cond_t cond;
@@ -31,16 +37,48 @@ struct sharc_coll_exporter {
     int running, stop;
     sharc_coll_comm_t **comms;
     size_t ncomms, cap;
+    /* communicators that ended, oldest first: their views, whose metrics are copies owned here */
+    sharc_coll_metrics_view_t ended[SHARC_COLL_ENDED_MAX];
+    size_t nended;
     char file[4096]; /* SHARC_METRICS_FILE, its %r and %l replaced; "": none */
     double interval;
     sharc_coll_http_t *http;
     int warned; /* the file could not be written: said once */
 };
 
+/* The text of the communicators in the exporter and of those that ended (lock held). */
+static void sharc_coll_exporter_format(sharc_coll_exporter_t *ex, sharc_coll_text_t *t)
+{
+    size_t n = ex->nended + ex->ncomms;
+    sharc_coll_metrics_view_t *views = malloc((n > 0 ? n : 1) * sizeof(*views));
+    double now = sharc_time_now();
+
+    if (views == NULL) {
+        t->oom = 1;
+        return;
+    }
+    n = 0;
+    for (size_t e = 0; e < ex->nended; e++) {
+        int live = 0; /* a communicator of the same name now: its series are the live one's */
+
+        for (size_t i = 0; i < ex->ncomms; i++) {
+            live |= strcmp(ex->comms[i]->name, ex->ended[e].comm) == 0;
+        }
+        if (!live) {
+            views[n++] = ex->ended[e];
+        }
+    }
+    for (size_t i = 0; i < ex->ncomms; i++) {
+        sharc_coll_metrics_view(ex->comms[i], now, &views[n++]);
+    }
+    sharc_coll_metrics_text(views, n, t);
+    free(views);
+}
+
 void sharc_coll_exporter_text(sharc_coll_exporter_t *ex, sharc_coll_text_t *t)
 {
     pthread_mutex_lock(&ex->lock);
-    sharc_coll_metrics_text(ex->comms, ex->ncomms, t);
+    sharc_coll_exporter_format(ex, t);
     pthread_mutex_unlock(&ex->lock);
 }
 
@@ -52,7 +90,7 @@ static void sharc_coll_exporter_write(sharc_coll_exporter_t *ex)
     FILE *f;
     int ok;
 
-    sharc_coll_metrics_text(ex->comms, ex->ncomms, &t);
+    sharc_coll_exporter_format(ex, &t);
     snprintf(tmp, sizeof(tmp), "%s.tmp.%d", ex->file, (int)getpid());
     f = t.oom ? NULL : fopen(tmp, "w");
     ok = f != NULL && fwrite(t.buf, 1, t.len, f) == t.len;
@@ -195,6 +233,28 @@ sharc_status_t sharc_coll_exporter_add(sharc_coll_exporter_t *ex, sharc_coll_com
     return status;
 }
 
+/* Keep @p cc's final figures among the ended (lock held); without memory they go. */
+static void sharc_coll_exporter_keep(sharc_coll_exporter_t *ex, sharc_coll_comm_t *cc)
+{
+    sharc_coll_metrics_t *copy = malloc(sizeof(*copy));
+
+    if (copy == NULL) {
+        return;
+    }
+    for (size_t e = 0; e < ex->nended; e++) {
+        /* one of the same name that ended before (the same series), or the oldest, goes */
+        if (strcmp(ex->ended[e].comm, cc->name) == 0 || ex->nended == SHARC_COLL_ENDED_MAX) {
+            free((void *)ex->ended[e].metrics);
+            memmove(&ex->ended[e], &ex->ended[e + 1], (ex->nended - e - 1) * sizeof(ex->ended[0]));
+            ex->nended--;
+            break;
+        }
+    }
+    sharc_coll_metrics_view(cc, sharc_time_now(), &ex->ended[ex->nended]);
+    memcpy(copy, cc->metrics, sizeof(*copy)); /* (its counting is over: the lock is ours) */
+    ex->ended[ex->nended++].metrics = copy;
+}
+
 void sharc_coll_exporter_remove(sharc_coll_exporter_t *ex, sharc_coll_comm_t *cc)
 {
     pthread_mutex_lock(&ex->lock); /* (waits for a scrape that reads it to end) */
@@ -205,6 +265,7 @@ void sharc_coll_exporter_remove(sharc_coll_exporter_t *ex, sharc_coll_comm_t *cc
         if (ex->comms[i] == cc) {
             memmove(&ex->comms[i], &ex->comms[i + 1], (ex->ncomms - i - 1) * sizeof(*ex->comms));
             ex->ncomms--;
+            sharc_coll_exporter_keep(ex, cc);
             break;
         }
     }
@@ -224,6 +285,9 @@ void sharc_coll_exporter_destroy(sharc_coll_exporter_t *ex)
     pthread_mutex_unlock(&ex->lock);
     if (ex->running) {
         pthread_join(ex->thread, NULL);
+    }
+    for (size_t i = 0; i < ex->nended; i++) {
+        free((void *)ex->ended[i].metrics);
     }
     free(ex->comms);
     pthread_cond_destroy(&ex->cond);

@@ -56,34 +56,32 @@ void sharc_coll_text_free(sharc_coll_text_t *t)
 }
 
 /* A label value as the format wants it: backslash, double quote and newline escaped. */
-static void sharc_coll_text_escape(char *out, size_t size, const char *in)
+static void sharc_coll_text_escape(sharc_coll_text_t *t, const char *in)
 {
-    size_t o = 0;
-
-    for (; *in != '\0' && o + 3 < size; in++) {
+    for (; *in != '\0'; in++) {
         if (*in == '\\' || *in == '"') {
-            out[o++] = '\\';
-            out[o++] = *in;
+            sharc_coll_text_printf(t, "\\%c", *in);
         } else if (*in == '\n') {
-            out[o++] = '\\';
-            out[o++] = 'n';
+            sharc_coll_text_printf(t, "\\n");
         } else {
-            out[o++] = *in;
+            sharc_coll_text_printf(t, "%c", *in);
         }
     }
-    out[o] = '\0';
 }
 
-/* The labels every series of @p cc carries, without braces. */
-static void sharc_coll_text_labels(const sharc_coll_comm_t *cc, char *out, size_t size)
+/* A sample's name and the labels every series of @p v carries, up to the brace they leave
+ * open for more ("name{rank="0",...,transport="shm""). */
+static void sharc_coll_text_head(sharc_coll_text_t *t, const char *name,
+                                 const sharc_coll_metrics_view_t *v)
 {
-    char node[2 * SHARC_HOST_MAX + 1], comm[160], tp[64];
-
-    sharc_coll_text_escape(node, sizeof(node), sharc_coll_host(cc, cc->rank));
-    sharc_coll_text_escape(comm, sizeof(comm), cc->name);
-    sharc_coll_text_escape(tp, sizeof(tp), cc->tp_name != NULL ? cc->tp_name : "none");
-    snprintf(out, size, "rank=\"%d\",local_rank=\"%d\",node=\"%s\",comm=\"%s\",transport=\"%s\"",
-             cc->rank, cc->local_rank, node, comm, tp);
+    sharc_coll_text_printf(t, "%s{rank=\"%d\",local_rank=\"%d\",node=\"", name, v->rank,
+                           v->local_rank);
+    sharc_coll_text_escape(t, v->node);
+    sharc_coll_text_printf(t, "\",comm=\"");
+    sharc_coll_text_escape(t, v->comm);
+    sharc_coll_text_printf(t, "\",transport=\"");
+    sharc_coll_text_escape(t, v->transport);
+    sharc_coll_text_printf(t, "\"");
 }
 
 static uint64_t sharc_coll_load(const uint64_t *v)
@@ -91,34 +89,32 @@ static uint64_t sharc_coll_load(const uint64_t *v)
     return __atomic_load_n(v, __ATOMIC_RELAXED);
 }
 
-/* What a scrape reads of a communicator's queue and health (its lock held a moment). */
-typedef struct {
-    int in_flight;     /* collectives started, not complete */
-    double oldest_age; /* seconds since the oldest of them was started (0: none) */
-    int stalled;       /* the ranks' stall verdict is on the oldest of them */
-    int culprit;       /* the rank that verdict blames, or -1 */
-    int failed;        /* the communicator failed */
-    int lost;          /* a rank the store said is gone, or -1 */
-} sharc_coll_health_t;
-
-static void sharc_coll_health(sharc_coll_comm_t *cc, double now, sharc_coll_health_t *h)
+void sharc_coll_metrics_view(sharc_coll_comm_t *cc, double now, sharc_coll_metrics_view_t *v)
 {
     const sharc_coll_task_t *oldest;
 
+    *v = (sharc_coll_metrics_view_t){.rank = cc->rank,
+                                     .local_rank = cc->local_rank,
+                                     .size = cc->size,
+                                     .culprit = -1,
+                                     .metrics = cc->metrics};
+    snprintf(v->node, sizeof(v->node), "%s", sharc_coll_host(cc, cc->rank));
+    snprintf(v->comm, sizeof(v->comm), "%s", cc->name);
+    snprintf(v->transport, sizeof(v->transport), "%s", cc->tp_name != NULL ? cc->tp_name : "none");
     sharc_coll_lock(cc);
-    *h = (sharc_coll_health_t){.culprit = -1, .lost = cc->lost_rank};
+    v->lost = cc->lost_rank;
     for (const sharc_coll_task_t *t = cc->head; t != NULL; t = t->next) {
-        h->in_flight += t->kind == SHARC_COLL_KIND_COLL && t->state != SHARC_COLL_TASK_HANDED;
+        v->in_flight += t->kind == SHARC_COLL_KIND_COLL && t->state != SHARC_COLL_TASK_HANDED;
     }
     oldest = sharc_coll_oldest(cc);
     if (oldest != NULL) {
-        h->oldest_age = now - oldest->t_post;
+        v->oldest_age = now - oldest->t_post;
         if (sharc_coll_verdict_on(cc, oldest->ordinal) != NULL) {
-            h->stalled = 1;
-            h->culprit = cc->verdict_rank;
+            v->stalled = 1;
+            v->culprit = cc->verdict_rank;
         }
     }
-    h->failed = cc->failed != SHARC_OK;
+    v->failed = cc->failed != SHARC_OK;
     sharc_coll_unlock(cc);
 }
 
@@ -129,8 +125,48 @@ static void sharc_coll_text_family(sharc_coll_text_t *t, const char *name, const
     sharc_coll_text_printf(t, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+/* The labels of a kind and size class after the common ones, and the brace closed (@p le:
+ * a histogram bucket's bound, or NULL). */
+static void sharc_coll_text_kind(sharc_coll_text_t *t, int k, int c, const char *le)
+{
+    sharc_coll_text_printf(t, ",collective=\"%s\",size_class=\"%s\"%s%s%s}",
+                           sharc_coll_metric_name(k), sharc_coll_size_names[c],
+                           le != NULL ? ",le=\"" : "", le != NULL ? le : "",
+                           le != NULL ? "\"" : "");
+}
+
+/* A histogram's samples of one kind and size class. */
+static void sharc_coll_text_histogram(sharc_coll_text_t *t, const char *name,
+                                      const sharc_coll_metrics_view_t *v, int k, int c)
+{
+    const sharc_coll_metric_t *m = &v->metrics->m[k][c];
+    char full[96], le[32];
+    uint64_t cum = 0;
+
+    for (int b = 0; b < SHARC_COLL_TIME_BUCKETS; b++) {
+        cum += sharc_coll_load(&m->bucket[b]);
+        if (b < SHARC_COLL_TIME_BUCKETS - 1) {
+            snprintf(le, sizeof(le), "%.9g", sharc_coll_time_bounds[b]);
+        } else {
+            snprintf(le, sizeof(le), "+Inf");
+        }
+        snprintf(full, sizeof(full), "%s_bucket", name);
+        sharc_coll_text_head(t, full, v);
+        sharc_coll_text_kind(t, k, c, le);
+        sharc_coll_text_printf(t, " %llu\n", (unsigned long long)cum);
+    }
+    snprintf(full, sizeof(full), "%s_sum", name);
+    sharc_coll_text_head(t, full, v);
+    sharc_coll_text_kind(t, k, c, NULL);
+    sharc_coll_text_printf(t, " %.9f\n", (double)sharc_coll_load(&m->ns) * 1e-9);
+    snprintf(full, sizeof(full), "%s_count", name);
+    sharc_coll_text_head(t, full, v);
+    sharc_coll_text_kind(t, k, c, NULL);
+    sharc_coll_text_printf(t, " %llu\n", (unsigned long long)cum);
+}
+
 /* The histogram, the bytes and the failures of every kind and size class that saw a task. */
-static void sharc_coll_text_tasks(sharc_coll_comm_t *const *ccs, size_t n, char (*labels)[512],
+static void sharc_coll_text_tasks(const sharc_coll_metrics_view_t *views, size_t n,
                                   sharc_coll_text_t *t)
 {
     static const char *const families[][3] = {
@@ -147,50 +183,31 @@ static void sharc_coll_text_tasks(sharc_coll_comm_t *const *ccs, size_t n, char 
     for (int f = 0; f < 3; f++) {
         sharc_coll_text_family(t, families[f][0], families[f][1], families[f][2]);
         for (size_t i = 0; i < n; i++) {
-            const sharc_coll_metrics_t *ms = ccs[i]->metrics;
+            const sharc_coll_metrics_t *ms = views[i].metrics;
 
             for (int k = 0; ms != NULL && k < SHARC_COLL_METRIC_KINDS; k++) {
                 for (int c = 0; c < SHARC_COLL_SIZE_CLASSES; c++) {
                     const sharc_coll_metric_t *m = &ms->m[k][c];
-                    uint64_t count = sharc_coll_load(&m->count), failed, cum = 0;
-                    char l[768];
 
-                    if (count == 0) {
+                    if (sharc_coll_load(&m->count) == 0) {
                         continue;
                     }
-                    snprintf(l, sizeof(l), "%s,collective=\"%s\",size_class=\"%s\"", labels[i],
-                             sharc_coll_metric_name(k), sharc_coll_size_names[c]);
-                    failed = sharc_coll_load(&m->failed);
-                    if (f == 1) {
-                        sharc_coll_text_printf(t, "%s{%s} %llu\n", families[f][0], l,
-                                               (unsigned long long)sharc_coll_load(&m->bytes));
-                    } else if (f == 2) {
-                        sharc_coll_text_printf(t, "%s{%s} %llu\n", families[f][0], l,
-                                               (unsigned long long)failed);
-                    } else {
-                        for (int b = 0; b < SHARC_COLL_TIME_BUCKETS; b++) {
-                            cum += sharc_coll_load(&m->bucket[b]);
-                            if (b < SHARC_COLL_TIME_BUCKETS - 1) {
-                                sharc_coll_text_printf(t, "%s_bucket{%s,le=\"%.9g\"} %llu\n",
-                                                       families[f][0], l, sharc_coll_time_bounds[b],
-                                                       (unsigned long long)cum);
-                            } else {
-                                sharc_coll_text_printf(t, "%s_bucket{%s,le=\"+Inf\"} %llu\n",
-                                                       families[f][0], l, (unsigned long long)cum);
-                            }
-                        }
-                        sharc_coll_text_printf(t, "%s_sum{%s} %.9f\n%s_count{%s} %llu\n",
-                                               families[f][0], l,
-                                               (double)sharc_coll_load(&m->ns) * 1e-9,
-                                               families[f][0], l, (unsigned long long)cum);
+                    if (f == 0) {
+                        sharc_coll_text_histogram(t, families[f][0], &views[i], k, c);
+                        continue;
                     }
+                    sharc_coll_text_head(t, families[f][0], &views[i]);
+                    sharc_coll_text_kind(t, k, c, NULL);
+                    sharc_coll_text_printf(
+                        t, " %llu\n",
+                        (unsigned long long)sharc_coll_load(f == 1 ? &m->bytes : &m->failed));
                 }
             }
         }
     }
 }
 
-void sharc_coll_metrics_text(sharc_coll_comm_t *const *ccs, size_t n, sharc_coll_text_t *t)
+void sharc_coll_metrics_text(const sharc_coll_metrics_view_t *views, size_t n, sharc_coll_text_t *t)
 {
     static const char *const gauges[][2] = {
         {"sharc_comm_ranks", "Ranks of the communicator."},
@@ -205,31 +222,17 @@ void sharc_coll_metrics_text(sharc_coll_comm_t *const *ccs, size_t n, sharc_coll
                               "transport's error)."},
         {"sharc_peer_lost_rank", "A rank of the communicator the store said is gone (-1: none)."},
     };
-    char(*labels)[512] = calloc(n > 0 ? n : 1, sizeof(*labels));
-    sharc_coll_health_t *health = calloc(n > 0 ? n : 1, sizeof(*health));
-    double now = sharc_time_now();
 
-    if (labels == NULL || health == NULL) {
-        t->oom = 1;
-        free(labels);
-        free(health);
-        return;
-    }
-    for (size_t i = 0; i < n; i++) {
-        sharc_coll_text_labels(ccs[i], labels[i], sizeof(labels[i]));
-        sharc_coll_health(ccs[i], now, &health[i]);
-    }
     for (size_t g = 0; g < SHARC_ARRAY_SIZE(gauges); g++) {
         sharc_coll_text_family(t, gauges[g][0], "gauge", gauges[g][1]);
         for (size_t i = 0; i < n; i++) {
-            const sharc_coll_health_t *h = &health[i];
-            double v[] = {ccs[i]->size, h->in_flight, h->oldest_age, h->stalled,
-                          h->culprit,   h->failed,    h->lost};
+            const sharc_coll_metrics_view_t *v = &views[i];
+            double val[] = {v->size,    v->in_flight, v->oldest_age, v->stalled,
+                            v->culprit, v->failed,    v->lost};
 
-            sharc_coll_text_printf(t, "%s{%s} %.9g\n", gauges[g][0], labels[i], v[g]);
+            sharc_coll_text_head(t, gauges[g][0], v);
+            sharc_coll_text_printf(t, "} %.9g\n", val[g]);
         }
     }
-    sharc_coll_text_tasks(ccs, n, labels, t);
-    free(labels);
-    free(health);
+    sharc_coll_text_tasks(views, n, t);
 }

@@ -204,6 +204,41 @@ else
     failures=$((failures + 1))
 fi
 
+# the tools export through it as any program does: sharc-perf's all-reduces and sharc-llama's
+# gathers and reductions of a 2-rank run are in both ranks' files, which promtool passes
+rm -f "$dir"/perf.* "$dir"/llama.*
+run_ok "sharc-perf allreduce, 2 ranks, with SHARC_METRICS_FILE" env \
+    SHARC_METRICS_FILE="$dir/perf.r%r.prom" "$LAUNCH" --mode env -n 2 -- \
+    "$top_builddir/perf/sharc-perf" allreduce -b 4K -e 4K -n 50 -w 5
+for r in 0 1; do
+    promtool_ok "sharc-perf's rank $r" "$dir/perf.r$r.prom"
+    n=$(grep -E "^sharc_collective_seconds_count\{rank=\"$r\",.*collective=\"allreduce\",size_class=\"4KiB\"\}" \
+        "$dir/perf.r$r.prom" | awk '{ print $NF }')
+    if [ -n "$n" ] && [ "$n" -ge 110 ]; then
+        echo "ok: sharc-perf's rank $r counted its $n all-reduces (110 timed and warm-up)"
+    else
+        echo "FAIL: sharc-perf's rank $r counted '$n' all-reduces, not 110 or more"
+        failures=$((failures + 1))
+    fi
+done
+LLAMA="$top_builddir/trainer/sharc-llama"
+if [ -x "$LLAMA" ]; then
+    mkdir -p "$dir/data"
+    make_tokens "$dir/data/train.bin" 20000 512 512
+    make_tokens "$dir/data/val.bin" 3000 512 512
+    run_ok "sharc-llama, 2 ranks, 5 steps, with SHARC_METRICS_FILE" env \
+        SHARC_METRICS_FILE="$dir/llama.r%r.prom" "$LAUNCH" --mode env -n 2 -- "$LLAMA" train \
+        --config tiny --data "$dir/data" --seq 32 --steps 5 --warmup 1 --threads 1 \
+        --val-every 0 --batch 2
+    for r in 0 1; do
+        promtool_ok "sharc-llama's rank $r" "$dir/llama.r$r.prom"
+        for c in allgather reduce_scatter; do
+            grep_ok "sharc-llama's rank $r counted its ${c}s" "$dir/llama.r$r.prom" \
+                "^sharc_collective_seconds_count\{rank=\"$r\",.*collective=\"$c\".*\} [1-9][0-9]*$"
+        done
+    done
+fi
+
 # a port already taken is said at the start, and the communicator is not made
 p=$(free_ports)
 python3 -c "

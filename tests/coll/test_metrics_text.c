@@ -86,7 +86,7 @@ static void check_grouped(const char *text)
 int main(int argc, char **argv)
 {
     sharc_coll_comm_t a, b;
-    sharc_coll_comm_t *ccs[2] = {&a, &b};
+    sharc_coll_metrics_view_t views[2];
     sharc_coll_metrics_t *m = calloc(1, sizeof(*m));
     sharc_coll_task_t *t = calloc(1, sizeof(*t));
     sharc_coll_text_t text = {0};
@@ -111,7 +111,9 @@ int main(int argc, char **argv)
     b.failed = SHARC_ERR_TIMEOUT;
     b.lost_rank = 1;
 
-    sharc_coll_metrics_text(ccs, 2, &text);
+    sharc_coll_metrics_view(&a, sharc_time_now(), &views[0]);
+    sharc_coll_metrics_view(&b, sharc_time_now(), &views[1]);
+    sharc_coll_metrics_text(views, 2, &text);
     CHECK(!text.oom && text.buf != NULL);
     if (text.buf == NULL) {
         return check_result("test_metrics_text");
@@ -174,7 +176,8 @@ int main(int argc, char **argv)
     /* a verdict on another collective than the oldest is not a stall in force */
     b.verdict_ordinal = 6;
     sharc_coll_text_free(&text);
-    sharc_coll_metrics_text(ccs, 2, &text);
+    sharc_coll_metrics_view(&b, sharc_time_now(), &views[1]);
+    sharc_coll_metrics_text(views, 2, &text);
     snprintf(want, sizeof(want), "sharc_stall{%s} 0", l);
     CHECK_MSG(text.buf != NULL && has_line(text.buf, want), "missing: %s", want);
     sharc_coll_text_free(&text);
