@@ -92,6 +92,22 @@ SHARC_HIDDEN sharc_status_t sharc_coll_watchdog_create(const sharc_cfg_t *cfg,
 SHARC_HIDDEN void sharc_coll_watchdog_destroy(sharc_coll_watchdog_t *wd);
 
 /*
+ * What a sharding group over a communicator reports into its metrics at each step's end
+ * (shard/trace/shard_stats.c), summed over its steps; the exposition shows them as
+ * sharc_shard_* with the communicator's labels. One writer (the group's caller), relaxed
+ * atomic stores; read without a lock.
+ */
+typedef struct {
+    uint64_t steps;
+    uint64_t step_ns, comm_ns, exposed_ns, gather_wait_ns, engine_ns; /* nanoseconds */
+    uint64_t bytes_gathered, bytes_reduced, prefetches, evictions;
+    uint64_t prefetch_depth, peak_unsharded_bytes; /* the last step's (gauges) */
+} sharc_coll_step_metrics_t;
+
+/* @p cc's step figures, or NULL when metrics are off (SHARC_METRICS_PORT and _FILE unset). */
+SHARC_HIDDEN sharc_coll_step_metrics_t *sharc_coll_step_metrics(sharc_coll_comm_t *cc);
+
+/*
  * A context's metrics exporter (coll/diagnostics/metrics_export.c): SHARC_METRICS_FILE
  * rewritten every SHARC_METRICS_INTERVAL (its %r: @p rank, %l: @p local_rank) and /metrics
  * served over HTTP at SHARC_METRICS_PORT + @p local_rank. *ex_p is NULL when neither is set:

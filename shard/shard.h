@@ -72,10 +72,10 @@ typedef struct sharc_shard_unit {
     float **state;        /* [group->nstates][shard] */
 
     sharc_shard_pstate_t pstate;
-    void *pbuf;          /* [padded] param dtype, while not SHARDED */
+    void *pbuf;            /* [padded] param dtype, while not SHARDED */
     sharc_shard_coll_t ag; /* (prefetched, in use: the group's plan says, g->plan.units[id]) */
-    void *sbuf;          /* hpZ: this rank's part of the forward's parameters, or NULL */
-    double t_begun;      /* trace: when its last begin returned */
+    void *sbuf;            /* hpZ: this rank's part of the forward's parameters, or NULL */
+    double t_begun;        /* trace: when its last begin returned */
 
     sharc_shard_gstate_t gstate;
     void *gbuf; /* [padded] reduce dtype, while not NONE */
@@ -155,6 +155,7 @@ struct sharc_shard_group {
      * split of it on CUDA (owned; else the same as shard_comm, not owned twice) */
     sharc_comm_h reduce_comm;
     int reduce_lane;
+    sharc_coll_step_metrics_t *metrics; /* shard_comm's step figures, or NULL: metrics off */
     sharc_context_h ctx;
     int rank, size; /* in comm */
     int shard_rank, shard_size;

@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -207,6 +208,76 @@ static void sharc_coll_text_tasks(const sharc_coll_metrics_view_t *views, size_t
     }
 }
 
+/* A sharding group's step figures, of the communicators that have any. */
+static void sharc_coll_text_steps(const sharc_coll_metrics_view_t *views, size_t n,
+                                  sharc_coll_text_t *t)
+{
+#define SHARC_COLL_STEP_FIELD(_f) offsetof(sharc_coll_step_metrics_t, _f)
+    static const struct {
+        const char *name, *type, *help;
+        size_t off;
+        double scale;
+    } fams[] = {
+        {"sharc_shard_steps_total", "counter", "Steps the sharding group finished.",
+         SHARC_COLL_STEP_FIELD(steps), 1},
+        {"sharc_shard_step_seconds_total", "counter", "Wall time of its steps.",
+         SHARC_COLL_STEP_FIELD(step_ns), 1e-9},
+        {"sharc_shard_comm_seconds_total", "counter",
+         "Time at least one of its collectives was in flight.", SHARC_COLL_STEP_FIELD(comm_ns),
+         1e-9},
+        {"sharc_shard_exposed_comm_seconds_total", "counter",
+         "Time the caller waited for communication (exposed: not hidden behind compute).",
+         SHARC_COLL_STEP_FIELD(exposed_ns), 1e-9},
+        {"sharc_shard_gather_wait_seconds_total", "counter",
+         "The part of the exposed time spent waiting for all-gathers.",
+         SHARC_COLL_STEP_FIELD(gather_wait_ns), 1e-9},
+        {"sharc_shard_engine_seconds_total", "counter",
+         "Time the caller spent inside the engine's step calls, the exposed time included.",
+         SHARC_COLL_STEP_FIELD(engine_ns), 1e-9},
+        {"sharc_shard_gathered_bytes_total", "counter",
+         "Bytes of the unsharded buffers its all-gathers produced, per rank.",
+         SHARC_COLL_STEP_FIELD(bytes_gathered), 1},
+        {"sharc_shard_reduced_bytes_total", "counter",
+         "Bytes of the gradients its reductions took, per rank.",
+         SHARC_COLL_STEP_FIELD(bytes_reduced), 1},
+        {"sharc_shard_prefetches_total", "counter",
+         "All-gathers issued ahead of their unit's begin.", SHARC_COLL_STEP_FIELD(prefetches), 1},
+        {"sharc_shard_evictions_total", "counter",
+         "Prefetched units released unused, to stay within the bound.",
+         SHARC_COLL_STEP_FIELD(evictions), 1},
+        {"sharc_shard_prefetch_depth", "gauge", "Units gathered ahead in the last step.",
+         SHARC_COLL_STEP_FIELD(prefetch_depth), 1},
+        {"sharc_shard_peak_unsharded_bytes", "gauge",
+         "Most bytes of gathered parameters and unreduced gradients at once in the last step.",
+         SHARC_COLL_STEP_FIELD(peak_unsharded_bytes), 1},
+    };
+#undef SHARC_COLL_STEP_FIELD
+
+    for (size_t f = 0; f < SHARC_ARRAY_SIZE(fams); f++) {
+        int shown = 0;
+
+        for (size_t i = 0; i < n; i++) {
+            const sharc_coll_step_metrics_t *s =
+                views[i].metrics != NULL ? &views[i].metrics->steps : NULL;
+            uint64_t v;
+
+            if (s == NULL || sharc_coll_load(&s->steps) == 0) {
+                continue; /* (no sharding group over it, or no step yet) */
+            }
+            if (!shown++) {
+                sharc_coll_text_family(t, fams[f].name, fams[f].type, fams[f].help);
+            }
+            v = sharc_coll_load((const uint64_t *)((const char *)s + fams[f].off));
+            sharc_coll_text_head(t, fams[f].name, &views[i]);
+            if (fams[f].scale == 1) {
+                sharc_coll_text_printf(t, "} %llu\n", (unsigned long long)v);
+            } else {
+                sharc_coll_text_printf(t, "} %.9f\n", (double)v * fams[f].scale);
+            }
+        }
+    }
+}
+
 void sharc_coll_metrics_text(const sharc_coll_metrics_view_t *views, size_t n, sharc_coll_text_t *t)
 {
     static const char *const gauges[][2] = {
@@ -235,4 +306,5 @@ void sharc_coll_metrics_text(const sharc_coll_metrics_view_t *views, size_t n, s
         }
     }
     sharc_coll_text_tasks(views, n, t);
+    sharc_coll_text_steps(views, n, t);
 }

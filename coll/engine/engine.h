@@ -280,6 +280,7 @@ typedef struct {
 
 typedef struct sharc_coll_metrics {
     sharc_coll_metric_t m[SHARC_COLL_METRIC_KINDS][SHARC_COLL_SIZE_CLASSES];
+    sharc_coll_step_metrics_t steps; /* a sharding group's, over this communicator (api.h) */
 } sharc_coll_metrics_t;
 
 /* Who drives a communicator's progress: whoever tests or waits, or a thread of its own. */

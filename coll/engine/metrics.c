@@ -69,6 +69,11 @@ static inline void sharc_coll_metric_add(uint64_t *v, uint64_t n)
     __atomic_store_n(v, __atomic_load_n(v, __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
 }
 
+sharc_coll_step_metrics_t *sharc_coll_step_metrics(sharc_coll_comm_t *cc)
+{
+    return cc != NULL && cc->metrics != NULL ? &cc->metrics->steps : NULL;
+}
+
 void sharc_coll_metrics_done(const sharc_coll_task_t *task)
 {
     size_t bytes = sharc_coll_task_bytes(task);

@@ -229,14 +229,30 @@ if [ -x "$LLAMA" ]; then
     run_ok "sharc-llama, 2 ranks, 5 steps, with SHARC_METRICS_FILE" env \
         SHARC_METRICS_FILE="$dir/llama.r%r.prom" "$LAUNCH" --mode env -n 2 -- "$LLAMA" train \
         --config tiny --data "$dir/data" --seq 32 --steps 5 --warmup 1 --threads 1 \
-        --val-every 0 --batch 2
+        --val-every 0 --batch 2 --log "$dir/llama.jsonl"
     for r in 0 1; do
+        grep_ok "sharc-llama's rank $r: its sharding group's 5 steps" "$dir/llama.r$r.prom" \
+            "^sharc_shard_steps_total\{rank=\"$r\",.*\} 5$"
         promtool_ok "sharc-llama's rank $r" "$dir/llama.r$r.prom"
         for c in allgather reduce_scatter; do
             grep_ok "sharc-llama's rank $r counted its ${c}s" "$dir/llama.r$r.prom" \
                 "^sharc_collective_seconds_count\{rank=\"$r\",.*collective=\"$c\".*\} [1-9][0-9]*$"
         done
     done
+    # the exposed communication rank 0's metrics give is the sum of its log's, within 5%
+    exposed=$(grep -E '^sharc_shard_exposed_comm_seconds_total\{rank="0",' "$dir/llama.r0.prom" |
+        awk '{ print $NF }')
+    if python3 -c "
+import json, sys
+log = sum(json.loads(l)['comm_exposed_s'] for l in open(sys.argv[1]) if '\"event\":\"step\"' in l)
+m = float(sys.argv[2])
+print('metrics %.6f s, log %.6f s' % (m, log))
+sys.exit(0 if abs(m - log) <= 0.05 * log + 1e-6 else 1)" "$dir/llama.jsonl" "${exposed:-nan}"; then
+        echo "ok: sharc-llama's exposed communication agrees with its log"
+    else
+        echo "FAIL: sharc-llama's exposed communication in the metrics ('$exposed') is not its log's"
+        failures=$((failures + 1))
+    fi
 fi
 
 # a port already taken is said at the start, and the communicator is not made

@@ -4,7 +4,8 @@
  * (coll/diagnostics/metrics_text.c): exact samples of a histogram (cumulative buckets, sum,
  * count), bytes and failures; the labels, a communicator's name escaped; each family's HELP
  * and TYPE once, its samples together; the health gauges of a quiet communicator and of one
- * whose oldest collective the ranks' stall verdict blames on rank 3. With an argument, it
+ * whose oldest collective the ranks' stall verdict blames on rank 3; a sharding group's step
+ * figures where one reported them. With an argument, it
  * prints the text (for `promtool check metrics`).
  */
 #include <pthread.h>
@@ -80,7 +81,7 @@ static void check_grouped(const char *text)
         }
         line = end + 1;
     }
-    CHECK_MSG(nseen == 10, "%d families, not 10", nseen);
+    CHECK_MSG(nseen == 22, "%d families, not 22", nseen);
 }
 
 int main(int argc, char **argv)
@@ -100,6 +101,12 @@ int main(int argc, char **argv)
         .count = 4, .failed = 1, .bytes = 3072, .ns = 1500, .bucket = {[0] = 1, [2] = 2}};
     m->m[SHARC_COLL_METRIC_SEND][2] = (sharc_coll_metric_t){
         .count = 1, .bytes = 100000, .ns = 2000000000ull, .bucket = {[9] = 1}};
+    /* a sharding group over a: 3 steps */
+    m->steps = (sharc_coll_step_metrics_t){.steps = 3,
+                                           .step_ns = 3000000000ull,
+                                           .exposed_ns = 1500000000ull,
+                                           .bytes_gathered = 1000,
+                                           .prefetch_depth = 2};
     /* b: its oldest collective in flight for 5 s, and the ranks' verdict on it blames rank 3 */
     t->kind = SHARC_COLL_KIND_COLL;
     t->state = SHARC_COLL_TASK_RUNNING;
@@ -149,6 +156,12 @@ int main(int argc, char **argv)
         "sharc_stall_culprit_rank{%s} -1",
         "sharc_comm_failed{%s} 0",
         "sharc_peer_lost_rank{%s} -1",
+        "sharc_shard_steps_total{%s} 3",
+        "sharc_shard_step_seconds_total{%s} 3.000000000",
+        "sharc_shard_exposed_comm_seconds_total{%s} 1.500000000",
+        "sharc_shard_gathered_bytes_total{%s} 1000",
+        "sharc_shard_prefetch_depth{%s} 2",
+        "sharc_shard_evictions_total{%s} 0",
     };
     for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
         snprintf(want, sizeof(want), lines[i], l);
@@ -158,6 +171,7 @@ int main(int argc, char **argv)
     CHECK(strstr(text.buf, "collective=\"allgather\"") == NULL);
     CHECK(strstr(text.buf, "size_class=\"64KiB\"") == NULL);
     CHECK(strstr(text.buf, "sharc_collective_seconds_count{rank=\"3\"") == NULL);
+    CHECK(strstr(text.buf, "sharc_shard_steps_total{rank=\"3\"") == NULL);
     /* b: the escaped name, the stall and its culprit, the failure, the lost rank */
     l = "rank=\"3\",local_rank=\"1\",node=\"node-c\",comm=\"we\\\"ird\\\\\",transport=\"shm\"";
     static const char *const blines[] = {
