@@ -94,6 +94,25 @@ if [ $have_promtool = 1 ]; then
     } > "$dir/rules_test.yml"
     run_ok "the straggler expression names the slow rank, and none of a clean job" \
         promtool test rules "$dir/rules_test.yml"
+    # every query of the dashboard parses (as a recording rule; its variables given values)
+    if python3 - "$top_srcdir/tools/grafana/sharc-dashboard.json" "$dir/dash_rules.yml" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+exprs = [t["expr"] for p in d["panels"] for t in p["targets"]]
+assert len(exprs) >= 10, len(exprs)
+with open(sys.argv[2], "w") as f:
+    f.write("groups:\n  - name: dashboard\n    rules:\n")
+    for i, e in enumerate(exprs):
+        e = e.replace("$__rate_interval", "1m").replace("$job", ".*").replace("$comm", ".*")
+        f.write("      - record: sharc:dashboard_%d\n        expr: %s\n" % (i, json.dumps(e)))
+PY
+    then
+        run_ok "every query of the Grafana dashboard parses" promtool check rules \
+            "$dir/dash_rules.yml"
+    else
+        echo "FAIL: the Grafana dashboard is not JSON with its queries"
+        failures=$((failures + 1))
+    fi
 fi
 
 # SHARC_METRICS_FILE: one file a rank (%r), the final figures after the job
