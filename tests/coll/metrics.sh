@@ -1,10 +1,14 @@
 #!/bin/bash
-# The metrics as an operator gets them: the text of made-up communicators and the files and
-# endpoints of real jobs (1 and 3 ranks over shm) pass `promtool check metrics` and hold the
-# counts the job made (test_metrics checks its own scrape, and bad requests to it); the files
-# are replaced whole at SHARC_METRICS_INTERVAL and hold the final figures; a port already taken
-# is a clear error at the communicator's creation; and a real Prometheus, given a generated
-# configuration, scrapes a 2-rank job and answers for every rank's series.
+# The metrics as an operator gets them. The text of made-up communicators is exact and lints
+# clean (promtool check metrics); the dashboard's straggler expression names the slow rank of a
+# synthetic job and none of a clean one (promtool test rules), and every dashboard query
+# parses. Real jobs (1, 2, 3 ranks over shm): each rank's file and /metrics hold the counts it
+# made and lint clean; node_exporter's textfile collector serves the files; a file is replaced
+# whole while the job runs; bad requests to the endpoint are refused (test_metrics); a rank
+# late to an all-reduce shows as a stall blaming it, then as the rank inside collectives least;
+# sharc-perf's and sharc-llama's runs export too (the trainer's exposed communication agrees
+# with its log); a port already taken is a clear error; and a real Prometheus, given a
+# generated configuration, scrapes a 2-rank job and answers for every rank's series.
 # SPDX-License-Identifier: BSD-3-Clause
 . "$(dirname "$0")/../lib.sh"
 
@@ -139,6 +143,37 @@ for n in 1 3; do
         failures=$((failures + 1))
     fi
 done
+
+# node_exporter's textfile collector reads the files of a 2-rank job (one a local rank)
+if command -v prometheus-node-exporter >/dev/null; then
+    mkdir -p "$dir/textfile"
+    run_ok_match "metrics files of a 2-rank job into a textfile directory" "metrics ok" env \
+        SHARC_METRICS_FILE="$dir/textfile/sharc.%l.prom" "$LAUNCH" --mode env -n 2 -- "$PROG"
+    np=$(free_ports)
+    prometheus-node-exporter --collector.disable-defaults --collector.textfile \
+        --collector.textfile.directory="$dir/textfile" --web.listen-address="127.0.0.1:$np" \
+        > "$dir/node_exporter.log" 2>&1 &
+    ne=$!
+    body=
+    for _ in $(seq 1 50); do
+        body=$(curl -sf "http://127.0.0.1:$np/metrics" 2>/dev/null) && break
+        sleep 0.1
+    done
+    kill $ne 2>/dev/null
+    wait $ne 2>/dev/null
+    if echo "$body" | grep -Eq '^sharc_collective_seconds_count\{.*collective="allreduce".*rank="0".*\} 5$' &&
+       echo "$body" | grep -Eq '^sharc_collective_seconds_count\{.*collective="allreduce".*rank="1".*\} 5$' &&
+       echo "$body" | grep -Eq '^node_textfile_scrape_error 0$'; then
+        echo "ok: node_exporter serves both ranks' series from the textfile directory"
+    else
+        echo "FAIL: node_exporter does not serve both ranks' series from the files"
+        echo "$body" | grep -E "sharc_collective_seconds_count|textfile" | head -10
+        tail -5 "$dir/node_exporter.log"
+        failures=$((failures + 1))
+    fi
+else
+    echo "note: no prometheus-node-exporter: the textfile collector is not tried"
+fi
 
 # the file is rewritten while the job runs (node_exporter reads it then)
 rm -f "$dir"/live.*
