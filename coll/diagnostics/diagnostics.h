@@ -63,7 +63,6 @@ SHARC_HIDDEN void sharc_coll_watchdog_remove(sharc_coll_watchdog_t *wd, sharc_co
  * one when a collective has waited past SHARC_STALL_WARN. */
 SHARC_HIDDEN void sharc_coll_stall_check(sharc_coll_comm_t *cc);
 
-
 /*
  * This rank gave up on collective @p ordinal at its SHARC_TIMEOUT (lock not held): when the
  * ranks agreed a verdict on it, wait until the other ranks waiting in it have reached their
@@ -86,7 +85,7 @@ SHARC_HIDDEN void sharc_coll_stall_linger(const sharc_coll_comm_t *cc, uint64_t 
  * rank is the cause (a ring of waits).
  */
 SHARC_HIDDEN int sharc_coll_verdict(const sharc_coll_head_t *heads, int n,
-                                    const char (*hosts)[SHARC_HOST_MAX], const char *comm,
-                                    int live, char *buf, size_t size);
+                                    const char (*hosts)[SHARC_HOST_MAX], const char *comm, int live,
+                                    char *buf, size_t size);
 
 #endif
