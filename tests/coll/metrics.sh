@@ -2,13 +2,14 @@
 # The metrics as an operator gets them. The text of made-up communicators is exact and lints
 # clean (promtool check metrics); the dashboard's straggler expression names the slow rank of a
 # synthetic job and none of a clean one (promtool test rules), and every dashboard query
-# parses. Real jobs (1, 2, 3 ranks over shm): each rank's file and /metrics hold the counts it
+# parses. Real jobs (1 to 4 ranks over shm): each rank's file and /metrics hold the counts it
 # made and lint clean; node_exporter's textfile collector serves the files; a file is replaced
 # whole while the job runs; bad requests to the endpoint are refused (test_metrics); a rank
 # late to an all-reduce shows as a stall blaming it, then as the rank inside collectives least;
 # sharc-perf's and sharc-llama's runs export too (the trainer's exposed communication agrees
 # with its log); a port already taken is a clear error; and a real Prometheus, given a
-# generated configuration, scrapes a 2-rank job and answers for every rank's series.
+# generated configuration, scrapes 4-rank jobs: it answers for every rank's series, and the
+# straggler expression names the slow rank of one and no rank of the other.
 # SPDX-License-Identifier: BSD-3-Clause
 . "$(dirname "$0")/../lib.sh"
 
@@ -68,7 +69,8 @@ promtool_ok "made-up communicators" "$dir/made_up.prom"
 
 # the dashboard's straggler expression (tools/grafana/straggler.promql), under promtool's rule
 # tests: of 4 ranks, the one whose time inside collectives is a tenth of the others' is named,
-# and only it; a job whose ranks differ by 20% names none
+# and only it; a job whose ranks differ by 20% names none, nor a quiet job (its ranks inside
+# collectives 0.1% of the time) where one rank is inside them a tenth as long
 if [ $have_promtool = 1 ]; then
     {
         echo "groups:"
@@ -90,6 +92,8 @@ if [ $have_promtool = 1 ]; then
         echo "    input_series:"
         series slow 0 a 6; series slow 1 a 6; series slow 2 b 0.6; series slow 3 b 6
         series clean 0 a 6; series clean 1 a 5; series clean 2 b 6; series clean 3 b 4.8
+        series quiet 0 a 0.015; series quiet 1 a 0.015; series quiet 2 b 0.0015
+        series quiet 3 b 0.015
         echo "    alert_rule_test:"
         echo "      - eval_time: 5m"
         echo "        alertname: SharcStraggler"
@@ -324,7 +328,10 @@ run_fail "a metrics port already taken fails the communicator's creation, naming
 kill $holder 2>/dev/null
 wait $holder 2>/dev/null
 
-# a real Prometheus scrapes a 2-rank job; its HTTP API answers for both ranks' series
+# a real Prometheus scrapes 4-rank jobs at 1 s: its HTTP API answers for every rank's series,
+# and the dashboard's straggler expression, asked for a moment in the middle of each job (over
+# 4 s), names rank 2 of a job where rank 2 takes 40 ms longer between all-reduces, and no rank
+# of the same job without it
 if ! command -v prometheus >/dev/null; then
     echo "note: no prometheus (Debian's package): the scrape by a real one is not tried"
     finish
@@ -338,7 +345,7 @@ global:
 scrape_configs:
   - job_name: sharc
     static_configs:
-      - targets: ['127.0.0.1:$p', '127.0.0.1:$((p + 1))']
+      - targets: ['127.0.0.1:$p', '127.0.0.1:$((p + 1))', '127.0.0.1:$((p + 2))', '127.0.0.1:$((p + 3))']
 YML
 prometheus --config.file="$dir/prometheus.yml" --storage.tsdb.path="$dir/tsdb" \
     --web.listen-address="127.0.0.1:$pp" > "$dir/prometheus.log" 2>&1 &
@@ -347,11 +354,46 @@ for _ in $(seq 1 100); do
     curl -sf "http://127.0.0.1:$pp/-/ready" >/dev/null 2>&1 && break
     sleep 0.2
 done
-run_ok_match "a 2-rank job scraped by Prometheus for 6 s" "metrics ok" env SHARC_METRICS_PORT=$p \
-    SHARCTEST_METRICS_HOLD=6 "$LAUNCH" --mode env -n 2 -- "$PROG"
+# query PROMQL [TIME]: Prometheus' JSON answer
 query() {
-    curl -sf "http://127.0.0.1:$pp/api/v1/query" --data-urlencode "query=$1"
+    curl -sf "http://127.0.0.1:$pp/api/v1/query" --data-urlencode "query=$1" \
+        ${2:+--data-urlencode "time=$2"}
 }
+# the straggler expression over 4 s windows (the job is short)
+strag=$(sed 's/\[1m\]/[4s]/g' "$top_srcdir/tools/grafana/straggler.promql")
+# named TIME: the ranks the straggler expression names at TIME, sorted, space-separated
+named() {
+    query "$strag" "$1" | python3 -c "
+import json, sys
+r = json.load(sys.stdin)['data']['result']
+print(' '.join(sorted(x['metric']['rank'] for x in r)))"
+}
+t0=$(date +%s.%N)
+run_ok_match "a 4-rank job, rank 2 slower by 40 ms a step, scraped by Prometheus for 10 s" \
+    "metrics ok" env SHARC_METRICS_PORT=$p SHARCTEST_METRICS_HOLD=10 SHARCTEST_METRICS_SLOW=2:40 \
+    "$LAUNCH" --mode env -n 4 -- "$PROG"
+mid_slow=$(awk -v a="$t0" 'BEGIN { printf "%.3f", a + 8 }')
+sleep 6 # (the clean job's 4 s windows see none of the slow one's samples)
+t1=$(date +%s.%N)
+run_ok_match "the same job, no rank slower, scraped by Prometheus for 10 s" "metrics ok" env \
+    SHARC_METRICS_PORT=$p SHARCTEST_METRICS_HOLD=10 "$LAUNCH" --mode env -n 4 -- "$PROG"
+mid_clean=$(awk -v a="$t1" 'BEGIN { printf "%.3f", a + 8 }')
+got=$(named "$mid_slow")
+if [ "$got" = "2" ]; then
+    echo "ok: the straggler expression names rank 2, and only it, of the job where it is slow"
+else
+    echo "FAIL: the straggler expression names '$got' of the job where rank 2 is slow, not '2'"
+    query "sum by (rank) (rate(sharc_collective_seconds_sum[4s]))" "$mid_slow"
+    failures=$((failures + 1))
+fi
+got=$(named "$mid_clean")
+if [ -z "$got" ]; then
+    echo "ok: the straggler expression names no rank of the clean job"
+else
+    echo "FAIL: the straggler expression names '$got' of the clean job"
+    query "sum by (rank) (rate(sharc_collective_seconds_sum[4s]))" "$mid_clean"
+    failures=$((failures + 1))
+fi
 # every rank's series, and how many all-reduces Prometheus saw last of each rank
 ans=$(query 'max by (rank) (last_over_time(sharc_collective_seconds_count{collective="allreduce",size_class="4KiB"}[5m]))')
 if python3 -c "
@@ -359,8 +401,8 @@ import json, sys
 r = json.loads(sys.argv[1])['data']['result']
 ranks = sorted(int(x['metric']['rank']) for x in r)
 vals = [float(x['value'][1]) for x in r]
-sys.exit(0 if ranks == [0, 1] and min(vals) >= 5 else 1)" "$ans" 2>/dev/null; then
-    echo "ok: Prometheus has both ranks' all-reduce counts"
+sys.exit(0 if ranks == [0, 1, 2, 3] and min(vals) >= 5 else 1)" "$ans" 2>/dev/null; then
+    echo "ok: Prometheus has every rank's all-reduce counts"
 else
     echo "FAIL: Prometheus's answer lacks a rank's all-reduce counts: $ans"
     tail -20 "$dir/prometheus.log"
@@ -373,9 +415,9 @@ for fam in sharc_collective_seconds_bucket sharc_collective_bytes_total sharc_co
     if python3 -c "
 import json, sys
 r = json.loads(sys.argv[1])['data']['result']
-sys.exit(0 if sorted(x['metric']['rank'] for x in r) == ['0', '1'] else 1)" "$ans" 2>/dev/null
+sys.exit(0 if sorted(x['metric']['rank'] for x in r) == ['0', '1', '2', '3'] else 1)" "$ans" 2>/dev/null
     then
-        echo "ok: Prometheus has $fam of both ranks"
+        echo "ok: Prometheus has $fam of every rank"
     else
         echo "FAIL: Prometheus lacks $fam of a rank: $ans"
         failures=$((failures + 1))

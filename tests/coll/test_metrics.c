@@ -8,7 +8,8 @@
  * sends the endpoint bad requests: an unknown path, a POST, a GET with a body, headers of
  * 64 KiB, a client that stalls mid-request while another scrapes; each is refused and the
  * counts do not change. SHARCTEST_METRICS_HOLD=S keeps all-reducing for S seconds (a
- * Prometheus scrapes meanwhile); SHARCTEST_METRICS_LATE=R:S makes rank R come S seconds late
+ * Prometheus scrapes meanwhile), 20 ms apart, SHARCTEST_METRICS_SLOW=R:MS making rank R take
+ * MS more each time (a straggler); SHARCTEST_METRICS_LATE=R:S makes rank R come S seconds late
  * to the first all-reduce (a stall, then a straggler's figures). The files of SHARC_METRICS_FILE
  * are the script's to check.
  */
@@ -320,11 +321,15 @@ int main(void)
     }
     if (hold != NULL) { /* a Prometheus scrapes meanwhile */
         double until = now_s() + atof(hold);
+        int slow = -1, slow_ms = 0;
 
+        if (getenv("SHARCTEST_METRICS_SLOW") != NULL) {
+            CHECK(sscanf(getenv("SHARCTEST_METRICS_SLOW"), "%d:%d", &slow, &slow_ms) == 2);
+        }
         while (now_s() < until) {
             CHECK(sharc_allreduce(ar, ar, AR_COUNT, SHARC_DTYPE_F32, SHARC_OP_SUM, comm, NULL) ==
                   SHARC_OK);
-            usleep(20000);
+            usleep(20000 + (me == slow ? (useconds_t)slow_ms * 1000 : 0));
         }
     }
     CHECK(sharc_barrier(comm, NULL) == SHARC_OK); /* (every rank scraped before any ends) */
