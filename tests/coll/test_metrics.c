@@ -326,9 +326,18 @@ int main(void)
         if (getenv("SHARCTEST_METRICS_SLOW") != NULL) {
             CHECK(sscanf(getenv("SHARCTEST_METRICS_SLOW"), "%d:%d", &slow, &slow_ms) == 2);
         }
-        while (now_s() < until) {
-            CHECK(sharc_allreduce(ar, ar, AR_COUNT, SHARC_DTYPE_F32, SHARC_OP_SUM, comm, NULL) ==
-                  SHARC_OK);
+        /* every rank runs as many: the all-reduce carries whether each would go on (its
+         * clock), and all stop when one would */
+        for (;;) {
+            sharc_status_t st;
+
+            memset(ar, 0, AR_COUNT * sizeof(*ar));
+            ar[0] = now_s() < until ? 1.0f : 0.0f;
+            st = sharc_allreduce(ar, ar, AR_COUNT, SHARC_DTYPE_F32, SHARC_OP_SUM, comm, NULL);
+            CHECK(st == SHARC_OK);
+            if (st != SHARC_OK || ar[0] < (float)nranks) {
+                break;
+            }
             usleep(20000 + (me == slow ? (useconds_t)slow_ms * 1000 : 0));
         }
     }
