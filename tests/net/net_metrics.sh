@@ -96,6 +96,38 @@ else
     query "sum by (rank) (rate(sharc_collective_seconds_sum[4s]))" "$mid_clean"
     failures=$((failures + 1))
 fi
+
+# a stall: every waiting rank's metrics blame rank 5, as Prometheus sees them
+t2=$(date +%s.%N)
+env SHARC_METRICS_PORT=$PORT SHARC_BOOTSTRAP_TIMEOUT=60s SHARC_STALL_WARN=2s \
+    SHARCTEST_METRICS_LATE=$SLOW:12 "$LAUNCH" --mode env --node-exec "$NODE_EXEC" --timeout 120 \
+    -n 8 --nodes 4 -- "$BIN/coll/test_metrics" > "$work/stall.out" 2>&1 &
+stalljob=$!
+seen=
+while kill -0 $stalljob 2>/dev/null; do
+    n=$(query "count(sharc_stall == 1 and on (rank, comm) sharc_stall_culprit_rank == $SLOW)" |
+        python3 -c "
+import json, sys
+r = json.load(sys.stdin)['data']['result']
+print(int(float(r[0]['value'][1])) if r else 0)" 2>/dev/null)
+    if [ "${n:-0}" -ge 7 ]; then
+        seen=$(awk -v a="$t2" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+        break
+    fi
+    sleep 0.5
+done
+wait $stalljob
+st=$?
+grep -q "rank 0: metrics ok" "$work/stall.out" || st=1
+if [ $st = 0 ] && [ -n "$seen" ] && awk -v s="$seen" 'BEGIN { exit !(s <= 12) }'; then
+    echo "ok: Prometheus sees the 7 waiting ranks' stall blaming rank $SLOW ${seen} s after the job's start"
+else
+    echo "FAIL: the stall blaming rank $SLOW not seen by Prometheus on 7 ranks in 12 s ('$seen' s, job status $st)"
+    query 'sharc_stall_culprit_rank'
+    show_out "$(cat "$work/stall.out")"
+    failures=$((failures + 1))
+fi
+
 ans=$(query 'count by (node) (last_over_time(sharc_comm_ranks[5m]))')
 if python3 -c "
 import json, sys
