@@ -111,11 +111,13 @@ SHARC_HIDDEN sharc_coll_step_metrics_t *sharc_coll_step_metrics(sharc_coll_comm_
  * A context's metrics exporter (coll/diagnostics/metrics_export.c): SHARC_METRICS_FILE
  * rewritten every SHARC_METRICS_INTERVAL (its %r: @p rank, %l: @p local_rank) and /metrics
  * served over HTTP at SHARC_METRICS_PORT + @p local_rank. *ex_p is NULL when neither is set:
- * metrics are off, and cost nothing. A port already taken is SHARC_ERR_IO, logged.
+ * metrics are off, and cost nothing. A port already taken is SHARC_ERR_IO, a file name
+ * without %r or %l on a node of @p local_size > 1 ranks (they would overwrite each other's)
+ * SHARC_ERR_INVALID, logged.
  * Communicators join it when made (and count from then on) and leave it before their end.
  */
 SHARC_HIDDEN sharc_status_t sharc_coll_exporter_create(const sharc_cfg_t *cfg, int rank,
-                                                       int local_rank,
+                                                       int local_rank, int local_size,
                                                        sharc_coll_exporter_t **ex_p);
 /* After every communicator has left it. NULL is a no-op. */
 SHARC_HIDDEN void sharc_coll_exporter_destroy(sharc_coll_exporter_t *ex);

@@ -274,7 +274,8 @@ sharc_status_t sharc_comm_open_coll(sharc_comm_h comm)
     sharc_status_t status = sharc_context_watchdog(comm->ctx, &params.watchdog);
 
     if (status == SHARC_OK) {
-        status = sharc_context_exporter(comm->ctx, comm->rank, comm->local_rank, &params.exporter);
+        status = sharc_context_exporter(comm->ctx, comm->rank, comm->local_rank, comm->local_size,
+                                        &params.exporter);
     }
     return (status == SHARC_OK) ? sharc_coll_comm_create(&params, &comm->coll) : status;
 }

@@ -32,14 +32,14 @@ sharc_status_t sharc_context_watchdog(sharc_context_h ctx, sharc_coll_watchdog_t
     return status;
 }
 
-sharc_status_t sharc_context_exporter(sharc_context_h ctx, int rank, int local_rank,
+sharc_status_t sharc_context_exporter(sharc_context_h ctx, int rank, int local_rank, int local_size,
                                       sharc_coll_exporter_t **ex_p)
 {
     sharc_status_t status = SHARC_OK;
 
     pthread_mutex_lock(&ctx->lock);
     if (!ctx->exporter_made) {
-        status = sharc_coll_exporter_create(ctx->cfg, rank, local_rank, &ctx->exporter);
+        status = sharc_coll_exporter_create(ctx->cfg, rank, local_rank, local_size, &ctx->exporter);
         ctx->exporter_made = status == SHARC_OK;
     }
     *ex_p = ctx->exporter;

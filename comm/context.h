@@ -61,10 +61,10 @@ SHARC_HIDDEN void sharc_context_put(sharc_context_h ctx);
 SHARC_HIDDEN sharc_status_t sharc_context_watchdog(sharc_context_h ctx,
                                                    sharc_coll_watchdog_t **wd_p);
 
-/* The context's metrics exporter, made with its first communicator (@p rank, @p local_rank:
- * that communicator's, which name its file and port); *ex_p NULL: metrics are off. A failure
- * (a port taken) is the communicator's, and the next one tries again. */
+/* The context's metrics exporter, made with its first communicator (@p rank, @p local_rank,
+ * @p local_size: that communicator's, which name its file and port); *ex_p NULL: metrics are off. A
+ * failure (a port taken) is the communicator's, and the next one tries again. */
 SHARC_HIDDEN sharc_status_t sharc_context_exporter(sharc_context_h ctx, int rank, int local_rank,
-                                                   sharc_coll_exporter_t **ex_p);
+                                                   int local_size, sharc_coll_exporter_t **ex_p);
 
 #endif

@@ -157,7 +157,7 @@ static int sharc_coll_exporter_name(const char *pattern, int rank, int local_ran
 }
 
 sharc_status_t sharc_coll_exporter_create(const sharc_cfg_t *cfg, int rank, int local_rank,
-                                          sharc_coll_exporter_t **ex_p)
+                                          int local_size, sharc_coll_exporter_t **ex_p)
 {
     const sharc_coll_cfg_t *cc = sharc_coll_cfg(cfg);
     sharc_coll_exporter_t *ex;
@@ -167,6 +167,14 @@ sharc_status_t sharc_coll_exporter_create(const sharc_cfg_t *cfg, int rank, int 
     *ex_p = NULL;
     if (cc->metrics_port == 0 && cc->metrics_file[0] == '\0') {
         return SHARC_OK; /* off: no exporter, and no communicator counts anything */
+    }
+    if (local_size > 1 && cc->metrics_file[0] != '\0' && strstr(cc->metrics_file, "%r") == NULL &&
+        strstr(cc->metrics_file, "%l") == NULL) {
+        sharc_error("metrics: SHARC_METRICS_FILE=%s names one file for the %d ranks of this node, "
+                    "which would replace each other's: put %%l (the local rank) or %%r (the rank) "
+                    "in it",
+                    cc->metrics_file, local_size);
+        return SHARC_ERR_INVALID;
     }
     ex = calloc(1, sizeof(*ex));
     if (ex == NULL) {

@@ -313,6 +313,11 @@ sys.exit(0 if abs(m - log) <= 0.05 * log + 1e-6 else 1)" "$dir/llama.jsonl" "${e
     fi
 fi
 
+# one file for the ranks of a node is refused at the start, naming the fix
+run_fail "SHARC_METRICS_FILE without %r or %l on a node of 2 ranks is refused" 60 \
+    "names one file for the 2 ranks of this node.*put %l" env \
+    SHARC_METRICS_FILE="$dir/one.prom" "$LAUNCH" --mode env -n 2 -- "$PROG"
+
 # a port already taken is said at the start, and the communicator is not made
 p=$(free_ports)
 python3 -c "
