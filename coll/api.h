@@ -18,6 +18,7 @@
 
 typedef struct sharc_coll_comm sharc_coll_comm_t;         /* one communicator's collective state */
 typedef struct sharc_coll_watchdog sharc_coll_watchdog_t; /* a context's watchdog */
+typedef struct sharc_coll_exporter sharc_coll_exporter_t; /* a context's metrics exporter */
 
 /* The collective layer's knobs (cfg.c holds their table). */
 typedef struct {
@@ -31,12 +32,16 @@ typedef struct {
     /* SHARC_{ALLGATHER,REDUCE_SCATTER,ALLREDUCE,BROADCAST,ALLTOALL}_ALGO, indexed by
      * sharc_coll_type_t; 0 = auto */
     int algo[5];
-    const char *tune_file;  /* SHARC_TUNE_FILE: "" for none */
-    int flight_recorder;    /* entries of each communicator's flight recorder; 0: off */
-    const char *flight_dir; /* where recorders are dumped; "": nowhere */
-    int flight_signal;      /* SIGUSR1 dumps every recorder */
-    double stall_warn;      /* seconds a collective may wait before the ranks compare notes */
-    size_t seq_start;       /* the first collective's sequence number (tests of the wrap) */
+    const char *tune_file;    /* SHARC_TUNE_FILE: "" for none */
+    int flight_recorder;      /* entries of each communicator's flight recorder; 0: off */
+    const char *flight_dir;   /* where recorders are dumped; "": nowhere */
+    int flight_signal;        /* SIGUSR1 dumps every recorder */
+    double stall_warn;        /* seconds a collective may wait before the ranks compare notes */
+    size_t seq_start;         /* the first collective's sequence number (tests of the wrap) */
+    int metrics_port;         /* SHARC_METRICS_PORT: HTTP's base port; 0: no endpoint */
+    const char *metrics_addr; /* SHARC_METRICS_ADDR: the endpoint's address; "": all */
+    const char *metrics_file; /* SHARC_METRICS_FILE: the textfile; "": none */
+    double metrics_interval;  /* SHARC_METRICS_INTERVAL: seconds between its rewrites */
 } sharc_coll_cfg_t;
 
 /* SHARC_WAIT_YIELD's values. */
@@ -71,6 +76,8 @@ typedef struct {
     int local_size;                      /* its ranks on this rank's node */
     const char *name; /* the communicator's name, alike on every rank (its flight dumps) */
     sharc_coll_watchdog_t *watchdog; /* its context's, or NULL */
+    sharc_coll_exporter_t *exporter; /* its context's metrics exporter, or NULL: metrics off */
+    int local_rank;                  /* its place on its node (the metrics' labels) */
     const int *node_of; /* [size]: every rank's node (the quantized reduce-scatter's levels) */
 } sharc_coll_comm_params_t;
 
@@ -83,6 +90,37 @@ SHARC_HIDDEN sharc_status_t sharc_coll_watchdog_create(const sharc_cfg_t *cfg,
                                                        sharc_coll_watchdog_t **wd_p);
 /* After every communicator has left it. NULL is a no-op. */
 SHARC_HIDDEN void sharc_coll_watchdog_destroy(sharc_coll_watchdog_t *wd);
+
+/*
+ * What a sharding group over a communicator reports into its metrics at each step's end
+ * (shard/trace/shard_stats.c), summed over its steps; the exposition shows them as
+ * sharc_shard_* with the communicator's labels. One writer (the group's caller), relaxed
+ * atomic stores; read without a lock.
+ */
+typedef struct {
+    uint64_t steps;
+    uint64_t step_ns, comm_ns, exposed_ns, gather_wait_ns, engine_ns; /* nanoseconds */
+    uint64_t bytes_gathered, bytes_reduced, prefetches, evictions;
+    uint64_t prefetch_depth, peak_unsharded_bytes; /* the last step's (gauges) */
+} sharc_coll_step_metrics_t;
+
+/* @p cc's step figures, or NULL when metrics are off (SHARC_METRICS_PORT and _FILE unset). */
+SHARC_HIDDEN sharc_coll_step_metrics_t *sharc_coll_step_metrics(sharc_coll_comm_t *cc);
+
+/*
+ * A context's metrics exporter (coll/diagnostics/metrics_export.c): SHARC_METRICS_FILE
+ * rewritten every SHARC_METRICS_INTERVAL (its %r: @p rank, %l: @p local_rank) and /metrics
+ * served over HTTP at SHARC_METRICS_PORT + @p local_rank. *ex_p is NULL when neither is set:
+ * metrics are off, and cost nothing. A port already taken is SHARC_ERR_IO, a file name
+ * without %r or %l on a node of @p local_size > 1 ranks (they would overwrite each other's)
+ * SHARC_ERR_INVALID, logged.
+ * Communicators join it when made (and count from then on) and leave it before their end.
+ */
+SHARC_HIDDEN sharc_status_t sharc_coll_exporter_create(const sharc_cfg_t *cfg, int rank,
+                                                       int local_rank, int local_size,
+                                                       sharc_coll_exporter_t **ex_p);
+/* After every communicator has left it. NULL is a no-op. */
+SHARC_HIDDEN void sharc_coll_exporter_destroy(sharc_coll_exporter_t *ex);
 
 /* Make a communicator's collective state (and its progress thread, if configured). */
 SHARC_HIDDEN sharc_status_t sharc_coll_comm_create(const sharc_coll_comm_params_t *params,
@@ -132,7 +170,7 @@ typedef struct {
  * is NULL.
  */
 SHARC_HIDDEN sharc_status_t sharc_coll_post(sharc_coll_comm_t *cc, const sharc_coll_args_t *args,
-                                             sharc_request_h *req_p);
+                                            sharc_request_h *req_p);
 
 /* Completion lanes of a communicator (sharc_coll_post posts in lane 0). */
 #define SHARC_COLL_LANES 4
@@ -146,8 +184,8 @@ SHARC_HIDDEN sharc_status_t sharc_coll_post(sharc_coll_comm_t *cc, const sharc_c
  * complete, not what runs, nor how messages match.
  */
 SHARC_HIDDEN sharc_status_t sharc_coll_post_lane(sharc_coll_comm_t *cc,
-                                                  const sharc_coll_args_t *args, int lane,
-                                                  sharc_request_h *req_p);
+                                                 const sharc_coll_args_t *args, int lane,
+                                                 sharc_request_h *req_p);
 
 /* One send or receive of the public point-to-point calls (sharc/p2p.h's contract). */
 typedef struct {
@@ -157,8 +195,8 @@ typedef struct {
     sharc_dtype_t dtype;
     int peer; /* a receive: or SHARC_ANY_SOURCE */
     int tag;
-    void *stream;  /* CUDA buffers: the stream whose queued work it follows */
-    int blocking;  /* the caller will wait for it at once (refused inside a group) */
+    void *stream; /* CUDA buffers: the stream whose queued work it follows */
+    int blocking; /* the caller will wait for it at once (refused inside a group) */
 } sharc_coll_p2p_args_t;
 
 /*
@@ -168,8 +206,8 @@ typedef struct {
  * call is the caller's wait and free after it.)
  */
 SHARC_HIDDEN sharc_status_t sharc_coll_p2p_post(sharc_coll_comm_t *cc,
-                                                 const sharc_coll_p2p_args_t *args,
-                                                 sharc_request_h *req_p);
+                                                const sharc_coll_p2p_args_t *args,
+                                                sharc_request_h *req_p);
 
 /* sharc_p2p_group_start / end (sharc/p2p.h) on @p cc. */
 SHARC_HIDDEN sharc_status_t sharc_coll_group_start(sharc_coll_comm_t *cc);
@@ -211,7 +249,7 @@ SHARC_HIDDEN sharc_status_t sharc_coll_request_wait_stream(sharc_request_h req, 
 typedef struct {
     void *ptr;
     sharc_tp_mem_t *reg; /* the backend's registration, or NULL */
-    int backend; /* from the backend's allocator (else cudaMalloc's) */
+    int backend;         /* from the backend's allocator (else cudaMalloc's) */
 } sharc_coll_devmem_t;
 SHARC_HIDDEN sharc_status_t sharc_coll_devmem_alloc(sharc_coll_comm_t *cc, size_t bytes,
                                                     sharc_coll_devmem_t *mem_p);

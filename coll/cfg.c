@@ -147,6 +147,37 @@ static const sharc_cfg_field_t sharc_coll_cfg_fields[] = {
      .doc = "For tests: the sequence number a communicator's first collective takes. The "
             "collectives' messages are tagged with it, modulo 2^39; set it a little below "
             "549755813888 to run across the wrap. Every rank must set the same."},
+    {.name = "METRICS_PORT",
+     .dflt = "0",
+     .type = SHARC_CFG_INT,
+     .min = 0,
+     .max = 65535,
+     .offset = offsetof(sharc_coll_cfg_t, metrics_port),
+     .doc = "Serve the metrics (collectives by kind and size class: counts, bytes, time "
+            "histograms; in flight, stalls, lost peers) in Prometheus' text format at "
+            "http://<SHARC_METRICS_ADDR>:<this plus the local rank>/metrics, from the first "
+            "communicator on. A port already taken fails that communicator's creation. 0: no "
+            "endpoint. With SHARC_METRICS_FILE unset too, metrics are off and cost nothing."},
+    {.name = "METRICS_ADDR",
+     .dflt = "",
+     .type = SHARC_CFG_STRING,
+     .offset = offsetof(sharc_coll_cfg_t, metrics_addr),
+     .doc = "The address the metrics endpoint (SHARC_METRICS_PORT) listens on: a numeric "
+            "address or a host name. Empty: every IPv4 address of the node."},
+    {.name = "METRICS_FILE",
+     .dflt = "",
+     .type = SHARC_CFG_STRING,
+     .offset = offsetof(sharc_coll_cfg_t, metrics_file),
+     .doc = "A file the metrics are written to in Prometheus' text format every "
+            "SHARC_METRICS_INTERVAL and when a communicator ends, replaced whole (for "
+            "node_exporter's textfile collector: name it *.prom in its directory). %r stands "
+            "for the rank, %l for the local rank: each rank needs a file of its own. Empty: "
+            "none."},
+    {.name = "METRICS_INTERVAL",
+     .dflt = "15s",
+     .type = SHARC_CFG_TIME,
+     .offset = offsetof(sharc_coll_cfg_t, metrics_interval),
+     .doc = "How often SHARC_METRICS_FILE is rewritten (at least every 100 ms)."},
 };
 
 const sharc_cfg_table_t sharc_coll_cfg_table =

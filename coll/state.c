@@ -15,6 +15,7 @@
 #include "../base/log.h"
 #include "../base/util.h"
 #include "coll.h"
+#include "diagnostics/metrics.h"
 
 /*
  * The node layout from every rank's node (none given: one node): the nodes, and when each
@@ -80,6 +81,9 @@ sharc_status_t sharc_coll_comm_create(const sharc_coll_comm_params_t *params,
     cc->spin_yield = sharc_coll_spin_yields(cc->cfg, params->local_size);
     cc->name = params->name != NULL ? params->name : "comm";
     cc->verdict_ordinal = cc->stall_asked = UINT64_MAX;
+    cc->verdict_rank = cc->lost_rank = -1;
+    cc->local_rank = params->local_rank;
+    cc->tp_name = params->tp_ops != NULL ? params->tp_ops->name : "none";
     cc->seq = cc->cfg->seq_start;
     status = sharc_coll_layout(cc, params->node_of);
     if (status != SHARC_OK) {
@@ -93,13 +97,23 @@ sharc_status_t sharc_coll_comm_create(const sharc_coll_comm_params_t *params,
     if (status == SHARC_OK) {
         status = sharc_coll_driver_start(cc);
     }
-    if (status == SHARC_OK && params->watchdog != NULL) {
-        status = sharc_coll_watchdog_add(params->watchdog, cc);
+    if (status == SHARC_OK && params->exporter != NULL) {
+        status = sharc_coll_exporter_add(params->exporter, cc);
         if (status != SHARC_OK) {
             sharc_coll_driver_stop(cc);
         }
     }
+    if (status == SHARC_OK && params->watchdog != NULL) {
+        status = sharc_coll_watchdog_add(params->watchdog, cc);
+        if (status != SHARC_OK) {
+            if (cc->exporter != NULL) {
+                sharc_coll_exporter_remove(cc->exporter, cc);
+            }
+            sharc_coll_driver_stop(cc);
+        }
+    }
     if (status != SHARC_OK) {
+        free(cc->metrics);
         sharc_coll_fr_fini(&cc->fr);
         pthread_cond_destroy(&cc->cond);
         pthread_mutex_destroy(&cc->lock);
@@ -153,6 +167,9 @@ void sharc_coll_comm_quiesce(sharc_coll_comm_t *cc)
     if (cc->watchdog != NULL) { /* before the communicator's parts go */
         sharc_coll_watchdog_remove(cc->watchdog, cc);
     }
+    if (cc->exporter != NULL) { /* its final figures, then no scrape reads it */
+        sharc_coll_exporter_remove(cc->exporter, cc);
+    }
 }
 
 sharc_status_t sharc_coll_comm_dump(sharc_coll_comm_t *cc, const char *dir)
@@ -202,6 +219,7 @@ void sharc_coll_comm_destroy(sharc_coll_comm_t *cc)
     if (!cc->scratch_busy) { /* else a task that never finished holds it: leaked with it */
         free(cc->scratch);
     }
+    free(cc->metrics);
     free(cc->node_ranks);
     free(cc);
 }

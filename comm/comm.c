@@ -24,8 +24,8 @@ typedef struct {
     uint32_t magic;
     int32_t rank;
     int32_t node_hint, local_rank, local_size; /* launcher's, or -1 */
-    uint32_t gpu;  /* a CUDA backend can run here (sharc_tp_cuda_find) */
-    uint64_t host; /* hash of the host's identity (sharc_comm_host_id) */
+    uint32_t gpu;                   /* a CUDA backend can run here (sharc_tp_cuda_find) */
+    uint64_t host;                  /* hash of the host's identity (sharc_comm_host_id) */
     char host_name[SHARC_HOST_MAX]; /* for messages that name a rank's host */
 } sharc_comm_peer_t;
 
@@ -211,8 +211,9 @@ static sharc_tp_comm_params_t sharc_comm_tp_params(sharc_comm_h comm)
 /* The CUDA backend this rank could run (NULL: none, or SHARC_CUDA_BACKEND=staged). */
 static const sharc_tp_ops_t *sharc_comm_gpu_here(const sharc_cfg_t *cfg)
 {
-    return (sharc_core_cfg(cfg)->cuda_backend != SHARC_CUDA_BACKEND_STAGED) ? sharc_tp_cuda_find(cfg)
-                                                                            : NULL;
+    return (sharc_core_cfg(cfg)->cuda_backend != SHARC_CUDA_BACKEND_STAGED)
+               ? sharc_tp_cuda_find(cfg)
+               : NULL;
 }
 
 /*
@@ -242,9 +243,10 @@ sharc_status_t sharc_comm_open_gpu(sharc_comm_h comm, const sharc_tp_ops_t *ops,
                    ops == NULL ? "here" : "on every rank", sharc_status_string(status));
         comm->cuda_failed = status;
     } else if (ops != NULL) { /* (without one here, the backend's query has said why) */
-        sharc_info("comm: no CUDA backend (for collectives on CUDA buffers)%s (%s): they are staged "
-                   "through host memory",
-                   !everywhere ? " on every rank" : "", sharc_status_string(status));
+        sharc_info(
+            "comm: no CUDA backend (for collectives on CUDA buffers)%s (%s): they are staged "
+            "through host memory",
+            !everywhere ? " on every rank" : "", sharc_status_string(status));
     }
     return SHARC_OK;
 }
@@ -267,9 +269,14 @@ sharc_status_t sharc_comm_open_coll(sharc_comm_h comm)
         .local_size = comm->local_size,
         .name = comm->boot->name,
         .node_of = comm->node_of,
+        .local_rank = comm->local_rank,
     };
     sharc_status_t status = sharc_context_watchdog(comm->ctx, &params.watchdog);
 
+    if (status == SHARC_OK) {
+        status = sharc_context_exporter(comm->ctx, comm->rank, comm->local_rank, comm->local_size,
+                                        &params.exporter);
+    }
     return (status == SHARC_OK) ? sharc_coll_comm_create(&params, &comm->coll) : status;
 }
 

@@ -32,9 +32,25 @@ sharc_status_t sharc_context_watchdog(sharc_context_h ctx, sharc_coll_watchdog_t
     return status;
 }
 
+sharc_status_t sharc_context_exporter(sharc_context_h ctx, int rank, int local_rank, int local_size,
+                                      sharc_coll_exporter_t **ex_p)
+{
+    sharc_status_t status = SHARC_OK;
+
+    pthread_mutex_lock(&ctx->lock);
+    if (!ctx->exporter_made) {
+        status = sharc_coll_exporter_create(ctx->cfg, rank, local_rank, local_size, &ctx->exporter);
+        ctx->exporter_made = status == SHARC_OK;
+    }
+    *ex_p = ctx->exporter;
+    pthread_mutex_unlock(&ctx->lock);
+    return status;
+}
+
 void sharc_context_put(sharc_context_h ctx)
 {
     if (__atomic_sub_fetch(&ctx->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+        sharc_coll_exporter_destroy(ctx->exporter); /* (every communicator has left it) */
         sharc_coll_watchdog_destroy(ctx->watchdog); /* (every communicator has left it) */
         pthread_mutex_destroy(&ctx->lock);
         sharc_coll_tune_destroy(ctx->tune);

@@ -13,19 +13,27 @@
 #include "../base/def_int.h"
 #include "../base/mem.h"
 
-/* SHARC_TUNE_FILE's rules (coll/algorithms/tune.h), loaded through coll/api.h, read by selection. */
+/* SHARC_TUNE_FILE's rules (coll/algorithms/tune.h), loaded through coll/api.h, read by selection.
+ */
 typedef struct sharc_coll_tune sharc_coll_tune_t;
 /* The watchdog of the context's communicators (coll/api.h). */
 typedef struct sharc_coll_watchdog sharc_coll_watchdog_t;
+/* The metrics exporter of the context's communicators (coll/api.h). */
+typedef struct sharc_coll_exporter sharc_coll_exporter_t;
 
 struct sharc_context {
     int refs; /* atomic: the caller's plus one per communicator */
     sharc_config_h config;
-    const sharc_cfg_t *cfg;          /* parsed view of config */
-    sharc_mem_table_t *mem;          /* buffers from sharc_mem_alloc */
-    sharc_coll_tune_t *tune;         /* SHARC_TUNE_FILE's rules, or NULL for none */
-    pthread_mutex_t lock;            /* its watchdog's making */
-    sharc_coll_watchdog_t *watchdog; /* made with its first communicator (coll/diagnostics/watchdog.c) */
+    const sharc_cfg_t *cfg;  /* parsed view of config */
+    sharc_mem_table_t *mem;  /* buffers from sharc_mem_alloc */
+    sharc_coll_tune_t *tune; /* SHARC_TUNE_FILE's rules, or NULL for none */
+    pthread_mutex_t lock;    /* its watchdog's making */
+    sharc_coll_watchdog_t
+        *watchdog; /* made with its first communicator (coll/diagnostics/watchdog.c) */
+    /* its metrics exporter (coll/diagnostics/metrics_export.c), made with its first
+     * communicator when SHARC_METRICS_PORT or SHARC_METRICS_FILE asks for one; NULL: off */
+    sharc_coll_exporter_t *exporter;
+    int exporter_made; /* (whether it was asked for: made once, or NULL for good) */
 };
 
 /* ---- the communicators' knob (comm_cfg.c) */
@@ -52,5 +60,11 @@ SHARC_HIDDEN void sharc_context_put(sharc_context_h ctx);
 /* The context's watchdog, made with its first communicator. */
 SHARC_HIDDEN sharc_status_t sharc_context_watchdog(sharc_context_h ctx,
                                                    sharc_coll_watchdog_t **wd_p);
+
+/* The context's metrics exporter, made with its first communicator (@p rank, @p local_rank,
+ * @p local_size: that communicator's, which name its file and port); *ex_p NULL: metrics are off. A
+ * failure (a port taken) is the communicator's, and the next one tries again. */
+SHARC_HIDDEN sharc_status_t sharc_context_exporter(sharc_context_h ctx, int rank, int local_rank,
+                                                   int local_size, sharc_coll_exporter_t **ex_p);
 
 #endif

@@ -155,6 +155,7 @@ struct sharc_shard_group {
      * split of it on CUDA (owned; else the same as shard_comm, not owned twice) */
     sharc_comm_h reduce_comm;
     int reduce_lane;
+    sharc_coll_step_metrics_t *metrics; /* shard_comm's step figures, or NULL: metrics off */
     sharc_context_h ctx;
     int rank, size; /* in comm */
     int shard_rank, shard_size;

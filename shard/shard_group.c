@@ -347,6 +347,9 @@ static sharc_status_t sharc_shard_create_comms(sharc_shard_group_t *g, sharc_com
     sharc_status_t status;
 
     status = sharc_comm_split(comm, g->rank / g->shard_size, g->rank, &g->shard_comm);
+    if (status == SHARC_OK) {
+        g->metrics = sharc_coll_step_metrics(g->shard_comm->coll);
+    }
     /* reductions through a queue of their own: collectives complete in posting order, so on
      * one queue a gather prefetched in backward would complete only after the reduce-scatter
      * posted before it. On the host another completion lane of the shard communicator: its

@@ -36,6 +36,9 @@ packages=(
     libopenmpi-dev openmpi-bin libhwloc-dev libxml2-dev libjson-c-dev
     # shard checkpoints (checksums); GEMM compute in benchmarks and the trainer
     libxxhash-dev libopenblas-dev
+    # metrics: served over HTTP (libmicrohttpd); tests check them with promtool, scrape them
+    # with a real Prometheus and read the textfile mode with node_exporter
+    libmicrohttpd-dev prometheus prometheus-node-exporter
     # tests: ss (free ports), ip and tc (namespace nodes: tools/nodes.sh), nsenter and unshare
     # (util-linux); python3 builds topology fixtures; clang + libFuzzer fuzz the parsers
     # (tools/fuzz.sh)

@@ -63,7 +63,6 @@ SHARC_HIDDEN void sharc_coll_watchdog_remove(sharc_coll_watchdog_t *wd, sharc_co
  * one when a collective has waited past SHARC_STALL_WARN. */
 SHARC_HIDDEN void sharc_coll_stall_check(sharc_coll_comm_t *cc);
 
-
 /*
  * This rank gave up on collective @p ordinal at its SHARC_TIMEOUT (lock not held): when the
  * ranks agreed a verdict on it, wait until the other ranks waiting in it have reached their
@@ -80,11 +79,13 @@ SHARC_HIDDEN void sharc_coll_stall_linger(const sharc_coll_comm_t *cc, uint64_t 
  * (heads[r] is rank r's; answered 0: it did not answer, or, not @p live, left no dump) and,
  * for ranks that did not answer,
  * their hosts as the communicator recorded them (@p hosts may be NULL): one paragraph into
- * @p buf, the same from the same heads on every rank. Returns the rank whose head set the
- * stalled collective, or -1 when none is stalled.
+ * @p buf, the same from the same heads on every rank. Returns the rank it blames first (one
+ * that did not answer, else one that has not posted the stalled collective, else one that
+ * posted another, else one whose data does not arrive), or -1: none is stalled, or no one
+ * rank is the cause (a ring of waits).
  */
 SHARC_HIDDEN int sharc_coll_verdict(const sharc_coll_head_t *heads, int n,
-                                    const char (*hosts)[SHARC_HOST_MAX], const char *comm,
-                                    int live, char *buf, size_t size);
+                                    const char (*hosts)[SHARC_HOST_MAX], const char *comm, int live,
+                                    char *buf, size_t size);
 
 #endif

@@ -72,6 +72,7 @@ static void sharc_coll_watch_now(sharc_coll_comm_t *cc, int now_too)
                 verdict ? ". The ranks' verdict on its stalled collective: " : "",
                 verdict ? verdict : "");
     cc->explained = 1;
+    cc->lost_rank = loss.lost;    /* (-1: this rank was cut off; the metrics show it) */
     if (cc->failed != SHARC_OK) { /* a transport's error, now explained: a peer's failure */
         snprintf(cc->why, sizeof(cc->why), "%s", why);
         cc->failed = SHARC_ERR_REMOTE;

@@ -55,6 +55,7 @@ static void sharc_coll_stall_round(sharc_coll_comm_t *cc, uint32_t round, uint64
     char verdict[sizeof(cc->verdict)];
     sharc_status_t status = SHARC_ERR_NOMEM;
     double now = sharc_time_now();
+    int culprit;
 
     if (heads != NULL && present != NULL) {
         sharc_coll_lock(cc);
@@ -75,10 +76,11 @@ static void sharc_coll_stall_round(sharc_coll_comm_t *cc, uint32_t round, uint64
         heads[r].answered = present[r];
         heads[r].rank = r;
     }
-    sharc_coll_verdict(heads, cc->size, cc->hosts, cc->name, 1, verdict, sizeof(verdict));
+    culprit = sharc_coll_verdict(heads, cc->size, cc->hosts, cc->name, 1, verdict, sizeof(verdict));
     sharc_warn("rank %d: stall verdict: %s", cc->rank, verdict);
     sharc_coll_lock(cc);
     snprintf(cc->verdict, sizeof(cc->verdict), "%s", verdict);
+    cc->verdict_rank = culprit; /* (the metrics': read with verdict_ordinal, under the lock) */
     cc->verdict_ends = sharc_coll_stall_ends(cc, heads, ordinal, now);
     __atomic_store_n(&cc->verdict_ordinal, ordinal, __ATOMIC_RELEASE);
     sharc_coll_fr_dump(cc, cc->cfg->flight_dir, "stall");

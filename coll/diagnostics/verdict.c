@@ -126,11 +126,12 @@ static int sharc_verdict_stalled(const sharc_coll_head_t *heads, int n, uint64_t
     return ref;
 }
 
-/* All answered, all posted S alike: whose data is not arriving, from the waits. */
-static void sharc_verdict_data(sharc_verdict_out_t *o, const sharc_coll_head_t *heads,
-                               const char (*hosts)[SHARC_HOST_MAX], int n, uint64_t s)
+/* All answered, all posted S alike: whose data is not arriving, from the waits. The first
+ * rank blamed, or -1 when none is (a ring of waits). */
+static int sharc_verdict_data(sharc_verdict_out_t *o, const sharc_coll_head_t *heads,
+                              const char (*hosts)[SHARC_HOST_MAX], int n, uint64_t s)
 {
-    int blamed = 0;
+    int blamed = 0, first = -1;
 
     for (int r = 0; r < n; r++) {
         if (heads[r].stalled != s || heads[r].stalled >= heads[r].posted) {
@@ -142,7 +143,8 @@ static void sharc_verdict_data(sharc_verdict_out_t *o, const sharc_coll_head_t *
             /* p finished its part of S (or never waits in it): the data it sent to r is
              * what does not arrive */
             if (p >= 0 && p < n && (heads[p].stalled != s || heads[p].stalled == heads[p].posted)) {
-                sharc_verdict_put(o, "%sdata from ", blamed++ ? "; " : ": ");
+                first = blamed++ ? first : p;
+                sharc_verdict_put(o, "%sdata from ", blamed > 1 ? "; " : ": ");
                 sharc_verdict_rank(o, heads, hosts, p);
                 sharc_verdict_put(o, " is not arriving at ");
                 sharc_verdict_rank(o, heads, hosts, r);
@@ -154,7 +156,7 @@ static void sharc_verdict_data(sharc_verdict_out_t *o, const sharc_coll_head_t *
         }
     }
     if (blamed > 0) {
-        return;
+        return first;
     }
     sharc_verdict_put(o, ": every rank posted it and waits, each for another (");
     for (int r = 0, shown = 0; r < n && shown < SHARC_VERDICT_LIST; r++) {
@@ -165,6 +167,7 @@ static void sharc_verdict_data(sharc_verdict_out_t *o, const sharc_coll_head_t *
     }
     sharc_verdict_put(o, "): no rank is the cause on its own; a link among them does not "
                          "deliver");
+    return -1;
 }
 
 int sharc_coll_verdict(const sharc_coll_head_t *heads, int n, const char (*hosts)[SHARC_HOST_MAX],
@@ -172,7 +175,7 @@ int sharc_coll_verdict(const sharc_coll_head_t *heads, int n, const char (*hosts
 {
     sharc_verdict_out_t o = {buf, size, 0};
     char missing[n], behind[n], other[n], waiting[n];
-    int ref, nmissing = 0, nbehind = 0, nother = 0;
+    int ref, nmissing = 0, nbehind = 0, nother = 0, culprit = -1;
     uint64_t s = 0;
     const sharc_coll_head_t *h;
 
@@ -228,7 +231,14 @@ int sharc_coll_verdict(const sharc_coll_head_t *heads, int n, const char (*hosts
         }
     }
     if (nmissing == 0 && nbehind == 0 && nother == 0) {
-        sharc_verdict_data(&o, heads, hosts, n, s);
+        culprit = sharc_verdict_data(&o, heads, hosts, n, s);
     }
-    return ref;
+    /* the culprit, in the order the text blames: silent, behind, out of order */
+    for (int r = n - 1; r >= 0; r--) {
+        culprit = (missing[r] || (nmissing == 0 && behind[r]) ||
+                   (nmissing == 0 && nbehind == 0 && other[r]))
+                      ? r
+                      : culprit;
+    }
+    return culprit;
 }

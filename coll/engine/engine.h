@@ -193,7 +193,7 @@ struct sharc_request {
         const sharc_tp_req_t *reqs;
         size_t n;
     } watch[2];
-    char *scratch; /* from sharc_coll_scratch, or NULL; returned when the task is done */
+    char *scratch;   /* from sharc_coll_scratch, or NULL; returned when the task is done */
     size_t *vblocks; /* the uneven collectives: its copy of args' counts and displacements */
     /* the algorithm's own state: the member of its family */
     union {
@@ -254,6 +254,35 @@ typedef struct {
     size_t cap;
 } sharc_coll_fr_t;
 
+/*
+ * A communicator's metrics (metrics.c), when SHARC_METRICS_PORT or SHARC_METRICS_FILE asks for
+ * them: for each kind (the collectives by sharc_coll_type_t, then send and receive) and size
+ * class, how many finished, how many failed, their bytes (nccl-tests' size: what busbw is
+ * derived from) and the time from post to done, as a histogram. This rank's time inside its
+ * collectives is the straggler signal: every rank leaves a collective at about the same
+ * moment, so the rank that came last waited least. Written under the communicator's lock by
+ * one writer at a time, read without it by the exposition (relaxed atomics: each value is
+ * whole, a scrape may see one task's count before its sum).
+ */
+#define SHARC_COLL_METRIC_KINDS (SHARC_COLL_LAST + 2) /* + send, recv */
+#define SHARC_COLL_METRIC_SEND  SHARC_COLL_LAST
+#define SHARC_COLL_METRIC_RECV  (SHARC_COLL_LAST + 1)
+#define SHARC_COLL_SIZE_CLASSES 6  /* up to 4 KiB, 64 KiB, 1 MiB, 16 MiB, 256 MiB; larger */
+#define SHARC_COLL_TIME_BUCKETS 13 /* 8 us .. 32 s by fours, then +Inf */
+
+typedef struct {
+    uint64_t count;                           /* finished: done, fine or not */
+    uint64_t failed;                          /* of them, ended in an error */
+    uint64_t bytes;                           /* of the fine ones */
+    uint64_t ns;                              /* of the fine ones: post to done, nanoseconds */
+    uint64_t bucket[SHARC_COLL_TIME_BUCKETS]; /* the fine ones by time (not cumulative) */
+} sharc_coll_metric_t;
+
+typedef struct sharc_coll_metrics {
+    sharc_coll_metric_t m[SHARC_COLL_METRIC_KINDS][SHARC_COLL_SIZE_CLASSES];
+    sharc_coll_step_metrics_t steps; /* a sharding group's, over this communicator (api.h) */
+} sharc_coll_metrics_t;
+
 /* Who drives a communicator's progress: whoever tests or waits, or a thread of its own. */
 typedef enum {
     SHARC_COLL_DRIVER_CALLER,
@@ -309,6 +338,8 @@ struct sharc_coll_comm {
     sharc_status_t failed;           /* SHARC_OK, or why the communicator cannot run collectives */
     char why[320];                   /* what failed it, for the messages of later posts */
     char verdict[1024];              /* the last stall verdict the ranks agreed on, or "" */
+    int verdict_rank;                /* the rank it blames (-1: none), with verdict_ordinal */
+    int lost_rank;                   /* a rank the store said is gone (-1: none known) */
     uint64_t verdict_ordinal;        /* the collective it is about (atomic; UINT64_MAX: none) */
     double verdict_ends;             /* when its last waiting rank times out (stall.c) */
     uint64_t stall_asked;            /* the last stalled ordinal a verdict was asked for */
@@ -339,6 +370,11 @@ struct sharc_coll_comm {
     /* the open group's messages with data are on host memory (1) or CUDA buffers (2); 0: none
      * yet. A group takes one kind (sharc_coll_p2p_post). */
     int group_kind;
+    /* the metrics (metrics.c), or NULL when off: then a finished task costs one test */
+    sharc_coll_metrics_t *metrics;
+    int local_rank;      /* this rank's place on its node, for the metrics' labels */
+    const char *tp_name; /* its point-to-point transport's name, or "none" */
+    struct sharc_coll_exporter *exporter; /* the context's, while this communicator is in it */
     /* scratch kept between collectives (sharc_coll_scratch); under lock */
     char *scratch;
     size_t scratch_bytes;
@@ -512,6 +548,23 @@ static inline const char *sharc_coll_host(const sharc_coll_comm_t *cc, int rank)
 /* Transport requests of a task's algorithm: task->reqs, @p n of them (NULL: no memory),
  * watched by the flight recorder. */
 SHARC_HIDDEN sharc_tp_req_t *sharc_coll_reqs_alloc(sharc_coll_task_t *task, size_t n);
+
+/* ---- metrics (metrics.c) */
+
+/* Count a task that is now DONE into cc->metrics (lock held; cc->metrics set). */
+SHARC_HIDDEN void sharc_coll_metrics_done(const sharc_coll_task_t *task);
+
+/* The upper bounds of the time buckets in seconds, [SHARC_COLL_TIME_BUCKETS - 1] (the last
+ * bucket is +Inf), and the size classes' names ("4KiB" .. "256MiB", "inf": their bounds). */
+extern SHARC_HIDDEN const double sharc_coll_time_bounds[SHARC_COLL_TIME_BUCKETS - 1];
+extern SHARC_HIDDEN const char *const sharc_coll_size_names[SHARC_COLL_SIZE_CLASSES];
+
+/* What a metrics kind is called ("allgather", ..., "send", "recv"). */
+SHARC_HIDDEN const char *sharc_coll_metric_name(int kind);
+
+/* A task's bytes as nccl-tests counts a collective's size (all-gather: the whole output,
+ * all-reduce: the vector, ...); a send's or receive's: its message. */
+SHARC_HIDDEN size_t sharc_coll_task_bytes(const sharc_coll_task_t *task);
 
 /* ---- point-to-point for the algorithms (p2p.c) */
 

@@ -55,7 +55,6 @@ void sharc_coll_take_over(sharc_coll_comm_t *cc)
     }
 }
 
-
 /* Drive task @p t once (lock held); it may finish (DONE), or fail the communicator. */
 static void sharc_coll_step(sharc_coll_comm_t *cc, sharc_coll_task_t *t)
 {
@@ -71,6 +70,9 @@ static void sharc_coll_step(sharc_coll_comm_t *cc, sharc_coll_task_t *t)
     t->state = SHARC_COLL_TASK_DONE;
     t->t_done = sharc_time_now();
     sharc_coll_fr_note(t);
+    if (cc->metrics != NULL) {
+        sharc_coll_metrics_done(t);
+    }
     if (t->status == SHARC_OK) {
         /* (a failed task keeps it: a transport may still write into it) */
         sharc_coll_scratch_put(t);

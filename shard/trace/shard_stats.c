@@ -300,6 +300,33 @@ void sharc_shard_stats_free(sharc_shard_group_t *g)
 
 /* ---- steps ------------------------------------------------------------------------- */
 
+/* One writer, readers without a lock (coll/api.h): a relaxed store of the sum. */
+static void sharc_shard_metric_add(uint64_t *v, uint64_t n)
+{
+    __atomic_store_n(v, __atomic_load_n(v, __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
+}
+
+/* The step just closed (g->last) into the communicator's metrics. */
+static void sharc_shard_stats_export(sharc_shard_group_t *g)
+{
+    sharc_coll_step_metrics_t *m = g->metrics;
+    const sharc_shard_stats_t *s = &g->last;
+
+    sharc_shard_metric_add(&m->step_ns, (uint64_t)(SHARC_MAX(s->step_s, 0) * 1e9));
+    sharc_shard_metric_add(&m->comm_ns, (uint64_t)(SHARC_MAX(s->comm_s, 0) * 1e9));
+    sharc_shard_metric_add(&m->exposed_ns, (uint64_t)(SHARC_MAX(s->exposed_s, 0) * 1e9));
+    sharc_shard_metric_add(&m->gather_wait_ns, (uint64_t)(SHARC_MAX(s->gather_wait_s, 0) * 1e9));
+    sharc_shard_metric_add(&m->engine_ns, (uint64_t)(SHARC_MAX(s->engine_s, 0) * 1e9));
+    sharc_shard_metric_add(&m->bytes_gathered, s->bytes_gathered);
+    sharc_shard_metric_add(&m->bytes_reduced, s->bytes_reduced);
+    sharc_shard_metric_add(&m->prefetches, s->prefetches);
+    sharc_shard_metric_add(&m->evictions, s->evictions);
+    __atomic_store_n(&m->prefetch_depth, (uint64_t)SHARC_MAX(s->prefetch_depth, 0),
+                     __ATOMIC_RELAXED);
+    __atomic_store_n(&m->peak_unsharded_bytes, (uint64_t)s->peak_unsharded_bytes, __ATOMIC_RELAXED);
+    sharc_shard_metric_add(&m->steps, 1); /* last: a reader that sees the step sees its sums */
+}
+
 void sharc_shard_stats_step(sharc_shard_group_t *g)
 {
     double now = sharc_time_now();
@@ -326,6 +353,9 @@ void sharc_shard_stats_step(sharc_shard_group_t *g)
     g->nspans = 0;
     g->step_t0 = now;
     g->have_last = 1;
+    if (g->metrics != NULL) {
+        sharc_shard_stats_export(g);
+    }
     if (g->cuda) { /* this step's events wait until its statistics are read */
         sharc_shard_evspans_t older = g->ev_last;
 

@@ -43,14 +43,15 @@ static void stalled_all(sharc_coll_head_t *h)
     }
 }
 
-static void expect(const char *what, const sharc_coll_head_t *h, const char *const *want,
-                   const char *const *not_want)
+static void expect(const char *what, const sharc_coll_head_t *h, int culprit,
+                   const char *const *want, const char *const *not_want)
 {
     char buf[2048], again[2048];
+    int blamed = sharc_coll_verdict(h, N, hosts, "w0", 1, buf, sizeof(buf));
 
-    sharc_coll_verdict(h, N, hosts, "w0", 1, buf, sizeof(buf));
     sharc_coll_verdict(h, N, hosts, "w0", 1, again, sizeof(again));
     CHECK_MSG(strcmp(buf, again) == 0, "%s: the same heads gave two texts", what);
+    CHECK_MSG(blamed == culprit, "%s: rank %d blamed, not %d", what, blamed, culprit);
     for (int i = 0; want[i] != NULL; i++) {
         CHECK_MSG(strstr(buf, want[i]) != NULL, "%s: '%s' not in: %s", what, want[i], buf);
     }
@@ -69,7 +70,7 @@ int main(void)
     h[2].posted = h[2].stalled = 7;
     h[2].last_state = SHARC_COLL_TASK_COMPLETE;
     h[2].last_done_age = 60;
-    expect("a rank that skipped one", h,
+    expect("a rank that skipped one", h, 2,
            (const char *const[]){"collective #7 (allreduce of 256 f32, lane 0)",
                                  "rank 2 (node-b) has not posted it", "its last collective was #6",
                                  NULL},
@@ -78,7 +79,7 @@ int main(void)
     /* rank 3 did not answer (its node cut off) */
     stalled_all(h);
     h[3].answered = 0;
-    expect("a rank that did not answer", h,
+    expect("a rank that did not answer", h, 3,
            (const char *const[]){"no answer from rank 3 (node-c)", NULL},
            (const char *const[]){"has not posted", "not arriving", NULL});
 
@@ -86,7 +87,7 @@ int main(void)
     stalled_all(h);
     h[1].st_type = SHARC_COLL_ALLGATHER;
     expect(
-        "a desync", h,
+        "a desync", h, 1,
         (const char *const[]){"rank 1 (node-a) posted another collective as #7: allgather", NULL},
         (const char *const[]){"has not posted", NULL});
 
@@ -99,7 +100,7 @@ int main(void)
     h[0].npending = 1;
     h[0].pending[0] = 3;
     expect(
-        "data that does not arrive", h,
+        "data that does not arrive", h, 2,
         (const char *const[]){"data from rank 2 (node-b) is not arriving at rank 3 (node-c)", NULL},
         (const char *const[]){"data from rank 3", "has not posted", NULL});
 
@@ -109,7 +110,7 @@ int main(void)
         h[r].npending = 1;
         h[r].pending[0] = (r + N - 1) % N;
     }
-    expect("a ring of waits", h,
+    expect("a ring of waits", h, -1,
            (const char *const[]){"every rank posted it and waits", "rank 0 for rank 3", NULL},
            (const char *const[]){"not arriving", NULL});
 
@@ -118,6 +119,7 @@ int main(void)
     for (int r = 0; r < N; r++) {
         h[r].stalled = h[r].posted;
     }
-    expect("nothing stalled", h, (const char *const[]){"no collective is stalled now", NULL}, NULL);
+    expect("nothing stalled", h, -1, (const char *const[]){"no collective is stalled now", NULL},
+           NULL);
     return check_result("test_verdict");
 }
