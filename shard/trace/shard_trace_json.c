@@ -304,10 +304,11 @@ int sharc_shard_trace_json(sharc_shard_group_t *g, const sharc_shard_trace_rank_
     fprintf(j.f,
             "{\"displayTimeUnit\": \"ms\",\n\"otherData\": {\"producer\": \"sharc\", "
             "\"ranks\": %d, \"units\": %d, \"shard_size\": %d, \"prefetch\": \"%s\", "
-            "\"max_unsharded\": %d, \"reduce_queue\": %s, \"steps_dropped\": %d},\n"
+            "\"max_unsharded\": %d, \"reduce_queue\": %s, \"steps_dropped\": %d, "
+            "\"clock\": \"CLOCK_MONOTONIC\", \"origin_s\": %.9f},\n"
             "\"traceEvents\": [",
             nranks, g->nunits, g->shard_size, g->prefetch_auto ? "auto" : "fixed",
-            g->plan.max_unsharded, shared ? "false" : "true", tr->dropped);
+            g->plan.max_unsharded, shared ? "false" : "true", tr->dropped, ranks[0].origin);
     for (int r = 0; r < nranks; r++) {
         sharc_shard_json_rank(&j, r, &ranks[r], shared);
     }

@@ -2,9 +2,12 @@
 /*
  * trainer/cli/profile_trace.c: --profile with --trace: the op spans as a track of the shard
  * engine's Chrome trace (written by the engine, on rank 0, when the model's group is
- * destroyed). The engine's times count from an origin of its own; the trainer places its
- * spans by a moment both know: the last forward_begin of unit 0, whose call span in the
- * engine's trace starts when the model took the host's clock for it (llama_prof_anchor_here).
+ * destroyed). The engine's times count from an origin of its own, which its trace gives
+ * (otherData's origin_s: the host's CLOCK_MONOTONIC at its time 0): the spans are placed by
+ * it exactly. A trace without it (an older libsharc) places them by a moment both know: the
+ * last forward_begin of unit 0, whose call span in the engine's trace starts when the model
+ * took the host's clock for it (llama_prof_anchor_here), less the call's way in (a thread
+ * preempted there shifts every span).
  * Rank 0's spans only; on CUDA they are the device's times (the engine's are the host's).
  */
 #include "profile.h"
@@ -106,7 +109,7 @@ sharc_status_t llama_profile_trace_add(const llama_prof_t *prof, const char *pat
 {
     const llama_prof_span_t *sp;
     size_t n = llama_prof_spans(prof, &sp), len = 0, at;
-    double anchor_us, first_us, anchor = llama_prof_anchor(prof);
+    double anchor_us, first_us, origin, anchor = llama_prof_anchor(prof);
     char *buf = read_all(path, &len);
     const char *close, *sep;
     FILE *f;
@@ -114,9 +117,16 @@ sharc_status_t llama_profile_trace_add(const llama_prof_t *prof, const char *pat
     if (buf == NULL) {
         return SHARC_ERR_IO;
     }
-    if (engine_times(buf, &anchor_us, &first_us) != 0 || anchor <= 0) {
-        llama_err("--profile: %s has no forward_begin of unit 0 on rank 0 to place the op "
-                  "spans by; the trace is left as the engine wrote it",
+    const char *o = strstr(buf, "\"origin_s\": ");
+    int anchored = engine_times(buf, &anchor_us, &first_us) == 0 && anchor > 0;
+    if (o != NULL && first_us < INFINITY) {
+        origin = strtod(o + strlen("\"origin_s\": "), NULL);
+    } else if (anchored) {
+        origin = anchor - anchor_us * 1e-6;
+    } else {
+        llama_err("--profile: %s has neither the engine's clock origin nor a forward_begin of "
+                  "unit 0 on rank 0 to place the op spans by; the trace is left as the engine "
+                  "wrote it",
                   path);
         free(buf);
         return SHARC_ERR_INVALID;
@@ -142,7 +152,7 @@ sharc_status_t llama_profile_trace_add(const llama_prof_t *prof, const char *pat
         }
         return SHARC_ERR_IO;
     }
-    write_spans(f, sep, sp, n, anchor - anchor_us * 1e-6, first_us);
+    write_spans(f, sep, sp, n, origin, first_us);
     int bad = ferror(f) || fflush(f) != 0 || ftruncate(fileno(f), ftell(f)) != 0;
     bad |= fclose(f) != 0;
     if (bad) {
