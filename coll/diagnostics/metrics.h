@@ -9,6 +9,7 @@
 #ifndef SHARC_COLL_METRICS_H
 #define SHARC_COLL_METRICS_H
 
+#include "../engine/metrics.h"
 #include "diagnostics.h"
 
 /* A growing text buffer; oom set once an append failed (the text is then cut short). */

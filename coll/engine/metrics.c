@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "../../base/util.h"
-#include "engine.h"
+#include "metrics.h"
 
 const double sharc_coll_time_bounds[SHARC_COLL_TIME_BUCKETS - 1] = {
     8e-6,      32e-6,    128e-6,   512e-6,   2.048e-3, 8.192e-3,

@@ -18,6 +18,7 @@
 #include "../../base/util.h"
 #include "engine.h"
 #include "flight.h"
+#include "metrics.h"
 
 /*
  * Lock held: start the tasks handed over during a pass, oldest first (the order they were
