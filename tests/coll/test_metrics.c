@@ -251,6 +251,32 @@ static void bad_requests(void)
     }
 }
 
+/* All-reduces every 20 ms for @p secs (SHARCTEST_METRICS_SLOW=R:MS: rank R sleeps MS more
+ * between them, a straggler), while a Prometheus scrapes; @p ar: AR_COUNT floats. */
+static void hold_on(sharc_comm_h comm, float *ar, double secs)
+{
+    double until = now_s() + secs;
+    int slow = -1, slow_ms = 0;
+
+    if (getenv("SHARCTEST_METRICS_SLOW") != NULL) {
+        CHECK(sscanf(getenv("SHARCTEST_METRICS_SLOW"), "%d:%d", &slow, &slow_ms) == 2);
+    }
+    /* every rank runs as many: the all-reduce carries whether each would go on (its
+     * clock), and all stop when one would */
+    for (;;) {
+        sharc_status_t st;
+
+        memset(ar, 0, AR_COUNT * sizeof(*ar));
+        ar[0] = now_s() < until ? 1.0f : 0.0f;
+        st = sharc_allreduce(ar, ar, AR_COUNT, SHARC_DTYPE_F32, SHARC_OP_SUM, comm, NULL);
+        CHECK(st == SHARC_OK);
+        if (st != SHARC_OK || ar[0] < (float)nranks) {
+            break;
+        }
+        usleep(20000 + (me == slow ? (useconds_t)slow_ms * 1000 : 0));
+    }
+}
+
 int main(void)
 {
     float *ar = calloc(AR_COUNT, sizeof(float)), *ag_in = calloc(AG_COUNT, sizeof(float)), *ag;
@@ -320,26 +346,7 @@ int main(void)
         }
     }
     if (hold != NULL) { /* a Prometheus scrapes meanwhile */
-        double until = now_s() + atof(hold);
-        int slow = -1, slow_ms = 0;
-
-        if (getenv("SHARCTEST_METRICS_SLOW") != NULL) {
-            CHECK(sscanf(getenv("SHARCTEST_METRICS_SLOW"), "%d:%d", &slow, &slow_ms) == 2);
-        }
-        /* every rank runs as many: the all-reduce carries whether each would go on (its
-         * clock), and all stop when one would */
-        for (;;) {
-            sharc_status_t st;
-
-            memset(ar, 0, AR_COUNT * sizeof(*ar));
-            ar[0] = now_s() < until ? 1.0f : 0.0f;
-            st = sharc_allreduce(ar, ar, AR_COUNT, SHARC_DTYPE_F32, SHARC_OP_SUM, comm, NULL);
-            CHECK(st == SHARC_OK);
-            if (st != SHARC_OK || ar[0] < (float)nranks) {
-                break;
-            }
-            usleep(20000 + (me == slow ? (useconds_t)slow_ms * 1000 : 0));
-        }
+        hold_on(comm, ar, atof(hold));
     }
     CHECK(sharc_barrier(comm, NULL) == SHARC_OK); /* (every rank scraped before any ends) */
     sharc_comm_destroy(comm);

@@ -84,6 +84,59 @@ static void check_grouped(const char *text)
     CHECK_MSG(nseen == 22, "%d families, not 22", nseen);
 }
 
+/* The lines communicator a's text must hold (%s: its labels): its all-reduces and send by
+ * size class, its health, its sharding group's steps. */
+static const char *const a_lines[] = {
+    "sharc_collective_seconds_bucket{%s,collective=\"allreduce\",size_class=\"4KiB\","
+    "le=\"8e-06\"} 1",
+    "sharc_collective_seconds_bucket{%s,collective=\"allreduce\",size_class=\"4KiB\","
+    "le=\"3.2e-05\"} 1",
+    "sharc_collective_seconds_bucket{%s,collective=\"allreduce\",size_class=\"4KiB\","
+    "le=\"0.000128\"} 3",
+    "sharc_collective_seconds_bucket{%s,collective=\"allreduce\",size_class=\"4KiB\","
+    "le=\"+Inf\"} 3",
+    "sharc_collective_seconds_sum{%s,collective=\"allreduce\",size_class=\"4KiB\"} "
+    "0.000001500",
+    "sharc_collective_seconds_count{%s,collective=\"allreduce\",size_class=\"4KiB\"} 3",
+    "sharc_collective_bytes_total{%s,collective=\"allreduce\",size_class=\"4KiB\"} 3072",
+    "sharc_collective_failures_total{%s,collective=\"allreduce\",size_class=\"4KiB\"} 1",
+    "sharc_collective_seconds_bucket{%s,collective=\"send\",size_class=\"1MiB\","
+    "le=\"0.524288\"} 0",
+    "sharc_collective_seconds_bucket{%s,collective=\"send\",size_class=\"1MiB\","
+    "le=\"2.097152\"} 1",
+    "sharc_collective_seconds_sum{%s,collective=\"send\",size_class=\"1MiB\"} 2.000000000",
+    "sharc_comm_ranks{%s} 4",
+    "sharc_collectives_in_flight{%s} 0",
+    "sharc_stall{%s} 0",
+    "sharc_stall_culprit_rank{%s} -1",
+    "sharc_comm_failed{%s} 0",
+    "sharc_peer_lost_rank{%s} -1",
+    "sharc_shard_steps_total{%s} 3",
+    "sharc_shard_step_seconds_total{%s} 3.000000000",
+    "sharc_shard_exposed_comm_seconds_total{%s} 1.500000000",
+    "sharc_shard_gathered_bytes_total{%s} 1000",
+    "sharc_shard_prefetch_depth{%s} 2",
+    "sharc_shard_evictions_total{%s} 0",
+};
+
+/* ... and b's: the stall in force and its culprit, the failure, the lost rank. */
+static const char *const b_lines[] = {
+    "sharc_collectives_in_flight{%s} 1", "sharc_stall{%s} 1",
+    "sharc_stall_culprit_rank{%s} 3",    "sharc_comm_failed{%s} 1",
+    "sharc_peer_lost_rank{%s} 1",
+};
+
+/* Each of @p lines, its labels @p labels put in, is a line of @p text. */
+static void check_lines(const char *text, const char *const *lines, size_t n, const char *labels)
+{
+    char want[1024];
+
+    for (size_t i = 0; i < n; i++) {
+        snprintf(want, sizeof(want), lines[i], labels);
+        CHECK_MSG(has_line(text, want), "missing: %s", want);
+    }
+}
+
 int main(int argc, char **argv)
 {
     sharc_coll_comm_t a, b;
@@ -131,42 +184,7 @@ int main(int argc, char **argv)
     check_grouped(text.buf);
     CHECK(has_line(text.buf, "# TYPE sharc_collective_seconds histogram"));
     CHECK(has_line(text.buf, "# TYPE sharc_collective_bytes_total counter"));
-    static const char *const lines[] = {
-        "sharc_collective_seconds_bucket{%s,collective=\"allreduce\",size_class=\"4KiB\","
-        "le=\"8e-06\"} 1",
-        "sharc_collective_seconds_bucket{%s,collective=\"allreduce\",size_class=\"4KiB\","
-        "le=\"3.2e-05\"} 1",
-        "sharc_collective_seconds_bucket{%s,collective=\"allreduce\",size_class=\"4KiB\","
-        "le=\"0.000128\"} 3",
-        "sharc_collective_seconds_bucket{%s,collective=\"allreduce\",size_class=\"4KiB\","
-        "le=\"+Inf\"} 3",
-        "sharc_collective_seconds_sum{%s,collective=\"allreduce\",size_class=\"4KiB\"} "
-        "0.000001500",
-        "sharc_collective_seconds_count{%s,collective=\"allreduce\",size_class=\"4KiB\"} 3",
-        "sharc_collective_bytes_total{%s,collective=\"allreduce\",size_class=\"4KiB\"} 3072",
-        "sharc_collective_failures_total{%s,collective=\"allreduce\",size_class=\"4KiB\"} 1",
-        "sharc_collective_seconds_bucket{%s,collective=\"send\",size_class=\"1MiB\","
-        "le=\"0.524288\"} 0",
-        "sharc_collective_seconds_bucket{%s,collective=\"send\",size_class=\"1MiB\","
-        "le=\"2.097152\"} 1",
-        "sharc_collective_seconds_sum{%s,collective=\"send\",size_class=\"1MiB\"} 2.000000000",
-        "sharc_comm_ranks{%s} 4",
-        "sharc_collectives_in_flight{%s} 0",
-        "sharc_stall{%s} 0",
-        "sharc_stall_culprit_rank{%s} -1",
-        "sharc_comm_failed{%s} 0",
-        "sharc_peer_lost_rank{%s} -1",
-        "sharc_shard_steps_total{%s} 3",
-        "sharc_shard_step_seconds_total{%s} 3.000000000",
-        "sharc_shard_exposed_comm_seconds_total{%s} 1.500000000",
-        "sharc_shard_gathered_bytes_total{%s} 1000",
-        "sharc_shard_prefetch_depth{%s} 2",
-        "sharc_shard_evictions_total{%s} 0",
-    };
-    for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
-        snprintf(want, sizeof(want), lines[i], l);
-        CHECK_MSG(has_line(text.buf, want), "missing: %s", want);
-    }
+    check_lines(text.buf, a_lines, sizeof(a_lines) / sizeof(a_lines[0]), l);
     /* no series of a kind and size class that saw nothing, none counted for b */
     CHECK(strstr(text.buf, "collective=\"allgather\"") == NULL);
     CHECK(strstr(text.buf, "size_class=\"64KiB\"") == NULL);
@@ -174,15 +192,7 @@ int main(int argc, char **argv)
     CHECK(strstr(text.buf, "sharc_shard_steps_total{rank=\"3\"") == NULL);
     /* b: the escaped name, the stall and its culprit, the failure, the lost rank */
     l = "rank=\"3\",local_rank=\"1\",node=\"node-c\",comm=\"we\\\"ird\\\\\",transport=\"shm\"";
-    static const char *const blines[] = {
-        "sharc_collectives_in_flight{%s} 1", "sharc_stall{%s} 1",
-        "sharc_stall_culprit_rank{%s} 3",    "sharc_comm_failed{%s} 1",
-        "sharc_peer_lost_rank{%s} 1",
-    };
-    for (size_t i = 0; i < sizeof(blines) / sizeof(blines[0]); i++) {
-        snprintf(want, sizeof(want), blines[i], l);
-        CHECK_MSG(has_line(text.buf, want), "missing: %s", want);
-    }
+    check_lines(text.buf, b_lines, sizeof(b_lines) / sizeof(b_lines[0]), l);
     snprintf(want, sizeof(want), "sharc_collective_oldest_seconds{%s} ", l);
     const char *age = strstr(text.buf, want);
     CHECK(age != NULL && strtod(age + strlen(want), NULL) >= 5 &&

@@ -161,7 +161,8 @@ static void check_against_cpu(sharc_comm_h comm, const char *dir, int recompute)
     }
     if (run_model(comm, &cfg, &cpu, dir, x, y, &ref) == 0 &&
         run_model(comm, &cfg, &dev, dir, x, y, &got) == 0) {
-        double el = check_rel_err(&got.loss, &ref.loss, 1), eg = check_rel_err(got.logits, ref.logits, N * V);
+        double el = check_rel_err(&got.loss, &ref.loss, 1),
+               eg = check_rel_err(got.logits, ref.logits, N * V);
         CHECK_MSG(el <= tol_loss, "%s: loss %.8f vs %.8f (rel %.2e)", dir, got.loss, ref.loss, el);
         CHECK_MSG(eg <= tol_logits, "%s: logits rel error %.2e", dir, eg);
         CHECK(got.nparams == ref.nparams);
@@ -182,6 +183,46 @@ static void check_against_cpu(sharc_comm_h comm, const char *dir, int recompute)
     outputs_free(&ref);
     free(x);
     free(y);
+}
+
+/* Every parameter's gradient after the model's step against the reference's "grad.NAME" (1
+ * rank: the shard is the whole unit; on the GPU it is device memory): relative error within
+ * @p tol_grad, and in bf16 a cosine similarity of 0.99 at least. */
+static void check_grads(llama_model_t *model, llama_st_t *ref, const char *dir, int recompute,
+                        double tol_grad, int bf16)
+{
+    sharc_shard_group_h g = llama_model_group(model);
+    double worst = 0.0, worst_cos = 1.0;
+    size_t n;
+
+    for (int i = 0; i < sharc_shard_num_params(g); i++) {
+        sharc_shard_param_info_t pi;
+        sharc_shard_unit_info_t ui;
+        float *grad, *want, *host;
+        char name[300];
+        sharc_shard_param_info(g, i, &pi);
+        sharc_shard_unit_info(g, pi.unit, &ui);
+        sharc_shard_local(g, pi.unit, NULL, &grad, NULL);
+        /* the shard is the whole unit on 1 rank; on the GPU it is device memory */
+        host = malloc(ui.shard_count * sizeof(float));
+        CHECK(llama_model_ops(model)->to_host(host, grad, ui.shard_count * sizeof(float)) ==
+              SHARC_OK);
+        snprintf(name, sizeof(name), "grad.%s", pi.name);
+        want = read_all(ref, name, &n);
+        CHECK_MSG(want != NULL && n == pi.count, "%s", name);
+        if (want != NULL && n == pi.count) {
+            double e = check_rel_err(host + pi.offset, want, n),
+                   c = cosine(host + pi.offset, want, n);
+            CHECK_MSG(e <= tol_grad, "%s: %s rel error %.2e", dir, name, e);
+            CHECK_MSG(!bf16 || c >= 0.99, "%s: %s cosine similarity %.4f", dir, name, c);
+            worst = e > worst ? e : worst;
+            worst_cos = c < worst_cos ? c : worst_cos;
+        }
+        free(want);
+        free(host);
+    }
+    printf("%s%s: %d gradients, worst rel err %.1e, worst cosine similarity %.5f\n", dir,
+           recompute ? " (recompute)" : "", sharc_shard_num_params(g), worst, worst_cos);
 }
 
 static void check_fixture(sharc_comm_h comm, const char *dir, int recompute)
@@ -248,34 +289,7 @@ static void check_fixture(sharc_comm_h comm, const char *dir, int recompute)
     CHECK(llama_model_step(model, x, y, 1.0f, 1, &step_loss) == SHARC_OK);
     CHECK(sharc_shard_finish(g) == SHARC_OK);
     CHECK(fabsf(step_loss - loss) <= 1e-6f * fabsf(loss));
-    double worst = 0.0, worst_cos = 1.0;
-    for (int i = 0; i < sharc_shard_num_params(g); i++) {
-        sharc_shard_param_info_t pi;
-        sharc_shard_unit_info_t ui;
-        float *grad, *want, *host;
-        char name[300];
-        sharc_shard_param_info(g, i, &pi);
-        sharc_shard_unit_info(g, pi.unit, &ui);
-        sharc_shard_local(g, pi.unit, NULL, &grad, NULL);
-        /* the shard is the whole unit on 1 rank; on the GPU it is device memory */
-        host = malloc(ui.shard_count * sizeof(float));
-        CHECK(llama_model_ops(model)->to_host(host, grad, ui.shard_count * sizeof(float)) ==
-              SHARC_OK);
-        snprintf(name, sizeof(name), "grad.%s", pi.name);
-        want = read_all(ref, name, &n);
-        CHECK_MSG(want != NULL && n == pi.count, "%s", name);
-        if (want != NULL && n == pi.count) {
-            double e = check_rel_err(host + pi.offset, want, n), c = cosine(host + pi.offset, want, n);
-            CHECK_MSG(e <= tol_grad, "%s: %s rel error %.2e", dir, name, e);
-            CHECK_MSG(!bf16 || c >= 0.99, "%s: %s cosine similarity %.4f", dir, name, c);
-            worst = e > worst ? e : worst;
-            worst_cos = c < worst_cos ? c : worst_cos;
-        }
-        free(want);
-        free(host);
-    }
-    printf("%s%s: %d gradients, worst rel err %.1e, worst cosine similarity %.5f\n", dir,
-           recompute ? " (recompute)" : "", sharc_shard_num_params(g), worst, worst_cos);
+    check_grads(model, ref, dir, recompute, tol_grad, bf16);
 
 out:
     llama_model_destroy(model);

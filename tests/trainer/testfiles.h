@@ -4,7 +4,8 @@
  * temporary directory (testdir_create, tmp_path, write_bytes; testdir_remove checks that
  * nothing was left behind). The tests check the one error line a bad input logs:
  * quiet_begin sends stderr to an anonymous file, quiet_end restores it and returns what was
- * written; EXPECT_ERR checks a call's status and its line.
+ * written; EXPECT_ERR checks a call's status and its line. Safetensors files and indexes are
+ * written from their parts (write_st, write_index).
  */
 #ifndef SHARC_TESTS_TRAINER_TESTFILES_H
 #define SHARC_TESTS_TRAINER_TESTFILES_H
@@ -12,6 +13,7 @@
 #include "check.h"
 
 #include <dirent.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,5 +140,37 @@ static int count_lines(const char *s)
                       strstr(log_, _word) != NULL,                                                 \
                   "%s: want one line with %s and %s, got: %s", #_call, _needle, _word, log_);      \
     } while (0)
+
+/* ---- safetensors files and indexes written here, byte by byte */
+
+/* A safetensors file from its parts; @p hlen_field overrides the length field when not 0. */
+static inline void write_st(const char *path, const char *json, const void *data, size_t len,
+                            uint64_t hlen_field)
+{
+    size_t jlen = strlen(json);
+    unsigned char *buf = malloc(8 + jlen + len + 1);
+    uint64_t h = hlen_field != 0 ? hlen_field : jlen;
+    int i;
+
+    for (i = 0; i < 8; i++) {
+        buf[i] = (unsigned char)(h >> (8 * i));
+    }
+    memcpy(buf + 8, json, jlen);
+    if (len > 0) {
+        memcpy(buf + 8 + jlen, data, len);
+    }
+    write_bytes(path, buf, 8 + jlen + len);
+    free(buf);
+}
+
+/* A sharded set's index: its weight map (JSON object text) in the format's envelope. */
+static inline void write_index(const char *path, const char *weight_map)
+{
+    char json[1024];
+
+    snprintf(json, sizeof(json), "{\"metadata\": {\"total_size\": 100}, \"weight_map\": %s}\n",
+             weight_map);
+    write_bytes(path, json, strlen(json));
+}
 
 #endif
