@@ -69,7 +69,8 @@ write_json_dict() {
 }
 
 # The library built with clang and the fuzzing sanitizers, once (static, no optional backends
-# beyond json-c and xxHash): BUILD_DIR/fuzz/lib. Returns 2 when it cannot be configured.
+# beyond json-c and xxHash, no metrics endpoint): BUILD_DIR/fuzz/lib. Returns 2 when it cannot
+# be configured.
 lib_built=
 build_lib() {
     [ -n "$lib_built" ] && return "$lib_built"
@@ -78,8 +79,8 @@ build_lib() {
     if [ ! -f "$out/lib/config.status" ] &&
         ! (cd "$out/lib" && CC=$clang CFLAGS="-g -O1 ${lib_san[*]}" "$top/configure" \
             --without-cuda --without-nccl --without-ucx --without-verbs --without-mpi \
-            --without-hwloc --without-libxml2 --without-blas --with-jsonc --with-xxhash \
-            --disable-shared > "$out/lib/configure.out" 2>&1); then
+            --without-hwloc --without-libxml2 --without-blas --without-microhttpd \
+            --with-jsonc --with-xxhash --disable-shared > "$out/lib/configure.out" 2>&1); then
         echo "fuzz: the library's clang build could not be configured (json-c and xxHash are" \
             "needed; $out/lib/config.log says why)" >&2
         return 2
